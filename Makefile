@@ -1,0 +1,32 @@
+# Two commands set up a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SPECBENCH := $(BIN)/specbench
+
+.PHONY: setup build demo test lint clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+build: setup
+	$(SPECBENCH) build
+
+demo: build
+	$(SPECBENCH) run configs/quickstart.yaml
+	$(SPECBENCH) report
+
+test: setup
+	$(BIN)/pytest -q
+
+lint: setup
+	$(BIN)/ruff check specbench tests
+	$(BIN)/ruff format --check specbench tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,76 @@
+"""What a build is: the contract between ``specbench build`` and the runner (``build.json``).
+
+The runner never guesses flag spellings: it asks the BuildInfo, which probed each binary's
+``--help`` once at build time. That is how one runner speaks to 2023 and 2026 llama.cpp trees.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from specbench.errors import BuildError
+
+# Roles specbench runs, in the order it prefers names for them (newest first).
+ROLE_NAMES: dict[str, list[str]] = {
+    "completion": ["llama-completion", "llama-cli", "main"],
+    "speculative": ["llama-speculative", "speculative"],
+    "speculative_simple": ["llama-speculative-simple"],
+    "server": ["llama-server", "server"],
+    "quantize": ["llama-quantize", "quantize"],
+    "bench": ["llama-bench"],
+}
+
+
+class FlagSpelling(BaseModel):
+    """How one binary spells the options specbench passes; None when it has no such option."""
+
+    draft_max: str | None = None  # --spec-draft-n-max | --draft-max | --draft
+    draft_min: str | None = None  # --spec-draft-n-min | --draft-min
+    p_min: str | None = None  # --spec-draft-p-min | --draft-p-min
+    ngld: str | None = None  # -ngld | --gpu-layers-draft | --spec-draft-ngl
+    spec_type: str | None = None  # --spec-type when the binary has it
+    spec_types: list[str] = Field(default_factory=list)  # values --spec-type accepts
+    model_draft: str | None = None  # -md
+    no_display_prompt: str | None = None  # --no-display-prompt (llama-completion)
+
+
+class BinaryInfo(BaseModel):
+    role: str
+    name: str
+    path: str
+    version: str = ""
+    flags: FlagSpelling = Field(default_factory=FlagSpelling)
+
+
+class BuildInfo(BaseModel):
+    key: str
+    source: str
+    commit: str | None = None
+    backend: str  # cpu | cuda | metal
+    cmake_args: list[str]
+    compiler: str = ""
+    built_at: str = ""
+    bin_dir: str
+    binaries: dict[str, BinaryInfo]  # by role
+
+    def binary(self, role: str) -> BinaryInfo:
+        info = self.binaries.get(role)
+        if info is None or not Path(info.path).is_file():
+            raise BuildError(
+                f"this llama.cpp build has no {role} binary ({', '.join(ROLE_NAMES.get(role, [role]))}); "
+                f"rebuild with `specbench build --force`"
+            )
+        return info
+
+    def save(self, path: Path) -> None:
+        path.write_text(self.model_dump_json(indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> BuildInfo:
+        try:
+            return cls.model_validate(json.loads(path.read_text()))
+        except (OSError, ValueError) as exc:
+            raise BuildError(f"cannot read {path}: {exc}; rebuild with `specbench build --force`") from exc

@@ -1,0 +1,36 @@
+"""User-facing errors: one line that names the problem and what to do.
+
+Library code raises these; the CLI prints the message and exits non-zero without a traceback
+(``--debug`` shows it). Anything else reaching the CLI is a bug in specbench.
+"""
+
+
+class SpecbenchError(Exception):
+    """A problem the user can act on. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class ConfigError(SpecbenchError):
+    """The config (or a --set override) is invalid; the message names the YAML location."""
+
+
+class BuildError(SpecbenchError):
+    """Getting or building llama.cpp failed."""
+
+
+class ModelError(SpecbenchError):
+    """A model could not be fetched, verified, derived or paired."""
+
+
+class ParseError(SpecbenchError):
+    """A log holds nothing specbench recognises."""
+
+
+class RunError(SpecbenchError):
+    """A run cannot start or continue (lock held, results folder not writable...)."""
