@@ -1,0 +1,82 @@
+"""`specbench parse LOG...`: the statistics in llama.cpp logs captured anywhere, as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from specbench.cli.common import console, err_console, state
+from specbench.errors import ParseError
+
+_SUMMARY = ("n_draft", "n_predict", "n_drafted", "n_accept")
+
+
+def _fmt(value: float | int) -> str:
+    return str(value)  # repr keeps the printed precision (0.61514, 48.638, inf, nan)
+
+
+def _print(log) -> None:
+    """One file: its name, the speculative summary (if any), then the perf blocks side by side."""
+    from rich.markup import escape
+    from rich.table import Column, Table
+
+    console.print(f"[bold]{escape(str(log.file))}[/bold] ({log.kind})", highlight=False)
+    rows = []
+    for name in ("encoded", "decoded"):
+        if (tp := getattr(log, name)) is not None:
+            rows += [(f"{name} {k}", getattr(tp, k)) for k in ("tokens", "seconds", "tps")]
+    rows += [(name, getattr(log, name)) for name in _SUMMARY]
+    if log.accept is not None:
+        rows.append(("accept", f"{_fmt(log.accept)} ({log.accept * 100:.3f}%)"))
+    rows = [(k, v) for k, v in rows if v is not None]
+    if rows:
+        summary = Table("metric", Column("value", justify="right"), title="speculative summary")
+        for key, value in rows:
+            summary.add_row(key, _fmt(value) if not isinstance(value, str) else value)
+        console.print(summary)
+    if log.perf is not None:
+        blocks = [(n, b) for n, b in (("target", log.perf.target), ("draft", log.perf.draft)) if b]
+        perf = Table("metric", *(Column(n, justify="right") for n, _ in blocks), title="perf")
+        for key in type(blocks[0][1]).model_fields:
+            values = [getattr(b, key) for _, b in blocks]
+            if any(v is not None for v in values):
+                perf.add_row(key, *("" if v is None else _fmt(v) for v in values))
+        console.print(perf)
+
+
+def parse(
+    logs: Annotated[list[Path], typer.Argument(metavar="LOG", help="llama.cpp logs (stderr or mixed).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON list: one object per file that parsed.")
+    ] = False,
+) -> None:
+    """Show the statistics in llama.cpp logs: speculative summary, draft and target timings.
+
+    Parses every file; each one that fails is reported on stderr and the exit code is 1.
+    """
+    from specbench.parse import parse_file
+
+    parsed, failed = [], 0
+    for path in logs:
+        try:
+            parsed.append(parse_file(path))
+        except ParseError as exc:
+            if state.debug:
+                raise
+            failed += 1
+            err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+    if as_json:
+        # inf and nan are real values here (e.g. a speculative target's eval t/s): Infinity/NaN.
+        typer.echo(json.dumps([log.to_json() for log in parsed], indent=2))
+    else:
+        for log in parsed:
+            _print(log)
+    if failed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("parse")(parse)

@@ -1,0 +1,109 @@
+"""`specbench compare`, `baseline save`, `history` as a user runs them: real processes, real exit
+codes. The done-when test (two real llama.cpp runs, one with fewer threads) is at the end."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_compare import BASE, SPEC, make_run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def specbench(*args, cwd: Path, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "SPECBENCH_RESULTS": str(cwd / "results"), **(env or {})}
+    full_env.pop("GITHUB_STEP_SUMMARY", None) if "GITHUB_STEP_SUMMARY" not in (env or {}) else None
+    return subprocess.run(
+        [sys.executable, "-m", "specbench", *map(str, args)],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """A baseline run, a run with the same numbers, a run whose draft_max=8 cells are 20% slower."""
+    slow = {4: SPEC[4], 8: [x * 0.8 for x in SPEC[8]]}
+    return (
+        make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2")),
+        make_run(tmp_path, "run2", BASE, SPEC, prompts=("p1", "p2")),
+        make_run(tmp_path, "run3", BASE, slow, prompts=("p1", "p2")),
+    )
+
+
+def test_exit_codes_and_table(tmp_path, runs):
+    a, same, slow = runs
+    ok = specbench("compare", a, same, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert "PASS" in ok.stdout and "spec_tps" in ok.stdout and "baseline_tps" in ok.stdout
+    bad = specbench("compare", a, slow, "--metric", "spec_tps", cwd=tmp_path)
+    assert bad.returncode == 1, bad.stderr
+    assert "FAIL: 2 regressions" in bad.stdout and "draft_max=8" in bad.stdout
+    assert "geometric mean ratio" in bad.stdout
+
+
+def test_json_and_markdown_and_step_summary(tmp_path, runs):
+    a, _, slow = runs
+    out = specbench(
+        "compare", a, slow, "--format", "json", "--metric", "spec_tps", "--metric", "speedup", cwd=tmp_path
+    )
+    data = json.loads(out.stdout)
+    assert out.returncode == data["exit_code"] == 1
+    assert [m["metric"] for m in data["metrics"]] == ["spec_tps", "speedup"]
+    failed = [c for c in data["metrics"][0]["cells"] if c["status"] == "fail"]
+    assert {c["prompt_id"] for c in failed} == {"p1", "p2"} and all(
+        "draft_max=8" in c["label"] for c in failed
+    )
+
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    md = specbench(
+        "compare", a, slow, "--format", "md", cwd=tmp_path, env={"GITHUB_STEP_SUMMARY": str(summary)}
+    )
+    assert md.returncode == 1
+    assert md.stdout.startswith("## specbench compare") and "| status | cell |" in md.stdout
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and "| fail | smol draft draft_max=8 | p1 |" in text
+
+
+def test_not_comparable_and_bad_input_exit_2(tmp_path, runs):
+    a, _, _ = runs
+    other = make_run(tmp_path, "run9", BASE, SPEC, cpu="Apple M2")
+    r = specbench("compare", a, other, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "not comparable: different machine" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = specbench("compare", "no-such-baseline", a, cwd=tmp_path)
+    assert r.returncode == 2 and "not a run folder, a baseline file, or a baseline name" in r.stderr
+    r = specbench("compare", a, a, "--threshold", "5", cwd=tmp_path)
+    assert r.returncode == 2 and "--threshold 5: ambiguous" in r.stderr
+
+
+def test_baseline_save_then_compare_by_name(tmp_path, runs):
+    a, same, slow = runs
+    saved = specbench("baseline", "save", a, "--name", "ci-test", cwd=tmp_path)
+    assert saved.returncode == 0, saved.stderr
+    assert (tmp_path / "results" / "baselines" / "ci-test.json").is_file()
+    assert specbench("compare", "ci-test", same, cwd=tmp_path).returncode == 0
+    assert specbench("compare", "ci-test", slow, cwd=tmp_path).returncode == 1
+    listed = specbench("baseline", "list", cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stdout.startswith("ci-test:")
+
+
+def test_history_command(tmp_path, runs):
+    a, _, slow = runs
+    empty = specbench("history", cwd=tmp_path)
+    assert (
+        empty.returncode == 0
+        and empty.stdout.strip().count("\n") == 0
+        and "no spec_tps recorded" in empty.stdout
+    )
+    plot = tmp_path / "h.png"
+    r = specbench("history", "--add", a, "--add", slow, "--cell", "draft_max=8", "--plot", plot, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "run1" in r.stdout and "run3" in r.stdout and "draft_max=4" not in r.stdout
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "results" / "history.sqlite").is_file()

@@ -1,0 +1,72 @@
+"""`specbench parse` as a user runs it: a real process, real exit codes, output on the right streams."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+LOGS = Path(__file__).resolve().parents[1] / "logs"
+
+
+def specbench(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "specbench", *map(str, args)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_json_is_a_list_with_one_object_per_file():
+    spec, comp = LOGS / "real/spec-simple-draft.mixed.log", LOGS / "real/completion-f32.stderr"
+    out = specbench("parse", "--json", spec, comp)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)  # Python's json reads the Infinity/NaN constants
+    assert [d["file"] for d in data] == [str(spec), str(comp)]
+    assert data[0]["kind"] == "speculative" and data[0]["decoded"] == {
+        "tokens": 73,
+        "seconds": 1.501,
+        "tps": 48.628,
+    }
+    assert data[0]["accept"] == 0.98462 and data[0]["perf"]["target"]["eval_tps"] == float("inf")
+    assert "draft" not in data[0]["perf"]  # empty draft block in the pinned build: omitted, not zeros
+    assert data[1] == {"file": str(comp), "kind": "completion", "perf": {"target": {
+        "load_ms": 136.35, "sample_ms": 8.76, "sample_runs": 78,
+        "prompt_eval_ms": 49.18, "prompt_eval_tokens": 14, "prompt_eval_tps": 284.65,
+        "eval_ms": 2229.23, "eval_runs": 63, "eval_tps": 28.26, "total_ms": 2293.54, "total_tokens": 77,
+    }}}  # fmt: skip
+    single = specbench("parse", "--json", comp)
+    assert json.loads(single.stdout) == [data[1]]  # always a list, even for one file
+
+
+def test_table():
+    out = specbench("parse", LOGS / "real/speculative-draft-verbose.mixed.log")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "speculative-draft-verbose.mixed.log (speculative)" in lines[0]
+    row = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in lines
+        if "│" in line
+    }
+    assert row["decoded tps"] == ["66.514"] and row["accept"] == ["0.96875 (96.875%)"]
+    assert row["eval_tps"] == ["inf", "113.57"]  # target, draft
+    assert row["sample_ms"] == ["6.54", ""]
+
+
+def test_failures_are_reported_and_the_rest_still_parsed(tmp_path):
+    binary = tmp_path / "model.gguf"
+    binary.write_bytes(b"GGUF\x00\x00" * 100)
+    good = LOGS / "synthetic/2024-speculative.log"
+    out = specbench(
+        "parse", "--json", LOGS / "real/completion-f32.stdout", good, tmp_path / "missing.log", binary
+    )
+    assert out.returncode == 1
+    errors = out.stderr.splitlines()
+    assert len(errors) == 3 and all(e.startswith("error: ") for e in errors), out.stderr
+    assert "completion-f32.stdout" in errors[0] and "missing.log" in errors[1] and "binary" in errors[2]
+    assert "Traceback" not in out.stderr
+    assert [d["file"] for d in json.loads(out.stdout)] == [str(good)]
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    out = specbench("--debug", "parse", tmp_path / "missing.log")
+    assert out.returncode != 0 and "Traceback" in out.stderr and "ParseError" in out.stderr

@@ -1,0 +1,224 @@
+"""`specbench run` end to end with the real llama.cpp build and real GGUF models.
+
+One real one-cell sweep (SmolLM2 F32 target + Q4_1 draft, 32 tokens, 2 repetitions), made with an
+HF_TOKEN in the environment and then searched for it; Ctrl-C and --resume on a real run; dry runs;
+refusals before anything runs. Kept short: a handful of llama.cpp invocations of a 135M model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specbench.manifest import Manifest
+from specbench.store import load_samples
+from tests.fixtures.build import assert_one_line_error, cli
+
+pytestmark = pytest.mark.slow
+TOKEN = "hf_specbenchTESTsecret0123456789abcdef"
+
+
+def write_config(path: Path, **data) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def one_cell(tmp: Path, f32, q4, **extra) -> Path:
+    data = dict(
+        name="onecell",
+        models={"f32": {"path": str(f32.path)}, "q4": {"path": str(q4.path)}},
+        pairs={"smol": {"target": "f32", "draft": "q4"}},
+        prompts={"ids": ["code-01"]},
+        sweep={"draft_max": [8]},
+        generation={"n_predict": 32, "threads": 2},
+        repetitions=2,
+        warmup=1,
+        timeout_s=300,
+    )
+    data.update(extra)
+    return write_config(tmp / "onecell.yaml", **data)
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory, llama_build, smol_f32, smol_q4):
+    """One real run through the CLI, with a Hugging Face token set the whole time."""
+    tmp = tmp_path_factory.mktemp("e2e")
+    config = one_cell(tmp, smol_f32, smol_q4)
+    run_dir = tmp / "results" / "run1"
+    env = {"HF_TOKEN": TOKEN, "HUGGING_FACE_HUB_TOKEN": TOKEN, "SPECBENCH_RESULTS": str(tmp / "results")}
+    t0 = time.monotonic()
+    result = cli("run", str(config), "--out", str(run_dir), env=env)
+    return result, run_dir, time.monotonic() - t0
+
+
+def test_one_cell_end_to_end(e2e, llama_build, smol_f32, smol_q4):
+    result, run_dir, _ = e2e
+    assert result.returncode == 0, result.stderr[-3000:]
+    samples = load_samples(run_dir)
+    by_role = {r: [s for s in samples if s.role == r] for r in ("baseline", "speculative", "draft")}
+    assert [len(by_role[r]) for r in ("baseline", "speculative", "draft")] == [2, 2, 2]  # warmups not stored
+    assert [s.repetition for s in samples if s.role == "speculative"] == [0, 1]
+    for s in by_role["baseline"] + by_role["draft"]:
+        assert s.status == "ok" and s.valid and s.tps > 0 and s.metrics.kind == "completion"
+        assert s.n_generated and s.n_generated <= 32
+    for s in by_role["speculative"]:
+        assert s.status == "ok" and s.valid, s.invalid_reason
+        assert s.metrics.n_drafted > 0 and 0 < s.acceptance <= 1
+        assert s.tps == s.metrics.decoded.tps > 0
+        assert s.tokens_per_pass >= 1
+        assert s.outputs_match is True and s.first_diff is None  # temperature 0: same text as the target
+        assert s.cmd[0].endswith("llama-speculative-simple") and "draft-simple" in s.cmd
+        assert (run_dir / s.stdout_path).is_file() and (run_dir / s.stderr_path).stat().st_size > 0
+    # at temperature 0 the baseline's two repetitions print the same text
+    assert len({s.output_sha256 for s in by_role["baseline"]}) == 1
+    man = Manifest.load(run_dir)
+    assert man.status == "complete" and man.finished_at and man.run_id == "run1"
+    assert man.build.commit == llama_build.commit and man.env.cpu_cores >= 1
+    assert man.models["f32"].sha256 == smol_f32.sha256 and man.models["q4"].sha256 == smol_q4.sha256
+    assert man.pair_checks["smol"].ok and man.config["repetitions"] == 2
+    assert man.n_samples_planned == 6 and man.plan_size == 9  # 3 warmups: one per binary and model
+    assert len(list((run_dir / "raw").glob("*warmup*.stderr"))) == 3
+    # the closing table: one row for the cell, with the run folder
+    assert "smol" in result.stdout and str(run_dir) in result.stdout
+    row = next(line for line in result.stdout.splitlines() if "smol" in line)
+    assert "draft" in row and "yes" in row
+    # recorded in history (SPECBENCH_RESULTS/history.sqlite)
+    with sqlite3.connect(run_dir.parent / "history.sqlite") as db:
+        assert db.execute("SELECT run_id FROM runs").fetchall() == [("run1",)]
+
+
+def test_hf_token_never_reaches_results(e2e):
+    result, run_dir, _ = e2e
+    assert result.returncode == 0
+    searched = 0
+    for path in [*run_dir.rglob("*"), run_dir.parent / "history.sqlite"]:
+        if path.is_file():
+            data = path.read_bytes()
+            assert TOKEN.encode() not in data, f"the token leaked into {path}"
+            searched += 1
+    assert searched >= 15  # manifest, samples, 18 raw logs, history
+    assert TOKEN not in result.stdout and TOKEN not in result.stderr
+
+
+def test_dry_run_prints_commands_and_runs_nothing(tmp_path, llama_build, smol_f32, smol_q4):
+    config = one_cell(tmp_path, smol_f32, smol_q4)
+    result = cli("run", str(config), "--dry-run", env={"SPECBENCH_RESULTS": str(tmp_path / "results")})
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert f"# build: cached {llama_build.key}" in out
+    assert f"# model f32: path:{smol_f32.path}" in out and smol_f32.sha256[:12] in out
+    assert "# pair smol: f32 + q4: ok" in out
+    commands = [line for line in out.splitlines() if line.startswith("/")]
+    assert len(commands) == 9
+    assert sum("llama-speculative-simple" in c and "--spec-type draft-simple" in c for c in commands) == 3
+    assert not (tmp_path / "results").exists()
+
+
+def test_dry_run_of_a_gpu_config_with_models_not_cached(tmp_path, llama_build):
+    config = write_config(
+        tmp_path / "gpu.yaml",
+        name="gpu",
+        llama_cpp={"backend": "cuda"},
+        models={
+            "big": {"hf": {"repo": "specbench-test/Big-GGUF", "file": "big-Q4_K_M.gguf"}},
+            "small": {"hf": {"repo": "specbench-test/Small-GGUF", "file": "small-Q8_0.gguf"}},
+        },
+        pairs={"p": {"target": "big", "draft": "small"}},
+        prompts={"categories": ["code"], "limit_per_category": 1},
+        sweep={"draft_max": [4, 8], "ngl": [99], "ngld": [99]},
+        repetitions=1,
+    )
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "HF_ENDPOINT": "http://127.0.0.1:9",
+        "SPECBENCH_RESULTS": str(tmp_path / "r"),
+    }
+    result = cli("run", str(config), "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "# build: would build" in out and "-DGGML_CUDA=ON" in out
+    assert "hf:specbench-test/Big-GGUF/big-Q4_K_M.gguf@main" in out and "not cached" in out
+    commands = [line for line in out.splitlines() if not line.startswith("#")]
+    spec = [c for c in commands if "llama-speculative-simple" in c]
+    assert len(spec) == 2 + 1  # two draft lengths, plus the warmup
+    assert all("-ngl 99" in c and "--spec-draft-ngl 99" in c for c in spec)
+    assert not (tmp_path / "r").exists()
+
+
+def test_incompatible_pair_is_refused_before_running(tmp_path, llama_build, smol_q4, gemma_q4):
+    config = write_config(
+        tmp_path / "bad.yaml",
+        models={"smol": {"path": str(smol_q4.path)}, "gemma": {"path": str(gemma_q4.path)}},
+        pairs={"mixed": {"target": "smol", "draft": "gemma"}},
+        prompts={"ids": ["code-01"]},
+    )
+    result = cli("run", str(config), "--out", str(tmp_path / "run"))
+    line = assert_one_line_error(result, "mixed", "draft cannot speculate for target")
+    assert result.returncode == 1 and line
+    assert not (tmp_path / "run").exists()
+
+
+def test_unwritable_results_folder_is_a_one_line_error(tmp_path, smol_q4):
+    config = write_config(
+        tmp_path / "c.yaml", models={"q4": {"path": str(smol_q4.path)}},
+        pairs={"p": {"target": "q4", "method": "ngram-simple"}},
+    )  # fmt: skip
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = cli("run", str(config), "--out", str(blocker / "run"))
+    assert_one_line_error(result, "is not writable", "--out")
+
+
+def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q4):
+    config = write_config(
+        tmp_path / "ngram.yaml",
+        name="ngram",
+        models={"q4": {"path": str(smol_q4.path)}},
+        pairs={"lookup": {"target": "q4", "method": "ngram-simple"}},
+        prompts={"ids": ["code-01"]},
+        generation={"n_predict": 32, "threads": 2},
+        repetitions=3,
+        warmup=1,
+    )
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "SPECBENCH_RESULTS": str(tmp_path / "results")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specbench", "run", str(config), "--out", str(run_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    samples_file = run_dir / "samples.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if samples_file.is_file() and samples_file.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert f"resume with: specbench run {config} --resume {run_dir}" in err
+    kept = load_samples(run_dir)
+    assert 1 <= len(kept) < 6
+    assert Manifest.load(run_dir).status == "interrupted"
+
+    result = cli(
+        "run", str(config), "--resume", str(run_dir), "--quiet", env={"SPECBENCH_RESULTS": str(tmp_path)}
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    samples = load_samples(run_dir)
+    assert len(samples) == 6  # 3 repetitions x (baseline + speculative)
+    assert len({s.sample_key() for s in samples}) == 6  # nothing ran twice
+    assert [s.sample_key() for s in samples[: len(kept)]] == [s.sample_key() for s in kept]
+    man = Manifest.load(run_dir)
+    assert man.status == "complete" and len(man.resumed_at) == 1
+    assert json.loads((run_dir / "manifest.json").read_text())["run_id"] == "run"
