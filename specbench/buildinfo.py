@@ -35,6 +35,8 @@ class FlagSpelling(BaseModel):
     spec_types: list[str] = Field(default_factory=list)  # values --spec-type accepts
     model_draft: str | None = None  # -md
     no_display_prompt: str | None = None  # --no-display-prompt (llama-completion)
+    no_conversation: str | None = None  # -no-cnv (llama-completion; chat mode is auto-on with a template)
+    no_escape: str | None = None  # --no-escape (prompts are passed verbatim; escapes default on since 2024)
 
 
 class BinaryInfo(BaseModel):
@@ -55,6 +57,8 @@ class BuildInfo(BaseModel):
     built_at: str = ""
     bin_dir: str
     binaries: dict[str, BinaryInfo]  # by role
+    origin: str = ""  # where the source came from: submodule | sdist | git | marker | tree
+    log: str = ""  # the full cmake/compiler log of this build
 
     def binary(self, role: str) -> BinaryInfo:
         info = self.binaries.get(role)

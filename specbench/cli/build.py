@@ -1,0 +1,97 @@
+"""`specbench build`: get and compile llama.cpp for this machine (cached; a second call is a no-op)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from specbench.cli.common import console, err_console
+
+
+def build(
+    backend: Annotated[
+        str,
+        typer.Option(
+            metavar="BACKEND",
+            help="auto | cpu | cuda | metal (auto: CUDA with nvcc and an "
+            "NVIDIA GPU, Metal on Apple silicon, else CPU).",
+        ),
+    ] = "auto",
+    source: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Build this llama.cpp checkout instead of the pinned one."),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", metavar="N", help="Parallel compile jobs (default: all CPUs).", min=1),
+    ] = None,
+    cmake_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cmake-arg",
+            metavar="-DNAME=VALUE",
+            help="Extra -DNAME=VALUE for cmake (repeatable; overrides specbench's defaults).",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild from scratch even when cached.")] = False,
+) -> None:
+    """Get llama.cpp (pinned commit, or --source) and build the binaries specbench runs."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from specbench.build import BUILD_JSON, CompileError, build_dir_for, ensure_build
+
+    start = time.monotonic()
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+    task = bar.add_task("preparing", total=None)
+    phases: set[str] = set()
+
+    def progress(p) -> None:
+        if not phases:
+            bar.start()
+        phases.add(p.phase)
+        if p.done is None:
+            err_console.print(f"[dim]{p.phase}:[/dim] {p.message}", highlight=False, soft_wrap=True)
+            bar.update(task, description=p.phase)
+        else:
+            bar.update(task, description=p.phase, completed=p.done, total=p.total)
+
+    try:
+        info = ensure_build(
+            backend=backend,
+            source=source,
+            jobs=jobs,
+            cmake_args=cmake_arg or (),
+            force=force,
+            progress=progress,
+        )
+    except CompileError as exc:
+        bar.stop()
+        for line in exc.details:
+            err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+        raise
+    finally:
+        bar.stop()
+    took = time.monotonic() - start
+    verb = "built" if "build" in phases else "cached"
+    console.print(
+        f"{verb}: llama.cpp {info.commit or 'unknown commit'} ({info.backend}) in {took:.1f} s",
+        highlight=False,
+    )
+    console.print(f"binaries: {info.bin_dir}", highlight=False, soft_wrap=True)
+    for role, b in sorted(info.binaries.items()):
+        console.print(f"  {role:<19} {b.name}", highlight=False)
+    console.print(f"build.json: {build_dir_for(info.key) / BUILD_JSON}", highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("build")(build)
