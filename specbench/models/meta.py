@@ -1,0 +1,152 @@
+"""GGUF metadata that matters for a benchmark, read with the ``gguf`` package (no model loaded).
+
+Recorded with every run, so a result says exactly which model (architecture, size, quantization,
+tokenizer) produced it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from gguf import GGMLQuantizationType, GGUFValueType, LlamaFileType
+from pydantic import BaseModel
+
+from specbench.models.gguffile import check_shards, open_gguf
+
+# tokenizer.ggml.model -> llama.cpp vocab type (src/llama-vocab.cpp), with llama.cpp's defaults for
+# bos/eos ids and add_bos/add_eos when the file does not set them.
+VOCAB_TYPES: dict[str, str] = {
+    "llama": "SPM",
+    "bert": "WPM",
+    "gpt2": "BPE",
+    "hybriddna": "BPE",
+    "whitespace": "BPE",
+    "t5": "UGM",
+    "rwkv": "RWKV",
+    "plamo2": "PLAMO2",
+    "no_vocab": "NONE",
+    "none": "NONE",
+}
+_DEFAULT_IDS: dict[str, tuple[int | None, int | None]] = {
+    "llama": (1, 2),
+    "bert": (101, None),
+    "gpt2": (11, 11),
+    "hybriddna": (11, 11),
+    "whitespace": (11, 11),
+    "t5": (None, 1),
+    "plamo2": (1, 2),
+}
+_DEFAULT_ADD: dict[str, tuple[bool, bool]] = {
+    "SPM": (True, False),
+    "WPM": (True, False),
+    "UGM": (False, True),
+}
+
+
+class GGUFMeta(BaseModel):
+    """What specbench records about a GGUF model."""
+
+    architecture: str | None = None
+    name: str | None = None  # general.name
+    size_label: str | None = None  # general.size_label, e.g. "135M"
+    parameter_count: int  # elements of all tensors, over all shards
+    file_type: str | None = None  # F32, F16, Q4_K_M, ... (general.file_type, else the commonest tensor type)
+    size_bytes: int  # all shards together
+    n_shards: int = 1
+    context_length: int | None = None
+    vocab_size: int | None = None  # tokens in the vocabulary (what llama.cpp compares)
+    tokenizer_model: str | None = None  # tokenizer.ggml.model (gpt2, llama, ...)
+    tokenizer_pre: str | None = None
+    vocab_type: str | None = None  # llama.cpp's vocab type for tokenizer_model (BPE, SPM, ...)
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+    add_bos: bool = False
+    add_eos: bool = False
+    has_chat_template: bool = False
+
+
+def _scalar(fields: dict[str, Any], key: str) -> Any:
+    field = fields.get(key)
+    if field is None or not field.types or field.types[0] == GGUFValueType.ARRAY:
+        return None
+    return field.contents()
+
+
+def _file_type(fields: dict[str, Any], tensors: list[Any]) -> str | None:
+    raw = _scalar(fields, "general.file_type")
+    if raw is not None:
+        try:
+            return LlamaFileType(int(raw)).name.removeprefix("MOSTLY_").removeprefix("ALL_")
+        except ValueError:
+            return f"type{raw}"
+    # Older files: the commonest type among 2-D tensors.
+    counts = Counter(t.tensor_type for t in tensors if len(t.shape) >= 2)
+    if not counts:
+        return None
+    return GGMLQuantizationType(counts.most_common(1)[0][0]).name
+
+
+def read_metadata(path: Path) -> GGUFMeta:
+    """Metadata of a GGUF file (the first shard of a split set); ModelError for a bad file."""
+    path = Path(path)
+    reader = open_gguf(path)
+    fields = reader.fields
+    shards = check_shards(path)
+    n_params = sum(int(t.n_elements) for t in reader.tensors)
+    for shard in shards[1:]:
+        n_params += sum(int(t.n_elements) for t in open_gguf(shard).tensors)
+    arch = _scalar(fields, "general.architecture")
+    tok_model = _scalar(fields, "tokenizer.ggml.model")
+    vocab_type = VOCAB_TYPES.get(tok_model, tok_model.upper()) if tok_model else None
+    tokens = fields.get("tokenizer.ggml.tokens")
+    vocab_size = len(tokens.data) if tokens is not None else _scalar(fields, f"{arch}.vocab_size")
+    default_bos, default_eos = _DEFAULT_IDS.get(tok_model or "", (None, None))
+    default_add_bos, default_add_eos = _DEFAULT_ADD.get(vocab_type or "", (False, False))
+    bos = _scalar(fields, "tokenizer.ggml.bos_token_id")
+    eos = _scalar(fields, "tokenizer.ggml.eos_token_id")
+    add_bos = _scalar(fields, "tokenizer.ggml.add_bos_token")
+    add_eos = _scalar(fields, "tokenizer.ggml.add_eos_token")
+    ctx = _scalar(fields, f"{arch}.context_length") if arch else None
+    return GGUFMeta(
+        architecture=arch,
+        name=_scalar(fields, "general.name"),
+        size_label=_scalar(fields, "general.size_label"),
+        parameter_count=n_params,
+        file_type=_file_type(fields, reader.tensors),
+        size_bytes=sum(p.stat().st_size for p in shards),
+        n_shards=len(shards),
+        context_length=int(ctx) if ctx is not None else None,
+        vocab_size=int(vocab_size) if vocab_size is not None else None,
+        tokenizer_model=tok_model,
+        tokenizer_pre=_scalar(fields, "tokenizer.ggml.pre"),
+        vocab_type=vocab_type,
+        bos_token_id=int(bos) if bos is not None else default_bos,
+        eos_token_id=int(eos) if eos is not None else default_eos,
+        add_bos=bool(add_bos) if add_bos is not None else default_add_bos,
+        add_eos=bool(add_eos) if add_eos is not None else default_add_eos,
+        has_chat_template="tokenizer.chat_template" in fields,
+    )
+
+
+def read_chat_template(path: Path) -> str | None:
+    """The model's default Jinja chat template (``tokenizer.chat_template``), or None."""
+    value = _scalar(open_gguf(Path(path)).fields, "tokenizer.chat_template")
+    return str(value) if value is not None else None
+
+
+def read_token_texts(path: Path) -> list[bytes]:
+    """Raw token texts by id (what llama.cpp's ``llama_vocab_get_text`` returns)."""
+    field = open_gguf(Path(path)).fields.get("tokenizer.ggml.tokens")
+    if field is None:
+        return []
+    return [bytes(field.parts[i]) for i in field.data]
+
+
+def human_params(n: int) -> str:
+    """135_000_000 -> '135M'."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return str(n)

@@ -1,0 +1,110 @@
+"""Pre-flight check that a draft can speculate for a target, from metadata only (nothing loaded).
+
+The rules are llama.cpp's ``common_speculative_are_compatible`` (common/speculative.cpp), in the
+same order, so a pair refused here is a pair llama.cpp would refuse after loading both models:
+
+1. same vocab type (from ``tokenizer.ggml.model``),
+2. same add_bos flag, and the same bos id when add_bos is set,
+3. same add_eos flag, and the same eos id when add_eos is set,
+4. vocabulary sizes within SPEC_VOCAB_MAX_SIZE_DIFFERENCE (128),
+5. token texts equal for every id from SPEC_VOCAB_CHECK_START_TOKEN_ID (5) on in the shared range.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from specbench.models.meta import GGUFMeta, read_metadata, read_token_texts
+
+SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128
+SPEC_VOCAB_CHECK_START_TOKEN_ID = 5
+
+
+class PairCheck(BaseModel):
+    """Result of the pair check. ``rule`` names the failed rule (None when ok)."""
+
+    ok: bool
+    rule: str | None = None  # vocab_type | bos | eos | vocab_size | token_text
+    target_value: str | None = None
+    draft_value: str | None = None
+    message: str
+
+
+def _refuse(rule: str, what: str, tv: object, dv: object, hint: str) -> PairCheck:
+    return PairCheck(
+        ok=False,
+        rule=rule,
+        target_value=str(tv),
+        draft_value=str(dv),
+        message=f"draft cannot speculate for target: {what} differs (target {tv}, draft {dv}); {hint}",
+    )
+
+
+_FAMILY = "use a draft from the target's model family (same tokenizer)"
+
+
+def check_metadata(t: GGUFMeta, d: GGUFMeta) -> PairCheck | None:
+    """Rules 1-4 (metadata only); None when they pass."""
+    if t.vocab_type != d.vocab_type:
+        return _refuse(
+            "vocab_type",
+            "vocabulary type",
+            f"{t.vocab_type} ({t.tokenizer_model})",
+            f"{d.vocab_type} ({d.tokenizer_model})",
+            _FAMILY,
+        )
+    if t.add_bos != d.add_bos or (t.add_bos and t.bos_token_id != d.bos_token_id):
+        return _refuse(
+            "bos",
+            "BOS token (add_bos, id)",
+            f"add_bos={t.add_bos} bos={t.bos_token_id}",
+            f"add_bos={d.add_bos} bos={d.bos_token_id}",
+            _FAMILY,
+        )
+    if t.add_eos != d.add_eos or (t.add_eos and t.eos_token_id != d.eos_token_id):
+        return _refuse(
+            "eos",
+            "EOS token (add_eos, id)",
+            f"add_eos={t.add_eos} eos={t.eos_token_id}",
+            f"add_eos={d.add_eos} eos={d.eos_token_id}",
+            _FAMILY,
+        )
+    nt, nd = t.vocab_size or 0, d.vocab_size or 0
+    if abs(nt - nd) > SPEC_VOCAB_MAX_SIZE_DIFFERENCE:
+        return _refuse(
+            "vocab_size",
+            f"vocabulary size by more than {SPEC_VOCAB_MAX_SIZE_DIFFERENCE} tokens",
+            nt,
+            nd,
+            _FAMILY,
+        )
+    return None
+
+
+def check_tokens(target_tokens: list[bytes], draft_tokens: list[bytes]) -> PairCheck | None:
+    """Rule 5: token texts from id 5 on; None when they match."""
+    n = min(len(target_tokens), len(draft_tokens))
+    for i in range(SPEC_VOCAB_CHECK_START_TOKEN_ID, n):
+        if target_tokens[i] != draft_tokens[i]:
+            tv = target_tokens[i].decode("utf-8", "replace")
+            dv = draft_tokens[i].decode("utf-8", "replace")
+            return _refuse("token_text", f"token {i} text", repr(tv), repr(dv), _FAMILY)
+    return None
+
+
+def check_pair(target: Path, draft: Path) -> PairCheck:
+    """Check a target/draft pair of GGUF files (first shards); bad files raise ModelError."""
+    t_meta, d_meta = read_metadata(Path(target)), read_metadata(Path(draft))
+    failed = check_metadata(t_meta, d_meta) or check_tokens(read_token_texts(target), read_token_texts(draft))
+    if failed is not None:
+        return failed
+    return PairCheck(
+        ok=True,
+        message=(
+            f"compatible: {t_meta.vocab_type} vocabulary of {t_meta.vocab_size} / "
+            f"{d_meta.vocab_size} tokens, "
+            f"bos {t_meta.bos_token_id}, eos {t_meta.eos_token_id}, token texts match"
+        ),
+    )

