@@ -1,0 +1,77 @@
+"""`specbench report`: tables, plots and the speedup model for one or more runs."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from specbench.cli.common import console as _console
+from specbench.cli.common import err_console
+
+
+class Format(StrEnum):
+    table = "table"
+    md = "md"
+    csv = "csv"
+    json = "json"
+    html = "html"
+
+
+class By(StrEnum):
+    category = "category"
+
+
+def default_out(run_dirs: list[Path]) -> Path:
+    """<run>/report for one run; a sibling folder naming every run for several."""
+    if len(run_dirs) == 1:
+        return run_dirs[0] / "report"
+    return run_dirs[0].parent / ("report-" + "+".join(p.name for p in run_dirs))
+
+
+def report(
+    run_dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Run folders (default: the latest under results/); several are shown side by side."
+        ),
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="What to print on stdout.")] = Format.table,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Folder for report.* and the PNGs [default: RUN/report].")
+    ] = None,
+    by: Annotated[By | None, typer.Option("--by", help="Add one row per prompt category.")] = None,
+) -> None:
+    """Aggregate samples into speedup tables and plots; write report.md/.html/.csv/.json and PNGs."""
+    from specbench.render import csv_text, html, json_text, markdown, table, write_report
+    from specbench.report import build_report, latest_run
+
+    dirs = list(run_dirs) if run_dirs else [latest_run()]
+    by_category = by is By.category
+    rep = build_report(dirs)
+    files = write_report(rep, out or default_out(dirs), by_category)
+    if fmt is Format.table:
+        console = _console if _console.is_terminal else Console(width=200)
+        console.print(table(rep, by_category))
+        for note in rep.notes:
+            console.print(f"note: {note}", markup=False, highlight=False)
+        paths = console
+    else:
+        text = {
+            Format.md: lambda: markdown(rep, by_category, files.plots),
+            Format.csv: lambda: csv_text(rep, by_category),
+            Format.json: lambda: json_text(rep, by_category),
+            Format.html: lambda: html(rep, by_category, files.plots),
+        }[fmt]()
+        typer.echo(text, nl=False)
+        paths = err_console  # stdout carries only the chosen format (for redirection)
+    paths.print("wrote:", markup=False, highlight=False)
+    for path in files.all():
+        paths.print(f"  {path}", markup=False, highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)

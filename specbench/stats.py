@@ -1,0 +1,137 @@
+"""The statistics a report rests on: mean, sd, confidence intervals, the speedup ratio and the
+speedup model. Pure functions over floats; scipy supplies the t quantiles.
+
+Choices (documented here because they change the numbers a person reads):
+
+* Confidence intervals are 95% two-sided, from the t distribution with n - 1 degrees of freedom.
+* The speedup is a ratio of means, mean(speculative t/s) / mean(baseline t/s). Its interval comes
+  from **Fieller's theorem** for two independent means, with Welch-Satterthwaite degrees of freedom
+  for the linearised variance. Fieller is exact under normality and, unlike the delta method, stays
+  honest when the denominator is noisy: if the baseline mean is not clearly non-zero the interval
+  is unbounded (returned as None). The samples are treated as independent, not paired by prompt:
+  variation across prompts is part of what a setting's speedup is, so it widens the interval.
+* The speedup model is Leviathan et al. 2023 ("Fast Inference from Transformers via Speculative
+  Decoding", eq. 1 and Thm. 3.8): with per-token acceptance a, draft length g and cost ratio
+  c = (time of one draft step) / (time of one target step), the expected speedup is
+  (1 - a^(g+1)) / ((1 - a)(g*c + 1)). The numerator is evaluated as the sum a^0 + ... + a^g, which
+  equals it for a < 1 and gives the limit g + 1 at a = 1 without a division by zero.
+  Draft-free methods (n-gram lookup) are modelled with c = 0: looking up an n-gram costs nothing
+  next to a forward pass. Their predicted speedup then keeps growing with g, so there is no best g
+  (and when the run leaves the n-gram draft length to llama.cpp, there is no g to predict with).
+  The report feeds in the measured fraction of drafted tokens accepted (n_accept / n_drafted); the
+  model assumes verifying g + 1 tokens costs one target step, which a CPU does not deliver, so
+  measured speedups below the prediction are expected and reported as such.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+MAX_DRAFT = 64  # the largest draft length the best-g search considers
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mean, sample sd and 95% t interval of one set of measurements (sd/CI None when n < 2)."""
+
+    n: int
+    mean: float | None
+    sd: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def _t(df: float, confidence: float = CONFIDENCE) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + confidence / 2, df))
+
+
+def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summary:
+    """Mean, sd (n - 1 denominator) and t interval; non-finite values are a caller bug."""
+    xs = [float(v) for v in values]
+    n = len(xs)
+    if n == 0:
+        return Summary(0, None, None, None, None)
+    mean = math.fsum(xs) / n
+    if n == 1:
+        return Summary(1, mean, None, None, None)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = _t(n - 1, confidence) * sd / math.sqrt(n)
+    return Summary(n, mean, sd, mean - half, mean + half)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of two means with its Fieller interval (bounds None when not bounded or n < 2)."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def ratio_of_means(num: Sequence[float], den: Sequence[float], confidence: float = CONFIDENCE) -> Ratio:
+    """mean(num) / mean(den) with a Fieller interval for independent samples.
+
+    Let A, B be the means, va = sd_a^2 / n_a and vb = sd_b^2 / n_b their variances, R = A / B,
+    g = t^2 vb / B^2. The interval is (R +- (t / |B|) sqrt(va (1 - g) + R^2 vb)) / (1 - g); when
+    g >= 1 the denominator's interval contains 0 and the ratio is unbounded.
+    """
+    a, b = summarize(num), summarize(den)
+    if a.mean is None or b.mean is None or b.mean == 0:
+        return Ratio(None, None, None)
+    r = a.mean / b.mean
+    if a.sd is None or b.sd is None:
+        return Ratio(r, None, None)
+    va, vb = a.sd**2 / a.n, b.sd**2 / b.n
+    lin_a, lin_b = va, r * r * vb  # the two terms of the delta-method variance of R * B
+    if lin_a + lin_b == 0:
+        return Ratio(r, r, r)
+    df = (lin_a + lin_b) ** 2 / (lin_a**2 / (a.n - 1) + lin_b**2 / (b.n - 1))
+    t = _t(df, confidence)
+    g = t * t * vb / (b.mean * b.mean)
+    if g >= 1:
+        return Ratio(r, None, None)
+    half = (t / abs(b.mean)) * math.sqrt(va * (1 - g) + r * r * vb)
+    return Ratio(r, (r - half) / (1 - g), (r + half) / (1 - g))
+
+
+def expected_tokens_per_pass(a: float, g: int) -> float:
+    """(1 - a^(g+1)) / (1 - a): tokens one target pass yields; g + 1 at a = 1."""
+    if not 0.0 <= a <= 1.0:
+        raise ValueError(f"acceptance must be in [0, 1], got {a}")
+    if g < 0:
+        raise ValueError(f"draft length must be >= 0, got {g}")
+    return math.fsum(a**i for i in range(g + 1))
+
+
+def predicted_speedup(a: float, g: int, c: float) -> float:
+    """Leviathan et al. 2023: (1 - a^(g+1)) / ((1 - a)(g c + 1)); c = 0 for draft-free methods."""
+    if c < 0 or not math.isfinite(c):
+        raise ValueError(f"cost ratio must be finite and >= 0, got {c}")
+    return expected_tokens_per_pass(a, g) / (g * c + 1)
+
+
+def best_draft_length(a: float, c: float, max_g: int = MAX_DRAFT) -> int | None:
+    """The draft length in 1..max_g the model predicts fastest; None when it keeps improving.
+
+    With c = 0 (or a = 1 and c small enough) the prediction grows with g up to max_g: there is no
+    best length, only "longer", so None is returned rather than an arbitrary cap.
+    """
+    if c == 0 and a > 0:
+        return None  # free drafts: every extra token can only help
+    speeds = [predicted_speedup(a, g, c) for g in range(1, max_g + 1)]
+    best = max(range(len(speeds)), key=lambda i: speeds[i])  # first maximum: the shortest
+    if best == len(speeds) - 1:
+        return None
+    return best + 1
+
+
+def cost_ratio(target_tps: float | None, draft_tps: float | None) -> float | None:
+    """c = draft time per token / target time per token = target t/s / draft t/s (alone each)."""
+    if not target_tps or not draft_tps or target_tps <= 0 or draft_tps <= 0:
+        return None
+    return target_tps / draft_tps
