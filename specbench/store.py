@@ -76,32 +76,60 @@ class Sample(BaseModel):
     def sample_key(self) -> tuple:
         """Identity of the invocation within a run: used by --resume to skip finished samples."""
         return (
-            self.role, self.pair, self.model, self.draft, self.method, self.draft_max, self.draft_min,
-            self.p_min, self.ngl, self.ngld, self.prompt_id, self.repetition,
+            self.role,
+            self.pair,
+            self.model,
+            self.draft,
+            self.method,
+            self.draft_max,
+            self.draft_min,
+            self.p_min,
+            self.ngl,
+            self.ngld,
+            self.prompt_id,
+            self.repetition,
         )
 
 
 def append_sample(run_dir: Path, sample: Sample) -> None:
     """Append one line and make it durable before returning."""
-    line = sample.model_dump_json() + "\n"
+    line = (sample.model_dump_json() + "\n").encode("utf-8")
     path = run_dir / SAMPLES
     try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except OSError:
+                _truncate(fd, size)  # a torn line would make the next sample unreadable on --resume
+                raise
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise RunError(
             f"cannot write {path}: {exc.strerror or exc}; earlier samples are intact, "
-            f"free space or fix permissions, then `specbench run --resume {run_dir}`"
+            f"free space or fix permissions, then `specbench run CONFIG --resume {run_dir}`"
         ) from exc
+
+
+def _truncate(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass
 
 
 def load_samples(run_dir: Path) -> list[Sample]:
     """All complete samples of a run; a torn last line (crash mid-write) is ignored."""
     path = run_dir / SAMPLES
     if not path.is_file():
-        raise RunError(f"{run_dir} is not a specbench run folder (no {SAMPLES}); pass a folder under results/")
+        raise RunError(
+            f"{run_dir} is not a specbench run folder (no {SAMPLES}); pass a folder under results/"
+        )
     samples = []
     lines = path.read_text(encoding="utf-8").splitlines()
     for lineno, line in enumerate(lines, 1):

@@ -25,7 +25,7 @@ app = typer.Typer(
 )
 
 # Command-group modules, in the order they appear in --help. Each defines `register(app)`.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["build", "env", "models", "compare", "report", "parse", "run"]
 
 
 def _version(value: bool) -> None:
@@ -37,7 +37,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks for errors."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version."
+    ),
 ) -> None:
     state.debug = debug
 

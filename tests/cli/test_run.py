@@ -32,12 +32,21 @@ def write_config(path: Path, **data) -> Path:
     return path
 
 
+def short_prompt(tmp: Path) -> Path:
+    """One short chat prompt (a JSONL prompts file): prompt evaluation is most of a 32-token run."""
+    ask = "Write a Python function that returns the sum of a list of numbers."
+    line = {"id": "sum", "category": "code", "messages": [{"role": "user", "content": ask}]}
+    path = tmp / "prompts.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    return path
+
+
 def one_cell(tmp: Path, f32, q4, **extra) -> Path:
     data = dict(
         name="onecell",
         models={"f32": {"path": str(f32.path)}, "q4": {"path": str(q4.path)}},
         pairs={"smol": {"target": "f32", "draft": "q4"}},
-        prompts={"ids": ["code-01"]},
+        prompts={"file": str(short_prompt(tmp))},
         sweep={"draft_max": [8]},
         generation={"n_predict": 32, "threads": 2},
         repetitions=2,
@@ -117,9 +126,14 @@ def test_dry_run_prints_commands_and_runs_nothing(tmp_path, llama_build, smol_f3
     assert f"# build: cached {llama_build.key}" in out
     assert f"# model f32: path:{smol_f32.path}" in out and smol_f32.sha256[:12] in out
     assert "# pair smol: f32 + q4: ok" in out
-    commands = [line for line in out.splitlines() if line.startswith("/")]
-    assert len(commands) == 9
-    assert sum("llama-speculative-simple" in c and "--spec-type draft-simple" in c for c in commands) == 3
+    labels = [line for line in out.splitlines() if line.startswith(("# warmup", "# rep"))]
+    assert len(labels) == 9 and sum("speculative smol draft n_max=8" in x for x in labels) == 3
+    assert out.count(f"{llama_build.binary('speculative_simple').path} -m {smol_f32.path}") == 3
+    assert (
+        out.count("--spec-draft-n-max 8 --spec-draft-n-min 0 --spec-draft-p-min 0 --spec-type draft-simple")
+        == 3
+    )
+    assert out.count(f"{llama_build.binary('completion').path} -m {smol_q4.path}") == 3  # draft alone
     assert not (tmp_path / "results").exists()
 
 
@@ -147,10 +161,11 @@ def test_dry_run_of_a_gpu_config_with_models_not_cached(tmp_path, llama_build):
     out = result.stdout
     assert "# build: would build" in out and "-DGGML_CUDA=ON" in out
     assert "hf:specbench-test/Big-GGUF/big-Q4_K_M.gguf@main" in out and "not cached" in out
-    commands = [line for line in out.splitlines() if not line.startswith("#")]
-    spec = [c for c in commands if "llama-speculative-simple" in c]
-    assert len(spec) == 2 + 1  # two draft lengths, plus the warmup
-    assert all("-ngl 99" in c and "--spec-draft-ngl 99" in c for c in spec)
+    labels = [line for line in out.splitlines() if line.startswith(("# warmup", "# rep"))]
+    assert sum("speculative p draft" in x for x in labels) == 2 + 1  # two draft lengths, plus the warmup
+    assert out.count("--spec-draft-ngl 99 --spec-draft-n-max 4 ") == 2  # the warmup is the first cell
+    assert out.count("--spec-draft-ngl 99 --spec-draft-n-max 8 ") == 1
+    assert out.count("-ngl 99") == len(labels) + 3  # every command; speculative ones also have -ngld's 99
     assert not (tmp_path / "r").exists()
 
 
@@ -184,10 +199,10 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
         name="ngram",
         models={"q4": {"path": str(smol_q4.path)}},
         pairs={"lookup": {"target": "q4", "method": "ngram-simple"}},
-        prompts={"ids": ["code-01"]},
-        generation={"n_predict": 32, "threads": 2},
-        repetitions=3,
-        warmup=1,
+        prompts={"file": str(short_prompt(tmp_path))},
+        generation={"n_predict": 16, "threads": 2},
+        repetitions=2,
+        warmup=0,  # re-running warmups on --resume is checked in tests/test_runner.py
     )
     run_dir = tmp_path / "run"
     env = {**os.environ, "SPECBENCH_RESULTS": str(tmp_path / "results")}
@@ -208,17 +223,64 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
     assert "Traceback" not in err
     assert f"resume with: specbench run {config} --resume {run_dir}" in err
     kept = load_samples(run_dir)
-    assert 1 <= len(kept) < 6
+    assert 1 <= len(kept) < 4
     assert Manifest.load(run_dir).status == "interrupted"
+
+    other = cli("run", str(config), "--resume", str(run_dir), "--set", "repetitions=3")
+    assert_one_line_error(other, "was run with a different config (repetitions differ)")
+    assert len(load_samples(run_dir)) == len(kept)
 
     result = cli(
         "run", str(config), "--resume", str(run_dir), "--quiet", env={"SPECBENCH_RESULTS": str(tmp_path)}
     )
     assert result.returncode == 0, result.stderr[-2000:]
     samples = load_samples(run_dir)
-    assert len(samples) == 6  # 3 repetitions x (baseline + speculative)
-    assert len({s.sample_key() for s in samples}) == 6  # nothing ran twice
+    assert len(samples) == 4  # 2 repetitions x (baseline + speculative)
+    assert len({s.sample_key() for s in samples}) == 4  # nothing ran twice
     assert [s.sample_key() for s in samples[: len(kept)]] == [s.sample_key() for s in kept]
     man = Manifest.load(run_dir)
     assert man.status == "complete" and len(man.resumed_at) == 1
     assert json.loads((run_dir / "manifest.json").read_text())["run_id"] == "run"
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["tty", "plain"])
+def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, terminal):
+    """The CLI's rendering of runner progress, driven by the real runner over stand-in binaries."""
+    import io
+
+    from rich.console import Console
+
+    from specbench.cli import run as run_cli
+    from specbench.envinfo import collect
+    from specbench.runner import execute
+    from tests.test_runner import inv, manifest
+
+    buf = io.StringIO()
+    monkeypatch.setattr(run_cli, "err_console", Console(file=buf, force_terminal=terminal, width=150))
+    view = run_cli.ProgressView(quiet=False)
+    plan = [
+        inv("nodraft", warmup=True),
+        inv("nodraft", role="baseline", prompt_id="a"),
+        inv("nodraft", prompt_id="b"),
+        inv("silent", prompt_id="c"),
+    ]
+    execute(plan, tmp_path / "run", manifest(tmp_path / "run", collect()), progress=view)
+    view.stop()
+    text = buf.getvalue()
+    assert (
+        "[4/4] rep 1 speculative pair draft n_max=8" in text and "c: FAILED: no statistics in output" in text
+    )
+    assert "b: INVALID: speculation never engaged (n_drafted = 0)" in text
+    if terminal:
+        assert "ETA" in text and "last 32.0 t/s" in text  # the bar, with the last measured speed
+    else:
+        assert "[2/4] rep 1 baseline target ngl=0 a: 46.92 t/s\n" in text
+        assert "[1/4] warmup 1 speculative pair" in text
+        assert "\x1b[" not in text  # no terminal control codes in logs
+
+    quiet = io.StringIO()
+    monkeypatch.setattr(run_cli, "err_console", Console(file=quiet, force_terminal=terminal))
+    execute(
+        plan, tmp_path / "run2", manifest(tmp_path / "run2", collect()), progress=run_cli.ProgressView(True)
+    )
+    assert quiet.getvalue() == ""

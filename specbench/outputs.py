@@ -1,0 +1,124 @@
+"""What a sample's output means: the generated continuation, its match with the baseline, and
+why a run failed. Pure functions over the captured text.
+
+The binaries print the prompt before the continuation, differently: ``llama-speculative(-simple)``
+prints ``\\n\\n`` then every prompt token with special tokens (``<|im_start|>``...);
+``llama-completion`` prints it without special tokens (nothing with ``--no-display-prompt``) and
+ends with `` [end of text]`` when the model stopped. The continuation is what follows the prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+END_OF_TEXT = " [end of text]"
+
+# Special/control tokens as chat templates spell them: <|im_start|>, <|eot_id|>, <start_of_turn>,
+# <bos>, <s>, </s>, [INST], <｜Assistant｜> (DeepSeek's full-width bars).
+_SPECIAL = re.compile(
+    r"<\|[^<>|\s]{1,64}\|>|<｜[^<>｜]{1,64}｜>|</?s>|<(?:bos|eos|pad|unk)>|<(?:start|end)_of_turn>"
+    r"|\[/?INST\]|\[/?(?:SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_RESULTS)\]"
+)
+
+# llama.cpp's messages when the prompt does not fit (pinned build, and the older spelling):
+# llama-completion "prompt is too long (369 tokens, max 252)", llama-speculative-simple "the prompt
+# exceeds the context size (369 tokens, ctx 256)" / "... batch size (51 tokens, batch 32)",
+# llama-speculative "prompt too long", and the abort a tiny -c gives: "get_sub_batch: failed to add
+# token 520 at index 32 (error -1, n = 35)".
+_PROMPT_TOO_LONG = re.compile(
+    r"prompt is too long[^\n]*|prompt too long[^\n]*|prompt exceeds the (?:context|batch) size[^\n]*"
+    r"|failed to add token \d+ at index[^\n]*"
+)
+_LOG_PREFIX = re.compile(r"^(?:\d+\.\d{2}\.\d{3}\.\d{3} [A-Z] |\[\d+\] )")
+_ERROR_LINE = re.compile(r"^\d+\.\d{2}\.\d{3}\.\d{3} E |error|abort|failed", re.IGNORECASE)
+
+
+def _segments(prompt: str) -> list[str]:
+    """The prompt's visible text pieces, split at special tokens, whitespace-only pieces dropped."""
+    return [s for s in _SPECIAL.split(prompt) if s.strip()]
+
+
+def continuation(stdout: str, prompt: str, echoed: bool = True) -> str | None:
+    """The generated text in ``stdout``, without the echoed prompt; None when the echo is not found.
+
+    Tried in order: the exact prompt (speculative binaries print it with special tokens), the prompt
+    without special tokens (llama-completion), its visible pieces in order (a template whose tokens
+    the pattern does not know). ``echoed=False`` (``--no-display-prompt``): all of stdout.
+    Trailing whitespace and the `` [end of text]`` marker are removed: binaries append newlines.
+    """
+    if not echoed or not prompt:
+        rest = stdout.lstrip("\n") if echoed else stdout
+    else:
+        rest = _after_prompt(stdout, prompt)
+        if rest is None:
+            return None
+    rest = rest.rstrip()
+    if rest.endswith(END_OF_TEXT.strip()):
+        rest = rest[: -len(END_OF_TEXT.strip())].rstrip()
+    return rest
+
+
+def _after_prompt(stdout: str, prompt: str) -> str | None:
+    for candidate in (prompt, _SPECIAL.sub("", prompt)):
+        idx = stdout.find(candidate) if candidate else -1
+        if idx >= 0:
+            return stdout[idx + len(candidate) :]
+    pos = 0
+    pieces = _segments(prompt)
+    if not pieces:
+        return None
+    for piece in pieces:
+        found = stdout.find(piece, pos)
+        if found < 0:
+            piece = piece.strip()
+            found = stdout.find(piece, pos)
+            if found < 0:
+                return None
+        pos = found + len(piece)
+    rest = stdout[pos:]
+    tail = _SPECIAL.sub("", prompt[prompt.rindex(pieces[-1].strip()) + len(pieces[-1].strip()) :])
+    return rest[len(tail) :] if tail and rest.startswith(tail) else rest
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A speculative continuation against the baseline's, over the shorter of the two."""
+
+    match: bool
+    first_diff: int | None  # character index of the first difference; None when they match
+    compared_chars: int
+
+
+def compare(speculative: str, baseline: str) -> Comparison:
+    """Compare over the shorter length: a speculative run may overshoot ``-n`` by a draft's length,
+    and at EOS one of them may stop earlier; only the common span says anything."""
+    n = min(len(speculative), len(baseline))
+    for i in range(n):
+        if speculative[i] != baseline[i]:
+            return Comparison(False, i, n)
+    return Comparison(True, None, n)
+
+
+def failure_reason(stderr: str, exit_code: int | None, signal_name: str | None) -> str:
+    """One line saying why a run failed: the prompt-too-long case named as such, else the signal or
+    exit code with llama.cpp's last error line."""
+    too_long = _PROMPT_TOO_LONG.search(stderr)
+    how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
+    if too_long:
+        return f"prompt longer than the context ({too_long.group(0).strip()}); raise generation.ctx_size"
+    last = _last_error_line(stderr)
+    return f"{how}: {last}" if last else how
+
+
+def _last_error_line(stderr: str) -> str | None:
+    for line in reversed(stderr.splitlines()[-200:]):
+        text = _LOG_PREFIX.sub("", line).strip()
+        if text and _ERROR_LINE.search(line):
+            return text[:300]
+    return None

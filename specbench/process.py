@@ -1,0 +1,144 @@
+"""Run one llama.cpp command the way a benchmark must: nothing can hang it, nothing leaks out of it.
+
+* stdin is ``/dev/null``: a chat-mode binary would otherwise wait on the terminal forever.
+* The command gets its own session (process group); a timeout or Ctrl-C kills the whole group
+  (SIGTERM, then SIGKILL after a grace period), so helper processes die with it.
+* stdout and stderr go to separate files: generated text on one, statistics on the other.
+* ``LC_ALL=C`` so numbers print with a decimal point; secrets (HF_TOKEN...) are not passed on,
+  so a binary that echoes its environment cannot write them into the raw logs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from specbench.errors import RunError
+
+# Environment variables that hold credentials; llama.cpp needs none of them (specbench downloads).
+SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_TOKEN", "HUGGINGFACE_TOKEN")
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_API_KEY$|_ACCESS_KEY", re.IGNORECASE)
+KILL_GRACE_S = 2.0
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """How one command ended. ``exit_code`` is None when a signal ended it (``signal`` names it)."""
+
+    argv: list[str]
+    exit_code: int | None
+    signal: str | None
+    timed_out: bool
+    wall_s: float
+    stdout_path: Path
+    stderr_path: Path
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a llama.cpp binary gets: ours minus secrets, with the C locale."""
+    env = dict(os.environ if base is None else base)
+    for name in [*SECRET_ENV, *(n for n in env if _SECRET_NAME.search(n))]:
+        env.pop(name, None)
+    env["LC_ALL"] = "C"
+    return env
+
+
+def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM the process group, give it ``grace_s`` to exit, then SIGKILL what is left.
+
+    The leader is reaped only after the group was signalled, so its pid (= the group id) cannot
+    have been reused by an unrelated process when we send the signals.
+    """
+    pgid = proc.pid
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(pgid):
+            break
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run_command(
+    argv: list[str],
+    stdout_path: Path,
+    stderr_path: Path,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    grace_s: float = KILL_GRACE_S,
+) -> ProcessResult:
+    """Run ``argv`` to completion or timeout; KeyboardInterrupt kills the group and propagates."""
+    if not argv:
+        raise RunError("empty command line; this is a bug in the plan")
+    stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    stderr_path.parent.mkdir(parents=True, exist_ok=True)
+    timed_out = False
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=child_env(env),
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise RunError(
+                f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
+            ) from exc
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc, grace_s)
+        except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: never leave it running
+            _kill_group(proc, grace_s=0.5)
+            raise
+        wall_s = time.monotonic() - start
+        if not timed_out and _group_alive(proc.pid):
+            # The leader exited but left helpers behind in its group: they must not outlive it.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    code = proc.returncode
+    sig = None
+    if code is not None and code < 0:
+        try:
+            sig = signal.Signals(-code).name
+        except ValueError:
+            sig = f"signal {-code}"
+        code = None
+    if timed_out:
+        code, sig = None, None
+    return ProcessResult(list(argv), code, sig, timed_out, wall_s, stdout_path, stderr_path)
