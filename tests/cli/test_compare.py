@@ -15,8 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def specbench(*args, cwd: Path, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "SPECBENCH_RESULTS": str(cwd / "results"), **(env or {})}
-    full_env.pop("GITHUB_STEP_SUMMARY", None) if "GITHUB_STEP_SUMMARY" not in (env or {}) else None
+    # Results under the test's folder; no step summary unless the test sets one (pytest may run in CI).
+    base_env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    full_env = {**base_env, "SPECBENCH_RESULTS": str(cwd / "results"), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "specbench", *map(str, args)],
         cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
@@ -107,3 +108,60 @@ def test_history_command(tmp_path, runs):
     assert "run1" in r.stdout and "run3" in r.stdout and "draft_max=4" not in r.stdout
     assert plot.read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "results" / "history.sqlite").is_file()
+
+
+# --- The done-when test: real llama.cpp runs on this machine -----------------------------------
+
+# The shipped CI config, cut down to one prompt and 48 tokens so that each run takes well under a
+# minute on 2 free cores (12 invocations: baseline, speculative, draft alone; 1 warmup + 3 reps).
+CI_CONFIG = REPO / "configs" / "ci.yaml"
+CHEAP = ["--set", "prompts.ids=[code-02]", "--set", "generation.n_predict=48", "--set", "repetitions=3"]
+
+
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory):
+    """Three real runs of the CI config: 2 threads, then 1 thread, then 2 threads again (the slow
+    run in the middle, so slow drift of the machine hits both comparisons alike)."""
+    root = tmp_path_factory.mktemp("real-runs")
+    runs = {}
+    for name, threads in (("two-a", 2), ("one", 1), ("two-b", 2)):
+        out = root / name
+        threads_set = ["--set", f"generation.threads={threads}"]
+        r = specbench("run", CI_CONFIG, "--out", out, "--quiet", *threads_set, *CHEAP, cwd=root, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        runs[name] = out
+    return root, runs
+
+
+@pytest.mark.slow
+def test_real_run_with_fewer_threads_is_a_regression(real_runs):
+    root, runs = real_runs
+    r = specbench("compare", runs["two-a"], runs["one"], "--format", "json", cwd=root)
+    data = json.loads(r.stdout)
+    assert r.returncode == data["exit_code"] == 1, r.stdout[-3000:] + r.stderr
+    assert "threads: 2 -> 1" in data["differences"]
+    failed = [(m["metric"], c) for m in data["metrics"] for c in m["cells"] if c["status"] == "fail"]
+    # The baseline (target alone) is what threads affect most directly: it must be among the failures.
+    assert ("baseline_tps", "smol_f32 baseline ngl=0") in {(m, c["label"]) for m, c in failed}
+    assert all(c["decision"]["change"] < -0.05 for _, c in failed)
+    table = specbench("compare", runs["two-a"], runs["one"], cwd=root)
+    assert table.returncode == 1 and "FAIL" in table.stdout
+    assert all(c["label"] in table.stdout for _, c in failed)  # the table names the failed cells
+    assert "FAIL" in table.stdout.splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_real_same_config_twice_passes(real_runs):
+    root, runs = real_runs
+    # A 2-core machine shared with other work drifts by several percent between runs; the gate's
+    # threshold is per machine, and 10% is what this one needs (CI machines should be quiet).
+    r = specbench("compare", runs["two-a"], runs["two-b"], "--threshold", "10%", cwd=root)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert "PASS" in r.stdout
+    # And saved as a baseline, the 2-thread run gates the 1-thread run the same way.
+    assert specbench("baseline", "save", runs["two-a"], "--name", "ci-test", cwd=root).returncode == 0
+    assert specbench("compare", "ci-test", runs["one"], "--metric", "baseline_tps", cwd=root).returncode == 1
+    assert specbench("compare", "ci-test", runs["two-b"], "--threshold", "10%", cwd=root).returncode == 0
+    # Each run recorded itself in the history database.
+    h = specbench("history", "--metric", "baseline_tps", cwd=root)
+    assert h.returncode == 0 and all(name in h.stdout for name in ("two-a", "one", "two-b")), h.stdout

@@ -1,0 +1,277 @@
+"""`specbench compare`, `specbench baseline save|list`, `specbench history`: the CI regression gate."""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from specbench.cli.common import console as _console
+
+# Tables in CI logs (not a terminal) would be folded at 80 columns; give them room.
+console = _console if _console.is_terminal else Console(width=200)
+
+baseline_app = typer.Typer(
+    help="Save and list baselines (compact run copies to commit).", no_args_is_help=True
+)
+
+
+class Format(StrEnum):
+    table = "table"
+    md = "md"
+    json = "json"
+
+
+STATUS_STYLE = {
+    "fail": "bold red",
+    "warn": "yellow",
+    "improved": "green",
+    "only_baseline": "dim",
+    "only_current": "dim",
+}
+
+
+def _num(value: float | None, metric: str) -> str:
+    if value is None:
+        return "-"
+    if metric == "acceptance":
+        return f"{value * 100:.1f}%"
+    return f"{value:.3f}" if metric == "speedup" else f"{value:.2f}"
+
+
+def _side(d, metric: str, which: str) -> str:
+    if d is None:
+        return "-"
+    mean, sd, n = (d.mean_base, d.sd_base, d.n_base) if which == "base" else (d.mean_cur, d.sd_cur, d.n_cur)
+    sd_text = f" ± {_num(sd, metric)}" if sd is not None else ""
+    return f"{_num(mean, metric)}{sd_text} (n={n})"
+
+
+def _rows(metric_result) -> list[list[str]]:
+    rows = []
+    for c in metric_result.cells:
+        d = c.decision
+        p = f"{d.p_value:.3g}" if d is not None and d.p_value is not None else "-"
+        rows.append([str(c.status), c.label, c.prompt_id, _side(d, metric_result.metric, "base"),
+                     _side(d, metric_result.metric, "cur"), p, c.reason])  # fmt: skip
+    return rows
+
+
+COLUMNS = ["status", "cell", "prompt", "baseline", "current", "p", "why"]
+
+
+def _summary(m) -> str:
+    counts = ", ".join(
+        f"{m.count(s)} {s.replace('_', ' ')}"
+        for s in ("fail", "warn", "improved", "pass", "only_baseline", "only_current")
+        if m.count(s)
+    )
+    geo = (
+        f"; geometric mean ratio {m.geomean_ratio:.3f} ({(m.geomean_ratio - 1) * 100:+.1f}%)"
+        if m.geomean_ratio
+        else ""
+    )
+    return f"{m.metric}: {counts}{geo}"
+
+
+def _facts(ref: str, f) -> str:
+    commit = (f.llama_cpp_commit or "unknown")[:12]
+    status = f", {f.status}" if f.status and f.status != "complete" else ""
+    return f"{ref} (run {f.run_id}{status}, llama.cpp {commit}, {f.machine.describe()})"
+
+
+def _verdict(cmp) -> str:
+    opts = f"threshold {cmp.threshold:.1%}, alpha {cmp.alpha:g}{', strict' if cmp.strict else ''}"
+    if cmp.exit_code:
+        what = "regression" if len(cmp.failed) == 1 else "regressions"
+        return f"FAIL: {len(cmp.failed)} {what} ({opts})"
+    return f"PASS ({opts})"
+
+
+def to_markdown(cmp) -> str:
+    """The report as GitHub-flavoured markdown (for --format md and GITHUB_STEP_SUMMARY)."""
+
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    out = ["## specbench compare", "", f"- baseline: {esc(_facts(cmp.baseline_ref, cmp.baseline))}",
+           f"- current: {esc(_facts(cmp.current_ref, cmp.current))}"]  # fmt: skip
+    out += [f"- differs: {esc(d)}" for d in cmp.differences]
+    for m in cmp.metrics:
+        out += [
+            "",
+            f"### {m.metric} ({m.unit})",
+            "",
+            "| " + " | ".join(COLUMNS) + " |",
+            "|" + "---|" * len(COLUMNS),
+        ]
+        out += ["| " + " | ".join(esc(x) for x in row) + " |" for row in _rows(m)]
+        out += ["", f"**{esc(_summary(m))}**"]
+    out += ["", f"**{_verdict(cmp)}**", ""]
+    return "\n".join(out)
+
+
+def _print_table(cmp) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    console.print(
+        f"baseline: {_facts(cmp.baseline_ref, cmp.baseline)}", markup=False, highlight=False, soft_wrap=True
+    )
+    console.print(
+        f"current:  {_facts(cmp.current_ref, cmp.current)}", markup=False, highlight=False, soft_wrap=True
+    )
+    for d in cmp.differences:
+        console.print(f"differs:  {d}", markup=False, highlight=False, soft_wrap=True)
+    for m in cmp.metrics:
+        table = Table(title=f"{m.metric} ({m.unit})", title_justify="left")
+        for col in COLUMNS:
+            table.add_column(col, overflow="fold", no_wrap=col != "why")  # names stay whole, greppable
+        for row in _rows(m):
+            table.add_row(*map(Text, row), style=STATUS_STYLE.get(row[0], ""))  # Text: no markup in names
+        console.print(table)
+        console.print(_summary(m), markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        _verdict(cmp), style="bold red" if cmp.exit_code else "bold green", markup=False, soft_wrap=True
+    )
+
+
+def compare_cmd(
+    baseline: Annotated[
+        str, typer.Argument(help="Baseline: a NAME in results/baselines/, a baseline .json, or a run folder.")
+    ],
+    current: Annotated[str, typer.Argument(help="Current: a run folder (or a baseline).")],
+    threshold: Annotated[str, typer.Option(help="Relative change that counts: 5% or 0.05.")] = "5%",
+    alpha: Annotated[float, typer.Option(help="Significance level of the one-sided Welch t-test.")] = 0.05,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(help="spec_tps, baseline_tps, speedup or acceptance; repeatable. Default: both t/s."),
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="table, md or json.")] = Format.table,
+    strict: Annotated[bool, typer.Option(help="Treat warnings as failures.")] = False,
+) -> None:
+    """Compare two runs cell by cell; exit 0 pass, 1 regression, 2 not comparable or bad input."""
+    from specbench.baseline import load_side
+    from specbench.compare import DEFAULT_METRICS, compare
+    from specbench.regression import parse_threshold
+
+    thr = parse_threshold(threshold)
+    cmp = compare(load_side(baseline), load_side(current), metric or DEFAULT_METRICS, thr, alpha, strict)
+    if fmt == Format.json:
+        data = cmp.model_dump(mode="json")
+        data["exit_code"] = cmp.exit_code
+        import json
+
+        typer.echo(json.dumps(data, indent=2))
+    elif fmt == Format.md:
+        typer.echo(to_markdown(cmp))
+    else:
+        _print_table(cmp)
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with open(summary_file, "a", encoding="utf-8") as fh:
+            fh.write(to_markdown(cmp) + "\n")
+    raise typer.Exit(cmp.exit_code)
+
+
+@baseline_app.command("save")
+def baseline_save(
+    run_dir: Annotated[Path, typer.Argument(help="The run folder to save.")],
+    name: Annotated[str, typer.Option(help="Baseline name, e.g. ci-rtx4090 (one per machine).")],
+    out_dir: Annotated[
+        Path | None, typer.Option("--dir", help="Where to write NAME.json (default results/baselines).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing baseline of that name.")] = False,
+) -> None:
+    """Write results/baselines/NAME.json: the samples and machine facts compare needs. Commit it."""
+    from specbench.baseline import save_baseline
+
+    path = save_baseline(run_dir, name, out_dir, force)
+    size = path.stat().st_size / 1024
+    console.print(
+        f"saved baseline {name}: {path} ({size:.0f} KiB); commit it",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@baseline_app.command("list")
+def baseline_list() -> None:
+    """List saved baselines."""
+    from specbench.baseline import baselines_dir, load_baseline_file
+
+    files = sorted(baselines_dir().glob("*.json")) if baselines_dir().is_dir() else []
+    if not files:
+        console.print(f"no baselines in {baselines_dir()}", markup=False, highlight=False, soft_wrap=True)
+        return
+    for f in files:
+        side = load_baseline_file(f)
+        console.print(
+            f"{f.stem}: {_facts(str(f), side.facts)}", markup=False, highlight=False, soft_wrap=True
+        )
+
+
+def history_cmd(
+    metric: Annotated[str, typer.Option(help="spec_tps, baseline_tps, speedup or acceptance.")] = "spec_tps",
+    cell: Annotated[str | None, typer.Option(help="Only cells whose name contains this text.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="Also draw the series to this image (png, svg, pdf).")
+    ] = None,
+    db: Annotated[
+        Path | None, typer.Option(help="History database (default results/history.sqlite).")
+    ] = None,
+    add: Annotated[list[Path] | None, typer.Option(help="Record this run folder first (repeatable).")] = None,
+) -> None:
+    """Show each cell's value over the recorded runs and llama.cpp commits."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from specbench.history import default_db, load_history, plot_history, record_run
+
+    db = db or default_db()
+    for run_dir in add or []:
+        n = record_run(run_dir, db)
+        console.print(f"recorded {run_dir} ({n} cell rows)", markup=False, highlight=False, soft_wrap=True)
+    points = load_history(db, metric, cell)
+    if not points:
+        what = f" matching --cell {cell!r}" if cell else ""
+        console.print(
+            f"no {metric} recorded{what} in {db} yet: each `specbench run` records itself", markup=False
+        )
+        return
+    table = Table(title=f"{metric} over runs", title_justify="left")
+    for col in ("cell", "started", "run", "llama.cpp", "threads", "mean ± sd", "reps", "prompts"):
+        table.add_column(col, overflow="fold", no_wrap=col != "cell")
+    last = None
+    for p in points:
+        name = f"{p.label} (prompts {p.prompts}; {p.machine})"
+        sd = f" ± {_num(p.sd, metric)}" if p.sd is not None else ""
+        started, commit = (p.started_at or "")[:19], (p.commit or "?")[:12]
+        value = f"{_num(p.mean, metric)}{sd}"
+        cells = [
+            name if name != last else "",
+            started,
+            p.run_id,
+            commit,
+            p.threads or "",
+            value,
+            str(p.n_reps),
+        ]
+        table.add_row(*map(Text, cells), Text(str(p.n_prompts)))
+        last = name
+    console.print(table)
+    if plot:
+        console.print(
+            f"plot: {plot_history(points, plot, metric)}", markup=False, highlight=False, soft_wrap=True
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare_cmd)
+    app.add_typer(baseline_app, name="baseline")
+    app.command("history")(history_cmd)
