@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specbench.config import load_config
 from specbench.manifest import Manifest
 from specbench.store import load_samples
 from tests.fixtures.build import assert_one_line_error, cli
@@ -284,3 +285,20 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
         plan, tmp_path / "run2", manifest(tmp_path / "run2", collect()), progress=run_cli.ProgressView(True)
     )
     assert quiet.getvalue() == ""
+
+
+SHIPPED = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9"}
+
+
+@pytest.mark.parametrize("config", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_config_dry_runs(tmp_path, llama_build, config):
+    """The GPU configs (Hugging Face sources, CUDA/Metal builds) can't run here, but their --dry-run must
+    resolve, plan and print every command line; with the Hub unreachable, models show as not cached."""
+    result = cli("run", str(config), "--dry-run", env={**OFFLINE, "SPECBENCH_RESULTS": str(tmp_path / "r")})
+    assert result.returncode == 0, result.stderr
+    commands = [line for line in result.stdout.splitlines() if line and not line.startswith("#")]
+    loaded = load_config(config)
+    assert len(commands) >= loaded.repetitions * len(loaded.prompt_list())
+    assert any("-md " in c or "--spec-type" in c for c in commands)
+    assert not (tmp_path / "r").exists()
