@@ -26,42 +26,21 @@ from specbench.buildinfo import BinaryInfo, BuildInfo
 from specbench.config import DRAFT_METHOD, Config
 from specbench.errors import ConfigError
 from specbench.prompts import RenderedPrompt
-from specbench.store import Generation
+from specbench.store import Generation, Measurement
 
 # Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
 MAX_PROMPT_BYTES = 100_000
 
 
-class Invocation(BaseModel):
-    """One run of a llama.cpp binary; the fields mirror ``store.Sample`` so a result maps back to it."""
+class Invocation(Measurement):
+    """One planned run of a llama.cpp binary; its Measurement fields become the stored Sample's."""
 
-    role: str  # baseline | draft | speculative
-    pair: str | None = None  # None for baseline/draft runs (shared by every pair of the target)
-    model: str  # the model run alone (baseline/draft) or the target (speculative)
-    draft: str | None = None  # the draft model (speculative, method "draft")
-    method: str = "none"  # none | draft | ngram-simple | ...
-    draft_max: int | None = None
-    draft_min: int | None = None
-    p_min: float | None = None
-    ngl: int | None = None  # GPU layers of `model`
-    ngld: int | None = None  # GPU layers of the draft model
-    prompt_id: str
-    category: str
-    repetition: int  # 0-based; warmups count separately
     warmup: bool = False
     binary_role: str  # BuildInfo role: completion | speculative_simple | speculative
     argv: list[str]  # binary path first; the prompt is passed with -p
     prompt_text: str  # exactly what the model is given (for continuation extraction)
     prompt_echoed: bool  # whether stdout starts with the prompt (speculative binaries always echo it)
-    generation: Generation
     timeout_s: float
-
-    def sample_key(self) -> tuple:
-        """Same tuple as ``Sample.sample_key()``: --resume skips invocations already stored."""
-        return (
-            self.role, self.pair, self.model, self.draft, self.method, self.draft_max, self.draft_min,
-            self.p_min, self.ngl, self.ngld, self.prompt_id, self.repetition,
-        )  # fmt: skip
 
     def label(self) -> str:
         """Short human description, e.g. ``rep 2 speculative smol draft n_max=8 ngl=0 ngld=0 code-01``."""

@@ -21,7 +21,7 @@ from specbench.outputs import compare, continuation, failure_reason, sha256_text
 from specbench.parse import ParsedLog, parse_text
 from specbench.process import ProcessResult, run_command
 from specbench.rundir import RAW, RunLock, check_fresh, check_writable
-from specbench.store import SAMPLES, Sample, append_sample, load_samples
+from specbench.store import SAMPLES, Measurement, Sample, append_sample, load_samples
 
 if TYPE_CHECKING:
     from specbench.plan import Invocation
@@ -64,11 +64,6 @@ class RunResult:
     status: str
     samples: list[Sample] = field(default_factory=list)  # every sample of the run, resumed ones too
     n_new: int = 0  # samples recorded by this invocation of the runner
-
-
-def _key(inv: Invocation) -> tuple:
-    """The same tuple as Sample.sample_key() (Invocation.sample_key())."""
-    return inv.sample_key()
 
 
 def _slug(text: str) -> str:
@@ -182,10 +177,8 @@ def build_sample(
                 cmp = compare(text, base)
                 match, first_diff = cmp.match, cmp.first_diff
     return Sample(
-        run_id=run_id, role=inv.role, pair=inv.pair, model=inv.model, draft=inv.draft, method=inv.method,
-        draft_max=inv.draft_max, draft_min=inv.draft_min, p_min=inv.p_min, ngl=inv.ngl, ngld=inv.ngld,
-        prompt_id=inv.prompt_id, category=inv.category, repetition=inv.repetition, generation=inv.generation,
-        status=status, valid=status == "ok", invalid_reason=reason, metrics=log, tps=tps,
+        **inv.model_dump(include=set(Measurement.model_fields)),
+        run_id=run_id, status=status, valid=status == "ok", invalid_reason=reason, metrics=log, tps=tps,
         acceptance=acceptance, tokens_per_pass=tpp, n_generated=n_gen, outputs_match=match,
         first_diff=first_diff, output_sha256=sha256_text(text) if text is not None else None,
         exit_code=res.exit_code if res.exit_code is not None else None, wall_s=round(res.wall_s, 4),
@@ -198,7 +191,7 @@ def _recover_outputs(
     samples: Sequence[Sample], plan: Sequence[Invocation], run_dir: Path, outputs: _Outputs
 ) -> None:
     """On --resume, baseline continuations of earlier samples come back from their raw stdout."""
-    by_key = {_key(inv): inv for inv in plan if not inv.warmup}
+    by_key = {inv.sample_key(): inv for inv in plan if not inv.warmup}
     for s in samples:
         inv = by_key.get(s.sample_key())
         if s.role != "baseline" or s.status != "ok" or inv is None or not s.stdout_path:
@@ -249,12 +242,12 @@ def execute(
         outputs = _Outputs()
         _recover_outputs(done_samples, plan, run_dir, outputs)
         new: list[Sample] = []
-        left = sum(not inv.warmup and _key(inv) not in done for inv in plan)
+        left = sum(not inv.warmup and inv.sample_key() not in done for inv in plan)
         total, count, last_tps = len(plan), 0, None
         notify(ProgressEvent("start", 0, total))
         try:
             for index, inv in enumerate(plan):
-                if (inv.warmup and left == 0) or (not inv.warmup and _key(inv) in done):
+                if (inv.warmup and left == 0) or (not inv.warmup and inv.sample_key() in done):
                     count += 1
                     notify(ProgressEvent("skipped", count, total, inv, last_tps=last_tps))
                     continue

@@ -31,8 +31,8 @@ class Generation(BaseModel):
     ctx_size: int = 2048
 
 
-class Sample(BaseModel):
-    """One invocation of a llama.cpp binary.
+class Measurement(BaseModel):
+    """What one invocation measures: the identity a planned Invocation and its stored Sample share.
 
     role: ``baseline`` (target alone, llama-completion), ``draft`` (draft model alone, to measure
     the cost ratio) or ``speculative``. Baseline and draft samples have method ``none`` and no
@@ -40,7 +40,6 @@ class Sample(BaseModel):
     prompt, ``ngl`` and repetition.
     """
 
-    run_id: str
     role: str  # baseline | draft | speculative
     pair: str | None = None  # None for baseline/draft samples (shared across pairs)
     model: str  # the model that ran alone (baseline/draft), or the target (speculative)
@@ -55,6 +54,19 @@ class Sample(BaseModel):
     category: str
     repetition: int  # 0-based; warmups are never stored
     generation: Generation
+
+    def sample_key(self) -> tuple:
+        """Identity of the invocation within a run: used by --resume to skip finished samples."""
+        return (
+            self.role, self.pair, self.model, self.draft, self.method, self.draft_max, self.draft_min,
+            self.p_min, self.ngl, self.ngld, self.prompt_id, self.repetition,
+        )  # fmt: skip
+
+
+class Sample(Measurement):
+    """One finished invocation of a llama.cpp binary: one line of samples.jsonl."""
+
+    run_id: str
     status: str  # ok | failed | timeout | invalid
     valid: bool
     invalid_reason: str | None = None
@@ -72,23 +84,6 @@ class Sample(BaseModel):
     stdout_path: str | None = None  # relative to the run folder
     stderr_path: str | None = None
     started_at: str
-
-    def sample_key(self) -> tuple:
-        """Identity of the invocation within a run: used by --resume to skip finished samples."""
-        return (
-            self.role,
-            self.pair,
-            self.model,
-            self.draft,
-            self.method,
-            self.draft_max,
-            self.draft_min,
-            self.p_min,
-            self.ngl,
-            self.ngld,
-            self.prompt_id,
-            self.repetition,
-        )
 
 
 def append_sample(run_dir: Path, sample: Sample) -> None:
