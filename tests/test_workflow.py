@@ -1,0 +1,36 @@
+"""The example GitHub workflow: each machine's run arguments must be ones `specbench run` accepts."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.fixtures.build import cli
+
+WORKFLOW = Path(__file__).parent.parent / ".github" / "workflows" / "specbench.yml"
+MATRIX = yaml.safe_load(WORKFLOW.read_text())["jobs"]["bench"]["strategy"]["matrix"]["include"]
+
+
+def test_workflow_runs_build_run_compare_and_uploads_results():
+    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["bench"]["steps"]
+    commands = " ".join(step.get("run", "") for step in steps)
+    for needed in ("make setup", "specbench build", "specbench run configs/ci.yaml", "specbench compare"):
+        assert needed in commands
+    upload = next(step for step in steps if "upload-artifact" in step.get("uses", ""))
+    assert upload["if"] == "always()" and upload["with"]["path"] == "results/"
+
+
+@pytest.mark.parametrize("machine", MATRIX, ids=lambda m: m["name"])
+def test_each_machines_run_arguments_dry_run(tmp_path, llama_build, machine):
+    args = shlex.split(machine["run_args"])
+    result = cli(
+        "run", str(WORKFLOW.parents[2] / "configs" / "ci.yaml"), "--dry-run", *args,
+        env={"SPECBENCH_RESULTS": str(tmp_path / "r")},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"({machine['backend']})" in result.stdout  # the build it would use has the machine's backend
+    ngld = llama_build.binary("speculative_simple").flags.ngld
+    assert "-ngl 99" in result.stdout and f"{ngld} 99" in result.stdout
