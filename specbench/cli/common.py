@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-console = Console()
-err_console = Console(stderr=True)
+# Lines of text never wrap (a wrapped path or command cannot be pasted back); tables still fit.
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 @dataclass
