@@ -21,22 +21,11 @@ from specbench.rundir import make_run_id
 from specbench.runner import ProgressFn, RunResult, execute, prepare_run_dir
 
 if TYPE_CHECKING:
-    from specbench.config import Config, LlamaCppConfig
+    from specbench.build import BuildPlan
+    from specbench.config import Config
     from specbench.plan import Plan
     from specbench.prompts import RenderedPrompt
     from specbench.report import ReportRow
-
-
-@dataclass
-class BuildPreview:
-    """What ``ensure_build`` would use (dry-run builds nothing): key, cmake arguments, folder."""
-
-    key: str
-    backend: str
-    source: str
-    cmake_args: list[str]
-    build_dir: Path
-    cached: bool
 
 
 class PlannedBuild(BuildInfo):
@@ -68,7 +57,7 @@ class Prepared:
 
     config: Config
     build: BuildInfo
-    build_preview: BuildPreview | None
+    build_preview: BuildPlan | None
     models: dict[str, ResolvedModel | PlannedModel]  # PlannedModel only in a dry run
     pair_checks: dict[str, PairCheck]
     prompts: list[RenderedPrompt]
@@ -96,21 +85,7 @@ class RunSummary:
     history_rows: int | None = None
 
 
-def preview_build(llama_cpp: LlamaCppConfig) -> BuildPreview:
-    """The build ``ensure_build`` would make or reuse for this config, without building."""
-    from specbench import build as build_mod
-    from specbench.source import resolve_source
-
-    backend, caps = build_mod.resolve_backend(llama_cpp.backend)
-    tree = resolve_source(llama_cpp.source)
-    commit = tree.commit if tree.commit and tree.origin in {"sdist", "marker"} else None
-    args = build_mod.configure_args(backend, llama_cpp.cmake_args, caps, commit)
-    key = build_mod.build_key(tree.ident, backend, args)
-    bdir = build_mod.build_dir_for(key)
-    return BuildPreview(key, backend, str(tree.path), args, bdir, (bdir / build_mod.BUILD_JSON).is_file())
-
-
-def _planned_build(preview: BuildPreview) -> BuildInfo:
+def _planned_build(preview: BuildPlan) -> BuildInfo:
     """A BuildInfo for a build that is not there: paths where it will be, flags from a cached one."""
     from specbench import paths
 
@@ -121,7 +96,7 @@ def _planned_build(preview: BuildPreview) -> BuildInfo:
             infos.append(BuildInfo.load(path))
         except BuildError:
             continue
-    same_tree = [i for i in infos if i.source == preview.source]
+    same_tree = [i for i in infos if i.source == str(preview.tree.path)]
     donor = (same_tree or infos or [None])[0]
     if donor is None:
         raise BuildError(
@@ -132,10 +107,10 @@ def _planned_build(preview: BuildPreview) -> BuildInfo:
         role: b.model_copy(update={"path": str(bin_dir / Path(b.path).name)})
         for role, b in donor.binaries.items()
     }
-    commit = donor.commit if donor.source == preview.source else None
+    commit = donor.commit if donor.source == str(preview.tree.path) else None
     return PlannedBuild(
-        key=preview.key, source=preview.source, commit=commit, backend=preview.backend,
-        cmake_args=preview.cmake_args, bin_dir=str(bin_dir), binaries=binaries,
+        key=preview.key, source=str(preview.tree.path), commit=commit, backend=preview.backend,
+        cmake_args=preview.args, bin_dir=str(bin_dir), binaries=binaries,
     )  # fmt: skip
 
 
@@ -215,9 +190,11 @@ def prepare(
 
     preview = None
     if dry_run:
-        preview = preview_build(config.llama_cpp)
-        cached = preview.build_dir / "build.json"
-        build = BuildInfo.load(cached) if preview.cached else _planned_build(preview)
+        from specbench.build import BUILD_JSON, plan_build
+
+        lc = config.llama_cpp
+        preview = plan_build(lc.backend, lc.source, lc.cmake_args)
+        build = BuildInfo.load(preview.build_dir / BUILD_JSON) if preview.cached else _planned_build(preview)
         models = _dry_models(config, build)
     else:
         from specbench.build import ensure_build

@@ -13,7 +13,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,8 +20,9 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from specbench import envinfo, paths
+from specbench import cmake, envinfo, paths
 from specbench.buildinfo import ROLE_NAMES, BinaryInfo, BuildInfo
+from specbench.cmake import BuildProgress, ProgressFn
 from specbench.errors import BuildError
 from specbench.probe import probe_binary
 from specbench.source import SourceTree, resolve_source
@@ -46,30 +46,6 @@ BACKEND_ARGS = {"cpu": {}, "cuda": {"GGML_CUDA": "ON"}, "metal": {"GGML_METAL": 
 SWITCH_NAMES = {"cuda": ["GGML_CUDA", "LLAMA_CUDA", "LLAMA_CUBLAS"], "metal": ["GGML_METAL", "LLAMA_METAL"]}
 _GPU_SWITCHES = {name: backend for backend, names in SWITCH_NAMES.items() for name in names}
 _DEFINE = re.compile(r"^-D([A-Za-z_][A-Za-z0-9_]*)(?::[A-Za-z]+)?=(.*)$")
-_NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
-_MAKE_STEP = re.compile(r"^\[\s*(\d+)%\]")
-
-
-@dataclass
-class BuildProgress:
-    """What the build is doing; ``done``/``total`` are set while compiling."""
-
-    phase: str  # source | configure | build | probe | cached
-    message: str
-    done: int | None = None
-    total: int | None = None
-
-
-ProgressFn = Callable[[BuildProgress], None]
-
-
-class CompileError(BuildError):
-    """The compiler failed; ``details`` are the last error lines, ``log`` the full log."""
-
-    def __init__(self, message: str, details: list[str], log: Path):
-        super().__init__(message)
-        self.details = details
-        self.log = log
 
 
 def cuda_arch(compute_cap: str) -> str:
@@ -197,35 +173,6 @@ def check_tools() -> None:
         )
 
 
-def request_codemodel(build_dir: Path) -> None:
-    """Ask CMake (file API, 3.14+) to describe the configured targets; works with every generator."""
-    query = build_dir / ".cmake" / "api" / "v1" / "query" / "codemodel-v2"
-    query.parent.mkdir(parents=True, exist_ok=True)
-    query.touch()
-
-
-def executable_targets(build_dir: Path) -> dict[str, Path | None]:
-    """Executable targets of a configured tree and the binary each produces (file-API reply)."""
-    reply = build_dir / ".cmake" / "api" / "v1" / "reply"
-    indexes = sorted(reply.glob("index-*.json"))
-    if not indexes:
-        return {}
-    index = json.loads(indexes[-1].read_text())
-    model_file = next((o["jsonFile"] for o in index.get("objects", []) if o.get("kind") == "codemodel"), None)
-    if model_file is None:
-        return {}
-    model = json.loads((reply / model_file).read_text())
-    found: dict[str, Path | None] = {}
-    for config in model.get("configurations", [])[:1]:
-        for target in config.get("targets", []):
-            detail = json.loads((reply / target["jsonFile"]).read_text())
-            if detail.get("type") != "EXECUTABLE":
-                continue
-            artifacts = detail.get("artifacts") or []
-            found[target["name"]] = (build_dir / artifacts[0]["path"]) if artifacts else None
-    return found
-
-
 def choose_targets(available: set[str]) -> dict[str, str]:
     """The binary each role uses in this tree: the newest name that exists (see ROLE_NAMES)."""
     chosen = {}
@@ -234,108 +181,6 @@ def choose_targets(available: set[str]) -> dict[str, str]:
         if name:
             chosen[role] = name
     return chosen
-
-
-def error_lines(log_text: str, limit: int = 8) -> list[str]:
-    """The last compiler/CMake error lines of a build log (a CMake error with its indented message)."""
-    lines = log_text.splitlines()
-    hits = []
-    for i, line in enumerate(lines):
-        if not re.search(r"\berror\b:|CMake Error|^FAILED:", line, re.I):
-            continue
-        text = line.rstrip()
-        if "CMake Error" in line:
-            more = []
-            for follow in lines[i + 1 : i + 12]:
-                if follow.strip() and not follow[:1].isspace():
-                    break
-                if follow.strip():
-                    more.append(follow.strip())
-                if len(more) == 4:
-                    break
-            text = " ".join([text, *more])
-        hits.append(text)
-    return hits[-limit:]
-
-
-def _step(line: str) -> tuple[int, int] | None:
-    m = _NINJA_STEP.match(line)
-    if m:
-        return int(m.group(1)), int(m.group(2))
-    m = _MAKE_STEP.match(line)
-    return (int(m.group(1)), 100) if m else None
-
-
-def _stream(cmd: list[str], log: Path, progress: ProgressFn | None, phase: str) -> int:
-    """Run a build step, appending its output to the log and reporting ninja/make steps."""
-    env = {**os.environ, "LC_ALL": "C", "NINJA_STATUS": "[%f/%t] "}
-    env.pop("HF_TOKEN", None)  # nothing a build runs needs it; keep it out of the log
-    with log.open("a", encoding="utf-8", errors="replace") as out:
-        out.write(f"$ {' '.join(cmd)}\n")
-        out.flush()
-        try:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                errors="replace",
-                env=env,
-            )
-        except OSError as exc:
-            raise BuildError(f"cannot run {cmd[0]}: {exc}") from exc
-        assert proc.stdout is not None
-        try:
-            for line in proc.stdout:
-                out.write(line)
-                out.flush()  # the log is complete up to the moment of any crash
-                step = _step(line)
-                if progress and step:
-                    progress(BuildProgress(phase, line.strip()[:120], *step))
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-        return proc.wait()
-
-
-def _fail(what: str, log: Path) -> CompileError:
-    text = log.read_text(errors="replace")
-    details = error_lines(text)
-    last = details[-1].strip() if details else "no error line found"
-    return CompileError(f"{what} failed ({last}); full log: {log}", details, log)
-
-
-def _find_binary(build_dir: Path, name: str, artifact: Path | None) -> Path | None:
-    for cand in (artifact, build_dir / "bin" / name, build_dir / "bin" / "Release" / name):
-        if cand is not None and cand.is_file():
-            return cand
-    return next((p for p in build_dir.rglob(name) if p.is_file() and os.access(p, os.X_OK)), None)
-
-
-def compiler_version(build_dir: Path) -> str:
-    """First line of ``--version`` of the C++ compiler CMake chose."""
-    try:
-        cache = (build_dir / "CMakeCache.txt").read_text(errors="replace")
-    except OSError:
-        cache = ""
-    m = re.search(r"^CMAKE_CXX_COMPILER:\w+=(.+)$", cache, re.M)
-    exe = m.group(1).strip() if m else (shutil.which("c++") or "")
-    if not exe:
-        return ""
-    try:
-        out = subprocess.run(
-            [exe, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return exe
-    first = (out.stdout or out.stderr).strip().splitlines()
-    return first[0] if first else exe
-
-
-def _generator() -> list[str]:
-    return ["-G", "Ninja"] if shutil.which("ninja") else []
 
 
 def _cached(info_path: Path) -> BuildInfo | None:
@@ -349,6 +194,38 @@ def build_dir_for(key: str) -> Path:
     return paths.builds_dir() / key
 
 
+@dataclass(frozen=True)
+class BuildPlan:
+    """Which build a request means (tree, concrete backend, cmake arguments, cache key), before building."""
+
+    tree: SourceTree
+    backend: str
+    args: list[str]
+    key: str
+
+    @property
+    def build_dir(self) -> Path:
+        return build_dir_for(self.key)
+
+    @property
+    def cached(self) -> bool:
+        return (self.build_dir / BUILD_JSON).is_file()
+
+
+def plan_build(
+    backend: str = "auto",
+    source: Path | str | None = None,
+    cmake_args: Sequence[str] = (),
+    report: Callable[[str], None] | None = None,
+) -> BuildPlan:
+    """Resolve a build request to its cache key; ``--dry-run`` shows this, ``ensure_build`` builds it."""
+    concrete, caps = resolve_backend(backend)
+    tree = resolve_source(source, report)
+    build_commit = tree.commit if tree.commit and tree.origin in {"sdist", "marker"} else None
+    args = configure_args(concrete, cmake_args, caps, build_commit, backend_switch(tree.path, concrete))
+    return BuildPlan(tree, concrete, args, build_key(tree.ident, concrete, args))
+
+
 def ensure_build(
     backend: str = "auto",
     source: Path | str | None = None,
@@ -358,13 +235,9 @@ def ensure_build(
     progress: ProgressFn | None = None,
 ) -> BuildInfo:
     """The BuildInfo of llama.cpp built for this machine; builds it only when not cached (or ``force``)."""
-    concrete, caps = resolve_backend(backend)
     report = (lambda msg: progress(BuildProgress("source", msg))) if progress else None
-    tree = resolve_source(source, report)
-    build_commit = tree.commit if tree.commit and tree.origin in {"sdist", "marker"} else None
-    args = configure_args(concrete, cmake_args, caps, build_commit, backend_switch(tree.path, concrete))
-    key = build_key(tree.ident, concrete, args)
-    bdir = build_dir_for(key)
+    plan = plan_build(backend, source, cmake_args, report)
+    tree, concrete, args, key, bdir = plan.tree, plan.backend, plan.args, plan.key, plan.build_dir
     info_path = bdir / BUILD_JSON
     if not force and (info := _cached(info_path)) is not None:
         return info
@@ -395,7 +268,7 @@ def _build(
     progress: ProgressFn | None,
 ) -> BuildInfo:
     check_tools()
-    gen = _generator()
+    gen = cmake.generator()
     if force and bdir.exists():
         shutil.rmtree(bdir)
     cache = bdir / "CMakeCache.txt"
@@ -413,11 +286,16 @@ def _build(
             progress(BuildProgress(phase, msg))
 
     note("configure", f"configuring {tree.path} ({backend})")
-    cmake = shutil.which("cmake") or "cmake"
-    request_codemodel(bdir)
-    if _stream([cmake, "-S", str(tree.path), "-B", str(bdir), *gen, *args], log, progress, "configure") != 0:
-        raise _fail("configuring llama.cpp with cmake", log)
-    executables = executable_targets(bdir)
+    cmake_exe = shutil.which("cmake") or "cmake"
+    cmake.request_codemodel(bdir)
+    if (
+        cmake.stream_step(
+            [cmake_exe, "-S", str(tree.path), "-B", str(bdir), *gen, *args], log, progress, "configure"
+        )
+        != 0
+    ):
+        raise cmake.compile_failure("configuring llama.cpp with cmake", log)
+    executables = cmake.executable_targets(bdir)
     roles = choose_targets(set(executables))
     if "completion" not in roles and "speculative" not in roles:
         raise BuildError(
@@ -428,7 +306,7 @@ def _build(
     targets = sorted(set(roles.values()))
     note("build", f"building {', '.join(targets)}")
     cmd = [
-        cmake,
+        cmake_exe,
         "--build",
         str(bdir),
         "--config",
@@ -438,11 +316,11 @@ def _build(
         "--target",
         *targets,
     ]
-    if _stream(cmd, log, progress, "build") != 0:
-        raise _fail("compiling llama.cpp", log)
+    if cmake.stream_step(cmd, log, progress, "build") != 0:
+        raise cmake.compile_failure("compiling llama.cpp", log)
     binaries: dict[str, BinaryInfo] = {}
     for role, name in roles.items():
-        path = _find_binary(bdir, name, executables.get(name))
+        path = cmake.find_binary(bdir, name, executables.get(name))
         if path is None:
             raise BuildError(f"the build made no {name} binary; see {log}")
         note("probe", f"probing {name} --help")
@@ -454,7 +332,7 @@ def _build(
         commit=tree.commit,
         backend=backend,
         cmake_args=args,
-        compiler=compiler_version(bdir),
+        compiler=cmake.compiler_version(bdir),
         built_at=datetime.now(UTC).isoformat(timespec="seconds"),
         bin_dir=str(Path(first.path).parent),
         binaries=binaries,

@@ -12,15 +12,14 @@ import pytest
 
 from specbench.build import (
     BUILD_JSON,
-    CompileError,
     backend_switch,
     build_dir_for,
     build_key,
     configure_args,
     cuda_arch,
     ensure_build,
-    error_lines,
 )
+from specbench.cmake import CompileError
 from specbench.errors import BuildError
 from specbench.source import PINNED_COMMIT
 from tests.fixtures.build import assert_one_line_error, cli, fake_llama_tree
@@ -120,19 +119,6 @@ def test_build_key_changes_with_what_changes_the_binaries():
     assert key != build_key("f" * 40, "cpu", args)
     assert key != build_key(PINNED_COMMIT, "cpu", configure_args("cpu", extra=["-DGGML_NATIVE=OFF"]))
     assert build_key("tree-abc", "cpu", args).startswith("tree-cpu-")
-
-
-def test_cmake_errors_keep_their_message():
-    log = 'CMake Error at x/CMakeLists.txt:178 (target_link_libraries):\n  Target "ggml-cuda" links to:\n\n'
-    log += "    CUDA::cublas\n\n  but the target was not found.\n-- Configuring incomplete\n"
-    [line] = error_lines(log)
-    assert "CUDA::cublas" in line and "but the target was not found." in line and "incomplete" not in line
-
-
-def test_error_lines_keep_the_last_compiler_errors():
-    log = "[1/3] ok\nfoo.cpp:1:2: error: first\nwarning: meh\nFAILED: foo.o\nbar.cpp:3:4: error: second\n"
-    assert error_lines(log) == ["foo.cpp:1:2: error: first", "FAILED: foo.o", "bar.cpp:3:4: error: second"]
-    assert error_lines(log, limit=1) == ["bar.cpp:3:4: error: second"]
 
 
 # --- bad input, with a tiny fake tree -------------------------------------------------------------

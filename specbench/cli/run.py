@@ -101,8 +101,8 @@ def _print_dry_run(prepared: Any) -> None:
     if pv is not None and pv.cached:
         _say(f"# build: cached {pv.key} ({pv.backend}) in {build.bin_dir}")
     elif pv is not None:
-        _say(f"# build: would build {pv.key} ({pv.backend}) from {pv.source} into {pv.build_dir}")
-        _say(f"#   cmake args: {' '.join(pv.cmake_args)}")
+        _say(f"# build: would build {pv.key} ({pv.backend}) from {pv.tree.path} into {pv.build_dir}")
+        _say(f"#   cmake args: {' '.join(pv.args)}")
     for name, m in prepared.models.items():
         if isinstance(m, PlannedModel):
             _say(f"# model {name}: {m.source}  not cached (a run fetches or derives it)")
