@@ -119,9 +119,11 @@ CHEAP = ["--set", "prompts.ids=[code-02]", "--set", "generation.n_predict=48", "
 
 
 @pytest.fixture(scope="module")
-def real_runs(tmp_path_factory):
+def real_runs(tmp_path_factory, smol_f32):
     """Three real runs of the CI config: 2 threads, then 1 thread, then 2 threads again (the slow
-    run in the middle, so slow drift of the machine hits both comparisons alike)."""
+    run in the middle, so slow drift of the machine hits both comparisons alike). ``smol_f32``
+    builds llama.cpp and fetches the config's models first (with progress), so on an empty cache
+    the subprocess timeouts bound only the runs, not a first build."""
     root = tmp_path_factory.mktemp("real-runs")
     runs = {}
     for name, threads in (("two-a", 2), ("one", 1), ("two-b", 2)):
