@@ -12,14 +12,14 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from specbench import __version__
 from specbench.errors import SpecbenchError
 from specbench.paths import results_dir
-from specbench.store import Sample, load_manifest, load_samples
+from specbench.store import Sample, load_manifest, load_samples, manifest_value
 
 FORMAT = "specbench-baseline"
 FORMAT_VERSION = 1
@@ -86,14 +86,6 @@ class Side(BaseModel):
     samples: list[Sample]
 
 
-def _dig(data: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
 def facts_from_manifest(manifest: dict, samples: list[Sample], fallback_id: str) -> RunFacts:
     """Pick the matching facts out of manifest.json (written by the runner: models with sha256,
     ``env`` as ``specbench env`` reports it, ``build`` as build.json). Tolerates missing parts:
@@ -104,7 +96,7 @@ def facts_from_manifest(manifest: dict, samples: list[Sample], fallback_id: str)
     models = {str(k): (v.get("sha256") if isinstance(v, dict) else None) for k, v in raw_models.items()}
     env = manifest.get("env") or {}
     gpus = env.get("gpus") or []
-    backend = _dig(manifest, "build", "backend") or env.get("backend")
+    backend = manifest_value(manifest, "build", "backend") or env.get("backend")
     run_id = manifest.get("run_id") or (samples[0].run_id if samples else None) or fallback_id
     return RunFacts(
         run_id=str(run_id),
@@ -116,7 +108,7 @@ def facts_from_manifest(manifest: dict, samples: list[Sample], fallback_id: str)
             gpus=[g.get("name") for g in gpus if isinstance(g, dict) and g.get("name")],
             backend=backend,
         ),
-        llama_cpp_commit=_dig(manifest, "build", "commit"),
+        llama_cpp_commit=manifest_value(manifest, "build", "commit"),
         drivers=sorted({g.get("driver") for g in gpus if isinstance(g, dict) and g.get("driver")}),
         os=env.get("os"),
         specbench_version=manifest.get("specbench_version") or env.get("specbench_version"),

@@ -89,13 +89,7 @@ def _planned_build(preview: BuildPlan) -> BuildInfo:
     """A BuildInfo for a build that is not there: paths where it will be, flags from a cached one."""
     from specbench import paths
 
-    donors = sorted(paths.builds_dir().glob("*/build.json")) if paths.builds_dir().is_dir() else []
-    infos = []
-    for path in donors:
-        try:
-            infos.append(BuildInfo.load(path))
-        except BuildError:
-            continue
+    infos = BuildInfo.load_all(paths.builds_dir())
     same_tree = [i for i in infos if i.source == str(preview.tree.path)]
     donor = (same_tree or infos or [None])[0]
     if donor is None:

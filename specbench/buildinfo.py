@@ -78,3 +78,14 @@ class BuildInfo(BaseModel):
             return cls.model_validate(json.loads(path.read_text()))
         except (OSError, ValueError) as exc:
             raise BuildError(f"cannot read {path}: {exc}; rebuild with `specbench build --force`") from exc
+
+    @classmethod
+    def load_all(cls, builds_dir: Path) -> list[BuildInfo]:
+        """Every readable ``build.json`` in the cache; a broken one is skipped (``--force`` redoes it)."""
+        infos = []
+        for path in sorted(builds_dir.glob("*/build.json")):
+            try:
+                infos.append(cls.load(path))
+            except BuildError:
+                continue
+        return infos

@@ -189,24 +189,18 @@ def detect_backend(found_gpus: list[GpuInfo] | None = None) -> str:
 
 
 def cached_builds() -> list[CachedBuild]:
-    out = []
-    for path in sorted(paths.builds_dir().glob("*/build.json")):
-        try:
-            info = BuildInfo.load(path)
-        except Exception:  # noqa: BLE001 - a broken cache entry is listed by `build`, not here
-            continue
-        out.append(
-            CachedBuild(
-                key=info.key,
-                commit=info.commit,
-                backend=info.backend,
-                source=info.source,
-                built_at=info.built_at,
-                bin_dir=info.bin_dir,
-                roles=sorted(info.binaries),
-            )
+    return [
+        CachedBuild(
+            key=info.key,
+            commit=info.commit,
+            backend=info.backend,
+            source=info.source,
+            built_at=info.built_at,
+            bin_dir=info.bin_dir,
+            roles=sorted(info.binaries),
         )
-    return out
+        for info in BuildInfo.load_all(paths.builds_dir())
+    ]
 
 
 def collect(builds: bool = False) -> EnvInfo:

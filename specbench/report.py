@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from specbench import stats
 from specbench.errors import RunError, SpecbenchError
 from specbench.paths import results_dir
-from specbench.store import MANIFEST, SAMPLES, Sample, load_manifest, load_samples
+from specbench.store import MANIFEST, SAMPLES, Sample, load_manifest, load_samples, manifest_value
 
 CONTRACT_KEYS = [
     "run", "pair", "target", "draft", "method", "draft_max", "ngl", "ngld", "category",
@@ -133,30 +133,22 @@ def _started_at(run_dir: Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _get(data: object, *keys: str) -> object:
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
 def run_info(run_dir: Path, samples: list[Sample]) -> RunInfo:
     """Caption facts from manifest.json (build: backend, commit; env: cpu_model, gpus)."""
     manifest = load_manifest(run_dir) if (run_dir / MANIFEST).is_file() else {}
-    machine = _get(manifest, "env", "cpu_model") or "unknown CPU"
-    gpus = _get(manifest, "env", "gpus") or []
+    machine = manifest_value(manifest, "env", "cpu_model") or "unknown CPU"
+    gpus = manifest_value(manifest, "env", "gpus") or []
     names = [g.get("name") for g in gpus if isinstance(g, dict) and g.get("name")]
     if names:
         machine = f"{machine} + {', '.join(names)}"
     run_id = samples[0].run_id if samples else run_dir.name
     return RunInfo(
-        run=str(_get(manifest, "run_id") or run_id),
+        run=str(manifest_value(manifest, "run_id") or run_id),
         path=str(run_dir),
-        started_at=_get(manifest, "started_at"),
+        started_at=manifest_value(manifest, "started_at"),
         machine=str(machine),
-        backend=_get(manifest, "build", "backend"),
-        commit=_get(manifest, "build", "commit"),
+        backend=manifest_value(manifest, "build", "backend"),
+        commit=manifest_value(manifest, "build", "commit"),
         n_samples=len(samples),
         n_failed=sum(s.status in ("failed", "timeout") for s in samples),
         n_invalid=sum(_is_invalid(s) for s in samples),

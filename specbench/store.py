@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -147,3 +148,12 @@ def load_manifest(run_dir: Path) -> dict:
         raise RunError(f"{run_dir} has no {MANIFEST}; is it a specbench run folder?") from exc
     except ValueError as exc:
         raise RunError(f"{path} is not valid JSON: {exc}") from exc
+
+
+def manifest_value(manifest: object, *keys: str) -> Any:
+    """A nested value of a loaded manifest, or None where a level is missing (older runs lack parts)."""
+    for key in keys:
+        if not isinstance(manifest, dict):
+            return None
+        manifest = manifest.get(key)
+    return manifest
