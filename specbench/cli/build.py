@@ -41,8 +41,8 @@ def build(
     """Get llama.cpp (pinned commit, or --source) and build the binaries specbench runs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from specbench.build import BUILD_JSON, build_dir_for, ensure_build
-    from specbench.cmake import CompileError
+    from specbench.build.builder import BUILD_JSON, build_dir_for, ensure_build
+    from specbench.build.cmake import CompileError
 
     start = time.monotonic()
     bar = Progress(

@@ -155,9 +155,9 @@ def compare_cmd(
     strict: Annotated[bool, typer.Option(help="Treat warnings as failures.")] = False,
 ) -> None:
     """Compare two runs cell by cell; exit 0 pass, 1 regression, 2 not comparable or bad input."""
-    from specbench.baseline import load_side
-    from specbench.compare import DEFAULT_METRICS, compare
-    from specbench.regression import parse_threshold
+    from specbench.gate.baseline import load_side
+    from specbench.gate.compare import DEFAULT_METRICS, compare
+    from specbench.gate.regression import parse_threshold
 
     thr = parse_threshold(threshold)
     cmp = compare(load_side(baseline), load_side(current), metric or DEFAULT_METRICS, thr, alpha, strict)
@@ -188,7 +188,7 @@ def baseline_save(
     force: Annotated[bool, typer.Option(help="Replace an existing baseline of that name.")] = False,
 ) -> None:
     """Write results/baselines/NAME.json: the samples and machine facts compare needs. Commit it."""
-    from specbench.baseline import save_baseline
+    from specbench.gate.baseline import save_baseline
 
     path = save_baseline(run_dir, name, out_dir, force)
     size = path.stat().st_size / 1024
@@ -203,7 +203,7 @@ def baseline_save(
 @baseline_app.command("list")
 def baseline_list() -> None:
     """List saved baselines."""
-    from specbench.baseline import baselines_dir, load_baseline_file
+    from specbench.gate.baseline import baselines_dir, load_baseline_file
 
     files = sorted(baselines_dir().glob("*.json")) if baselines_dir().is_dir() else []
     if not files:
@@ -231,7 +231,7 @@ def history_cmd(
     from rich.table import Table
     from rich.text import Text
 
-    from specbench.history import default_db, load_history, plot_history, record_run
+    from specbench.gate.history import default_db, load_history, plot_history, record_run
 
     db = db or default_db()
     for run_dir in add or []:

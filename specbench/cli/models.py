@@ -69,7 +69,7 @@ def _build_if_needed(cfg, only: list[str] | None = None):
 
     if not any(cfg.models[name].derive is not None for name in needed_models(cfg.models, only)):
         return None
-    from specbench.build import ensure_build
+    from specbench.build.builder import ensure_build
 
     lc = cfg.llama_cpp
     return ensure_build(lc.backend, lc.source, lc.jobs, lc.cmake_args)
@@ -83,10 +83,10 @@ def pull(
     ] = None,
 ) -> None:
     """Fetch (or find in the cache) every model a config needs, verify it, and show what it is."""
-    from specbench.config import load_config
     from specbench.models import resolve_models
     from specbench.models.cache import human_size
     from specbench.models.meta import human_params
+    from specbench.plan.config import load_config
 
     cfg = load_config(config)
     build = _build_if_needed(cfg, only)
@@ -184,7 +184,7 @@ class _Models:
         from specbench.errors import ModelError
 
         if self.config_path is not None and self.cfg is None:
-            from specbench.config import load_config
+            from specbench.plan.config import load_config
 
             self.cfg = load_config(self.config_path)
         if self.cfg is None or arg not in self.cfg.models:

@@ -46,8 +46,8 @@ def report(
     by: Annotated[By | None, typer.Option("--by", help="Add one row per prompt category.")] = None,
 ) -> None:
     """Aggregate samples into speedup tables and plots; write report.md/.html/.csv/.json and PNGs."""
-    from specbench.render import csv_text, html, json_text, markdown, table, write_report
-    from specbench.report import build_report, latest_run
+    from specbench.analysis.render import csv_text, html, json_text, markdown, table, write_report
+    from specbench.analysis.report import build_report, latest_run
 
     dirs = list(run_dirs) if run_dirs else [latest_run()]
     by_category = by is By.category

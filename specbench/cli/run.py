@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from specbench.cli.common import console, err_console
+from specbench.results.folder import samples_path
 
 
 def _fmt(mean: float | None, sd: float | None = None, digits: int = 1) -> str:
@@ -95,7 +96,7 @@ def _say(line: str, err: bool = False) -> None:
 
 
 def _print_dry_run(prepared: Any) -> None:
-    from specbench.benchmark import PlannedModel
+    from specbench.execute.benchmark import PlannedModel
 
     pv, build = prepared.build_preview, prepared.build
     if pv is not None and pv.cached:
@@ -121,7 +122,7 @@ def _print_dry_run(prepared: Any) -> None:
         _say(line)
 
 
-def _print_summary(summary: Any) -> None:
+def _print_summary(summary: Any, rows: list, notes: list[str]) -> None:
     from rich.table import Table
 
     table = Table(title=f"specbench run {summary.run_id}", title_justify="left")
@@ -129,7 +130,7 @@ def _print_summary(summary: Any) -> None:
                "outputs match", "valid")  # fmt: skip
     for col in columns:
         table.add_column(col, justify="right" if col not in ("pair", "method") else "left")
-    for r in summary.rows:
+    for r in rows:
         match = {True: "yes", False: f"NO (char {r.first_diff})", None: "-"}[r.outputs_match]
         table.add_row(
             r.pair or r.target, r.method, str(r.draft_max) if r.draft_max is not None else "-",
@@ -148,9 +149,9 @@ def _print_summary(summary: Any) -> None:
     console.print(f"results: {summary.run_dir}", markup=False, highlight=False, soft_wrap=True)
     if summary.n_failed or summary.n_invalid:
         err_console.print(f"warning: {summary.n_failed} failed and {summary.n_invalid} invalid samples; "
-                          f"their reasons are in {summary.run_dir}/samples.jsonl", markup=False,
+                          f"their reasons are in {samples_path(summary.run_dir)}", markup=False,
                           highlight=False, soft_wrap=True)  # fmt: skip
-    for note in summary.notes:
+    for note in notes:
         err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
 
 
@@ -176,10 +177,12 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
-    from specbench import benchmark
+    from specbench.analysis.report import closing_rows
     from specbench.cli.models import _Bars  # the download bars of `specbench models pull`
-    from specbench.errors import RunError
-    from specbench.runner import RunInterrupted
+    from specbench.errors import RunError, SpecbenchError
+    from specbench.execute import benchmark
+    from specbench.execute.runner import RunInterrupted
+    from specbench.gate.history import record_run
 
     if resume is not None and out is not None and out.resolve() != resume.resolve():
         raise RunError("--out and --resume name different folders; --resume RUN_DIR continues RUN_DIR")
@@ -221,7 +224,12 @@ def run(
         raise typer.Exit(130) from None
     finally:
         view.stop()
-    _print_summary(summary)
+    rows, notes = closing_rows(summary.run_dir)
+    try:
+        record_run(summary.run_dir)
+    except SpecbenchError as exc:
+        notes.append(f"not recorded in history: {exc}")
+    _print_summary(summary, rows, notes)
 
 
 def _interrupt_on_termination() -> None:

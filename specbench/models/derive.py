@@ -14,7 +14,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from specbench.buildinfo import BuildInfo
+from specbench.build.buildinfo import BuildInfo
 from specbench.errors import ModelError
 from specbench.models import cache
 from specbench.models.gguffile import split_info

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specbench.buildinfo import BuildInfo
+from specbench.build.buildinfo import BuildInfo
 from specbench.errors import ModelError
 from specbench.models import cache
 from specbench.models.derive import derive

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_compare import BASE, SPEC, make_run
+from tests.gate.test_compare import BASE, SPEC, make_run
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.config import load_config
-from specbench.manifest import Manifest
-from specbench.store import load_samples
+from specbench.plan.config import load_config
+from specbench.results.folder import load_manifest, load_samples
 from tests.fixtures.build import assert_one_line_error, cli
 
 pytestmark = pytest.mark.slow
@@ -90,7 +89,7 @@ def test_one_cell_end_to_end(e2e, llama_build, smol_f32, smol_q4):
         assert (run_dir / s.stdout_path).is_file() and (run_dir / s.stderr_path).stat().st_size > 0
     # at temperature 0 the baseline's two repetitions print the same text
     assert len({s.output_sha256 for s in by_role["baseline"]}) == 1
-    man = Manifest.load(run_dir)
+    man = load_manifest(run_dir)
     assert man.status == "complete" and man.finished_at and man.run_id == "run1"
     assert man.build.commit == llama_build.commit and man.env.cpu_cores >= 1
     assert man.models["f32"].sha256 == smol_f32.sha256 and man.models["q4"].sha256 == smol_q4.sha256
@@ -225,7 +224,7 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
     assert f"resume with: specbench run {config} --resume {run_dir}" in err
     kept = load_samples(run_dir)
     assert 1 <= len(kept) < 4
-    assert Manifest.load(run_dir).status == "interrupted"
+    assert load_manifest(run_dir).status == "interrupted"
 
     other = cli("run", str(config), "--resume", str(run_dir), "--set", "repetitions=3")
     assert_one_line_error(other, "was run with a different config (repetitions differ)")
@@ -239,7 +238,7 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
     assert len(samples) == 4  # 2 repetitions x (baseline + speculative)
     assert len({s.sample_key() for s in samples}) == 4  # nothing ran twice
     assert [s.sample_key() for s in samples[: len(kept)]] == [s.sample_key() for s in kept]
-    man = Manifest.load(run_dir)
+    man = load_manifest(run_dir)
     assert man.status == "complete" and len(man.resumed_at) == 1
     assert json.loads((run_dir / "manifest.json").read_text())["run_id"] == "run"
 
@@ -251,10 +250,10 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
 
     from rich.console import Console
 
+    from specbench.build.envinfo import collect
     from specbench.cli import run as run_cli
-    from specbench.envinfo import collect
-    from specbench.runner import execute
-    from tests.test_runner import inv, manifest
+    from specbench.execute.runner import execute
+    from tests.execute.test_runner import inv, manifest
 
     buf = io.StringIO()
     monkeypatch.setattr(run_cli, "err_console", Console(file=buf, force_terminal=terminal, width=150))

@@ -1,0 +1,330 @@
+"""The report's figures: PNGs a person can read at a glance, each captioned with where it ran.
+
+matplotlib with the Agg backend (no display needed), imported inside functions so the CLI starts
+fast. Every plot reads only ``Report`` rows; which ones exist depends on the run (the GPU-layers
+plot only when ``ngl`` was swept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from specbench.analysis.report import ALL, Report, ReportRow
+
+SPEEDUP = "speedup_vs_draft.png"
+TPS_BARS = "tps_by_cell.png"
+ACCEPTANCE = "acceptance_vs_draft.png"
+CATEGORY = "speedup_by_category.png"
+NGL = "tps_vs_ngl.png"
+TITLES = {
+    SPEEDUP: "Speedup vs draft length",
+    TPS_BARS: "Baseline vs speculative throughput",
+    ACCEPTANCE: "Acceptance vs draft length",
+    CATEGORY: "Speedup by prompt category",
+    NGL: "Throughput vs GPU layers",
+}
+SERIES_KEYS = ("run", "method", "draft_min", "p_min", "ngl", "ngld")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _varying(rows: list[ReportRow], keys: tuple[str, ...]) -> list[str]:
+    return [k for k in keys if len({getattr(r, k) for r in rows} - {None}) > 1]
+
+
+def _labeller(rows: list[ReportRow], keys: tuple[str, ...], always: tuple[str, ...] = ()) -> Callable:
+    """A label naming only what differs between the rows (plus ``always``)."""
+    shown = [k for k in keys if k in always or k in _varying(rows, keys)]
+
+    def label(r: ReportRow) -> str:
+        parts = []
+        for k in shown:
+            v = getattr(r, k)
+            if v is None:
+                continue
+            parts.append(str(v) if k in ("run", "method", "pair") else f"{k}={v}")
+        return ", ".join(parts) or r.method
+
+    return label
+
+
+def _caption(fig, report: Report) -> None:
+    lines = [i.caption() for i in report.runs]
+    fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444", ha="left", va="bottom")
+
+
+def _save(fig, path: Path, report: Report) -> Path:
+    _caption(fig, report)
+    fig.tight_layout(rect=(0, 0.04 + 0.03 * len(report.runs), 1, 1))
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def _groups(rows: list[ReportRow], key: Callable) -> dict:
+    out: dict = {}
+    for r in rows:
+        out.setdefault(key(r), []).append(r)
+    return out
+
+
+def _err(rows: list[ReportRow]) -> list[list[float]]:
+    """Asymmetric error bars from the speedup CI; 0 where the CI is unknown or unbounded."""
+    low = [r.speedup - r.speedup_ci_low if r.speedup_ci_low is not None else 0.0 for r in rows]
+    high = [r.speedup_ci_high - r.speedup if r.speedup_ci_high is not None else 0.0 for r in rows]
+    return [low, high]
+
+
+def _flat(ax, rows: list[ReportRow], metric: str, label: Callable, first_color: int) -> None:
+    """Settings without a draft length (n-gram methods use llama.cpp's own): a level line and band."""
+    for i, r in enumerate(rows):
+        color = f"C{first_color + i}"
+        if metric == "speedup":
+            ax.axhline(r.speedup, color=color, lw=1.5, ls="-.", label=f"{label(r)} (no draft length)")
+            if r.speedup_ci_low is not None:
+                ax.axhspan(r.speedup_ci_low, r.speedup_ci_high, color=color, alpha=0.12)
+        else:
+            ax.axhline(
+                100 * r.acceptance, color=color, lw=1.5, ls="-.", label=f"{label(r)} (no draft length)"
+            )
+
+
+def _speedup_limits(ax, rows: list[ReportRow]) -> None:
+    """Keep the points readable: very wide intervals run off the axes instead of squashing them."""
+    points = [1.0] + [r.speedup for r in rows] + [r.predicted_speedup for r in rows if r.predicted_speedup]
+    lows = [r.speedup_ci_low for r in rows if r.speedup_ci_low is not None]
+    highs = [r.speedup_ci_high for r in rows if r.speedup_ci_high is not None]
+    low = max(min(points + lows), min(points) * 0.5, 0.0)
+    high = min(max(points + highs), max(points) * 1.6)
+    pad = 0.05 * (high - low)
+    ax.set_ylim(low - pad, high + pad)
+
+
+def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
+    """One panel per pair; x = draft length; one line per setting that differs otherwise."""
+    plt = _plt()
+    rows = [r for r in report.rows if r.category == ALL and getattr(r, metric) is not None]
+    if not rows:
+        return None
+    pairs = _groups(rows, lambda r: r.pair or r.target)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(6.4 * len(pairs), 5.6), squeeze=False)
+    for ax, (pair, prs) in zip(axes[0], pairs.items(), strict=True):
+        label = _labeller(prs, SERIES_KEYS, always=("method",))
+        has_pred = False
+        lined = _groups([r for r in prs if r.draft_max is not None], label)
+        for i, (name, series) in enumerate(lined.items()):
+            series.sort(key=lambda r: r.draft_max)
+            dodge = 1.05 ** (i - (len(lined) - 1) / 2)  # series side by side, not on top of each other
+            xs = [r.draft_max * dodge for r in series]
+            color = f"C{i}"
+            if metric == "speedup":
+                ax.errorbar(
+                    xs, [r.speedup for r in series], yerr=_err(series), marker="o", capsize=4, color=color,
+                    label=name,
+                )  # fmt: skip
+                pred = [(r.draft_max * dodge, r.predicted_speedup) for r in series if r.predicted_speedup]
+                if pred:
+                    ax.plot(*zip(*pred, strict=True), ls=":", marker="x", color=color, alpha=0.7)
+                    has_pred = True
+            else:
+                ax.plot(xs, [100 * r.acceptance for r in series], marker="o", color=color, label=name)
+        _flat(ax, [r for r in prs if r.draft_max is None], metric, label, len(lined))
+        if metric == "speedup":
+            _speedup_limits(ax, prs)
+            for r in prs:
+                if r.draft_max is not None and r.speedup_ci_low is None:
+                    why = "n < 2" if r.n < 2 else "95% CI unbounded"
+                    ax.annotate(
+                        why, (r.draft_max, r.speedup), textcoords="offset points", xytext=(6, 6), fontsize=7
+                    )
+            if has_pred:
+                ax.plot([], [], ls=":", marker="x", color="gray", label="predicted (Leviathan model)")
+            ax.axhline(1.0, color="black", lw=1, ls="--", label="baseline (1.0x)")
+            ax.set_ylabel("speedup (speculative t/s / baseline t/s)")
+        else:
+            ax.set_ylim(0, 105)
+            ax.set_ylabel("acceptance (% of drafted tokens accepted)")
+        ticks = sorted({r.draft_max for r in prs if r.draft_max is not None})
+        if ticks:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ticks, [str(t) for t in ticks])
+            ax.set_xlim(ticks[0] / 1.3, ticks[-1] * 1.3)
+            ax.minorticks_off()
+            ax.set_xlabel("draft length (draft_max, tokens)")
+        else:
+            ax.set_xticks([])
+            ax.set_xlabel("(no draft length: llama.cpp's own n-gram settings)")
+        ax.set_title(f"{TITLES[SPEEDUP if metric == 'speedup' else ACCEPTANCE]}: {pair}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    return _save(fig, path, report)
+
+
+def _cell_label(rows: list[ReportRow]) -> Callable:
+    return _labeller(
+        rows,
+        ("run", "pair", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld"),
+        always=("pair", "draft_max"),
+    )
+
+
+def tps_bars(report: Report, path: Path) -> Path | None:
+    """Per cell, the baseline and speculative mean t/s side by side with +-1 sd."""
+    plt = _plt()
+    rows = [r for r in report.rows if r.category == ALL and r.spec_tps is not None]
+    if not rows:
+        return None
+    label = _cell_label(rows)
+    fig, ax = plt.subplots(figsize=(10, max(3.6, 1.6 + 0.55 * len(rows))))
+    ys = list(range(len(rows)))[::-1]
+    h = 0.38
+    ax.barh(
+        [y + h / 2 for y in ys],
+        [r.baseline_tps or 0 for r in rows],
+        h,
+        xerr=[r.baseline_tps_sd or 0 for r in rows],
+        capsize=3,
+        color="#999999",
+        label="baseline",
+    )
+    ax.barh(
+        [y - h / 2 for y in ys],
+        [r.spec_tps for r in rows],
+        h,
+        xerr=[r.spec_tps_sd or 0 for r in rows],
+        capsize=3,
+        color="C0",
+        label="speculative",
+    )
+    for y, r in zip(ys, rows, strict=True):
+        if r.speedup is not None:
+            ax.text(
+                max(r.spec_tps + (r.spec_tps_sd or 0), (r.baseline_tps or 0) + (r.baseline_tps_sd or 0))
+                * 1.02,
+                y - h / 2,
+                f"{r.speedup:.2f}x" + (" (best)" if r.best else ""),
+                va="center",
+                fontsize=8,
+            )
+    ax.set_yticks(ys, [label(r) for r in rows], fontsize=8)
+    ax.set_xlabel("decode throughput (tokens/s, mean +- sd)")
+    right = max(
+        max(r.spec_tps + (r.spec_tps_sd or 0), (r.baseline_tps or 0) + (r.baseline_tps_sd or 0)) for r in rows
+    )
+    ax.set_xlim(0, right * 1.25)  # room for the speedup labels
+    ax.set_title(TITLES[TPS_BARS] + " per setting")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    return _save(fig, path, report)
+
+
+def speedup_by_category(report: Report, path: Path) -> Path | None:
+    """For each pair and method, its best overall setting, split by prompt category."""
+    plt = _plt()
+    overall = [r for r in report.rows if r.category == ALL and r.speedup is not None]
+    best: dict[tuple, ReportRow] = {}
+    for r in overall:
+        key = (r.run, r.pair, r.method)
+        if key not in best or r.speedup > best[key].speedup:
+            best[key] = r
+    chosen = list(best.values())
+    cats = sorted({r.category for r in report.rows if r.category != ALL})
+    if not chosen or not cats:
+        return None
+    cats.append(ALL)
+    label = _cell_label(chosen)
+    fig, ax = plt.subplots(figsize=(max(9.0, 3 + 0.6 * len(cats) * len(chosen)), 4.8))
+    width = 0.8 / len(chosen)
+    for i, cell in enumerate(chosen):
+        rows = {r.category: r for r in report.rows if r.run == cell.run and r.cell() == cell.cell()}
+        series = [rows.get(c) for c in cats]
+        xs = [
+            j + (i - (len(chosen) - 1) / 2) * width
+            for j, r in enumerate(series)
+            if r and r.speedup is not None
+        ]
+        present = [r for r in series if r and r.speedup is not None]
+        ax.bar(
+            xs,
+            [r.speedup for r in present],
+            width,
+            yerr=_err(present),
+            capsize=3,
+            color=f"C{i}",
+            label=label(cell),
+        )
+    ax.axhline(1.0, color="black", lw=1, ls="--", label="baseline (1.0x)")
+    ax.set_xticks(range(len(cats)), cats)
+    ax.set_xlabel("prompt category")
+    ax.set_ylabel("speedup (x, 95% CI)")
+    ax.set_title(TITLES[CATEGORY] + " (best setting per pair and method)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    return _save(fig, path, report)
+
+
+def tps_vs_ngl(report: Report, path: Path) -> Path | None:
+    """Only when ngl was swept: baseline and speculative t/s against target GPU layers."""
+    plt = _plt()
+    rows = [r for r in report.rows if r.category == ALL and r.ngl is not None and r.spec_tps is not None]
+    if len({r.ngl for r in rows}) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 5))
+    series_keys = ("run", "pair", "method", "draft_max", "draft_min", "p_min", "ngld")
+    label = _labeller(rows, series_keys, always=("pair", "draft_max"))
+    baselines = _groups(rows, lambda r: (r.run, r.target))
+    for (run, target), brs in baselines.items():
+        points = sorted(
+            {(r.ngl, r.baseline_tps, r.baseline_tps_sd) for r in brs if r.baseline_tps is not None}
+        )
+        if points:
+            ax.errorbar(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                yerr=[p[2] or 0 for p in points],
+                color="black",
+                ls="--",
+                marker="s",
+                capsize=3,
+                label=f"baseline {target}" + (f" ({run})" if len(report.runs) > 1 else ""),
+            )
+    for i, (name, series) in enumerate(_groups(rows, label).items()):
+        series.sort(key=lambda r: r.ngl)
+        ax.errorbar(
+            [r.ngl for r in series],
+            [r.spec_tps for r in series],
+            yerr=[r.spec_tps_sd or 0 for r in series],
+            marker="o",
+            capsize=3,
+            color=f"C{i}",
+            label=name,
+        )
+    ngls = sorted({r.ngl for r in rows})
+    ax.set_xticks(ngls, [str(n) for n in ngls])
+    ax.set_xlabel("target layers on the GPU (-ngl)")
+    ax.set_ylabel("decode throughput (tokens/s, mean +- sd)")
+    ax.set_title(TITLES[NGL])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path, report)
+
+
+def make_plots(report: Report, out_dir: Path) -> list[Path]:
+    """Write every plot that applies to this report into out_dir; return their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = [
+        _by_draft(report, out_dir / SPEEDUP, "speedup"),
+        tps_bars(report, out_dir / TPS_BARS),
+        _by_draft(report, out_dir / ACCEPTANCE, "acceptance"),
+        speedup_by_category(report, out_dir / CATEGORY),
+        tps_vs_ngl(report, out_dir / NGL),
+    ]
+    return [p for p in made if p is not None]

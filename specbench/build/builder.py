@@ -1,0 +1,346 @@
+"""Configure and build llama.cpp with CMake, once per (source commit, backend, cmake arguments).
+
+Builds live in ``SPECBENCH_HOME/builds/<key>/`` (binaries in ``bin/``, ``build.json``, ``build.log``).
+``build.json`` is written last, so its presence means a complete build: a second identical
+``ensure_build`` only reads it and never runs cmake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from specbench import paths
+from specbench.build import cmake, envinfo
+from specbench.build.buildinfo import ROLE_NAMES, BinaryInfo, BuildInfo
+from specbench.build.cmake import BuildProgress, ProgressFn
+from specbench.build.probe import probe_binary
+from specbench.build.source import SourceTree, resolve_source
+from specbench.errors import BuildError
+
+BACKENDS = ("auto", "cpu", "cuda", "metal")
+RELEASE_TYPES = {"Release", "RelWithDebInfo", "MinSizeRel"}
+BUILD_JSON = "build.json"
+BUILD_LOG = "build.log"
+
+# Always: optimised, no libcurl (models come from specbench), no llama.cpp tests, self-contained
+# binaries, and no web-UI download from the Hugging Face Hub while building llama-server.
+BASE_ARGS = {
+    "CMAKE_BUILD_TYPE": "Release",
+    "LLAMA_CURL": "OFF",
+    "LLAMA_BUILD_TESTS": "OFF",
+    "BUILD_SHARED_LIBS": "OFF",
+    "LLAMA_USE_PREBUILT_UI": "OFF",
+}
+BACKEND_ARGS = {"cpu": {}, "cuda": {"GGML_CUDA": "ON"}, "metal": {"GGML_METAL": "ON"}}
+# The option that turns a backend on, newest name first (2024: LLAMA_CUBLAS -> LLAMA_CUDA -> GGML_CUDA).
+SWITCH_NAMES = {"cuda": ["GGML_CUDA", "LLAMA_CUDA", "LLAMA_CUBLAS"], "metal": ["GGML_METAL", "LLAMA_METAL"]}
+_GPU_SWITCHES = {name: backend for backend, names in SWITCH_NAMES.items() for name in names}
+_DEFINE = re.compile(r"^-D([A-Za-z_][A-Za-z0-9_]*)(?::[A-Za-z]+)?=(.*)$")
+
+
+def cuda_arch(compute_cap: str) -> str:
+    """``nvidia-smi`` compute capability to a CMake CUDA architecture: ``8.9`` -> ``89``."""
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", compute_cap)
+    if not m:
+        raise BuildError(
+            f"unexpected GPU compute capability {compute_cap!r}; pass --cmake-arg "
+            f"-DCMAKE_CUDA_ARCHITECTURES=NN"
+        )
+    return f"{int(m.group(1))}{int(m.group(2))}"
+
+
+def configure_args(
+    backend: str,
+    extra: Sequence[str] = (),
+    compute_caps: Sequence[str] = (),
+    build_commit: str | None = None,
+    switch: str | None = None,
+) -> list[str]:
+    """The ``-D`` arguments for one build. Pure: the same inputs always give the same list.
+
+    ``extra`` (the user's ``--cmake-arg``) overrides any default with the same name; CUDA builds
+    target the architectures of the GPUs found (``compute_caps``) unless one is given.
+    ``build_commit`` names the commit in ``--version`` for trees that are not git checkouts;
+    ``switch`` is the tree's name for the backend option when older than ``GGML_*`` (see backend_switch).
+    """
+    if backend not in BACKEND_ARGS:
+        raise BuildError(f"unknown backend {backend!r}; use one of: {', '.join(BACKENDS)}")
+    defines: dict[str, str] = {**BASE_ARGS, **BACKEND_ARGS[backend]}
+    if switch and backend != "cpu":
+        defines = {**BASE_ARGS, switch: "ON"}
+    if backend == "cuda" and compute_caps:
+        defines["CMAKE_CUDA_ARCHITECTURES"] = ";".join(sorted({cuda_arch(c) for c in compute_caps}, key=int))
+    elif backend == "cuda":
+        defines["GGML_NATIVE"] = "OFF"  # no GPU here: llama.cpp's portable architecture list, not "native"
+    if build_commit:
+        defines["LLAMA_BUILD_COMMIT"] = build_commit[:7]
+        defines["LLAMA_BUILD_NUMBER"] = "0"
+    passthrough: list[str] = []
+    for arg in extra:
+        m = _DEFINE.match(arg)
+        if m is None:
+            if arg.startswith(("-G", "-S", "-B")):
+                raise BuildError(f"--cmake-arg {arg} is chosen by specbench; pass only -DNAME=VALUE options")
+            passthrough.append(arg)
+            continue
+        name, value = m.group(1), m.group(2)
+        if name == "CMAKE_BUILD_TYPE" and value not in RELEASE_TYPES:
+            raise BuildError(
+                f"refusing a {value or 'empty'} build type: benchmarks need optimised code; "
+                f"drop --cmake-arg {arg}"
+            )
+        if name.startswith("LLAMA_SANITIZE_") and value.upper() in {"ON", "1", "TRUE", "YES"}:
+            raise BuildError(
+                f"refusing a sanitizer build ({arg}): it distorts every timing; drop that --cmake-arg"
+            )
+        wanted = _GPU_SWITCHES.get(name)
+        if wanted and wanted != backend and value.upper() in {"ON", "1", "TRUE", "YES"}:
+            raise BuildError(f"--cmake-arg {arg} contradicts --backend {backend}; use --backend {wanted}")
+        defines[name] = value
+    return [f"-D{k}={v}" for k, v in defines.items()] + passthrough
+
+
+def backend_switch(tree: Path, backend: str) -> str | None:
+    """The backend option this tree's CMake files define (None for CPU or when none is found)."""
+    if backend == "cpu":
+        return None
+    text = ""
+    for cmake_file in (tree / "CMakeLists.txt", tree / "ggml" / "CMakeLists.txt"):
+        try:
+            text += cmake_file.read_text(errors="replace")
+        except OSError:
+            pass
+    return next((name for name in SWITCH_NAMES[backend] if re.search(rf"\b{name}\b", text)), None)
+
+
+def build_key(tree_ident: str, backend: str, args: Sequence[str]) -> str:
+    """Cache folder name: readable commit prefix, backend, and a hash of everything that matters."""
+    payload = json.dumps(
+        {
+            "source": tree_ident,
+            "backend": backend,
+            "args": list(args),
+            "host": [platform.system(), platform.machine()],
+        },
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
+    head = tree_ident[:12] if not tree_ident.startswith("tree-") else "tree"
+    if "-dirty-" in tree_ident:
+        head += "-dirty"
+    return f"{head}-{backend}-{digest}"
+
+
+def resolve_backend(backend: str) -> tuple[str, list[str]]:
+    """(concrete backend, GPU compute capabilities to target)."""
+    if backend not in BACKENDS:
+        raise BuildError(f"unknown backend {backend!r}; use one of: {', '.join(BACKENDS)}")
+    gpus = envinfo.nvidia_gpus() if backend in {"auto", "cuda"} and shutil.which("nvidia-smi") else []
+    if backend == "auto":
+        backend = envinfo.detect_backend(gpus)
+    caps = [g.compute_cap for g in gpus if g.compute_cap] if backend == "cuda" else []
+    return backend, caps
+
+
+def check_tools() -> None:
+    """cmake and C/C++ compilers must be on PATH before anything is configured."""
+    if shutil.which("cmake") is None:
+        raise BuildError(
+            "cmake not found on PATH; install it (apt install cmake, brew install cmake "
+            "or pip install cmake) and run again"
+        )
+    cxx = os.environ.get("CXX", "").split()
+    cc = os.environ.get("CC", "").split()
+    if not (shutil.which(cxx[0]) if cxx else any(shutil.which(c) for c in ("c++", "g++", "clang++"))):
+        raise BuildError(
+            "no C++ compiler found (c++, g++ or clang++ on PATH, or $CXX); install one "
+            "(apt install build-essential, or xcode-select --install on macOS)"
+        )
+    if not (shutil.which(cc[0]) if cc else any(shutil.which(c) for c in ("cc", "gcc", "clang"))):
+        raise BuildError(
+            "no C compiler found (cc, gcc or clang on PATH, or $CC); install one "
+            "(apt install build-essential, or xcode-select --install on macOS)"
+        )
+
+
+def choose_targets(available: set[str]) -> dict[str, str]:
+    """The binary each role uses in this tree: the newest name that exists (see ROLE_NAMES)."""
+    chosen = {}
+    for role, names in ROLE_NAMES.items():
+        name = next((n for n in names if n in available), None)
+        if name:
+            chosen[role] = name
+    return chosen
+
+
+def _cached(info_path: Path) -> BuildInfo | None:
+    if not info_path.is_file():
+        return None
+    info = BuildInfo.load(info_path)
+    return info if all(Path(b.path).is_file() for b in info.binaries.values()) else None
+
+
+def build_dir_for(key: str) -> Path:
+    return paths.builds_dir() / key
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Which build a request means (tree, concrete backend, cmake arguments, cache key), before building."""
+
+    tree: SourceTree
+    backend: str
+    args: list[str]
+    key: str
+
+    @property
+    def build_dir(self) -> Path:
+        return build_dir_for(self.key)
+
+    @property
+    def cached(self) -> bool:
+        return (self.build_dir / BUILD_JSON).is_file()
+
+
+def plan_build(
+    backend: str = "auto",
+    source: Path | str | None = None,
+    cmake_args: Sequence[str] = (),
+    report: Callable[[str], None] | None = None,
+) -> BuildPlan:
+    """Resolve a build request to its cache key; ``--dry-run`` shows this, ``ensure_build`` builds it."""
+    concrete, caps = resolve_backend(backend)
+    tree = resolve_source(source, report)
+    build_commit = tree.commit if tree.commit and tree.origin in {"sdist", "marker"} else None
+    args = configure_args(concrete, cmake_args, caps, build_commit, backend_switch(tree.path, concrete))
+    return BuildPlan(tree, concrete, args, build_key(tree.ident, concrete, args))
+
+
+def ensure_build(
+    backend: str = "auto",
+    source: Path | str | None = None,
+    jobs: int | None = None,
+    cmake_args: Sequence[str] = (),
+    force: bool = False,
+    progress: ProgressFn | None = None,
+) -> BuildInfo:
+    """The BuildInfo of llama.cpp built for this machine; builds it only when not cached (or ``force``)."""
+    report = (lambda msg: progress(BuildProgress("source", msg))) if progress else None
+    plan = plan_build(backend, source, cmake_args, report)
+    tree, concrete, args, key, bdir = plan.tree, plan.backend, plan.args, plan.key, plan.build_dir
+    info_path = bdir / BUILD_JSON
+    if not force and (info := _cached(info_path)) is not None:
+        return info
+    paths.builds_dir().mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(bdir) + ".lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if progress:
+            progress(BuildProgress("wait", f"another specbench process is building {key}; waiting for it"))
+        lock.acquire()
+    try:
+        if not force and (info := _cached(info_path)) is not None:
+            return info  # built by another process while we waited
+        return _build(tree, concrete, args, key, bdir, jobs, force, progress)
+    finally:
+        lock.release()
+
+
+def _build(
+    tree: SourceTree,
+    backend: str,
+    args: list[str],
+    key: str,
+    bdir: Path,
+    jobs: int | None,
+    force: bool,
+    progress: ProgressFn | None,
+) -> BuildInfo:
+    check_tools()
+    gen = cmake.generator()
+    if force and bdir.exists():
+        shutil.rmtree(bdir)
+    cache = bdir / "CMakeCache.txt"
+    if cache.is_file() and ("CMAKE_GENERATOR:INTERNAL=Ninja" in cache.read_text(errors="replace")) != bool(
+        gen
+    ):
+        shutil.rmtree(bdir)  # configured with another generator; cmake refuses to switch in place
+    bdir.mkdir(parents=True, exist_ok=True)
+    (bdir / BUILD_JSON).unlink(missing_ok=True)
+    log = bdir / BUILD_LOG
+    log.write_text(f"# specbench build {key} of {tree.path} ({tree.origin}, {tree.ident})\n")
+
+    def note(phase: str, msg: str) -> None:
+        if progress:
+            progress(BuildProgress(phase, msg))
+
+    note("configure", f"configuring {tree.path} ({backend})")
+    cmake_exe = shutil.which("cmake") or "cmake"
+    cmake.request_codemodel(bdir)
+    if (
+        cmake.stream_step(
+            [cmake_exe, "-S", str(tree.path), "-B", str(bdir), *gen, *args], log, progress, "configure"
+        )
+        != 0
+    ):
+        raise cmake.compile_failure("configuring llama.cpp with cmake", log)
+    executables = cmake.executable_targets(bdir)
+    roles = choose_targets(set(executables))
+    if "completion" not in roles and "speculative" not in roles:
+        raise BuildError(
+            f"{tree.path} defines none of the llama.cpp programs specbench runs "
+            f"({', '.join(ROLE_NAMES['completion'] + ROLE_NAMES['speculative'])}); "
+            f"is it a llama.cpp tree?"
+        )
+    targets = sorted(set(roles.values()))
+    note("build", f"building {', '.join(targets)}")
+    cmd = [
+        cmake_exe,
+        "--build",
+        str(bdir),
+        "--config",
+        "Release",
+        "-j",
+        str(jobs or os.cpu_count() or 2),
+        "--target",
+        *targets,
+    ]
+    if cmake.stream_step(cmd, log, progress, "build") != 0:
+        raise cmake.compile_failure("compiling llama.cpp", log)
+    binaries: dict[str, BinaryInfo] = {}
+    for role, name in roles.items():
+        path = cmake.find_binary(bdir, name, executables.get(name))
+        if path is None:
+            raise BuildError(f"the build made no {name} binary; see {log}")
+        note("probe", f"probing {name} --help")
+        binaries[role] = probe_binary(role, path)
+    first = next(iter(binaries.values()))
+    info = BuildInfo(
+        key=key,
+        source=str(tree.path),
+        commit=tree.commit,
+        backend=backend,
+        cmake_args=args,
+        compiler=cmake.compiler_version(bdir),
+        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        bin_dir=str(Path(first.path).parent),
+        binaries=binaries,
+        origin=tree.origin,
+        log=str(log),
+    )
+    tmp = bdir / (BUILD_JSON + ".tmp")
+    info.save(tmp)
+    tmp.replace(bdir / BUILD_JSON)
+    return info

@@ -1,0 +1,206 @@
+"""Execute a plan and keep every sample: the measurement loop behind ``specbench run``.
+
+An executor (``specbench.execute.executor``) turns each invocation into a measurement; its
+sample is appended to the run folder and fsynced before the next one starts, so a crash, a full
+disk or Ctrl-C loses at most the invocation in flight. A failed or invalid sample is recorded
+with its reason and the run goes on: a benchmark reports what happened, it does not stop at the
+first bad cell. Warmups run but are never recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from specbench.errors import RunError, SpecbenchError
+from specbench.execute.executor import Executor, Measured, ProcessExecutor, read_log
+from specbench.execute.outputs import compare, continuation
+from specbench.results.folder import (
+    RunLock,
+    append_sample,
+    check_fresh,
+    check_resumable,
+    check_writable,
+    has_samples,
+    load_samples,
+    prepare_raw,
+    save_manifest,
+)  # fmt: skip
+from specbench.results.manifest import Manifest, now_iso
+from specbench.results.records import Sample
+
+if TYPE_CHECKING:
+    from specbench.plan.sweep import Invocation
+
+
+class RunInterrupted(RunError):
+    """Ctrl-C: finished samples are kept, the manifest says ``interrupted``; exit 130."""
+
+    exit_code = 130
+
+    def __init__(self, run_dir: Path, n_kept: int):
+        super().__init__(f"interrupted; {n_kept} samples kept in {run_dir}")
+        self.run_dir = run_dir
+        self.n_kept = n_kept
+
+
+@dataclass
+class ProgressEvent:
+    """What the CLI needs to draw progress; ``sample`` is None for warmups and skipped samples."""
+
+    kind: str  # start | begin | warmup | sample | skipped
+    done: int  # invocations finished (or skipped) so far, warmups included
+    total: int  # invocations in the plan
+    invocation: Invocation | None = None
+    sample: Sample | None = None
+    last_tps: float | None = None
+
+
+ProgressFn = Callable[[ProgressEvent], None]
+
+
+@dataclass
+class RunResult:
+    """What executing a plan produced (the table comes from specbench.analysis.report over the run folder)."""
+
+    run_dir: Path
+    run_id: str
+    status: str
+    samples: list[Sample] = field(default_factory=list)  # every sample of the run, resumed ones too
+    n_new: int = 0  # samples recorded by this invocation of the runner
+
+
+@dataclass
+class _Outputs:
+    """Continuations of finished baseline samples, to compare speculative ones against."""
+
+    by_rep: dict[tuple, str] = field(default_factory=dict)  # (model, prompt, ngl, rep) -> text
+    any_rep: dict[tuple, str] = field(default_factory=dict)  # (model, prompt, ngl) -> first text
+
+    def add(self, model: str, prompt_id: str, ngl: int | None, rep: int, text: str) -> None:
+        self.by_rep[(model, prompt_id, ngl, rep)] = text
+        self.any_rep.setdefault((model, prompt_id, ngl), text)
+
+    def get(self, model: str, prompt_id: str, ngl: int | None, rep: int) -> str | None:
+        """The same repetition's baseline; else any repetition's (at temperature 0 they agree)."""
+        return self.by_rep.get((model, prompt_id, ngl, rep), self.any_rep.get((model, prompt_id, ngl)))
+
+
+def _check_output(inv: Invocation, measured: Measured, outputs: _Outputs) -> Sample:
+    """At temperature 0 a speculative continuation must equal its baseline's (lossless)."""
+    sample, text = measured.sample, measured.text
+    if text is None or inv.generation.temperature != 0:
+        return sample
+    if inv.role == "baseline":
+        outputs.add(inv.model, inv.prompt_id, inv.ngl, inv.repetition, text)
+    elif inv.role == "speculative":
+        base = outputs.get(inv.model, inv.prompt_id, inv.ngl, inv.repetition)
+        if base is not None:
+            cmp = compare(text, base)
+            sample.outputs_match, sample.first_diff = cmp.match, cmp.first_diff
+    return sample
+
+
+def _recover_outputs(
+    samples: Sequence[Sample], plan: Sequence[Invocation], run_dir: Path, outputs: _Outputs
+) -> None:
+    """On --resume, baseline continuations of earlier samples come back from their raw stdout."""
+    by_key = {inv.sample_key(): inv for inv in plan if not inv.warmup}
+    for s in samples:
+        inv = by_key.get(s.sample_key())
+        if s.role != "baseline" or s.status != "ok" or inv is None or not s.stdout_path:
+            continue
+        path = run_dir / s.stdout_path
+        if path.is_file():
+            text = continuation(read_log(path), inv.prompt_text, echoed=inv.prompt_echoed)
+            if text is not None:
+                outputs.add(s.model, s.prompt_id, s.ngl, s.repetition, text)
+
+
+def prepare_run_dir(run_dir: Path, resume: bool) -> None:
+    """Before anything runs: the folder is writable, and new runs do not reuse a run's folder."""
+    if resume:
+        check_resumable(run_dir)
+    check_writable(run_dir)
+    if not resume:
+        check_fresh(run_dir)
+
+
+def execute(
+    plan: Sequence[Invocation],
+    run_dir: Path,
+    manifest: Manifest,
+    progress: ProgressFn | None = None,
+    resume: bool = False,
+    executor: Executor | None = None,
+) -> RunResult:
+    """Run every invocation of ``plan`` in order, recording samples in ``run_dir``.
+
+    With ``resume``, samples already recorded are skipped (warmups run again, once, if
+    anything is left to measure). Raises RunInterrupted on Ctrl-C, RunError when results cannot
+    be written; either way the manifest records how the run ended.
+    """
+    run_dir = Path(run_dir)
+    prepare_run_dir(run_dir, resume)
+    notify = progress or (lambda event: None)
+    executor = executor or ProcessExecutor()
+    with RunLock(run_dir):
+        done_samples = load_samples(run_dir) if resume and has_samples(run_dir) else []
+        done = {s.sample_key() for s in done_samples}
+        if resume:
+            manifest.resumed_at.append(now_iso())
+        manifest.plan_size = len(plan)
+        manifest.n_samples_planned = sum(not inv.warmup for inv in plan)
+        manifest.status, manifest.finished_at, manifest.status_reason = "running", None, None
+        save_manifest(run_dir, manifest)
+        prepare_raw(run_dir)
+        outputs = _Outputs()
+        _recover_outputs(done_samples, plan, run_dir, outputs)
+        new: list[Sample] = []
+        left = sum(not inv.warmup and inv.sample_key() not in done for inv in plan)
+        total, count, last_tps = len(plan), 0, None
+        notify(ProgressEvent("start", 0, total))
+        try:
+            for index, inv in enumerate(plan):
+                if (inv.warmup and left == 0) or (not inv.warmup and inv.sample_key() in done):
+                    count += 1
+                    notify(ProgressEvent("skipped", count, total, inv, last_tps=last_tps))
+                    continue
+                notify(ProgressEvent("begin", count, total, inv, last_tps=last_tps))
+                measured = executor.measure(inv, index, run_dir, manifest.run_id, now_iso())
+                count += 1
+                if inv.warmup:
+                    notify(ProgressEvent("warmup", count, total, inv, last_tps=last_tps))
+                    continue
+                sample = _check_output(inv, measured, outputs)
+                append_sample(run_dir, sample)
+                new.append(sample)
+                left -= 1
+                last_tps = sample.tps if sample.tps is not None else last_tps
+                notify(ProgressEvent("sample", count, total, inv, sample, last_tps))
+        except KeyboardInterrupt:
+            executor.close()
+            _finish(manifest, run_dir, "interrupted", "Ctrl-C")
+            raise RunInterrupted(run_dir, len(done_samples) + len(new)) from None
+        except SpecbenchError as exc:
+            executor.close()
+            _finish(manifest, run_dir, "failed", str(exc))
+            raise
+        except BaseException as exc:
+            executor.close()
+            _finish(manifest, run_dir, "failed", f"{type(exc).__name__}: {exc}")
+            raise
+        executor.close()
+        _finish(manifest, run_dir, "complete", None)
+    return RunResult(run_dir, manifest.run_id, "complete", [*done_samples, *new], len(new))
+
+
+def _finish(manifest: Manifest, run_dir: Path, status: str, reason: str | None) -> None:
+    """Record how the run ended; a manifest that cannot be written (disk full) must not hide why."""
+    manifest.mark_finished(status, reason)  # type: ignore[arg-type]
+    try:
+        save_manifest(run_dir, manifest)
+    except RunError:
+        pass

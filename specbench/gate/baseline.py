@@ -1,0 +1,135 @@
+"""The two sides of a comparison: a run folder or a committed baseline file, read the same way.
+
+A baseline (``results/baselines/NAME.json``) is a compact copy of a run, meant to be committed:
+the samples compare needs (baseline and speculative roles, without logs, commands or parsed
+metrics) and the manifest facts cells are matched on (model sha256, machine, backend) or shown
+with (llama.cpp commit, driver). Compare accepts a NAME, a baseline file, or a run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+from specbench import __version__
+from specbench.errors import SpecbenchError
+from specbench.paths import results_dir
+from specbench.results.folder import read_run
+from specbench.results.manifest import RunFacts
+from specbench.results.records import Sample
+
+FORMAT = "specbench-baseline"
+FORMAT_VERSION = 1
+ROLES_KEPT = ("baseline", "speculative")  # the draft-alone samples only feed the cost ratio
+SAMPLE_FIELDS_DROPPED = {"metrics", "cmd", "stdout_path", "stderr_path"}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class InputError(SpecbenchError):
+    """A side of a comparison cannot be read (exit 2: bad input, nothing was compared)."""
+
+    exit_code = 2
+
+
+class BaselineFile(BaseModel):
+    format: Literal["specbench-baseline"] = FORMAT
+    version: int = FORMAT_VERSION
+    name: str
+    saved_at: str
+    source: str  # the run folder it was saved from
+    facts: RunFacts
+    samples: list[Sample]
+
+
+class Side(BaseModel):
+    """One side of a comparison, however it was given."""
+
+    ref: str  # what the user passed
+    kind: Literal["run", "baseline"]
+    facts: RunFacts
+    samples: list[Sample]
+
+
+def load_run(run_dir: Path) -> Side:
+    """A run folder as a comparison side."""
+    try:
+        run = read_run(run_dir)
+    except SpecbenchError as exc:
+        raise InputError(str(exc)) from exc
+    return Side(ref=str(run_dir), kind="run", facts=run.facts, samples=run.samples)
+
+
+def load_baseline_file(path: Path) -> Side:
+    try:
+        base = BaselineFile.model_validate_json(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
+    except ValidationError as exc:
+        raise InputError(
+            f"{path} is not a specbench baseline ({exc.error_count()} errors); "
+            f"create one with `specbench baseline save RUN_DIR --name NAME`"
+        ) from exc
+    return Side(ref=str(path), kind="baseline", facts=base.facts, samples=base.samples)
+
+
+def baselines_dir() -> Path:
+    return results_dir() / "baselines"
+
+
+def load_side(ref: str | Path) -> Side:
+    """A run folder, a baseline file, or the NAME of ``results/baselines/NAME.json``."""
+    path = Path(ref)
+    if path.is_dir():
+        return load_run(path)
+    if path.is_file():
+        return load_baseline_file(path)
+    named = baselines_dir() / f"{ref}.json"
+    if _NAME.match(str(ref)) and named.is_file():
+        return load_baseline_file(named)
+    known = sorted(p.stem for p in baselines_dir().glob("*.json")) if baselines_dir().is_dir() else []
+    hint = f"saved baselines: {', '.join(known)}" if known else f"no baselines saved in {baselines_dir()}"
+    raise InputError(f"{ref}: not a run folder, a baseline file, or a baseline name ({hint})")
+
+
+def save_baseline(run_dir: Path, name: str, dest_dir: Path | None = None, force: bool = False) -> Path:
+    """Write ``dest_dir/NAME.json`` (default ``results/baselines``) from a finished run."""
+    if not _NAME.match(name):
+        raise InputError(f"--name {name!r}: use letters, digits, '.', '_' and '-' (e.g. ci-rtx4090)")
+    side = load_run(run_dir)
+    if side.facts.status not in (None, "complete"):
+        raise InputError(
+            f"{run_dir} is {side.facts.status}, not complete; finish it with "
+            f"`specbench run CONFIG --resume {run_dir}` before saving it as a baseline"
+        )
+    kept = [s for s in side.samples if s.role in ROLES_KEPT]
+    if not any(s.valid and s.tps is not None for s in kept):
+        raise InputError(
+            f"{run_dir} has no valid baseline or speculative sample; nothing to save as a baseline"
+        )
+    dest = (dest_dir or baselines_dir()) / f"{name}.json"
+    if dest.exists() and not force:
+        raise InputError(f"{dest} exists; pass --force to replace it (its history stays in git)")
+    header = BaselineFile(
+        name=name,
+        saved_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        source=str(run_dir),
+        facts=side.facts,
+        samples=[],
+    ).model_dump(mode="json", exclude={"samples"})
+    header["facts"]["specbench_version"] = header["facts"]["specbench_version"] or __version__
+    # One sample per line: a committed baseline should diff line by line.
+    lines = [
+        json.dumps(s.model_dump(mode="json", exclude=SAMPLE_FIELDS_DROPPED, exclude_none=True)) for s in kept
+    ]
+    head = json.dumps(header, indent=2)[:-2]  # drop the closing "\n}"
+    text = head + ',\n  "samples": [\n    ' + ",\n    ".join(lines) + "\n  ]\n}\n"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".json.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(dest)
+    return dest

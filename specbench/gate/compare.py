@@ -1,0 +1,287 @@
+"""Compare two runs cell by cell: the regression gate behind ``specbench compare``.
+
+A cell is one measurement: role, target and draft model (by sha256, so a renamed file still
+matches and a re-quantized one does not), method and its settings (draft_max, draft_min, p_min,
+ngl, ngld), the prompt, and the generation settings that define the work (n_predict,
+temperature, top_k, seed, ctx_size). Both runs must come from the same machine (CPU model, GPU
+models, backend). The llama.cpp commit, the driver and the thread count may differ (that is
+usually what is being tested) and are shown. The values of a cell are its repetitions, one valid
+sample each; the decision per cell is in ``specbench.gate.regression``.
+
+Why per prompt and not averaged over prompts: the prompt is part of what defines a measurement
+(code drafts far better than chat), and the repetitions of one prompt are what the t-test needs;
+averaging first would mix prompt-to-prompt spread into the noise. The summary line gives the
+geometric mean of the per-cell ratios.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Literal
+
+from pydantic import BaseModel
+
+from specbench.gate.baseline import InputError, Side
+from specbench.gate.regression import Decision, Status, decide_acceptance, decide_throughput, geometric_mean
+from specbench.results.identity import CellKey, cell_key
+from specbench.results.manifest import RunFacts
+from specbench.results.records import Sample
+
+METRICS = ("spec_tps", "baseline_tps", "speedup", "acceptance")
+DEFAULT_METRICS = ("spec_tps", "baseline_tps")
+UNITS = {"spec_tps": "t/s", "baseline_tps": "t/s", "speedup": "x", "acceptance": "%"}
+
+
+class NotComparable(InputError):
+    """The two sides share no measurement (exit 2)."""
+
+
+class CellSeries(BaseModel):
+    """One side's values of one cell, with the names used to show it."""
+
+    key: CellKey
+    label: str
+    prompt_id: str
+    values: list[float] = []
+    repetitions: list[int] = []  # the repetition of each value
+    statuses: list[str] = []  # status of every sample of the cell (valid or not)
+
+
+class CellResult(BaseModel):
+    label: str
+    prompt_id: str
+    status: Status | Literal["only_baseline", "only_current"]
+    reason: str
+    decision: Decision | None = None
+
+
+class MetricResult(BaseModel):
+    metric: str
+    unit: str
+    cells: list[CellResult]
+    geomean_ratio: float | None  # over the compared cells; None when no cell was compared
+
+    def count(self, status: str) -> int:
+        return sum(1 for c in self.cells if c.status == status)
+
+
+class Comparison(BaseModel):
+    baseline_ref: str
+    current_ref: str
+    baseline: RunFacts
+    current: RunFacts
+    threshold: float
+    alpha: float
+    strict: bool
+    differences: list[str]  # what differs but is not matched on (commit, driver, threads)
+    metrics: list[MetricResult]
+
+    @property
+    def failed(self) -> list[CellResult]:
+        bad = {Status.FAIL, Status.WARN} if self.strict else {Status.FAIL}
+        return [c for m in self.metrics for c in m.cells if c.status in bad]
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 regression (with --strict, warnings too)."""
+        return 1 if self.failed else 0
+
+
+def cell_label(s: Sample) -> str:
+    """How a cell is named in tables: what ran, with which settings (prompt shown separately)."""
+    if s.role == "baseline":
+        parts = [f"{s.model} baseline"]
+    else:
+        parts = [s.pair or (f"{s.model}+{s.draft}" if s.draft else s.model), s.method]
+    for name in ("draft_max", "draft_min", "p_min", "ngl", "ngld"):
+        value = getattr(s, name)
+        if value is not None:
+            parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
+    return " ".join(parts)
+
+
+def _baseline_index(samples: list[Sample]) -> dict[tuple, float]:
+    """Valid baseline t/s by (target, prompt, ngl, repetition, generation): a speculative
+    sample's speedup is over the baseline of the same repetition (they ran interleaved)."""
+    index = {}
+    for s in samples:
+        if s.role == "baseline" and s.valid and s.tps:
+            index[(s.model, s.prompt_id, s.ngl, s.repetition, s.generation.model_dump_json())] = s.tps
+    return index
+
+
+def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
+    """Every cell of ``metric`` on one side; a cell whose samples all failed has no values."""
+    if metric not in METRICS:
+        raise InputError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
+    role = "baseline" if metric == "baseline_tps" else "speculative"
+    base_tps = _baseline_index(side.samples) if metric == "speedup" else {}
+    cells: dict[CellKey, CellSeries] = {}
+    for s in sorted(side.samples, key=lambda x: x.repetition):
+        if s.role != role:
+            continue
+        key = cell_key(s, side.facts)
+        cell = cells.setdefault(key, CellSeries(key=key, label=cell_label(s), prompt_id=s.prompt_id))
+        cell.statuses.append(s.status if not s.valid or s.status != "ok" else "ok")
+        if not s.valid:
+            continue
+        value: float | None
+        if metric == "acceptance":
+            value = s.acceptance
+        elif metric == "speedup":
+            ref = base_tps.get((s.model, s.prompt_id, s.ngl, s.repetition, s.generation.model_dump_json()))
+            value = s.tps / ref if s.tps and ref else None
+        else:
+            value = s.tps
+        if value is not None and math.isfinite(value):  # llama.cpp can print inf/nan t/s
+            cell.values.append(float(value))
+            cell.repetitions.append(s.repetition)
+    return cells
+
+
+def _missing_reason(series: CellSeries, side: str) -> str:
+    counts = defaultdict(int)
+    for status in series.statuses:
+        counts[status] += 1
+    what = ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))
+    return f"no valid value in {side} ({what})"
+
+
+def compare_metric(
+    base: dict[CellKey, CellSeries],
+    cur: dict[CellKey, CellSeries],
+    metric: str,
+    threshold: float,
+    alpha: float,
+) -> MetricResult:
+    cells: list[CellResult] = []
+    ratios: list[float] = []
+    for key in list(base) + [k for k in cur if k not in base]:
+        b, c = base.get(key), cur.get(key)
+        shown = c or b
+
+        def row(status, reason: str, decision: Decision | None = None, shown=shown) -> CellResult:
+            return CellResult(label=shown.label, prompt_id=shown.prompt_id, status=status, reason=reason,
+                              decision=decision)  # fmt: skip
+
+        if b is None or c is None:
+            cells.append(
+                row("only_current", "only in current")
+                if b is None
+                else row("only_baseline", "only in baseline")
+            )
+        elif not c.values and b.values:
+            # Crashed, timed out or never speculated where it used to work: that is a regression.
+            cells.append(row(Status.FAIL, _missing_reason(c, "current")))
+        elif not c.values or not b.values:
+            cells.append(
+                row(
+                    Status.WARN, _missing_reason(b, "baseline") if c.values else _missing_reason(c, "current")
+                )
+            )
+        else:
+            if metric == "acceptance":
+                decision = decide_acceptance(b.values, c.values, temperature=key.temperature, alpha=alpha)
+            else:
+                decision = decide_throughput(b.values, c.values, threshold=threshold, alpha=alpha)
+            if decision.ratio is not None:
+                ratios.append(decision.ratio)
+            cells.append(row(decision.status, decision.reason, decision))
+    order = {
+        Status.FAIL: 0,
+        Status.WARN: 1,
+        "only_baseline": 2,
+        "only_current": 3,
+        Status.IMPROVED: 4,
+        Status.PASS: 5,
+    }
+    cells.sort(key=lambda r: (order[r.status], r.label, r.prompt_id))
+    return MetricResult(metric=metric, unit=UNITS[metric], cells=cells, geomean_ratio=geometric_mean(ratios))
+
+
+def _threads(samples: list[Sample]) -> str:
+    values = sorted({str(s.generation.threads) if s.generation.threads else "default" for s in samples})
+    return ",".join(values) or "-"
+
+
+def shown_differences(base: Side, cur: Side) -> list[str]:
+    """What may differ between the sides and is shown, not matched on."""
+    out = []
+    pairs = [
+        ("llama.cpp commit", base.facts.llama_cpp_commit, cur.facts.llama_cpp_commit),
+        ("driver", ", ".join(base.facts.drivers) or None, ", ".join(cur.facts.drivers) or None),
+        ("threads", _threads(base.samples), _threads(cur.samples)),
+        ("specbench", base.facts.specbench_version, cur.facts.specbench_version),
+    ]
+    for name, b, c in pairs:
+        if b != c:
+            out.append(f"{name}: {b or 'unknown'} -> {c or 'unknown'}")
+    return out
+
+
+def check_machine(base: Side, cur: Side) -> None:
+    """Numbers from two machines measure the machines, not the change: refuse (exit 2)."""
+    mb, mc = base.facts.machine, cur.facts.machine
+    for field in ("cpu_model", "backend"):
+        vb, vc = getattr(mb, field), getattr(mc, field)
+        if vb and vc and vb != vc:
+            raise NotComparable(
+                f"not comparable: different machine ({mb.describe()} vs {mc.describe()}); "
+                f"compare with a baseline saved on this machine"
+            )
+    if sorted(mb.gpus) != sorted(mc.gpus):
+        raise NotComparable(
+            f"not comparable: different GPUs ({mb.describe()} vs {mc.describe()}); "
+            f"compare with a baseline saved on this machine"
+        )
+
+
+_WHY_ORDER = ("target", "n_predict", "temperature", "seed", "ctx_size", "top_k", "prompt_id")
+
+
+def _why_nothing(base: Side, cur: Side) -> str:
+    """Name the first reason no cell matched: models, generation settings, prompts, settings."""
+
+    def ids(side: Side, attr: str) -> set[str]:
+        roles = ("baseline", "speculative")
+        return {str(getattr(cell_key(s, side.facts), attr)) for s in side.samples if s.role in roles}
+
+    def names(side: Side) -> str:
+        return ", ".join(sorted({s.model for s in side.samples}))
+
+    for attr in _WHY_ORDER:
+        b, c = ids(base, attr), ids(cur, attr)
+        if b and c and not (b & c):
+            if attr == "target":
+                return f"different models ({names(base)} vs {names(cur)}: no sha256 in common)"
+            what = "prompts" if attr == "prompt_id" else attr
+            return f"different {what} ({', '.join(sorted(b))} vs {', '.join(sorted(c))})"
+    return "no cell (method, settings, prompt) measured on both sides"
+
+
+def compare(
+    base: Side,
+    cur: Side,
+    metrics: tuple[str, ...] | list[str] = DEFAULT_METRICS,
+    threshold: float = 0.05,
+    alpha: float = 0.05,
+    strict: bool = False,
+) -> Comparison:
+    """Match cells and decide each; raises NotComparable when nothing at all can be compared."""
+    if not 0 < alpha < 1:
+        raise InputError(f"--alpha {alpha}: must be between 0 and 1 (e.g. 0.05)")
+    check_machine(base, cur)
+    results = [
+        compare_metric(cell_series(base, m), cell_series(cur, m), m, threshold, alpha)
+        for m in dict.fromkeys(metrics)
+    ]
+    if all(c.status in ("only_baseline", "only_current") for r in results for c in r.cells):
+        if not any(r.cells for r in results):
+            raise NotComparable(f"not comparable: neither side has a {'/'.join(metrics)} sample")
+        raise NotComparable(f"not comparable: {_why_nothing(base, cur)}")
+    return Comparison(
+        baseline_ref=base.ref, current_ref=cur.ref, baseline=base.facts, current=cur.facts,
+        threshold=threshold, alpha=alpha, strict=strict, differences=shown_differences(base, cur),
+        metrics=results,
+    )  # fmt: skip

@@ -1,0 +1,212 @@
+"""Every run, recorded in SQLite (``results/history.sqlite``), to follow a cell over time.
+
+``compare`` answers "is this run slower than that one"; history answers "since when". Each run
+adds one row per run and one per (metric, cell, prompt) with its per-repetition values; recording
+the same run again replaces its rows (idempotent per run id, so a resumed run is recorded whole).
+A cell's value in a run is the mean over prompts of each repetition, then mean and sd over
+repetitions: a different prompt set is a different series (the cell key includes the prompts).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from specbench.analysis.stats import summarize
+from specbench.errors import SpecbenchError
+from specbench.gate.baseline import load_run
+from specbench.gate.compare import METRICS, cell_series
+from specbench.paths import results_dir
+
+# A run is identified by its id (the folder name) and start time: `--out results/ci` reuses the
+# name every time, and each of those runs is a point of its own; a resumed run keeps its start.
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, started_at TEXT, recorded_at TEXT, run_dir TEXT,
+    llama_cpp_commit TEXT, machine TEXT, drivers TEXT, threads TEXT, specbench_version TEXT
+);
+CREATE TABLE IF NOT EXISTS cells (
+    run_key TEXT NOT NULL REFERENCES runs(run_key) ON DELETE CASCADE,
+    metric TEXT NOT NULL, cell TEXT NOT NULL, label TEXT NOT NULL, prompts TEXT NOT NULL,
+    prompt_id TEXT NOT NULL, repetitions TEXT NOT NULL, vals TEXT NOT NULL,
+    PRIMARY KEY (run_key, metric, cell, prompt_id)
+);
+"""
+
+
+class HistoryError(SpecbenchError):
+    """The history database cannot be read or written."""
+
+
+class HistoryPoint(BaseModel):
+    """One cell in one run: mean and sd over repetitions of the mean over prompts."""
+
+    label: str
+    machine: str
+    prompts: str  # the prompt set (part of the series identity)
+    run_id: str
+    started_at: str | None
+    commit: str | None
+    threads: str | None
+    mean: float
+    sd: float | None
+    n_reps: int
+    n_prompts: int
+
+
+def default_db() -> Path:
+    return results_dir() / "history.sqlite"
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(db_path, timeout=30)
+        conn.execute("PRAGMA foreign_keys = ON")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0 and not conn.execute("SELECT name FROM sqlite_master").fetchall():
+            conn.executescript(SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
+        elif version != SCHEMA_VERSION:
+            conn.close()
+            raise HistoryError(
+                f"{db_path} is not a specbench history database of this version (schema {version}, "
+                f"expected {SCHEMA_VERSION}); move it aside to start anew"
+            )
+    except (OSError, sqlite3.Error) as exc:
+        raise HistoryError(
+            f"cannot open history database {db_path}: {exc}; move it aside to start anew"
+        ) from exc
+    return conn
+
+
+def record_run(run_dir: Path, db_path: Path | None = None) -> int:
+    """Record (or re-record) one run folder; returns the number of (metric, cell, prompt) rows."""
+    db_path = db_path or default_db()
+    side = load_run(Path(run_dir))
+    facts = side.facts
+    run_key = f"{facts.run_id}@{facts.started_at or ''}"
+    threads = sorted({str(s.generation.threads or "default") for s in side.samples})
+    machine = facts.machine.describe()
+    rows = []
+    for metric in METRICS:
+        series = cell_series(side, metric)
+        prompts_by_cell: dict[str, set[str]] = defaultdict(set)
+        for key in series:
+            prompts_by_cell[_cell_id(key, machine)].add(key.prompt_id)
+        for key, s in series.items():
+            if not s.values:
+                continue
+            # The prompt set is part of the series identity: means over other prompts are not comparable.
+            cell = _cell_id(key, machine)
+            prompts = ",".join(sorted(prompts_by_cell[cell]))
+            rows.append((run_key, metric, cell + "|" + prompts, s.label, prompts, key.prompt_id,
+                         json.dumps(s.repetitions), json.dumps(s.values)))  # fmt: skip
+    with closing(_connect(db_path)) as conn, conn:
+        conn.execute("DELETE FROM runs WHERE run_key = ?", (run_key,))
+        recorded = datetime.now(UTC).isoformat(timespec="seconds")
+        run_row = (run_key, facts.run_id, facts.started_at, recorded, str(run_dir), facts.llama_cpp_commit,
+                   machine, ", ".join(facts.drivers), ",".join(threads), facts.specbench_version)  # fmt: skip
+        conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
+        conn.executemany("INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return len(rows)
+
+
+def _cell_id(key, machine: str) -> str:
+    return machine + "|" + json.dumps(key.model_dump(exclude={"prompt_id"}), sort_keys=True)
+
+
+def run_count(db_path: Path | None = None) -> int:
+    db_path = db_path or default_db()
+    if not db_path.is_file():
+        return 0
+    with closing(_connect(db_path)) as conn:
+        return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+
+
+def load_history(
+    db_path: Path | None = None, metric: str = "spec_tps", cell: str | None = None
+) -> list[HistoryPoint]:
+    """Points of every cell whose label contains ``cell`` (case-insensitive), oldest run first."""
+    if metric not in METRICS:
+        raise HistoryError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
+    db_path = db_path or default_db()
+    if not db_path.is_file():
+        return []
+    with closing(_connect(db_path)) as conn:
+        rows = conn.execute(
+            "SELECT c.cell, c.label, c.prompts, r.machine, r.run_key, r.run_id, r.started_at,"
+            " r.llama_cpp_commit, r.threads, c.repetitions, c.vals"
+            " FROM cells c JOIN runs r USING (run_key) WHERE c.metric = ?"
+            " ORDER BY r.started_at, r.run_id",
+            (metric,),
+        ).fetchall()
+    grouped: dict[tuple[str, str], HistoryPoint] = {}
+    by_rep: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for cell_id, label, prompts, machine, run_key, run_id, started, commit, threads, reps, vals in rows:
+        if cell and cell.lower() not in label.lower():
+            continue
+        point = grouped.get((cell_id, run_key))
+        if point is None:
+            point = HistoryPoint(
+                label=label,
+                machine=machine,
+                prompts=prompts,
+                run_id=run_id,
+                started_at=started,
+                commit=commit,
+                threads=threads,
+                mean=0.0,
+                sd=None,
+                n_reps=0,
+                n_prompts=0,
+            )
+            grouped[(cell_id, run_key)] = point
+        point.n_prompts += 1
+        for rep, value in zip(json.loads(reps), json.loads(vals), strict=True):
+            by_rep[(cell_id, run_key)][rep].append(value)
+    points = []
+    for key, point in grouped.items():
+        summary = summarize([sum(v) / len(v) for _, v in sorted(by_rep[key].items())])
+        points.append(point.model_copy(update=dict(mean=summary.mean, sd=summary.sd, n_reps=summary.n)))
+    points.sort(key=lambda p: (p.machine, p.label, p.prompts, p.started_at or "", p.run_id))
+    return points
+
+
+def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
+    """One line per cell over runs (x labelled with date and llama.cpp commit), sd as error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = sorted({(p.started_at or "", p.run_id, p.commit, p.threads) for p in points})
+    x_of = {(started, run_id): i for i, (started, run_id, _, _) in enumerate(runs)}
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.0 * len(runs) + 3), 4.5))
+    by_cell: dict[tuple[str, str, str], list[HistoryPoint]] = defaultdict(list)
+    for p in points:
+        by_cell[(p.machine, p.label, p.prompts)].append(p)
+    several = len({(m, lbl) for m, lbl, _ in by_cell}) < len(by_cell)  # one label, several prompt sets
+    for (_, label, prompts), pts in sorted(by_cell.items()):
+        label = f"{label} [{prompts}]" if several else label
+        xs = [x_of[(p.started_at or "", p.run_id)] for p in pts]
+        ax.errorbar(
+            xs, [p.mean for p in pts], yerr=[p.sd or 0 for p in pts], marker="o", capsize=3, label=label
+        )
+    ax.set_xticks(range(len(runs)))
+    ax.set_xticklabels([f"{s[:16]}\n{(c or '?')[:8]}\nthreads {t}" for s, _, c, t in runs], fontsize=7)
+    ax.set_ylabel({"speedup": "speedup (x)", "acceptance": "acceptance"}.get(metric, f"{metric} (t/s)"))
+    ax.set_title(f"specbench history: {metric}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,390 @@
+"""The run config: one YAML file says what to build, which models, which prompts, which sweep.
+
+Validated with pydantic (unknown keys are errors everywhere) and reported as one line naming the
+YAML location (``config.yaml: sweep.draft_max[2]: must be >= 1``), because a typo found an hour
+into a GPU sweep costs the user the night.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from specbench.errors import ConfigError
+from specbench.models.spec import ModelSpec
+from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
+from specbench.results.records import Generation
+
+# Speculation methods the sweep can name: `draft` (a draft model) and llama.cpp's draft-free types.
+DRAFT_METHOD = "draft"
+NGRAM_METHODS = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
+Method = Literal["draft", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"]
+
+# Passed on every speculative run. The pinned llama.cpp's default (--help: 0.00); older builds
+# defaulted to 0.75 or 0.8, so it is always given explicitly to measure the same thing.
+DEFAULT_P_MIN = 0.0
+
+
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LlamaCppConfig(_Strict):
+    """Which llama.cpp to build, as ``specbench build`` takes it."""
+
+    source: Path | None = None  # a llama.cpp checkout; None = the pinned tree
+    backend: Literal["auto", "cpu", "cuda", "metal"] = "auto"
+    cmake_args: list[str] = Field(default_factory=list)
+    jobs: int | None = Field(default=None, ge=1)
+
+
+class PairConfig(_Strict):
+    """A target plus a draft model, or a target with a pinned draft-free method."""
+
+    target: str
+    draft: str | None = None
+    method: Literal["ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"] | None = None
+
+    @model_validator(mode="after")
+    def _draft_or_method(self) -> PairConfig:
+        if (self.draft is None) == (self.method is None):
+            raise ValueError("a pair needs exactly one of `draft` (a model) or `method` (an ngram method)")
+        return self
+
+
+class PromptsConfig(_Strict):
+    """The built-in suite or a JSONL file, optionally filtered."""
+
+    suite: Literal["builtin"] | None = None
+    file: Path | None = None
+    categories: list[str] | None = Field(default=None, min_length=1)
+    ids: list[str] | None = Field(default=None, min_length=1)
+    limit_per_category: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PromptsConfig:
+        if self.suite is not None and self.file is not None:
+            raise ValueError("give either `suite` or `file`, not both")
+        if self.suite is None and self.file is None:
+            self.suite = "builtin"
+        return self
+
+
+class SweepConfig(_Strict):
+    """Lists expanded as a cartesian product (see specbench.plan.sweep for which cells apply where)."""
+
+    method: list[Method] = Field(default_factory=lambda: ["draft"], min_length=1)
+    draft_max: list[PositiveInt] = Field(default_factory=lambda: [8], min_length=1)
+    draft_min: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)
+    p_min: list[Probability] = Field(default_factory=lambda: [DEFAULT_P_MIN], min_length=1)
+    ngl: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # target GPU layers
+    ngld: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # draft GPU layers
+
+    @field_validator("method", "draft_max", "draft_min", "p_min", "ngl", "ngld")
+    @classmethod
+    def _unique(cls, v: list) -> list:
+        dupes = sorted({str(x) for x in v if v.count(x) > 1})
+        if dupes:
+            raise ValueError(f"lists {', '.join(dupes)} more than once")
+        return v
+
+    @model_validator(mode="after")
+    def _some_draft_cell(self) -> SweepConfig:
+        if min(self.draft_min) > max(self.draft_max):
+            raise ValueError("every draft_min is larger than every draft_max; no cell is left")
+        return self
+
+
+class StrictGeneration(Generation):
+    """Generation settings as the config may write them (unknown keys refused, ranges checked)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_predict: int = Field(default=128, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_k: int | None = Field(default=None, ge=0)
+    threads: int | None = Field(default=None, ge=1)
+    ctx_size: int = Field(default=2048, ge=0)
+
+
+class Config(_Strict):
+    """A validated run config. ``base_dir`` is the config file's folder (relative paths resolve there)."""
+
+    name: str = Field(default="run", pattern=NAME_PATTERN)
+    llama_cpp: LlamaCppConfig = Field(default_factory=LlamaCppConfig)
+    models: dict[str, ModelSpec] = Field(min_length=1)
+    pairs: dict[str, PairConfig] = Field(min_length=1)
+    prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    sweep: SweepConfig = Field(default_factory=SweepConfig)
+    generation: Generation = Field(default_factory=Generation)
+    repetitions: int = Field(default=3, ge=1)
+    warmup: int = Field(default=1, ge=0)
+    timeout_s: float = Field(default=600.0, gt=0)
+    speculative_binary: Literal["speculative-simple", "speculative"] = "speculative-simple"
+    base_dir: Path = Field(default=Path("."), exclude=True)
+    path: Path | None = Field(default=None, exclude=True)  # the config file
+
+    @field_validator("generation", mode="before")
+    @classmethod
+    def _strict_generation(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return Generation(**StrictGeneration.model_validate(v).model_dump())
+        return v
+
+    @field_validator("models", "pairs")
+    @classmethod
+    def _names(cls, v: dict) -> dict:
+        for name in v:
+            if not re.match(NAME_PATTERN, str(name)):
+                raise ValueError(f"name {name!r} may use only letters, digits, '.', '_' and '-'")
+        return v
+
+    @property
+    def speculative_role(self) -> str:
+        """The BuildInfo role of the speculative binary this config asks for."""
+        return "speculative_simple" if self.speculative_binary == "speculative-simple" else "speculative"
+
+    def dump(self) -> dict:
+        """The config as plain JSON data in the YAML's own spelling (for the run manifest)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def targets(self) -> list[str]:
+        """Target model names in pair order, each once."""
+        return list(dict.fromkeys(p.target for p in self.pairs.values()))
+
+    def prompt_list(self) -> list[Prompt]:
+        """The selected prompts (the built-in suite or the config's JSONL file, filtered)."""
+        if self.prompts.file is not None:
+            path = _resolve(self.base_dir, self.prompts.file)
+            prompts, origin = load_prompt_file(path), str(path)
+        else:
+            prompts, origin = builtin_prompts(), "the built-in suite"
+        p = self.prompts
+        return select(prompts, p.categories, p.ids, p.limit_per_category, origin)
+
+
+def _resolve(base: Path, p: Path | str) -> Path:
+    p = Path(p).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+# ---------------------------------------------------------------- loading
+
+
+class _NoDuplicatesLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a mapping key given twice (PyYAML silently keeps the last one)."""
+
+
+def _check_duplicates(node: yaml.Node, path: str, origin: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            line = key_node.start_mark.line + 1
+            if key is not None and key != "<<":
+                if key in seen:
+                    where = f"{path}: " if path else ""
+                    raise ConfigError(
+                        f"{origin}:{line}: {where}duplicate key {key!r} (first on line {seen[key]}); "
+                        "each name may appear once"
+                    )
+                seen[key] = line
+            _check_duplicates(value_node, f"{path}.{key}" if path else str(key), origin)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check_duplicates(item, f"{path}[{i}]", origin)
+
+
+def parse_yaml(text: str, origin: str) -> dict:
+    """YAML text -> a mapping, with one-line errors for bad YAML, duplicates and non-mappings."""
+    loader = _NoDuplicatesLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise ConfigError(f"{origin}: the file is empty; see configs/quickstart.yaml for an example")
+        _check_duplicates(node, "", origin)
+        data = loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{origin}{where}: not valid YAML ({problem})") from exc
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{origin}: the config must be a YAML mapping (name:, models:, pairs:, ...), "
+            f"not a {type(data).__name__}"
+        )
+    return data
+
+
+def apply_override(data: dict, override: str) -> str:
+    """Apply one ``--set a.b.c=VALUE`` (VALUE parsed as YAML) to the raw mapping; returns the key path."""
+    key, sep, raw = override.partition("=")
+    key = key.strip()
+    parts = key.split(".")
+    if not sep or not key or any(not p for p in parts):
+        raise ConfigError(
+            f"--set {override!r}: expected KEY=VALUE with a dotted KEY, e.g. generation.threads=1"
+        )
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {override!r}: the value is not valid YAML") from exc
+    node = data
+    for i, part in enumerate(parts[:-1]):
+        if part not in node or node[part] is None:
+            node[part] = {}
+        node = node[part]
+        if not isinstance(node, dict):
+            prefix = ".".join(parts[: i + 1])
+            raise ConfigError(
+                f"--set {override!r}: {prefix} is not a mapping, so it has no key {parts[i + 1]!r}"
+            )
+    node[parts[-1]] = value
+    return key
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _message(err: dict) -> str:
+    kind, ctx = err["type"], err.get("ctx") or {}
+    given = repr(err.get("input"))
+    given = given if len(given) <= 60 else given[:57] + "..."
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "required but missing"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[
+            kind
+        ]
+        bound = next(iter(ctx.values()), "?")
+        return f"must be {op} {bound} (got {given})"
+    if kind == "too_short":
+        return "must not be empty"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected', '?')} (got {given})"
+    if kind == "value_error":
+        return str(ctx.get("error", err["msg"]))
+    msg = err["msg"]
+    return f"{msg[0].lower()}{msg[1:]} (got {given})"
+
+
+def _within(inner: str, outer: str) -> bool:
+    return inner == outer or inner.startswith((outer + ".", outer + "["))
+
+
+def format_validation_error(exc: ValidationError, origin: str, overridden: set[str] = frozenset()) -> str:
+    """pydantic's errors -> ``origin: a.b[2]: message`` (the first, plus how many more)."""
+    errors = exc.errors()
+    first = errors[0]
+    loc = _loc(tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
+    source = next((k for k in overridden if _within(loc, k) or _within(k, loc)), None)
+    head = f"--set {source}" if source else origin
+    text = f"{head}: {loc}: {_message(first)}" if loc else f"{head}: {_message(first)}"
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more)"
+    return text
+
+
+def _check_references(cfg: Config, origin: str) -> None:
+    """Names that must point at other entries of the config, and paths that must exist."""
+    known = ", ".join(cfg.models)
+    for name, spec in cfg.models.items():
+        if spec.derive is not None and spec.derive.from_ not in cfg.models:
+            raise ConfigError(
+                f"{origin}: models.{name}.derive.from: unknown model {spec.derive.from_!r} (models: {known})"
+            )
+        if spec.derive is not None and spec.derive.from_ == name:
+            raise ConfigError(f"{origin}: models.{name}.derive.from: a model cannot derive from itself")
+        if spec.path is not None and not _resolve(cfg.base_dir, spec.path).exists():
+            raise ConfigError(
+                f"{origin}: models.{name}.path: {_resolve(cfg.base_dir, spec.path)} does not exist "
+                "(relative paths start at the config file's folder)"
+            )
+    for name, pair in cfg.pairs.items():
+        for role in ("target", "draft"):
+            model = getattr(pair, role)
+            if model is not None and model not in cfg.models:
+                raise ConfigError(f"{origin}: pairs.{name}.{role}: unknown model {model!r} (models: {known})")
+        if pair.draft is not None and pair.draft == pair.target:
+            raise ConfigError(
+                f"{origin}: pairs.{name}: the draft is the target itself; pick a smaller draft model"
+            )
+    if cfg.llama_cpp.source is not None and not _resolve(cfg.base_dir, cfg.llama_cpp.source).is_dir():
+        raise ConfigError(
+            f"{origin}: llama_cpp.source: {_resolve(cfg.base_dir, cfg.llama_cpp.source)} is not a folder "
+            "(a llama.cpp checkout; relative paths start at the config file's folder)"
+        )
+    if cfg.prompts.file is not None and not _resolve(cfg.base_dir, cfg.prompts.file).is_file():
+        raise ConfigError(
+            f"{origin}: prompts.file: {_resolve(cfg.base_dir, cfg.prompts.file)} does not exist "
+            "(relative paths start at the config file's folder)"
+        )
+    try:
+        cfg.prompt_list()
+    except ConfigError as exc:
+        raise ConfigError(f"{origin}: {exc}") from exc
+
+
+def config_from_mapping(
+    data: dict, base_dir: Path, origin: str, overridden: set[str] = frozenset()
+) -> Config:
+    """Validate a raw mapping (already parsed and overridden) into a Config."""
+    for reserved in ("base_dir", "path"):
+        if reserved in data:
+            raise ConfigError(f"{origin}: {reserved}: unknown key")
+    try:
+        cfg = Config.model_validate({**data, "base_dir": base_dir})
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, origin, overridden)) from exc
+    if cfg.llama_cpp.source is not None:
+        cfg.llama_cpp.source = _resolve(base_dir, cfg.llama_cpp.source)
+    if cfg.prompts.file is not None:
+        cfg.prompts.file = _resolve(base_dir, cfg.prompts.file)
+    _check_references(cfg, origin)
+    return cfg
+
+
+def load_config(path: Path | str, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """Read, override (``--set``) and validate a config file; every problem is a one-line ConfigError."""
+    path = Path(path)
+    origin = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {path} does not exist; see configs/ for examples") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"{path} is a folder; pass a config file such as configs/quickstart.yaml") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    data = parse_yaml(text, origin)
+    overridden = {apply_override(data, o) for o in overrides}
+    cfg = config_from_mapping(data, path.resolve().parent, origin, overridden)
+    if "name" not in data:
+        cfg.name = path.stem if _valid_name(path.stem) else cfg.name
+    cfg.path = path.resolve()
+    return cfg
+
+
+def _valid_name(name: str) -> bool:
+    return re.match(NAME_PATTERN, name) is not None

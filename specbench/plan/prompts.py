@@ -1,0 +1,244 @@
+"""Prompts: the built-in suite, user JSONL files, and rendering them for a target model.
+
+A prompt is either chat ``messages`` (rendered with the target's own chat template from its GGUF
+metadata, so the model sees what it was trained on) or raw ``text`` (passed as is). The built-in
+suite follows Spec-Bench's six categories, because speculation pays very differently on code
+(repetitive, predictable) than on translation or open chat.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import jinja2
+from jinja2.exceptions import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from specbench.errors import ConfigError, ModelError
+
+CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Prompt(BaseModel):
+    """One line of a prompts JSONL file: ``{id, category, messages | text}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=NAME_PATTERN)
+    category: str = Field(pattern=NAME_PATTERN)
+    messages: list[Message] | None = Field(default=None, min_length=1)
+    text: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Prompt:
+        if (self.messages is None) == (self.text is None):
+            raise ValueError("needs exactly one of `messages` or `text`")
+        return self
+
+
+class RenderedPrompt(BaseModel):
+    """A prompt as one target model will see it (the exact string passed to llama.cpp).
+
+    rendering: ``raw`` (text prompt), ``template`` (the model's chat template) or ``fallback``
+    (messages, but the model has no chat template: plain ``User: ...`` / ``Assistant:`` lines).
+    """
+
+    id: str
+    category: str
+    model: str
+    text: str
+    rendering: Literal["raw", "template", "fallback"]
+
+
+def _parse_lines(lines: Iterable[str], origin: str) -> list[Prompt]:
+    prompts: list[Prompt] = []
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            prompt = Prompt.model_validate_json(line)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            what = f"{where}: {err['msg']}" if where else err["msg"]
+            if err["type"] == "json_invalid":
+                what = "not valid JSON"
+            raise ConfigError(
+                f"{origin}:{lineno}: {what}; each line must be a JSON object "
+                '{"id": ..., "category": ..., "messages": [{"role": "user", "content": ...}] or "text": ...}'
+            ) from exc
+        if prompt.id in seen:
+            first = seen[prompt.id]
+            raise ConfigError(f"{origin}:{lineno}: duplicate prompt id {prompt.id!r} (first on line {first})")
+        seen[prompt.id] = lineno
+        prompts.append(prompt)
+    if not prompts:
+        raise ConfigError(f"{origin}: no prompts in the file; add one JSON object per line")
+    return prompts
+
+
+def builtin_prompts() -> list[Prompt]:
+    """The suite shipped with specbench (package data ``prompts/builtin.jsonl``)."""
+    text = resources.files("specbench.plan").joinpath("builtin.jsonl").read_text(encoding="utf-8")
+    return _parse_lines(text.splitlines(), "builtin.jsonl")
+
+
+def load_prompt_file(path: Path) -> list[Prompt]:
+    """A user's JSONL file of prompts; a bad line is a ConfigError naming the file and line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"prompts file {path} does not exist; fix `prompts.file` in the config") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read prompts file {path}: {exc}") from exc
+    return _parse_lines(text.splitlines(), str(path))
+
+
+def select(
+    prompts: list[Prompt],
+    categories: list[str] | None = None,
+    ids: list[str] | None = None,
+    limit_per_category: int | None = None,
+    origin: str = "prompts",
+) -> list[Prompt]:
+    """Filter by category and id, then keep the first ``limit_per_category`` of each category."""
+    known_cats = sorted({p.category for p in prompts})
+    for cat in categories or []:
+        if cat not in known_cats:
+            known = ", ".join(known_cats)
+            raise ConfigError(f"prompts.categories: unknown category {cat!r} (known: {known})")
+    known_ids = {p.id for p in prompts}
+    for pid in ids or []:
+        if pid not in known_ids:
+            raise ConfigError(f"prompts.ids: unknown prompt id {pid!r} in {origin}")
+    chosen = [p for p in prompts if (not categories or p.category in categories) and (not ids or p.id in ids)]
+    if limit_per_category is not None:
+        counts: dict[str, int] = {}
+        kept = []
+        for p in chosen:
+            counts[p.category] = counts.get(p.category, 0) + 1
+            if counts[p.category] <= limit_per_category:
+                kept.append(p)
+        chosen = kept
+    if not chosen:
+        raise ConfigError(f"prompts: the selection from {origin} is empty; relax `categories`/`ids`")
+    return chosen
+
+
+# ---------------------------------------------------------------- rendering for a target model
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """What rendering needs from a model's GGUF metadata."""
+
+    template: str | None  # tokenizer.chat_template
+    bos_token: str = ""
+    eos_token: str = ""
+    add_bos: bool = False  # llama.cpp adds BOS itself when tokenizing the prompt
+
+
+def chat_format(path: Path) -> ChatFormat:
+    """Read the chat template and the BOS/EOS token texts from a GGUF file."""
+    from specbench.models.gguffile import open_gguf
+
+    reader = open_gguf(Path(path))
+
+    def value(key: str, default=None):
+        field = reader.fields.get(key)
+        return default if field is None else field.contents()
+
+    tokens = reader.fields.get("tokenizer.ggml.tokens")
+
+    def token_text(key: str) -> str:
+        tid = value(key)
+        if tid is None or tokens is None or not 0 <= int(tid) < len(tokens.data):
+            return ""
+        return str(tokens.contents(int(tid)))
+
+    template = value("tokenizer.chat_template")
+    return ChatFormat(
+        template=str(template) if template else None,
+        bos_token=token_text("tokenizer.ggml.bos_token_id"),
+        eos_token=token_text("tokenizer.ggml.eos_token_id"),
+        add_bos=bool(value("tokenizer.ggml.add_bos_token", False)),
+    )
+
+
+def _raise_exception(message: str):
+    raise TemplateError(message)
+
+
+@lru_cache(maxsize=16)
+def _compile(template: str) -> jinja2.Template:
+    """Compile a chat template the way Hugging Face transformers does (sandboxed, trimmed blocks)."""
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+    )
+    env.filters["tojson"] = lambda x, indent=None, **_: json.dumps(x, ensure_ascii=False, indent=indent)
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env.from_string(template)
+
+
+def fallback_text(messages: list[Message]) -> str:
+    """For models without a chat template: plain role-labelled lines, ending where the answer starts."""
+    lines = [f"{m.role.capitalize()}: {m.content}" for m in messages]
+    return "\n".join(lines) + "\nAssistant:"
+
+
+def render(prompt: Prompt, model: str, fmt: ChatFormat | None) -> RenderedPrompt:
+    """The exact string llama.cpp gets for ``prompt`` on ``model``.
+
+    A leading BOS text is stripped when the model adds BOS itself (llama.cpp tokenizes the prompt
+    with ``add_special``), as llama.cpp's own chat path does, so the prompt never starts with two.
+    """
+
+    def out(text: str, rendering: str) -> RenderedPrompt:
+        return RenderedPrompt(
+            id=prompt.id, category=prompt.category, model=model, text=text, rendering=rendering
+        )
+
+    if prompt.text is not None:
+        return out(prompt.text, "raw")
+    messages = prompt.messages or []
+    if fmt is None or not fmt.template:
+        return out(fallback_text(messages), "fallback")
+    try:
+        text = _compile(fmt.template).render(
+            messages=[m.model_dump() for m in messages],
+            add_generation_prompt=True,
+            bos_token=fmt.bos_token,
+            eos_token=fmt.eos_token,
+        )
+    except (TemplateError, TypeError, ValueError) as exc:
+        raise ModelError(
+            f"the chat template of model {model!r} failed on prompt {prompt.id!r}: {exc}; "
+            "use `text` prompts for this model"
+        ) from exc
+    if fmt.add_bos and fmt.bos_token and text.startswith(fmt.bos_token):
+        text = text[len(fmt.bos_token) :]
+    return out(text, "template")
+
+
+def render_all(prompts: list[Prompt], targets: dict[str, Path]) -> list[RenderedPrompt]:
+    """Render every prompt for every target model (name -> GGUF path), in prompt order."""
+    formats = {name: chat_format(path) for name, path in targets.items()}
+    return [render(p, name, formats[name]) for name in targets for p in prompts]

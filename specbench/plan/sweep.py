@@ -1,0 +1,349 @@
+"""The plan: a config expanded into the exact, ordered list of llama.cpp invocations of a run.
+
+Planning is pure (nothing runs, nothing is written), so ``--dry-run`` prints precisely what a run
+would execute and the tests can check every command line. Order matters for honest numbers:
+within each repetition, a prompt's baseline runs right before the speculative cells that compare
+against it (A B A B), so thermal and frequency drift hit both sides alike.
+
+Cells: a pair with a draft model gets one ``draft`` cell per (ngl, ngld, draft_max, draft_min,
+p_min) combination (combinations with draft_min > draft_max are skipped); each ngram method of the
+sweep gets one cell per (target, ngl) -- llama.cpp's ngram methods have their own length settings
+and ignore the draft_* options, so sweeping those would only repeat the same run -- owned by the
+first pair with that target. A pair with ``method:`` runs only that method.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from specbench.build.buildinfo import BinaryInfo, BuildInfo
+from specbench.errors import ConfigError
+from specbench.plan.config import DRAFT_METHOD, Config
+from specbench.plan.prompts import RenderedPrompt
+from specbench.results.records import Generation, Measurement
+
+# Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
+MAX_PROMPT_BYTES = 100_000
+
+
+class Invocation(Measurement):
+    """One planned run of a llama.cpp binary; its Measurement fields become the stored Sample's."""
+
+    warmup: bool = False
+    binary_role: str  # BuildInfo role: completion | speculative_simple | speculative
+    argv: list[str]  # binary path first; the prompt is passed with -p
+    prompt_text: str  # exactly what the model is given (for continuation extraction)
+    prompt_echoed: bool  # whether stdout starts with the prompt (speculative binaries always echo it)
+    timeout_s: float
+
+    def label(self) -> str:
+        """Short human description, e.g. ``rep 2 speculative smol draft n_max=8 ngl=0 ngld=0 code-01``."""
+        head = f"warmup {self.repetition + 1}" if self.warmup else f"rep {self.repetition + 1}"
+        if self.role == "speculative":
+            what = f"speculative {self.pair} {self.method}"
+            if self.method == DRAFT_METHOD:
+                what += f" n_max={self.draft_max} n_min={self.draft_min} p_min={self.p_min}"
+            what += f" ngl={self.ngl}" + (f" ngld={self.ngld}" if self.ngld is not None else "")
+        else:
+            what = f"{self.role} {self.model} ngl={self.ngl}"
+        return f"{head} {what} {self.prompt_id}"
+
+    def command_line(self, max_prompt_chars: int | None = None) -> str:
+        """The shell-quoted command; ``max_prompt_chars`` shortens the prompt for display only."""
+        argv = list(self.argv)
+        if max_prompt_chars is not None and len(self.prompt_text) > max_prompt_chars:
+            argv = [a if a != self.prompt_text else a[:max_prompt_chars] + "..." for a in argv]
+        return shlex.join(argv)
+
+
+class Plan(BaseModel):
+    """Every invocation of a run in execution order (warmups first, flagged) plus notes for the user."""
+
+    invocations: list[Invocation]
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def measured(self) -> list[Invocation]:
+        return [i for i in self.invocations if not i.warmup]
+
+    @property
+    def warmups(self) -> list[Invocation]:
+        return [i for i in self.invocations if i.warmup]
+
+    def describe(self, max_prompt_chars: int | None = None) -> list[str]:
+        """Lines for ``--dry-run``: a summary, the notes, then each invocation's label and command."""
+        n_spec = sum(i.role == "speculative" for i in self.measured)
+        lines = [
+            f"# {len(self.invocations)} invocations: {len(self.warmups)} warmups, "
+            f"{sum(i.role == 'baseline' for i in self.measured)} baseline, {n_spec} speculative, "
+            f"{sum(i.role == 'draft' for i in self.measured)} draft-alone"
+        ]
+        lines += [f"# note: {n}" for n in self.notes]
+        for inv in self.invocations:
+            lines.append(f"# {inv.label()}")
+            lines.append(inv.command_line(max_prompt_chars))
+        return lines
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """One speculative configuration (everything but prompt and repetition)."""
+
+    pair: str
+    target: str
+    draft: str | None
+    method: str
+    ngl: int
+    ngld: int | None = None
+    draft_max: int | None = None
+    draft_min: int | None = None
+    p_min: float | None = None
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def _model_path(models: Mapping[str, object], name: str) -> str:
+    m = models.get(name)
+    if m is None:
+        raise ConfigError(
+            f"model {name!r} was not resolved; resolve every model of the config before planning"
+        )
+    return str(m if isinstance(m, (str, Path)) else m.path)
+
+
+def _cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[_Cell]:
+    flags, sweep = spec.flags, config.sweep
+    cells: list[_Cell] = []
+    ngram_owner: set[tuple[str, str, int]] = set()
+    for pname, pair in config.pairs.items():
+        for method in [pair.method] if pair.method else sweep.method:
+            if method == DRAFT_METHOD:
+                if pair.draft is None:
+                    continue
+                _require_draft_flags(config, spec, notes)
+                axes = product(sweep.ngl, sweep.ngld, sweep.draft_max, sweep.draft_min, sweep.p_min)
+                cells += [
+                    _Cell(
+                        pname,
+                        pair.target,
+                        pair.draft,
+                        method,
+                        ngl,
+                        ngld if flags.ngld else None,
+                        dmax,
+                        dmin if flags.draft_min else None,
+                        pmin if flags.p_min else None,
+                    )
+                    for ngl, ngld, dmax, dmin, pmin in axes
+                    if dmin <= dmax
+                ]
+            else:
+                if not flags.spec_type or method not in flags.spec_types:
+                    have = ", ".join(flags.spec_types) if flags.spec_types else "no --spec-type at all"
+                    raise ConfigError(
+                        f"this llama.cpp build does not support method {method} ({spec.name} takes: {have}); "
+                        "remove it from sweep.method (or the pair) or build a newer llama.cpp"
+                    )
+                for ngl in sweep.ngl:
+                    if (pair.target, method, ngl) not in ngram_owner:
+                        ngram_owner.add((pair.target, method, ngl))
+                        cells.append(_Cell(pname, pair.target, None, method, ngl))
+    return cells
+
+
+def _require_draft_flags(config: Config, spec: BinaryInfo, notes: list[str]) -> None:
+    """A draft-model sweep needs the options it varies; a missing one is fine only at its default."""
+    flags, sweep = spec.flags, config.sweep
+    if not flags.model_draft or not flags.draft_max:
+        raise ConfigError(f"{spec.name} of this build takes no draft model (-md / draft length options)")
+    for key, values, default in (("draft_min", sweep.draft_min, 0), ("ngld", sweep.ngld, 0)):
+        if getattr(flags, key) is None and values != [default]:
+            raise ConfigError(f"sweep.{key}: {spec.name} of this build has no {key} option; use [{default}]")
+    if flags.p_min is None and len(sweep.p_min) > 1:
+        raise ConfigError(f"sweep.p_min: {spec.name} of this build has no p_min option; give one value")
+    note = f"{spec.name} of this build has no p_min option; its built-in default applies"
+    if flags.p_min is None and note not in notes:
+        notes.append(note)
+
+
+def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int) -> list[str]:
+    argv = ["-p", prompt, "-n", str(gen.n_predict), "--temp", _num(gen.temperature), "-s", str(gen.seed)]
+    if gen.top_k is not None:
+        argv += ["--top-k", str(gen.top_k)]
+    if gen.threads is not None:
+        argv += ["-t", str(gen.threads)]
+    argv += ["-c", str(gen.ctx_size), "-ngl", str(ngl)]
+    if binary.flags.no_escape:
+        argv.append(binary.flags.no_escape)  # the prompt is passed verbatim (code has backslashes)
+    return argv
+
+
+def _alone_argv(binary: BinaryInfo, model_path: str, gen: Generation, prompt: str, ngl: int) -> list[str]:
+    argv = [binary.path, "-m", model_path, *_common(binary, gen, prompt, ngl)]
+    if binary.flags.no_conversation:
+        argv.append(binary.flags.no_conversation)  # chat mode would wait on stdin
+    if binary.flags.no_display_prompt:
+        argv.append(binary.flags.no_display_prompt)
+    return argv
+
+
+def _spec_argv(binary: BinaryInfo, cell: _Cell, models: Mapping[str, object], gen: Generation, prompt: str):
+    f = binary.flags
+    argv = [binary.path, "-m", _model_path(models, cell.target)]
+    if cell.method == DRAFT_METHOD:
+        argv += [f.model_draft, _model_path(models, cell.draft)]
+    argv += _common(binary, gen, prompt, cell.ngl)
+    if cell.method == DRAFT_METHOD:
+        if cell.ngld is not None:
+            argv += [f.ngld, str(cell.ngld)]
+        argv += [f.draft_max, str(cell.draft_max)]
+        if cell.draft_min is not None:
+            argv += [f.draft_min, str(cell.draft_min)]
+        if cell.p_min is not None:
+            argv += [f.p_min, _num(cell.p_min)]
+        if f.spec_type and "draft-simple" in f.spec_types:
+            argv += [f.spec_type, "draft-simple"]  # without it the pinned build speculates with nothing
+    else:
+        argv += [f.spec_type, cell.method]
+    return argv
+
+
+def _prompts_by_target(prompts: list[RenderedPrompt], targets: list[str]) -> dict[str, list[RenderedPrompt]]:
+    by_target: dict[str, list[RenderedPrompt]] = {t: [] for t in targets}
+    for p in prompts:
+        if p.model in by_target:
+            by_target[p.model].append(p)
+    for t, ps in by_target.items():
+        if not ps:
+            raise ConfigError(f"no prompts were rendered for target {t!r}; render prompts for every target")
+        for p in ps:
+            if len(p.text.encode()) > MAX_PROMPT_BYTES:
+                raise ConfigError(
+                    f"prompt {p.id!r} is {len(p.text.encode())} bytes; prompts over {MAX_PROMPT_BYTES} bytes "
+                    "cannot be passed on the command line, shorten it"
+                )
+    ids = [p.id for p in by_target[targets[0]]]
+    for t in targets[1:]:
+        if [p.id for p in by_target[t]] != ids:
+            raise ConfigError(f"target {t!r} was given different prompts than {targets[0]!r}")
+    return by_target
+
+
+def make_plan(
+    config: Config,
+    build: BuildInfo,
+    models: Mapping[str, object],
+    prompts: list[RenderedPrompt],
+) -> Plan:
+    """Expand ``config`` into every invocation, in run order, for the binaries of ``build``.
+
+    ``models``: name -> ResolvedModel (or a path, e.g. for a dry run); ``prompts``: rendered for
+    every target (``specbench.plan.prompts.render_all``).
+    """
+    notes: list[str] = []
+    completion = build.binary("completion")
+    spec = build.binary(config.speculative_role)
+    targets = config.targets()
+    by_target = _prompts_by_target(prompts, targets)
+    cells = _cells(config, spec, notes)
+    for t in targets:
+        fallback = [p.id for p in by_target[t] if p.rendering == "fallback"]
+        if fallback:
+            notes.append(
+                f"model {t} has no chat template: {len(fallback)} chat prompt(s) were rendered as plain "
+                "'User: ... / Assistant:' text"
+            )
+    if not completion.flags.no_conversation and completion.name == "llama-cli":
+        notes.append("llama-cli of this build has no -no-cnv; it is run with stdin closed")
+
+    make = _Factory(config, completion, spec, models)
+    measured: list[Invocation] = []
+    for rep in range(config.repetitions):
+        for index in range(len(by_target[targets[0]])):
+            alone_done: set[tuple[str, int]] = set()
+            for target in targets:
+                prompt = by_target[target][index]
+                for ngl in config.sweep.ngl:
+                    group = [c for c in cells if c.target == target and c.ngl == ngl]
+                    if not group:
+                        continue
+                    measured.append(make.alone("baseline", target, ngl, prompt, rep))
+                    measured += [make.speculative(c, prompt, rep) for c in group]
+                    for c in group:
+                        layers = c.ngld if c.ngld is not None else 0
+                        if c.draft is not None and (c.draft, layers) not in alone_done:
+                            alone_done.add((c.draft, layers))
+                            measured.append(make.alone("draft", c.draft, layers, prompt, rep))
+    return Plan(invocations=_warmups(measured, config.warmup) + measured, notes=notes)
+
+
+@dataclass
+class _Factory:
+    """Builds the Invocation of each role with this config's generation settings and binaries."""
+
+    config: Config
+    completion: BinaryInfo
+    spec: BinaryInfo
+    models: Mapping[str, object]
+
+    def _base(self, prompt: RenderedPrompt, rep: int) -> dict:
+        return {
+            "prompt_id": prompt.id,
+            "category": prompt.category,
+            "repetition": rep,
+            "prompt_text": prompt.text,
+            "generation": self.config.generation,
+            "timeout_s": self.config.timeout_s,
+        }
+
+    def alone(self, role: str, model: str, ngl: int, prompt: RenderedPrompt, rep: int) -> Invocation:
+        """The target (``baseline``) or a draft model (``draft``) alone, with llama-completion."""
+        gen = self.config.generation
+        argv = _alone_argv(self.completion, _model_path(self.models, model), gen, prompt.text, ngl)
+        return Invocation(
+            role=role,
+            model=model,
+            ngl=ngl,
+            binary_role="completion",
+            argv=argv,
+            prompt_echoed=self.completion.flags.no_display_prompt is None,
+            **self._base(prompt, rep),
+        )
+
+    def speculative(self, c: _Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
+        return Invocation(
+            role="speculative",
+            pair=c.pair,
+            model=c.target,
+            draft=c.draft,
+            method=c.method,
+            draft_max=c.draft_max,
+            draft_min=c.draft_min,
+            p_min=c.p_min,
+            ngl=c.ngl,
+            ngld=c.ngld,
+            binary_role=self.config.speculative_role,
+            argv=_spec_argv(self.spec, c, self.models, self.config.generation, prompt.text),
+            prompt_echoed=True,
+            **self._base(prompt, rep),
+        )
+
+
+def _warmups(measured: list[Invocation], count: int) -> list[Invocation]:
+    """``count`` copies of the first invocation of each (binary, model, draft) combination."""
+    seen: dict[tuple, Invocation] = {}
+    for inv in measured:
+        seen.setdefault((inv.binary_role, inv.model, inv.draft), inv)
+    return [
+        inv.model_copy(update={"warmup": True, "repetition": i})
+        for i in range(count)
+        for inv in seen.values()
+    ]

@@ -1,0 +1,259 @@
+"""The run folder: the one module that knows its files, their names and their formats.
+
+Layout of ``results/<run-id>/``: ``manifest.json`` (what was measured, on what; rewritten
+atomically), ``samples.jsonl`` (one line per invocation, fsynced as it finishes, so a crash or
+Ctrl-C loses only the sample in flight), ``raw/`` (every stdout and stderr) and ``.lock``.
+
+Two runs appending to one sample log would interleave their samples into nonsense, so a run
+holds ``fcntl.flock`` on the lock file for as long as it runs; the kernel drops the lock when the
+process dies, so a crashed run never leaves a stale lock behind.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from specbench.errors import RunError
+from specbench.results.manifest import Manifest, RunFacts, facts_from_manifest
+from specbench.results.records import Sample
+
+SAMPLES = "samples.jsonl"
+MANIFEST = "manifest.json"
+RAW = "raw"
+LOCK = ".lock"
+
+
+def make_run_id(name: str, when: datetime | None = None) -> str:
+    """``YYYYmmdd-HHMMSS-<config name>`` (local time: it is what a person looks for in results/)."""
+    return f"{(when or datetime.now()).strftime('%Y%m%d-%H%M%S')}-{name}"
+
+
+def has_samples(run_dir: Path) -> bool:
+    return (run_dir / SAMPLES).is_file()
+
+
+def has_manifest(run_dir: Path) -> bool:
+    return (run_dir / MANIFEST).is_file()
+
+
+def samples_path(run_dir: Path) -> Path:
+    """Where a run's samples are (for messages that send a person there)."""
+    return run_dir / SAMPLES
+
+
+def raw_paths(run_dir: Path, stem: str) -> tuple[Path, Path]:
+    """stdout and stderr files of one invocation."""
+    raw = run_dir / RAW
+    return raw / f"{stem}.stdout", raw / f"{stem}.stderr"
+
+
+def run_folders(base: Path) -> list[Path]:
+    """The run folders directly under ``base``."""
+    return [p for p in base.iterdir() if has_samples(p)] if base.is_dir() else []
+
+
+def check_writable(run_dir: Path) -> None:
+    """Create the folder and write a probe file: only a real write proves it (root ignores modes)."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / f".write-test-{os.getpid()}"
+        with open(probe, "w") as fh:
+            fh.write("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise RunError(
+            f"results folder {run_dir} is not writable ({exc.strerror or exc}); "
+            f"pass a writable folder with --out DIR or fix its permissions"
+        ) from exc
+
+
+def check_fresh(run_dir: Path) -> None:
+    """A new run must not append to an old run's samples: that is what --resume is for."""
+    if has_samples(run_dir):
+        raise RunError(
+            f"{run_dir} already holds a run; continue it with --resume {run_dir} or choose another --out"
+        )
+
+
+def check_resumable(run_dir: Path) -> None:
+    if not has_samples(run_dir) and not has_manifest(run_dir):
+        raise RunError(f"{run_dir} is not a run folder to resume (no {SAMPLES} or {MANIFEST})")
+
+
+def prepare_raw(run_dir: Path) -> None:
+    (run_dir / RAW).mkdir(exist_ok=True)
+
+
+class RunLock:
+    """Held while a run writes to ``run_dir``; a second holder is refused with a RunError."""
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / LOCK
+        self._fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise RunError(f"cannot create lock file {self.path}: {exc.strerror or exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise RunError(
+                    f"another specbench run is writing to {self.path.parent} (it holds {LOCK}); "
+                    f"wait for it to finish or use another --out folder"
+                ) from exc
+            raise RunError(f"cannot lock {self.path}: {exc.strerror or exc}") from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+# --- samples -------------------------------------------------------------------------------------
+
+
+def append_sample(run_dir: Path, sample: Sample) -> None:
+    """Append one line and make it durable before returning."""
+    line = (sample.model_dump_json() + "\n").encode("utf-8")
+    path = run_dir / SAMPLES
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except OSError:
+                _truncate(fd, size)  # a torn line would make the next sample unreadable on --resume
+                raise
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise RunError(
+            f"cannot write {path}: {exc.strerror or exc}; earlier samples are intact, "
+            f"free space or fix permissions, then `specbench run CONFIG --resume {run_dir}`"
+        ) from exc
+
+
+def _truncate(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass
+
+
+def load_samples(run_dir: Path) -> list[Sample]:
+    """All complete samples of a run; a torn last line (crash mid-write) is ignored."""
+    path = run_dir / SAMPLES
+    if not path.is_file():
+        raise RunError(
+            f"{run_dir} is not a specbench run folder (no {SAMPLES}); pass a folder under results/"
+        )
+    samples = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            samples.append(Sample.model_validate_json(line))
+        except ValidationError as exc:
+            if lineno == len(lines):
+                break  # torn final line from an interrupted write
+            raise RunError(f"{path}:{lineno}: not a valid sample ({exc.error_count()} errors)") from exc
+    return samples
+
+
+# --- manifest ------------------------------------------------------------------------------------
+
+
+def save_manifest(run_dir: Path, manifest: Manifest) -> None:
+    """Write atomically: the old manifest stays whole until the new one is complete."""
+    path = run_dir / MANIFEST
+    tmp = path.with_name(f".{MANIFEST}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(manifest.model_dump_json(indent=2))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunError(
+            f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions "
+            f"(samples already in {run_dir} are intact)"
+        ) from exc
+
+
+def load_manifest(run_dir: Path) -> Manifest:
+    """The strict manifest, for --resume (which must rebuild exactly what was run)."""
+    path = run_dir / MANIFEST
+    try:
+        return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise RunError(f"{run_dir} has no {MANIFEST}; is it a specbench run folder?") from exc
+    except (OSError, ValueError) as exc:
+        raise RunError(f"{path} is not a valid manifest: {str(exc).splitlines()[0]}") from exc
+
+
+def _manifest_data(run_dir: Path) -> dict:
+    path = run_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise RunError(f"{run_dir} has no {MANIFEST}; is it a specbench run folder?") from exc
+    except ValueError as exc:
+        raise RunError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RunError(f"{path} is not a JSON object; is it a specbench run folder?")
+    return data
+
+
+def read_facts(run_dir: Path, samples: list[Sample] | None = None, required: bool = True) -> RunFacts:
+    """The facts of a run's manifest, tolerant of older and hand-made ones; without a manifest
+    (``required=False``) only the run id is known."""
+    fallback = samples[0].run_id if samples else run_dir.name
+    if not required and not has_manifest(run_dir):
+        return RunFacts(run_id=fallback)
+    return facts_from_manifest(_manifest_data(run_dir), fallback)
+
+
+# --- the whole folder ----------------------------------------------------------------------------
+
+
+@dataclass
+class StoredRun:
+    """A run folder as its readers (report, compare, baseline, history) see it."""
+
+    path: Path
+    facts: RunFacts
+    samples: list[Sample]
+
+
+def read_run(run_dir: Path, manifest_required: bool = True) -> StoredRun:
+    samples = load_samples(run_dir)
+    return StoredRun(run_dir, read_facts(run_dir, samples, required=manifest_required), samples)

@@ -1,0 +1,128 @@
+"""The manifest: what a run measured and on what, so its numbers can be trusted and reproduced.
+
+``Manifest`` is what the runner writes (strict); ``RunFacts`` is what readers take from any stored
+manifest (tolerant). Holds no secrets: the config is data (no environment), and the command line
+is the one typed. ``specbench.results.folder`` does the reading and writing.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from specbench import __version__
+from specbench.build.buildinfo import BuildInfo
+from specbench.build.envinfo import EnvInfo
+from specbench.models.paircheck import PairCheck
+from specbench.models.spec import ResolvedModel
+
+Status = Literal["running", "complete", "interrupted", "failed"]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Manifest(BaseModel):
+    run_id: str
+    name: str
+    specbench_version: str = __version__
+    started_at: str = Field(default_factory=now_iso)
+    finished_at: str | None = None
+    status: Status = "running"
+    status_reason: str | None = None  # why a run failed (the one-line error)
+    config_path: str | None = None
+    config: dict[str, Any]  # the resolved config, as data
+    build: BuildInfo
+    env: EnvInfo
+    models: dict[str, ResolvedModel]
+    pair_checks: dict[str, PairCheck] = Field(default_factory=dict)  # by pair name (draft pairs)
+    plan_size: int = 0  # invocations in the plan, warmups included
+    n_samples_planned: int = 0  # recorded samples the plan will produce (warmups excluded)
+    resumed_at: list[str] = Field(default_factory=list)  # one entry per --resume
+    command_line: list[str] = Field(default_factory=list)
+
+    def mark_finished(self, status: Status, reason: str | None = None) -> None:
+        self.status = status
+        self.status_reason = reason
+        self.finished_at = now_iso()
+
+
+class MachineFacts(BaseModel):
+    """What a measurement ran on, as far as it defines the numbers (driver is shown, not matched)."""
+
+    cpu_model: str | None = None
+    gpus: list[str] = Field(default_factory=list)  # GPU model names
+    backend: str | None = None  # cpu | cuda | metal ...
+
+    def describe(self) -> str:
+        gpu = ", ".join(self.gpus) if self.gpus else "no GPU"
+        return f"{self.cpu_model or 'unknown CPU'} / {gpu} / {self.backend or 'unknown backend'}"
+
+
+class RunFacts(BaseModel):
+    """A stored run's manifest as its readers (report, compare, baseline, history) need it.
+
+    Read tolerantly: older or hand-made run folders lack parts, and an unknown value only
+    weakens matching or captions, it never invents one.
+    """
+
+    run_id: str
+    started_at: str | None = None
+    status: str | None = None  # complete | interrupted | failed | running (as the manifest says)
+    status_reason: str | None = None
+    models: dict[str, str | None] = Field(default_factory=dict)  # model name -> sha256
+    machine: MachineFacts = Field(default_factory=MachineFacts)
+    llama_cpp_commit: str | None = None
+    drivers: list[str] = Field(default_factory=list)
+    os: str | None = None
+    specbench_version: str | None = None
+
+    def model_id(self, name: str | None) -> str | None:
+        """A model's identity for matching: its sha256, or ``name:NAME`` when the sha is unknown."""
+        if name is None:
+            return None
+        sha = self.models.get(name)
+        return sha if sha else f"name:{name}"
+
+
+def _value(data: object, *keys: str) -> Any:
+    """A nested value, or None where a level is missing."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
+    """The facts of a stored manifest as loaded (written by the runner: models with sha256, ``env``
+    as ``specbench env`` reports it, ``build`` as build.json), whatever parts it lacks."""
+    raw_models = manifest.get("models") or {}
+    if isinstance(raw_models, list):
+        raw_models = {m.get("name"): m for m in raw_models if isinstance(m, dict)}
+    models = {str(k): (v.get("sha256") if isinstance(v, dict) else None) for k, v in raw_models.items()}
+    env = manifest.get("env") if isinstance(manifest.get("env"), dict) else {}
+    gpus = env.get("gpus") or []
+    return RunFacts(
+        run_id=str(manifest.get("run_id") or fallback_id),
+        started_at=_str(manifest.get("started_at")),
+        status=_str(manifest.get("status")),
+        status_reason=_str(manifest.get("status_reason")),
+        models=models,
+        machine=MachineFacts(
+            cpu_model=env.get("cpu_model"),
+            gpus=[g.get("name") for g in gpus if isinstance(g, dict) and g.get("name")],
+            backend=_value(manifest, "build", "backend") or env.get("backend"),
+        ),
+        llama_cpp_commit=_value(manifest, "build", "commit"),
+        drivers=sorted({g.get("driver") for g in gpus if isinstance(g, dict) and g.get("driver")}),
+        os=env.get("os"),
+        specbench_version=manifest.get("specbench_version") or env.get("specbench_version"),
+    )
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

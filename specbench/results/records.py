@@ -1,0 +1,76 @@
+"""What one measurement is and what it produced: the records a run folder stores.
+
+These models know nothing of files; ``specbench.results.folder`` reads and writes them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from specbench.parse import ParsedLog
+
+
+class Generation(BaseModel):
+    """Generation settings shared by every invocation of a run (part of what defines a cell)."""
+
+    n_predict: int = 128
+    temperature: float = 0.0
+    top_k: int | None = None
+    seed: int = 42
+    threads: int | None = None
+    ctx_size: int = 2048
+
+
+class Measurement(BaseModel):
+    """What one invocation measures: the identity a planned Invocation and its stored Sample share.
+
+    role: ``baseline`` (target alone, llama-completion), ``draft`` (draft model alone, to measure
+    the cost ratio) or ``speculative``. Baseline and draft samples have method ``none`` and no
+    draft settings; a speculative cell's baseline is the baseline sample with the same target,
+    prompt, ``ngl`` and repetition.
+    """
+
+    role: str  # baseline | draft | speculative
+    pair: str | None = None  # None for baseline/draft samples (shared across pairs)
+    model: str  # the model that ran alone (baseline/draft), or the target (speculative)
+    draft: str | None = None  # draft model name (speculative with method "draft")
+    method: str = "none"  # none | draft | ngram-simple | ngram-map-k | ...
+    draft_max: int | None = None
+    draft_min: int | None = None
+    p_min: float | None = None
+    ngl: int | None = None  # GPU layers of `model`
+    ngld: int | None = None  # GPU layers of the draft model
+    prompt_id: str
+    category: str
+    repetition: int  # 0-based; warmups are never stored
+    generation: Generation
+
+    def sample_key(self) -> tuple:
+        """Identity of the invocation within a run: used by --resume to skip finished samples."""
+        return (
+            self.role, self.pair, self.model, self.draft, self.method, self.draft_max, self.draft_min,
+            self.p_min, self.ngl, self.ngld, self.prompt_id, self.repetition,
+        )  # fmt: skip
+
+
+class Sample(Measurement):
+    """One finished invocation of a llama.cpp binary (one line of the run folder's sample log)."""
+
+    run_id: str
+    status: str  # ok | failed | timeout | invalid
+    valid: bool
+    invalid_reason: str | None = None
+    metrics: ParsedLog | None = None
+    tps: float | None = None  # decode t/s: `decoded` line (speculative) or target eval t/s
+    acceptance: float | None = None  # n_accept / n_drafted
+    tokens_per_pass: float | None = None  # n_predict / (n_predict - n_accept)
+    n_generated: int | None = None
+    outputs_match: bool | None = None  # vs the baseline continuation (temperature 0 only)
+    first_diff: int | None = None  # first differing character of the continuation
+    output_sha256: str | None = None
+    exit_code: int | None = None
+    wall_s: float
+    cmd: list[str] = Field(default_factory=list)
+    stdout_path: str | None = None  # relative to the run folder
+    stderr_path: str | None = None
+    started_at: str

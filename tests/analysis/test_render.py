@@ -1,0 +1,95 @@
+"""The report's formats on a recorded run: same rows everywhere, md fits a GitHub comment, html is
+self-contained, csv and json carry the contract keys first."""
+
+import base64
+import io
+import json
+from html.parser import HTMLParser
+
+import pytest
+
+from specbench.analysis import render
+from specbench.analysis.report import CONTRACT_KEYS, build_report
+from tests.analysis.test_report import NGL, QUICK
+
+
+@pytest.fixture(scope="module")
+def report():
+    return build_report([QUICK])
+
+
+@pytest.fixture(scope="module")
+def files(report, tmp_path_factory):
+    return render.write_report(report, tmp_path_factory.mktemp("out"), by_category=True)
+
+
+def test_markdown_table_rows_best_and_images(report, files):
+    text = files.markdown.read_text()
+    rows = report.shown(by_category=True)
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(table) == 1 + len(rows)  # header + one line per row
+    assert sum(render.BEST in line for line in table) == sum(r.best for r in rows) > 0
+    for png in files.plots:
+        assert f"]({png.name})" in text
+    for note in report.notes:
+        assert note in text
+    assert len(text) < render.MD_LIMIT
+
+
+def test_markdown_leaves_rows_to_csv_when_too_long(report):
+    full = render.markdown(report, by_category=True)
+    short = render.markdown(report, by_category=True, limit=len(full) - 200)
+    assert len(short) <= len(full) - 200
+    assert "more rows in report.csv" in short
+
+
+class _Refs(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.srcs, self.links, self.rows = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.srcs.append(attrs["src"])
+        if tag in ("link", "script", "a") or "href" in attrs:
+            self.links.append(tag)
+        if tag == "tr":
+            self.rows += 1
+
+
+def test_html_is_self_contained(report, files):
+    refs = _Refs()
+    refs.feed(files.html.read_text())
+    assert refs.links == []
+    assert len(refs.srcs) == len(files.plots) >= 4
+    for src in refs.srcs:
+        head, data = src.split(",", 1)
+        assert head == "data:image/png;base64"
+        assert base64.b64decode(data)[:4] == b"\x89PNG"
+    assert refs.rows == 1 + len(report.shown(by_category=True))
+
+
+def test_csv_and_json_agree(files):
+    import pandas as pd
+
+    records = json.loads(files.json.read_text())
+    frame = pd.read_csv(io.StringIO(files.csv.read_text()))
+    assert list(frame.columns[: len(CONTRACT_KEYS)]) == CONTRACT_KEYS
+    assert len(frame) == len(records)
+    for rec, (_, row) in zip(records, frame.iterrows(), strict=True):
+        assert row["speedup"] == pytest.approx(rec["speedup"])
+        assert row["category"] == rec["category"]
+
+
+def test_terminal_table_shows_every_cell():
+    from rich.console import Console
+
+    report = build_report([QUICK, NGL])
+    console = Console(record=True, width=250)
+    console.print(render.table(report))
+    text = console.export_text()
+    assert any(line.startswith("┃ run ") for line in text.splitlines())  # several runs: a run column
+    assert text.count(render.BEST) == sum(r.best for r in report.shown(False))
+    for run in report.runs:
+        assert run.caption() in text

@@ -1,0 +1,220 @@
+"""`specbench report` on recorded runs: every number recomputed here from samples.jsonl with the
+json and statistics modules, independently of specbench.analysis.report, and compared to the JSON output.
+
+The recorded runs in tests/data/runs/ are real llama.cpp runs (SmolLM2-135M F32 target, Q4_1
+draft, CPU, pinned build) made with `specbench run`; only raw/ was dropped to keep them small.
+"""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specbench.analysis import stats
+from specbench.analysis.report import CONTRACT_KEYS, ReportError, aggregate, build_report, latest_run
+
+REPO = Path(__file__).resolve().parents[2]
+RUNS = REPO / "tests" / "data" / "runs"
+QUICK = RUNS / "quick-cpu"
+NGL = RUNS / "ngl-sweep-cpu"
+CELL = ("pair", "model", "draft", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld")
+
+
+def specbench(*args, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "specbench", *map(str, args)],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def raw_samples(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines() if line.strip()]
+
+
+def usable(s: dict) -> bool:
+    return s["valid"] and s["status"] == "ok" and s["tps"] is not None
+
+
+def expected_rows(run: Path) -> dict[tuple, dict]:
+    """The overall row of every cell, recomputed from the JSON lines."""
+    samples = raw_samples(run)
+    cells: dict[tuple, list[dict]] = {}
+    for s in samples:
+        if s["role"] == "speculative":
+            cells.setdefault(tuple(s[k] for k in CELL), []).append(s)
+    out = {}
+    for key, spec in cells.items():
+        c = dict(zip(CELL, key, strict=True))
+        prompts = {(s["prompt_id"], s["repetition"]) for s in spec}
+        base = [
+            s
+            for s in samples
+            if s["role"] == "baseline"
+            and s["model"] == c["model"]
+            and s["ngl"] == c["ngl"]
+            and (s["prompt_id"], s["repetition"]) in prompts
+        ]
+        spec_tps = [s["tps"] for s in spec if usable(s)]
+        base_tps = [s["tps"] for s in base if usable(s)]
+        used = [s for s in spec if usable(s)]
+        accepted = sum(s["metrics"]["n_accept"] for s in used)
+        drafted = sum(s["metrics"]["n_drafted"] for s in used)
+        predicted = sum(s["metrics"]["n_predict"] for s in used)
+        compared = [s["outputs_match"] for s in spec if s["outputs_match"] is not None]
+        out[(c["pair"], c["method"], c["draft_max"], c["ngl"], c["ngld"])] = {
+            "n": len(spec_tps),
+            "baseline_tps": statistics.mean(base_tps),
+            "baseline_tps_sd": statistics.stdev(base_tps),
+            "spec_tps": statistics.mean(spec_tps),
+            "spec_tps_sd": statistics.stdev(spec_tps),
+            "speedup": statistics.mean(spec_tps) / statistics.mean(base_tps),
+            "acceptance": accepted / drafted,
+            "tokens_per_pass": predicted / (predicted - accepted),
+            "outputs_match": all(compared) if compared else None,
+            "valid": len(spec_tps) == len(spec) and len(base_tps) == len(base),
+            "target": c["model"],
+            "draft": c["draft"],
+            "_spec": spec_tps,
+            "_base": base_tps,
+        }
+    return out
+
+
+@pytest.fixture(scope="module")
+def quick_json(tmp_path_factory) -> list[dict]:
+    out = tmp_path_factory.mktemp("quick")
+    res = specbench("report", QUICK, "--format", "json", "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert str(out / "report.md") in res.stderr  # paths go to stderr when stdout carries a format
+    return json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("run", [QUICK, NGL], ids=["quick", "ngl"])
+def test_numbers_match_an_independent_recomputation(run, tmp_path):
+    res = specbench("report", run, "--format", "json", "--out", tmp_path)
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)
+    expected = expected_rows(run)
+    assert len(rows) == len(expected) and len(rows) >= 2
+    for row in rows:
+        cell = (row["pair"], row["method"], row["draft_max"], row["ngl"], row["ngld"])
+        want = expected[cell]
+        for key, value in want.items():
+            if key.startswith("_"):
+                continue
+            if isinstance(value, float):
+                assert row[key] == pytest.approx(value, rel=1e-9), key
+            else:
+                assert row[key] == value, key
+        # the interval: stats.ratio_of_means (tested on its own in test_stats) of the same samples
+        ci = stats.ratio_of_means(want["_spec"], want["_base"])
+        assert (row["speedup_ci_low"], row["speedup_ci_high"]) == (
+            pytest.approx(ci.ci_low),
+            pytest.approx(ci.ci_high),
+        )
+        if row["speedup_ci_low"] is not None:
+            assert row["speedup_ci_low"] < row["speedup"] < row["speedup_ci_high"]
+        assert row["category"] == "all"
+        assert row["run"] == run.name
+
+
+def test_json_follows_the_contract(quick_json):
+    for row in quick_json:
+        assert list(row)[: len(CONTRACT_KEYS)] == CONTRACT_KEYS
+        assert isinstance(row["valid"], bool) and isinstance(row["n"], int)
+    draft_rows = [r for r in quick_json if r["method"] == "draft"]
+    ngram_rows = [r for r in quick_json if r["method"] != "draft"]
+    assert draft_rows and ngram_rows
+    # the model's inputs: a measured draft/target cost ratio for draft models, 0 for n-gram lookup
+    assert all(0 < r["cost_ratio"] < 1 and r["predicted_speedup"] > 0 for r in draft_rows)
+    assert all(r["cost_ratio"] == 0 and r["draft"] is None for r in ngram_rows)
+
+
+def test_best_setting_marked_once_per_pair(quick_json):
+    for pair in {r["pair"] for r in quick_json}:
+        rows = [r for r in quick_json if r["pair"] == pair]
+        best = [r for r in rows if r["best"]]
+        assert len(best) == 1
+        assert best[0]["speedup"] == max(r["speedup"] for r in rows)
+
+
+def test_category_rows_add_up():
+    rows = aggregate([QUICK], by_category=True)
+    samples = raw_samples(QUICK)
+    categories = {s["category"] for s in samples if s["role"] == "speculative"}
+    assert len(categories) >= 2
+    overall = [r for r in rows if r.category == "all"]
+    for r in overall:
+        per_cat = [c for c in rows if c.cell() == r.cell() and c.category != "all"]
+        assert {c.category for c in per_cat} == categories
+        assert sum(c.n for c in per_cat) == r.n
+        want = [
+            s["tps"]
+            for s in samples
+            if s["role"] == "speculative"
+            and s["category"] == per_cat[0].category
+            and usable(s)
+            and (s["pair"], s["method"], s["draft_max"]) == (r.pair, r.method, r.draft_max)
+        ]
+        assert per_cat[0].spec_tps == pytest.approx(statistics.mean(want))
+
+
+def test_two_runs_side_by_side(tmp_path):
+    res = specbench("report", QUICK, NGL, "--out", tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert QUICK.name in res.stdout and NGL.name in res.stdout
+    rows = aggregate([QUICK, NGL])
+    assert {r.run for r in rows} == {QUICK.name, NGL.name}
+    assert len(rows) == len(expected_rows(QUICK)) + len(expected_rows(NGL))
+
+
+def test_table_output_prints_table_notes_and_paths(tmp_path):
+    res = specbench("report", QUICK, "--out", tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "speedup" in res.stdout and "baseline t/s" in res.stdout
+    for name in ("report.md", "report.html", "report.csv", "report.json", "speedup_vs_draft.png"):
+        assert str(tmp_path / name) in res.stdout
+        assert (tmp_path / name).stat().st_size > 0
+
+
+def test_default_is_the_latest_run(tmp_path):
+    results = tmp_path / "results"
+    for name, started in (("b-older", "2026-01-01T00:00:00+00:00"), ("a-newer", "2026-06-01T00:00:00+00:00")):
+        shutil.copytree(QUICK, results / name, ignore=shutil.ignore_patterns("report"))
+        manifest = json.loads((results / name / "manifest.json").read_text())
+        manifest["started_at"] = started
+        (results / name / "manifest.json").write_text(json.dumps(manifest))
+    (results / "baselines").mkdir()  # not a run
+    assert latest_run(results) == results / "a-newer"
+    res = specbench("report", cwd=tmp_path, env={"SPECBENCH_RESULTS": str(results)})
+    assert res.returncode == 0, res.stderr
+    assert (results / "a-newer" / "report" / "report.md").is_file()
+    assert not (results / "b-older" / "report").exists()
+
+
+@pytest.mark.parametrize("case", ["missing", "not-a-run", "empty", "no-results"])
+def test_bad_run_dirs_get_one_line(case, tmp_path):
+    run = tmp_path / "run"
+    env = {"SPECBENCH_RESULTS": str(tmp_path / "results")}
+    if case != "missing":
+        run.mkdir()
+    if case == "empty":
+        (run / "samples.jsonl").write_text("")
+    args = () if case == "no-results" else (run,)
+    res = specbench("report", *args, cwd=tmp_path, env=env)
+    assert res.returncode == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in res.stderr
+    with pytest.raises(ReportError):
+        build_report([run]) if case != "no-results" else latest_run(tmp_path / "results")

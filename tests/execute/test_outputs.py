@@ -1,0 +1,88 @@
+"""Continuations, output comparison and failure reasons, on output shaped as the pinned build prints it.
+
+The stdout strings are what llama-speculative-simple and llama-completion printed for the same
+ChatML prompt on SmolLM2 (temperature 0); the real-binary check is in tests/test_runner.py.
+"""
+
+from __future__ import annotations
+
+from specbench.execute.outputs import compare, continuation, failure_reason, sha256_text
+
+PROMPT = "<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n"
+ANSWER = "The sea is a mirror that reflects the soul."
+# llama-speculative-simple: "\n\n", the prompt tokens with special tokens, the text, "\n\n" twice.
+SPEC_STDOUT = f"\n\n{PROMPT}{ANSWER}\n\n\n\n"
+# llama-completion (-no-cnv): the prompt without special tokens, the text, " [end of text]" at EOS.
+COMPLETION_STDOUT = f"user\nWrite a haiku about the sea.\nassistant\n{ANSWER} [end of text]\n\n"
+
+
+def test_speculative_echo_is_stripped():
+    assert continuation(SPEC_STDOUT, PROMPT) == ANSWER
+
+
+def test_completion_echo_without_special_tokens_is_stripped():
+    assert continuation(COMPLETION_STDOUT, PROMPT) == ANSWER
+
+
+def test_no_display_prompt_keeps_all_of_stdout():
+    assert continuation(f"{ANSWER} [end of text]\n", PROMPT, echoed=False) == ANSWER
+    # without EOS (stopped at -n) nothing but trailing newlines is removed
+    assert continuation("```python\ndef f():\n    return 1\n\n", PROMPT, echoed=False) == (
+        "```python\ndef f():\n    return 1"
+    )
+
+
+def test_echo_with_bos_and_other_templates():
+    gemma = "<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n"
+    assert continuation(f"\n\n<bos>{gemma}Hello!\n\n", gemma) == "Hello!"
+    assert continuation("user\nHi there\nmodel\nHello! [end of text]\n", gemma) == "Hello!"
+    llama3 = (
+        "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
+    assert continuation(f"<|begin_of_text|>{llama3}Yes.", llama3) == "Yes."
+    assert continuation("user\n\nHiassistant\n\nYes.", llama3) == "Yes."
+
+
+def test_unknown_special_tokens_fall_back_to_visible_pieces():
+    prompt = "<|im_start|>user\nList three colours.<|im_end|>\n<|im_start|>assistant\n"
+    # a display that keeps some specials and drops others still locates the prompt's pieces in order
+    stdout = "<|im_start|>user\nList three colours.\nassistant\nRed, green, blue."
+    assert continuation(stdout, prompt) == "Red, green, blue."
+
+
+def test_prompt_not_found_gives_none():
+    assert continuation("something else entirely", PROMPT) is None
+    assert continuation("", PROMPT) is None
+
+
+def test_compare_over_the_shorter_continuation():
+    base = "The sea is a mirror that reflects the soul."
+    assert compare(base + " It is calm.", base) == compare(base, base + " It is calm.")
+    same = compare(base + " And more (overshoot).", base)
+    assert same.match and same.first_diff is None and same.compared_chars == len(base)
+    diff = compare("The sea is a window", base)
+    assert not diff.match and diff.first_diff == len("The sea is a ")
+
+
+def test_sha256_of_the_continuation():
+    assert sha256_text(ANSWER) == sha256_text(continuation(SPEC_STDOUT, PROMPT))
+    assert sha256_text(ANSWER) != sha256_text(ANSWER + ".")
+
+
+def test_failure_reason_prompt_too_long_messages_of_the_pinned_build():
+    # the messages llama.cpp 0c1e570 prints (found with a long prompt and a small -c)
+    comp = "0.01.971.905 E llama_completion: prompt is too long (369 tokens, max 252)\n"
+    spec = "0.02.849.163 E main: the prompt exceeds the context size (369 tokens, ctx 256)\n"
+    tiny = (
+        "/src/common/common.cpp:2158: get_sub_batch: failed to add token 520 at index 32 (error -1, n = 35)\n"
+    )
+    assert "prompt is too long (369 tokens, max 252)" in failure_reason(comp, 1, None)
+    assert failure_reason(spec, 1, None).startswith("prompt longer than the context")
+    assert failure_reason(tiny, None, "SIGABRT").startswith("prompt longer than the context")
+
+
+def test_failure_reason_names_signal_or_exit_code_and_last_error():
+    stderr = "0.00.000.001 I loading\n0.00.000.002 E main: error: failed to load model 'x.gguf'\n"
+    assert failure_reason(stderr, 1, None) == "exit code 1: main: error: failed to load model 'x.gguf'"
+    assert failure_reason("", None, "SIGSEGV") == "killed by SIGSEGV"

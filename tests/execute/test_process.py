@@ -1,0 +1,95 @@
+"""run_command against stand-in executables for the operating-system faults (tests/fakebins)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specbench.errors import RunError
+from specbench.execute.process import child_env, run_command
+
+FAKEBINS = Path(__file__).parents[1] / "fakebins"
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _pids(stdout: Path) -> dict[str, int]:
+    return {k: int(v) for k, v in (line.split() for line in stdout.read_text().splitlines())}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("stubborn", [False, True], ids=["sigterm", "sigkill"])
+def test_timeout_kills_the_whole_process_group(tmp_path, monkeypatch, stubborn):
+    if stubborn:
+        monkeypatch.setenv("FAKEBIN_STUBBORN", "1")  # ignores SIGTERM: only SIGKILL ends it
+    t0 = time.monotonic()
+    res = run_command([str(FAKEBINS / "sleeper")], tmp_path / "o", tmp_path / "e", timeout_s=1.0, grace_s=0.5)
+    elapsed = time.monotonic() - t0
+    assert res.timed_out and not res.ok
+    assert res.exit_code is None
+    assert 1.0 <= res.wall_s < 5 and elapsed < 5
+    pids = _pids(res.stdout_path)
+    assert set(pids) == {"self", "child"}
+    deadline = time.monotonic() + 2
+    while any(_alive(p) for p in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the child is reparented to init, which reaps it asynchronously
+    assert not any(_alive(p) for p in pids.values()), "a process of the group survived the timeout"
+
+
+def test_segfault_is_reported_by_signal_name(tmp_path):
+    res = run_command([str(FAKEBINS / "segfault")], tmp_path / "o", tmp_path / "e", timeout_s=10)
+    assert not res.timed_out
+    assert res.exit_code is None and res.signal == "SIGSEGV"
+    assert "loading model" in res.stderr_path.read_text()
+
+
+def test_exit_code_and_separate_streams(tmp_path):
+    res = run_command([str(FAKEBINS / "exit1")], tmp_path / "o", tmp_path / "e", timeout_s=10)
+    assert res.exit_code == 1 and res.signal is None and not res.ok
+    assert res.stdout_path.read_text() == ""
+    assert "failed to load model" in res.stderr_path.read_text()
+
+
+def test_stdin_is_closed_locale_is_c_and_secrets_are_dropped(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value_123")
+    monkeypatch.setenv("HUGGING_FACE_HUB_TOKEN", "hf_secret_value_456")
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    script = (
+        "import os,sys; print(repr(sys.stdin.read())); "
+        "print(os.environ.get('LC_ALL')); print(sorted(os.environ))"
+    )
+    res = run_command([sys.executable, "-c", script], tmp_path / "o", tmp_path / "e", timeout_s=30)
+    assert res.ok, res.stderr_path.read_text()
+    out = res.stdout_path.read_text().splitlines()
+    assert out[0] == "''"  # /dev/null, not the terminal: a chat-mode binary cannot wait on it
+    assert out[1] == "C"
+    assert "HF_TOKEN" not in out[2] and "HUGGING_FACE_HUB_TOKEN" not in out[2]
+    assert "hf_secret_value" not in res.stdout_path.read_text()
+    env = child_env(
+        {"HF_TOKEN": "x", "GITHUB_TOKEN": "y", "OPENAI_API_KEY": "z", "PATH": "/bin", "HOME": "/h"}
+    )
+    assert env == {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C"}
+
+
+def test_runs_in_its_own_session(tmp_path):
+    res = run_command([sys.executable, "-c", "import os; print(os.getsid(0), os.getpgrp())"],
+                      tmp_path / "o", tmp_path / "e", timeout_s=30)  # fmt: skip
+    sid, pgrp = map(int, res.stdout_path.read_text().split())
+    assert sid != os.getsid(0) and pgrp != os.getpgrp()
+
+
+def test_missing_binary_is_a_one_line_error(tmp_path):
+    with pytest.raises(RunError, match="cannot start .*no-such-binary") as exc:
+        run_command([str(tmp_path / "no-such-binary")], tmp_path / "o", tmp_path / "e", timeout_s=5)
+    assert "\n" not in str(exc.value)

@@ -1,0 +1,260 @@
+"""The runner against faults: stand-in executables (tests/fakebins) for crashes, hangs, silence and
+speculation that never engages; a real disk filling up (tmpfs); a held lock; an unwritable folder;
+Ctrl-C. The code under test is the real runner; only the llama.cpp binaries are stand-ins here.
+The real-binary end-to-end run is in tests/cli/test_run.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from specbench.build.buildinfo import BuildInfo
+from specbench.build.envinfo import collect
+from specbench.errors import RunError
+from specbench.execute.runner import RunInterrupted, execute
+from specbench.plan.sweep import Invocation
+from specbench.results.folder import RunLock, load_manifest, load_samples
+from specbench.results.manifest import Manifest
+from specbench.results.records import Generation
+
+FAKEBINS = Path(__file__).parents[1] / "fakebins"
+PROMPT = "<|im_start|>user\nSay hello.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def inv(binary: str, role: str = "speculative", prompt_id: str = "p1", rep: int = 0, **kw) -> Invocation:
+    spec = role == "speculative"
+    fields = dict(
+        role=role, pair="pair" if spec else None, model="target", draft="draft" if spec else None,
+        method="draft" if spec else "none", draft_max=8 if spec else None, draft_min=0 if spec else None,
+        p_min=0.0 if spec else None, ngl=0, ngld=0 if spec else None, prompt_id=prompt_id, category="chat",
+        repetition=rep, binary_role="speculative_simple" if spec else "completion",
+        argv=[str(FAKEBINS / binary), "-m", "target.gguf", "-p", PROMPT], prompt_text=PROMPT,
+        prompt_echoed=True, generation=Generation(n_predict=32), timeout_s=10.0,
+    )  # fmt: skip
+    fields.update(kw)
+    return Invocation(**fields)
+
+
+@pytest.fixture(scope="module")
+def env_info():
+    return collect()
+
+
+def manifest(run_dir: Path, env_info) -> Manifest:
+    build = BuildInfo(key="fake", source="fakebins", backend="cpu", cmake_args=[], bin_dir=str(FAKEBINS),
+                      binaries={})  # fmt: skip
+    return Manifest(run_id=run_dir.name, name="fake", config={}, build=build, env=env_info, models={})
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_faults_are_recorded_and_the_run_goes_on(tmp_path, env_info):
+    plan = [
+        inv("nodraft", warmup=True),
+        inv("exit1", role="baseline", prompt_id="exit1"),
+        inv("segfault", prompt_id="segv"),
+        inv("silent", prompt_id="silent"),
+        inv("nodraft", prompt_id="nodraft"),
+        inv("sleeper", prompt_id="hang", timeout_s=1.0),
+    ]
+    run_dir = tmp_path / "run"
+    events = []
+    result = execute(plan, run_dir, manifest(run_dir, env_info), progress=events.append)
+    samples = {s.prompt_id: s for s in load_samples(run_dir)}
+    assert list(samples) == ["exit1", "segv", "silent", "nodraft", "hang"]  # the warmup is not a sample
+    assert len(result.samples) == 5 and result.n_new == 5
+    s = samples["exit1"]
+    assert (s.status, s.valid, s.exit_code) == ("failed", False, 1)
+    assert s.invalid_reason == "exit code 1: main: error: failed to load model 'missing.gguf'"
+    s = samples["segv"]
+    assert s.status == "failed" and s.exit_code is None and s.invalid_reason == "killed by SIGSEGV"
+    assert (
+        samples["silent"].status == "failed" and samples["silent"].invalid_reason == "no statistics in output"
+    )
+    s = samples["nodraft"]
+    assert (s.status, s.valid) == ("invalid", False)
+    assert s.invalid_reason == "speculation never engaged (n_drafted = 0)"
+    assert s.metrics.n_drafted == 0 and s.tps == 32.0 and s.acceptance is None
+    assert s.output_sha256 is not None  # the continuation was still extracted
+    s = samples["hang"]
+    assert s.status == "timeout" and "timed out after 1 s" in s.invalid_reason and 1.0 <= s.wall_s < 5
+    pids = dict(line.split() for line in (run_dir / s.stdout_path).read_text().splitlines())
+    assert all(_gone(int(p)) for p in pids.values()), "the hung binary's process group survived"
+    for sample in samples.values():  # every log is kept, next to its sample
+        assert (run_dir / sample.stdout_path).is_file() and (run_dir / sample.stderr_path).is_file()
+    assert load_manifest(run_dir).status == "complete"
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "start" and kinds.count("warmup") == 1 and kinds.count("sample") == 5
+    assert events[-1].done == events[-1].total == 6
+
+
+def test_second_run_on_a_locked_folder_is_refused(tmp_path, env_info):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with RunLock(run_dir):
+        with pytest.raises(RunError, match="another specbench run is writing to") as exc:
+            execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))
+    assert "\n" not in str(exc.value)
+    assert not (run_dir / "samples.jsonl").exists()
+    # a lock held by another process (the way two real runs collide)
+    holder = subprocess.Popen(
+        ["python3", "-c", "import fcntl,sys,time; f=open(sys.argv[1],'w'); fcntl.flock(f, fcntl.LOCK_EX); "
+         "print('locked', flush=True); time.sleep(30)", str(run_dir / ".lock")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(RunError, match="another specbench run"):
+            execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))
+    finally:
+        holder.kill()
+        holder.wait()
+    execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))  # the lock died with its process
+    assert len(load_samples(run_dir)) == 1
+
+
+def test_new_run_refuses_a_folder_that_holds_a_run(tmp_path, env_info):
+    run_dir = tmp_path / "run"
+    execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))
+    with pytest.raises(RunError, match="already holds a run; continue it with --resume"):
+        execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))
+
+
+def _mount_tmpfs(where: Path, options: str) -> bool:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    where.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                          capture_output=True).returncode == 0  # fmt: skip
+
+
+def _umount(where: Path) -> None:
+    subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def test_unwritable_results_folder_fails_before_running_anything(tmp_path, env_info):
+    ro = tmp_path / "ro"
+    if _mount_tmpfs(ro, "ro,size=64k"):
+        cleanup = lambda: _umount(ro)  # noqa: E731
+    elif os.geteuid() != 0:
+        ro.mkdir()
+        ro.chmod(0o555)
+        cleanup = lambda: ro.chmod(0o755)  # noqa: E731
+    else:
+        pytest.skip("root without mount: no way to make a folder unwritable here")
+    marker = tmp_path / "ran"
+    try:
+        plan = [inv("nodraft", argv=["/bin/touch", str(marker)])]
+        with pytest.raises(RunError, match="is not writable") as exc:
+            execute(plan, ro / "run", manifest(ro / "run", env_info))
+        assert "--out" in str(exc.value) and "\n" not in str(exc.value)
+        assert not marker.exists()
+    finally:
+        cleanup()
+
+
+def test_disk_full_keeps_earlier_samples_and_resume_completes(tmp_path, env_info):
+    disk = tmp_path / "disk"
+    plan = [inv("nodraft", prompt_id=f"p{i:02d}") for i in range(40)]
+    if _mount_tmpfs(disk, "size=48k"):
+        run_dir = disk / "run"
+        free_space = lambda: subprocess.run(["mount", "-o", "remount,size=4m", str(disk)], check=True)  # noqa: E731
+    else:  # not root: the samples file is /dev/full, which fails every write with ENOSPC
+        run_dir = disk / "run"
+        run_dir.mkdir(parents=True)
+        (run_dir / "samples.jsonl").symlink_to("/dev/full")
+        free_space = lambda: (run_dir / "samples.jsonl").unlink()  # noqa: E731
+    try:
+        with pytest.raises(RunError, match="No space left on device.*earlier samples are intact") as exc:
+            execute(
+                plan, run_dir, manifest(run_dir, env_info), resume=(run_dir / "samples.jsonl").is_symlink()
+            )
+        assert "--resume" in str(exc.value)
+        kept = load_samples(run_dir) if (run_dir / "samples.jsonl").is_file() else []
+        assert len(kept) < len(plan)
+        assert [s.prompt_id for s in kept] == [f"p{i:02d}" for i in range(len(kept))]  # no torn or lost line
+        lines = (run_dir / "samples.jsonl").read_bytes() if kept else b""
+        assert lines.count(b"\n") == len(kept) and (not lines or lines.endswith(b"\n"))
+        free_space()
+        man = load_manifest(run_dir) if (run_dir / "manifest.json").is_file() else manifest(run_dir, env_info)
+        execute(plan, run_dir, man, resume=True)
+        assert [s.prompt_id for s in load_samples(run_dir)] == [f"p{i:02d}" for i in range(40)]
+        assert load_manifest(run_dir).status == "complete"
+    finally:
+        if disk.is_mount():
+            _umount(disk)
+
+
+def test_ctrl_c_keeps_finished_samples_kills_the_child_and_resume_skips_them(tmp_path, env_info):
+    plan = [
+        inv("nodraft", warmup=True),
+        inv("nodraft", prompt_id="a"),
+        inv("sleeper", prompt_id="b", timeout_s=30.0),
+        inv("nodraft", prompt_id="c"),
+    ]
+    run_dir = tmp_path / "run"
+    timers = []
+
+    def progress(event):
+        if event.kind == "begin" and event.invocation.prompt_id == "b":
+            timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+            timer.start()
+            timers.append(timer)
+
+    with pytest.raises(RunInterrupted) as exc:
+        execute(plan, run_dir, manifest(run_dir, env_info), progress=progress)
+    assert exc.value.exit_code == 130 and exc.value.n_kept == 1
+    assert [s.prompt_id for s in load_samples(run_dir)] == ["a"]  # the partial one is discarded
+    man = load_manifest(run_dir)
+    assert man.status == "interrupted" and man.finished_at is not None
+    hung = next(run_dir.glob("raw/*-b-r0.stdout"))
+    pids = dict(line.split() for line in hung.read_text().splitlines())
+    assert all(_gone(int(p)) for p in pids.values()), "Ctrl-C left the running binary behind"
+
+    events = []
+    resumed = [*plan[:2], inv("nodraft", prompt_id="b"), plan[3]]
+    result = execute(resumed, run_dir, man, progress=events.append, resume=True)
+    assert [s.prompt_id for s in load_samples(run_dir)] == ["a", "b", "c"]
+    assert result.n_new == 2 and len(result.samples) == 3
+    assert [e.kind for e in events if e.kind in ("warmup", "skipped", "sample")] == [
+        "warmup", "skipped", "sample", "sample"
+    ]  # fmt: skip
+    man = load_manifest(run_dir)
+    assert man.status == "complete" and len(man.resumed_at) == 1
+
+
+@pytest.mark.slow
+def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_build, smol_q4):
+    """Real binaries, ``-c 32``: llama-completion aborts in get_sub_batch, llama-speculative-simple
+    says the prompt exceeds the batch size; both samples fail with the reason, and the run completes."""
+    from specbench.execute import benchmark
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        f"name: tiny\nmodels:\n  q4: {{path: {smol_q4.path}}}\n"
+        "pairs:\n  p: {target: q4, method: ngram-simple}\nprompts: {ids: [code-01]}\n"
+        "generation: {n_predict: 8, threads: 2, ctx_size: 32}\nrepetitions: 1\nwarmup: 0\ntimeout_s: 120\n"
+    )
+    prepared = benchmark.prepare(benchmark.load(config))
+    summary = benchmark.run_benchmark(prepared, tmp_path / "run")
+    samples = load_samples(tmp_path / "run")
+    assert [s.role for s in samples] == ["baseline", "speculative"]
+    for s in samples:
+        assert s.status == "failed" and not s.valid
+        assert s.invalid_reason.startswith("prompt longer than the context ("), s.invalid_reason
+    assert "failed to add token" in samples[0].invalid_reason  # llama-completion's abort at a tiny -c
+    assert "exceeds the batch size" in samples[1].invalid_reason
+    assert summary.status == "complete" and summary.n_failed == 2

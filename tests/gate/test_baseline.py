@@ -1,0 +1,92 @@
+"""Baseline files: compact, committed, and compared exactly like the run they were saved from."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specbench.gate.baseline import InputError, load_run, load_side, save_baseline
+from specbench.gate.compare import compare
+from tests.gate.test_compare import BASE, SPEC, make_run
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    """A results folder of its own (SPECBENCH_RESULTS is how specbench finds results/)."""
+    monkeypatch.setenv("SPECBENCH_RESULTS", str(tmp_path / "results"))
+    return tmp_path / "results"
+
+
+def test_save_is_compact_and_compares_like_the_run(tmp_path, results):
+    run = make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2"))
+    path = save_baseline(run, "ci-test")
+    assert path == results / "baselines" / "ci-test.json"
+    data = json.loads(path.read_text())
+    assert data["format"] == "specbench-baseline" and data["facts"]["models"]["smol-f32"] == "a" * 64
+    assert data["facts"]["machine"]["cpu_model"] == "Test CPU 2-core"
+    assert len(data["samples"]) == len(load_run(run).samples)
+    assert all("cmd" not in s and "metrics" not in s for s in data["samples"])
+    # One sample per line, so a committed baseline diffs line by line.
+    assert sum(1 for line in path.read_text().splitlines() if '"role"' in line) == len(data["samples"])
+
+    current = make_run(
+        tmp_path, "run2", BASE, {4: SPEC[4], 8: [x * 0.8 for x in SPEC[8]]}, prompts=("p1", "p2")
+    )
+    by_name = compare(load_side("ci-test"), load_side(str(current)))
+    by_run = compare(load_side(str(run)), load_side(str(current)))
+    assert by_name.exit_code == by_run.exit_code == 1
+    assert [c.model_dump() for m in by_name.metrics for c in m.cells] == [
+        c.model_dump() for m in by_run.metrics for c in m.cells
+    ]
+    assert load_side(str(path)).kind == "baseline"
+
+
+def test_existing_baseline_needs_force(tmp_path, results):
+    run = make_run(tmp_path, "run1", BASE, SPEC)
+    save_baseline(run, "ci-test")
+    with pytest.raises(InputError, match="--force"):
+        save_baseline(run, "ci-test")
+    assert save_baseline(run, "ci-test", force=True).is_file()
+
+
+def test_unknown_side_names_saved_baselines(tmp_path, results):
+    save_baseline(make_run(tmp_path, "run1", BASE, SPEC), "ci-m2")
+    with pytest.raises(InputError, match="saved baselines: ci-m2") as exc:
+        load_side("ci-rtx4090")
+    assert exc.value.exit_code == 2
+
+
+def test_bad_inputs(tmp_path, results):
+    run = make_run(tmp_path, "run1", BASE, SPEC)
+    with pytest.raises(InputError, match="--name"):
+        save_baseline(run, "../escape")
+    empty = make_run(tmp_path, "run2", [], {}, prompts=())
+    (empty / "samples.jsonl").write_text("")
+    with pytest.raises(InputError, match="no valid baseline or speculative sample"):
+        save_baseline(empty, "empty")
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    with pytest.raises(InputError, match="is interrupted, not complete"):
+        save_baseline(run, "half")
+    not_baseline = tmp_path / "x.json"
+    not_baseline.write_text('{"hello": 1}')
+    with pytest.raises(InputError, match="not a specbench baseline"):
+        load_side(str(not_baseline))
+
+
+def test_recorded_real_run_round_trips(tmp_path, results):
+    """A real run recorded by the runner (tests/data/runs/quick-cpu, 2 repetitions: the threshold
+    alone decides) saved as a baseline and compared with itself: ratio 1 everywhere, no failure."""
+    run = Path(__file__).parents[1] / "data" / "runs" / "quick-cpu"
+    path = save_baseline(run, "quick", dest_dir=tmp_path)
+    assert path.stat().st_size < (run / "samples.jsonl").stat().st_size  # compact: no logs or metrics
+    cmp = compare(load_side(str(path)), load_side(str(run)), metrics=["spec_tps", "baseline_tps", "speedup"])
+    assert cmp.exit_code == 0 and cmp.differences == []
+    cells = [c for m in cmp.metrics for c in m.cells]
+    # 2 prompts x (3 speculative cells for spec_tps and speedup + 1 baseline cell)
+    assert len(cells) == 2 * (3 + 3 + 1)
+    assert all(c.decision.ratio == 1.0 and c.decision.p_value is None for c in cells)
+    # Recorded on a busy shared machine: some cells are noisy (CV > 10%) and warn, none fails.
+    for c in cells:
+        noisy = max(c.decision.cv_base or 0, c.decision.cv_cur or 0) > 0.10
+        assert c.status == ("warn" if noisy else "pass") and ("noisy" in c.reason) == noisy

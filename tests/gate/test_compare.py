@@ -1,0 +1,175 @@
+"""Matching and decisions of `specbench compare` over run folders written with the store's own
+types (real runs are compared end to end in tests/cli/test_compare.py)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specbench.gate.baseline import load_run
+from specbench.gate.compare import NotComparable, cell_series, compare
+from specbench.gate.regression import Status
+from specbench.results.folder import append_sample
+from specbench.results.records import Generation, Sample
+
+TARGET_SHA = "a" * 64
+DRAFT_SHA = "b" * 64
+
+
+def manifest(run_id: str, cpu: str = "Test CPU 2-core", gpus=(), commit: str = "c0ffee", models=None) -> dict:
+    models = models or {"smol-f32": TARGET_SHA, "smol-q4": DRAFT_SHA}
+    return {
+        "run_id": run_id,
+        "started_at": f"2026-01-01T00:00:0{run_id[-1]}+00:00",
+        "models": {n: {"name": n, "sha256": sha, "path": f"/m/{n}.gguf"} for n, sha in models.items()},
+        "env": {"os": "Linux", "cpu_model": cpu, "backend": "cpu",
+                "gpus": [{"name": g, "driver": "550.1"} for g in gpus]},
+        "build": {"commit": commit, "backend": "cpu"},
+    }  # fmt: skip
+
+
+def make_run(
+    root: Path,
+    run_id: str,
+    base_tps: list[float],
+    spec_tps: dict[int, list[float]],
+    prompts=("p1",),
+    threads: int = 2,
+    acceptance: float = 0.8,
+    n_predict: int = 48,
+    status: str = "ok",
+    **manifest_kw,
+) -> Path:
+    """A run folder: per prompt and repetition one baseline sample and one speculative sample per
+    draft_max, with the given t/s (the same list for every prompt, scaled by prompt index)."""
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest(run_id, **manifest_kw)))
+    gen = Generation(n_predict=n_predict, threads=threads)
+    common = dict(
+        run_id=run_id, category="chat", generation=gen, wall_s=1.0, started_at="2026-01-01T00:00:00"
+    )
+    for pi, prompt in enumerate(prompts):
+        scale = 1.0 + 0.1 * pi
+        for rep, tps in enumerate(base_tps):
+            append_sample(run_dir, Sample(role="baseline", model="smol-f32", prompt_id=prompt, repetition=rep,
+                                          status="ok", valid=True, tps=tps * scale, **common))  # fmt: skip
+        for dmax, values in spec_tps.items():
+            for rep, tps in enumerate(values):
+                ok = status == "ok"
+                append_sample(run_dir, Sample(
+                    role="speculative", pair="smol", model="smol-f32", draft="smol-q4", method="draft",
+                    draft_max=dmax, prompt_id=prompt, repetition=rep, status=status, valid=ok,
+                    tps=tps * scale if ok else None, acceptance=acceptance if ok else None, **common,
+                ))  # fmt: skip
+    return run_dir
+
+
+BASE = [30.0, 30.3, 29.8]
+SPEC = {4: [45.0, 44.6, 45.3], 8: [50.0, 50.4, 49.7]}
+
+
+def test_same_numbers_pass(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2"))
+    slower_spec = {k: [x * 0.99 for x in v] for k, v in SPEC.items()}
+    b = make_run(tmp_path, "run2", [x * 1.01 for x in BASE], slower_spec, prompts=("p1", "p2"))
+    cmp = compare(load_run(a), load_run(b))
+    assert cmp.exit_code == 0
+    spec = next(m for m in cmp.metrics if m.metric == "spec_tps")
+    assert len(spec.cells) == 4  # 2 draft_max x 2 prompts
+    assert all(c.status == Status.PASS for c in spec.cells)
+    assert spec.geomean_ratio == pytest.approx(0.99, rel=1e-9)
+    base = next(m for m in cmp.metrics if m.metric == "baseline_tps")
+    assert base.geomean_ratio == pytest.approx(1.01, rel=1e-9)
+
+
+def test_slower_cells_fail_and_are_named(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC)
+    b = make_run(tmp_path, "run2", BASE, {4: SPEC[4], 8: [x * 0.8 for x in SPEC[8]]})
+    cmp = compare(load_run(a), load_run(b), metrics=["spec_tps"])
+    assert cmp.exit_code == 1
+    [failed] = cmp.failed
+    assert "draft_max=8" in failed.label and failed.prompt_id == "p1"
+    assert failed.decision.change == pytest.approx(-0.2)
+    assert failed.decision.p_value < 0.05
+    assert cmp.metrics[0].geomean_ratio == pytest.approx(0.8**0.5)
+
+
+def test_speedup_pairs_each_repetition_with_its_baseline(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC)
+    series = cell_series(load_run(a), "speedup")
+    [cell4] = [s for k, s in series.items() if k.draft_max == 4]
+    assert cell4.values == pytest.approx([s / b for s, b in zip(SPEC[4], BASE, strict=True)])
+    # The same speeds with a slower baseline: the speedup rose and is reported as an improvement.
+    b = make_run(tmp_path, "run2", [x * 0.8 for x in BASE], SPEC)
+    cmp = compare(load_run(a), load_run(b), metrics=["speedup"])
+    assert {c.status for c in cmp.metrics[0].cells} == {Status.IMPROVED}
+    assert cmp.exit_code == 0
+
+
+def test_threads_and_commit_differ_but_match_and_are_shown(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC, threads=2, commit="aaaa1111")
+    b = make_run(tmp_path, "run2", [x * 0.6 for x in BASE], SPEC, threads=1, commit="bbbb2222")
+    cmp = compare(load_run(a), load_run(b), metrics=["baseline_tps"])
+    assert "threads: 2 -> 1" in cmp.differences
+    assert "llama.cpp commit: aaaa1111 -> bbbb2222" in cmp.differences
+    assert cmp.exit_code == 1 and cmp.failed[0].label == "smol-f32 baseline"
+
+
+def test_cells_on_one_side_are_listed(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, {4: SPEC[4]})
+    b = make_run(tmp_path, "run2", BASE, {4: SPEC[4], 16: SPEC[8]})
+    cmp = compare(load_run(a), load_run(b), metrics=["spec_tps"])
+    statuses = {c.label: c.status for c in cmp.metrics[0].cells}
+    assert statuses == {"smol draft draft_max=4": Status.PASS, "smol draft draft_max=16": "only_current"}
+    assert cmp.exit_code == 0
+
+
+def test_a_cell_that_stopped_working_fails(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC)
+    b = make_run(tmp_path, "run2", BASE, SPEC, status="failed")
+    cmp = compare(load_run(a), load_run(b), metrics=["spec_tps"])
+    assert cmp.exit_code == 1
+    assert all("no valid value in current (3 failed)" in c.reason for c in cmp.failed)
+
+
+def test_strict_turns_warnings_into_failures(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC)
+    b = make_run(tmp_path, "run2", [24.0, 30.0, 36.0], SPEC)  # same mean, CV 20%
+    loose = compare(load_run(a), load_run(b), metrics=["baseline_tps"])
+    assert loose.metrics[0].cells[0].status == Status.WARN and loose.exit_code == 0
+    strict = compare(load_run(a), load_run(b), metrics=["baseline_tps"], strict=True)
+    assert strict.exit_code == 1
+
+
+def test_different_machine_is_not_comparable(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC, cpu="AMD EPYC 7763")
+    b = make_run(tmp_path, "run2", BASE, SPEC, cpu="Apple M2")
+    with pytest.raises(NotComparable, match="different machine") as exc:
+        compare(load_run(a), load_run(b))
+    assert exc.value.exit_code == 2
+    c = make_run(tmp_path, "run3", BASE, SPEC, cpu="AMD EPYC 7763", gpus=["NVIDIA GeForce RTX 4090"])
+    with pytest.raises(NotComparable, match="different GPUs"):
+        compare(load_run(a), load_run(c))
+
+
+def test_different_models_are_not_comparable(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC)
+    b = make_run(tmp_path, "run2", BASE, SPEC, models={"smol-f32": "c" * 64, "smol-q4": DRAFT_SHA})
+    with pytest.raises(NotComparable, match="different models"):
+        compare(load_run(a), load_run(b))
+
+
+def test_different_generation_is_not_comparable(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC, n_predict=48)
+    b = make_run(tmp_path, "run2", BASE, SPEC, n_predict=64)
+    with pytest.raises(NotComparable, match=r"different n_predict \(48 vs 64\)"):
+        compare(load_run(a), load_run(b))
+
+
+def test_acceptance_drop_at_temperature_zero_fails(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC, acceptance=0.80)
+    b = make_run(tmp_path, "run2", BASE, SPEC, acceptance=0.75)
+    cmp = compare(load_run(a), load_run(b), metrics=["acceptance"])
+    assert cmp.exit_code == 1 and len(cmp.failed) == 2
+    assert cmp.failed[0].decision.change == pytest.approx(-5.0)

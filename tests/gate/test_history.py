@@ -1,0 +1,74 @@
+"""The history database: idempotent per run, one series per cell, plotted with matplotlib."""
+
+import json
+import sqlite3
+
+import pytest
+
+from specbench.gate.history import HistoryError, load_history, plot_history, record_run, run_count
+from tests.gate.test_compare import BASE, SPEC, make_run
+
+
+def test_record_is_idempotent_per_run(tmp_path):
+    db = tmp_path / "h.sqlite"
+    run = make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2"))
+    rows = record_run(run, db)
+    # 4 metrics; baseline_tps has 1 cell, the others 2 (draft_max 4 and 8); each over 2 prompts.
+    assert rows == (1 + 2 + 2 + 2) * 2
+    assert record_run(run, db) == rows
+    assert run_count(db) == 1
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM cells").fetchone()[0] == rows
+
+
+def test_series_over_runs_mean_over_prompts_per_repetition(tmp_path):
+    db = tmp_path / "h.sqlite"
+    record_run(make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2"), commit="aaaa"), db)
+    slower = {k: [x * 0.5 for x in v] for k, v in SPEC.items()}
+    record_run(make_run(tmp_path, "run2", BASE, slower, prompts=("p1", "p2"), commit="bbbb", threads=1), db)
+    points = load_history(db, "spec_tps", cell="draft_max=8")
+    assert [(p.run_id, p.commit, p.threads) for p in points] == [("run1", "aaaa", "2"), ("run2", "bbbb", "1")]
+    # make_run scales prompt i by 1 + 0.1 i: per repetition the mean over prompts is 1.05 x the value.
+    per_rep = [x * 1.05 for x in SPEC[8]]
+    mean = sum(per_rep) / 3
+    assert points[0].mean == pytest.approx(mean)
+    assert points[0].sd == pytest.approx((sum((x - mean) ** 2 for x in per_rep) / 2) ** 0.5)
+    assert points[1].mean == pytest.approx(mean * 0.5)
+    assert (points[0].n_reps, points[0].n_prompts) == (3, 2)
+    # Another prompt set is another series, not a point of this one.
+    record_run(make_run(tmp_path, "run3", BASE, SPEC, prompts=("p1",)), db)
+    series = {(p.label, p.prompts, p.run_id) for p in load_history(db, "spec_tps", cell="draft_max=8")}
+    label = "smol draft draft_max=8"
+    assert series == {(label, "p1,p2", "run1"), (label, "p1,p2", "run2"), (label, "p1", "run3")}
+
+
+def test_plot_and_empty_history(tmp_path):
+    db = tmp_path / "h.sqlite"
+    assert load_history(db) == [] and run_count(db) == 0
+    record_run(make_run(tmp_path, "run1", BASE, SPEC), db)
+    record_run(make_run(tmp_path, "run2", BASE, SPEC), db)
+    out = plot_history(load_history(db, "baseline_tps"), tmp_path / "plots" / "h.png", "baseline_tps")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
+
+
+def test_a_reused_run_folder_name_is_a_new_point(tmp_path):
+    """CI writes every run to results/ci: same run id, different start time, two points."""
+    db = tmp_path / "h.sqlite"
+    record_run(make_run(tmp_path / "first", "ci", BASE, SPEC), db)
+    record_run(make_run(tmp_path / "second", "ci", BASE, {8: [x * 0.5 for x in SPEC[8]]}), db)
+    assert run_count(db) == 1  # same id and same start time in make_run: the second replaced the first
+    later = make_run(tmp_path / "third", "ci", BASE, SPEC)
+    manifest = json.loads((later / "manifest.json").read_text())
+    (later / "manifest.json").write_text(json.dumps({**manifest, "started_at": "2026-02-01T00:00:00+00:00"}))
+    record_run(later, db)
+    points = load_history(db, "spec_tps", cell="draft_max=8")
+    assert run_count(db) == 2 and [p.run_id for p in points] == ["ci", "ci"]
+    assert points[0].mean == pytest.approx(points[1].mean * 0.5)
+
+
+def test_a_foreign_database_is_refused(tmp_path):
+    db = tmp_path / "other.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE notes (x TEXT)")
+    with pytest.raises(HistoryError, match="not a specbench history database"):
+        record_run(make_run(tmp_path, "run1", BASE, SPEC), db)

@@ -1,0 +1,271 @@
+"""The plan: which invocations, in which order, with which flags, for the real pinned build and for
+older flag spellings; and a few planned command lines run for real on SmolLM2."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from specbench.build.buildinfo import BuildInfo, FlagSpelling
+from specbench.errors import ConfigError
+from specbench.execute.outputs import continuation
+from specbench.parse import parse_text
+from specbench.plan.config import Config, config_from_mapping
+from specbench.plan.prompts import render, render_all
+from specbench.plan.sweep import Invocation, make_plan
+from specbench.results.records import Sample
+
+MODELS = {
+    "big": Path("/models/big.gguf"),
+    "small": Path("/models/small.gguf"),
+    "mid": Path("/models/mid.gguf"),
+}
+
+
+def make_config(tmp_path: Path, **sections) -> Config:
+    """A config over placeholder model files (planning never opens them)."""
+    for p in MODELS.values():
+        (tmp_path / p.name).write_bytes(b"GGUF")
+    data = {
+        "models": {name: {"path": p.name} for name, p in MODELS.items()},
+        "pairs": {"p": {"target": "big", "draft": "small"}},
+        "prompts": {"ids": ["code-02", "extr-01", "summ-01"]},
+        "sweep": {"method": ["draft", "ngram-simple"], "draft_max": [4, 8, 16]},
+        "generation": {"n_predict": 64, "threads": 2},
+        "repetitions": 2,
+    }
+    data.update(sections)
+    return config_from_mapping(data, tmp_path, "test.yaml")
+
+
+def rendered(config: Config):
+    """Prompts rendered for every target without opening a model (the plain fallback)."""
+    return [render(p, t, None) for t in config.targets() for p in config.prompt_list()]
+
+
+def with_flags(build: BuildInfo, role: str, **flags) -> BuildInfo:
+    """The same build, with one binary spelling its options the way an older llama.cpp did."""
+    copy = build.model_copy(deep=True)
+    copy.binaries[role].flags = FlagSpelling(**flags)
+    return copy
+
+
+def pairs(argv: list[str]) -> dict[str, str]:
+    """Options followed by a value, as a dict (flags without value are skipped)."""
+    return {a: b for a, b in zip(argv, argv[1:], strict=False) if a.startswith("-") and not b.startswith("-")}
+
+
+def test_counts_order_and_interleaving(tmp_path, llama_build):
+    config = make_config(tmp_path)
+    plan = make_plan(config, llama_build, MODELS, rendered(config))
+    measured = plan.measured
+    roles = [i.role for i in measured]
+    # per prompt and repetition: 1 baseline, 3 draft cells + 1 ngram cell, 1 draft-alone run
+    assert roles.count("baseline") == 2 * 3 and roles.count("draft") == 2 * 3
+    assert roles.count("speculative") == 2 * 3 * 4
+    assert roles[:6] == ["baseline", "speculative", "speculative", "speculative", "speculative", "draft"]
+    assert [i.repetition for i in measured] == sorted(i.repetition for i in measured)
+    assert [i.prompt_id for i in measured[:12:6]] == ["code-02", "summ-01"]
+    assert [(i.method, i.draft_max) for i in measured[1:5]] == [
+        ("draft", 4),
+        ("draft", 8),
+        ("draft", 16),
+        ("ngram-simple", None),
+    ]
+    # warmups first, one per (binary, model, draft) combination, never counted as measured
+    assert plan.invocations[: len(plan.warmups)] == plan.warmups
+    assert [(w.binary_role, w.model, w.draft) for w in plan.warmups] == [
+        ("completion", "big", None),
+        ("speculative_simple", "big", "small"),
+        ("speculative_simple", "big", None),
+        ("completion", "small", None),
+    ]
+    assert len({i.sample_key() for i in measured}) == len(measured)
+    config.warmup = 2
+    assert len(make_plan(config, llama_build, MODELS, rendered(config)).warmups) == 8
+
+
+def test_flags_for_the_pinned_build(tmp_path, llama_build):
+    config = make_config(tmp_path)
+    plan = make_plan(config, llama_build, MODELS, rendered(config))
+    base, draft4, _, _, ngram, alone = plan.measured[:6]
+
+    assert Path(base.argv[0]).name == "llama-completion" and base.binary_role == "completion"
+    assert pairs(base.argv)["-m"] == "/models/big.gguf"
+    assert {"-no-cnv", "--no-display-prompt", "--no-escape"} <= set(base.argv)
+    assert not base.prompt_echoed
+    expected = {"-m": "/models/big.gguf", "-p": "", "-n": "64", "--temp": "0", "-s": "42", "-t": "2"}
+    assert pairs(base.argv) | {"-p": ""} == {**expected, "-c": "2048", "-ngl": "0"}
+    assert base.argv[base.argv.index("-p") + 1] == base.prompt_text
+
+    assert Path(draft4.argv[0]).name == "llama-speculative-simple" and draft4.prompt_echoed
+    opts = pairs(draft4.argv)
+    assert opts["--spec-draft-model"] == "/models/small.gguf"
+    assert opts["--spec-draft-n-max"] == "4" and opts["--spec-draft-n-min"] == "0"
+    assert opts["--spec-draft-p-min"] == "0" and opts["--spec-draft-ngl"] == "0"
+    assert opts["--spec-type"] == "draft-simple"
+    assert (draft4.draft_max, draft4.draft_min, draft4.p_min, draft4.ngld) == (4, 0, 0.0, 0)
+
+    opts = pairs(ngram.argv)
+    assert opts["--spec-type"] == "ngram-simple" and "--spec-draft-model" not in opts
+    assert "--spec-draft-n-max" not in opts and ngram.draft is None and ngram.draft_max is None
+
+    assert (
+        alone.role == "draft" and alone.model == "small" and pairs(alone.argv)["-m"] == "/models/small.gguf"
+    )
+    assert alone.prompt_text == base.prompt_text
+
+
+def test_describe_is_shell_quoted_argv(tmp_path, llama_build):
+    config = make_config(tmp_path, repetitions=1)
+    plan = make_plan(config, llama_build, MODELS, rendered(config))
+    lines = plan.describe()
+    assert lines[0].startswith(
+        f"# {len(plan.invocations)} invocations: 4 warmups, 3 baseline, 12 speculative"
+    )
+    text = "\n".join(lines)
+    for inv in plan.invocations:
+        assert f"# {inv.label()}\n{inv.command_line()}" in text
+        assert shlex.split(inv.command_line()) == inv.argv
+    short = plan.invocations[0].command_line(max_prompt_chars=10)
+    assert "\n" not in short and short.count("...") == 1
+
+
+def test_sample_key_matches_store(tmp_path, llama_build):
+    config = make_config(tmp_path, repetitions=1)
+    for inv in make_plan(config, llama_build, MODELS, rendered(config)).measured:
+        fields = {k: getattr(inv, k) for k in Sample.model_fields if k in Invocation.model_fields}
+        sample = Sample(run_id="r", status="ok", valid=True, wall_s=1.0, started_at="now", **fields)
+        assert sample.sample_key() == inv.sample_key()
+
+
+def test_sweep_axes_share_baselines(tmp_path, llama_build):
+    config = make_config(
+        tmp_path,
+        pairs={"a": {"target": "big", "draft": "small"}, "b": {"target": "big", "draft": "mid"}},
+        sweep={"method": ["draft", "ngram-simple"], "draft_max": [8], "ngl": [0, 99], "ngld": [0, 99]},
+        prompts={"ids": ["code-01"]},
+        repetitions=1,
+        warmup=0,
+    )
+    plan = make_plan(config, llama_build, MODELS, rendered(config))
+    baselines = [i for i in plan.measured if i.role == "baseline"]
+    assert [(b.model, b.ngl) for b in baselines] == [("big", 0), ("big", 99)]
+    spec = [i for i in plan.measured if i.role == "speculative"]
+    # 2 pairs x 2 ngl x 2 ngld draft cells, + ngram once per (target, ngl), owned by the first pair
+    assert sum(i.method == "draft" for i in spec) == 8
+    assert [(i.pair, i.ngl) for i in spec if i.method == "ngram-simple"] == [("a", 0), ("a", 99)]
+    alone = [(i.model, i.ngl) for i in plan.measured if i.role == "draft"]
+    assert alone == [("small", 0), ("small", 99), ("mid", 0), ("mid", 99)]
+    assert all(pairs(i.argv)["-ngl"] == str(i.ngl) for i in plan.measured)
+    assert all(pairs(i.argv)["--spec-draft-ngl"] == str(i.ngld) for i in spec if i.method == "draft")
+
+
+def test_pair_with_pinned_method_and_llama_speculative(tmp_path, llama_build):
+    config = make_config(
+        tmp_path,
+        pairs={"m": {"target": "big", "method": "ngram-mod"}},
+        speculative_binary="speculative",
+        repetitions=1,
+    )
+    plan = make_plan(config, llama_build, MODELS, rendered(config))
+    spec = [i for i in plan.measured if i.role == "speculative"]
+    assert {i.method for i in spec} == {"ngram-mod"} and len(spec) == 3
+    assert Path(spec[0].argv[0]).name == "llama-speculative" and spec[0].binary_role == "speculative"
+    assert not [i for i in plan.measured if i.role == "draft"]
+
+
+def test_2024_flag_spellings(tmp_path, llama_build):
+    build = with_flags(
+        llama_build, "speculative_simple", draft_max="--draft-max", draft_min="--draft-min",
+        p_min="--draft-p-min", ngld="-ngld", model_draft="-md",
+    )  # fmt: skip
+    config = make_config(tmp_path, sweep={"method": ["draft"], "draft_max": [8], "p_min": [0.75]})
+    inv = make_plan(config, build, MODELS, rendered(config)).measured[1]
+    opts = pairs(inv.argv)
+    assert opts["-md"] == "/models/small.gguf" and opts["--draft-max"] == "8" and opts["--draft-min"] == "0"
+    assert opts["--draft-p-min"] == "0.75" and opts["-ngld"] == "0"
+    assert "--spec-type" not in inv.argv and "--no-escape" not in inv.argv
+
+
+def test_2023_flag_spellings(tmp_path, llama_build):
+    build = with_flags(
+        llama_build, "speculative_simple", draft_max="--draft", model_draft="-md", ngld="-ngld"
+    )
+    config = make_config(tmp_path, sweep={"method": ["draft"], "draft_max": [5]})
+    plan = make_plan(config, build, MODELS, rendered(config))
+    inv = plan.measured[1]
+    assert pairs(inv.argv)["--draft"] == "5" and "--spec-type" not in inv.argv
+    assert inv.draft_min is None and inv.p_min is None  # not passed, so not claimed
+    assert any("no p_min option" in n for n in plan.notes)
+    with pytest.raises(ConfigError, match="does not support method ngram-simple .*no --spec-type"):
+        make_plan(make_config(tmp_path), build, MODELS, rendered(config))
+    config = make_config(tmp_path, sweep={"method": ["draft"], "draft_min": [0, 2]})
+    with pytest.raises(ConfigError, match="sweep.draft_min: .* has no draft_min option"):
+        make_plan(config, build, MODELS, rendered(config))
+
+
+def test_method_missing_from_build(tmp_path, llama_build):
+    build = llama_build.model_copy(deep=True)
+    flags = build.binaries["speculative_simple"].flags
+    flags.spec_types = [t for t in flags.spec_types if t != "ngram-map-k4v"]
+    config = make_config(tmp_path, sweep={"method": ["draft", "ngram-map-k4v"]})
+    with pytest.raises(ConfigError, match="this llama.cpp build does not support method ngram-map-k4v"):
+        make_plan(config, build, MODELS, rendered(config))
+
+
+def test_planning_errors(tmp_path, llama_build):
+    config = make_config(tmp_path)
+    with pytest.raises(ConfigError, match="model 'small' was not resolved"):
+        make_plan(config, llama_build, {"big": MODELS["big"]}, rendered(config))
+    with pytest.raises(ConfigError, match="no prompts were rendered for target 'big'"):
+        make_plan(config, llama_build, MODELS, [])
+    huge = rendered(config)
+    huge[0] = huge[0].model_copy(update={"text": "x" * 200_000})
+    with pytest.raises(ConfigError, match="200000 bytes"):
+        make_plan(config, llama_build, MODELS, huge)
+
+
+@pytest.mark.slow
+def test_planned_commands_run_on_real_models(tmp_path, llama_build, smol_q4, smol_f32):
+    """The pinned binaries accept the planned command lines; outputs line up for comparison."""
+    models = {"smol_f32": smol_f32, "smol_q4": smol_q4}
+    config = config_from_mapping(
+        {
+            "models": {"smol_f32": {"path": str(smol_f32.path)}, "smol_q4": {"path": str(smol_q4.path)}},
+            "pairs": {"smol": {"target": "smol_f32", "draft": "smol_q4"}},
+            "prompts": {"ids": ["extr-01"]},
+            "sweep": {"method": ["draft", "ngram-simple"], "draft_max": [8]},
+            "generation": {"n_predict": 16, "threads": 1},  # 1: two spinning threads stall on a busy box
+            "repetitions": 1,
+            "warmup": 0,
+        },
+        tmp_path,
+        "test.yaml",
+    )
+    prompts = render_all(config.prompt_list(), {"smol_f32": smol_f32.path})
+    assert prompts[0].rendering == "template"
+    plan = make_plan(config, llama_build, models, prompts)
+    base, spec, ngram = plan.measured[:3]
+    env = {**os.environ, "LC_ALL": "C"}
+    outs = {}
+    for inv in (base, spec, ngram):
+        res = subprocess.run(
+            inv.argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=300
+        )
+        assert res.returncode == 0, res.stderr[-2000:]
+        outs[inv.method] = (res.stdout, parse_text(res.stderr))
+    baseline_text = continuation(outs["none"][0], base.prompt_text, echoed=base.prompt_echoed)
+    assert baseline_text and "<|im_start|>" not in outs["none"][0]  # --no-display-prompt
+    for method in ("draft", "ngram-simple"):
+        stdout, log = outs[method]
+        assert spec.prompt_text in stdout  # speculative binaries echo the prompt, special tokens included
+        text = continuation(stdout, spec.prompt_text, echoed=True)
+        n = min(len(text), len(baseline_text))
+        assert n > 10 and text[:n] == baseline_text[:n]  # temperature 0: the target's own text
+        assert log.n_drafted is not None and log.n_predict is not None
+    assert outs["draft"][1].n_drafted > 0  # the draft model speculated (ngram may find no match in 16 tokens)
