@@ -29,7 +29,7 @@ class HfSource(_Strict):
 
     repo: str
     file: str | None = None  # exact path in the repo; a split set's first shard fetches them all
-    pattern: str | None = None  # glob over repo paths, e.g. "*Q4_K_M*.gguf"; must select one model
+    pattern: str | None = None  # glob over repo paths, e.g. "*-Q4_K_M.gguf"; must select one model
     revision: str = "main"  # branch, tag or commit; the resolved commit is recorded
 
     @model_validator(mode="after")
@@ -38,6 +38,12 @@ class HfSource(_Strict):
             raise ValueError("hf needs exactly one of `file` or `pattern`")
         if "/" not in self.repo:
             raise ValueError(f"hf repo {self.repo!r} must look like OWNER/NAME")
+        if self.pattern is not None:
+            from specbench.models.hf import split_ambiguity  # hf.py builds on this module
+
+            problem = split_ambiguity(self.pattern)
+            if problem:
+                raise ValueError(problem)
         return self
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from specbench.errors import ConfigError
 from specbench.models.spec import ModelSpec
+from specbench.plan.expect import Expectation
 from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
 from specbench.results.records import Generation
 
@@ -130,6 +131,7 @@ class Config(_Strict):
     warmup: int = Field(default=1, ge=0)
     timeout_s: float = Field(default=600.0, gt=0)
     speculative_binary: Literal["speculative-simple", "speculative"] = "speculative-simple"
+    expect: Expectation | None = None  # published figures for this setup, shown by `specbench report`
     base_dir: Path = Field(default=Path("."), exclude=True)
     path: Path | None = Field(default=None, exclude=True)  # the config file
 

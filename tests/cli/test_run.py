@@ -286,7 +286,8 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
     assert quiet.getvalue() == ""
 
 
-SHIPPED = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))
+CONFIGS_DIR = Path(__file__).parents[2] / "configs"
+SHIPPED = sorted([*CONFIGS_DIR.glob("*.yaml"), *(CONFIGS_DIR / "seeds").glob("*.yaml")])
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9"}
 
 

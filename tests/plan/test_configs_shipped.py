@@ -1,5 +1,6 @@
-"""Every config in configs/ validates and plans against the real pinned build (models are not
-fetched: planning takes placeholder paths), and says what its comments and the issue promise."""
+"""Every config in configs/ and configs/seeds/ validates and plans against the real pinned build
+(models are not fetched: planning takes placeholder paths), and says what its comments and the
+issues promise."""
 
 from __future__ import annotations
 
@@ -12,15 +13,22 @@ from specbench.plan.prompts import render
 from specbench.plan.sweep import make_plan
 
 ROOT = Path(__file__).parents[2]
-CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+CONFIGS = sorted([*(ROOT / "configs").glob("*.yaml"), *(ROOT / "configs" / "seeds").glob("*.yaml")])
 EXPECTED = {
     "ci.yaml",
     "mac-metal.yaml",
     "quickstart.yaml",
-    "repro-4090-llama3-70b.yaml",
     "rtx4090-8b.yaml",
     "rtx4090-coder.yaml",
+    "rtx4090-llama70b-1b.yaml",
+    "rtx4090-qwen3-14b.yaml",
+    "seeds/000-llama3-70b-4090.yaml",
+    "seeds/001-llama-30b-7b.yaml",
+    "seeds/002-gpt2-355m-124m.yaml",
+    "seeds/003-codellama-7b-tinyllama-metal.yaml",
+    "seeds/004-llama31-8b-llama32-1b-greedy.yaml",
 }
+SEEDS = sorted((ROOT / "configs" / "seeds").glob("*.yaml"))
 
 
 def plan_for(path: Path, build):
@@ -35,7 +43,7 @@ def opts(argv: list[str]) -> dict[str, str]:
 
 
 def test_all_configs_are_shipped():
-    assert {p.name for p in CONFIGS} == EXPECTED
+    assert {p.relative_to(ROOT / "configs").as_posix() for p in CONFIGS} == EXPECTED
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
@@ -47,10 +55,23 @@ def test_config_loads_and_plans(path, llama_build):
     assert sum(i.role == "baseline" for i in measured) == n_prompts * config.repetitions
     assert sum(i.role == "speculative" for i in measured) >= n_prompts * config.repetitions
     assert all(i.generation == config.generation for i in plan.invocations)
-    # GPU configs offload fully unless the target is too big (the 70B reproduction)
+    # GPU configs offload (fully unless the target is too big) and fetch from the Hub (or derive
+    # from a model fetched there)
     if config.llama_cpp.backend in ("cuda", "metal"):
         assert all(i.ngl is not None and i.ngl > 0 for i in measured)
-        assert all(m.hf is not None for m in config.models.values())
+        assert all(m.hf is not None or m.derive is not None for m in config.models.values())
+    # every GPU config and seed says what it needs in memory
+    if config.llama_cpp.backend != "cpu" or path.parent.name == "seeds":
+        assert "# Memory" in path.read_text()
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=lambda p: p.name)
+def test_every_seed_names_its_original_and_published_figure(path):
+    text, config = path.read_text(), load_config(path)
+    assert text.startswith(f"# Seed {path.name[:3]}. Original setup: ")
+    assert "Published" in text.split("\n#\n")[0]
+    assert config.expect is not None and config.expect.source
+    assert config.generation.temperature == 0
 
 
 def test_quickstart(llama_build):
@@ -75,8 +96,8 @@ def test_ci_config_is_small(llama_build):
     assert len(plan.measured) <= 3 * 2 * 3
 
 
-def test_repro_llama3_70b(llama_build):
-    config, plan = plan_for((ROOT / "configs" / "repro-4090-llama3-70b.yaml"), llama_build)
+def test_seed_000_llama3_70b(llama_build):
+    config, plan = plan_for((ROOT / "configs" / "seeds" / "000-llama3-70b-4090.yaml"), llama_build)
     assert config.models["llama3_70b"].hf.file.endswith("Q3_K_S.gguf")
     assert config.models["llama3_8b"].hf.file.endswith("Q3_K_L.gguf")
     spec = next(i for i in plan.measured if i.role == "speculative")
@@ -87,13 +108,31 @@ def test_repro_llama3_70b(llama_build):
     assert opts(alone.argv)["-ngl"] == "99"  # the draft alone runs as offloaded as in the pair
 
 
-def test_rtx4090_coder_uses_split_pattern_and_same_family(llama_build):
-    config, _ = plan_for((ROOT / "configs" / "rtx4090-coder.yaml"), llama_build)
+def test_rtx4090_coder_names_the_single_file_and_sweeps_what_people_tune(llama_build):
+    config, plan = plan_for((ROOT / "configs" / "rtx4090-coder.yaml"), llama_build)
     target, draft = config.models["coder32b"].hf, config.models["coder05b"].hf
-    assert target.pattern and "q4_k_m" in target.pattern
+    assert target.file == "qwen2.5-coder-32b-instruct-q4_k_m.gguf" and target.pattern is None
     assert target.repo.startswith("Qwen/Qwen2.5-Coder-32B") and draft.repo.startswith(
         "Qwen/Qwen2.5-Coder-0.5B"
     )
+    assert config.generation.n_predict == 512
+
+
+@pytest.mark.parametrize("name", ["rtx4090-coder", "rtx4090-8b", "rtx4090-llama70b-1b", "rtx4090-qwen3-14b"])
+def test_popular_pairs_sweep_p_min_and_draft_min(name, llama_build):
+    config, plan = plan_for(ROOT / "configs" / f"{name}.yaml", llama_build)
+    assert config.sweep.p_min == [0.0, 0.4, 0.75] and config.sweep.draft_min == [0, 4]
+    spec = [i for i in plan.measured if i.role == "speculative" and i.method == "draft"]
+    assert {(opts(i.argv)["--spec-draft-p-min"], opts(i.argv)["--spec-draft-n-min"]) for i in spec} == {
+        (p, m) for p in ("0", "0.4", "0.75") for m in ("0", "4")
+    }
+
+
+def test_the_70b_pair_offloads_part_of_the_target(llama_build):
+    config, plan = plan_for(ROOT / "configs" / "rtx4090-llama70b-1b.yaml", llama_build)
+    spec = next(i for i in plan.measured if i.role == "speculative")
+    assert 0 < int(opts(spec.argv)["-ngl"]) < 80 and opts(spec.argv)["--spec-draft-ngl"] == "99"
+    assert "Llama-3.2-1B" in config.models[config.pairs["llama70b-1b"].draft].hf.file
 
 
 def test_readme_example_is_the_quickstart(tmp_path):
