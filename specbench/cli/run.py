@@ -108,7 +108,8 @@ def _print_dry_run(prepared: Any) -> None:
         if isinstance(m, PlannedModel):
             _say(f"# model {name}: {m.source}  not cached (a run fetches or derives it)")
         else:
-            _say(f"# model {name}: {m.source}  {m.path}  sha256 {m.sha256[:12]}")
+            commit = f"  commit {m.revision[:12]}" if m.revision else ""
+            _say(f"# model {name}: {m.source}  cached {m.path}  sha256 {m.sha256[:12]}{commit}")
     for pname, pair in prepared.config.pairs.items():
         check = prepared.pair_checks.get(pname)
         if pair.draft is None:

@@ -122,43 +122,18 @@ def check_pairs(config: Config, models: dict[str, Any]) -> dict[str, PairCheck]:
 
 
 def _dry_models(config: Config, build: BuildInfo) -> dict[str, ResolvedModel | PlannedModel]:
-    """Resolve what is already here; describe the rest without downloading or deriving."""
-    import inspect
-
+    """Resolve what is already in the cache (Hub files included, found without asking the Hub);
+    describe the rest without downloading or deriving."""
     from specbench.models import resolve_models
 
-    if "fetch" in inspect.signature(resolve_models).parameters:
-        found = resolve_models(config.models, config.base_dir, build, fetch=False)
-        return {
-            name: m if isinstance(m, ResolvedModel) else _planned(name, spec, getattr(m, "path", None))
-            for name, spec in config.models.items()
-            for m in [found.get(name)]
-        }
-    from specbench.models.derive import derived_path
-    from specbench.models.pypi import cached_file
-    from specbench.models.resolve import derive_order
-
-    models: dict[str, Any] = {}
-    for name in derive_order(config.models):  # a derived model's source comes first
-        spec = config.models[name]
-        src = models.get(spec.derive.from_) if spec.derive else None
-        cached = (
-            spec.path is not None
-            or (spec.pypi is not None and cached_file(spec.pypi) is not None)
-            or (
-                isinstance(src, ResolvedModel)
-                and derived_path(src.path, src.sha256, spec.derive.quant).is_file()
-            )
-        )  # fmt: skip
-        if cached:  # resolving finds it in the cache: nothing is downloaded or quantized
-            models.update(resolve_models(config.models, config.base_dir, build, only=[name]))
-        else:
-            models[name] = _planned(name, spec, None)
-    return {name: models[name] for name in config.models}
+    found = resolve_models(config.models, config.base_dir, build, fetch=False)
+    return {
+        name: found[name] if name in found else _planned(name, spec) for name, spec in config.models.items()
+    }
 
 
-def _planned(name: str, spec: Any, path: Any) -> PlannedModel:
-    return PlannedModel(name, spec.describe(), str(path) if path else f"<{name}: not cached>")
+def _planned(name: str, spec: Any) -> PlannedModel:
+    return PlannedModel(name, spec.describe(), f"<{name}: not cached>")
 
 
 def load(config_path: Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:

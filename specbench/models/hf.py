@@ -320,9 +320,20 @@ def _evict(path: Path) -> None:
         blob.unlink(missing_ok=True)
 
 
+def cached_hf(src: HfSource) -> HfFetched | None:
+    """The model's files when the HF cache already holds them, found without any request (a dry
+    run: HF_HUB_OFFLINE semantics whatever the environment says); None when it does not."""
+    try:
+        return _from_cache(src, reason="not fetching")
+    except ModelError:
+        return None
+
+
 def _from_cache(src: HfSource, reason: str) -> HfFetched:
-    """Use what the HF cache holds for this model when the Hub cannot be asked."""
-    from huggingface_hub import hf_hub_download
+    """Use what the HF cache holds for this model when the Hub cannot be asked. Files are looked up
+    with ``try_to_load_from_cache`` (the file system only: ``hf_hub_download(local_files_only=True)``
+    builds request headers, which asks the Hub for its agent registry)."""
+    from huggingface_hub import try_to_load_from_cache
 
     storage = _storage(src)
     commit = src.revision if _COMMIT_RE.match(src.revision) else None
@@ -342,11 +353,10 @@ def _from_cache(src: HfSource, reason: str) -> HfFetched:
         raise ModelError(f"{reason}, and the cache lacks it: {exc}") from None
     paths = []
     for f in wanted:
-        local = Path(
-            hf_hub_download(
-                src.repo, f.name, revision=commit, cache_dir=str(cache.hf_cache_dir()), local_files_only=True
-            )
-        )
+        hit = try_to_load_from_cache(src.repo, f.name, cache_dir=str(cache.hf_cache_dir()), revision=commit)
+        if not isinstance(hit, str):  # a dangling link (blob removed)
+            raise ModelError(f"{reason}, and the cached {src.repo}/{f.name} is incomplete; fetch it again")
+        local = Path(hit)
         blob = local.resolve().name
         _verify(src, local, None, blob if _SHA256_RE.match(blob) else None)
         paths.append(local)

