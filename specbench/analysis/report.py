@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from specbench.analysis import stats
+from specbench.analysis.published import published_note
 from specbench.errors import RunError, SpecbenchError
 from specbench.paths import results_dir
 from specbench.results.folder import StoredRun, has_samples, read_facts, read_run, run_folders, samples_path
@@ -297,7 +298,7 @@ def build_report(run_dirs: list[Path]) -> Report:
     """Every row (overall and per category) of every run, captions and the report's notes."""
     if not run_dirs:
         raise ReportError("no run folders given")
-    infos, rows = [], []
+    infos, rows, expected = [], [], []
     for run_dir in run_dirs:
         run = _load(run_dir)
         info = run_info(run)
@@ -305,12 +306,15 @@ def build_report(run_dirs: list[Path]) -> Report:
             info.run = f"{info.run} ({run_dir})"
         infos.append(info)
         rows.extend(_run_rows(info.run, run.samples))
+        if run.facts.expect is not None:
+            expected.append((run.facts.expect, info.run))
     order = [i.run for i in infos]
     rows.sort(
         key=lambda r: (tuple(map(_sort_key, r.cell())), r.category != ALL, r.category, order.index(r.run))
     )
     _mark_best(rows)
-    return Report(runs=infos, rows=rows, notes=_notes(infos, rows))
+    published = [published_note(expect, run, rows) for expect, run in expected]
+    return Report(runs=infos, rows=rows, notes=published + _notes(infos, rows))
 
 
 def aggregate(run_dirs: list[Path], by_category: bool = False) -> list[ReportRow]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from specbench import __version__
 from specbench.build.buildinfo import BuildInfo
 from specbench.build.envinfo import EnvInfo
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
+from specbench.plan.expect import Expectation
 
 Status = Literal["running", "complete", "interrupted", "failed"]
 
@@ -79,6 +80,7 @@ class RunFacts(BaseModel):
     drivers: list[str] = Field(default_factory=list)
     os: str | None = None
     specbench_version: str | None = None
+    expect: Expectation | None = None  # the config's published figures
 
     def model_id(self, name: str | None) -> str | None:
         """A model's identity for matching: its sha256, or ``name:NAME`` when the sha is unknown."""
@@ -121,7 +123,15 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         drivers=sorted({g.get("driver") for g in gpus if isinstance(g, dict) and g.get("driver")}),
         os=env.get("os"),
         specbench_version=manifest.get("specbench_version") or env.get("specbench_version"),
+        expect=_expectation(_value(manifest, "config", "expect")),
     )
+
+
+def _expectation(value: object) -> Expectation | None:
+    try:
+        return Expectation.model_validate(value) if isinstance(value, dict) else None
+    except ValidationError:
+        return None  # hand-edited or from a later version: a caption, not worth refusing the run
 
 
 def _str(value: object) -> str | None:
