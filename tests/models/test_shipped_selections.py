@@ -18,6 +18,7 @@ from specbench.models import HfSource
 from specbench.models.gguffile import split_name
 from specbench.models.hf import RemoteFile, select_files, split_ambiguity
 from specbench.plan.config import load_config
+from tests.fixtures.build import assert_one_line_error, cli
 
 ROOT = Path(__file__).parents[2]
 LISTINGS = ROOT / "tests" / "data" / "hf_listings"
@@ -137,3 +138,8 @@ def test_an_ambiguous_pattern_is_refused_at_config_time_with_both_names(tmp_path
     assert "qwen2.5-coder-7b-instruct-q4_k_m-00001-of-00002.gguf" in text and "\n" not in text
     with pytest.raises(ValidationError):
         HfSource(repo="o/m", pattern="*Q4_K_M*")
+    # `specbench models check` (and run, pull) refuse it before anything is fetched: one line, exit 1
+    for args in (("models", "check", "big", "small", "-c", str(config)), ("run", str(config), "--dry-run")):
+        result = cli(*args, env={"HF_HUB_OFFLINE": "1"})
+        line = assert_one_line_error(result, "models.big.hf", "would match both a single file")
+        assert "qwen2.5-coder-7b-instruct-q4_k_m-00001-of-00002.gguf" in line
