@@ -85,6 +85,16 @@ def tune(
     _print(result)
 
 
+def _x(c, modelled: bool = False) -> str:
+    """``1.23x [1.10, 1.36]``; ``-`` for what is not known (an interval needs two samples)."""
+    value = c.model_speedup if modelled else c.speedup
+    if value is None:
+        return "-"
+    if modelled or c.speedup_ci_low is None or c.speedup_ci_high is None:
+        return f"{value:.2f}x"
+    return f"{value:.2f}x [{c.speedup_ci_low:.2f}, {c.speedup_ci_high:.2f}]"
+
+
 def _print(result) -> None:
     best = result.best
     _say(f"tuned pair {result.pair} in {result.elapsed_s:.0f} s; run folder {result.run_dir}")
@@ -92,17 +102,15 @@ def _print(result) -> None:
         _say(f"  measured {line}")
     measured = sorted((c for c in result.candidates if c.speedup is not None), key=lambda c: c.setting.key())
     for c in measured:
-        _say(f"  draft_max {c.setting.draft_max:>2} ngld {c.setting.ngld}: measured {c.speedup:.2f}x "
-             f"[{c.speedup_ci_low or 0:.2f}, {c.speedup_ci_high or 0:.2f}] (n={c.n}), model "
-             f"{c.model_speedup:.2f}x" if c.model_speedup is not None else "")  # fmt: skip
+        _say(f"  draft_max {c.setting.draft_max:>2} ngld {c.setting.ngld}: measured {_x(c)} (n={c.n}), "
+             f"model {_x(c, modelled=True)}")  # fmt: skip
     if best is None:
         _say("no setting could be measured; see the samples in the run folder")
         return
     s = best.setting
     _say(f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "
          f"ngld {s.ngld}: "
-         f"{best.speedup:.2f}x [{best.speedup_ci_low or 0:.2f}, {best.speedup_ci_high or 0:.2f}] measured, "
-         f"{best.model_speedup or 0:.2f}x modelled")  # fmt: skip
+         f"{_x(best)} measured, {_x(best, modelled=True)} modelled")  # fmt: skip
     if result.no_gain:
         _say(f"no setting beats the baseline here; the model sees why: {result.no_gain}")
     _say("llama-speculative-simple:")

@@ -151,7 +151,7 @@ def _rows(run_dir: Path) -> dict[tuple, ReportRow]:
     return {(r.draft_max, r.draft_min or 0, r.p_min or 0.0, r.ngl or 0, r.ngld or 0): r for r in rows}
 
 
-def _depth(run_dir: Path, n_predict: int) -> int:
+def kv_depth(run_dir: Path, n_predict: int) -> int:
     """Tokens in the KV cache halfway through a generation: the prompt plus half the output."""
     prompt = [s.metrics.encoded.tokens for s in load_samples(run_dir)
               if s.metrics and s.metrics.encoded and s.metrics.encoded.tokens]  # fmt: skip
@@ -207,7 +207,7 @@ def tune(
     note(f"probe: baseline and draft_max {probe[0].draft_max} over {len(prepared.prompts)} prompt(s)")
     measure(probe, 1, True)
     rows = _rows(run_dir)
-    depth = _depth(run_dir, base.generation.n_predict)
+    depth = kv_depth(run_dir, base.generation.n_predict)
     note(f"calibrate: llama-bench passes of 1..{max_draft + 1} tokens at KV depth {depth}")
     models = prepared.models
     tm, dm = models[p.target], models[p.draft]
