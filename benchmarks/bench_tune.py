@@ -43,15 +43,18 @@ def main() -> None:
     ap.add_argument("--config", default="configs/quickstart.yaml")
     ap.add_argument("--pair", default="smol")
     ap.add_argument("--budget-fraction", type=float, default=0.55)
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra override for the sweep and tune, e.g. prompts.ids=[code-02]")  # fmt: skip
     ap.add_argument("--out", default=f"results/bench-tune-{datetime.now():%Y%m%d-%H%M%S}")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    sets = ["--set", "sweep.draft_max=[2,4,8,16]", "--set", "repetitions=2"]
+    overrides = ["sweep.draft_max=[2,4,8,16]", "repetitions=2", *args.sets]
+    sets = [x for o in overrides for x in ("--set", o)]
 
     sweep_dir = out / "sweep"
     _, sweep_s = specbench("run", args.config, *sets, "--out", str(sweep_dir), "--quiet")
-    cfg = benchmark.load(Path(args.config), sets[1::2])
+    cfg = benchmark.load(Path(args.config), overrides)
     base = tune_config(cfg, args.pair)
     prepared = benchmark.prepare(base)
     p = base.pairs[args.pair]
@@ -82,15 +85,17 @@ def main() -> None:
     within = all(abs(c["model_error"]) <= 0.15 for c in drafts if c["model_error"] is not None)
 
     budget = max(30.0, args.budget_fraction * sweep_s)
+    extra = [x for o in args.sets for x in ("--set", o)]
     proc, tune_s = specbench("tune", args.config, "--pair", args.pair, "--json", "--budget", f"{budget:.0f}",
-                             "--out", str(out / "tune"))  # fmt: skip
+                             "--out", str(out / "tune"), *extra)  # fmt: skip
     tuned = json.loads(proc.stdout)
     ratio = tuned["speedup"] / best_cell["speedup"] if tuned["speedup"] else None
     print(f"(b) tune {tune_s:.0f} s ({tune_s / sweep_s:.0%} of the sweep; budget {budget:.0f} s): best "
           f"{tuned['best']} measured {tuned['speedup']:.2f}x; the sweep's best draft cell draft_max "
           f"{best_cell['draft_max']} {best_cell['speedup']:.2f}x (ratio {ratio:.2f})")  # fmt: skip
     result = {
-        "config": args.config, "pair": args.pair, "sweep_dir": str(sweep_dir), "sweep_s": sweep_s,
+        "config": args.config, "overrides": args.sets, "pair": args.pair,
+        "sweep_dir": str(sweep_dir), "sweep_s": sweep_s,
         "calibration_s": calib_s, "depth": cal.depth, "cells": cells, "model_within_15pct": within,
         "tune": tuned, "tune_s": tune_s, "tune_time_fraction": tune_s / sweep_s,
         "best_sweep_draft_cell": best_cell, "tune_vs_sweep_best": ratio,
