@@ -8,14 +8,17 @@ but the draft's decodes. llama-speculative-simple's step (pinned llama.cpp, read
 - the target evaluates [id_last, draft...] in one pass over g+1 tokens,
 - the draft evaluates that same batch again (``common_speculative_process``) in one pass over g+1
   tokens: it re-evaluates the accepted tokens, so its KV cache follows the target's,
-- sampling and bookkeeping: about the per-token overhead the baseline shows (its measured time per
-  token minus llama-bench's decode time), once per accepted token and once per drafted token.
+- sampling and output: the per-token overhead the baseline shows (its measured time per token minus
+  llama-bench's decode time), once per token the step yields (the draft's top-k 10 sampler is left
+  out: it is a partial sort, small next to a pass).
 
-So  T_step(g) = g·d + D(g+1) + T(g+1) + o·(E + g), and the speedup is E·B / T_step(g), where d is
+So  T_step(g) = g·d + D(g+1) + T(g+1) + o·E, and the speedup is E·(T(1) + o) / T_step(g), where d is
 the draft's decode time per token, D(k) and T(k) the draft's and target's pass over k tokens
-(llama-bench at the prompts' KV depth), B = 1 / baseline t/s, o = max(0, B − T(1)) and E the
-tokens per step (measured tokens per target pass, or (1 − α^(g+1)) / (1 − α) for a per-token
-acceptance α fitted to measured cells).
+(llama-bench at the prompts' KV depth), o = max(0, 1 / baseline t/s − T(1)) and E the tokens per
+step (measured tokens per target pass, or (1 − α^(g+1)) / (1 − α) for a per-token acceptance α
+fitted to measured cells). The baseline's time per token is T(1) + o, not 1 / baseline t/s: both
+sides of the ratio then come from one calibration, so a machine that was busier (or idler) while
+llama-bench ran shifts both alike.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def step(target: PassCosts, draft: PassCosts, g: int, tokens: float, overhead: f
     return Step(
         draft_s=g * draft.decode_s + draft.cost(g + 1),
         verify_s=target.cost(g + 1),
-        overhead_s=overhead * (tokens + g),
+        overhead_s=overhead * tokens,
         tokens=tokens,
     )
 
@@ -88,8 +91,7 @@ def model_speedup(
 ) -> float:
     """Predicted speculative t/s over baseline t/s for draft length g and ``tokens`` per step."""
     o = token_overhead(target, baseline_tps)
-    base_s = 1.0 / baseline_tps if baseline_tps else target.decode_s
-    return tokens * base_s / step(target, draft, g, tokens, o).total_s
+    return tokens * (target.decode_s + o) / step(target, draft, g, tokens, o).total_s
 
 
 def cell_model_speedup(
