@@ -22,8 +22,9 @@ LEGEND = (
     "speedup: speculative / baseline mean t/s with a 95% Fieller interval. predicted: Leviathan et al. "
     "2023 model from the measured acceptance, draft length and draft/target cost ratio, with the draft "
     "length it predicts fastest (g=∞: longer always looks better; n-gram methods have no draft length "
-    "and no prediction). valid: valid speculative samples used / run; ! when any sample of the cell or "
-    "its baseline was invalid or failed."
+    "and no prediction). model: the calibrated speed model (measured pass costs, see README), "
+    "when the run has a calibration. valid: valid speculative samples used / run; ! when any sample "
+    "of the cell or its baseline was invalid or failed."
 )
 
 
@@ -95,6 +96,12 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
         Column("spec t/s", lambda r: _tps(r.spec_tps, r.spec_tps_sd), True),
         Column("speedup [95% CI]", lambda r: (f"{BEST} " if r.best else "") + _speedup(r), True),
         Column("predicted", _predicted, True),
+    ]
+    if any(r.model_speedup is not None for r in rows):  # runs with a calibration (specbench tune)
+        cols.append(
+            Column("model", lambda r: "-" if r.model_speedup is None else f"{r.model_speedup:.2f}x", True)
+        )
+    cols += [
         Column("accept", lambda r: "-" if r.acceptance is None else f"{100 * r.acceptance:.1f}%", True),
         Column("tok/pass", lambda r: _num(r.tokens_per_pass, ".2f"), True),
         Column("match", _match),

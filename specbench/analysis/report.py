@@ -21,9 +21,19 @@ from pydantic import BaseModel
 
 from specbench.analysis import stats
 from specbench.analysis.published import published_note
+from specbench.analysis.speedmodel import cell_model_speedup
 from specbench.errors import RunError, SpecbenchError
 from specbench.paths import results_dir
-from specbench.results.folder import StoredRun, has_samples, read_facts, read_run, run_folders, samples_path
+from specbench.results.calibration import Calibration
+from specbench.results.folder import (
+    StoredRun,
+    has_samples,
+    load_calibration,
+    read_facts,
+    read_run,
+    run_folders,
+    samples_path,
+)  # fmt: skip
 from specbench.results.records import Sample
 
 CONTRACT_KEYS = [
@@ -80,6 +90,7 @@ class ReportRow(BaseModel):
     best_draft_max: int | None = None  # the speedup model's best draft length (None: unbounded)
     first_diff: int | None = None  # earliest differing character among mismatched samples
     best: bool = False  # highest measured speedup of its pair (per run and category)
+    model_speedup: float | None = None  # calibrated speed model (specbench.analysis.speedmodel)
 
     def cell(self) -> tuple:
         """The setting, without run and category: rows of different runs line up on it."""
@@ -184,7 +195,14 @@ def _tokens_per_pass(samples: Iterable[Sample]) -> float | None:
     return tokens / passes if passes > 0 else None
 
 
-def _row(run: str, category: str, spec: list[Sample], base: list[Sample], drafts: list[Sample]) -> ReportRow:
+def _row(
+    run: str,
+    category: str,
+    spec: list[Sample],
+    base: list[Sample],
+    drafts: list[Sample],
+    cal: Calibration | None,
+) -> ReportRow:
     first = spec[0]
     used = [s for s in spec if _usable(s)]
     base_used = [s for s in base if _usable(s)]
@@ -202,6 +220,10 @@ def _row(run: str, category: str, spec: list[Sample], base: list[Sample], drafts
         a = min(max(acceptance, 0.0), 1.0)
         predicted = stats.predicted_speedup(a, first.draft_max, c)
         best_g = stats.best_draft_length(a, c)
+    tpp = _tokens_per_pass(used)
+    modelled = cell_model_speedup(
+        cal, first.model, first.ngl, first.draft, first.ngld, first.draft_max, tpp, b.mean
+    )
     compared = [s.outputs_match for s in spec if s.outputs_match is not None]
     diffs = [s.first_diff for s in spec if s.outputs_match is False and s.first_diff is not None]
     return ReportRow(
@@ -209,14 +231,14 @@ def _row(run: str, category: str, spec: list[Sample], base: list[Sample], drafts
         draft_max=first.draft_max, ngl=first.ngl, ngld=first.ngld, category=category,
         baseline_tps=b.mean, baseline_tps_sd=b.sd, spec_tps=p.mean, spec_tps_sd=p.sd,
         speedup=ratio.value, speedup_ci_low=ratio.ci_low, speedup_ci_high=ratio.ci_high,
-        acceptance=acceptance, tokens_per_pass=_tokens_per_pass(used), predicted_speedup=predicted,
+        acceptance=acceptance, tokens_per_pass=tpp, predicted_speedup=predicted,
         outputs_match=all(compared) if compared else None,
         valid=len(used) == len(spec) and len(base_used) == len(base) and bool(base),
         n=len(used), draft_min=first.draft_min, p_min=first.p_min, baseline_n=b.n,
         baseline_ci_low=b.ci_low, baseline_ci_high=b.ci_high, spec_ci_low=p.ci_low, spec_ci_high=p.ci_high,
         n_total=len(spec), n_invalid=sum(_is_invalid(s) for s in spec),
         n_failed=sum(s.status in ("failed", "timeout") for s in spec), draft_tps=draft_tps, cost_ratio=c,
-        best_draft_max=best_g, first_diff=min(diffs) if diffs else None,
+        best_draft_max=best_g, first_diff=min(diffs) if diffs else None, model_speedup=modelled,
     )  # fmt: skip
 
 
@@ -228,7 +250,7 @@ def _sort_key(value: object) -> tuple:
     return (value is None, value if value is not None else 0)
 
 
-def _run_rows(run: str, samples: list[Sample]) -> list[ReportRow]:
+def _run_rows(run: str, samples: list[Sample], cal: Calibration | None = None) -> list[ReportRow]:
     cells: dict[tuple, list[Sample]] = {}
     for s in samples:
         if s.role == "speculative":
@@ -253,12 +275,13 @@ def _run_rows(run: str, samples: list[Sample]) -> list[ReportRow]:
             and (d.ngl or 0) == ngld
             and (d.prompt_id, d.repetition) in keys
         ]
-        rows.append(_row(run, ALL, spec, base, alone))
+        rows.append(_row(run, ALL, spec, base, alone, cal))
         for category in sorted({s.category for s in spec}):
             rows.append(
                 _row(
                     run, category, [s for s in spec if s.category == category],
                     [b for b in base if b.category == category], [d for d in alone if d.category == category],
+                    cal,
                 )
             )  # fmt: skip
     return rows
@@ -305,7 +328,7 @@ def build_report(run_dirs: list[Path]) -> Report:
         if any(i.run == info.run for i in infos):
             info.run = f"{info.run} ({run_dir})"
         infos.append(info)
-        rows.extend(_run_rows(info.run, run.samples))
+        rows.extend(_run_rows(info.run, run.samples, load_calibration(run_dir)))
         if run.facts.expect is not None:
             expected.append((run.facts.expect, info.run))
     order = [i.run for i in infos]

@@ -2,7 +2,8 @@
 
 Layout of ``results/<run-id>/``: ``manifest.json`` (what was measured, on what; rewritten
 atomically), ``samples.jsonl`` (one line per invocation, fsynced as it finishes, so a crash or
-Ctrl-C loses only the sample in flight), ``raw/`` (every stdout and stderr) and ``.lock``.
+Ctrl-C loses only the sample in flight), ``raw/`` (every stdout and stderr), ``.lock`` and, for runs
+of ``specbench tune``, ``calibration.json`` (the measured pass costs behind ``model_speedup``).
 
 Two runs appending to one sample log would interleave their samples into nonsense, so a run
 holds ``fcntl.flock`` on the lock file for as long as it runs; the kernel drops the lock when the
@@ -22,6 +23,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specbench.errors import RunError
+from specbench.results.calibration import Calibration
 from specbench.results.manifest import Manifest, RunFacts, facts_from_manifest
 from specbench.results.records import Sample
 
@@ -29,6 +31,7 @@ SAMPLES = "samples.jsonl"
 MANIFEST = "manifest.json"
 RAW = "raw"
 LOCK = ".lock"
+CALIBRATION = "calibration.json"
 
 
 def make_run_id(name: str, when: datetime | None = None) -> str:
@@ -240,6 +243,30 @@ def read_facts(run_dir: Path, samples: list[Sample] | None = None, required: boo
     if not required and not has_manifest(run_dir):
         return RunFacts(run_id=fallback)
     return facts_from_manifest(_manifest_data(run_dir), fallback)
+
+
+# --- calibration --------------------------------------------------------------------------------
+
+
+def save_calibration(run_dir: Path, calibration: Calibration) -> None:
+    """Write atomically, like the manifest."""
+    path = run_dir / CALIBRATION
+    tmp = path.with_name(f".{CALIBRATION}.tmp")
+    try:
+        tmp.write_text(calibration.model_dump_json(indent=2), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunError(f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions") from exc
+
+
+def load_calibration(run_dir: Path) -> Calibration | None:
+    """The run's calibration, or None when it has none (a plain `specbench run`) or it is unreadable."""
+    path = run_dir / CALIBRATION
+    try:
+        return Calibration.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 # --- the whole folder ----------------------------------------------------------------------------

@@ -218,3 +218,23 @@ def test_bad_run_dirs_get_one_line(case, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in res.stderr
     with pytest.raises(ReportError):
         build_report([run]) if case != "no-results" else latest_run(tmp_path / "results")
+
+
+def test_model_speedup_needs_a_calibration_and_is_set_for_draft_cells_when_there_is_one(tmp_path):
+    from specbench.results.calibration import Calibration, PassCosts
+    from specbench.results.folder import save_calibration
+
+    assert all(r.model_speedup is None for r in aggregate([QUICK]))
+    run = tmp_path / "quick-cpu"
+    shutil.copytree(QUICK, run)
+    costs = [
+        PassCosts(model=m, decode_s=d, pass_s={k: d * (1 + 0.3 * (k - 1)) for k in range(2, 34)})
+        for m, d in (("smol_f32", 0.02), ("smol_q4", 0.01))
+    ]
+    save_calibration(run, Calibration(build="b", depth=300, models=costs))
+    rows = aggregate([run])
+    assert any(r.method == "draft" for r in rows)
+    for r in rows:
+        assert (r.model_speedup is not None) == (r.method == "draft" and r.tokens_per_pass is not None)
+        if r.model_speedup is not None:
+            assert 0 < r.model_speedup < r.draft_max + 1

@@ -1,0 +1,141 @@
+"""The calibrated speed model: a speculative step's time from measured pass costs, not from ratios.
+
+Leviathan et al.'s model prices verifying g+1 tokens like decoding one and leaves out everything
+but the draft's decodes. llama-speculative-simple's step (pinned llama.cpp, read from
+``examples/speculative-simple`` and ``common/speculative.cpp``) does, for a draft length g:
+
+- the draft decodes g tokens one at a time (id_last, then g-1 drafted tokens; the last is not decoded),
+- the target evaluates [id_last, draft...] in one pass over g+1 tokens,
+- the draft evaluates that same batch again (``common_speculative_process``) in one pass over g+1
+  tokens: it re-evaluates the accepted tokens, so its KV cache follows the target's,
+- sampling and output: the per-token overhead the baseline shows (its measured time per token minus
+  llama-bench's decode time), once per token the step yields (the draft's top-k 10 sampler is left
+  out: it is a partial sort, small next to a pass).
+
+So  T_step(g) = g·d + D(g+1) + T(g+1) + o·E, and the speedup is E·(T(1) + o) / T_step(g), where d is
+the draft's decode time per token, D(k) and T(k) the draft's and target's pass over k tokens
+(llama-bench at the prompts' KV depth), o = max(0, 1 / baseline t/s − T(1)) and E the tokens per
+step (measured tokens per target pass, or (1 − α^(g+1)) / (1 − α) for a per-token acceptance α
+fitted to measured cells). The baseline's time per token is T(1) + o, not 1 / baseline t/s: both
+sides of the ratio then come from one calibration, so a machine that was busier (or idler) while
+llama-bench ran shifts both alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specbench.results.calibration import Calibration, PassCosts
+
+
+def expected_tokens(alpha: float, g: int) -> float:
+    """Tokens per step with i.i.d. per-token acceptance ``alpha`` (geometric): (1 − α^(g+1)) / (1 − α)."""
+    a = min(max(alpha, 0.0), 1.0)
+    return float(g + 1) if a >= 1.0 else (1.0 - a ** (g + 1)) / (1.0 - a)
+
+
+def alpha_for(tokens_per_step: float, g: int) -> float:
+    """The per-token acceptance whose geometric model gives ``tokens_per_step`` at draft length g."""
+    target = min(max(tokens_per_step, 1.0), g + 1.0)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # expected_tokens is increasing in alpha
+        mid = (lo + hi) / 2
+        if expected_tokens(mid, g) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def fit_alpha(points: Sequence[tuple[int, float]]) -> float | None:
+    """One α for a pair from measured (draft length, tokens per step) points, weighting each by g."""
+    usable = [(g, e) for g, e in points if g and g > 0 and e is not None]
+    if not usable:
+        return None
+    return sum(g * alpha_for(e, g) for g, e in usable) / sum(g for g, _ in usable)
+
+
+def token_overhead(target: PassCosts, baseline_tps: float | None) -> float:
+    """Seconds per token spent outside the forward pass (sampling, detokenizing, printing)."""
+    if not baseline_tps:
+        return 0.0
+    return max(0.0, 1.0 / baseline_tps - target.decode_s)
+
+
+@dataclass(frozen=True)
+class Step:
+    """Where a step's time goes, in seconds."""
+
+    draft_s: float  # g decodes + the re-evaluation pass over g+1 tokens
+    verify_s: float  # the target's pass over g+1 tokens
+    overhead_s: float
+    tokens: float  # expected tokens per step
+
+    @property
+    def total_s(self) -> float:
+        return self.draft_s + self.verify_s + self.overhead_s
+
+
+def step(target: PassCosts, draft: PassCosts, g: int, tokens: float, overhead: float) -> Step:
+    return Step(
+        draft_s=g * draft.decode_s + draft.cost(g + 1),
+        verify_s=target.cost(g + 1),
+        overhead_s=overhead * tokens,
+        tokens=tokens,
+    )
+
+
+def model_speedup(
+    target: PassCosts, draft: PassCosts, g: int, tokens: float, baseline_tps: float | None = None
+) -> float:
+    """Predicted speculative t/s over baseline t/s for draft length g and ``tokens`` per step."""
+    o = token_overhead(target, baseline_tps)
+    return tokens * (target.decode_s + o) / step(target, draft, g, tokens, o).total_s
+
+
+def cell_model_speedup(
+    cal: Calibration | None,
+    target: str,
+    ngl: int | None,
+    draft: str | None,
+    ngld: int | None,
+    g: int | None,
+    tokens: float | None,
+    baseline_tps: float | None,
+) -> float | None:
+    """``model_speedup`` of a report row: None without a calibration of both models or a measured g."""
+    if cal is None or draft is None or not g or tokens is None:
+        return None
+    t, d = cal.costs(target, ngl), cal.costs(draft, ngld)
+    if t is None or d is None:
+        return None
+    return model_speedup(t, d, g, tokens, baseline_tps)
+
+
+def diagnose(target: PassCosts, draft: PassCosts, g: int, tokens: float, baseline_tps: float | None) -> str:
+    """Why speculation does not pay here: the factor whose removal would help the step most."""
+    o = token_overhead(target, baseline_tps)
+    s = step(target, draft, g, tokens, o)
+    ratio = draft.decode_s / target.decode_s if target.decode_s > 0 else float("nan")
+    gains = {
+        "draft": s.draft_s,  # time a free draft would save
+        "verify": s.verify_s - target.decode_s,  # time verification costs beyond one decode
+        "acceptance": s.total_s * (1 - tokens / (g + 1)),  # time per step lost to rejected drafts
+    }
+    cause = max(gains, key=lambda k: gains[k])
+    if cause == "draft":
+        return (
+            f"the draft's cost is close to the target's: a draft decode takes {ratio:.0%} of a target "
+            f"decode, and drafting {g} tokens takes {s.draft_s * 1e3:.1f} ms "
+            f"of a {s.total_s * 1e3:.1f} ms step"
+        )
+    if cause == "verify":
+        return (
+            f"verification cost: the target's pass over {g + 1} tokens takes {s.verify_s * 1e3:.1f} ms, "
+            f"{s.verify_s / target.decode_s:.1f}x a single-token decode ({target.decode_s * 1e3:.1f} ms)"
+        )
+    return (
+        f"low acceptance: {tokens:.2f} tokens per step of a possible {g + 1} "
+        f"(per-token acceptance {alpha_for(tokens, g):.0%})"
+    )

@@ -1,0 +1,124 @@
+"""`specbench tune CONFIG`: the fastest draft settings for a pair on this machine, measured."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from specbench.cli.common import console, err_console
+
+
+def _say(line: str, err: bool = False) -> None:
+    (err_console if err else console).print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def result_json(result) -> dict:
+    """The --json object: exactly the documented keys."""
+    best = result.best
+
+    def settings(s) -> dict:
+        return {"method": s.method, "draft_max": s.draft_max, "draft_min": s.draft_min, "p_min": s.p_min,
+                "ngl": s.ngl, "ngld": s.ngld}  # fmt: skip
+
+    return {
+        "pair": result.pair,
+        "best": settings(best.setting) if best else None,
+        "speedup": best.speedup if best else None,
+        "speedup_ci_low": best.speedup_ci_low if best else None,
+        "speedup_ci_high": best.speedup_ci_high if best else None,
+        "predicted_speedup": best.model_speedup if best else None,
+        "command": result.command,
+        "server_command": result.server_command,
+        "candidates": [
+            {"settings": settings(c.setting), "model_speedup": c.model_speedup, "speedup": c.speedup}
+            for c in result.candidates
+        ],
+        "elapsed_s": round(result.elapsed_s, 2),
+    }
+
+
+def tune(
+    config: Annotated[Path, typer.Argument(help="The run config (YAML), e.g. configs/quickstart.yaml.")],
+    pair: Annotated[
+        str | None, typer.Option("--pair", help="The pair to tune [default: the first with a draft].")
+    ] = None,
+    budget: Annotated[
+        float, typer.Option("--budget", help="Seconds to spend, calibration and measuring included.", min=1)
+    ] = 300.0,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Run folder (default: results/<run-id>-tune/).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="Override a config value (repeatable)."),
+    ] = None,
+    max_draft: Annotated[
+        int, typer.Option("--max-draft", help="Longest draft_max to consider.", min=1, max=64)
+    ] = 32,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+) -> None:
+    """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
+    from specbench.build.envinfo import collect
+    from specbench.cli.run import ProgressView
+    from specbench.execute import benchmark
+    from specbench.tune.search import pick_pair, tune_config
+    from specbench.tune.search import tune as run_tune
+
+    cfg = benchmark.load(config, set_ or ())
+    name = pick_pair(cfg, pair)
+    run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)
+    gpu = bool(collect().gpus) and cfg.llama_cpp.backend != "cpu"
+    view = ProgressView(quiet=as_json)
+    try:
+        result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view,
+                          note=(lambda line: None) if as_json else (lambda line: _say(line, err=True)),
+                          command_line=["specbench", *sys.argv[1:]])  # fmt: skip
+    finally:
+        view.stop()
+    if as_json:
+        typer.echo(json.dumps(result_json(result), indent=2))
+        return
+    _print(result)
+
+
+def _x(c, modelled: bool = False) -> str:
+    """``1.23x [1.10, 1.36]``; ``-`` for what is not known (an interval needs two samples)."""
+    value = c.model_speedup if modelled else c.speedup
+    if value is None:
+        return "-"
+    if modelled or c.speedup_ci_low is None or c.speedup_ci_high is None:
+        return f"{value:.2f}x"
+    return f"{value:.2f}x [{c.speedup_ci_low:.2f}, {c.speedup_ci_high:.2f}]"
+
+
+def _print(result) -> None:
+    best = result.best
+    _say(f"tuned pair {result.pair} in {result.elapsed_s:.0f} s; run folder {result.run_dir}")
+    for line in result.rounds:
+        _say(f"  measured {line}")
+    measured = sorted((c for c in result.candidates if c.speedup is not None), key=lambda c: c.setting.key())
+    for c in measured:
+        _say(f"  draft_max {c.setting.draft_max:>2} ngld {c.setting.ngld}: measured {_x(c)} (n={c.n}), "
+             f"model {_x(c, modelled=True)}")  # fmt: skip
+    if best is None:
+        _say("no setting could be measured; see the samples in the run folder")
+        return
+    s = best.setting
+    _say(f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "
+         f"ngld {s.ngld}: "
+         f"{_x(best)} measured, {_x(best, modelled=True)} modelled")  # fmt: skip
+    if result.no_gain:
+        _say(f"no setting beats the baseline here; the model sees why: {result.no_gain}")
+    _say("llama-speculative-simple:")
+    _say(f"  {result.command}")
+    _say("llama-server:")
+    _say(f"  {result.server_command}")
+    _say(f"report: specbench report {result.run_dir}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tune")(tune)

@@ -1,0 +1,322 @@
+"""``specbench tune``: the best draft settings for one pair, measured, within a time budget.
+
+Successive halving guided by the calibrated speed model (``specbench.analysis.speedmodel``):
+
+1. probe: the baseline and one draft length (8) over the config's prompts, one repetition; this
+   gives the baseline t/s, the tokens per step and the prompts' KV depth;
+2. calibrate: llama-bench times the target's and the draft's passes at that depth;
+3. predict every candidate (draft_max 1..32 at the config's first draft_min and p_min; each ngld of
+   the config when a GPU is present) from a per-token acceptance fitted to what was measured;
+4. measure the model's top few, then repeatedly keep the better half by measured speedup and add a
+   repetition, until one is left with enough repetitions or the budget would be exceeded.
+
+Every measurement goes through the runner into one run folder (plus ``calibration.json``), so
+``specbench report`` shows it like any run. Draft-alone runs are left out: the calibration prices
+the draft.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specbench.analysis.report import ALL, ReportRow, aggregate
+from specbench.analysis.speedmodel import diagnose, expected_tokens, fit_alpha, model_speedup
+from specbench.errors import ConfigError
+from specbench.execute import benchmark
+from specbench.execute.runner import ProgressFn, execute
+from specbench.plan.config import Config
+from specbench.plan.sweep import Invocation, make_plan
+from specbench.results.calibration import Calibration
+from specbench.results.folder import load_samples, save_calibration
+from specbench.tune.calibrate import calibrate
+
+MAX_DRAFT = 32
+PROBE_DRAFT = 8
+FIRST_ROUND = 3  # candidates measured after the probe
+MAX_REPS = 3
+
+
+@dataclass(frozen=True)
+class Setting:
+    draft_max: int
+    draft_min: int
+    p_min: float
+    ngl: int
+    ngld: int
+    method: str = "draft"
+
+    def key(self) -> tuple:
+        return (self.draft_max, self.draft_min, self.p_min, self.ngl, self.ngld)
+
+
+@dataclass
+class Candidate:
+    setting: Setting
+    model_speedup: float | None = None
+    speedup: float | None = None
+    speedup_ci_low: float | None = None
+    speedup_ci_high: float | None = None
+    n: int = 0  # valid speculative samples measured
+
+
+@dataclass
+class TuneResult:
+    pair: str
+    run_dir: Path
+    candidates: list[Candidate]
+    best: Candidate | None
+    calibration: Calibration | None
+    alpha: float | None
+    baseline_tps: float | None
+    command: str | None
+    server_command: str | None
+    no_gain: str | None  # why nothing beats the baseline, as the model sees it
+    elapsed_s: float
+    rounds: list[str] = field(default_factory=list)
+
+
+def _needed_models(config: Config, names: list[str]) -> dict:
+    """The pair's models and whatever they are derived from."""
+    keep: dict = {}
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        spec = config.models[name]
+        keep[name] = spec
+        if spec.derive is not None:
+            todo.append(spec.derive.from_)
+    return {n: config.models[n] for n in config.models if n in keep}
+
+
+def pick_pair(config: Config, pair: str | None) -> str:
+    drafts = [n for n, p in config.pairs.items() if p.draft is not None]
+    if pair is None:
+        if not drafts:
+            raise ConfigError("tune needs a pair with a draft model; this config has only n-gram pairs")
+        return drafts[0]
+    if pair not in config.pairs:
+        raise ConfigError(f"--pair {pair}: no such pair (pairs: {', '.join(config.pairs)})")
+    if config.pairs[pair].draft is None:
+        raise ConfigError(
+            f"--pair {pair}: it has no draft model to tune (pairs with one: {', '.join(drafts)})"
+        )
+    return pair
+
+
+def tune_config(config: Config, pair: str) -> Config:
+    """The config the rounds derive from: one pair, its models, the draft method only."""
+    p = config.pairs[pair]
+    sweep = config.sweep.model_copy(update={"method": ["draft"], "ngl": config.sweep.ngl[:1]})
+    return config.model_copy(
+        update={
+            "pairs": {pair: p},
+            "models": _needed_models(config, [p.target, p.draft]),
+            "sweep": sweep,
+            "name": f"{config.name}-tune",
+        }  # fmt: skip
+    )
+
+
+def _round_config(base: Config, settings: list[Setting], reps: int, warmup: int) -> Config:
+    sweep = base.sweep.model_copy(
+        update={
+            "draft_max": sorted({s.draft_max for s in settings}),
+            "draft_min": base.sweep.draft_min[:1],
+            "p_min": base.sweep.p_min[:1],
+            "ngld": sorted({s.ngld for s in settings}),
+        }  # fmt: skip
+    )
+    return base.model_copy(update={"sweep": sweep, "repetitions": reps, "warmup": warmup})
+
+
+def _invocations(cfg: Config, prepared: benchmark.Prepared, settings: list[Setting]) -> list[Invocation]:
+    """The round's plan without draft-alone runs and without cells outside ``settings``."""
+    wanted = {(s.draft_max, s.ngld) for s in settings}
+    plan = make_plan(cfg, prepared.build, prepared.models, prepared.prompts)
+    return [
+        inv
+        for inv in plan.invocations
+        if inv.role == "baseline" or (inv.role == "speculative" and (inv.draft_max, inv.ngld or 0) in wanted)
+    ]
+
+
+def _rows(run_dir: Path) -> dict[tuple, ReportRow]:
+    rows = [r for r in aggregate([run_dir]) if r.category == ALL and r.method == "draft"]
+    return {(r.draft_max, r.draft_min or 0, r.p_min or 0.0, r.ngl or 0, r.ngld or 0): r for r in rows}
+
+
+def kv_depth(run_dir: Path, n_predict: int) -> int:
+    """Tokens in the KV cache halfway through a generation: the prompt plus half the output."""
+    prompt = [s.metrics.encoded.tokens for s in load_samples(run_dir)
+              if s.metrics and s.metrics.encoded and s.metrics.encoded.tokens]  # fmt: skip
+    return int(sum(prompt) / len(prompt) if prompt else 0) + n_predict // 2
+
+
+def _mean_wall(run_dir: Path) -> float:
+    walls = [s.wall_s for s in load_samples(run_dir)]
+    return sum(walls) / len(walls) if walls else 5.0
+
+
+def tune(
+    config: Config,
+    pair: str | None,
+    budget_s: float,
+    run_dir: Path,
+    *,
+    gpu: bool = False,
+    max_draft: int = MAX_DRAFT,
+    progress: ProgressFn | None = None,
+    note: Callable[[str], None] = lambda line: None,
+    command_line: list[str] | None = None,
+) -> TuneResult:
+    """Find the fastest draft setting of ``pair`` within about ``budget_s`` seconds of measuring."""
+    t0 = time.monotonic()
+    pair = pick_pair(config, pair)
+    base = tune_config(config, pair)
+    p = base.pairs[pair]
+    ngl = base.sweep.ngl[0]
+    ngld_values = sorted(set(base.sweep.ngld)) if gpu else [0]
+    dmin, pmin = base.sweep.draft_min[0], base.sweep.p_min[0]
+    every = [Setting(g, min(dmin, g), pmin, ngl, nd) for nd in ngld_values for g in range(1, max_draft + 1)]
+    probe = [s for s in every if s.draft_max == min(PROBE_DRAFT, max_draft) and s.ngld == ngld_values[-1]]
+    benchmark.prepare_run_dir(run_dir, False)
+    first = _round_config(base, probe, 1, base.warmup)
+    prepared = benchmark.prepare(first)
+    manifest = benchmark.make_manifest(prepared, run_dir, command_line or [])
+    result = TuneResult(pair, run_dir, [], None, None, None, None, None, None, None, 0.0)
+
+    def measure(settings: list[Setting], reps: int, first_round: bool) -> None:
+        cfg = _round_config(base, settings, reps, base.warmup if first_round else 0)
+        manifest.config = cfg.model_dump(mode="json")
+        execute(
+            _invocations(cfg, prepared, settings),
+            run_dir,
+            manifest,
+            progress=progress,
+            resume=not first_round,
+        )
+        result.rounds.append(f"{len(settings)} setting(s) x {reps} repetition(s): "
+                             + ", ".join(f"draft_max {s.draft_max}" for s in settings))  # fmt: skip
+
+    note(f"probe: baseline and draft_max {probe[0].draft_max} over {len(prepared.prompts)} prompt(s)")
+    measure(probe, 1, True)
+    rows = _rows(run_dir)
+    depth = kv_depth(run_dir, base.generation.n_predict)
+    note(f"calibrate: llama-bench passes of 1..{max_draft + 1} tokens at KV depth {depth}")
+    models = prepared.models
+    tm, dm = models[p.target], models[p.draft]
+    cal = calibrate(
+        prepared.build,
+        [(p.target, str(tm.path), getattr(tm, "sha256", None), ngl)]
+        + [(p.draft, str(dm.path), getattr(dm, "sha256", None), nd) for nd in ngld_values],
+        max_draft=max_draft, depth=depth, threads=base.generation.threads,
+    )  # fmt: skip
+    save_calibration(run_dir, cal)
+    result.calibration = cal
+    cands = {s.key(): Candidate(s) for s in every}
+
+    def update() -> None:
+        rows.update(_rows(run_dir))
+        measured = [r for r in rows.values() if r.tokens_per_pass is not None]
+        result.alpha = fit_alpha([(r.draft_max, r.tokens_per_pass) for r in measured])
+        bases = [r.baseline_tps for r in measured if r.baseline_tps]
+        result.baseline_tps = sum(bases) / len(bases) if bases else None
+        target = cal.costs(p.target, ngl)
+        for key, c in cands.items():
+            row = rows.get(key)
+            tokens = row.tokens_per_pass if row and row.tokens_per_pass else None
+            if tokens is None and result.alpha is not None:
+                tokens = expected_tokens(result.alpha, c.setting.draft_max)
+            draft = cal.costs(p.draft, c.setting.ngld)
+            if tokens is not None and target and draft:
+                c.model_speedup = model_speedup(
+                    target, draft, c.setting.draft_max, tokens, result.baseline_tps
+                )
+            if row is not None:
+                c.speedup, c.speedup_ci_low, c.speedup_ci_high, c.n = (
+                    row.speedup, row.speedup_ci_low, row.speedup_ci_high, row.n)  # fmt: skip
+
+    update()
+    per_run = _mean_wall(run_dir)
+    n_prompts = len(prepared.prompts)
+
+    def affordable(n_settings: int) -> bool:
+        cost = n_prompts * (1 + n_settings) * per_run
+        return time.monotonic() - t0 + cost <= budget_s
+
+    ranked = sorted(cands.values(), key=lambda c: -(c.model_speedup or 0))
+    top = [c.setting for c in ranked[:FIRST_ROUND]]
+    if any(cands[s.key()].n == 0 for s in top) and affordable(sum(cands[s.key()].n == 0 for s in top)):
+        measure(sorted({*top, *probe}, key=Setting.key), 1, False)
+        update()
+    field_ = [c for c in cands.values() if c.n > 0]
+    reps = 1
+    while reps < MAX_REPS:
+        field_.sort(key=lambda c: -(c.speedup or 0))
+        field_ = field_[: max(1, math.ceil(len(field_) / 2))]
+        per_run = _mean_wall(run_dir)
+        if not affordable(len(field_)):
+            break
+        reps += 1
+        measure([c.setting for c in field_], reps, False)
+        update()
+    _finish(result, base, prepared, cands, cal, ngl)
+    result.elapsed_s = time.monotonic() - t0
+    return result
+
+
+def _finish(result: TuneResult, base: Config, prepared: benchmark.Prepared, cands: dict, cal: Calibration,
+            ngl: int) -> None:  # fmt: skip
+    measured = [c for c in cands.values() if c.speedup is not None]
+    result.candidates = sorted(cands.values(), key=lambda c: c.setting.key())
+    if not measured:
+        return
+    most = max(c.n for c in measured)  # the survivors of the last round: the most repetitions
+    best = max((c for c in measured if c.n == most), key=lambda c: c.speedup)
+    result.best = best
+    p = base.pairs[result.pair]
+    cfg = _round_config(base, [best.setting], 1, 0)
+    spec = next(i for i in _invocations(cfg, prepared, [best.setting]) if i.role == "speculative")
+    result.command = _with_placeholder(spec.argv, spec.prompt_text)
+    result.server_command = server_command(prepared, base, best.setting, p.target, p.draft)
+    if best.speedup <= 1.0:
+        target, draft = cal.costs(p.target, ngl), cal.costs(p.draft, best.setting.ngld)
+        top = max(cands.values(), key=lambda c: c.model_speedup or 0)
+        tokens = expected_tokens(result.alpha or 0.0, top.setting.draft_max)
+        if target and draft:
+            result.no_gain = diagnose(target, draft, top.setting.draft_max, tokens, result.baseline_tps)
+
+
+def _with_placeholder(argv: list[str], prompt: str) -> str:
+    import shlex
+
+    return shlex.join(["PROMPT" if a == prompt else a for a in argv]).replace("PROMPT", '"$PROMPT"')
+
+
+def server_command(prepared: benchmark.Prepared, base: Config, s: Setting, target: str, draft: str) -> str:
+    """llama-server with the same models and settings (its flag spellings come from its --help)."""
+    import shlex
+
+    server = prepared.build.binaries.get("server")
+    spec = prepared.build.binary(base.speculative_role)
+    f = server.flags if server is not None and server.flags.draft_max else spec.flags
+    gen = base.generation
+    argv = [server.path if server else "llama-server", "-m", str(prepared.models[target].path),
+            f.model_draft or "-md", str(prepared.models[draft].path), "-c", str(gen.ctx_size),
+            "-ngl", str(s.ngl), f.ngld or "-ngld", str(s.ngld),
+            f.draft_max or "--draft-max", str(s.draft_max)]  # fmt: skip
+    if f.draft_min:
+        argv += [f.draft_min, str(s.draft_min)]
+    if f.p_min:
+        argv += [f.p_min, f"{s.p_min:g}"]
+    if gen.threads is not None:
+        argv += ["-t", str(gen.threads)]
+    if f.spec_type and "draft-simple" in f.spec_types:
+        argv += [f.spec_type, "draft-simple"]
+    return shlex.join(argv)

@@ -1,0 +1,70 @@
+"""`specbench tune` for real: a tiny pair, one short prompt, a small budget."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_run import short_prompt, write_config
+from tests.fixtures.build import assert_one_line_error, cli
+
+pytestmark = pytest.mark.slow
+KEYS = {"pair", "best", "speedup", "speedup_ci_low", "speedup_ci_high", "predicted_speedup", "command",
+        "server_command", "candidates", "elapsed_s"}  # fmt: skip
+BEST_KEYS = {"method", "draft_max", "draft_min", "p_min", "ngl", "ngld"}
+
+
+def tiny(tmp: Path, f32, q4) -> Path:
+    return write_config(
+        tmp / "tiny.yaml",
+        name="tiny",
+        models={"f32": {"path": str(f32.path)}, "q4": {"path": str(q4.path)}},
+        pairs={"smol": {"target": "f32", "draft": "q4"}},
+        prompts={"file": str(short_prompt(tmp))},
+        generation={"n_predict": 16, "threads": 2},
+        warmup=0,
+        timeout_s=300,
+    )
+
+
+def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, llama_build, smol_f32, smol_q4):
+    run_dir = tmp_path / "tuned"
+    result = cli("tune", str(tiny(tmp_path, smol_f32, smol_q4)), "--pair", "smol", "--budget", "60",
+                 "--max-draft", "3", "--json", "--out", str(run_dir))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert set(out) == KEYS
+    assert out["pair"] == "smol" and set(out["best"]) == BEST_KEYS and out["best"]["method"] == "draft"
+    assert [c["settings"]["draft_max"] for c in out["candidates"]] == [1, 2, 3]
+    assert all(c["model_speedup"] is not None and c["model_speedup"] > 0 for c in out["candidates"])
+    measured = [c for c in out["candidates"] if c["speedup"] is not None]
+    assert measured and any(c["settings"] == out["best"] and c["speedup"] == out["speedup"] for c in measured)
+    assert out["speedup_ci_low"] is None or out["speedup_ci_low"] <= out["speedup"]
+    g = str(out["best"]["draft_max"])
+    for cmd, binary in (
+        (out["command"], "llama-speculative-simple"),
+        (out["server_command"], "llama-server"),
+    ):
+        assert binary in cmd and str(smol_f32.path) in cmd and str(smol_q4.path) in cmd
+        assert f" {g} " in cmd
+    assert out["elapsed_s"] > 0
+    assert (run_dir / "calibration.json").is_file()
+    report = subprocess.run(
+        [sys.executable, "-m", "specbench", "report", str(run_dir), "--format", "json"],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    rows = json.loads(report.stdout)
+    assert rows and all(r["method"] == "draft" and r["model_speedup"] is not None for r in rows)
+    assert {r["draft_max"] for r in rows} == {c["settings"]["draft_max"] for c in measured}
+
+
+def test_tune_of_an_unknown_pair_is_a_one_line_error(tmp_path, smol_q4):
+    config = write_config(
+        tmp_path / "c.yaml", models={"q4": {"path": str(smol_q4.path)}},
+        pairs={"ng": {"target": "q4", "method": "ngram-simple"}},
+    )  # fmt: skip
+    assert_one_line_error(cli("tune", str(config), "--pair", "nope"), "--pair nope", "no such pair")
+    assert_one_line_error(cli("tune", str(config)), "pair with a draft model")
