@@ -18,10 +18,12 @@ When a file holds several runs one after another, the values are those of the la
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict
 
@@ -334,25 +336,61 @@ def parse_text(text: str, file: str | None = None) -> ParsedLog:
 
 
 def parse_file(path: str | Path) -> ParsedLog:
-    """Parse a log file, streaming it: memory stays bounded whatever its size."""
+    """Parse a log file, streaming it: memory stays bounded whatever its size. ``-`` is stdin.
+
+    The file is opened and read once, so a pipe (``/dev/stdin``, a FIFO) is parsed too.
+    """
+    import sys
+
+    if str(path) == "-":
+        return parse_stream(sys.stdin.buffer, "<stdin>")
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF)
+        fh = open(path, "rb")
     except FileNotFoundError:
         raise ParseError(f"log file not found: {path}; check the path") from None
     except IsADirectoryError:
         raise ParseError(f"{path} is a directory; pass the log files in it (e.g. {path}/*.log)") from None
     except OSError as exc:
         raise ParseError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with fh:
+        return parse_stream(fh, str(path))
+
+
+def parse_stream(fh: BinaryIO, name: str) -> ParsedLog:
+    """Parse a binary stream read once from where it is (a file, a pipe, stdin)."""
+    try:
+        head = fh.read(_SNIFF)
+    except OSError as exc:
+        raise ParseError(f"cannot read {name}: {exc.strerror or exc}") from None
     if not head:
-        raise ParseError(f"{path} is empty; capture llama.cpp's stderr into it (2>{path}) and parse again")
+        raise ParseError(f"{name} is empty; capture llama.cpp's stderr into it (2>{name}) and parse again")
     # Windows PowerShell redirects write UTF-16 with a byte-order mark: text, despite its NUL bytes.
     encoding = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
     if encoding != "utf-16" and b"\x00" in head:
-        raise ParseError(f"{path} is a binary file, not a text log; pass the captured output of llama.cpp")
-    with open(path, encoding=encoding, errors="replace") as fh:
-        return parse_lines(_file_lines(fh), str(path))
+        raise ParseError(f"{name} is a binary file, not a text log; pass the captured output of llama.cpp")
+    return parse_lines(_file_lines(_Decoded(head, fh, encoding)), name)
+
+
+class _Decoded:
+    """Text chunks of a binary stream whose first bytes were already read (to sniff the encoding)."""
+
+    def __init__(self, head: bytes, fh: BinaryIO, encoding: str):
+        self._head: bytes | None = head
+        self._fh = fh
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+
+    def read(self, size: int) -> str:
+        while True:
+            if self._head is not None:
+                data, self._head = self._head, None
+            else:
+                data = self._fh.read(size)
+            if not data:
+                return self._decoder.decode(b"", final=True)
+            text = self._decoder.decode(data)
+            if text:
+                return text
 
 
 def _file_lines(fh) -> Iterator[str]:

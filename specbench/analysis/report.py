@@ -297,9 +297,10 @@ def build_report(run_dirs: list[Path]) -> Report:
     """Every row (overall and per category) of every run, captions and the report's notes."""
     if not run_dirs:
         raise ReportError("no run folders given")
-    infos, rows = [], []
+    infos, rows, warnings = [], [], []
     for run_dir in run_dirs:
         run = _load(run_dir)
+        warnings += run.warnings
         info = run_info(run)
         if any(i.run == info.run for i in infos):
             info.run = f"{info.run} ({run_dir})"
@@ -310,7 +311,7 @@ def build_report(run_dirs: list[Path]) -> Report:
         key=lambda r: (tuple(map(_sort_key, r.cell())), r.category != ALL, r.category, order.index(r.run))
     )
     _mark_best(rows)
-    return Report(runs=infos, rows=rows, notes=_notes(infos, rows))
+    return Report(runs=infos, rows=rows, notes=[*warnings, *_notes(infos, rows)])
 
 
 def aggregate(run_dirs: list[Path], by_category: bool = False) -> list[ReportRow]:
