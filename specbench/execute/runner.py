@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.errors import RunError, SpecbenchError
-from specbench.execute.executor import Executor, Measured, ProcessExecutor, read_log
+from specbench.execute.executor import Executor, Measured, ProcessExecutor, read_output
 from specbench.execute.outputs import compare, continuation
 from specbench.results.folder import (
     RunLock,
@@ -114,7 +114,7 @@ def _recover_outputs(
             continue
         path = run_dir / s.stdout_path
         if path.is_file():
-            text = continuation(read_log(path), inv.prompt_text, echoed=inv.prompt_echoed)
+            text = continuation(read_output(path), inv.prompt_text, echoed=inv.prompt_echoed)
             if text is not None:
                 outputs.add(s.model, s.prompt_id, s.ngl, s.repetition, text)
 
