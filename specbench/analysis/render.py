@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 from specbench.analysis.report import ALL, CONTRACT_KEYS, Report, ReportRow
 
@@ -186,7 +187,11 @@ def json_text(report: Report, by_category: bool = False) -> str:
 def csv_text(report: Report, by_category: bool = False) -> str:
     import pandas as pd
 
-    return pd.DataFrame(records(report, by_category)).to_csv(index=False)
+    frame = pd.DataFrame(records(report, by_category))
+    for name, field in ReportRow.model_fields.items():  # a column with a None in it would print 4.0
+        if name in frame and set(get_args(field.annotation) or [field.annotation]) - {type(None)} == {int}:
+            frame[name] = frame[name].astype("Int64")
+    return frame.to_csv(index=False)
 
 
 HTML = """<!doctype html>

@@ -53,7 +53,7 @@ def raw_stem(index: int, inv: Invocation) -> str:
     role = "warmup" if inv.warmup else inv.role
     parts = [f"{index:04d}", role, inv.model]
     if inv.role == "speculative":
-        parts += [inv.draft or inv.method, f"n{inv.draft_max}"]
+        parts += [inv.draft or inv.method] + ([f"n{inv.draft_max}"] if inv.draft_max is not None else [])
     parts += [inv.prompt_id, f"r{inv.repetition}"]
     return _slug("-".join(str(p) for p in parts))
 

@@ -17,6 +17,7 @@ geometric mean of the per-cell ratios.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from typing import Literal
 
@@ -195,8 +196,13 @@ def compare_metric(
         Status.IMPROVED: 4,
         Status.PASS: 5,
     }
-    cells.sort(key=lambda r: (order[r.status], r.label, r.prompt_id))
+    cells.sort(key=lambda r: (order[r.status], _natural(r.label), _natural(r.prompt_id)))
     return MetricResult(metric=metric, unit=UNITS[metric], cells=cells, geomean_ratio=geometric_mean(ratios))
+
+
+def _natural(text: str) -> tuple:
+    """Sort key that orders numbers by value: draft_max=4 before draft_max=16."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text))
 
 
 def _threads(samples: list[Sample]) -> str:

@@ -62,6 +62,8 @@ def run_folders(base: Path) -> list[Path]:
 
 def check_writable(run_dir: Path) -> None:
     """Create the folder and write a probe file: only a real write proves it (root ignores modes)."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunError(f"{run_dir} is a file, not a folder; pass a new or existing folder with --out DIR")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         probe = run_dir / f".write-test-{os.getpid()}"
@@ -156,7 +158,7 @@ def append_sample(run_dir: Path, sample: Sample) -> None:
     except OSError as exc:
         raise RunError(
             f"cannot write {path}: {exc.strerror or exc}; earlier samples are intact, "
-            f"free space or fix permissions, then `specbench run CONFIG --resume {run_dir}`"
+            f"free space or fix permissions, then `specbench run --resume {run_dir}`"
         ) from exc
 
 

@@ -93,3 +93,12 @@ def test_terminal_table_shows_every_cell():
     assert text.count(render.BEST) == sum(r.best for r in report.shown(False))
     for run in report.runs:
         assert run.caption() in text
+
+
+def test_csv_integer_columns_stay_integers():
+    """An n-gram row has no draft_max: the column must still read 4, not 4.0 (issue 16)."""
+    import csv
+
+    rows = list(csv.DictReader(io.StringIO(render.csv_text(build_report([QUICK])))))
+    assert {r["draft_max"] for r in rows} >= {"4", ""} and all("." not in r["draft_max"] for r in rows)
+    assert all(r["n"].isdigit() for r in rows)

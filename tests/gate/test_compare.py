@@ -197,3 +197,10 @@ def test_a_cell_with_no_valid_sample_on_either_side_fails(tmp_path):
     # only the baseline side empty: also nothing compared
     c = make_run(tmp_path, "run3", BASE, SPEC)
     assert compare(load_run(a), load_run(c), metrics=["spec_tps"]).exit_code == 1
+
+
+def test_cells_sort_numerically(tmp_path):
+    spec = {16: SPEC[8], 4: SPEC[4], 8: SPEC[8]}
+    a, b = make_run(tmp_path, "run1", BASE, spec), make_run(tmp_path, "run2", BASE, spec)
+    labels = [c.label for c in compare(load_run(a), load_run(b), metrics=["spec_tps"]).metrics[0].cells]
+    assert labels == [f"smol draft draft_max={n}" for n in (4, 8, 16)]
