@@ -169,7 +169,12 @@ def list_(
             "yes" if m.has_chat_template else "no",
             shown,
         )
-    console.print(table)
+    out = console
+    if not console.is_terminal:  # piped: whole paths on one line each, for grep and cut
+        from rich.console import Console
+
+        out = Console(width=10_000, no_color=True, highlight=False)
+    out.print(table)
     console.print(f"{len(cached)} model(s), {human_size(sum(c.size_bytes for c in cached))} in {root}")
 
 
@@ -192,6 +197,11 @@ class _Models:
                 raise ModelError(
                     f"{arg} is neither a file nor a model of {self.config_path} "
                     f"(models: {', '.join(self.cfg.models)})"
+                )
+            if self.cfg is None and not Path(arg).exists() and "/" not in arg and not arg.endswith(".gguf"):
+                raise ModelError(
+                    f"{arg} is not a file; to name a model of a config, give the config: "
+                    f"`specbench models check -c CONFIG {arg} ...`"
                 )
             return Path(arg)  # a missing file gets read_metadata's "model file not found"
         from specbench.models import resolve_models

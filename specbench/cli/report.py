@@ -55,7 +55,7 @@ def report(
     files = write_report(rep, out or default_out(dirs), by_category)
     if fmt is Format.table:
         console = _console if _console.is_terminal else Console(width=200)
-        console.print(table(rep, by_category))
+        console.print(table(rep, by_category, width=console.width if _console.is_terminal else None))
         for note in rep.notes:
             console.print(f"note: {note}", markup=False, highlight=False)
         paths = console

@@ -127,12 +127,12 @@ def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
     from specbench.analysis.render import table
 
     if report is not None:
-        out = console
+        out, width = console, console.width
         if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"
             from rich.console import Console
 
-            out = Console(width=200, no_color=True, highlight=False)
-        out.print(table(report))
+            out, width = Console(width=200, no_color=True, highlight=False), None
+        out.print(table(report, width=width))
         notes = [*report.notes, *notes]
     console.print(f"results: {summary.run_dir}", markup=False, highlight=False, soft_wrap=True)
     if summary.n_failed or summary.n_invalid:

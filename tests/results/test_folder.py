@@ -58,3 +58,11 @@ def test_a_bad_middle_line_names_the_field_and_the_reason(run_dir):
     path.write_text("".join(lines))
     with pytest.raises(RunError, match=r"samples.jsonl:3: not a valid sample \(repetition: .*integer"):
         load_samples(run_dir)
+
+
+def test_out_naming_an_existing_file_says_so(tmp_path):
+    from specbench.results.folder import check_writable
+
+    (tmp_path / "taken").write_text("x")
+    with pytest.raises(RunError, match="is a file, not a folder"):
+        check_writable(tmp_path / "taken")
