@@ -221,6 +221,7 @@ def run(
     if dry_run:
         _print_dry_run(benchmark.prepare(cfg, dry_run=True, build_progress=note))
         return
+    _interrupt_on_termination()  # from here on, a build or download is cut short as by Ctrl-C
     run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
     fresh = not run_dir.exists()
     benchmark.prepare_run_dir(run_dir, resume is not None)  # unwritable or taken: fail before building
@@ -235,7 +236,6 @@ def run(
         if bars is not None:
             bars.stop()
     view = ProgressView(quiet)
-    _interrupt_on_termination()
     try:
         summary = benchmark.run_benchmark(
             prepared,
