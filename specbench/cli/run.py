@@ -272,14 +272,17 @@ def _interrupt_on_termination() -> None:
     import signal
 
     from specbench.errors import Terminated
+    from specbench.execute.process import deliver
 
     def handler(signum: int, frame: object) -> None:
         for sig in (signal.SIGTERM, signal.SIGHUP):  # a second signal must not cut the clean-up short
             signal.signal(sig, signal.SIG_IGN)
-        raise Terminated(signal.Signals(signum).name, signum)
+        deliver(Terminated(signal.Signals(signum).name, signum))
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
+    # Ctrl-C as Python raises it, but never inside the start of a child (which it would orphan)
+    signal.signal(signal.SIGINT, lambda signum, frame: deliver(KeyboardInterrupt()))
 
 
 def _status_printer():
