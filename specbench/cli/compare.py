@@ -150,11 +150,18 @@ def compare_cmd(
         str, typer.Argument(help="Baseline: a NAME in results/baselines/, a baseline .json, or a run folder.")
     ],
     current: Annotated[str, typer.Argument(help="Current: a run folder (or a baseline).")],
-    threshold: Annotated[str, typer.Option(help="Relative change that counts: 5% or 0.05.")] = "5%",
-    alpha: Annotated[float, typer.Option(help="Significance level of the one-sided Welch t-test.")] = 0.05,
+    threshold: Annotated[
+        str, typer.Option(metavar="CHANGE", help="Relative change that counts: 5% or 0.05.")
+    ] = "5%",
+    alpha: Annotated[
+        float, typer.Option(metavar="P", help="Significance level of the one-sided Welch t-test.")
+    ] = 0.05,
     metric: Annotated[
         list[str] | None,
-        typer.Option(help="spec_tps, baseline_tps, speedup or acceptance; repeatable. Default: both t/s."),
+        typer.Option(
+            metavar="METRIC",
+            help="spec_tps, baseline_tps, speedup or acceptance; repeatable. Default: both t/s.",
+        ),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="table, md or json.")] = Format.table,
     strict: Annotated[bool, typer.Option(help="Treat warnings as failures.")] = False,
@@ -194,9 +201,12 @@ def compare_cmd(
 @baseline_app.command("save")
 def baseline_save(
     run_dir: Annotated[Path, typer.Argument(help="The run folder to save.")],
-    name: Annotated[str, typer.Option(help="Baseline name, e.g. ci-rtx4090 (one per machine).")],
+    name: Annotated[
+        str, typer.Option(metavar="NAME", help="Baseline name, e.g. ci-rtx4090 (one per machine).")
+    ],
     out_dir: Annotated[
-        Path | None, typer.Option("--dir", help="Where to write NAME.json (default results/baselines).")
+        Path | None,
+        typer.Option("--dir", metavar="DIR", help="Where to write NAME.json (default results/baselines)."),
     ] = None,
     force: Annotated[bool, typer.Option(help="Replace an existing baseline of that name.")] = False,
 ) -> None:
@@ -230,15 +240,21 @@ def baseline_list() -> None:
 
 
 def history_cmd(
-    metric: Annotated[str, typer.Option(help="spec_tps, baseline_tps, speedup or acceptance.")] = "spec_tps",
-    cell: Annotated[str | None, typer.Option(help="Only cells whose name contains this text.")] = None,
+    metric: Annotated[
+        str, typer.Option(metavar="METRIC", help="spec_tps, baseline_tps, speedup or acceptance.")
+    ] = "spec_tps",
+    cell: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Only cells whose name contains this text.")
+    ] = None,
     plot: Annotated[
-        Path | None, typer.Option(help="Also draw the series to this image (png, svg, pdf).")
+        Path | None, typer.Option(metavar="IMAGE", help="Also draw the series to this image (png, svg, pdf).")
     ] = None,
     db: Annotated[
-        Path | None, typer.Option(help="History database (default results/history.sqlite).")
+        Path | None, typer.Option(metavar="FILE", help="History database (default results/history.sqlite).")
     ] = None,
-    add: Annotated[list[Path] | None, typer.Option(help="Record this run folder first (repeatable).")] = None,
+    add: Annotated[
+        list[Path] | None, typer.Option(metavar="RUN_DIR", help="Record this run folder first (repeatable).")
+    ] = None,
 ) -> None:
     """Show each cell's value over the recorded runs and llama.cpp commits."""
     from rich.table import Table

@@ -79,7 +79,7 @@ def _build_if_needed(cfg, only: list[str] | None = None):
 def pull(
     config: Annotated[Path, typer.Argument(help="Run config (YAML) whose `models:` to fetch.")],
     only: Annotated[
-        list[str] | None, typer.Option("--only", help="Fetch just this model (repeatable).")
+        list[str] | None, typer.Option("--only", metavar="NAME", help="Fetch just this model (repeatable).")
     ] = None,
 ) -> None:
     """Fetch (or find in the cache) every model a config needs, verify it, and show what it is."""
@@ -215,7 +215,10 @@ def check(
     target: Annotated[str, typer.Argument(help="Target model: a GGUF file, or a model name with --config.")],
     draft: Annotated[str, typer.Argument(help="Draft model: a GGUF file, or a model name with --config.")],
     config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="Config whose model names TARGET/DRAFT may be.")
+        Path | None,
+        typer.Option(
+            "--config", "-c", metavar="CONFIG", help="Config whose model names TARGET/DRAFT may be."
+        ),
     ] = None,
 ) -> None:
     """Check from GGUF metadata alone that DRAFT can speculate for TARGET (llama.cpp's vocabulary rules).

@@ -41,7 +41,8 @@ def report(
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="What to print on stdout.")] = Format.table,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Folder for report.* and the PNGs [default: RUN/report].")
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="Folder for report.* and the PNGs [default: RUN/report]."),
     ] = None,
     by: Annotated[By | None, typer.Option("--by", help="Add one row per prompt category.")] = None,
 ) -> None:
