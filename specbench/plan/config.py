@@ -325,8 +325,8 @@ def format_validation_error(exc: ValidationError, origin: str, overridden: set[s
     errors = exc.errors()
     first = errors[0]
     loc = _loc(tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
-    source = next((k for k in overridden if _within(loc, k) or _within(k, loc)), None)
-    head = f"--set {source}" if source else origin
+    sources = sorted(k for k in overridden if _within(loc, k) or _within(k, loc))
+    head = ", ".join(f"--set {k}" for k in sources) if sources else origin  # every key that may be at fault
     text = f"{head}: {loc}: {_message(first)}" if loc else f"{head}: {_message(first)}"
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more)"

@@ -106,6 +106,11 @@ def test_bad_overrides(cfg_dir, override, expected):
     assert expected in error_of(write(cfg_dir, GOOD), [override])
 
 
+def test_a_conflict_of_two_overrides_names_both(cfg_dir):
+    message = error_of(write(cfg_dir, GOOD), ["sweep.draft_min=[9]", "sweep.draft_max=[4]"])
+    assert message.startswith("--set sweep.draft_max, --set sweep.draft_min: sweep: every draft_min")
+
+
 def test_byte_order_mark_is_not_yaml(cfg_dir):
     path = cfg_dir / "bom.yaml"
     path.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
