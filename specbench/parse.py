@@ -18,12 +18,11 @@ When a file holds several runs one after another, the values are those of the la
 
 from __future__ import annotations
 
-import codecs
+import io
 import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict
 
@@ -357,10 +356,11 @@ def parse_file(path: str | Path) -> ParsedLog:
         return parse_stream(fh, str(path))
 
 
-def parse_stream(fh: BinaryIO, name: str) -> ParsedLog:
-    """Parse a binary stream read once from where it is (a file, a pipe, stdin)."""
+def parse_stream(fh: io.BufferedReader, name: str) -> ParsedLog:
+    """Parse a buffered binary stream read once from where it is (a file, a pipe, stdin); its
+    first bytes are peeked at, not consumed, to tell the encoding."""
     try:
-        head = fh.read(_SNIFF)
+        head = fh.peek(_SNIFF)[:_SNIFF]
     except OSError as exc:
         raise ParseError(f"cannot read {name}: {exc.strerror or exc}") from None
     if not head:
@@ -369,28 +369,11 @@ def parse_stream(fh: BinaryIO, name: str) -> ParsedLog:
     encoding = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
     if encoding != "utf-16" and b"\x00" in head:
         raise ParseError(f"{name} is a binary file, not a text log; pass the captured output of llama.cpp")
-    return parse_lines(_file_lines(_Decoded(head, fh, encoding)), name)
-
-
-class _Decoded:
-    """Text chunks of a binary stream whose first bytes were already read (to sniff the encoding)."""
-
-    def __init__(self, head: bytes, fh: BinaryIO, encoding: str):
-        self._head: bytes | None = head
-        self._fh = fh
-        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-
-    def read(self, size: int) -> str:
-        while True:
-            if self._head is not None:
-                data, self._head = self._head, None
-            else:
-                data = self._fh.read(size)
-            if not data:
-                return self._decoder.decode(b"", final=True)
-            text = self._decoder.decode(data)
-            if text:
-                return text
+    text = io.TextIOWrapper(fh, encoding=encoding, errors="replace")
+    try:
+        return parse_lines(_file_lines(text), name)
+    finally:
+        text.detach()  # the caller owns ``fh`` (stdin stays open)
 
 
 def _file_lines(fh) -> Iterator[str]:

@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from specbench.errors import ConfigError
 from specbench.models.spec import ModelSpec
+from specbench.plan.numbers import refuse_bool_number
 from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
 from specbench.results.records import Generation
 
@@ -42,26 +35,10 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-def _numeric(annotation: Any) -> bool:
-    """int, float, or either of them or None."""
-    args = set(get_args(annotation)) - {type(None)} if get_args(annotation) else {annotation}
-    return bool(args) and args <= {int, float}
-
-
-def _refuse_bool_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
-    """pydantic reads true as 1; a YAML ``yes``/``true`` given for a number is a mistake, not 1."""
-    field = cls.model_fields.get(info.field_name or "")
-    if isinstance(value, bool) and field is not None and _numeric(field.annotation):
-        raise ValueError(
-            f"must be a number, not {str(value).lower()} (YAML reads yes/no/on/off/true/false as booleans)"
-        )
-    return value
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    _no_bool_numbers = field_validator("*", mode="before")(classmethod(_refuse_bool_number))
+    _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
 
 class LlamaCppConfig(_Strict):
@@ -134,7 +111,7 @@ class StrictGeneration(Generation):
     """Generation settings as the config may write them (unknown keys refused, ranges checked)."""
 
     model_config = ConfigDict(extra="forbid")
-    _no_bool_numbers = field_validator("*", mode="before")(classmethod(_refuse_bool_number))
+    _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
     n_predict: int = Field(default=128, ge=2)  # one token comes from the prompt pass: no decode speed
     temperature: float = Field(default=0.0, ge=0.0)
