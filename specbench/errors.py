@@ -34,3 +34,13 @@ class ParseError(SpecbenchError):
 
 class RunError(SpecbenchError):
     """A run cannot start or continue (lock held, results folder not writable...)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI cancel) or SIGHUP (a closed terminal), raised where Ctrl-C would be so the
+    same clean-up runs; it names the signal, and the exit code is 128 + its number."""
+
+    def __init__(self, signal_name: str, signum: int):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+        self.exit_code = 128 + signum

@@ -18,6 +18,7 @@ When a file holds several runs one after another, the values are those of the la
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
@@ -334,25 +335,45 @@ def parse_text(text: str, file: str | None = None) -> ParsedLog:
 
 
 def parse_file(path: str | Path) -> ParsedLog:
-    """Parse a log file, streaming it: memory stays bounded whatever its size."""
+    """Parse a log file, streaming it: memory stays bounded whatever its size. ``-`` is stdin.
+
+    The file is opened and read once, so a pipe (``/dev/stdin``, a FIFO) is parsed too.
+    """
+    import sys
+
+    if str(path) == "-":
+        return parse_stream(sys.stdin.buffer, "<stdin>")
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF)
+        fh = open(path, "rb")
     except FileNotFoundError:
         raise ParseError(f"log file not found: {path}; check the path") from None
     except IsADirectoryError:
         raise ParseError(f"{path} is a directory; pass the log files in it (e.g. {path}/*.log)") from None
     except OSError as exc:
         raise ParseError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with fh:
+        return parse_stream(fh, str(path))
+
+
+def parse_stream(fh: io.BufferedReader, name: str) -> ParsedLog:
+    """Parse a buffered binary stream read once from where it is (a file, a pipe, stdin); its
+    first bytes are peeked at, not consumed, to tell the encoding."""
+    try:
+        head = fh.peek(_SNIFF)[:_SNIFF]
+    except OSError as exc:
+        raise ParseError(f"cannot read {name}: {exc.strerror or exc}") from None
     if not head:
-        raise ParseError(f"{path} is empty; capture llama.cpp's stderr into it (2>{path}) and parse again")
+        raise ParseError(f"{name} is empty; capture llama.cpp's stderr into it (2>{name}) and parse again")
     # Windows PowerShell redirects write UTF-16 with a byte-order mark: text, despite its NUL bytes.
     encoding = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
     if encoding != "utf-16" and b"\x00" in head:
-        raise ParseError(f"{path} is a binary file, not a text log; pass the captured output of llama.cpp")
-    with open(path, encoding=encoding, errors="replace") as fh:
-        return parse_lines(_file_lines(fh), str(path))
+        raise ParseError(f"{name} is a binary file, not a text log; pass the captured output of llama.cpp")
+    text = io.TextIOWrapper(fh, encoding=encoding, errors="replace")
+    try:
+        return parse_lines(_file_lines(text), name)
+    finally:
+        text.detach()  # the caller owns ``fh`` (stdin stays open)
 
 
 def _file_lines(fh) -> Iterator[str]:

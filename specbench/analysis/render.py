@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 from specbench.analysis.report import ALL, CONTRACT_KEYS, Report, ReportRow
 
@@ -110,13 +111,46 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     return cols
 
 
-def table(report: Report, by_category: bool = False):
-    """A rich Table for the terminal (best rows bold)."""
+# Left out first when a terminal is too narrow for every column (numbers are never cut).
+# "[95% CI]" shortens the speedup column to the speedup alone.
+DROP_ORDER = ("predicted", "tok/pass", "draft_min", "p_min", "[95% CI]", "ngl/ngld", "accept", "baseline t/s")
+SHORT_SPEEDUP = Column(
+    "speedup", lambda r: (f"{BEST} " if r.best else "") + _num(r.speedup, ".2f") + "x", True
+)
+
+
+def fit(cols: list[Column], rows: list[ReportRow], width: int | None) -> tuple[list[Column], list[str]]:
+    """The columns that fit ``width`` characters whole, and the headers left out."""
+    if width is None:
+        return cols, []
+
+    def need(cs: list[Column]) -> int:
+        return sum(max([len(c.header)] + [len(c.cell(r)) for r in rows]) + 3 for c in cs) + 1
+
+    dropped = []
+    for header in DROP_ORDER:
+        if need(cols) <= width:
+            break
+        if header == "[95% CI]" and any(c.header == "speedup [95% CI]" for c in cols):
+            cols = [SHORT_SPEEDUP if c.header == "speedup [95% CI]" else c for c in cols]
+            dropped.append("speedup's 95% CI")
+        elif any(c.header == header for c in cols):
+            cols = [c for c in cols if c.header != header]
+            dropped.append(header)
+    return cols, dropped
+
+
+def table(report: Report, by_category: bool = False, width: int | None = None):
+    """A rich Table for the terminal (best rows bold); given a ``width``, the least needed columns
+    are left out (and named in the caption) rather than numbers folded mid-digit."""
     from rich.table import Table
 
     rows = report.shown(by_category)
-    t = Table(title="specbench report", caption="\n".join(i.caption() for i in report.runs), show_lines=False)
-    cols = columns(rows, len(report.runs))
+    cols, dropped = fit(columns(rows, len(report.runs)), rows, width)
+    caption = [i.caption() for i in report.runs]
+    if dropped:
+        caption.append(f"left out for the terminal's width: {', '.join(dropped)} (see report.md)")
+    t = Table(title="specbench report", caption="\n".join(caption), show_lines=False)
     for c in cols:
         t.add_column(c.header, justify="right" if c.numeric else "left", overflow="fold")
     for r in rows:
@@ -193,7 +227,11 @@ def json_text(report: Report, by_category: bool = False) -> str:
 def csv_text(report: Report, by_category: bool = False) -> str:
     import pandas as pd
 
-    return pd.DataFrame(records(report, by_category)).to_csv(index=False)
+    frame = pd.DataFrame(records(report, by_category))
+    for name, field in ReportRow.model_fields.items():  # a column with a None in it would print 4.0
+        if name in frame and set(get_args(field.annotation) or [field.annotation]) - {type(None)} == {int}:
+            frame[name] = frame[name].astype("Int64")
+    return frame.to_csv(index=False)
 
 
 HTML = """<!doctype html>

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from specbench.analysis import stats
+from specbench.analysis.caveats import caveats, generation_text
 from specbench.analysis.published import published_note
 from specbench.analysis.speedmodel import cell_model_speedup
 from specbench.errors import RunError, SpecbenchError
@@ -114,10 +115,17 @@ class RunInfo(BaseModel):
     n_samples: int = 0
     n_failed: int = 0
     n_invalid: int = 0
+    status: str | None = None  # the manifest's: complete, interrupted, failed, running
+    generation: list[str] = []  # the generation settings its samples used, one text each
+
+    @property
+    def incomplete(self) -> bool:
+        return self.status not in (None, "complete")
 
     def caption(self) -> str:
         commit = (self.commit or "unknown")[:10]
-        return f"{self.run}: {self.machine}; backend {self.backend or 'unknown'}; llama.cpp {commit}"
+        state = f" (INCOMPLETE: {self.status})" if self.incomplete else ""
+        return f"{self.run}{state}: {self.machine}; backend {self.backend or 'unknown'}; llama.cpp {commit}"
 
 
 class Report(BaseModel):
@@ -161,6 +169,8 @@ def run_info(run: StoredRun) -> RunInfo:
         n_samples=len(samples),
         n_failed=sum(s.status in ("failed", "timeout") for s in samples),
         n_invalid=sum(_is_invalid(s) for s in samples),
+        status=facts.status,
+        generation=sorted({generation_text(s.generation) for s in samples}),
     )
 
 
@@ -287,9 +297,12 @@ def _run_rows(run: str, samples: list[Sample], cal: Calibration | None = None) -
     return rows
 
 
-def _mark_best(rows: list[ReportRow]) -> None:
+def _mark_best(rows: list[ReportRow], incomplete: set[str] = frozenset()) -> None:
+    """★ per pair and category; an incomplete run gets none (its missing cells might have won)."""
     best: dict[tuple, ReportRow] = {}
     for r in rows:
+        if r.run in incomplete:
+            continue
         key = (r.run, r.pair, r.category)
         if r.speedup is not None and (key not in best or r.speedup > best[key].speedup):
             best[key] = r
@@ -321,9 +334,10 @@ def build_report(run_dirs: list[Path]) -> Report:
     """Every row (overall and per category) of every run, captions and the report's notes."""
     if not run_dirs:
         raise ReportError("no run folders given")
-    infos, rows, expected = [], [], []
+    infos, rows, expected, warnings = [], [], [], []
     for run_dir in run_dirs:
         run = _load(run_dir)
+        warnings += run.warnings
         info = run_info(run)
         if any(i.run == info.run for i in infos):
             info.run = f"{info.run} ({run_dir})"
@@ -335,9 +349,9 @@ def build_report(run_dirs: list[Path]) -> Report:
     rows.sort(
         key=lambda r: (tuple(map(_sort_key, r.cell())), r.category != ALL, r.category, order.index(r.run))
     )
-    _mark_best(rows)
+    _mark_best(rows, {i.run for i in infos if i.incomplete})
     published = [published_note(expect, run, rows) for expect, run in expected]
-    return Report(runs=infos, rows=rows, notes=published + _notes(infos, rows))
+    return Report(runs=infos, rows=rows, notes=[*warnings, *published, *_notes(infos, rows)])
 
 
 def aggregate(run_dirs: list[Path], by_category: bool = False) -> list[ReportRow]:
@@ -345,13 +359,18 @@ def aggregate(run_dirs: list[Path], by_category: bool = False) -> list[ReportRow
     return build_report(run_dirs).shown(by_category)
 
 
-def closing_rows(run_dir: Path) -> tuple[list[ReportRow], list[str]]:
-    """The table at the end of ``specbench run`` (the same numbers `specbench report` prints), or
-    the reason there is none."""
+def closing_report(run_dir: Path) -> tuple[Report | None, list[str]]:
+    """The report ``specbench run`` prints at its end (the very table `specbench report` prints),
+    or None and the reason there is none."""
     try:
-        return aggregate([run_dir]), []
+        return build_report([run_dir]), []
     except ReportError as exc:
-        return [], [str(exc)]
+        return None, [str(exc)]
+
+
+def empty_cells(report: Report) -> list[ReportRow]:
+    """Cells with no valid speculative sample or no valid baseline: they measured nothing."""
+    return [r for r in report.shown(False) if r.n == 0 or r.baseline_n == 0]
 
 
 def _fmt_cell(r: ReportRow) -> str:
@@ -388,6 +407,7 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[str]:
             f"{_fmt_cell(r)} (first difference at character {r.first_diff})" for r in mismatched
         )
         notes.append(f"Speculative output differs from the baseline's in {where}.")
+    notes += caveats(infos)
     for info in infos:
         if info.n_failed or info.n_invalid:
             notes.append(

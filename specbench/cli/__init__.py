@@ -56,6 +56,6 @@ def main() -> None:
             raise
         err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        err_console.print("interrupted", markup=False)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        err_console.print(f"interrupted{f' by {exc}' if str(exc) else ''}", markup=False)
+        sys.exit(getattr(exc, "exit_code", 130))

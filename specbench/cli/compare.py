@@ -87,8 +87,13 @@ def _facts(ref: str, f) -> str:
 def _verdict(cmp) -> str:
     opts = f"threshold {cmp.threshold:.1%}, alpha {cmp.alpha:g}{', strict' if cmp.strict else ''}"
     if cmp.exit_code:
-        what = "regression" if len(cmp.failed) == 1 else "regressions"
-        return f"FAIL: {len(cmp.failed)} {what} ({opts})"
+        missing = sum(c.status == "only_baseline" for c in cmp.failed)
+        bad = len(cmp.failed) - missing
+        parts = [f"{bad} {'regression' if bad == 1 else 'regressions'}"] if bad else []
+        if missing:
+            parts.append(f"{missing} {'cell' if missing == 1 else 'cells'} missing from the current run "
+                         f"(--allow-missing to accept)")  # fmt: skip
+        return f"FAIL: {', '.join(parts)} ({opts})"
     return f"PASS ({opts})"
 
 
@@ -145,22 +150,37 @@ def compare_cmd(
         str, typer.Argument(help="Baseline: a NAME in results/baselines/, a baseline .json, or a run folder.")
     ],
     current: Annotated[str, typer.Argument(help="Current: a run folder (or a baseline).")],
-    threshold: Annotated[str, typer.Option(help="Relative change that counts: 5% or 0.05.")] = "5%",
-    alpha: Annotated[float, typer.Option(help="Significance level of the one-sided Welch t-test.")] = 0.05,
+    threshold: Annotated[
+        str, typer.Option(metavar="CHANGE", help="Relative change that counts: 5% or 0.05.")
+    ] = "5%",
+    alpha: Annotated[
+        float, typer.Option(metavar="P", help="Significance level of the one-sided Welch t-test.")
+    ] = 0.05,
     metric: Annotated[
         list[str] | None,
-        typer.Option(help="spec_tps, baseline_tps, speedup or acceptance; repeatable. Default: both t/s."),
+        typer.Option(
+            metavar="METRIC",
+            help="spec_tps, baseline_tps, speedup or acceptance; repeatable. Default: both t/s.",
+        ),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="table, md or json.")] = Format.table,
     strict: Annotated[bool, typer.Option(help="Treat warnings as failures.")] = False,
+    allow_missing: Annotated[
+        bool, typer.Option(help="Pass cells the current run did not measure (default: they fail).")
+    ] = False,
 ) -> None:
-    """Compare two runs cell by cell; exit 0 pass, 1 regression, 2 not comparable or bad input."""
+    """Compare two runs cell by cell; exit 0 pass, 1 regression, 2 not comparable or bad input.
+
+    A cell fails when it has no valid value on either side, or is missing from the current run
+    (unless --allow-missing)."""
     from specbench.gate.baseline import load_side
     from specbench.gate.compare import DEFAULT_METRICS, compare
     from specbench.gate.regression import parse_threshold
 
     thr = parse_threshold(threshold)
-    cmp = compare(load_side(baseline), load_side(current), metric or DEFAULT_METRICS, thr, alpha, strict)
+    cmp = compare(
+        load_side(baseline), load_side(current), metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing
+    )
     if fmt == Format.json:
         data = cmp.model_dump(mode="json")
         data["exit_code"] = cmp.exit_code
@@ -181,9 +201,12 @@ def compare_cmd(
 @baseline_app.command("save")
 def baseline_save(
     run_dir: Annotated[Path, typer.Argument(help="The run folder to save.")],
-    name: Annotated[str, typer.Option(help="Baseline name, e.g. ci-rtx4090 (one per machine).")],
+    name: Annotated[
+        str, typer.Option(metavar="NAME", help="Baseline name, e.g. ci-rtx4090 (one per machine).")
+    ],
     out_dir: Annotated[
-        Path | None, typer.Option("--dir", help="Where to write NAME.json (default results/baselines).")
+        Path | None,
+        typer.Option("--dir", metavar="DIR", help="Where to write NAME.json (default results/baselines)."),
     ] = None,
     force: Annotated[bool, typer.Option(help="Replace an existing baseline of that name.")] = False,
 ) -> None:
@@ -217,26 +240,41 @@ def baseline_list() -> None:
 
 
 def history_cmd(
-    metric: Annotated[str, typer.Option(help="spec_tps, baseline_tps, speedup or acceptance.")] = "spec_tps",
-    cell: Annotated[str | None, typer.Option(help="Only cells whose name contains this text.")] = None,
+    metric: Annotated[
+        str, typer.Option(metavar="METRIC", help="spec_tps, baseline_tps, speedup or acceptance.")
+    ] = "spec_tps",
+    cell: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Only cells whose name contains this text.")
+    ] = None,
     plot: Annotated[
-        Path | None, typer.Option(help="Also draw the series to this image (png, svg, pdf).")
+        Path | None, typer.Option(metavar="IMAGE", help="Also draw the series to this image (png, svg, pdf).")
     ] = None,
     db: Annotated[
-        Path | None, typer.Option(help="History database (default results/history.sqlite).")
+        Path | None, typer.Option(metavar="FILE", help="History database (default results/history.sqlite).")
     ] = None,
-    add: Annotated[list[Path] | None, typer.Option(help="Record this run folder first (repeatable).")] = None,
+    add: Annotated[
+        list[Path] | None, typer.Option(metavar="RUN_DIR", help="Record this run folder first (repeatable).")
+    ] = None,
 ) -> None:
     """Show each cell's value over the recorded runs and llama.cpp commits."""
     from rich.table import Table
     from rich.text import Text
 
+    from specbench.cli.common import err_console
     from specbench.gate.history import default_db, load_history, plot_history, record_run
+    from specbench.results.folder import read_facts
 
     db = db or default_db()
     for run_dir in add or []:
         n = record_run(run_dir, db)
         console.print(f"recorded {run_dir} ({n} cell rows)", markup=False, highlight=False, soft_wrap=True)
+        status = read_facts(run_dir, required=False).status
+        if status not in (None, "complete"):  # as `baseline save` refuses one: its cells may be missing
+            err_console.print(
+                f"warning: {run_dir} is {status}, not complete: its points may lack cells or repetitions; "
+                f"`specbench run --resume {run_dir}` finishes it (recording it again replaces these)",
+                markup=False, highlight=False, soft_wrap=True,
+            )  # fmt: skip
     points = load_history(db, metric, cell)
     if not points:
         what = f" matching --cell {cell!r}" if cell else ""
@@ -249,7 +287,7 @@ def history_cmd(
         table.add_column(col, overflow="fold", no_wrap=col != "cell")
     last = None
     for p in points:
-        name = f"{p.label} (prompts {p.prompts}; {p.machine})"
+        name = f"{p.label} ({p.generation}; prompts {p.prompts}; {p.machine})"
         sd = f" ± {_num(p.sd, metric)}" if p.sd is not None else ""
         started, commit = (p.started_at or "")[:19], (p.commit or "?")[:12]
         value = f"{_num(p.mean, metric)}{sd}"

@@ -79,7 +79,7 @@ def _build_if_needed(cfg, only: list[str] | None = None):
 def pull(
     config: Annotated[Path, typer.Argument(help="Run config (YAML) whose `models:` to fetch.")],
     only: Annotated[
-        list[str] | None, typer.Option("--only", help="Fetch just this model (repeatable).")
+        list[str] | None, typer.Option("--only", metavar="NAME", help="Fetch just this model (repeatable).")
     ] = None,
 ) -> None:
     """Fetch (or find in the cache) every model a config needs, verify it, and show what it is."""
@@ -169,7 +169,12 @@ def list_(
             "yes" if m.has_chat_template else "no",
             shown,
         )
-    console.print(table)
+    out = console
+    if not console.is_terminal:  # piped: whole paths on one line each, for grep and cut
+        from rich.console import Console
+
+        out = Console(width=10_000, no_color=True, highlight=False)
+    out.print(table)
     console.print(f"{len(cached)} model(s), {human_size(sum(c.size_bytes for c in cached))} in {root}")
 
 
@@ -193,6 +198,11 @@ class _Models:
                     f"{arg} is neither a file nor a model of {self.config_path} "
                     f"(models: {', '.join(self.cfg.models)})"
                 )
+            if self.cfg is None and not Path(arg).exists() and "/" not in arg and not arg.endswith(".gguf"):
+                raise ModelError(
+                    f"{arg} is not a file; to name a model of a config, give the config: "
+                    f"`specbench models check -c CONFIG {arg} ...`"
+                )
             return Path(arg)  # a missing file gets read_metadata's "model file not found"
         from specbench.models import resolve_models
 
@@ -205,7 +215,10 @@ def check(
     target: Annotated[str, typer.Argument(help="Target model: a GGUF file, or a model name with --config.")],
     draft: Annotated[str, typer.Argument(help="Draft model: a GGUF file, or a model name with --config.")],
     config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="Config whose model names TARGET/DRAFT may be.")
+        Path | None,
+        typer.Option(
+            "--config", "-c", metavar="CONFIG", help="Config whose model names TARGET/DRAFT may be."
+        ),
     ] = None,
 ) -> None:
     """Check from GGUF metadata alone that DRAFT can speculate for TARGET (llama.cpp's vocabulary rules).

@@ -48,7 +48,9 @@ def _print(log) -> None:
 
 
 def parse(
-    logs: Annotated[list[Path], typer.Argument(metavar="LOG", help="llama.cpp logs (stderr or mixed).")],
+    logs: Annotated[
+        list[Path], typer.Argument(metavar="LOG", help="llama.cpp logs (stderr or mixed); - reads stdin.")
+    ],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print a JSON list: one object per file that parsed.")
     ] = False,

@@ -41,7 +41,8 @@ def report(
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="What to print on stdout.")] = Format.table,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Folder for report.* and the PNGs [default: RUN/report].")
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="Folder for report.* and the PNGs [default: RUN/report]."),
     ] = None,
     by: Annotated[By | None, typer.Option("--by", help="Add one row per prompt category.")] = None,
 ) -> None:
@@ -55,7 +56,7 @@ def report(
     files = write_report(rep, out or default_out(dirs), by_category)
     if fmt is Format.table:
         console = _console if _console.is_terminal else Console(width=200)
-        console.print(table(rep, by_category))
+        console.print(table(rep, by_category, width=console.width if _console.is_terminal else None))
         for note in rep.notes:
             console.print(f"note: {note}", markup=False, highlight=False)
         paths = console

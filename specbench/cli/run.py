@@ -123,30 +123,18 @@ def _print_dry_run(prepared: Any) -> None:
         _say(line)
 
 
-def _print_summary(summary: Any, rows: list, notes: list[str]) -> None:
-    from rich.table import Table
+def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
+    """The closing table: rendered by the same function as `specbench report`, so the two agree."""
+    from specbench.analysis.render import table
 
-    table = Table(title=f"specbench run {summary.run_id}", title_justify="left")
-    columns = ("pair", "method", "draft_max", "ngl/ngld", "baseline t/s", "spec t/s", "speedup", "acceptance",
-               "outputs match", "valid")  # fmt: skip
-    for col in columns:
-        table.add_column(col, justify="right" if col not in ("pair", "method") else "left")
-    for r in rows:
-        match = {True: "yes", False: f"NO (char {r.first_diff})", None: "-"}[r.outputs_match]
-        table.add_row(
-            r.pair or r.target, r.method, str(r.draft_max) if r.draft_max is not None else "-",
-            f"{r.ngl if r.ngl is not None else '-'}/{r.ngld if r.ngld is not None else '-'}",
-            _fmt(r.baseline_tps, r.baseline_tps_sd), _fmt(r.spec_tps, r.spec_tps_sd),
-            f"{r.speedup:.2f}x" if r.speedup is not None else "-",
-            f"{r.acceptance:.1%}" if r.acceptance is not None else "-", match,
-            "yes" if r.valid else f"NO ({r.n_invalid} invalid, {r.n_failed} failed)",
-        )  # fmt: skip
-    out = console
-    if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"
-        from rich.console import Console
+    if report is not None:
+        out, width = console, console.width
+        if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"
+            from rich.console import Console
 
-        out = Console(width=max(console.width, 160), no_color=True, highlight=False)
-    out.print(table)
+            out, width = Console(width=200, no_color=True, highlight=False), None
+        out.print(table(report, width=width))
+        notes = [*report.notes, *notes]
     console.print(f"results: {summary.run_dir}", markup=False, highlight=False, soft_wrap=True)
     if summary.n_failed or summary.n_invalid:
         err_console.print(f"warning: {summary.n_failed} failed and {summary.n_invalid} invalid samples; "
@@ -156,10 +144,42 @@ def _print_summary(summary: Any, rows: list, notes: list[str]) -> None:
         err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
 
 
+def _nothing_measured(summary: Any, report: Any) -> str | None:
+    """Why the run measured nothing in some cell (a CI job must not pass on it), or None."""
+    from specbench.analysis.report import empty_cells
+
+    if report is None:
+        return f"{summary.run_dir} has no cell to report; see {samples_path(summary.run_dir)}"
+    empty = empty_cells(report)
+    if not empty:
+        return None
+    shown = [f"{r.pair or r.target} {r.method}" + (f" draft_max {r.draft_max}" if r.draft_max else "")
+             for r in empty[:3]]  # fmt: skip
+    names = ", ".join(shown) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+    return (
+        f"{len(empty)} of {len(report.shown(False))} cells have no valid sample ({names}); their samples "
+        f"failed, timed out or never speculated: the reasons are in {samples_path(summary.run_dir)}"
+    )
+
+
+def resume_command(run_dir: Path) -> str:
+    """The command that continues a run, as typed: the config comes from the run's manifest."""
+    import shlex
+
+    return f"specbench run --resume {shlex.quote(str(run_dir))}"
+
+
 def run(
-    config: Annotated[Path, typer.Argument(help="The run config (YAML), e.g. configs/quickstart.yaml.")],
+    config: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="CONFIG",
+            help="The run config (YAML), e.g. configs/quickstart.yaml; not needed with --resume.",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Run folder (default: results/<run-id>/).")
+        Path | None, typer.Option("--out", metavar="DIR", help="Run folder (default: results/<run-id>/).")
     ] = None,
     set_: Annotated[
         list[str] | None,
@@ -173,12 +193,17 @@ def run(
         bool, typer.Option("--dry-run", help="Print every command, model and pair check; run nothing.")
     ] = False,
     resume: Annotated[
-        Path | None, typer.Option("--resume", help="Continue this run folder, skipping finished samples.")
+        Path | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN_DIR",
+            help="Continue this run folder, skipping finished samples (its manifest has the config).",
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
-    from specbench.analysis.report import closing_rows
+    from specbench.analysis.report import closing_report
     from specbench.cli.models import _Bars  # the download bars of `specbench models pull`
     from specbench.errors import RunError, SpecbenchError
     from specbench.execute import benchmark
@@ -187,11 +212,17 @@ def run(
 
     if resume is not None and out is not None and out.resolve() != resume.resolve():
         raise RunError("--out and --resume name different folders; --resume RUN_DIR continues RUN_DIR")
-    cfg = benchmark.load(config, set_ or ())
+    if config is None and resume is None:
+        raise RunError("give a CONFIG (e.g. configs/quickstart.yaml), or --resume RUN_DIR to continue a run")
+    if config is None:
+        cfg = benchmark.load_resumed(resume, set_ or ())
+    else:
+        cfg = benchmark.load(config, set_ or ())
     note = (lambda p: None) if quiet else _status_printer()
     if dry_run:
         _print_dry_run(benchmark.prepare(cfg, dry_run=True, build_progress=note))
         return
+    _interrupt_on_termination()  # from here on, a build or download is cut short as by Ctrl-C
     run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
     fresh = not run_dir.exists()
     benchmark.prepare_run_dir(run_dir, resume is not None)  # unwritable or taken: fail before building
@@ -206,7 +237,6 @@ def run(
         if bars is not None:
             bars.stop()
     view = ProgressView(quiet)
-    _interrupt_on_termination()
     try:
         summary = benchmark.run_benchmark(
             prepared,
@@ -218,19 +248,23 @@ def run(
     except RunInterrupted as exc:
         view.stop()
         err_console.print(
-            f"interrupted: {exc.n_kept} samples kept in {exc.run_dir}", markup=False, highlight=False
-        )
-        err_console.print(f"resume with: specbench run {config} --resume {exc.run_dir}", markup=False,
-                          highlight=False, soft_wrap=True)  # fmt: skip
-        raise typer.Exit(130) from None
+            f"interrupted ({exc.reason}): {exc.n_kept} samples kept in {exc.run_dir}",
+            markup=False, highlight=False, soft_wrap=True,
+        )  # fmt: skip
+        err_console.print(f"resume with: {resume_command(exc.run_dir)}", markup=False, highlight=False,
+                          soft_wrap=True)  # fmt: skip
+        raise typer.Exit(exc.exit_code) from None
     finally:
         view.stop()
-    rows, notes = closing_rows(summary.run_dir)
+    report, notes = closing_report(summary.run_dir)
     try:
         record_run(summary.run_dir)
     except SpecbenchError as exc:
         notes.append(f"not recorded in history: {exc}")
-    _print_summary(summary, rows, notes)
+    _print_summary(summary, report, notes)
+    why = _nothing_measured(summary, report)
+    if why is not None:
+        raise RunError(why)
 
 
 def _interrupt_on_termination() -> None:
@@ -238,11 +272,18 @@ def _interrupt_on_termination() -> None:
     killed specbench would leave the benchmark binary running and the manifest saying ``running``."""
     import signal
 
+    from specbench.errors import Terminated
+    from specbench.execute.process import deliver
+
     def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # a second signal must not cut the clean-up short
+            signal.signal(sig, signal.SIG_IGN)
+        deliver(Terminated(signal.Signals(signum).name, signum))
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
+    # Ctrl-C as Python raises it, but never inside the start of a child (which it would orphan)
+    signal.signal(signal.SIGINT, lambda signum, frame: deliver(KeyboardInterrupt()))
 
 
 def _status_printer():

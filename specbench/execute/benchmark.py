@@ -142,6 +142,23 @@ def load(config_path: Path, overrides: list[str] | tuple[str, ...] = ()) -> Conf
     return load_config(config_path, list(overrides))
 
 
+def load_resumed(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """The config a run folder was run with, for ``--resume DIR`` without CONFIG: its manifest
+    keeps the resolved config (``--set`` overrides applied), so the run continues exactly as begun."""
+    import copy
+
+    from specbench.plan.config import apply_override, config_from_mapping
+
+    manifest = load_manifest(run_dir)
+    data = copy.deepcopy(manifest.config)
+    overridden = {apply_override(data, o) for o in overrides}
+    config_path = Path(manifest.config_path) if manifest.config_path else None
+    base_dir = config_path.parent if config_path else run_dir
+    cfg = config_from_mapping(data, base_dir, f"{run_dir}/manifest.json: config", overridden)
+    cfg.path = config_path
+    return cfg
+
+
 def prepare(
     config: Config,
     dry_run: bool = False,
@@ -223,8 +240,8 @@ def _check_same_config(manifest: Manifest, config: Config, run_dir: Path) -> Non
     differ = sorted(k for k in set(now) | set(manifest.config) if now.get(k) != manifest.config.get(k))
     if differ:
         raise RunError(
-            f"{run_dir} was run with a different config ({', '.join(differ)} differ); resume it with the "
-            f"same CONFIG and --set options ({manifest.config_path or 'see its manifest'})"
+            f"{run_dir} was run with a different config ({', '.join(differ)} differ); resume it without "
+            f"CONFIG and --set (`specbench run --resume {run_dir}` takes the config from its manifest)"
         )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from specbench.errors import ParseError
-from specbench.execute.outputs import continuation, failure_reason, sha256_text
+from specbench.execute.outputs import continuation, decode_output, failure_reason, sha256_text
 from specbench.execute.process import ProcessResult, run_command
 from specbench.parse import ParsedLog, parse_text
 from specbench.results.folder import raw_paths
@@ -53,7 +53,7 @@ def raw_stem(index: int, inv: Invocation) -> str:
     role = "warmup" if inv.warmup else inv.role
     parts = [f"{index:04d}", role, inv.model]
     if inv.role == "speculative":
-        parts += [inv.draft or inv.method, f"n{inv.draft_max}"]
+        parts += [inv.draft or inv.method] + ([f"n{inv.draft_max}"] if inv.draft_max is not None else [])
     parts += [inv.prompt_id, f"r{inv.repetition}"]
     return _slug("-".join(str(p) for p in parts))
 
@@ -61,6 +61,12 @@ def raw_stem(index: int, inv: Invocation) -> str:
 def read_log(path: Path) -> str:
     with open(path, "rb") as fh:
         return fh.read(_MAX_LOG_READ).decode("utf-8", errors="replace")
+
+
+def read_output(path: Path) -> str:
+    """stdout, the generated text, byte-exact (see ``outputs.decode_output``)."""
+    with open(path, "rb") as fh:
+        return decode_output(fh.read(_MAX_LOG_READ))
 
 
 def derive_metrics(role: str, log: ParsedLog) -> tuple[float | None, float | None, float | None, int | None]:
@@ -103,7 +109,7 @@ def judge_process(
     inv: Invocation, res: ProcessResult, run_id: str, run_dir: Path, started_at: str
 ) -> Measured:
     """One finished process: status, validity and reason, metrics, the continuation."""
-    stdout, stderr = read_log(res.stdout_path), read_log(res.stderr_path)
+    stdout, stderr = read_output(res.stdout_path), read_log(res.stderr_path)
     status, reason, log = "ok", None, None
     tps = acceptance = tpp = None
     n_gen = None

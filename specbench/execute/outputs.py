@@ -82,8 +82,20 @@ def _after_prompt(stdout: str, prompt: str) -> str | None:
     return rest[len(tail) :] if tail and rest.startswith(tail) else rest
 
 
+def decode_output(data: bytes) -> str:
+    """Generated text as printed. A run stopped at ``-n`` can end inside a multi-byte character
+    (one token of an emoji); ``surrogateescape`` keeps those bytes exactly (``output_bytes`` gets
+    them back), where a replacement character would make a true prefix look different."""
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def output_bytes(text: str) -> bytes:
+    """The bytes ``decode_output`` read (text from elsewhere, e.g. JSON, is plain UTF-8)."""
+    return text.encode("utf-8", errors="surrogateescape")
+
+
 def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(output_bytes(text)).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -92,16 +104,18 @@ class Comparison:
 
     match: bool
     first_diff: int | None  # character index of the first difference; None when they match
-    compared_chars: int
+    compared_chars: int  # bytes compared
 
 
 def compare(speculative: str, baseline: str) -> Comparison:
     """Compare over the shorter length: a speculative run may overshoot ``-n`` by a draft's length,
-    and at EOS one of them may stop earlier; only the common span says anything."""
-    n = min(len(speculative), len(baseline))
+    and at EOS one of them may stop earlier; only the common span says anything. Compared as
+    bytes: a baseline cut inside a character is a prefix of the speculative run's whole one."""
+    spec, base = output_bytes(speculative), output_bytes(baseline)
+    n = min(len(spec), len(base))
     for i in range(n):
-        if speculative[i] != baseline[i]:
-            return Comparison(False, i, n)
+        if spec[i] != base[i]:
+            return Comparison(False, len(spec[:i].decode("utf-8", errors="ignore")), n)  # characters
     return Comparison(True, None, n)
 
 

@@ -85,6 +85,21 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+_starting = False  # a child is being started: a signal's exception must wait (see deliver)
+_pending: BaseException | None = None
+
+
+def deliver(exc: BaseException) -> None:
+    """Raise ``exc`` from a signal handler, unless a child is being started: raised inside
+    ``subprocess.Popen`` it would orphan the new child (its pid never returned), so it is raised
+    right after Popen returns, where the child's process group is killed."""
+    global _pending
+    if _starting:
+        _pending = exc
+        return
+    raise exc
+
+
 def run_command(
     argv: list[str],
     stdout_path: Path,
@@ -99,9 +114,11 @@ def run_command(
         raise RunError("empty command line; this is a bug in the plan")
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     stderr_path.parent.mkdir(parents=True, exist_ok=True)
+    global _starting, _pending
     timed_out = False
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         start = time.monotonic()
+        _starting = True
         try:
             proc = subprocess.Popen(
                 argv,
@@ -113,10 +130,18 @@ def run_command(
                 start_new_session=True,
             )
         except OSError as exc:
+            _starting = False
             raise RunError(
                 f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
             ) from exc
+        except BaseException:
+            _starting = False
+            raise
         try:
+            _starting = False  # inside the try: from here a signal's exception kills the group below
+            if _pending is not None:  # a signal came while the child was starting
+                pending, _pending = _pending, None
+                raise pending
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.errors import RunError, SpecbenchError
-from specbench.execute.executor import Executor, Measured, ProcessExecutor, read_log
+from specbench.execute.executor import Executor, Measured, ProcessExecutor, read_output
 from specbench.execute.outputs import compare, continuation
 from specbench.results.folder import (
     RunLock,
@@ -36,14 +36,16 @@ if TYPE_CHECKING:
 
 
 class RunInterrupted(RunError):
-    """Ctrl-C: finished samples are kept, the manifest says ``interrupted``; exit 130."""
+    """Ctrl-C, SIGTERM or SIGHUP: finished samples are kept, the manifest says ``interrupted``
+    with the reason; exit 130 (Ctrl-C) or 128 + the signal's number."""
 
     exit_code = 130
 
-    def __init__(self, run_dir: Path, n_kept: int):
-        super().__init__(f"interrupted; {n_kept} samples kept in {run_dir}")
+    def __init__(self, run_dir: Path, n_kept: int, reason: str = "Ctrl-C", exit_code: int = 130):
+        super().__init__(f"interrupted ({reason}); {n_kept} samples kept in {run_dir}", exit_code)
         self.run_dir = run_dir
         self.n_kept = n_kept
+        self.reason = reason
 
 
 @dataclass
@@ -114,7 +116,7 @@ def _recover_outputs(
             continue
         path = run_dir / s.stdout_path
         if path.is_file():
-            text = continuation(read_log(path), inv.prompt_text, echoed=inv.prompt_echoed)
+            text = continuation(read_output(path), inv.prompt_text, echoed=inv.prompt_echoed)
             if text is not None:
                 outputs.add(s.model, s.prompt_id, s.ngl, s.repetition, text)
 
@@ -180,10 +182,12 @@ def execute(
                 left -= 1
                 last_tps = sample.tps if sample.tps is not None else last_tps
                 notify(ProgressEvent("sample", count, total, inv, sample, last_tps))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             executor.close()
-            _finish(manifest, run_dir, "interrupted", "Ctrl-C")
-            raise RunInterrupted(run_dir, len(done_samples) + len(new)) from None
+            reason = getattr(exc, "signal_name", "Ctrl-C")  # errors.Terminated for SIGTERM/SIGHUP
+            _finish(manifest, run_dir, "interrupted", reason)
+            n_kept = len(done_samples) + len(new)
+            raise RunInterrupted(run_dir, n_kept, reason, getattr(exc, "exit_code", 130)) from None
         except SpecbenchError as exc:
             executor.close()
             _finish(manifest, run_dir, "failed", str(exc))

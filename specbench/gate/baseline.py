@@ -104,7 +104,7 @@ def save_baseline(run_dir: Path, name: str, dest_dir: Path | None = None, force:
     if side.facts.status not in (None, "complete"):
         raise InputError(
             f"{run_dir} is {side.facts.status}, not complete; finish it with "
-            f"`specbench run CONFIG --resume {run_dir}` before saving it as a baseline"
+            f"`specbench run --resume {run_dir}` before saving it as a baseline"
         )
     kept = [s for s in side.samples if s.role in ROLES_KEPT]
     if not any(s.valid and s.tps is not None for s in kept):

@@ -17,6 +17,7 @@ geometric mean of the per-cell ratios.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from typing import Literal
 
@@ -74,12 +75,15 @@ class Comparison(BaseModel):
     threshold: float
     alpha: float
     strict: bool
+    allow_missing: bool = False  # a cell missing from the current run passes (else it fails the gate)
     differences: list[str]  # what differs but is not matched on (commit, driver, threads)
     metrics: list[MetricResult]
 
     @property
     def failed(self) -> list[CellResult]:
-        bad = {Status.FAIL, Status.WARN} if self.strict else {Status.FAIL}
+        bad: set[str] = {Status.FAIL, Status.WARN} if self.strict else {Status.FAIL}
+        if not self.allow_missing:  # a gate must not pass because the current run measured less
+            bad.add("only_baseline")
         return [c for m in self.metrics for c in m.cells if c.status in bad]
 
     @property
@@ -169,17 +173,13 @@ def compare_metric(
             cells.append(
                 row("only_current", "only in current")
                 if b is None
-                else row("only_baseline", "only in baseline")
+                else row("only_baseline", "only in baseline: missing from the current run")
             )
-        elif not c.values and b.values:
-            # Crashed, timed out or never speculated where it used to work: that is a regression.
-            cells.append(row(Status.FAIL, _missing_reason(c, "current")))
         elif not c.values or not b.values:
-            cells.append(
-                row(
-                    Status.WARN, _missing_reason(b, "baseline") if c.values else _missing_reason(c, "current")
-                )
-            )
+            # Crashed, timed out or never speculated (now, or in the baseline): nothing was compared,
+            # so the gate cannot pass it.
+            why = [_missing_reason(x, side) for x, side in ((b, "baseline"), (c, "current")) if not x.values]
+            cells.append(row(Status.FAIL, "; ".join(why)))
         else:
             if metric == "acceptance":
                 decision = decide_acceptance(b.values, c.values, temperature=key.temperature, alpha=alpha)
@@ -196,8 +196,13 @@ def compare_metric(
         Status.IMPROVED: 4,
         Status.PASS: 5,
     }
-    cells.sort(key=lambda r: (order[r.status], r.label, r.prompt_id))
+    cells.sort(key=lambda r: (order[r.status], _natural(r.label), _natural(r.prompt_id)))
     return MetricResult(metric=metric, unit=UNITS[metric], cells=cells, geomean_ratio=geometric_mean(ratios))
+
+
+def _natural(text: str) -> tuple:
+    """Sort key that orders numbers by value: draft_max=4 before draft_max=16."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text))
 
 
 def _threads(samples: list[Sample]) -> str:
@@ -267,6 +272,7 @@ def compare(
     threshold: float = 0.05,
     alpha: float = 0.05,
     strict: bool = False,
+    allow_missing: bool = False,
 ) -> Comparison:
     """Match cells and decide each; raises NotComparable when nothing at all can be compared."""
     if not 0 < alpha < 1:
@@ -282,6 +288,7 @@ def compare(
         raise NotComparable(f"not comparable: {_why_nothing(base, cur)}")
     return Comparison(
         baseline_ref=base.ref, current_ref=cur.ref, baseline=base.facts, current=cur.facts,
-        threshold=threshold, alpha=alpha, strict=strict, differences=shown_differences(base, cur),
+        threshold=threshold, alpha=alpha, strict=strict, allow_missing=allow_missing,
+        differences=shown_differences(base, cur),
         metrics=results,
     )  # fmt: skip

@@ -50,6 +50,7 @@ class HistoryPoint(BaseModel):
 
     label: str
     machine: str
+    generation: str  # n_predict, temperature... as compare matches them (part of the series identity)
     prompts: str  # the prompt set (part of the series identity)
     run_id: str
     started_at: str | None
@@ -157,6 +158,7 @@ def load_history(
             point = HistoryPoint(
                 label=label,
                 machine=machine,
+                generation=_generation(cell_id, machine),
                 prompts=prompts,
                 run_id=run_id,
                 started_at=started,
@@ -175,8 +177,22 @@ def load_history(
     for key, point in grouped.items():
         summary = summarize([sum(v) / len(v) for _, v in sorted(by_rep[key].items())])
         points.append(point.model_copy(update=dict(mean=summary.mean, sd=summary.sd, n_reps=summary.n)))
-    points.sort(key=lambda p: (p.machine, p.label, p.prompts, p.started_at or "", p.run_id))
+    points.sort(key=lambda p: (p.machine, p.label, p.generation, p.prompts, p.started_at or "", p.run_id))
     return points
+
+
+_GENERATION = ("n_predict", "temperature", "top_k", "seed", "ctx_size")
+
+
+def _generation(cell_id: str, machine: str) -> str:
+    """The generation settings of a stored cell id: runs that differ in them are separate series,
+    as ``compare`` (same CellKey) refuses to compare them."""
+    try:
+        key = json.loads(cell_id[len(machine) + 1 :].rsplit("|", 1)[0])  # MACHINE|KEY JSON|PROMPTS
+    except ValueError:
+        return ""
+    return ", ".join(f"{k} {key[k]:g}" if isinstance(key.get(k), float) else f"{k} {key.get(k)}"
+                     for k in _GENERATION if key.get(k) is not None)  # fmt: skip
 
 
 def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
@@ -189,12 +205,12 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
     runs = sorted({(p.started_at or "", p.run_id, p.commit, p.threads) for p in points})
     x_of = {(started, run_id): i for i, (started, run_id, _, _) in enumerate(runs)}
     fig, ax = plt.subplots(figsize=(max(6.0, 1.0 * len(runs) + 3), 4.5))
-    by_cell: dict[tuple[str, str, str], list[HistoryPoint]] = defaultdict(list)
+    by_cell: dict[tuple[str, str, str, str], list[HistoryPoint]] = defaultdict(list)
     for p in points:
-        by_cell[(p.machine, p.label, p.prompts)].append(p)
-    several = len({(m, lbl) for m, lbl, _ in by_cell}) < len(by_cell)  # one label, several prompt sets
-    for (_, label, prompts), pts in sorted(by_cell.items()):
-        label = f"{label} [{prompts}]" if several else label
+        by_cell[(p.machine, p.label, p.generation, p.prompts)].append(p)
+    several = len({(m, lbl) for m, lbl, _, _ in by_cell}) < len(by_cell)  # one label, several series
+    for (_, label, generation, prompts), pts in sorted(by_cell.items()):
+        label = f"{label} [{generation}; {prompts}]" if several else label
         xs = [x_of[(p.started_at or "", p.run_id)] for p in pts]
         ax.errorbar(
             xs, [p.mean for p in pts], yerr=[p.sd or 0 for p in pts], marker="o", capsize=3, label=label

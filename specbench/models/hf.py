@@ -6,8 +6,9 @@ Environment, read at call time (huggingface_hub reads its constants at import): 
 SPECBENCH_HOME/models/hf).
 
 Sizes and sha256 come from ``model_info(files_metadata=True)`` (the LFS sha256) and are checked
-after download; a file that does not match is deleted from the cache. Interrupted transfers are
-resumed by huggingface_hub with HTTP Range requests.
+after download; a file that does not match is deleted from the cache. An interrupted transfer of
+an LFS file (every GGUF) keeps its bytes and resumes with an HTTP Range request, in the same run
+and in the next (``specbench.models.hfresume``).
 """
 
 from __future__ import annotations
@@ -269,8 +270,13 @@ def _check_space(src: HfSource, wanted: list[RemoteFile], commit: str) -> None:
 
 
 def _download(src: HfSource, f: RemoteFile, commit: str, progress: ProgressFn | None) -> Path:
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
+    cached = try_to_load_from_cache(src.repo, f.name, cache_dir=str(cache.hf_cache_dir()), revision=commit)
+    if f.sha256 and _SHA256_RE.match(f.sha256.lower()) and not isinstance(cached, str):
+        path = _download_resumable(src, f, f.sha256.lower(), commit, progress)
+        _verify(src, path, f.size, f.sha256)
+        return path
     try:
         local = hf_hub_download(
             src.repo,
@@ -291,6 +297,31 @@ def _download(src: HfSource, f: RemoteFile, commit: str, progress: ProgressFn | 
     path = Path(local)
     _verify(src, path, f.size, f.sha256)
     return path
+
+
+def _download_resumable(
+    src: HfSource, f: RemoteFile, sha256: str, commit: str, progress: ProgressFn | None
+) -> Path:
+    """An LFS file through specbench.models.hfresume: a broken transfer keeps its bytes for the next run."""
+    from huggingface_hub import hf_hub_url
+    from huggingface_hub.utils import build_hf_headers
+
+    from specbench.models import hfresume
+
+    label = f"{src.repo}/{f.name}"
+    part = hfresume.partial_path(_storage(src), sha256)
+    url = hf_hub_url(src.repo, f.name, revision=commit, endpoint=_endpoint())
+    report = None if progress is None else (lambda done, total: progress(label, done, total))
+    try:
+        hfresume.download(url, build_hf_headers(token=_token()), part, f.size, report)
+    except hfresume.TransferBroken as exc:
+        raise ModelError(
+            f"download of {label} broke off ({scrub(str(exc))[:120]}); the {exc.kept} bytes fetched are "
+            "kept, check the network and run the command again to resume"
+        ) from None
+    except Exception as exc:
+        raise _hub_error(src, exc) from None
+    return hfresume.place_in_cache(part, _storage(src), sha256, commit, f.name)
 
 
 def _verify(src: HfSource, path: Path, size: int | None, sha256: str | None) -> None:

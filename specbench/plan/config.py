@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from specbench.errors import ConfigError
 from specbench.models.spec import ModelSpec
 from specbench.plan.expect import Expectation
+from specbench.plan.numbers import refuse_bool_number
 from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
 from specbench.results.records import Generation
 
@@ -37,6 +38,8 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
 
 class LlamaCppConfig(_Strict):
@@ -109,8 +112,9 @@ class StrictGeneration(Generation):
     """Generation settings as the config may write them (unknown keys refused, ranges checked)."""
 
     model_config = ConfigDict(extra="forbid")
+    _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
-    n_predict: int = Field(default=128, ge=1)
+    n_predict: int = Field(default=128, ge=2)  # one token comes from the prompt pass: no decode speed
     temperature: float = Field(default=0.0, ge=0.0)
     top_k: int | None = Field(default=None, ge=0)
     threads: int | None = Field(default=None, ge=1)
@@ -300,8 +304,8 @@ def format_validation_error(exc: ValidationError, origin: str, overridden: set[s
     errors = exc.errors()
     first = errors[0]
     loc = _loc(tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
-    source = next((k for k in overridden if _within(loc, k) or _within(k, loc)), None)
-    head = f"--set {source}" if source else origin
+    sources = sorted(k for k in overridden if _within(loc, k) or _within(k, loc))
+    head = ", ".join(f"--set {k}" for k in sources) if sources else origin  # every key that may be at fault
     text = f"{head}: {loc}: {_message(first)}" if loc else f"{head}: {_message(first)}"
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more)"
@@ -372,7 +376,7 @@ def load_config(path: Path | str, overrides: list[str] | tuple[str, ...] = ()) -
     path = Path(path)
     origin = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not YAML
     except FileNotFoundError as exc:
         raise ConfigError(f"config file {path} does not exist; see configs/ for examples") from exc
     except IsADirectoryError as exc:

@@ -32,7 +32,7 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["system", "user", "assistant"]
-    content: str
+    content: str = Field(min_length=1)  # like an empty `text`: a prompt of nothing measures nothing
 
 
 class Prompt(BaseModel):
@@ -103,7 +103,7 @@ def builtin_prompts() -> list[Prompt]:
 def load_prompt_file(path: Path) -> list[Prompt]:
     """A user's JSONL file of prompts; a bad line is a ConfigError naming the file and line."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not text
     except FileNotFoundError as exc:
         raise ConfigError(f"prompts file {path} does not exist; fix `prompts.file` in the config") from exc
     except (OSError, UnicodeDecodeError) as exc:

@@ -16,7 +16,7 @@ import errno
 import fcntl
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -65,6 +65,8 @@ def run_folders(base: Path) -> list[Path]:
 
 def check_writable(run_dir: Path) -> None:
     """Create the folder and write a probe file: only a real write proves it (root ignores modes)."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunError(f"{run_dir} is a file, not a folder; pass a new or existing folder with --out DIR")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         probe = run_dir / f".write-test-{os.getpid()}"
@@ -143,9 +145,9 @@ def append_sample(run_dir: Path, sample: Sample) -> None:
     line = (sample.model_dump_json() + "\n").encode("utf-8")
     path = run_dir / SAMPLES
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            size = os.fstat(fd).st_size
+            size = _cut_torn_tail(fd)
             try:
                 view = memoryview(line)
                 while view:
@@ -159,8 +161,27 @@ def append_sample(run_dir: Path, sample: Sample) -> None:
     except OSError as exc:
         raise RunError(
             f"cannot write {path}: {exc.strerror or exc}; earlier samples are intact, "
-            f"free space or fix permissions, then `specbench run CONFIG --resume {run_dir}`"
+            f"free space or fix permissions, then `specbench run --resume {run_dir}`"
         ) from exc
+
+
+def _cut_torn_tail(fd: int) -> int:
+    """A crash mid-write leaves a line without its newline; appending onto it would glue the next
+    sample to the fragment and make both unreadable, so the fragment is cut off (the reader already
+    ignores it, so its invocation runs again on --resume). Returns the size to append at."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    end = size
+    while end > 0:
+        start = max(0, end - (64 << 10))
+        newline = os.pread(fd, end - start, start).rfind(b"\n")
+        if newline >= 0:
+            end = start + newline + 1
+            break
+        end = start
+    os.ftruncate(fd, end)
+    return end
 
 
 def _truncate(fd: int, size: int) -> None:
@@ -170,25 +191,41 @@ def _truncate(fd: int, size: int) -> None:
         pass
 
 
-def load_samples(run_dir: Path) -> list[Sample]:
-    """All complete samples of a run; a torn last line (crash mid-write) is ignored."""
+def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sample]:
+    """All complete samples of a run. A torn last line (crash mid-write) is left out, and said so
+    in ``warnings`` when given; a bad line anywhere else is an error naming the field and why."""
     path = run_dir / SAMPLES
     if not path.is_file():
         raise RunError(
             f"{run_dir} is not a specbench run folder (no {SAMPLES}); pass a folder under results/"
         )
     samples = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    last = max((i for i, line in enumerate(lines, 1) if line.strip()), default=0)
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             samples.append(Sample.model_validate_json(line))
         except ValidationError as exc:
-            if lineno == len(lines):
-                break  # torn final line from an interrupted write
-            raise RunError(f"{path}:{lineno}: not a valid sample ({exc.error_count()} errors)") from exc
+            if lineno == last:  # torn final line from an interrupted write
+                if warnings is not None:
+                    warnings.append(
+                        f"{path}:{lineno}: an incomplete last line ({len(line)} characters, a write cut "
+                        f"short) was left out; `specbench run --resume {run_dir}` measures it again"
+                    )
+                break
+            raise RunError(f"{path}:{lineno}: not a valid sample ({_why(exc)})") from exc
     return samples
+
+
+def _why(exc: ValidationError) -> str:
+    """pydantic's first error as ``field: reason`` (plus how many more)."""
+    errors = exc.errors()
+    first = errors[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    text = f"{loc}: {first['msg']}" if loc else first["msg"]
+    return text + (f"; and {len(errors) - 1} more" if len(errors) > 1 else "")
 
 
 # --- manifest ------------------------------------------------------------------------------------
@@ -279,8 +316,11 @@ class StoredRun:
     path: Path
     facts: RunFacts
     samples: list[Sample]
+    warnings: list[str] = field(default_factory=list)  # what reading it left out, for the user
 
 
 def read_run(run_dir: Path, manifest_required: bool = True) -> StoredRun:
-    samples = load_samples(run_dir)
-    return StoredRun(run_dir, read_facts(run_dir, samples, required=manifest_required), samples)
+    warnings: list[str] = []
+    samples = load_samples(run_dir, warnings)
+    facts = read_facts(run_dir, samples, required=manifest_required)
+    return StoredRun(run_dir, facts, samples, warnings)

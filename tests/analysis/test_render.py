@@ -93,3 +93,30 @@ def test_terminal_table_shows_every_cell():
     assert text.count(render.BEST) == sum(r.best for r in report.shown(False))
     for run in report.runs:
         assert run.caption() in text
+
+
+def test_csv_integer_columns_stay_integers():
+    """An n-gram row has no draft_max: the column must still read 4, not 4.0 (issue 16)."""
+    import csv
+
+    rows = list(csv.DictReader(io.StringIO(render.csv_text(build_report([QUICK])))))
+    assert {r["draft_max"] for r in rows} >= {"4", ""} and all("." not in r["draft_max"] for r in rows)
+    assert all(r["n"].isdigit() for r in rows)
+
+
+def test_a_narrow_terminal_drops_columns_not_digits():
+    from rich.console import Console
+
+    rep = build_report([QUICK])
+    console = Console(width=80, record=True, no_color=True)
+    console.print(render.table(rep, width=80))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    rows = [line for line in text.splitlines() if line.startswith("│ smol")]
+    assert len(rows) == len(rep.shown(False))  # one line per row: nothing folded onto a second line
+    assert all(f"{r.speedup:.2f}x" in line for r, line in zip(rep.shown(False), rows, strict=True))
+    assert "left out for the terminal's width: predicted" in " ".join(text.split())
+    wide = Console(width=300, record=True, no_color=True)
+    wide.print(render.table(rep, width=300))
+    wide_text = wide.export_text()
+    assert "left out" not in wide_text and "predicted" in wide_text

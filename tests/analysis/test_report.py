@@ -238,3 +238,33 @@ def test_model_speedup_needs_a_calibration_and_is_set_for_draft_cells_when_there
         assert (r.model_speedup is not None) == (r.method == "draft" and r.tokens_per_pass is not None)
         if r.model_speedup is not None:
             assert 0 < r.model_speedup < r.draft_max + 1
+
+
+def test_incomplete_and_unlike_runs_are_said_so(tmp_path):
+    """An interrupted run gets no ★ and a note; runs with other generation settings side by side get
+    a note naming them; temperature > 0 explains the missing match (issue 16)."""
+    import json
+    import shutil
+
+    from specbench.analysis.report import build_report
+
+    cut = shutil.copytree(QUICK, tmp_path / "cut")
+    manifest = json.loads((cut / "manifest.json").read_text())
+    manifest["status"] = "interrupted"
+    (cut / "manifest.json").write_text(json.dumps(manifest))
+    hot = shutil.copytree(QUICK, tmp_path / "hot")
+    lines = [json.loads(line) for line in (hot / "samples.jsonl").read_text().splitlines()]
+    for line in lines:
+        line["generation"]["temperature"] = 0.7
+        line["run_id"] = "hot"
+    (hot / "samples.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    manifest["status"], manifest["run_id"] = "complete", "hot"
+    (hot / "manifest.json").write_text(json.dumps(manifest))
+    rep = build_report([cut, hot])
+    assert not any(r.best for r in rep.rows if r.run == rep.runs[0].run)
+    assert any(r.best for r in rep.rows if r.run == "hot")
+    assert "INCOMPLETE: interrupted" in rep.runs[0].caption()
+    text = " ".join(rep.notes)
+    assert "is incomplete (interrupted)" in text and "--resume" in text
+    assert "Run hot samples at temperature > 0" in text
+    assert "different generation settings" in text and "temperature 0.7" in text

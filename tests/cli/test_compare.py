@@ -167,3 +167,15 @@ def test_real_same_config_twice_passes(real_runs):
     # Each run recorded itself in the history database.
     h = specbench("history", "--metric", "baseline_tps", cwd=root)
     assert h.returncode == 0 and all(name in h.stdout for name in ("two-a", "one", "two-b")), h.stdout
+
+
+def test_history_add_warns_on_an_interrupted_run(tmp_path):
+    import shutil
+
+    run = shutil.copytree(REPO / "tests/data/runs/quick-cpu", tmp_path / "cut")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["status"] = "interrupted"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    r = specbench("history", "--add", run, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "warning:" in r.stderr and "is interrupted, not complete" in r.stderr and "--resume" in r.stderr

@@ -86,6 +86,11 @@ def test_pull_and_list_with_a_local_index(tmp_path):
     assert check.returncode == 0, check.stderr
     unknown = specbench("models", "check", "local", "nope", "--config", "cfg.yaml", cwd=tmp_path, env=env)
     assert "neither a file nor a model" in _error_line(unknown)
+    no_config = specbench("models", "check", "local", "tiny", cwd=tmp_path, env=env)
+    assert "tiny is not a file" in (line := _error_line(no_config)) and "models check -c CONFIG" in line
+    piped = specbench("models", "list", cwd=tmp_path, env={**env, "COLUMNS": "80"})  # stdout is a pipe
+    row = next(line for line in piped.stdout.splitlines() if line.startswith("pypi"))
+    assert row.rstrip().endswith("/m.gguf")  # the whole path on its row, not folded onto the next lines
 
 
 @pytest.mark.slow

@@ -74,3 +74,19 @@ def test_failures_are_reported_and_the_rest_still_parsed(tmp_path):
 def test_debug_shows_the_traceback(tmp_path):
     out = specbench("--debug", "parse", tmp_path / "missing.log")
     assert out.returncode != 0 and "Traceback" in out.stderr and "ParseError" in out.stderr
+
+
+def test_stdin_and_pipes_are_read_once():
+    """`-` reads stdin, and /dev/stdin (a pipe, readable once) parses the same as the file."""
+    log = LOGS / "real/spec-simple-draft.mixed.log"
+    want = json.loads(specbench("parse", "--json", log).stdout)[0]
+    for arg in ("-", "/dev/stdin"):
+        with open(log, "rb") as fh:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "specbench", "parse", "--json", arg],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+            out, err = proc.communicate(fh.read(), timeout=60)
+        assert proc.returncode == 0, err.decode()
+        got = json.loads(out)[0]
+        assert {k: v for k, v in got.items() if k != "file"} == {k: v for k, v in want.items() if k != "file"}

@@ -41,6 +41,15 @@ def short_prompt(tmp: Path) -> Path:
     return path
 
 
+def repeating_prompt(tmp: Path) -> Path:
+    """A text prompt repeating a block longer than the n-gram size (12 tokens): its continuation
+    repeats it, so ngram-simple drafts even in 16 tokens."""
+    block = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
+    path = tmp / "repeat.jsonl"
+    path.write_text(json.dumps({"id": "rep", "category": "code", "text": (block * 4).rstrip("\n")}) + "\n")
+    return path
+
+
 def one_cell(tmp: Path, f32, q4, **extra) -> Path:
     data = dict(
         name="onecell",
@@ -199,7 +208,7 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
         name="ngram",
         models={"q4": {"path": str(smol_q4.path)}},
         pairs={"lookup": {"target": "q4", "method": "ngram-simple"}},
-        prompts={"file": str(short_prompt(tmp_path))},
+        prompts={"file": str(repeating_prompt(tmp_path))},  # the lookup drafts: a valid cell, exit 0
         generation={"n_predict": 16, "threads": 2},
         repetitions=2,
         warmup=0,  # re-running warmups on --resume is checked in tests/test_runner.py
@@ -221,7 +230,7 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert f"resume with: specbench run {config} --resume {run_dir}" in err
+    assert f"resume with: specbench run --resume {run_dir}" in err
     kept = load_samples(run_dir)
     assert 1 <= len(kept) < 4
     assert load_manifest(run_dir).status == "interrupted"

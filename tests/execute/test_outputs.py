@@ -86,3 +86,19 @@ def test_failure_reason_names_signal_or_exit_code_and_last_error():
     stderr = "0.00.000.001 I loading\n0.00.000.002 E main: error: failed to load model 'x.gguf'\n"
     assert failure_reason(stderr, 1, None) == "exit code 1: main: error: failed to load model 'x.gguf'"
     assert failure_reason("", None, "SIGSEGV") == "killed by SIGSEGV"
+
+
+def test_baseline_cut_inside_a_character_is_a_prefix(tmp_path):
+    """A baseline stopped at -n inside an emoji's bytes matches a run whose bytes go on (issue 16)."""
+    from specbench.execute.executor import read_output
+
+    whole = f"{PROMPT}Waves \N{WATER WAVE} roll".encode()
+    cut = whole[: whole.index("\N{WATER WAVE}".encode()) + 2]  # 2 of the emoji's 4 bytes
+    (tmp_path / "base.stdout").write_bytes(cut)
+    (tmp_path / "spec.stdout").write_bytes(b"\n\n" + whole + b"\n\n")
+    base = continuation(read_output(tmp_path / "base.stdout"), PROMPT)
+    spec = continuation(read_output(tmp_path / "spec.stdout"), PROMPT)
+    assert compare(spec, base).match
+    assert sha256_text(base) != sha256_text(spec)
+    other = compare("Waves \N{OCTOPUS}", base.replace("Waves ", "Waves"))  # a real difference
+    assert not other.match and other.first_diff == len("Waves")

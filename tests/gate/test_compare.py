@@ -173,3 +173,34 @@ def test_acceptance_drop_at_temperature_zero_fails(tmp_path):
     cmp = compare(load_run(a), load_run(b), metrics=["acceptance"])
     assert cmp.exit_code == 1 and len(cmp.failed) == 2
     assert cmp.failed[0].decision.change == pytest.approx(-5.0)
+
+
+def test_cells_missing_from_the_current_run_fail_unless_allowed(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2"))
+    b = make_run(tmp_path, "run2", BASE, {4: SPEC[4]}, prompts=("p1",))
+    cmp = compare(load_run(a), load_run(b), metrics=["spec_tps"])
+    assert cmp.exit_code == 1
+    missing = [c for c in cmp.failed if c.status == "only_baseline"]
+    assert len(missing) == 3 and all("missing from the current run" in c.reason for c in missing)
+    assert compare(load_run(a), load_run(b), metrics=["spec_tps"], allow_missing=True).exit_code == 0
+
+
+def test_a_cell_with_no_valid_sample_on_either_side_fails(tmp_path):
+    """Two runs whose every speculative sample failed: nothing was measured, the gate must not pass."""
+    a = make_run(tmp_path, "run1", BASE, SPEC, status="timeout")
+    b = make_run(tmp_path, "run2", BASE, SPEC, status="timeout")
+    cmp = compare(load_run(a), load_run(b), metrics=["spec_tps"])
+    assert cmp.exit_code == 1 and len(cmp.failed) == 2
+    assert all(
+        "no valid value in baseline (3 timeout); no valid value in current" in c.reason for c in cmp.failed
+    )
+    # only the baseline side empty: also nothing compared
+    c = make_run(tmp_path, "run3", BASE, SPEC)
+    assert compare(load_run(a), load_run(c), metrics=["spec_tps"]).exit_code == 1
+
+
+def test_cells_sort_numerically(tmp_path):
+    spec = {16: SPEC[8], 4: SPEC[4], 8: SPEC[8]}
+    a, b = make_run(tmp_path, "run1", BASE, spec), make_run(tmp_path, "run2", BASE, spec)
+    labels = [c.label for c in compare(load_run(a), load_run(b), metrics=["spec_tps"]).metrics[0].cells]
+    assert labels == [f"smol draft draft_max={n}" for n in (4, 8, 16)]

@@ -72,3 +72,14 @@ def test_a_foreign_database_is_refused(tmp_path):
         conn.execute("CREATE TABLE notes (x TEXT)")
     with pytest.raises(HistoryError, match="not a specbench history database"):
         record_run(make_run(tmp_path, "run1", BASE, SPEC), db)
+
+
+def test_runs_compare_would_refuse_are_separate_series(tmp_path):
+    """Another n_predict is another measurement (compare refuses it): its own series, not a point."""
+    db = tmp_path / "h.sqlite"
+    record_run(make_run(tmp_path, "run1", BASE, SPEC, n_predict=48), db)
+    record_run(make_run(tmp_path, "run2", BASE, SPEC, n_predict=32), db)
+    points = load_history(db, "spec_tps", cell="draft_max=8")
+    series = {(p.label, p.generation, p.prompts): p.run_id for p in points}
+    assert len(series) == 2 and sorted(series.values()) == ["run1", "run2"]
+    assert {p.generation.split(",")[0] for p in points} == {"n_predict 48", "n_predict 32"}

@@ -206,3 +206,24 @@ def test_hf_cache_follows_hf_home(hub, tiny, tmp_path, monkeypatch):
     hub.add_commit("org/tiny", {"tiny.gguf": tiny})
     model = _resolve(_hf("org/tiny", file="tiny.gguf"))
     assert str(model.path).startswith(str(tmp_path / "hfhome" / "hub"))
+
+
+def test_a_download_broken_in_one_run_resumes_in_the_next(hub, tmp_path):
+    """The bytes of a transfer that broke off for good stay on disk; the next run asks for the rest."""
+    big = write_tiny_gguf(tmp_path / "src" / "big.gguf", n_tensors=1, tensor_shape=(1024, 512))
+    hub.add_commit("org/big", {"big.gguf": big})
+    cut = 100_000
+    hub.drop_always["org/big/big.gguf"] = cut
+    with pytest.raises(ModelError) as exc:
+        _resolve(_hf("org/big", file="big.gguf"))
+    assert "broke off" in _one_line(exc) and "resume" in _one_line(exc)
+    first = [r for r in hub.requests if r.method == "GET" and "/resolve/" in r.path]
+    kept = cut * len(first)
+    assert _files_in_cache() == []  # nothing half-done where a reader would take it for the file
+    del hub.drop_always["org/big/big.gguf"]
+    hub.requests.clear()
+    model = _resolve(_hf("org/big", file="big.gguf"))  # the next run
+    assert model.sha256 == hashlib.sha256(big.read_bytes()).hexdigest()
+    [again] = [r for r in hub.requests if r.method == "GET" and "/resolve/" in r.path]
+    assert again.range == f"bytes={kept}-" and 0 < kept < big.stat().st_size
+    assert not list(hf_cache_dir().rglob("*.part"))

@@ -97,10 +97,24 @@ def test_overrides_apply_before_validation(cfg_dir):
         ("bogus=1", "--set bogus: bogus: unknown key"),
         ("sweep.draft_max=[4, 0]", "--set sweep.draft_max: sweep.draft_max[1]: must be >= 1"),
         ("sweep.draft_max=[4", "not valid YAML"),
+        ("generation.n_predict=1", "--set generation.n_predict: generation.n_predict: must be >= 2"),
+        ("repetitions=true", "--set repetitions: repetitions: must be a number, not true"),
+        ("generation.temperature=yes", "generation.temperature: must be a number, not true"),
     ],
 )
 def test_bad_overrides(cfg_dir, override, expected):
     assert expected in error_of(write(cfg_dir, GOOD), [override])
+
+
+def test_a_conflict_of_two_overrides_names_both(cfg_dir):
+    message = error_of(write(cfg_dir, GOOD), ["sweep.draft_min=[9]", "sweep.draft_max=[4]"])
+    assert message.startswith("--set sweep.draft_max, --set sweep.draft_min: sweep: every draft_min")
+
+
+def test_byte_order_mark_is_not_yaml(cfg_dir):
+    path = cfg_dir / "bom.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
+    assert load_config(path).name == "t"
 
 
 def test_missing_file(tmp_path):

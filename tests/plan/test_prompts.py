@@ -91,6 +91,10 @@ def test_user_file(tmp_path):
         ('{"id": "a", "category": "c", "text": "again"}', ":2: duplicate prompt id 'a' (first on line 1)"),
         ('{"id": "b c", "category": "c", "text": "x"}', ":2: id: "),
         ("[1, 2]", ":2: "),
+        (
+            '{"id": "b", "category": "c", "messages": [{"role": "user", "content": ""}]}',
+            ":2: messages.0.content",
+        ),
     ],
 )
 def test_user_file_bad_line_names_file_and_line(tmp_path, bad_line, expected):
@@ -100,6 +104,12 @@ def test_user_file_bad_line_names_file_and_line(tmp_path, bad_line, expected):
         load_prompt_file(path)
     message = str(info.value)
     assert message.startswith(f"{path}:2: ") and expected in message and "\n" not in message
+
+
+def test_user_file_with_a_byte_order_mark(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"id": "a", "category": "c", "text": "fine"}\n')
+    assert [p.id for p in load_prompt_file(path)] == ["a"]
 
 
 def test_user_file_missing_or_empty(tmp_path):

@@ -1,0 +1,37 @@
+"""What a report must say about the runs it shows before anyone reads its numbers: an incomplete
+run, runs measured with different generation settings side by side, outputs not compared."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specbench.analysis.report import RunInfo
+    from specbench.results.records import Generation
+
+
+def generation_text(g: Generation) -> str:
+    """The settings that define the work (as compare matches them), in words."""
+    return f"n_predict {g.n_predict}, temperature {g.temperature:g}, top_k {g.top_k}, seed {g.seed}"
+
+
+def caveats(infos: list[RunInfo]) -> list[str]:
+    notes = []
+    for info in infos:
+        if info.incomplete:
+            notes.append(
+                f"Run {info.run} is incomplete ({info.status}): some cells may be missing, so no setting "
+                f"is marked best; `specbench run --resume {info.path}` finishes it."
+            )
+        if any(", temperature 0," not in g for g in info.generation):
+            notes.append(
+                f"Run {info.run} samples at temperature > 0: outputs differ by design, so `match` is `-` "
+                "(outputs are compared with the baseline's only at temperature 0)."
+            )
+    if len({tuple(i.generation) for i in infos}) > 1:
+        settings = "; ".join(f"{i.run}: {' | '.join(i.generation)}" for i in infos)
+        notes.append(
+            f"The runs used different generation settings ({settings}): side by side, their t/s are "
+            "not the same measurement."
+        )
+    return notes

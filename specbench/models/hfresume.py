@@ -1,0 +1,96 @@
+"""Hub downloads that survive the process: a transfer cut off in one run resumes in the next.
+
+huggingface_hub (2.x) downloads into a process-unique temporary file and deletes it when the
+transfer breaks, so a run cancelled at 9 GB of a 10 GB model would start the next one from zero.
+specbench downloads LFS files (every GGUF; their name in the cache is the sha256) itself into
+``<repo storage>/partial/<sha256>.part``, which stays when the transfer breaks, asks for the rest
+with an HTTP Range request (a few times in this process, then in the next run), and finally moves
+the file into huggingface_hub's cache layout (``blobs/<sha256>`` and a relative
+``snapshots/<commit>/<name>`` link), where huggingface_hub and ``try_to_load_from_cache`` find it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+ATTEMPTS = 5  # transfers per process before the run gives up (the bytes stay for the next run)
+
+
+class TransferBroken(Exception):
+    """The transfer broke off ``ATTEMPTS`` times; ``kept`` bytes are on disk for the next run."""
+
+    def __init__(self, reason: str, kept: int):
+        super().__init__(reason)
+        self.kept = kept
+
+
+def partial_path(storage: Path, sha256: str) -> Path:
+    return storage / "partial" / f"{sha256}.part"
+
+
+def download(
+    url: str,
+    headers: dict[str, str],
+    part: Path,
+    size: int | None,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> Path:
+    """Fetch ``url`` into ``part``, continuing from the bytes already there; returns ``part``.
+
+    HTTP errors (401, 404...) are raised as huggingface_hub's typed errors; network errors are
+    retried with a Range request and end in TransferBroken, with the bytes kept.
+    """
+    import httpx2
+    from huggingface_hub.utils import get_session, hf_raise_for_status
+
+    part.parent.mkdir(parents=True, exist_ok=True)
+    reason = "no attempt"
+    for _ in range(ATTEMPTS):
+        have = part.stat().st_size if part.exists() else 0
+        if size is not None and have >= size:
+            break
+        request_headers = dict(headers)
+        if have:
+            request_headers["Range"] = f"bytes={have}-"
+        try:
+            with get_session().stream(
+                "GET", url, headers=request_headers, follow_redirects=True, timeout=60
+            ) as response:
+                if response.status_code == 416 and have:  # asked past the end: what is here is all
+                    break
+                hf_raise_for_status(response)
+                mode = "ab" if have and response.status_code == 206 else "wb"  # 200: the server resends all
+                done = have if mode == "ab" else 0
+                with open(part, mode) as fh:
+                    for chunk in response.iter_bytes():  # as it arrives: a cut keeps all but the last packet
+                        fh.write(chunk)
+                        done += len(chunk)
+                        if progress is not None:
+                            progress(done, size)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            return part
+        except (httpx2.TransportError, httpx2.StreamError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            continue
+    if size is not None and part.exists() and part.stat().st_size >= size:
+        return part
+    raise TransferBroken(reason, part.stat().st_size if part.exists() else 0)
+
+
+def place_in_cache(part: Path, storage: Path, sha256: str, commit: str, name: str) -> Path:
+    """Move a finished download to where huggingface_hub keeps it; returns the snapshot path."""
+    blob = storage / "blobs" / sha256
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(part, blob)
+    link = storage / "snapshots" / commit / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    try:
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    except OSError:  # no symlinks (some filesystems): a copy-free move, as huggingface_hub does then
+        os.replace(blob, link)
+    return link

@@ -1,0 +1,122 @@
+"""`specbench run` as a CI runner treats it: SIGTERM/SIGHUP mid-run, the printed resume command
+run as printed (no CONFIG), the closing table equal to `specbench report`'s, and a run that measured
+nothing failing the job. Real llama.cpp runs of the 135M model, 16 tokens each (issue 16)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specbench.results.folder import load_manifest, load_samples
+from tests.fixtures.build import assert_one_line_error, cli
+
+pytestmark = pytest.mark.slow
+
+
+def ngram_config(tmp: Path, q4) -> tuple[Path, str]:
+    """The n-gram method on the Q4 model alone (no draft model: the cheapest real speculative run);
+    the prompt carries a marker to find its llama.cpp processes by, and repeats a block longer than
+    the n-gram size (12 tokens) so the continuation repeats it and the lookup drafts."""
+    marker = f"specbench-{uuid.uuid4().hex[:12]}"
+    prompts = tmp / "prompts.jsonl"
+    block = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
+    text = f"# {marker}\n" + (block * 4).rstrip("\n")  # ends inside the pattern, as it goes on
+    prompts.write_text(json.dumps({"id": "code", "category": "code", "text": text}) + "\n")
+    data = dict(
+        name="faults",
+        models={"q4": {"path": str(q4.path)}},
+        pairs={"lookup": {"target": "q4", "method": "ngram-simple"}},
+        prompts={"file": str(prompts)},
+        generation={"n_predict": 64, "threads": 2},
+        repetitions=3,
+        warmup=0,
+    )
+    path = tmp / "faults.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path, marker
+
+
+def _llama_processes(marker: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker.encode() in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _start_and_signal(config: Path, run_dir: Path, sig: signal.Signals, env: dict) -> tuple[int, str, str]:
+    """Start a run with --set overrides, wait for its first sample, send ``sig``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specbench", "run", str(config), "--out", str(run_dir),
+         "--set", "repetitions=2", "--set", "generation.n_predict=16"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    samples_file = run_dir / "samples.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if samples_file.is_file() and samples_file.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be signalled"
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_signal_keeps_samples_and_the_printed_resume_command_works(tmp_path, llama_build, smol_q4, sig):
+    config, marker = ngram_config(tmp_path, smol_q4)
+    run_dir = tmp_path / "run dir"  # a space: the printed command must quote it
+    env = {**os.environ, "SPECBENCH_RESULTS": str(tmp_path / "results")}
+    code, _, err = _start_and_signal(config, run_dir, sig, env)
+    assert code == 128 + sig, err
+    assert "Traceback" not in err and f"interrupted ({sig.name})" in err
+    assert not _llama_processes(marker), "llama.cpp outlived the run"
+    kept = load_samples(run_dir)
+    assert 1 <= len(kept) < 4
+    man = load_manifest(run_dir)
+    assert man.status == "interrupted" and man.status_reason == sig.name
+    printed = next(line for line in err.splitlines() if line.startswith("resume with: "))
+    argv = shlex.split(printed.removeprefix("resume with: "))
+    assert argv == ["specbench", "run", "--resume", str(run_dir)]
+    if sig is signal.SIGHUP:
+        return
+    resumed = cli(*argv[1:], env={"SPECBENCH_RESULTS": str(tmp_path / "results"), "COLUMNS": "200"})
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    samples = load_samples(run_dir)
+    assert len(samples) == 4 and len({s.sample_key() for s in samples}) == 4  # the --set overrides held
+    assert {s.generation.n_predict for s in samples} == {16}
+    assert load_manifest(run_dir).status == "complete"
+    # the closing table is the table `specbench report` prints, row for row
+    report = cli("report", str(run_dir), env={"COLUMNS": "200"})
+    assert report.returncode == 0, report.stderr
+    run_rows = [line for line in resumed.stdout.splitlines() if "lookup" in line]
+    report_rows = [line for line in report.stdout.splitlines() if "lookup" in line]
+    assert run_rows and run_rows == report_rows
+
+
+def test_a_run_that_measured_nothing_fails(tmp_path, llama_build, smol_q4):
+    config, _ = ngram_config(tmp_path, smol_q4)
+    run_dir = tmp_path / "run"
+    result = cli("run", str(config), "--out", str(run_dir), "--quiet", "--set", "repetitions=1",
+                 "--set", "timeout_s=0.05", env={"SPECBENCH_RESULTS": str(tmp_path / "results")})  # fmt: skip
+    last = assert_one_line_error(result, "1 of 1 cells have no valid sample", "lookup ngram-simple")
+    assert "samples.jsonl" in last
+    assert {s.status for s in load_samples(run_dir)} == {"timeout"}
+    assert "0/1 !" in result.stdout  # the table is still printed
+    assert not [
+        p.name for p in (run_dir / "raw").iterdir() if "nNone" in p.name
+    ]  # n-gram cells: no draft_max

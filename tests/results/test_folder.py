@@ -1,0 +1,68 @@
+"""The run folder's sample log under crashes: a torn last line must not poison later appends."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specbench.errors import RunError
+from specbench.results.folder import append_sample, load_samples, read_run
+from specbench.results.records import Sample
+
+QUICK = Path(__file__).resolve().parents[1] / "data/runs/quick-cpu"
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    shutil.copytree(QUICK, tmp_path / "run")
+    return tmp_path / "run"
+
+
+def _tear_last_line(run_dir: Path) -> tuple[int, str]:
+    """Cut the file mid-way through its last line, as a crash mid-write would."""
+    path = run_dir / "samples.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    return len(lines) - 1, lines[-1]
+
+
+def test_append_after_a_torn_line_keeps_every_sample_readable(run_dir):
+    n_whole, torn = _tear_last_line(run_dir)
+    warnings: list[str] = []
+    assert len(load_samples(run_dir, warnings)) == n_whole
+    assert len(warnings) == 1 and "incomplete last line" in warnings[0] and "--resume" in warnings[0]
+    resumed = Sample.model_validate_json(torn)  # the torn sample, measured again on --resume
+    append_sample(run_dir, resumed)
+    again: list[str] = []
+    samples = load_samples(run_dir, again)
+    assert len(samples) == n_whole + 1 and samples[-1] == resumed and again == []
+    assert (run_dir / "samples.jsonl").read_bytes().endswith(b"\n")
+
+
+def test_torn_line_is_reported_by_report(run_dir):
+    from specbench.analysis.report import build_report
+
+    _tear_last_line(run_dir)
+    rep = build_report([run_dir])
+    assert any("incomplete last line" in n for n in rep.notes)
+    assert read_run(run_dir, manifest_required=False).warnings
+
+
+def test_a_bad_middle_line_names_the_field_and_the_reason(run_dir):
+    path = run_dir / "samples.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    data = json.loads(lines[2])
+    data["repetition"] = "three"
+    lines[2] = json.dumps(data) + "\n"
+    path.write_text("".join(lines))
+    with pytest.raises(RunError, match=r"samples.jsonl:3: not a valid sample \(repetition: .*integer"):
+        load_samples(run_dir)
+
+
+def test_out_naming_an_existing_file_says_so(tmp_path):
+    from specbench.results.folder import check_writable
+
+    (tmp_path / "taken").write_text("x")
+    with pytest.raises(RunError, match="is a file, not a folder"):
+        check_writable(tmp_path / "taken")
