@@ -47,6 +47,9 @@ class ProgressView:
             TimeRemainingColumn,
         )  # fmt: skip
 
+        if event.kind == "start" and self.bar is not None:  # repetitions: auto planned another round
+            self.bar.update(self.task, total=event.total - self.skipped)
+            return
         if event.kind == "start":
             self.bar = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -122,6 +125,16 @@ def _print_dry_run(prepared: Any) -> None:
         _say(line)
 
 
+def _sizes(r: Any) -> str:
+    return "".join(f" {k[6:]}={getattr(r, k)}" for k in ("ngram_size_n", "ngram_size_m") if getattr(r, k))
+
+
+def _speedup(r: Any) -> str:
+    if r.speedup is None:
+        return "-"
+    return f"{r.speedup:.2f}x" + (" †" if r.precision_met is False else "")  # † precision not met
+
+
 def _print_summary(summary: Any, rows: list, notes: list[str]) -> None:
     from rich.table import Table
 
@@ -133,10 +146,10 @@ def _print_summary(summary: Any, rows: list, notes: list[str]) -> None:
     for r in rows:
         match = {True: "yes", False: f"NO (char {r.first_diff})", None: "-"}[r.outputs_match]
         table.add_row(
-            r.pair or r.target, r.method, str(r.draft_max) if r.draft_max is not None else "-",
+            r.pair or r.target, r.method + _sizes(r), str(r.draft_max) if r.draft_max is not None else "-",
             f"{r.ngl if r.ngl is not None else '-'}/{r.ngld if r.ngld is not None else '-'}",
             _fmt(r.baseline_tps, r.baseline_tps_sd), _fmt(r.spec_tps, r.spec_tps_sd),
-            f"{r.speedup:.2f}x" if r.speedup is not None else "-",
+            _speedup(r),
             f"{r.acceptance:.1%}" if r.acceptance is not None else "-", match,
             "yes" if r.valid else f"NO ({r.n_invalid} invalid, {r.n_failed} failed)",
         )  # fmt: skip
@@ -153,6 +166,26 @@ def _print_summary(summary: Any, rows: list, notes: list[str]) -> None:
                           highlight=False, soft_wrap=True)  # fmt: skip
     for note in notes:
         err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    _print_warnings(summary, rows)
+
+
+def _print_warnings(summary: Any, rows: list) -> None:
+    """The quality warnings: a busy machine loudly, then each cell's (short, actionable)."""
+    for reason in summary.busy:
+        _say(
+            f"WARNING: busy machine: {reason}; these numbers may be meaningless (--strict refuses)", err=True
+        )
+    for note in summary.noise_notes:
+        _say(f"note: {note}", err=True)
+    if any(r.precision_met is False for r in rows):
+        _say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)
+    busy = "busy machine"
+    for r in rows:
+        label = f"{r.pair or r.target} {r.method}" + (f" draft_max {r.draft_max}" if r.draft_max else "")
+        label += _sizes(r)
+        for w in r.warnings:
+            if not w.startswith(busy):
+                _say(f"warning: {label}: {w}", err=True)
 
 
 def run(
@@ -175,6 +208,12 @@ def run(
         Path | None, typer.Option("--resume", help="Continue this run folder, skipping finished samples.")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Refuse to measure on a busy machine (another benchmark, GPU work, load)."
+        ),
+    ] = False,
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_rows
@@ -182,6 +221,7 @@ def run(
     from specbench.errors import RunError, SpecbenchError
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
+    from specbench.execute.watch import BusyMachine
     from specbench.gate.history import record_run
 
     if resume is not None and out is not None and out.resolve() != resume.resolve():
@@ -213,6 +253,7 @@ def run(
             resume=resume is not None,
             progress=view,
             command_line=["specbench", *sys.argv[1:]],
+            strict=strict,
         )
     except RunInterrupted as exc:
         view.stop()
@@ -222,6 +263,10 @@ def run(
         err_console.print(f"resume with: specbench run {config} --resume {exc.run_dir}", markup=False,
                           highlight=False, soft_wrap=True)  # fmt: skip
         raise typer.Exit(130) from None
+    except BusyMachine:
+        if fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # refused before anything was written: leave no empty run folder
+        raise
     finally:
         view.stop()
     rows, notes = closing_rows(summary.run_dir)
