@@ -7,7 +7,7 @@ Warnings (each one short string in the row's ``warnings``, printed at the end of
 * short decode window: timing a window under ``min_decode_s`` is dominated by noise; the
   warning names the ``n_predict`` that reaches it at the measured speed;
 * outlier repetitions (modified z-score, ``specbench.results.precision``), and whether dropping
-  them moves the mean beyond its CI (then they matter);
+  them moves the mean beyond the CI of the other repetitions (then they matter);
 * busy machine: the run's noise check found other work (``specbench.build.noise``).
 """
 
@@ -125,9 +125,9 @@ def _outliers(name: str, samples: Sequence[Sample], whole: Precision) -> str | N
         kept.append([v for i, v in enumerate(values) if i not in odd])
     if not found or whole.mean is None:
         return None
-    without = stratified(kept).mean
-    shift = (without - whole.mean) / whole.mean if without is not None and whole.mean else 0.0
-    inside = whole.half_width is not None and abs(without - whole.mean) <= whole.half_width
-    verdict = "within its 95% CI" if inside else "beyond its 95% CI: rerun on a quiet machine"
+    clean = stratified(kept)  # the CI of the other repetitions: does the outlier matter against it?
+    shift = (clean.mean - whole.mean) / whole.mean if clean.mean is not None and whole.mean else 0.0
+    inside = clean.half_width is not None and abs(clean.mean - whole.mean) <= clean.half_width
+    verdict = "within the others' 95% CI" if inside else "beyond the others' 95% CI: rerun on a quiet machine"
     shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
     return f"outlier repetitions ({name}): {shown}; dropping them moves the mean {shift:+.1%}, {verdict}"
