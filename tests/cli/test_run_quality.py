@@ -19,12 +19,15 @@ pytestmark = pytest.mark.slow
 
 
 def config(tmp: Path, q4, **extra) -> Path:
-    """One n-gram cell on the Q4 model, one short prompt, 16 tokens: two invocations a repetition."""
-    line = {"id": "sum", "category": "code", "text": "def total(xs):\n    s = 0\n    for x in xs:\n"}
+    """One n-gram cell on the Q4 model, one short prompt, 16 tokens: two invocations a repetition.
+    The prompt repeats itself and ngram_size_n/m are small, so the lookup drafts within 16 tokens
+    (at llama.cpp's 12/48 it would need 61 tokens of history first)."""
+    line = {"id": "count", "category": "code", "text": "1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2,"}
     (tmp / "prompts.jsonl").write_text(json.dumps(line) + "\n")
     data = dict(
         name="quality", models={"q4": {"path": str(q4.path)}},
         pairs={"ng": {"target": "q4", "method": "ngram-simple"}}, prompts={"file": "prompts.jsonl"},
+        sweep={"ngram_size_n": [2], "ngram_size_m": [4]},
         generation={"n_predict": 16, "threads": 2}, warmup=0, timeout_s=300, **extra,
     )  # fmt: skip
     path = tmp / "quality.yaml"
@@ -69,6 +72,9 @@ def test_auto_repetitions_stop_at_the_maximum_and_say_so(tmp_path, llama_build, 
     result = cli("run", str(cfg), "--out", str(run_dir))
     assert result.returncode == 0, result.stderr[-3000:]
     samples = load_samples(run_dir)
+    spec = [s for s in samples if s.role == "speculative"]
+    assert all(s.ngram_size_n == 2 and s.ngram_size_m == 4 for s in spec)
+    assert "--spec-ngram-simple-size-n" in spec[0].cmd and spec[0].metrics.n_drafted > 0
     assert sorted((s.role, s.repetition) for s in samples) == [
         ("baseline", 0), ("baseline", 1), ("baseline", 2),
         ("speculative", 0), ("speculative", 1), ("speculative", 2),
