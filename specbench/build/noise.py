@@ -306,11 +306,16 @@ def governor_note(snap: NoiseSnapshot) -> str | None:
     )
 
 
+def _kind(reason: str) -> str:
+    return reason.split(" (")[0].split(" kept ")[0]
+
+
 def record(noise: NoiseRecord, snap: NoiseSnapshot) -> list[str]:
     """Add a snapshot to the record; returns the busy reasons it brought that are new."""
     first = next((s for s in reversed(noise.snapshots) if s.phase == "before"), None)  # this process's
     noise.snapshots.append(snap)
-    new = [reason for reason in judge(snap, first) if reason not in noise.busy]
+    kinds = {_kind(reason) for reason in noise.busy}  # one reason of each kind (pids change)
+    new = [reason for reason in judge(snap, first) if _kind(reason) not in kinds]
     noise.busy += new
     note = governor_note(snap)
     if note and note not in noise.notes:

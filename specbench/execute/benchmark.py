@@ -203,6 +203,12 @@ def prepare(
     for name in sorted(targets.keys() - here.keys()):  # dry run: no GGUF, so no chat template to render with
         prompts += [render(p, name, None) for p in config.prompt_list()]
     plan = make_plan(config, build, models, prompts)
+    if config.auto_repetitions:
+        plan.notes.append(
+            f"repetitions: auto: this is round 1 ({config.min_repetitions} repetitions); cells whose mean "
+            f"t/s misses precision {config.precision:g} get one more repetition a round, up to "
+            f"{config.max_repetitions}"
+        )
     for name in sorted(targets.keys() - here.keys()):
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
@@ -293,8 +299,16 @@ def _adaptive(prepared: Prepared):
 
 def _check_same_config(manifest: Manifest, config: Config, run_dir: Path) -> None:
     """Resuming with another config would mix two experiments in one run folder."""
+    from pydantic import ValidationError
+
+    from specbench.plan.config import Config
+
     now = config.model_dump(mode="json")
-    differ = sorted(k for k in set(now) | set(manifest.config) if now.get(k) != manifest.config.get(k))
+    try:  # keys added since the run was made (their defaults) must not count as a difference
+        then = Config.model_validate(manifest.config).model_dump(mode="json")
+    except ValidationError:
+        then = manifest.config
+    differ = sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k))
     if differ:
         raise RunError(
             f"{run_dir} was run with a different config ({', '.join(differ)} differ); resume it with the "
