@@ -56,7 +56,8 @@ class ProgressView:
                 TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[tps]}"),
                 console=err_console, transient=True,
             )  # fmt: skip
-            self.task = self.bar.add_task("running", total=event.total, tps="")
+            done = max(event.done - self.skipped, 0)  # a later round of repetitions: auto goes on from here
+            self.task = self.bar.add_task("running", total=event.total - self.skipped, completed=done, tps="")
             self.bar.start()
             return
         if self.bar is None:
