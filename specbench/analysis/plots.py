@@ -24,7 +24,7 @@ TITLES = {
     CATEGORY: "Speedup by prompt category",
     NGL: "Throughput vs GPU layers",
 }
-SERIES_KEYS = ("run", "method", "draft_min", "p_min", "ngl", "ngld")
+SERIES_KEYS = ("run", "method", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m")
 
 
 def _plt():
@@ -171,7 +171,18 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
 def _cell_label(rows: list[ReportRow]) -> Callable:
     return _labeller(
         rows,
-        ("run", "pair", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld"),
+        (
+            "run",
+            "pair",
+            "method",
+            "draft_max",
+            "draft_min",
+            "p_min",
+            "ngl",
+            "ngld",
+            "ngram_size_n",
+            "ngram_size_m",
+        ),
         always=("pair", "draft_max"),
     )
 
@@ -278,7 +289,17 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
     if len({r.ngl for r in rows}) < 2:
         return None
     fig, ax = plt.subplots(figsize=(8, 5))
-    series_keys = ("run", "pair", "method", "draft_max", "draft_min", "p_min", "ngld")
+    series_keys = (
+        "run",
+        "pair",
+        "method",
+        "draft_max",
+        "draft_min",
+        "p_min",
+        "ngld",
+        "ngram_size_n",
+        "ngram_size_m",
+    )
     label = _labeller(rows, series_keys, always=("pair", "draft_max"))
     baselines = _groups(rows, lambda r: (r.run, r.target))
     for (run, target), brs in baselines.items():

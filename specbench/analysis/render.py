@@ -17,6 +17,7 @@ from typing import get_args
 from specbench.analysis.report import ALL, CONTRACT_KEYS, Report, ReportRow
 
 BEST = "★"
+IMPRECISE = "†"  # repetitions: auto stopped at max_repetitions without meeting `precision`
 MD_LIMIT = 60_000  # GitHub comments take 65,536 characters; leave room for a header
 LEGEND = (
     f"{BEST} best setting of its pair (highest measured speedup). t/s: decode tokens/s, mean ± sd. "
@@ -25,7 +26,9 @@ LEGEND = (
     "length it predicts fastest (g=∞: longer always looks better; n-gram methods have no draft length "
     "and no prediction). model: the calibrated speed model (measured pass costs, see README), "
     "when the run has a calibration. valid: valid speculative samples used / run; ! when any sample "
-    "of the cell or its baseline was invalid or failed."
+    "of the cell or its baseline was invalid or failed. "
+    f"{IMPRECISE} precision not met: with repetitions: auto, a mean t/s's 95% CI stayed wider than "
+    "`precision` at max_repetitions (see the row's warnings)."
 )
 
 
@@ -43,7 +46,7 @@ def _speedup(r: ReportRow) -> str:
     if r.speedup is None:
         return "-"
     ci = f" [{r.speedup_ci_low:.2f}, {r.speedup_ci_high:.2f}]" if r.speedup_ci_low is not None else ""
-    return f"{r.speedup:.2f}x{ci}"
+    return f"{r.speedup:.2f}x{ci}" + (f" {IMPRECISE}" if r.precision_met is False else "")
 
 
 def _predicted(r: ReportRow) -> str:
@@ -88,6 +91,9 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
         cols.append(Column("draft_min", lambda r: _num(r.draft_min, "d"), True))
     if varies("p_min"):
         cols.append(Column("p_min", lambda r: _num(r.p_min, "g"), True))
+    for key in ("ngram_size_n", "ngram_size_m"):
+        if any(getattr(r, key) is not None for r in rows):
+            cols.append(Column(key, lambda r, key=key: _num(getattr(r, key), "d"), True))
     if any(r.ngl is not None or r.ngld is not None for r in rows):
         cols.append(Column("ngl/ngld", lambda r: f"{_num(r.ngl, 'd')}/{_num(r.ngld, 'd')}", True))
     if varies("category"):

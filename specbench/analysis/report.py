@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from specbench.analysis import stats
 from specbench.analysis.caveats import caveats, generation_text
 from specbench.analysis.published import published_note
+from specbench.analysis.quality import assess
 from specbench.analysis.speedmodel import cell_model_speedup
 from specbench.errors import RunError, SpecbenchError
 from specbench.paths import results_dir
@@ -35,6 +36,7 @@ from specbench.results.folder import (
     run_folders,
     samples_path,
 )  # fmt: skip
+from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
 
 CONTRACT_KEYS = [
@@ -78,6 +80,8 @@ class ReportRow(BaseModel):
     # extras
     draft_min: int | None = None
     p_min: float | None = None
+    ngram_size_n: int | None = None
+    ngram_size_m: int | None = None
     baseline_n: int = 0
     baseline_ci_low: float | None = None
     baseline_ci_high: float | None = None
@@ -92,10 +96,15 @@ class ReportRow(BaseModel):
     first_diff: int | None = None  # earliest differing character among mismatched samples
     best: bool = False  # highest measured speedup of its pair (per run and category)
     model_speedup: float | None = None  # calibrated speed model (specbench.analysis.speedmodel)
+    spec_tps_rel_ci: float | None = None  # relative 95% CI half-width of spec_tps (repetition noise)
+    baseline_tps_rel_ci: float | None = None
+    precision_met: bool | None = None  # both within `precision`; None unless `repetitions: auto`
+    warnings: list[str] = []  # short, actionable (specbench.analysis.quality)
 
     def cell(self) -> tuple:
         """The setting, without run and category: rows of different runs line up on it."""
-        return (self.pair, self.method, self.draft_max, self.draft_min, self.p_min, self.ngl, self.ngld)
+        return (self.pair, self.method, self.draft_max, self.draft_min, self.p_min, self.ngl, self.ngld,
+                self.ngram_size_n, self.ngram_size_m)  # fmt: skip
 
     def contract(self) -> dict:
         """Exactly the contract keys, in contract order."""
@@ -211,9 +220,11 @@ def _row(
     spec: list[Sample],
     base: list[Sample],
     drafts: list[Sample],
+    facts: RunFacts | None,
     cal: Calibration | None,
 ) -> ReportRow:
     first = spec[0]
+    quality = assess(spec, base, facts)
     used = [s for s in spec if _usable(s)]
     base_used = [s for s in base if _usable(s)]
     b = stats.summarize([s.tps for s in base_used])
@@ -245,22 +256,27 @@ def _row(
         outputs_match=all(compared) if compared else None,
         valid=len(used) == len(spec) and len(base_used) == len(base) and bool(base),
         n=len(used), draft_min=first.draft_min, p_min=first.p_min, baseline_n=b.n,
+        ngram_size_n=first.ngram_size_n, ngram_size_m=first.ngram_size_m,
         baseline_ci_low=b.ci_low, baseline_ci_high=b.ci_high, spec_ci_low=p.ci_low, spec_ci_high=p.ci_high,
         n_total=len(spec), n_invalid=sum(_is_invalid(s) for s in spec),
         n_failed=sum(s.status in ("failed", "timeout") for s in spec), draft_tps=draft_tps, cost_ratio=c,
         best_draft_max=best_g, first_diff=min(diffs) if diffs else None, model_speedup=modelled,
+        **vars(quality),
     )  # fmt: skip
 
 
 def _cell_key(s: Sample) -> tuple:
-    return (s.pair, s.model, s.draft, s.method, s.draft_max, s.draft_min, s.p_min, s.ngl, s.ngld)
+    return (s.pair, s.model, s.draft, s.method, s.draft_max, s.draft_min, s.p_min, s.ngl, s.ngld,
+            s.ngram_size_n, s.ngram_size_m)  # fmt: skip
 
 
 def _sort_key(value: object) -> tuple:
     return (value is None, value if value is not None else 0)
 
 
-def _run_rows(run: str, samples: list[Sample], cal: Calibration | None = None) -> list[ReportRow]:
+def _run_rows(
+    run: str, samples: list[Sample], facts: RunFacts | None = None, cal: Calibration | None = None
+) -> list[ReportRow]:
     cells: dict[tuple, list[Sample]] = {}
     for s in samples:
         if s.role == "speculative":
@@ -285,13 +301,13 @@ def _run_rows(run: str, samples: list[Sample], cal: Calibration | None = None) -
             and (d.ngl or 0) == ngld
             and (d.prompt_id, d.repetition) in keys
         ]
-        rows.append(_row(run, ALL, spec, base, alone, cal))
+        rows.append(_row(run, ALL, spec, base, alone, facts, cal))
         for category in sorted({s.category for s in spec}):
             rows.append(
                 _row(
                     run, category, [s for s in spec if s.category == category],
                     [b for b in base if b.category == category], [d for d in alone if d.category == category],
-                    cal,
+                    facts, cal,
                 )
             )  # fmt: skip
     return rows
@@ -342,7 +358,7 @@ def build_report(run_dirs: list[Path]) -> Report:
         if any(i.run == info.run for i in infos):
             info.run = f"{info.run} ({run_dir})"
         infos.append(info)
-        rows.extend(_run_rows(info.run, run.samples, load_calibration(run_dir)))
+        rows.extend(_run_rows(info.run, run.samples, run.facts, load_calibration(run_dir)))
         if run.facts.expect is not None:
             expected.append((run.facts.expect, info.run))
     order = [i.run for i in infos]
@@ -377,6 +393,7 @@ def _fmt_cell(r: ReportRow) -> str:
     what = r.pair or r.target
     if r.method != "draft":
         what += f" {r.method}"
+    what += "".join(f" {k[6:]} {getattr(r, k)}" for k in ("ngram_size_n", "ngram_size_m") if getattr(r, k))
     return what + (f" draft_max {r.draft_max}" if r.draft_max is not None else "")
 
 

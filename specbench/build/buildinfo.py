@@ -24,6 +24,13 @@ ROLE_NAMES: dict[str, list[str]] = {
 }
 
 
+class NgramSizeFlags(BaseModel):
+    """How one n-gram method's lookup (n) and draft (m) lengths are spelled; None: no such option."""
+
+    n: str | None = None  # e.g. --spec-ngram-simple-size-n
+    m: str | None = None  # e.g. --spec-ngram-simple-size-m
+
+
 class FlagSpelling(BaseModel):
     """How one binary spells the options specbench passes; None when it has no such option."""
 
@@ -37,6 +44,7 @@ class FlagSpelling(BaseModel):
     no_display_prompt: str | None = None  # --no-display-prompt (llama-completion)
     no_conversation: str | None = None  # -no-cnv (llama-completion; chat mode is auto-on with a template)
     no_escape: str | None = None  # --no-escape (prompts are passed verbatim; escapes default on since 2024)
+    ngram_sizes: dict[str, NgramSizeFlags] | None = None  # by method; None: probed before specbench knew
 
 
 class BinaryInfo(BaseModel):

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench.build.buildinfo import BinaryInfo, FlagSpelling
+from specbench.build.buildinfo import BinaryInfo, FlagSpelling, NgramSizeFlags
 from specbench.errors import BuildError
 
 PROBE_TIMEOUT_S = 20
@@ -107,6 +107,20 @@ def _spec_values(entry: HelpOption) -> list[str]:
     return []
 
 
+def _ngram_sizes(methods: list, usable: dict[str, HelpOption]) -> dict[str, NgramSizeFlags]:
+    """``--spec-<method>-size-n``/``-m`` of each n-gram method that has them (the pinned build:
+    ngram-simple, ngram-map-k, ngram-map-k4v)."""
+    sizes = {}
+    for method in methods:
+        if not str(method).startswith("ngram-"):
+            continue
+        n, m = (f"--spec-{method}-size-{x}" for x in ("n", "m"))
+        flags = NgramSizeFlags(n=n if n in usable else None, m=m if m in usable else None)
+        if flags.n or flags.m:
+            sizes[str(method)] = flags
+    return sizes
+
+
 def flags_from_help(text: str) -> FlagSpelling:
     """How a binary spells each option specbench passes, read from its help text."""
     usable: dict[str, HelpOption] = {}
@@ -121,6 +135,7 @@ def flags_from_help(text: str) -> FlagSpelling:
             found[key] = next((s for s in spellings if s in usable), None)
     if found["spec_type"]:
         found["spec_types"] = _spec_values(usable[str(found["spec_type"])])
+    found["ngram_sizes"] = _ngram_sizes(found.get("spec_types") or [], usable)
     return FlagSpelling.model_validate(found)
 
 

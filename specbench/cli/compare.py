@@ -29,6 +29,7 @@ class Format(StrEnum):
 STATUS_STYLE = {
     "fail": "bold red",
     "warn": "yellow",
+    "too_noisy": "magenta",
     "improved": "green",
     "only_baseline": "dim",
     "only_current": "dim",
@@ -67,7 +68,7 @@ COLUMNS = ["status", "cell", "prompt", "baseline", "current", "p", "why"]
 def _summary(m) -> str:
     counts = ", ".join(
         f"{m.count(s)} {s.replace('_', ' ')}"
-        for s in ("fail", "warn", "improved", "pass", "only_baseline", "only_current")
+        for s in ("fail", "warn", "too_noisy", "improved", "pass", "only_baseline", "only_current")
         if m.count(s)
     )
     geo = (

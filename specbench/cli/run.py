@@ -47,13 +47,17 @@ class ProgressView:
             TimeRemainingColumn,
         )  # fmt: skip
 
+        if event.kind == "start" and self.bar is not None:  # repetitions: auto planned another round
+            self.bar.update(self.task, total=event.total - self.skipped)
+            return
         if event.kind == "start":
             self.bar = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[tps]}"),
                 console=err_console, transient=True,
             )  # fmt: skip
-            self.task = self.bar.add_task("running", total=event.total, tps="")
+            done = max(event.done - self.skipped, 0)  # a later round of repetitions: auto goes on from here
+            self.task = self.bar.add_task("running", total=event.total - self.skipped, completed=done, tps="")
             self.bar.start()
             return
         if self.bar is None:
@@ -123,6 +127,10 @@ def _print_dry_run(prepared: Any) -> None:
         _say(line)
 
 
+def _sizes(r: Any) -> str:
+    return "".join(f" {k[6:]}={getattr(r, k)}" for k in ("ngram_size_n", "ngram_size_m") if getattr(r, k))
+
+
 def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
     """The closing table: rendered by the same function as `specbench report`, so the two agree."""
     from specbench.analysis.render import table
@@ -142,6 +150,26 @@ def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
                           highlight=False, soft_wrap=True)  # fmt: skip
     for note in notes:
         err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    _print_warnings(summary, report.shown(False) if report is not None else [])
+
+
+def _print_warnings(summary: Any, rows: list) -> None:
+    """The quality warnings: a busy machine loudly, then each cell's (short, actionable)."""
+    for reason in summary.busy:
+        _say(
+            f"WARNING: busy machine: {reason}; these numbers may be meaningless (--strict refuses)", err=True
+        )
+    for note in summary.noise_notes:
+        _say(f"note: {note}", err=True)
+    if any(r.precision_met is False for r in rows):
+        _say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)
+    busy = "busy machine"
+    for r in rows:
+        label = f"{r.pair or r.target} {r.method}" + (f" draft_max {r.draft_max}" if r.draft_max else "")
+        label += _sizes(r)
+        for w in r.warnings:
+            if not w.startswith(busy):
+                _say(f"warning: {label}: {w}", err=True)
 
 
 def _nothing_measured(summary: Any, report: Any) -> str | None:
@@ -201,6 +229,12 @@ def run(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Refuse to measure on a busy machine (another benchmark, GPU work, load)."
+        ),
+    ] = False,
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_report
@@ -208,6 +242,7 @@ def run(
     from specbench.errors import RunError, SpecbenchError
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
+    from specbench.execute.watch import BusyMachine
     from specbench.gate.history import record_run
 
     if resume is not None and out is not None and out.resolve() != resume.resolve():
@@ -244,6 +279,7 @@ def run(
             resume=resume is not None,
             progress=view,
             command_line=["specbench", *sys.argv[1:]],
+            strict=strict,
         )
     except RunInterrupted as exc:
         view.stop()
@@ -254,6 +290,10 @@ def run(
         err_console.print(f"resume with: {resume_command(exc.run_dir)}", markup=False, highlight=False,
                           soft_wrap=True)  # fmt: skip
         raise typer.Exit(exc.exit_code) from None
+    except BusyMachine:
+        if fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # refused before anything was written: leave no empty run folder
+        raise
     finally:
         view.stop()
     report, notes = closing_report(summary.run_dir)

@@ -8,7 +8,7 @@ seconds, not an hour in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from specbench.errors import BuildError, ModelError, RunError
 from specbench.execute.runner import ProgressFn, RunResult, execute, prepare_run_dir
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
-from specbench.results.folder import has_manifest, load_manifest, make_run_id
+from specbench.results.folder import has_manifest, has_samples, load_manifest, load_samples, make_run_id
 from specbench.results.manifest import Manifest
 
 if TYPE_CHECKING:
@@ -79,6 +79,9 @@ class RunSummary:
     n_new: int
     n_failed: int
     n_invalid: int
+    busy: list[str] = field(default_factory=list)  # why the noise check found the machine busy
+    noise_notes: list[str] = field(default_factory=list)  # e.g. an unsteady CPU frequency governor
+    rounds: int = 0  # extra rounds of `repetitions: auto`
 
 
 def _planned_build(preview: BuildPlan) -> BuildInfo:
@@ -184,6 +187,7 @@ def prepare(
         lc = config.llama_cpp
         build = ensure_build(lc.backend, lc.source, lc.jobs, lc.cmake_args, progress=build_progress)
         models = resolve_models(config.models, config.base_dir, build, progress=model_progress)
+    _probe_ngram_sizes(config, build)
     checks = check_pairs(config, models)
     targets = {name: Path(models[name].path) for name in config.targets()}
     here = {name: path for name, path in targets.items() if path.is_file()}
@@ -191,10 +195,30 @@ def prepare(
     for name in sorted(targets.keys() - here.keys()):  # dry run: no GGUF, so no chat template to render with
         prompts += [render(p, name, None) for p in config.prompt_list()]
     plan = make_plan(config, build, models, prompts)
+    if config.auto_repetitions:
+        plan.notes.append(
+            f"repetitions: auto: this is round 1 ({config.min_repetitions} repetitions); cells whose mean "
+            f"t/s misses precision {config.precision:g} get one more repetition a round, up to "
+            f"{config.max_repetitions}"
+        )
     for name in sorted(targets.keys() - here.keys()):
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
     return Prepared(config, build, preview, models, checks, prompts, plan, dry_run)
+
+
+def _probe_ngram_sizes(config: Config, build: BuildInfo) -> None:
+    """A build.json written before specbench knew the n-gram size options: read them from the
+    binary's --help now (in memory), rather than make the user rebuild."""
+    from specbench.build.probe import probe_binary
+
+    sweep = config.sweep
+    info = build.binaries.get(config.speculative_role)
+    if sweep.ngram_size_n == [None] and sweep.ngram_size_m == [None]:
+        return
+    if info is None or info.flags.ngram_sizes is not None or not Path(info.path).is_file():
+        return
+    info.flags.ngram_sizes = probe_binary(info.role, Path(info.path)).flags.ngram_sizes
 
 
 def new_run_dir(config: Config, out: Path | None) -> Path:
@@ -221,8 +245,15 @@ def run_benchmark(
     resume: bool = False,
     progress: ProgressFn | None = None,
     command_line: list[str] | None = None,
+    strict: bool = False,
 ) -> RunSummary:
-    """Execute a prepared plan into ``run_dir`` (or continue it) and summarise it."""
+    """Execute a prepared plan into ``run_dir`` (or continue it) and summarise it.
+
+    ``strict``: a busy machine (the noise check) is an error, not a warning. With ``repetitions:
+    auto`` the plan is the first round and more rounds follow (``specbench.execute.adaptive``).
+    """
+    from specbench.execute.watch import NoiseWatch
+
     prepare_run_dir(run_dir, resume)
     if resume and has_manifest(run_dir):
         manifest = load_manifest(run_dir)
@@ -230,14 +261,46 @@ def run_benchmark(
         manifest.build, manifest.models = prepared.build, prepared.models
     else:
         manifest = make_manifest(prepared, run_dir, command_line or [])
-    result = execute(prepared.invocations, run_dir, manifest, progress=progress, resume=resume)
-    return summarize(result)
+    watch = NoiseWatch(manifest, strict)
+    watch.check("before")  # --strict refuses before anything is written
+    plan, adaptive = prepared.invocations, None
+    if prepared.config.auto_repetitions:
+        adaptive = _adaptive(prepared)
+        if resume and has_samples(run_dir):
+            keys = {i.sample_key() for i in plan}
+            plan += [i for i in adaptive.resume_plan(load_samples(run_dir)) if i.sample_key() not in keys]
+    result = execute(
+        plan, run_dir, manifest, progress=progress, resume=resume,
+        extend=adaptive.next_round if adaptive else None, observe=watch,
+    )  # fmt: skip
+    summary = summarize(result)
+    summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
+    summary.rounds = adaptive.rounds if adaptive else 0
+    return summary
+
+
+def _adaptive(prepared: Prepared):
+    """The plan of every repetition up to max_repetitions, to cut rounds from."""
+    from specbench.execute.adaptive import AdaptivePlan
+    from specbench.plan.sweep import make_plan
+
+    cfg = prepared.config
+    full = make_plan(cfg, prepared.build, prepared.models, prepared.prompts, repetitions=cfg.max_repetitions)
+    return AdaptivePlan(full.measured, cfg.precision, cfg.max_repetitions)
 
 
 def _check_same_config(manifest: Manifest, config: Config, run_dir: Path) -> None:
     """Resuming with another config would mix two experiments in one run folder."""
+    from pydantic import ValidationError
+
+    from specbench.plan.config import Config
+
     now = config.model_dump(mode="json")
-    differ = sorted(k for k in set(now) | set(manifest.config) if now.get(k) != manifest.config.get(k))
+    try:  # keys added since the run was made (their defaults) must not count as a difference
+        then = Config.model_validate(manifest.config).model_dump(mode="json")
+    except ValidationError:
+        then = manifest.config
+    differ = sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k))
     if differ:
         raise RunError(
             f"{run_dir} was run with a different config ({', '.join(differ)} differ); resume it without "

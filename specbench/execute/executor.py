@@ -105,6 +105,30 @@ def _parse(stderr: str, stdout: str, name: str) -> ParsedLog | None:
     return None
 
 
+NGRAM_DEFAULT_SIZES = {"ngram-simple": (12, 48), "ngram-map-k": (12, 48), "ngram-map-k4v": (12, 48)}
+
+
+def never_drafted_reason(inv: Invocation, log: ParsedLog) -> str:
+    """Why a speculative run drafted nothing; for n-gram lookups, which of llama.cpp's conditions
+    (common/ngram-map.cpp) it failed and what to change."""
+    reason = "speculation never engaged (n_drafted = 0)"
+    defaults = NGRAM_DEFAULT_SIZES.get(inv.method)
+    if defaults is None:
+        return reason
+    n = inv.ngram_size_n or defaults[0]
+    m = inv.ngram_size_m or defaults[1]
+    history = (log.encoded.tokens if log.encoded else 0) + (log.n_predict or 0)
+    if history <= n + m + 1:
+        why = f"only {history} tokens of history, it needs more than size_n + size_m + 1 = {n + m + 1}"
+    else:
+        why = (
+            f"no earlier occurrence of the last {n} tokens, or output looping with a period of at most "
+            f"{n} tokens (the most recent match is then the loop itself)"
+        )
+    what = f"{inv.method} drafts only after a repeat of the last size_n={n} tokens"
+    return f"{reason}: {what}; {why}; try --set sweep.ngram_size_n=[3,4]"
+
+
 def judge_process(
     inv: Invocation, res: ProcessResult, run_id: str, run_dir: Path, started_at: str
 ) -> Measured:
@@ -127,7 +151,7 @@ def judge_process(
         if inv.role == "speculative" and log.kind != "speculative":
             status, reason = "failed", "no speculative statistics in output"
         elif inv.role == "speculative" and not log.n_drafted:
-            status, reason = "invalid", "speculation never engaged (n_drafted = 0)"
+            status, reason = "invalid", never_drafted_reason(inv, log)
         elif tps is None:
             status, reason = "failed", "no decode speed in the statistics"
     text = (

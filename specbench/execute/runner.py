@@ -61,6 +61,8 @@ class ProgressEvent:
 
 
 ProgressFn = Callable[[ProgressEvent], None]
+ExtendFn = Callable[[list[Sample]], Sequence["Invocation"]]  # all samples so far -> more to run ([]: done)
+ObserveFn = Callable[[str, int], None]  # phase (before | during | after), samples recorded so far
 
 
 @dataclass
@@ -137,12 +139,17 @@ def execute(
     progress: ProgressFn | None = None,
     resume: bool = False,
     executor: Executor | None = None,
+    extend: ExtendFn | None = None,
+    observe: ObserveFn | None = None,
 ) -> RunResult:
     """Run every invocation of ``plan`` in order, recording samples in ``run_dir``.
 
     With ``resume``, samples already recorded are skipped (warmups run again, once, if
-    anything is left to measure). Raises RunInterrupted on Ctrl-C, RunError when results cannot
-    be written; either way the manifest records how the run ended.
+    anything is left to measure). ``extend`` is asked for more invocations each time the plan is
+    done (``repetitions: auto``); ``observe`` is called before the first and after the last
+    sample and between samples (the noise check; it may raise to stop the run). Raises
+    RunInterrupted on Ctrl-C, RunError when results cannot be written; either way the manifest
+    records how the run ended.
     """
     run_dir = Path(run_dir)
     prepare_run_dir(run_dir, resume)
@@ -161,27 +168,43 @@ def execute(
         outputs = _Outputs()
         _recover_outputs(done_samples, plan, run_dir, outputs)
         new: list[Sample] = []
-        left = sum(not inv.warmup and inv.sample_key() not in done for inv in plan)
-        total, count, last_tps = len(plan), 0, None
+        queue = list(plan)
+        left = sum(not inv.warmup and inv.sample_key() not in done for inv in queue)
+        total, count, last_tps = len(queue), 0, None
+        look = observe or (lambda phase, n: None)
         notify(ProgressEvent("start", 0, total))
         try:
-            for index, inv in enumerate(plan):
-                if (inv.warmup and left == 0) or (not inv.warmup and inv.sample_key() in done):
+            look("before", 0)
+            while queue:
+                for inv in queue:
+                    if (inv.warmup and left == 0) or (not inv.warmup and inv.sample_key() in done):
+                        count += 1
+                        notify(ProgressEvent("skipped", count, total, inv, last_tps=last_tps))
+                        continue
+                    notify(ProgressEvent("begin", count, total, inv, last_tps=last_tps))
+                    measured = executor.measure(inv, count, run_dir, manifest.run_id, now_iso())
                     count += 1
-                    notify(ProgressEvent("skipped", count, total, inv, last_tps=last_tps))
-                    continue
-                notify(ProgressEvent("begin", count, total, inv, last_tps=last_tps))
-                measured = executor.measure(inv, index, run_dir, manifest.run_id, now_iso())
-                count += 1
-                if inv.warmup:
-                    notify(ProgressEvent("warmup", count, total, inv, last_tps=last_tps))
-                    continue
-                sample = _check_output(inv, measured, outputs)
-                append_sample(run_dir, sample)
-                new.append(sample)
-                left -= 1
-                last_tps = sample.tps if sample.tps is not None else last_tps
-                notify(ProgressEvent("sample", count, total, inv, sample, last_tps))
+                    if inv.warmup:
+                        notify(ProgressEvent("warmup", count, total, inv, last_tps=last_tps))
+                        continue
+                    sample = _check_output(inv, measured, outputs)
+                    append_sample(run_dir, sample)
+                    new.append(sample)
+                    done.add(sample.sample_key())
+                    left -= 1
+                    last_tps = sample.tps if sample.tps is not None else last_tps
+                    notify(ProgressEvent("sample", count, total, inv, sample, last_tps))
+                    look("during", len(new))
+                queue = (
+                    [i for i in extend([*done_samples, *new]) if i.sample_key() not in done] if extend else []
+                )
+                if queue:
+                    total += len(queue)
+                    manifest.plan_size += len(queue)
+                    manifest.n_samples_planned += len(queue)
+                    save_manifest(run_dir, manifest)
+                    notify(ProgressEvent("start", count, total))
+            look("after", len(new))
         except KeyboardInterrupt as exc:
             executor.close()
             reason = getattr(exc, "signal_name", "Ctrl-C")  # errors.Terminated for SIGTERM/SIGHUP

@@ -81,7 +81,7 @@ class Comparison(BaseModel):
 
     @property
     def failed(self) -> list[CellResult]:
-        bad: set[str] = {Status.FAIL, Status.WARN} if self.strict else {Status.FAIL}
+        bad: set[str] = {Status.FAIL, Status.WARN, Status.TOO_NOISY} if self.strict else {Status.FAIL}
         if not self.allow_missing:  # a gate must not pass because the current run measured less
             bad.add("only_baseline")
         return [c for m in self.metrics for c in m.cells if c.status in bad]
@@ -98,7 +98,7 @@ def cell_label(s: Sample) -> str:
         parts = [f"{s.model} baseline"]
     else:
         parts = [s.pair or (f"{s.model}+{s.draft}" if s.draft else s.model), s.method]
-    for name in ("draft_max", "draft_min", "p_min", "ngl", "ngld"):
+    for name in ("draft_max", "draft_min", "p_min", "ngram_size_n", "ngram_size_m", "ngl", "ngld"):
         value = getattr(s, name)
         if value is not None:
             parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
@@ -191,6 +191,7 @@ def compare_metric(
     order = {
         Status.FAIL: 0,
         Status.WARN: 1,
+        Status.TOO_NOISY: 1.5,
         "only_baseline": 2,
         "only_current": 3,
         Status.IMPROVED: 4,

@@ -120,7 +120,11 @@ def record_run(run_dir: Path, db_path: Path | None = None) -> int:
 
 
 def _cell_id(key, machine: str) -> str:
-    return machine + "|" + json.dumps(key.model_dump(exclude={"prompt_id"}), sort_keys=True)
+    data = key.model_dump(exclude={"prompt_id"})
+    for name in ("ngram_size_n", "ngram_size_m"):  # added later: unset, ids stay those of older runs
+        if data[name] is None:
+            del data[name]
+    return machine + "|" + json.dumps(data, sort_keys=True)
 
 
 def run_count(db_path: Path | None = None) -> int:

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from specbench.analysis.stats import summarize
 from specbench.errors import SpecbenchError
+from specbench.results.precision import change_half_width
 
 MIN_REPS_FOR_TEST = 3  # below this on either side the threshold alone decides
 NOISY_CV = 0.10  # coefficient of variation above which a side is called noisy
@@ -25,6 +26,7 @@ ACCEPTANCE_POINTS = 2.0  # acceptance change (percentage points) that counts
 class Status(StrEnum):
     FAIL = "fail"
     WARN = "warn"
+    TOO_NOISY = "too_noisy"  # the CI of the change is wider than the threshold: cannot decide
     IMPROVED = "improved"
     PASS = "pass"
 
@@ -45,6 +47,7 @@ class Decision(BaseModel):
     ratio: float | None  # mean_cur / mean_base (None when the baseline mean is 0)
     change: float  # relative change (throughput) or percentage points (acceptance)
     p_value: float | None  # one-sided Welch p in the direction of the change; None: too few reps
+    noise: float | None = None  # 95% CI half-width of the relative change (Welch); None: < 2 a side
 
 
 def parse_threshold(text: str | float) -> float:
@@ -125,7 +128,9 @@ def decide_throughput(
 ) -> Decision:
     """Higher is better. fail: dropped > threshold and one-sided Welch p < alpha (or too few reps
     for a test); warn: dropped > threshold without significance, or either side noisy (CV > 10%);
-    improved: rose > threshold (significantly, or too few reps); else pass."""
+    improved: rose > threshold (significantly, or too few reps); else pass. too_noisy overrides all
+    but a significant fail/improvement when the 95% CI of the relative change is wider than the
+    threshold: such a cell can neither show a regression of that size nor rule one out."""
     if not base or not cur:
         raise ValueError("both sides need at least one value")
     d = _describe(base, cur)
@@ -154,7 +159,15 @@ def decide_throughput(
             f"{pct}, within ±{thr}" if within else f"{pct}, not significant (p={p:.3g})",
         )
     status, reason = _noise(status, reason, d)
-    return Decision(status=status, reason=reason, change=change, p_value=p, **d)
+    noise = change_half_width(base, cur)
+    decided = p is not None and p < alpha and status in (Status.FAIL, Status.IMPROVED)
+    if noise is not None and noise > threshold and not decided:
+        status = Status.TOO_NOISY
+        reason = (
+            f"too noisy to decide: {pct} ±{noise * 100:.1f}% (95% CI) is wider than the {thr} threshold; "
+            "more repetitions (repetitions=auto) or a quieter machine"
+        )
+    return Decision(status=status, reason=reason, change=change, p_value=p, noise=noise, **d)
 
 
 def decide_acceptance(

@@ -92,8 +92,13 @@ class SweepConfig(_Strict):
     p_min: list[Probability] = Field(default_factory=lambda: [DEFAULT_P_MIN], min_length=1)
     ngl: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # target GPU layers
     ngld: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # draft GPU layers
+    # n-gram methods' lookup (n) and draft (m) lengths; null: llama.cpp's default (12 and 48)
+    ngram_size_n: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
+    ngram_size_m: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
 
-    @field_validator("method", "draft_max", "draft_min", "p_min", "ngl", "ngld")
+    @field_validator(
+        "method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m"
+    )
     @classmethod
     def _unique(cls, v: list) -> list:
         dupes = sorted({str(x) for x in v if v.count(x) > 1})
@@ -131,7 +136,11 @@ class Config(_Strict):
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
     sweep: SweepConfig = Field(default_factory=SweepConfig)
     generation: Generation = Field(default_factory=Generation)
-    repetitions: int = Field(default=3, ge=1)
+    repetitions: int | Literal["auto"] = 3  # auto: repeat until `precision` is met (see execute.adaptive)
+    precision: float = Field(default=0.03, gt=0.0, lt=1.0)  # target relative half-width of the 95% CI
+    min_repetitions: int = Field(default=3, ge=2)  # auto: the first round (a CI needs 2)
+    max_repetitions: int = Field(default=10, ge=2)  # auto: the most any cell gets
+    min_decode_s: float = Field(default=1.0, ge=0.0)  # decode windows shorter than this get a warning
     warmup: int = Field(default=1, ge=0)
     timeout_s: float = Field(default=600.0, gt=0)
     speculative_binary: Literal["speculative-simple", "speculative"] = "speculative-simple"
@@ -145,6 +154,35 @@ class Config(_Strict):
         if isinstance(v, dict):
             return Generation(**StrictGeneration.model_validate(v).model_dump())
         return v
+
+    @field_validator("repetitions", mode="before")
+    @classmethod
+    def _repetitions(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise ValueError(
+                f"must be a number, not {str(v).lower()} (YAML reads yes/no/on/off/true/false as booleans)"
+            )
+        if v != "auto" and (not isinstance(v, int) or v < 1):
+            raise ValueError(f"must be a whole number >= 1 or `auto` (got {v!r})")
+        return v
+
+    @model_validator(mode="after")
+    def _repetition_range(self) -> Config:
+        if self.min_repetitions > self.max_repetitions:
+            raise ValueError(
+                f"min_repetitions ({self.min_repetitions}) is above max_repetitions "
+                f"({self.max_repetitions}); raise max_repetitions or lower min_repetitions"
+            )
+        return self
+
+    @property
+    def auto_repetitions(self) -> bool:
+        return self.repetitions == "auto"
+
+    @property
+    def first_repetitions(self) -> int:
+        """Repetitions of the first (with a fixed count: the only) round."""
+        return self.min_repetitions if self.repetitions == "auto" else int(self.repetitions)
 
     @field_validator("models", "pairs")
     @classmethod

@@ -15,12 +15,6 @@ def _numeric(annotation: Any) -> bool:
     return bool(args) and args <= {int, float}
 
 
-def _numeric(annotation: Any) -> bool:
-    """int, float, or either of them or None."""
-    args = set(get_args(annotation)) - {type(None)} if get_args(annotation) else {annotation}
-    return bool(args) and args <= {int, float}
-
-
 def refuse_bool_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
     """pydantic reads true as 1; a YAML ``yes``/``true`` given for a number is a mistake, not 1."""
     field = cls.model_fields.get(info.field_name or "")

@@ -7,9 +7,11 @@ against it (A B A B), so thermal and frequency drift hit both sides alike.
 
 Cells: a pair with a draft model gets one ``draft`` cell per (ngl, ngld, draft_max, draft_min,
 p_min) combination (combinations with draft_min > draft_max are skipped); each ngram method of the
-sweep gets one cell per (target, ngl) -- llama.cpp's ngram methods have their own length settings
-and ignore the draft_* options, so sweeping those would only repeat the same run -- owned by the
-first pair with that target. A pair with ``method:`` runs only that method.
+sweep gets one cell per (target, ngl, ngram_size_n, ngram_size_m) -- llama.cpp's ngram methods have
+their own length settings and ignore the draft_* options, so sweeping those would only repeat the
+same run -- owned by the first pair with that target. The sizes apply to the methods whose size
+options the build has (the pinned build: ngram-simple, ngram-map-k, ngram-map-k4v). A pair with
+``method:`` runs only that method.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Invocation(Measurement):
             what = f"speculative {self.pair} {self.method}"
             if self.method == DRAFT_METHOD:
                 what += f" n_max={self.draft_max} n_min={self.draft_min} p_min={self.p_min}"
+            for key in ("ngram_size_n", "ngram_size_m"):
+                what += f" {key[6:]}={getattr(self, key)}" if getattr(self, key) is not None else ""
             what += f" ngl={self.ngl}" + (f" ngld={self.ngld}" if self.ngld is not None else "")
         else:
             what = f"{self.role} {self.model} ngl={self.ngl}"
@@ -104,6 +108,8 @@ class _Cell:
     draft_max: int | None = None
     draft_min: int | None = None
     p_min: float | None = None
+    ngram_size_n: int | None = None
+    ngram_size_m: int | None = None
 
 
 def _num(x: float) -> str:
@@ -122,7 +128,7 @@ def _model_path(models: Mapping[str, object], name: str) -> str:
 def _cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[_Cell]:
     flags, sweep = spec.flags, config.sweep
     cells: list[_Cell] = []
-    ngram_owner: set[tuple[str, str, int]] = set()
+    ngram_owner: set[tuple] = set()
     for pname, pair in config.pairs.items():
         for method in [pair.method] if pair.method else sweep.method:
             if method == DRAFT_METHOD:
@@ -152,11 +158,31 @@ def _cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[_Cell]:
                         f"this llama.cpp build does not support method {method} ({spec.name} takes: {have}); "
                         "remove it from sweep.method (or the pair) or build a newer llama.cpp"
                     )
-                for ngl in sweep.ngl:
-                    if (pair.target, method, ngl) not in ngram_owner:
-                        ngram_owner.add((pair.target, method, ngl))
-                        cells.append(_Cell(pname, pair.target, None, method, ngl))
+                for ngl, size_n, size_m in _ngram_axes(config, spec, method, notes):
+                    if (pair.target, method, ngl, size_n, size_m) not in ngram_owner:
+                        ngram_owner.add((pair.target, method, ngl, size_n, size_m))
+                        cells.append(_Cell(pname, pair.target, None, method, ngl, ngram_size_n=size_n,
+                                           ngram_size_m=size_m))  # fmt: skip
     return cells
+
+
+def _ngram_axes(config: Config, spec: BinaryInfo, method: str, notes: list[str]) -> list[tuple]:
+    """(ngl, size_n, size_m) of an n-gram method's cells; sizes only where the build can pass them."""
+    sweep, sizes = config.sweep, spec.flags.ngram_sizes or {}
+    flags = sizes.get(method)
+    wanted = {"ngram_size_n": sweep.ngram_size_n, "ngram_size_m": sweep.ngram_size_m}
+    usable = {key: values for key, values in wanted.items() if getattr(flags, key[-1], None)}
+    for key, values in wanted.items():
+        if key not in usable and values != [None]:
+            what = key[-6:].replace("_", " ")
+            note = f"{method} of this build has no {what} option: {key} does not apply to it"
+            if not sizes and spec.flags.ngram_sizes is None:
+                note += " (its build.json predates size probing: `specbench build --force` probes again)"
+            if note not in notes:
+                notes.append(note)
+    ns = usable.get("ngram_size_n", [None])
+    ms = usable.get("ngram_size_m", [None])
+    return list(product(sweep.ngl, ns, ms))
 
 
 def _require_draft_flags(config: Config, spec: BinaryInfo, notes: list[str]) -> None:
@@ -213,6 +239,11 @@ def _spec_argv(binary: BinaryInfo, cell: _Cell, models: Mapping[str, object], ge
             argv += [f.spec_type, "draft-simple"]  # without it the pinned build speculates with nothing
     else:
         argv += [f.spec_type, cell.method]
+        sizes = (f.ngram_sizes or {}).get(cell.method)
+        if cell.ngram_size_n is not None and sizes is not None and sizes.n:
+            argv += [sizes.n, str(cell.ngram_size_n)]
+        if cell.ngram_size_m is not None and sizes is not None and sizes.m:
+            argv += [sizes.m, str(cell.ngram_size_m)]
     return argv
 
 
@@ -242,11 +273,13 @@ def make_plan(
     build: BuildInfo,
     models: Mapping[str, object],
     prompts: list[RenderedPrompt],
+    repetitions: int | None = None,
 ) -> Plan:
     """Expand ``config`` into every invocation, in run order, for the binaries of ``build``.
 
     ``models``: name -> ResolvedModel (or a path, e.g. for a dry run); ``prompts``: rendered for
-    every target (``specbench.plan.prompts.render_all``).
+    every target (``specbench.plan.prompts.render_all``). ``repetitions``: how many to plan
+    (default: the config's count, or with ``repetitions: auto`` its first round).
     """
     notes: list[str] = []
     completion = build.binary("completion")
@@ -266,7 +299,7 @@ def make_plan(
 
     make = _Factory(config, completion, spec, models)
     measured: list[Invocation] = []
-    for rep in range(config.repetitions):
+    for rep in range(repetitions if repetitions is not None else config.first_repetitions):
         for index in range(len(by_target[targets[0]])):
             alone_done: set[tuple[str, int]] = set()
             for target in targets:
@@ -330,6 +363,8 @@ class _Factory:
             p_min=c.p_min,
             ngl=c.ngl,
             ngld=c.ngld,
+            ngram_size_n=c.ngram_size_n,
+            ngram_size_m=c.ngram_size_m,
             binary_role=self.config.speculative_role,
             argv=_spec_argv(self.spec, c, self.models, self.config.generation, prompt.text),
             prompt_echoed=True,

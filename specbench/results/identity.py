@@ -27,6 +27,8 @@ class CellKey(BaseModel):
     p_min: float | None
     ngl: int | None
     ngld: int | None
+    ngram_size_n: int | None = None
+    ngram_size_m: int | None = None
     prompt_id: str
     n_predict: int
     temperature: float
@@ -40,6 +42,7 @@ def cell_key(s: Sample, facts: RunFacts) -> CellKey:
     return CellKey(
         role=s.role, target=facts.model_id(s.model), draft=facts.model_id(s.draft), method=s.method,
         draft_max=s.draft_max, draft_min=s.draft_min, p_min=s.p_min, ngl=s.ngl, ngld=s.ngld,
+        ngram_size_n=s.ngram_size_n, ngram_size_m=s.ngram_size_m,
         prompt_id=s.prompt_id, n_predict=g.n_predict, temperature=g.temperature, top_k=g.top_k,
         seed=g.seed, ctx_size=g.ctx_size,
     )  # fmt: skip

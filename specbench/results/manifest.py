@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from specbench import __version__
 from specbench.build.buildinfo import BuildInfo
 from specbench.build.envinfo import EnvInfo
+from specbench.build.noise import NoiseRecord
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
 from specbench.plan.expect import Expectation
@@ -44,6 +45,7 @@ class Manifest(BaseModel):
     n_samples_planned: int = 0  # recorded samples the plan will produce (warmups excluded)
     resumed_at: list[str] = Field(default_factory=list)  # one entry per --resume
     command_line: list[str] = Field(default_factory=list)
+    noise: NoiseRecord = Field(default_factory=NoiseRecord)  # the system-noise check (older runs: empty)
 
     def mark_finished(self, status: Status, reason: str | None = None) -> None:
         self.status = status
@@ -81,6 +83,10 @@ class RunFacts(BaseModel):
     os: str | None = None
     specbench_version: str | None = None
     expect: Expectation | None = None  # the config's published figures
+    auto_repetitions: bool = False  # config `repetitions: auto` (precision_met is judged only then)
+    precision: float | None = None  # config `precision`
+    min_decode_s: float | None = None  # config `min_decode_s`
+    busy: list[str] = Field(default_factory=list)  # the noise check's reasons the machine was busy
 
     def model_id(self, name: str | None) -> str | None:
         """A model's identity for matching: its sha256, or ``name:NAME`` when the sha is unknown."""
@@ -124,6 +130,10 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         os=env.get("os"),
         specbench_version=manifest.get("specbench_version") or env.get("specbench_version"),
         expect=_expectation(_value(manifest, "config", "expect")),
+        auto_repetitions=_value(manifest, "config", "repetitions") == "auto",
+        precision=_number(_value(manifest, "config", "precision")),
+        min_decode_s=_number(_value(manifest, "config", "min_decode_s")),
+        busy=[b for b in (_value(manifest, "noise", "busy") or []) if isinstance(b, str)],
     )
 
 
@@ -136,3 +146,7 @@ def _expectation(value: object) -> Expectation | None:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -40,6 +40,8 @@ class Measurement(BaseModel):
     p_min: float | None = None
     ngl: int | None = None  # GPU layers of `model`
     ngld: int | None = None  # GPU layers of the draft model
+    ngram_size_n: int | None = None  # n-gram methods: lookup length (None: llama.cpp's default)
+    ngram_size_m: int | None = None  # n-gram methods: draft length (None: llama.cpp's default)
     prompt_id: str
     category: str
     repetition: int  # 0-based; warmups are never stored
@@ -49,7 +51,8 @@ class Measurement(BaseModel):
         """Identity of the invocation within a run: used by --resume to skip finished samples."""
         return (
             self.role, self.pair, self.model, self.draft, self.method, self.draft_max, self.draft_min,
-            self.p_min, self.ngl, self.ngld, self.prompt_id, self.repetition,
+            self.p_min, self.ngl, self.ngld, self.ngram_size_n, self.ngram_size_m, self.prompt_id,
+            self.repetition,
         )  # fmt: skip
 
 

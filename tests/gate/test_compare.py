@@ -133,12 +133,26 @@ def test_a_cell_that_stopped_working_fails(tmp_path):
     assert all("no valid value in current (3 failed)" in c.reason for c in cmp.failed)
 
 
-def test_strict_turns_warnings_into_failures(tmp_path):
+def test_too_noisy_to_decide_is_not_a_pass_and_fails_under_strict(tmp_path):
     a = make_run(tmp_path, "run1", BASE, SPEC)
     b = make_run(tmp_path, "run2", [24.0, 30.0, 36.0], SPEC)  # same mean, CV 20%
     loose = compare(load_run(a), load_run(b), metrics=["baseline_tps"])
-    assert loose.metrics[0].cells[0].status == Status.WARN and loose.exit_code == 0
+    cell = loose.metrics[0].cells[0]
+    assert cell.status == Status.TOO_NOISY and "too noisy to decide" in cell.reason
+    assert cell.decision.noise > 0.05 and loose.metrics[0].count("pass") == 0
+    assert loose.exit_code == 0  # cannot tell: shown, not a regression
     strict = compare(load_run(a), load_run(b), metrics=["baseline_tps"], strict=True)
+    assert strict.exit_code == 1
+    wide = compare(load_run(a), load_run(b), metrics=["baseline_tps"], threshold=0.9)
+    assert wide.metrics[0].cells[0].status == Status.WARN  # a 90% gate can be decided: noisy, unchanged
+
+
+def test_strict_turns_warnings_into_failures(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC)
+    b = make_run(tmp_path, "run2", [24.0, 30.0, 36.0], SPEC)  # same mean, CV 20%
+    loose = compare(load_run(a), load_run(b), metrics=["baseline_tps"], threshold=0.9)
+    assert loose.metrics[0].cells[0].status == Status.WARN and loose.exit_code == 0
+    strict = compare(load_run(a), load_run(b), metrics=["baseline_tps"], strict=True, threshold=0.9)
     assert strict.exit_code == 1
 
 

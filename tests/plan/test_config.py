@@ -93,7 +93,7 @@ def test_overrides_apply_before_validation(cfg_dir):
         ("=3", "expected KEY=VALUE"),
         ("generation..threads=1", "expected KEY=VALUE"),
         ("generation.threads.x=1", "generation.threads is not a mapping"),
-        ("repetitions.x=1", "--set repetitions.x: repetitions: input should be a valid integer"),
+        ("repetitions.x=1", "--set repetitions.x: repetitions: must be a whole number >= 1 or `auto`"),
         ("bogus=1", "--set bogus: bogus: unknown key"),
         ("sweep.draft_max=[4, 0]", "--set sweep.draft_max: sweep.draft_max[1]: must be >= 1"),
         ("sweep.draft_max=[4", "not valid YAML"),
@@ -161,7 +161,9 @@ def test_draft_max_must_be_positive(cfg_dir, bad):
 
 def test_several_errors_reported_as_first_plus_count(cfg_dir):
     message = error_of(write(cfg_dir, GOOD + "repetitions: 0\nwarmup: -1\n"))
-    assert "repetitions: must be >= 1" in message and message.endswith("(and 1 more)")
+    assert "repetitions: must be a whole number >= 1 or `auto`" in message and message.endswith(
+        "(and 1 more)"
+    )
 
 
 def test_unknown_method_and_sweep_duplicates(cfg_dir):

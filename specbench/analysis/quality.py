@@ -1,0 +1,133 @@
+"""How far a report row's numbers can be trusted, and what to do about it: the relative CI of its
+means, whether ``repetitions: auto`` met its precision, and short warnings a user can act on.
+
+Warnings (each one short string in the row's ``warnings``, printed at the end of ``run``):
+
+* precision: the relative 95% CI half-width of a mean t/s is above ``precision``;
+* short decode window: timing a window under ``min_decode_s`` is dominated by noise; the
+  warning names the ``n_predict`` that reaches it at the measured speed;
+* outlier repetitions (modified z-score, ``specbench.results.precision``), and whether dropping
+  them moves the mean beyond the CI of the other repetitions (then they matter);
+* busy machine: the run's noise check found other work (``specbench.build.noise``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from specbench.results.manifest import RunFacts
+from specbench.results.precision import Precision, outliers, stratified
+from specbench.results.records import Sample
+
+DEFAULT_PRECISION = 0.03
+DEFAULT_MIN_DECODE_S = 1.0
+EARLY_STOP = 0.9  # outputs ending before this share of n_predict stop on their own (EOS)
+
+
+@dataclass
+class Quality:
+    spec_tps_rel_ci: float | None = None
+    baseline_tps_rel_ci: float | None = None
+    precision_met: bool | None = None  # None unless the run used `repetitions: auto`
+    warnings: list[str] = field(default_factory=list)
+
+
+def _usable(s: Sample) -> bool:
+    return s.valid and s.status == "ok" and s.tps is not None
+
+
+def _by_prompt(samples: Sequence[Sample]) -> dict[str, list[Sample]]:
+    groups: dict[str, list[Sample]] = defaultdict(list)
+    for s in sorted((s for s in samples if _usable(s)), key=lambda s: (s.prompt_id, s.repetition)):
+        groups[s.prompt_id].append(s)
+    return groups
+
+
+def precision_of(samples: Sequence[Sample]) -> Precision:
+    return stratified([[s.tps for s in g] for g in _by_prompt(samples).values()])
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | None) -> Quality:
+    """The quality fields and warnings of one row (its speculative and matched baseline samples)."""
+    facts = facts or RunFacts(run_id="?")
+    target = facts.precision or DEFAULT_PRECISION
+    ps, pb = precision_of(spec), precision_of(base)
+    q = Quality(spec_tps_rel_ci=ps.relative, baseline_tps_rel_ci=pb.relative)
+    if facts.auto_repetitions:
+        q.precision_met = ps.meets(target) and pb.meets(target)
+    loose = [(name, p) for name, p in (("spec", ps), ("baseline", pb)) if p.relative and p.relative > target]
+    if loose:
+        what = ", ".join(f"{name} t/s ±{_pct(p.relative)}" for name, p in loose)
+        reps = max(p.n_min for _, p in loose)
+        hint = "" if facts.auto_repetitions else "; try --set repetitions=auto"
+        q.warnings.append(
+            f"imprecise: {what} (95% CI) > precision {_pct(target)} after {reps} repetitions{hint}"
+        )
+    short = _short_window(spec, base, facts)
+    if short:
+        q.warnings.append(short)
+    q.warnings += [w for w in (_outliers("spec", spec, ps), _outliers("baseline", base, pb)) if w]
+    if facts.busy:
+        more = f" (+{len(facts.busy) - 1} more)" if len(facts.busy) > 1 else ""
+        q.warnings.append(f"busy machine: {facts.busy[0]}{more}")
+    return q
+
+
+def _window(s: Sample) -> float | None:
+    if not _usable(s) or not s.n_generated or s.tps <= 0:
+        return None
+    return s.n_generated / s.tps
+
+
+def _short_window(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts) -> str | None:
+    """The shorter side's mean decode window against min_decode_s, and the n_predict to reach it."""
+    limit = facts.min_decode_s if facts.min_decode_s is not None else DEFAULT_MIN_DECODE_S
+    windows = {}
+    for name, samples in (("spec", spec), ("baseline", base)):
+        ws = [w for w in map(_window, samples) if w is not None]
+        if ws:
+            windows[name] = math.fsum(ws) / len(ws)
+    if not windows or limit <= 0 or min(windows.values()) >= limit:
+        return None
+    name = min(windows, key=windows.get)
+    used = [s for s in (spec if name == "spec" else base) if _usable(s)]
+    tps = math.fsum(s.tps for s in used) / len(used)
+    n_predict = used[0].generation.n_predict
+    needed = max(16, math.ceil(limit * tps / 16) * 16)
+    generated = math.fsum(s.n_generated or 0 for s in used) / len(used)
+    early = (
+        f" (outputs end near {generated:.0f} tokens by themselves: a larger n_predict alone will not do)"
+        if generated < EARLY_STOP * n_predict
+        else ""
+    )
+    return (
+        f"short decode window: {windows[name]:.2f} s ({name}) < min_decode_s {limit:g} s, so timing noise "
+        f"dominates; n_predict {needed} would reach it at {tps:.0f} t/s{early}"
+    )
+
+
+def _outliers(name: str, samples: Sequence[Sample], whole: Precision) -> str | None:
+    found, kept = [], []
+    for prompt, group in _by_prompt(samples).items():
+        values = [s.tps for s in group]
+        odd = set(outliers(values))
+        med = sorted(values)[len(values) // 2]
+        found += [
+            f"{prompt} rep {group[i].repetition + 1} ({values[i]:.1f} t/s, median {med:.1f})" for i in odd
+        ]
+        kept.append([v for i, v in enumerate(values) if i not in odd])
+    if not found or whole.mean is None:
+        return None
+    clean = stratified(kept)  # the CI of the other repetitions: does the outlier matter against it?
+    shift = (clean.mean - whole.mean) / whole.mean if clean.mean is not None and whole.mean else 0.0
+    inside = clean.half_width is not None and abs(clean.mean - whole.mean) <= clean.half_width
+    verdict = "within the others' 95% CI" if inside else "beyond the others' 95% CI: rerun on a quiet machine"
+    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return f"outlier repetitions ({name}): {shown}; dropping them moves the mean {shift:+.1%}, {verdict}"

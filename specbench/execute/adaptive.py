@@ -1,0 +1,119 @@
+"""``repetitions: auto``: repeat, in rounds, until every cell's mean t/s is as precise as asked.
+
+Round 1 runs ``min_repetitions`` of everything. After each round, every speculative cell and
+every baseline (target, ngl) whose mean t/s misses ``precision`` (relative 95% CI half-width, see
+``specbench.results.precision``) gets one more repetition, until all meet it or reach
+``max_repetitions``. A round is cut from the plan of ``max_repetitions``, so the order stays the
+one ``specbench.plan.sweep`` gives: per repetition and prompt, the baseline right before its
+speculative cells; a cell that runs a repetition gets its baseline (and its draft model alone) of
+the same repetition with it, since speedups and output checks pair them by repetition.
+
+The runner loop stays generic: it asks ``next_round`` for more once its plan is done; resume
+plans with ``resume_plan``, which first finishes the repetitions already planned.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from specbench.results.precision import stratified
+from specbench.results.records import Measurement, Sample
+
+if TYPE_CHECKING:
+    from specbench.plan.sweep import Invocation
+
+
+def cell_of(m: Measurement) -> tuple:
+    """A measurement's cell: its sample key without prompt and repetition."""
+    return m.sample_key()[:-2]
+
+
+def _group_of(m: Measurement) -> tuple:
+    """The baseline (target, ngl) a speculative cell is measured against."""
+    return ("baseline", m.model, m.ngl)
+
+
+@dataclass
+class CellState:
+    """One cell's samples so far, as the stop rule sees them."""
+
+    reps: int = 0  # repetitions planned (highest recorded repetition + 1)
+    by_prompt: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    any_valid: bool = False
+
+
+def cell_states(samples: Sequence[Sample]) -> dict[tuple, CellState]:
+    """Speculative cells by ``cell_of``, baselines by ``("baseline", model, ngl)``."""
+    states: dict[tuple, CellState] = defaultdict(CellState)
+    for s in samples:
+        if s.role not in ("speculative", "baseline"):
+            continue
+        st = states[cell_of(s) if s.role == "speculative" else _group_of(s)]
+        st.reps = max(st.reps, s.repetition + 1)
+        if s.valid and s.status == "ok" and s.tps is not None:
+            st.by_prompt[s.prompt_id].append(s.tps)
+            st.any_valid = True
+    return states
+
+
+@dataclass
+class AdaptivePlan:
+    """Cuts rounds out of ``full`` (every measured invocation for ``maximum`` repetitions)."""
+
+    full: list[Invocation]
+    precision: float
+    maximum: int
+    rounds: int = 0
+
+    def precise(self, state: CellState) -> bool:
+        return stratified(list(state.by_prompt.values())).meets(self.precision)
+
+    def wants_more(self, state: CellState) -> bool:
+        """Below the maximum, not yet precise, and with something valid (a cell that never
+        produced a valid sample cannot be made precise by repeating it; the report says why)."""
+        return state.reps < self.maximum and state.any_valid and not self.precise(state)
+
+    def _targets(self, samples: Sequence[Sample], grow: bool) -> dict[tuple, int]:
+        states = cell_states(samples)
+        targets = {}
+        for key, st in states.items():
+            targets[key] = st.reps + (1 if grow and self.wants_more(st) else 0)
+        return targets
+
+    def _needed(self, inv: Invocation, targets: dict[tuple, int], spec_cells: dict[tuple, Invocation]) -> int:
+        if inv.role == "speculative":
+            return targets.get(cell_of(inv), 0)
+        if inv.role == "baseline":
+            group = _group_of(inv)
+            cells = [targets.get(k, 0) for k, c in spec_cells.items() if _group_of(c) == group]
+            return max([targets.get(group, 0), *cells])
+        users = [  # a draft model alone: as long as a cell using it (at the same layers) runs
+            targets.get(k, 0)
+            for k, c in spec_cells.items()
+            if c.draft == inv.model and (c.ngld or 0) == (inv.ngl or 0)
+        ]
+        return max(users, default=0)
+
+    def _cut(self, samples: Sequence[Sample], grow: bool) -> list[Invocation]:
+        targets = self._targets(samples, grow)
+        done = {s.sample_key() for s in samples}
+        spec_cells = {cell_of(i): i for i in self.full if i.role == "speculative"}
+        return [
+            inv
+            for inv in self.full
+            if inv.repetition < self._needed(inv, targets, spec_cells) and inv.sample_key() not in done
+        ]
+
+    def next_round(self, samples: Sequence[Sample]) -> list[Invocation]:
+        """One more repetition of every cell (and baseline) that misses the precision; [] when done."""
+        plan = self._cut(samples, grow=True)
+        if plan:
+            self.rounds += 1
+        return plan
+
+    def resume_plan(self, samples: Sequence[Sample]) -> list[Invocation]:
+        """On --resume: the repetitions already planned that are not recorded yet."""
+        return self._cut(samples, grow=False)

@@ -1,0 +1,100 @@
+"""The stop rule of repetitions: auto, on constructed samples (what the runner would record)."""
+
+from __future__ import annotations
+
+from specbench.execute.adaptive import AdaptivePlan
+from specbench.plan.sweep import Invocation
+from specbench.results.records import Generation, Sample
+
+GEN = Generation(n_predict=16)
+PROMPTS = ("p1", "p2")
+
+
+def inv(role: str, rep: int, prompt: str, method: str = "none") -> Invocation:
+    spec = role == "speculative"
+    return Invocation(
+        role=role, pair="smol" if spec else None, model="f32", method=method, ngl=0, prompt_id=prompt,
+        category="code", repetition=rep, generation=GEN, binary_role="completion", argv=["x"],
+        prompt_text="hi", prompt_echoed=False, timeout_s=10,
+    )  # fmt: skip
+
+
+def full_plan(maximum: int) -> list[Invocation]:
+    """Per repetition and prompt: the baseline, then two n-gram cells (the sweep's order)."""
+    out = []
+    for rep in range(maximum):
+        for p in PROMPTS:
+            out += [inv("baseline", rep, p), inv("speculative", rep, p, "ngram-simple")]
+            out.append(inv("speculative", rep, p, "ngram-mod"))
+    return out
+
+
+def sample(i: Invocation, tps: float | None, status: str = "ok") -> Sample:
+    return Sample(
+        **i.model_dump(include=set(Sample.model_fields)), run_id="r", status=status, valid=status == "ok",
+        tps=tps, wall_s=1.0, started_at="now",
+    )  # fmt: skip
+
+
+NOISY = [40.0, 60.0, 45.0, 58.0, 41.0, 59.0]  # ngram-simple: never precise to 3%
+STEADY = {"baseline": 50.0, "ngram-mod": 70.0}
+
+
+def record(invocations: list[Invocation]) -> list[Sample]:
+    out = []
+    for i in invocations:
+        if i.method == "ngram-simple":
+            out.append(sample(i, NOISY[i.repetition % len(NOISY)] + (PROMPTS.index(i.prompt_id))))
+        else:
+            out.append(
+                sample(i, STEADY["baseline" if i.role == "baseline" else i.method] + i.repetition * 0.01)
+            )
+    return out
+
+
+def test_rounds_extend_only_imprecise_cells_with_their_baselines_until_the_maximum():
+    plan = AdaptivePlan(full_plan(5), precision=0.03, maximum=5)
+    samples = record([i for i in plan.full if i.repetition < 2])  # round 1: min_repetitions 2
+    rounds = []
+    while more := plan.next_round(samples):
+        rounds.append(more)
+        samples += record(more)
+    assert len(rounds) == 3 and plan.rounds == 3  # repetitions 3, 4 and 5 of the noisy cell
+    for rep, more in enumerate(rounds, start=2):
+        # interleaved as planned: per prompt, the baseline right before the cell that needs it
+        assert [(i.role, i.method, i.prompt_id) for i in more] == [
+            ("baseline", "none", "p1"), ("speculative", "ngram-simple", "p1"),
+            ("baseline", "none", "p2"), ("speculative", "ngram-simple", "p2"),
+        ]  # fmt: skip
+        assert {i.repetition for i in more} == {rep}
+    assert max(s.repetition for s in samples if s.method == "ngram-mod") == 1  # precise after round 1
+
+
+def test_precise_cells_stop_after_the_first_round():
+    plan = AdaptivePlan(full_plan(5), precision=0.03, maximum=5)
+    samples = [sample(i, 50.0 + i.repetition * 0.1) for i in plan.full if i.repetition < 2]
+    assert plan.next_round(samples) == [] and plan.rounds == 0
+
+
+def test_a_cell_without_any_valid_sample_is_not_repeated():
+    plan = AdaptivePlan(full_plan(4), precision=0.03, maximum=4)
+    first = [i for i in plan.full if i.repetition < 2]
+    samples = [
+        sample(i, None, "invalid") if i.method == "ngram-simple" else s
+        for i, s in zip(first, record(first), strict=True)
+    ]
+    assert plan.next_round(samples) == []
+
+
+def test_resume_finishes_the_planned_repetitions_first():
+    plan = AdaptivePlan(full_plan(5), precision=0.03, maximum=5)
+    samples = record(
+        [i for i in plan.full if i.repetition < 3 and not (i.repetition == 2 and i.prompt_id == "p2")]
+    )
+    missing = plan.resume_plan(samples)  # the round of repetition 3 was cut short by Ctrl-C
+    assert [(i.role, i.method, i.prompt_id, i.repetition) for i in missing] == [
+        ("baseline", "none", "p2", 2),
+        ("speculative", "ngram-simple", "p2", 2),
+        ("speculative", "ngram-mod", "p2", 2),
+    ]  # fmt: skip
+    assert plan.rounds == 0
