@@ -128,17 +128,21 @@ def _print_summary(summary: Any, rows: list, notes: list[str]) -> None:
     table = Table(title=f"specbench run {summary.run_id}", title_justify="left")
     columns = ("pair", "method", "draft_max", "ngl/ngld", "baseline t/s", "spec t/s", "speedup", "acceptance",
                "outputs match", "valid")  # fmt: skip
+    server = any(r.runner == "server" for r in rows)
+    if server:  # per-request t/s above; what the server delivered in aggregate here
+        columns += ("parallel", "throughput t/s", "ttft ms")
     for col in columns:
         table.add_column(col, justify="right" if col not in ("pair", "method") else "left")
     for r in rows:
         match = {True: "yes", False: f"NO (char {r.first_diff})", None: "-"}[r.outputs_match]
+        extra = (str(r.parallel), _fmt(r.throughput_tps), _fmt(r.ttft_ms)) if server else ()
         table.add_row(
             r.pair or r.target, r.method, str(r.draft_max) if r.draft_max is not None else "-",
             f"{r.ngl if r.ngl is not None else '-'}/{r.ngld if r.ngld is not None else '-'}",
             _fmt(r.baseline_tps, r.baseline_tps_sd), _fmt(r.spec_tps, r.spec_tps_sd),
             f"{r.speedup:.2f}x" if r.speedup is not None else "-",
             f"{r.acceptance:.1%}" if r.acceptance is not None else "-", match,
-            "yes" if r.valid else f"NO ({r.n_invalid} invalid, {r.n_failed} failed)",
+            "yes" if r.valid else f"NO ({r.n_invalid} invalid, {r.n_failed} failed)", *extra,
         )  # fmt: skip
     out = console
     if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"

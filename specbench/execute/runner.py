@@ -4,7 +4,9 @@ An executor (``specbench.execute.executor``) turns each invocation into a measur
 sample is appended to the run folder and fsynced before the next one starts, so a crash, a full
 disk or Ctrl-C loses at most the invocation in flight. A failed or invalid sample is recorded
 with its reason and the run goes on: a benchmark reports what happened, it does not stop at the
-first bad cell. Warmups run but are never recorded.
+first bad cell. Warmups run but are never recorded. Invocations planned to be in flight together
+(the server runner's ``parallel`` requests share a ``batch``) go to the executor at once; their
+samples are appended when the batch finishes.
 """
 
 from __future__ import annotations
@@ -162,39 +164,63 @@ def execute(
         left = sum(not inv.warmup and inv.sample_key() not in done for inv in plan)
         total, count, last_tps = len(plan), 0, None
         notify(ProgressEvent("start", 0, total))
+        loads_before = manifest.model_loads
         try:
-            for index, inv in enumerate(plan):
+            i = 0
+            while i < len(plan):
+                inv = plan[i]
                 if (inv.warmup and left == 0) or (not inv.warmup and inv.sample_key() in done):
                     count += 1
                     notify(ProgressEvent("skipped", count, total, inv, last_tps=last_tps))
+                    i += 1
                     continue
-                notify(ProgressEvent("begin", count, total, inv, last_tps=last_tps))
-                measured = executor.measure(inv, index, run_dir, manifest.run_id, now_iso())
-                count += 1
-                if inv.warmup:
-                    notify(ProgressEvent("warmup", count, total, inv, last_tps=last_tps))
-                    continue
-                sample = _check_output(inv, measured, outputs)
-                append_sample(run_dir, sample)
-                new.append(sample)
-                left -= 1
-                last_tps = sample.tps if sample.tps is not None else last_tps
-                notify(ProgressEvent("sample", count, total, inv, sample, last_tps))
+                batch, i = _batch(plan, i, done)
+                for _, b in batch:
+                    notify(ProgressEvent("begin", count, total, b, last_tps=last_tps))
+                results = executor.measure_batch(batch, run_dir, manifest.run_id, now_iso())
+                manifest.model_loads = loads_before + executor.model_loads
+                for (_, b), measured in zip(batch, results, strict=True):
+                    count += 1
+                    if b.warmup:
+                        notify(ProgressEvent("warmup", count, total, b, last_tps=last_tps))
+                        continue
+                    sample = _check_output(b, measured, outputs)
+                    append_sample(run_dir, sample)
+                    new.append(sample)
+                    left -= 1
+                    last_tps = sample.tps if sample.tps is not None else last_tps
+                    notify(ProgressEvent("sample", count, total, b, sample, last_tps))
         except KeyboardInterrupt:
             executor.close()
+            manifest.model_loads = loads_before + executor.model_loads
             _finish(manifest, run_dir, "interrupted", "Ctrl-C")
             raise RunInterrupted(run_dir, len(done_samples) + len(new)) from None
         except SpecbenchError as exc:
             executor.close()
+            manifest.model_loads = loads_before + executor.model_loads
             _finish(manifest, run_dir, "failed", str(exc))
             raise
         except BaseException as exc:
             executor.close()
+            manifest.model_loads = loads_before + executor.model_loads
             _finish(manifest, run_dir, "failed", f"{type(exc).__name__}: {exc}")
             raise
         executor.close()
+        manifest.model_loads = loads_before + executor.model_loads
         _finish(manifest, run_dir, "complete", None)
     return RunResult(run_dir, manifest.run_id, "complete", [*done_samples, *new], len(new))
+
+
+def _batch(plan: Sequence[Invocation], i: int, done: set[tuple]) -> tuple[list[tuple[int, Invocation]], int]:
+    """The invocations from ``i`` on that are in flight together (same ``batch``; finished ones of a
+    resumed run left out), and the index after them."""
+    batch = [(i, plan[i])]
+    j = i + 1
+    while plan[i].batch is not None and j < len(plan) and plan[j].batch == plan[i].batch:
+        if plan[j].warmup or plan[j].sample_key() not in done:
+            batch.append((j, plan[j]))
+        j += 1
+    return batch, j
 
 
 def _finish(manifest: Manifest, run_dir: Path, status: str, reason: str | None) -> None:

@@ -88,8 +88,9 @@ class SweepConfig(_Strict):
     p_min: list[Probability] = Field(default_factory=lambda: [DEFAULT_P_MIN], min_length=1)
     ngl: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # target GPU layers
     ngld: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # draft GPU layers
+    parallel: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)  # requests in flight
 
-    @field_validator("method", "draft_max", "draft_min", "p_min", "ngl", "ngld")
+    @field_validator("method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "parallel")
     @classmethod
     def _unique(cls, v: list) -> list:
         dupes = sorted({str(x) for x in v if v.count(x) > 1})
@@ -130,6 +131,7 @@ class Config(_Strict):
     warmup: int = Field(default=1, ge=0)
     timeout_s: float = Field(default=600.0, gt=0)
     speculative_binary: Literal["speculative-simple", "speculative"] = "speculative-simple"
+    runner: Literal["process", "server"] = "process"  # a process per sample, or a llama-server per setting
     base_dir: Path = Field(default=Path("."), exclude=True)
     path: Path | None = Field(default=None, exclude=True)  # the config file
 
@@ -147,6 +149,15 @@ class Config(_Strict):
             if not re.match(NAME_PATTERN, str(name)):
                 raise ValueError(f"name {name!r} may use only letters, digits, '.', '_' and '-'")
         return v
+
+    @model_validator(mode="after")
+    def _parallel_needs_server(self) -> Config:
+        if self.runner == "process" and max(self.sweep.parallel) > 1:
+            raise ValueError(
+                "sweep.parallel: values above 1 need `runner: server` (the process runner runs one "
+                "request at a time); set runner: server or use parallel: [1]"
+            )
+        return self
 
     @property
     def speculative_role(self) -> str:
