@@ -119,7 +119,10 @@ def record_run(run_dir: Path, db_path: Path | None = None) -> int:
 
 
 def _cell_id(key, machine: str) -> str:
-    return machine + "|" + json.dumps(key.model_dump(exclude={"prompt_id"}), sort_keys=True)
+    # exclude_defaults: a process run at parallel 1 (the defaults) keeps the series ids of runs made before
+    # the server runner existed
+    fields = key.model_dump(exclude={"prompt_id"}, exclude_defaults=True)
+    return machine + "|" + json.dumps(fields, sort_keys=True)
 
 
 def run_count(db_path: Path | None = None) -> int:
