@@ -8,9 +8,12 @@ whole process group, so nothing the server started outlives it.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import re
+import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -24,6 +27,7 @@ from specbench.execute.process import child_env, kill_group
 _LISTENING = re.compile(r"listening on https?://[^\s/]*?:(\d+)")
 _POLL_S = 0.1
 _LOG_TAIL = 1 << 20
+_PR_SET_PDEATHSIG = 1
 # The server is local: an http_proxy in the environment must not route requests elsewhere.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -74,6 +78,16 @@ class RunningServer:
             kill_group(self.proc, grace_s=2.0)
 
 
+def _die_with_parent() -> None:
+    """In the child, Linux only: SIGKILL it when specbench dies, even by SIGKILL (no cleanup runs
+    then), so a server is never left holding a port and the CPU or GPU for the next benchmark."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+
+
 def _tail(path: Path) -> str:
     try:
         with open(path, "rb") as fh:
@@ -103,7 +117,7 @@ def start_server(argv: list[str], stdout_path: Path, stderr_path: Path, timeout_
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env(),
-                start_new_session=True,
+                start_new_session=True, preexec_fn=_die_with_parent,
             )  # fmt: skip
         except OSError as exc:
             raise RunError(
