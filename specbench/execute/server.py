@@ -197,6 +197,10 @@ def post(server: RunningServer, path: str, body: dict, timeout_s: float) -> Repl
         return Reply(None, wall, f"no answer in {timeout_s:g} s (timeout_s)", timed_out=True)
     except (OSError, ValueError) as exc:
         wall = time.monotonic() - start
+        try:  # a dying server closes its sockets before it can be reaped: give it a moment
+            server.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
         if not server.alive():
             return Reply(None, wall, server.exit_reason())
         reason = getattr(exc, "reason", exc)

@@ -17,6 +17,7 @@ class CompletionRequest(BaseModel):
     cache_prompt: bool = False
     return_tokens: bool = True
     n_probs: int = 0
+    ignore_eos: bool | None = None  # not set by the plan (a run stops at EOS like the process runner)
 
     def body(self) -> dict:
         return self.model_dump(exclude_none=True)

@@ -169,17 +169,19 @@ def test_a_dying_or_hung_server_fails_its_request_and_the_next_one_restarts(tmp_
     data = server_config(tmp_path, smol_q4, smol_q4, pairs={"q": {"target": "q4", "method": "ngram-simple"}})
     data["models"] = {"q4": {"path": str(smol_q4.path)}}
     data["sweep"] = {"method": ["ngram-simple"], "parallel": [1]}
+    data["generation"]["ctx_size"] = 4096  # room for the endless request below
     config = config_from_mapping(data, tmp_path, "t.yaml")
     prompts = [render(p, "q4", None) for p in config.prompt_list()]
     plan = make_plan(config, llama_build, {"q4": smol_q4.path}, prompts)
     base = [i for i in plan.invocations if i.role == "baseline"][0]
-    long = base.model_copy(update={"request": base.request.model_copy(update={"n_predict": 400})})
+    endless = base.request.model_copy(update={"n_predict": 3000, "ignore_eos": True})
+    long = base.model_copy(update={"request": endless})
     run_dir = tmp_path / "run"
     executor = ServerExecutor(warmup=0)
     try:
         assert executor.measure(base, 0, run_dir, "t", "now").sample.status == "ok"
         pid = executor._server.proc.pid
-        killer = threading.Timer(1.0, os.killpg, (pid, signal.SIGKILL))  # dies while it answers
+        killer = threading.Timer(0.5, os.killpg, (pid, signal.SIGKILL))  # dies while it answers
         killer.start()
         died = executor.measure(long, 1, run_dir, "t", "now").sample
         killer.join()
