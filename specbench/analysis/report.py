@@ -100,11 +100,16 @@ class ReportRow(BaseModel):
     baseline_tps_rel_ci: float | None = None
     precision_met: bool | None = None  # both within `precision`; None unless `repetitions: auto`
     warnings: list[str] = []  # short, actionable (specbench.analysis.quality)
+    runner: str = "process"  # process | server
+    parallel: int = 1  # requests in flight at once (server runner)
+    throughput_tps: float | None = None  # server: tokens generated / wall time of the cell's batches
+    baseline_throughput_tps: float | None = None  # the same for its baseline samples
+    ttft_ms: float | None = None  # server: mean time to first token (prompt processing) per request
 
     def cell(self) -> tuple:
-        """The setting, without run and category: rows of different runs line up on it."""
+        """The setting, without run, runner and category: rows of different runs line up on it."""
         return (self.pair, self.method, self.draft_max, self.draft_min, self.p_min, self.ngl, self.ngld,
-                self.ngram_size_n, self.ngram_size_m)  # fmt: skip
+                self.ngram_size_n, self.ngram_size_m, self.parallel)  # fmt: skip
 
     def contract(self) -> dict:
         """Exactly the contract keys, in contract order."""
@@ -214,6 +219,20 @@ def _tokens_per_pass(samples: Iterable[Sample]) -> float | None:
     return tokens / passes if passes > 0 else None
 
 
+def _throughput(samples: list[Sample]) -> float | None:
+    """Server samples: tokens generated over the wall time of their batches (requests in flight
+    together share one batch time), so at parallel P it is what the server delivered in aggregate."""
+    batches: dict[int, float] = {}
+    tokens = 0
+    for s in samples:
+        if s.batch is None or s.batch_wall_s is None or s.n_generated is None or not _usable(s):
+            continue
+        batches[s.batch] = s.batch_wall_s
+        tokens += s.n_generated
+    seconds = sum(batches.values())
+    return tokens / seconds if seconds > 0 else None
+
+
 def _row(
     run: str,
     category: str,
@@ -262,12 +281,16 @@ def _row(
         n_failed=sum(s.status in ("failed", "timeout") for s in spec), draft_tps=draft_tps, cost_ratio=c,
         best_draft_max=best_g, first_diff=min(diffs) if diffs else None, model_speedup=modelled,
         **vars(quality),
+        runner=first.runner,
+        parallel=first.parallel, throughput_tps=_throughput(used),
+        baseline_throughput_tps=_throughput(base_used),
+        ttft_ms=stats.summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,
     )  # fmt: skip
 
 
 def _cell_key(s: Sample) -> tuple:
     return (s.pair, s.model, s.draft, s.method, s.draft_max, s.draft_min, s.p_min, s.ngl, s.ngld,
-            s.ngram_size_n, s.ngram_size_m)  # fmt: skip
+            s.ngram_size_n, s.ngram_size_m, s.runner, s.parallel)  # fmt: skip
 
 
 def _sort_key(value: object) -> tuple:
@@ -290,7 +313,10 @@ def _run_rows(
         base = [
             b
             for b in baselines
-            if b.model == first.model and b.ngl == first.ngl and (b.prompt_id, b.repetition) in keys
+            if b.model == first.model
+            and b.ngl == first.ngl
+            and (b.runner, b.parallel) == (first.runner, first.parallel)
+            and (b.prompt_id, b.repetition) in keys
         ]
         ngld = first.ngld if first.ngld is not None else 0  # the runner measures a draft alone at ngld or 0
         alone = [

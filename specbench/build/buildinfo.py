@@ -45,6 +45,8 @@ class FlagSpelling(BaseModel):
     no_conversation: str | None = None  # -no-cnv (llama-completion; chat mode is auto-on with a template)
     no_escape: str | None = None  # --no-escape (prompts are passed verbatim; escapes default on since 2024)
     ngram_sizes: dict[str, NgramSizeFlags] | None = None  # by method; None: probed before specbench knew
+    parallel: str | None = None  # -np (llama-server slots)
+    cache_ram: str | None = None  # --cache-ram (llama-server's prompt cache in RAM; 0 turns it off)
 
 
 class BinaryInfo(BaseModel):

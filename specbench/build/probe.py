@@ -29,6 +29,8 @@ PREFERENCES: dict[str, list[str]] = {
     "no_display_prompt": ["--no-display-prompt"],
     "no_conversation": ["-no-cnv", "--no-conversation"],
     "no_escape": ["--no-escape"],
+    "parallel": ["-np", "--parallel"],
+    "cache_ram": ["--cache-ram", "-cram"],
 }
 
 _OPTION = re.compile(r"^-{1,2}[A-Za-z0-9][\w.-]*$")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def cell_of(m: Measurement) -> tuple:
     """A measurement's cell: its sample key without prompt and repetition."""
-    return m.sample_key()[:-2]
+    return m.sample_key()[:-2]  # sample_key ends with prompt_id, repetition
 
 
 def _group_of(m: Measurement) -> tuple:

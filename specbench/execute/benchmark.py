@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from specbench.build.buildinfo import BinaryInfo, BuildInfo
 from specbench.errors import BuildError, ModelError, RunError
+from specbench.execute.executor import Executor, ProcessExecutor
 from specbench.execute.runner import ProgressFn, RunResult, execute, prepare_run_dir
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
@@ -235,7 +236,7 @@ def make_manifest(prepared: Prepared, run_dir: Path, command_line: list[str]) ->
     return Manifest(
         run_id=run_dir.name, name=cfg.name, config_path=str(cfg.path) if cfg.path else None,
         config=cfg.model_dump(mode="json"), build=prepared.build, env=collect(), models=prepared.models,
-        pair_checks=prepared.pair_checks, command_line=command_line,
+        pair_checks=prepared.pair_checks, command_line=command_line, runner=cfg.runner,
     )  # fmt: skip
 
 
@@ -270,7 +271,7 @@ def run_benchmark(
             keys = {i.sample_key() for i in plan}
             plan += [i for i in adaptive.resume_plan(load_samples(run_dir)) if i.sample_key() not in keys]
     result = execute(
-        plan, run_dir, manifest, progress=progress, resume=resume,
+        plan, run_dir, manifest, progress=progress, resume=resume, executor=make_executor(prepared),
         extend=adaptive.next_round if adaptive else None, observe=watch,
     )  # fmt: skip
     summary = summarize(result)
@@ -287,6 +288,15 @@ def _adaptive(prepared: Prepared):
     cfg = prepared.config
     full = make_plan(cfg, prepared.build, prepared.models, prepared.prompts, repetitions=cfg.max_repetitions)
     return AdaptivePlan(full.measured, cfg.precision, cfg.max_repetitions)
+
+
+def make_executor(prepared: Prepared) -> Executor:
+    """A llama.cpp process per invocation, or a llama-server per setting (``runner: server``)."""
+    if prepared.config.runner == "server":
+        from specbench.execute.server_executor import ServerExecutor
+
+        return ServerExecutor(warmup=prepared.config.warmup)
+    return ProcessExecutor()
 
 
 def _check_same_config(manifest: Manifest, config: Config, run_dir: Path) -> None:

@@ -35,11 +35,22 @@ class Measured:
 
 
 class Executor(Protocol):
-    """Turns planned invocations into measurements; ``close`` releases what it holds (servers)."""
+    """Turns planned invocations into measurements; ``close`` releases what it holds (servers).
+
+    ``measure_batch`` gets invocations meant to be in flight together (a server runner's ``parallel``
+    requests, ``(plan index, invocation)`` pairs) and returns their measurements in order.
+    ``model_loads`` counts the llama.cpp processes it started that loaded a model, warmups included.
+    """
+
+    model_loads: int
 
     def measure(
         self, inv: Invocation, index: int, run_dir: Path, run_id: str, started_at: str
     ) -> Measured: ...
+
+    def measure_batch(
+        self, batch: list[tuple[int, Invocation]], run_dir: Path, run_id: str, started_at: str
+    ) -> list[Measured]: ...
 
     def close(self) -> None: ...
 
@@ -174,10 +185,20 @@ def judge_process(
 class ProcessExecutor:
     """One llama.cpp process per invocation: stdout/stderr to raw logs, statistics parsed from them."""
 
+    def __init__(self) -> None:
+        self.model_loads = 0
+
     def measure(self, inv: Invocation, index: int, run_dir: Path, run_id: str, started_at: str) -> Measured:
         stdout_path, stderr_path = raw_paths(run_dir, raw_stem(index, inv))
+        self.model_loads += 1
         res = run_command(list(inv.argv), stdout_path, stderr_path, timeout_s=inv.timeout_s)
         return judge_process(inv, res, run_id, run_dir, started_at)
+
+    def measure_batch(
+        self, batch: list[tuple[int, Invocation]], run_dir: Path, run_id: str, started_at: str
+    ) -> list[Measured]:
+        """Processes run one at a time (the config refuses parallel > 1 for this runner)."""
+        return [self.measure(inv, index, run_dir, run_id, started_at) for index, inv in batch]
 
     def close(self) -> None:
         pass

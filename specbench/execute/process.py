@@ -52,7 +52,7 @@ def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
+def kill_group(proc: subprocess.Popen, grace_s: float) -> None:
     """SIGTERM the process group, give it ``grace_s`` to exit, then SIGKILL what is left.
 
     The leader is reaped only after the group was signalled, so its pid (= the group id) cannot
@@ -145,9 +145,9 @@ def run_command(
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc, grace_s)
+            kill_group(proc, grace_s)
         except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: never leave it running
-            _kill_group(proc, grace_s=0.5)
+            kill_group(proc, grace_s=0.5)
             raise
         wall_s = time.monotonic() - start
         if not timed_out and _group_alive(proc.pid):

@@ -4,7 +4,9 @@ An executor (``specbench.execute.executor``) turns each invocation into a measur
 sample is appended to the run folder and fsynced before the next one starts, so a crash, a full
 disk or Ctrl-C loses at most the invocation in flight. A failed or invalid sample is recorded
 with its reason and the run goes on: a benchmark reports what happened, it does not stop at the
-first bad cell. Warmups run but are never recorded.
+first bad cell. Warmups run but are never recorded. Invocations planned to be in flight together
+(the server runner's ``parallel`` requests share a ``batch``) go to the executor at once; their
+samples are appended when the batch finishes.
 """
 
 from __future__ import annotations
@@ -173,28 +175,37 @@ def execute(
         total, count, last_tps = len(queue), 0, None
         look = observe or (lambda phase, n: None)
         notify(ProgressEvent("start", 0, total))
+        loads_before = manifest.model_loads
         try:
             look("before", 0)
             while queue:
-                for inv in queue:
+                offset, i = count, 0  # raw log numbers stay unique across rounds
+                while i < len(queue):
+                    inv = queue[i]
                     if (inv.warmup and left == 0) or (not inv.warmup and inv.sample_key() in done):
                         count += 1
                         notify(ProgressEvent("skipped", count, total, inv, last_tps=last_tps))
+                        i += 1
                         continue
-                    notify(ProgressEvent("begin", count, total, inv, last_tps=last_tps))
-                    measured = executor.measure(inv, count, run_dir, manifest.run_id, now_iso())
-                    count += 1
-                    if inv.warmup:
-                        notify(ProgressEvent("warmup", count, total, inv, last_tps=last_tps))
-                        continue
-                    sample = _check_output(inv, measured, outputs)
-                    append_sample(run_dir, sample)
-                    new.append(sample)
-                    done.add(sample.sample_key())
-                    left -= 1
-                    last_tps = sample.tps if sample.tps is not None else last_tps
-                    notify(ProgressEvent("sample", count, total, inv, sample, last_tps))
-                    look("during", len(new))
+                    batch, i = _batch(queue, i, done)
+                    batch = [(offset + j, b) for j, b in batch]
+                    for _, b in batch:
+                        notify(ProgressEvent("begin", count, total, b, last_tps=last_tps))
+                    results = executor.measure_batch(batch, run_dir, manifest.run_id, now_iso())
+                    manifest.model_loads = loads_before + executor.model_loads
+                    for (_, b), measured in zip(batch, results, strict=True):
+                        count += 1
+                        if b.warmup:
+                            notify(ProgressEvent("warmup", count, total, b, last_tps=last_tps))
+                            continue
+                        sample = _check_output(b, measured, outputs)
+                        append_sample(run_dir, sample)
+                        new.append(sample)
+                        done.add(sample.sample_key())
+                        left -= 1
+                        last_tps = sample.tps if sample.tps is not None else last_tps
+                        notify(ProgressEvent("sample", count, total, b, sample, last_tps))
+                        look("during", len(new))
                 queue = (
                     [i for i in extend([*done_samples, *new]) if i.sample_key() not in done] if extend else []
                 )
@@ -207,21 +218,37 @@ def execute(
             look("after", len(new))
         except KeyboardInterrupt as exc:
             executor.close()
+            manifest.model_loads = loads_before + executor.model_loads
             reason = getattr(exc, "signal_name", "Ctrl-C")  # errors.Terminated for SIGTERM/SIGHUP
             _finish(manifest, run_dir, "interrupted", reason)
             n_kept = len(done_samples) + len(new)
             raise RunInterrupted(run_dir, n_kept, reason, getattr(exc, "exit_code", 130)) from None
         except SpecbenchError as exc:
             executor.close()
+            manifest.model_loads = loads_before + executor.model_loads
             _finish(manifest, run_dir, "failed", str(exc))
             raise
         except BaseException as exc:
             executor.close()
+            manifest.model_loads = loads_before + executor.model_loads
             _finish(manifest, run_dir, "failed", f"{type(exc).__name__}: {exc}")
             raise
         executor.close()
+        manifest.model_loads = loads_before + executor.model_loads
         _finish(manifest, run_dir, "complete", None)
     return RunResult(run_dir, manifest.run_id, "complete", [*done_samples, *new], len(new))
+
+
+def _batch(plan: Sequence[Invocation], i: int, done: set[tuple]) -> tuple[list[tuple[int, Invocation]], int]:
+    """The invocations from ``i`` on that are in flight together (same ``batch``; finished ones of a
+    resumed run left out), and the index after them."""
+    batch = [(i, plan[i])]
+    j = i + 1
+    while plan[i].batch is not None and j < len(plan) and plan[j].batch == plan[i].batch:
+        if plan[j].warmup or plan[j].sample_key() not in done:
+            batch.append((j, plan[j]))
+        j += 1
+    return batch, j
 
 
 def _finish(manifest: Manifest, run_dir: Path, status: str, reason: str | None) -> None:

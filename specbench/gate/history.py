@@ -121,9 +121,15 @@ def record_run(run_dir: Path, db_path: Path | None = None) -> int:
 
 def _cell_id(key, machine: str) -> str:
     data = key.model_dump(exclude={"prompt_id"})
-    for name in ("ngram_size_n", "ngram_size_m"):  # added later: unset, ids stay those of older runs
-        if data[name] is None:
-            del data[name]
+    # added later: at their defaults they are left out, so ids stay those of older runs
+    for name, default in (
+        ("ngram_size_n", None),
+        ("ngram_size_m", None),
+        ("runner", "process"),
+        ("parallel", 1),
+    ):
+        if data.get(name, default) == default:
+            data.pop(name, None)
     return machine + "|" + json.dumps(data, sort_keys=True)
 
 

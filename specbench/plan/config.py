@@ -95,9 +95,10 @@ class SweepConfig(_Strict):
     # n-gram methods' lookup (n) and draft (m) lengths; null: llama.cpp's default (12 and 48)
     ngram_size_n: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
     ngram_size_m: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
+    parallel: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)  # requests in flight
 
     @field_validator(
-        "method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m"
+        "method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m", "parallel"
     )
     @classmethod
     def _unique(cls, v: list) -> list:
@@ -145,6 +146,7 @@ class Config(_Strict):
     timeout_s: float = Field(default=600.0, gt=0)
     speculative_binary: Literal["speculative-simple", "speculative"] = "speculative-simple"
     expect: Expectation | None = None  # published figures for this setup, shown by `specbench report`
+    runner: Literal["process", "server"] = "process"  # a process per sample, or a llama-server per setting
     base_dir: Path = Field(default=Path("."), exclude=True)
     path: Path | None = Field(default=None, exclude=True)  # the config file
 
@@ -191,6 +193,15 @@ class Config(_Strict):
             if not re.match(NAME_PATTERN, str(name)):
                 raise ValueError(f"name {name!r} may use only letters, digits, '.', '_' and '-'")
         return v
+
+    @model_validator(mode="after")
+    def _parallel_needs_server(self) -> Config:
+        if self.runner == "process" and max(self.sweep.parallel) > 1:
+            raise ValueError(
+                "sweep.parallel: values above 1 need `runner: server` (the process runner runs one "
+                "request at a time); set runner: server or use parallel: [1]"
+            )
+        return self
 
     @property
     def speculative_role(self) -> str:

@@ -16,6 +16,7 @@ options the build has (the pinned build: ngram-simple, ngram-map-k, ngram-map-k4
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from specbench.build.buildinfo import BinaryInfo, BuildInfo
 from specbench.errors import ConfigError
 from specbench.plan.config import DRAFT_METHOD, Config
 from specbench.plan.prompts import RenderedPrompt
+from specbench.plan.request import CompletionRequest
 from specbench.results.records import Generation, Measurement
 
 # Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
@@ -43,6 +45,10 @@ class Invocation(Measurement):
     prompt_text: str  # exactly what the model is given (for continuation extraction)
     prompt_echoed: bool  # whether stdout starts with the prompt (speculative binaries always echo it)
     timeout_s: float
+    # server runner: argv starts llama-server (equal argv = the same server), this is the request,
+    # and invocations with the same batch number are in flight together
+    request: CompletionRequest | None = None
+    batch: int | None = None
 
     def label(self) -> str:
         """Short human description, e.g. ``rep 2 speculative smol draft n_max=8 ngl=0 ngld=0 code-01``."""
@@ -56,6 +62,8 @@ class Invocation(Measurement):
             what += f" ngl={self.ngl}" + (f" ngld={self.ngld}" if self.ngld is not None else "")
         else:
             what = f"{self.role} {self.model} ngl={self.ngl}"
+        if self.runner == "server" and self.parallel > 1:
+            what += f" parallel={self.parallel}"
         return f"{head} {what} {self.prompt_id}"
 
     def command_line(self, max_prompt_chars: int | None = None) -> str:
@@ -89,14 +97,26 @@ class Plan(BaseModel):
             f"{sum(i.role == 'draft' for i in self.measured)} draft-alone"
         ]
         lines += [f"# note: {n}" for n in self.notes]
+        server: list[str] | None = None
         for inv in self.invocations:
-            lines.append(f"# {inv.label()}")
-            lines.append(inv.command_line(max_prompt_chars))
+            if inv.request is None:
+                lines.append(f"# {inv.label()}")
+                lines.append(inv.command_line(max_prompt_chars))
+                continue
+            if inv.argv != server:
+                server = inv.argv
+                lines.append(f"# server ({inv.parallel} slot(s), one warmup request per start):")
+                lines.append(inv.command_line())
+            body = inv.request.body()
+            if max_prompt_chars is not None and len(inv.request.prompt) > max_prompt_chars:
+                body["prompt"] = inv.request.prompt[:max_prompt_chars] + "..."
+            lines.append(f"# {inv.label()} (batch {inv.batch})")
+            lines.append("POST /completion " + json.dumps(body, ensure_ascii=False))
         return lines
 
 
 @dataclass(frozen=True)
-class _Cell:
+class Cell:
     """One speculative configuration (everything but prompt and repetition)."""
 
     pair: str
@@ -116,7 +136,7 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def _model_path(models: Mapping[str, object], name: str) -> str:
+def model_path(models: Mapping[str, object], name: str) -> str:
     m = models.get(name)
     if m is None:
         raise ConfigError(
@@ -125,9 +145,9 @@ def _model_path(models: Mapping[str, object], name: str) -> str:
     return str(m if isinstance(m, (str, Path)) else m.path)
 
 
-def _cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[_Cell]:
+def _cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[Cell]:
     flags, sweep = spec.flags, config.sweep
-    cells: list[_Cell] = []
+    cells: list[Cell] = []
     ngram_owner: set[tuple] = set()
     for pname, pair in config.pairs.items():
         for method in [pair.method] if pair.method else sweep.method:
@@ -137,7 +157,7 @@ def _cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[_Cell]:
                 _require_draft_flags(config, spec, notes)
                 axes = product(sweep.ngl, sweep.ngld, sweep.draft_max, sweep.draft_min, sweep.p_min)
                 cells += [
-                    _Cell(
+                    Cell(
                         pname,
                         pair.target,
                         pair.draft,
@@ -161,8 +181,8 @@ def _cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[_Cell]:
                 for ngl, size_n, size_m in _ngram_axes(config, spec, method, notes):
                     if (pair.target, method, ngl, size_n, size_m) not in ngram_owner:
                         ngram_owner.add((pair.target, method, ngl, size_n, size_m))
-                        cells.append(_Cell(pname, pair.target, None, method, ngl, ngram_size_n=size_n,
-                                           ngram_size_m=size_m))  # fmt: skip
+                        cells.append(Cell(pname, pair.target, None, method, ngl, ngram_size_n=size_n,
+                                          ngram_size_m=size_m))  # fmt: skip
     return cells
 
 
@@ -212,8 +232,8 @@ def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int) -> list[
     return argv
 
 
-def _alone_argv(binary: BinaryInfo, model_path: str, gen: Generation, prompt: str, ngl: int) -> list[str]:
-    argv = [binary.path, "-m", model_path, *_common(binary, gen, prompt, ngl)]
+def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl: int) -> list[str]:
+    argv = [binary.path, "-m", path, *_common(binary, gen, prompt, ngl)]
     if binary.flags.no_conversation:
         argv.append(binary.flags.no_conversation)  # chat mode would wait on stdin
     if binary.flags.no_display_prompt:
@@ -221,11 +241,11 @@ def _alone_argv(binary: BinaryInfo, model_path: str, gen: Generation, prompt: st
     return argv
 
 
-def _spec_argv(binary: BinaryInfo, cell: _Cell, models: Mapping[str, object], gen: Generation, prompt: str):
+def _spec_argv(binary: BinaryInfo, cell: Cell, models: Mapping[str, object], gen: Generation, prompt: str):
     f = binary.flags
-    argv = [binary.path, "-m", _model_path(models, cell.target)]
+    argv = [binary.path, "-m", model_path(models, cell.target)]
     if cell.method == DRAFT_METHOD:
-        argv += [f.model_draft, _model_path(models, cell.draft)]
+        argv += [f.model_draft, model_path(models, cell.draft)]
     argv += _common(binary, gen, prompt, cell.ngl)
     if cell.method == DRAFT_METHOD:
         if cell.ngld is not None:
@@ -297,6 +317,10 @@ def make_plan(
     if not completion.flags.no_conversation and completion.name == "llama-cli":
         notes.append("llama-cli of this build has no -no-cnv; it is run with stdin closed")
 
+    if config.runner == "server":
+        from specbench.plan.serverplan import server_plan  # it builds on this module's Invocation
+
+        return server_plan(config, build.binary("server"), models, targets, by_target, cells, notes)
     make = _Factory(config, completion, spec, models)
     measured: list[Invocation] = []
     for rep in range(repetitions if repetitions is not None else config.first_repetitions):
@@ -340,7 +364,7 @@ class _Factory:
     def alone(self, role: str, model: str, ngl: int, prompt: RenderedPrompt, rep: int) -> Invocation:
         """The target (``baseline``) or a draft model (``draft``) alone, with llama-completion."""
         gen = self.config.generation
-        argv = _alone_argv(self.completion, _model_path(self.models, model), gen, prompt.text, ngl)
+        argv = _alone_argv(self.completion, model_path(self.models, model), gen, prompt.text, ngl)
         return Invocation(
             role=role,
             model=model,
@@ -351,7 +375,7 @@ class _Factory:
             **self._base(prompt, rep),
         )
 
-    def speculative(self, c: _Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
+    def speculative(self, c: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
         return Invocation(
             role="speculative",
             pair=c.pair,

@@ -2,7 +2,8 @@
 
 Layout of ``results/<run-id>/``: ``manifest.json`` (what was measured, on what; rewritten
 atomically), ``samples.jsonl`` (one line per invocation, fsynced as it finishes, so a crash or
-Ctrl-C loses only the sample in flight), ``raw/`` (every stdout and stderr), ``.lock`` and, for runs
+Ctrl-C loses only the sample in flight), ``raw/`` (every stdout and stderr; with the server
+runner each server's log and each request's text and response JSON), ``.lock`` and, for runs
 of ``specbench tune``, ``calibration.json`` (the measured pass costs behind ``model_speedup``).
 
 Two runs appending to one sample log would interleave their samples into nonsense, so a run
@@ -56,6 +57,30 @@ def raw_paths(run_dir: Path, stem: str) -> tuple[Path, Path]:
     """stdout and stderr files of one invocation."""
     raw = run_dir / RAW
     return raw / f"{stem}.stdout", raw / f"{stem}.stderr"
+
+
+def server_log_paths(run_dir: Path, stem: str) -> tuple[Path, Path]:
+    """stdout and stderr of one llama-server process (it serves every request of its setting)."""
+    return raw_paths(run_dir, f"{stem}-server")
+
+
+def response_paths(run_dir: Path, stem: str) -> tuple[Path, Path]:
+    """One server request: its generated text (``.stdout``, read like a process run's on --resume)
+    and the whole response (``.response.json``)."""
+    raw = run_dir / RAW
+    return raw / f"{stem}.stdout", raw / f"{stem}.response.json"
+
+
+def write_raw(path: Path, text: str) -> None:
+    """A raw file of a sample; one that cannot be written is a RunError (the disk is full)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise RunError(
+            f"cannot write {path}: {exc.strerror or exc}; free space, then `specbench run CONFIG --resume "
+            f"{path.parent.parent}`"
+        ) from exc
 
 
 def run_folders(base: Path) -> list[Path]:

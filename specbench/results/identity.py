@@ -35,6 +35,8 @@ class CellKey(BaseModel):
     top_k: int | None
     seed: int
     ctx_size: int
+    runner: str = "process"  # a process per sample or a llama-server: not the same measurement
+    parallel: int = 1
 
 
 def cell_key(s: Sample, facts: RunFacts) -> CellKey:
@@ -44,5 +46,5 @@ def cell_key(s: Sample, facts: RunFacts) -> CellKey:
         draft_max=s.draft_max, draft_min=s.draft_min, p_min=s.p_min, ngl=s.ngl, ngld=s.ngld,
         ngram_size_n=s.ngram_size_n, ngram_size_m=s.ngram_size_m,
         prompt_id=s.prompt_id, n_predict=g.n_predict, temperature=g.temperature, top_k=g.top_k,
-        seed=g.seed, ctx_size=g.ctx_size,
+        seed=g.seed, ctx_size=g.ctx_size, runner=s.runner, parallel=s.parallel,
     )  # fmt: skip

@@ -44,6 +44,8 @@ class Manifest(BaseModel):
     plan_size: int = 0  # invocations in the plan, warmups included
     n_samples_planned: int = 0  # recorded samples the plan will produce (warmups excluded)
     resumed_at: list[str] = Field(default_factory=list)  # one entry per --resume
+    runner: str = "process"  # process | server
+    model_loads: int = 0  # llama.cpp processes started that loaded a model (warmups included, all sessions)
     command_line: list[str] = Field(default_factory=list)
     noise: NoiseRecord = Field(default_factory=NoiseRecord)  # the system-noise check (older runs: empty)
 

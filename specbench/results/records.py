@@ -5,7 +5,7 @@ These models know nothing of files; ``specbench.results.folder`` reads and write
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from specbench.parse import ParsedLog
 
@@ -46,13 +46,15 @@ class Measurement(BaseModel):
     category: str
     repetition: int  # 0-based; warmups are never stored
     generation: Generation
+    runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
+    parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)
 
     def sample_key(self) -> tuple:
         """Identity of the invocation within a run: used by --resume to skip finished samples."""
         return (
             self.role, self.pair, self.model, self.draft, self.method, self.draft_max, self.draft_min,
-            self.p_min, self.ngl, self.ngld, self.ngram_size_n, self.ngram_size_m, self.prompt_id,
-            self.repetition,
+            self.p_min, self.ngl, self.ngld, self.ngram_size_n, self.ngram_size_m, self.runner, self.parallel,
+            self.prompt_id, self.repetition,
         )  # fmt: skip
 
 
@@ -77,3 +79,30 @@ class Sample(Measurement):
     stdout_path: str | None = None  # relative to the run folder
     stderr_path: str | None = None
     started_at: str
+    # server runner only: the response's `timings` object, time to first token (its prompt_ms), and
+    # the batch of requests that were in flight together with this one (throughput = tokens / batch time)
+    timings: ServerTimings | None = None
+    ttft_ms: float | None = None
+    batch: int | None = None
+    batch_wall_s: float | None = None
+
+
+class ServerTimings(BaseModel):
+    """llama-server's per-request ``timings`` (draft_n / draft_n_accepted only when it drafted)."""
+
+    model_config = ConfigDict(extra="allow")  # a newer server's extra fields are kept, not refused
+
+    cache_n: int | None = None
+    prompt_n: int | None = None
+    prompt_ms: float | None = None
+    prompt_per_token_ms: float | None = None
+    prompt_per_second: float | None = None
+    predicted_n: int | None = None
+    predicted_ms: float | None = None
+    predicted_per_token_ms: float | None = None
+    predicted_per_second: float | None = None
+    draft_n: int | None = None
+    draft_n_accepted: int | None = None
+
+
+Sample.model_rebuild()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.build.probe import flags_from_help, parse_help
+from specbench.build.probe import flags_from_help, parse_help, probe_binary
 from specbench.build.source import PINNED_COMMIT
 
 HELP_2023_SPECULATIVE = """
@@ -175,3 +175,13 @@ def test_probed_spellings_are_accepted_by_the_real_binary(llama_build):
         assert "draft-simple" in f.spec_types
         assert not _accepts(spec.path, "--draft-max", "4")  # removed in this commit: the probe skipped it
         assert PINNED_COMMIT[:7] in spec.version
+
+
+@pytest.mark.slow
+def test_server_spellings_of_the_real_binary(llama_build):
+    """The server runner's options, probed from the built llama-server (older build.json files lack them)."""
+    f = probe_binary("server", Path(llama_build.binary("server").path)).flags
+    assert f.parallel and f.model_draft and f.spec_type
+    if llama_build.commit == PINNED_COMMIT:
+        assert (f.parallel, f.cache_ram, f.draft_max) == ("-np", "--cache-ram", "--spec-draft-n-max")
+        assert "draft-simple" in f.spec_types

@@ -245,3 +245,14 @@ def test_dump_round_trips(cfg_dir):
     assert data["models"]["small"]["derive"] == {"from": "big", "quant": "Q8_0"}
     again = load_config(write(cfg_dir, yaml.safe_dump(data), "again.yaml"))
     assert again.dump() == data
+
+
+def test_runner_and_parallel(cfg_dir):
+    path = write(cfg_dir, GOOD)
+    assert (load_config(path).runner, load_config(path).sweep.parallel) == ("process", [1])
+    cfg = load_config(path, ["runner=server", "sweep.parallel=[1,2]"])
+    assert (cfg.runner, cfg.sweep.parallel) == ("server", [1, 2])
+    message = error_of(path, ["sweep.parallel=[1,4]"])
+    assert "sweep.parallel" in message and "runner: server" in message
+    assert "runner" in error_of(path, ["runner=threads"])
+    assert "sweep.parallel[0]" in error_of(path, ["runner=server", "sweep.parallel=[0]"])

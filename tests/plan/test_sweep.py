@@ -269,3 +269,40 @@ def test_planned_commands_run_on_real_models(tmp_path, llama_build, smol_q4, smo
         assert n > 10 and text[:n] == baseline_text[:n]  # temperature 0: the target's own text
         assert log.n_drafted is not None and log.n_predict is not None
     assert outs["draft"][1].n_drafted > 0  # the draft model speculated (ngram may find no match in 16 tokens)
+
+
+def test_server_plan_groups_by_setting_and_batches_by_parallel(tmp_path, llama_build):
+    config = make_config(tmp_path, runner="server", sweep={"draft_max": [4, 8], "parallel": [1, 2]})
+    plan = make_plan(config, llama_build, MODELS, rendered(config))
+    measured = plan.measured
+    assert not plan.warmups  # the server runner warms up each server it starts
+    servers = list(dict.fromkeys(tuple(i.argv) for i in measured))
+    # per parallel: baseline, 2 draft cells; the draft alone once (at parallel 1)
+    assert len(servers) == 2 * 3 + 1
+    for argv in servers:  # every request of a setting in a row: its server starts once
+        idx = [n for n, i in enumerate(measured) if tuple(i.argv) == argv]
+        assert idx == list(range(idx[0], idx[0] + len(idx))) and len(idx) == 3 * 2  # prompts x repetitions
+    assert [i.role for i in measured[:: 3 * 2]] == ["baseline", "speculative", "speculative", "draft"] + [
+        "baseline", "speculative", "speculative"
+    ]  # fmt: skip
+    for inv in measured:
+        opts = pairs(inv.argv)
+        assert Path(inv.argv[0]).name == "llama-server" and inv.runner == "server"
+        assert opts["-np"] == str(inv.parallel) and opts["-c"] == str(2048 * inv.parallel)
+        assert opts["--cache-ram"] == "0" and opts["--port"] == "0" and opts["-t"] == "2"
+        assert inv.request.prompt == inv.prompt_text and inv.request.cache_prompt is False
+        assert (inv.request.n_predict, inv.request.temperature) == (64, 0)
+        if inv.role == "speculative":
+            assert (
+                opts["--spec-draft-model"] == "/models/small.gguf" and opts["--spec-type"] == "draft-simple"
+            )
+            assert opts["--spec-draft-n-max"] == str(inv.draft_max)
+    batches: dict[int, list] = {}
+    for inv in measured:
+        batches.setdefault(inv.batch, []).append(inv)
+    for group in batches.values():
+        assert len(group) <= group[0].parallel and len({tuple(i.argv) for i in group}) == 1
+    assert max(len(g) for g in batches.values()) == 2
+    assert len({i.sample_key() for i in measured}) == len(measured)
+    text = "\n".join(plan.describe(max_prompt_chars=20))
+    assert text.count("POST /completion ") == len(measured) and '"cache_prompt": false' in text

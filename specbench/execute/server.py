@@ -1,0 +1,219 @@
+"""One llama-server process: start it in its own process group, wait until it serves, ask it, stop it.
+
+Nothing here may hang a run: the server is started with ``--port 0`` (the system picks a free port,
+the server prints it), readiness is polled with a deadline, every request has a timeout, and a
+server that exits while loading is reported with llama.cpp's own error line. Stopping kills the
+whole process group, so nothing the server started outlives it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specbench.errors import RunError
+from specbench.execute.outputs import failure_reason
+from specbench.execute.process import child_env, kill_group
+
+_LISTENING = re.compile(r"listening on https?://[^\s/]*?:(\d+)")
+_POLL_S = 0.1
+_LOG_TAIL = 1 << 20
+_PR_SET_PDEATHSIG = 1
+# The server is local: an http_proxy in the environment must not route requests elsewhere.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class ServerError(RunError):
+    """A server could not be started or stopped answering; the message is a failed sample's reason."""
+
+
+@dataclass
+class Reply:
+    """One request's outcome: the JSON body, or why there is none."""
+
+    data: dict | None
+    wall_s: float
+    error: str | None = None
+    timed_out: bool = False
+
+
+@dataclass
+class RunningServer:
+    """A started llama-server; ``url`` is known once it printed its port."""
+
+    argv: list[str]
+    proc: subprocess.Popen
+    stdout_path: Path
+    stderr_path: Path
+    port: int | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def exit_reason(self) -> str:
+        """Why it exited, in llama.cpp's words (``exit code 1: ... model loading error``)."""
+        code = self.proc.returncode
+        sig = None
+        if code is not None and code < 0:
+            sig, code = f"signal {-code}", None
+        return f"llama-server exited ({failure_reason(_tail(self.stderr_path), code, sig)})"
+
+    def stop(self) -> None:
+        """Kill the whole process group (SIGTERM, then SIGKILL) and reap the server."""
+        if self.proc.returncode is None:
+            kill_group(self.proc, grace_s=2.0)
+
+
+def _die_with_parent() -> None:
+    """In the child, Linux only: SIGKILL it when specbench dies, even by SIGKILL (no cleanup runs
+    then), so a server is never left holding a port and the CPU or GPU for the next benchmark."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - _LOG_TAIL))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _printed_port(server: RunningServer) -> int | None:
+    for path in (server.stderr_path, server.stdout_path):
+        m = _LISTENING.search(_tail(path))
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def start_server(argv: list[str], stdout_path: Path, stderr_path: Path, timeout_s: float) -> RunningServer:
+    """Start ``argv`` and return once ``/health`` says the model is loaded; ServerError otherwise.
+
+    The server binds its port first and answers 503 while it loads; a load failure exits with
+    llama.cpp's error line, which becomes the message. On any failure the process group is killed.
+    """
+    stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env(),
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )  # fmt: skip
+        except OSError as exc:
+            raise RunError(
+                f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
+            ) from exc
+    server = RunningServer(list(argv), proc, stdout_path, stderr_path)
+    try:
+        _wait_ready(server, timeout_s)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _wait_ready(server: RunningServer, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not server.alive():
+            raise ServerError(f"{server.exit_reason()} before it was ready")
+        if server.port is None:
+            server.port = _printed_port(server)
+        if server.port is not None and _health(server) == 200:
+            return
+        time.sleep(_POLL_S)
+    raise ServerError(f"llama-server was not ready after {timeout_s:g} s (timeout_s); it was stopped")
+
+
+def _health(server: RunningServer) -> int | None:
+    try:
+        with _OPENER.open(server.url + "/health", timeout=2.0) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code  # 503 while loading
+    except (OSError, ValueError):
+        return None
+
+
+def get_json(server: RunningServer, path: str, timeout_s: float = 10.0) -> object | None:
+    """A GET endpoint's JSON (``/slots``, ``/props``), None when it has none."""
+    try:
+        with _OPENER.open(server.url + path, timeout=timeout_s) as resp:
+            return json.loads(resp.read())
+    except (OSError, ValueError):
+        return None
+
+
+def speculative_slots(server: RunningServer) -> bool | None:
+    """True when every slot speculates, False when one does not, None when ``/slots`` does not say."""
+    slots = get_json(server, "/slots")
+    if not isinstance(slots, list) or not slots:
+        return None
+    flags = [s.get("speculative") for s in slots if isinstance(s, dict)]
+    if any(f is None for f in flags):
+        return None
+    return all(flags)
+
+
+def post(server: RunningServer, path: str, body: dict, timeout_s: float) -> Reply:
+    """POST JSON; an HTTP error, a dead server or no answer in ``timeout_s`` is a Reply with ``error``."""
+    data = json.dumps(body).encode("utf-8")
+    req = urllib.request.Request(
+        server.url + path, data=data, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    start = time.monotonic()
+    try:
+        with _OPENER.open(req, timeout=timeout_s) as resp:
+            payload = json.loads(resp.read())
+        wall = time.monotonic() - start
+        if not isinstance(payload, dict):
+            return Reply(None, wall, "llama-server answered something other than a JSON object")
+        return Reply(payload, wall)
+    except urllib.error.HTTPError as exc:
+        wall = time.monotonic() - start
+        return Reply(None, wall, f"llama-server answered HTTP {exc.code}: {_message(exc)}")
+    except TimeoutError:
+        wall = time.monotonic() - start
+        return Reply(None, wall, f"no answer in {timeout_s:g} s (timeout_s)", timed_out=True)
+    except (OSError, ValueError) as exc:
+        wall = time.monotonic() - start
+        try:  # a dying server closes its sockets before it can be reaped: give it a moment
+            server.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+        if not server.alive():
+            return Reply(None, wall, server.exit_reason())
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            return Reply(None, wall, f"no answer in {timeout_s:g} s (timeout_s)", timed_out=True)
+        return Reply(None, wall, f"request to llama-server failed: {reason}")
+
+
+def _message(exc: urllib.error.HTTPError) -> str:
+    try:
+        body = json.loads(exc.read())
+        err = body.get("error") if isinstance(body, dict) else None
+        msg = err.get("message") if isinstance(err, dict) else err
+        return str(msg or body)[:300]
+    except (OSError, ValueError):
+        return str(exc.reason)[:300]

@@ -1,0 +1,241 @@
+"""The server runner with the real llama-server of the pinned build on SmolLM2: a small sweep at
+parallel 1 and 2 through the CLI (every draft sample valid and equal to its baseline, one model load
+per server setting), and the ways a server fails: a model that does not load, a port that is taken,
+a server killed while it answers. Kept small: 16 tokens, two short prompts, one repetition.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specbench.build.envinfo import collect
+from specbench.execute.runner import execute
+from specbench.execute.server import ServerError, start_server
+from specbench.execute.server_executor import ServerExecutor
+from specbench.plan.config import config_from_mapping
+from specbench.plan.prompts import render
+from specbench.plan.serverplan import server_argv
+from specbench.plan.sweep import make_plan
+from specbench.results.folder import load_manifest, load_samples
+from specbench.results.manifest import Manifest
+from specbench.results.records import Generation
+from tests.fixtures.build import cli
+
+pytestmark = pytest.mark.slow
+
+ASKS = {
+    "sum": "Write a Python function that returns the sum of a list of numbers.",
+    "capital": "Name the capital of France and one famous building there.",
+}
+
+
+def prompts_file(tmp: Path) -> Path:
+    path = tmp / "prompts.jsonl"
+    lines = [
+        {"id": k, "category": "chat", "messages": [{"role": "user", "content": v}]} for k, v in ASKS.items()
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def server_config(tmp: Path, f32, q4, **extra) -> dict:
+    data = dict(
+        name="srv",
+        runner="server",
+        models={"f32": {"path": str(f32.path)}, "q4": {"path": str(q4.path)}},
+        pairs={"smol": {"target": "f32", "draft": "q4"}},
+        prompts={"file": str(prompts_file(tmp))},
+        sweep={"draft_max": [8], "parallel": [1, 2]},
+        generation={"n_predict": 16, "threads": 2, "ctx_size": 512},
+        repetitions=1,
+        warmup=1,
+        timeout_s=120,
+    )
+    data.update(extra)
+    return data
+
+
+@pytest.fixture(scope="module")
+def server_run(tmp_path_factory, llama_build, smol_f32, smol_q4):
+    tmp = tmp_path_factory.mktemp("server")
+    config = tmp / "srv.yaml"
+    config.write_text(yaml.safe_dump(server_config(tmp, smol_f32, smol_q4, warmup=0), sort_keys=False))
+    run_dir = tmp / "results" / "run"
+    env = {"SPECBENCH_RESULTS": str(tmp / "results")}
+    result = cli("run", str(config), "--out", str(run_dir), env=env, timeout=1800)
+    return result, run_dir, config
+
+
+def test_server_run_matches_baseline_with_one_load_per_setting(server_run):
+    result, run_dir, _ = server_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    samples = load_samples(run_dir)
+    assert {(s.runner, s.parallel) for s in samples} == {("server", 1), ("server", 2)}
+    spec = [s for s in samples if s.role == "speculative"]
+    assert len(spec) == 4  # 2 prompts x parallel 1 and 2
+    for s in samples:
+        assert s.status == "ok" and s.valid, s.invalid_reason
+        assert s.tps > 0 and s.ttft_ms > 0 and 0 < s.timings.predicted_n == s.n_generated <= 16  # or EOS
+        assert (run_dir / s.stdout_path).is_file() and (run_dir / s.stderr_path).is_file()
+    for s in spec:
+        assert s.outputs_match is True and s.acceptance > 0 and s.timings.draft_n > 0
+        assert {"--spec-type", "--spec-draft-model", "--cache-ram"} <= set(s.cmd)
+    # at parallel 2 both prompts were one batch, in flight together
+    pairs = [s for s in samples if s.parallel == 2 and s.role == "baseline"]
+    assert len({s.batch for s in pairs}) == 1 and len({s.batch_wall_s for s in pairs}) == 1
+    settings = {tuple(s.cmd) for s in samples}
+    assert len(settings) == 5  # baseline and draft cell at P=1 and P=2, the draft alone once
+    manifest = load_manifest(run_dir)
+    assert manifest.runner == "server" and 0 < manifest.model_loads <= len(settings)
+    server_logs = list((run_dir / "raw").glob("*-server.stderr"))
+    assert len(server_logs) == manifest.model_loads
+
+
+def test_server_report_rows_carry_runner_parallel_throughput(server_run):
+    result, run_dir, _ = server_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = cli("report", str(run_dir), "--format", "json", "--out", str(run_dir / "rep"))
+    assert report.returncode == 0, report.stderr[-2000:]
+    rows = [r for r in json.loads(report.stdout) if r["category"] == "all"]
+    assert sorted(r["parallel"] for r in rows) == [1, 2]
+    for r in rows:
+        assert r["runner"] == "server" and r["valid"] and r["outputs_match"] is True
+        assert r["throughput_tps"] > 0 and r["baseline_throughput_tps"] > 0 and r["ttft_ms"] > 0
+        assert r["spec_tps"] > 0 and r["baseline_tps"] > 0
+
+
+def test_dry_run_shows_server_commands_and_requests(server_run):
+    _, _, config = server_run
+    result = cli("run", str(config), "--dry-run")
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    servers = [ln for ln in lines if "llama-server" in ln and not ln.startswith("#")]
+    requests = [ln for ln in lines if ln.startswith("POST /completion ")]
+    assert len(servers) == 5 and all("--port 0" in ln and "-np" in ln for ln in servers)
+    assert len(requests) == 10
+    body = json.loads(requests[0].removeprefix("POST /completion "))
+    assert body["cache_prompt"] is False and body["temperature"] == 0 and body["n_predict"] == 16
+
+
+def _manifest(run_dir: Path, build) -> Manifest:
+    return Manifest(run_id=run_dir.name, name="t", config={}, build=build, env=collect(), models={})
+
+
+def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, llama_build, smol_f32, smol_q4):
+    bad = tmp_path / "corrupt.gguf"
+    bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + os.urandom(4096))  # GGUF magic, garbage after it
+    data = server_config(tmp_path, smol_f32, smol_q4, sweep={"draft_max": [8], "parallel": [1]})
+    config = config_from_mapping(data, tmp_path, "t.yaml")
+    prompts = [render(p, "f32", None) for p in config.prompt_list()]
+    plan = make_plan(config, llama_build, {"f32": bad, "q4": smol_q4.path}, prompts)
+    run_dir = tmp_path / "run"
+    executor = ServerExecutor(warmup=1)
+    execute(plan.invocations, run_dir, _manifest(run_dir, llama_build), executor=executor)
+    samples = load_samples(run_dir)
+    target = [s for s in samples if s.model == "f32"]
+    assert target and all(s.status == "failed" and not s.valid for s in target)
+    assert all("llama-server exited" in s.invalid_reason for s in target), target[0].invalid_reason
+    alone = [s for s in samples if s.role == "draft"]
+    assert alone and all(s.status == "ok" for s in alone)  # the draft model alone still ran
+    # one load attempt per setting, not one per sample
+    assert executor.model_loads == len({tuple(s.cmd) for s in samples})
+    assert load_manifest(run_dir).model_loads == executor.model_loads
+
+
+def test_a_taken_port_is_a_clear_error(tmp_path, llama_build, smol_q4):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        argv = server_argv(llama_build.binary("server"), str(smol_q4.path), Generation(threads=2), 0, 1)
+        argv[argv.index("--port") + 1] = str(port)
+        with pytest.raises(ServerError) as info:
+            start_server(argv, tmp_path / "s.out", tmp_path / "s.err", timeout_s=60)
+    assert "llama-server exited" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_dying_or_hung_server_fails_its_request_and_the_next_one_restarts(tmp_path, llama_build, smol_q4):
+    data = server_config(tmp_path, smol_q4, smol_q4, pairs={"q": {"target": "q4", "method": "ngram-simple"}})
+    data["models"] = {"q4": {"path": str(smol_q4.path)}}
+    data["sweep"] = {"method": ["ngram-simple"], "parallel": [1]}
+    data["generation"]["ctx_size"] = 4096  # room for the endless request below
+    config = config_from_mapping(data, tmp_path, "t.yaml")
+    prompts = [render(p, "q4", None) for p in config.prompt_list()]
+    plan = make_plan(config, llama_build, {"q4": smol_q4.path}, prompts)
+    base = [i for i in plan.invocations if i.role == "baseline"][0]
+    endless = base.request.model_copy(update={"n_predict": 3000, "ignore_eos": True})
+    long = base.model_copy(update={"request": endless})
+    run_dir = tmp_path / "run"
+    executor = ServerExecutor(warmup=0)
+    try:
+        assert executor.measure(base, 0, run_dir, "t", "now").sample.status == "ok"
+        pid = executor._server.proc.pid
+        killer = threading.Timer(0.5, os.killpg, (pid, signal.SIGKILL))  # dies while it answers
+        killer.start()
+        died = executor.measure(long, 1, run_dir, "t", "now").sample
+        killer.join()
+        assert died.status == "failed" and "llama-server exited (killed by signal 9" in died.invalid_reason
+        assert executor.measure(base, 2, run_dir, "t", "now").sample.status == "ok"  # a fresh server
+        pid = executor._server.proc.pid
+        hung = executor.measure(long.model_copy(update={"timeout_s": 0.5}), 3, run_dir, "t", "now").sample
+        assert hung.status == "timeout" and "no answer in 0.5 s" in hung.invalid_reason
+        assert executor._server is None  # a server that did not answer in time is stopped
+        assert not _group_alive(pid)
+        assert executor.model_loads == 2
+    finally:
+        executor.close()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_ctrl_c_kills_the_server(tmp_path, llama_build, smol_f32, smol_q4):
+    data = server_config(tmp_path, smol_f32, smol_q4, warmup=0, sweep={"draft_max": [8], "parallel": [1]})
+    data["generation"]["n_predict"] = 400  # long enough to be interrupted while the server answers
+    config = tmp_path / "srv.yaml"
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "specbench", "run", str(config), "--out", str(run_dir), "--quiet"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    servers: list[int] = []
+    while not servers and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+        servers = _children_named(proc.pid, "llama-server")
+    assert servers, "no llama-server was started"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert all(not _group_alive(pid) for pid in servers)
+    assert load_manifest(run_dir).status == "interrupted"
+
+
+def _children_named(parent: int, name: str) -> list[int]:
+    """Processes started by ``parent`` (they run in their own session, so by parent pid) named ``name``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
+        if comm == name and int(rest[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
