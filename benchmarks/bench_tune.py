@@ -22,7 +22,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from specbench.analysis.report import ALL, aggregate
+from specbench.analysis.cells import ALL
+from specbench.analysis.report import aggregate
 from specbench.execute import benchmark
 from specbench.results.folder import save_calibration
 from specbench.tune.calibrate import calibrate

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from specbench.analysis.report import ALL, Report, ReportRow
+from specbench.analysis.cells import ALL, ReportRow
+from specbench.analysis.report import Report
 
 SPEEDUP = "speedup_vs_draft.png"
 TPS_BARS = "tps_by_cell.png"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from specbench.plan.expect import Expectation
 
 if TYPE_CHECKING:
-    from specbench.analysis.report import ReportRow
+    from specbench.analysis.cells import ReportRow
 
 
 def _figure(value: float | str, kind: str, measured: bool) -> str:

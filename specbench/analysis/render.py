@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
-from specbench.analysis.report import ALL, CONTRACT_KEYS, Report, ReportRow
+from specbench.analysis.cells import ALL, CONTRACT_KEYS, ReportRow
+from specbench.analysis.report import Report
 
 BEST = "★"
 IMPRECISE = "†"  # repetitions: auto stopped at max_repetitions without meeting `precision`

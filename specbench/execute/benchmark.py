@@ -151,7 +151,8 @@ def load_resumed(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> 
     keeps the resolved config (``--set`` overrides applied), so the run continues exactly as begun."""
     import copy
 
-    from specbench.plan.config import apply_override, config_from_mapping
+    from specbench.plan.config import config_from_mapping
+    from specbench.plan.configtext import apply_override
 
     manifest = load_manifest(run_dir)
     data = copy.deepcopy(manifest.config)

@@ -11,11 +11,11 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from specbench.errors import ConfigError
 from specbench.models.spec import ModelSpec
+from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml
 from specbench.plan.expect import Expectation
 from specbench.plan.numbers import refuse_bool_number
 from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
@@ -230,135 +230,6 @@ class Config(_Strict):
 def _resolve(base: Path, p: Path | str) -> Path:
     p = Path(p).expanduser()
     return p if p.is_absolute() else base / p
-
-
-# ---------------------------------------------------------------- loading
-
-
-class _NoDuplicatesLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a mapping key given twice (PyYAML silently keeps the last one)."""
-
-
-def _check_duplicates(node: yaml.Node, path: str, origin: str) -> None:
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[Any, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            line = key_node.start_mark.line + 1
-            if key is not None and key != "<<":
-                if key in seen:
-                    where = f"{path}: " if path else ""
-                    raise ConfigError(
-                        f"{origin}:{line}: {where}duplicate key {key!r} (first on line {seen[key]}); "
-                        "each name may appear once"
-                    )
-                seen[key] = line
-            _check_duplicates(value_node, f"{path}.{key}" if path else str(key), origin)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _check_duplicates(item, f"{path}[{i}]", origin)
-
-
-def parse_yaml(text: str, origin: str) -> dict:
-    """YAML text -> a mapping, with one-line errors for bad YAML, duplicates and non-mappings."""
-    loader = _NoDuplicatesLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            raise ConfigError(f"{origin}: the file is empty; see configs/quickstart.yaml for an example")
-        _check_duplicates(node, "", origin)
-        data = loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{origin}{where}: not valid YAML ({problem})") from exc
-    finally:
-        loader.dispose()
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{origin}: the config must be a YAML mapping (name:, models:, pairs:, ...), "
-            f"not a {type(data).__name__}"
-        )
-    return data
-
-
-def apply_override(data: dict, override: str) -> str:
-    """Apply one ``--set a.b.c=VALUE`` (VALUE parsed as YAML) to the raw mapping; returns the key path."""
-    key, sep, raw = override.partition("=")
-    key = key.strip()
-    parts = key.split(".")
-    if not sep or not key or any(not p for p in parts):
-        raise ConfigError(
-            f"--set {override!r}: expected KEY=VALUE with a dotted KEY, e.g. generation.threads=1"
-        )
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {override!r}: the value is not valid YAML") from exc
-    node = data
-    for i, part in enumerate(parts[:-1]):
-        if part not in node or node[part] is None:
-            node[part] = {}
-        node = node[part]
-        if not isinstance(node, dict):
-            prefix = ".".join(parts[: i + 1])
-            raise ConfigError(
-                f"--set {override!r}: {prefix} is not a mapping, so it has no key {parts[i + 1]!r}"
-            )
-    node[parts[-1]] = value
-    return key
-
-
-def _loc(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _message(err: dict) -> str:
-    kind, ctx = err["type"], err.get("ctx") or {}
-    given = repr(err.get("input"))
-    given = given if len(given) <= 60 else given[:57] + "..."
-    if kind == "extra_forbidden":
-        return "unknown key"
-    if kind == "missing":
-        return "required but missing"
-    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[
-            kind
-        ]
-        bound = next(iter(ctx.values()), "?")
-        return f"must be {op} {bound} (got {given})"
-    if kind == "too_short":
-        return "must not be empty"
-    if kind == "literal_error":
-        return f"must be one of {ctx.get('expected', '?')} (got {given})"
-    if kind == "value_error":
-        return str(ctx.get("error", err["msg"]))
-    msg = err["msg"]
-    return f"{msg[0].lower()}{msg[1:]} (got {given})"
-
-
-def _within(inner: str, outer: str) -> bool:
-    return inner == outer or inner.startswith((outer + ".", outer + "["))
-
-
-def format_validation_error(exc: ValidationError, origin: str, overridden: set[str] = frozenset()) -> str:
-    """pydantic's errors -> ``origin: a.b[2]: message`` (the first, plus how many more)."""
-    errors = exc.errors()
-    first = errors[0]
-    loc = _loc(tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
-    sources = sorted(k for k in overridden if _within(loc, k) or _within(k, loc))
-    head = ", ".join(f"--set {k}" for k in sources) if sources else origin  # every key that may be at fault
-    text = f"{head}: {loc}: {_message(first)}" if loc else f"{head}: {_message(first)}"
-    if len(errors) > 1:
-        text += f" (and {len(errors) - 1} more)"
-    return text
 
 
 def _check_references(cfg: Config, origin: str) -> None:

@@ -14,17 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from specbench.build.buildinfo import BinaryInfo
+from specbench.plan.cells import Cell, fmt_num, model_path
 from specbench.plan.config import DRAFT_METHOD, Config
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.request import CompletionRequest
-from specbench.plan.sweep import Cell, Invocation, Plan, model_path
+from specbench.plan.sweep import Invocation, Plan
 from specbench.results.records import Generation
 
 HOST = "127.0.0.1"
-
-
-def _num(x: float) -> str:
-    return f"{x:g}"
 
 
 def request_for(gen: Generation, prompt: str) -> CompletionRequest:
@@ -65,7 +62,7 @@ def speculative_server_argv(
         if draft_min is not None and f.draft_min:
             argv += [f.draft_min, str(draft_min)]
         if p_min is not None and f.p_min:
-            argv += [f.p_min, _num(p_min)]
+            argv += [f.p_min, fmt_num(p_min)]
         if f.spec_type and "draft-simple" in f.spec_types:
             argv += [f.spec_type, "draft-simple"]  # -md alone does not speculate in the pinned build
     else:

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench.analysis.report import ALL, ReportRow, aggregate
+from specbench.analysis.cells import ALL, ReportRow
+from specbench.analysis.report import aggregate
 from specbench.analysis.speedmodel import diagnose, expected_tokens, fit_alpha, model_speedup
 from specbench.errors import ConfigError
 from specbench.execute import benchmark

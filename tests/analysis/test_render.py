@@ -9,7 +9,8 @@ from html.parser import HTMLParser
 import pytest
 
 from specbench.analysis import render
-from specbench.analysis.report import CONTRACT_KEYS, build_report
+from specbench.analysis.cells import CONTRACT_KEYS
+from specbench.analysis.report import build_report
 from tests.analysis.test_report import NGL, QUICK
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from specbench.analysis import stats
-from specbench.analysis.report import CONTRACT_KEYS, ReportError, aggregate, build_report, latest_run
+from specbench.analysis.cells import CONTRACT_KEYS
+from specbench.analysis.report import ReportError, aggregate, build_report, latest_run
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = REPO / "tests" / "data" / "runs"

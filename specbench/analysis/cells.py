@@ -1,0 +1,249 @@
+"""One cell of a run: its samples, baseline and draft-alone runs aggregated into one report row.
+
+A *cell* is one speculative setting of one run: (pair, method, draft_max, draft_min, p_min, ngl,
+ngld, n-gram sizes, runner, parallel). Its *baseline* is the baseline samples of the pair's target
+with the same ``ngl`` (and runner and parallel), over the prompts and repetitions the cell ran; its
+*draft-alone* samples (role ``draft``, the pair's draft model at the cell's ``ngld``) give the cost
+ratio c for the speedup model. Only valid samples enter the statistics; invalid and failed ones
+are counted (``n_total``, ``n_invalid``, ``n_failed``) and flip ``valid`` to False.
+
+Row fields beyond issue 6's JSON contract (``CONTRACT_KEYS``) are extras that come after them.
+``n`` is the number of valid speculative samples used; ``valid`` is True when every speculative
+sample of the cell and every matched baseline sample is valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+from specbench.analysis import stats
+from specbench.analysis.quality import assess
+from specbench.analysis.speedmodel import cell_model_speedup
+from specbench.results.calibration import Calibration
+from specbench.results.manifest import RunFacts
+from specbench.results.records import Sample
+
+CONTRACT_KEYS = [
+    "run", "pair", "target", "draft", "method", "draft_max", "ngl", "ngld", "category",
+    "baseline_tps", "baseline_tps_sd", "spec_tps", "spec_tps_sd", "speedup", "speedup_ci_low",
+    "speedup_ci_high", "acceptance", "tokens_per_pass", "predicted_speedup", "outputs_match", "valid", "n",
+]  # fmt: skip
+ALL = "all"
+
+
+class ReportRow(BaseModel):
+    """One cell (or one category of a cell): the JSON contract keys first, then extras."""
+
+    run: str
+    pair: str | None
+    target: str
+    draft: str | None
+    method: str
+    draft_max: int | None
+    ngl: int | None
+    ngld: int | None
+    category: str
+    baseline_tps: float | None
+    baseline_tps_sd: float | None
+    spec_tps: float | None
+    spec_tps_sd: float | None
+    speedup: float | None
+    speedup_ci_low: float | None
+    speedup_ci_high: float | None
+    acceptance: float | None
+    tokens_per_pass: float | None
+    predicted_speedup: float | None
+    outputs_match: bool | None
+    valid: bool
+    n: int
+    # extras
+    draft_min: int | None = None
+    p_min: float | None = None
+    ngram_size_n: int | None = None
+    ngram_size_m: int | None = None
+    baseline_n: int = 0
+    baseline_ci_low: float | None = None
+    baseline_ci_high: float | None = None
+    spec_ci_low: float | None = None
+    spec_ci_high: float | None = None
+    n_total: int = 0
+    n_invalid: int = 0
+    n_failed: int = 0
+    draft_tps: float | None = None
+    cost_ratio: float | None = None
+    best_draft_max: int | None = None  # the speedup model's best draft length (None: unbounded)
+    first_diff: int | None = None  # earliest differing character among mismatched samples
+    best: bool = False  # highest measured speedup of its pair (per run and category)
+    model_speedup: float | None = None  # calibrated speed model (specbench.analysis.speedmodel)
+    spec_tps_rel_ci: float | None = None  # relative 95% CI half-width of spec_tps (repetition noise)
+    baseline_tps_rel_ci: float | None = None
+    precision_met: bool | None = None  # both within `precision`; None unless `repetitions: auto`
+    warnings: list[str] = []  # short, actionable (specbench.analysis.quality)
+    runner: str = "process"  # process | server
+    parallel: int = 1  # requests in flight at once (server runner)
+    throughput_tps: float | None = None  # server: tokens generated / wall time of the cell's batches
+    baseline_throughput_tps: float | None = None  # the same for its baseline samples
+    ttft_ms: float | None = None  # server: mean time to first token (prompt processing) per request
+
+    def cell(self) -> tuple:
+        """The setting, without run, runner and category: rows of different runs line up on it."""
+        return (self.pair, self.method, self.draft_max, self.draft_min, self.p_min, self.ngl, self.ngld,
+                self.ngram_size_n, self.ngram_size_m, self.parallel)  # fmt: skip
+
+    def contract(self) -> dict:
+        """Exactly the contract keys, in contract order."""
+        data = self.model_dump()
+        return {k: data[k] for k in CONTRACT_KEYS}
+
+
+def is_invalid(s: Sample) -> bool:
+    return s.status == "invalid" or (s.status == "ok" and not s.valid)
+
+
+def _usable(s: Sample) -> bool:
+    return s.valid and s.status == "ok" and s.tps is not None
+
+
+def _pooled(samples: Iterable[Sample], num: str, den: str) -> float | None:
+    """sum(metrics.num) / sum(metrics.den) over the samples whose log has both."""
+    total_n = total_d = 0
+    for s in samples:
+        n = getattr(s.metrics, num, None) if s.metrics else None
+        d = getattr(s.metrics, den, None) if s.metrics else None
+        if n is not None and d is not None:
+            total_n += n
+            total_d += d
+    return total_n / total_d if total_d > 0 else None
+
+
+def _tokens_per_pass(samples: Iterable[Sample]) -> float | None:
+    """sum(n_predict) / sum(n_predict - n_accept): each target pass yields its accepted tokens + 1."""
+    tokens = passes = 0
+    for s in samples:
+        m = s.metrics
+        if m and m.n_predict is not None and m.n_accept is not None:
+            tokens += m.n_predict
+            passes += m.n_predict - m.n_accept
+    return tokens / passes if passes > 0 else None
+
+
+def _throughput(samples: list[Sample]) -> float | None:
+    """Server samples: tokens generated over the wall time of their batches (requests in flight
+    together share one batch time), so at parallel P it is what the server delivered in aggregate."""
+    batches: dict[int, float] = {}
+    tokens = 0
+    for s in samples:
+        if s.batch is None or s.batch_wall_s is None or s.n_generated is None or not _usable(s):
+            continue
+        batches[s.batch] = s.batch_wall_s
+        tokens += s.n_generated
+    seconds = sum(batches.values())
+    return tokens / seconds if seconds > 0 else None
+
+
+def _row(
+    run: str,
+    category: str,
+    spec: list[Sample],
+    base: list[Sample],
+    drafts: list[Sample],
+    facts: RunFacts | None,
+    cal: Calibration | None,
+) -> ReportRow:
+    first = spec[0]
+    quality = assess(spec, base, facts)
+    used = [s for s in spec if _usable(s)]
+    base_used = [s for s in base if _usable(s)]
+    b = stats.summarize([s.tps for s in base_used])
+    p = stats.summarize([s.tps for s in used])
+    ratio = stats.ratio_of_means([s.tps for s in used], [s.tps for s in base_used])
+    acceptance = _pooled(used, "n_accept", "n_drafted")
+    draft_tps = stats.summarize([s.tps for s in drafts if _usable(s)]).mean
+    if first.method == "draft" or first.draft:
+        c = stats.cost_ratio(b.mean, draft_tps)
+    else:
+        c = 0.0  # draft-free (n-gram) methods: a lookup costs nothing next to a forward pass
+    predicted = best_g = None
+    if acceptance is not None and c is not None and first.draft_max:
+        a = min(max(acceptance, 0.0), 1.0)
+        predicted = stats.predicted_speedup(a, first.draft_max, c)
+        best_g = stats.best_draft_length(a, c)
+    tpp = _tokens_per_pass(used)
+    modelled = cell_model_speedup(
+        cal, first.model, first.ngl, first.draft, first.ngld, first.draft_max, tpp, b.mean
+    )
+    compared = [s.outputs_match for s in spec if s.outputs_match is not None]
+    diffs = [s.first_diff for s in spec if s.outputs_match is False and s.first_diff is not None]
+    return ReportRow(
+        run=run, pair=first.pair, target=first.model, draft=first.draft, method=first.method,
+        draft_max=first.draft_max, ngl=first.ngl, ngld=first.ngld, category=category,
+        baseline_tps=b.mean, baseline_tps_sd=b.sd, spec_tps=p.mean, spec_tps_sd=p.sd,
+        speedup=ratio.value, speedup_ci_low=ratio.ci_low, speedup_ci_high=ratio.ci_high,
+        acceptance=acceptance, tokens_per_pass=tpp, predicted_speedup=predicted,
+        outputs_match=all(compared) if compared else None,
+        valid=len(used) == len(spec) and len(base_used) == len(base) and bool(base),
+        n=len(used), draft_min=first.draft_min, p_min=first.p_min, baseline_n=b.n,
+        ngram_size_n=first.ngram_size_n, ngram_size_m=first.ngram_size_m,
+        baseline_ci_low=b.ci_low, baseline_ci_high=b.ci_high, spec_ci_low=p.ci_low, spec_ci_high=p.ci_high,
+        n_total=len(spec), n_invalid=sum(is_invalid(s) for s in spec),
+        n_failed=sum(s.status in ("failed", "timeout") for s in spec), draft_tps=draft_tps, cost_ratio=c,
+        best_draft_max=best_g, first_diff=min(diffs) if diffs else None, model_speedup=modelled,
+        **vars(quality),
+        runner=first.runner,
+        parallel=first.parallel, throughput_tps=_throughput(used),
+        baseline_throughput_tps=_throughput(base_used),
+        ttft_ms=stats.summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,
+    )  # fmt: skip
+
+
+def _cell_key(s: Sample) -> tuple:
+    return (s.pair, s.model, s.draft, s.method, s.draft_max, s.draft_min, s.p_min, s.ngl, s.ngld,
+            s.ngram_size_n, s.ngram_size_m, s.runner, s.parallel)  # fmt: skip
+
+
+def sort_key(value: object) -> tuple:
+    return (value is None, value if value is not None else 0)
+
+
+def run_rows(
+    run: str, samples: list[Sample], facts: RunFacts | None = None, cal: Calibration | None = None
+) -> list[ReportRow]:
+    cells: dict[tuple, list[Sample]] = {}
+    for s in samples:
+        if s.role == "speculative":
+            cells.setdefault(_cell_key(s), []).append(s)
+    baselines = [s for s in samples if s.role == "baseline"]
+    drafts = [s for s in samples if s.role == "draft"]
+    rows = []
+    for spec in cells.values():
+        first = spec[0]
+        keys = {(s.prompt_id, s.repetition) for s in spec}
+        base = [
+            b
+            for b in baselines
+            if b.model == first.model
+            and b.ngl == first.ngl
+            and (b.runner, b.parallel) == (first.runner, first.parallel)
+            and (b.prompt_id, b.repetition) in keys
+        ]
+        ngld = first.ngld if first.ngld is not None else 0  # the runner measures a draft alone at ngld or 0
+        alone = [
+            d
+            for d in drafts
+            if first.draft
+            and d.model == first.draft
+            and (d.ngl or 0) == ngld
+            and (d.prompt_id, d.repetition) in keys
+        ]
+        rows.append(_row(run, ALL, spec, base, alone, facts, cal))
+        for category in sorted({s.category for s in spec}):
+            rows.append(
+                _row(
+                    run, category, [s for s in spec if s.category == category],
+                    [b for b in base if b.category == category], [d for d in alone if d.category == category],
+                    facts, cal,
+                )
+            )  # fmt: skip
+    return rows

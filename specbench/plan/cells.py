@@ -1,0 +1,122 @@
+"""Which cells a config sweeps: every speculative setting, with the flags the build must have.
+
+A pair with a draft model gets one ``draft`` cell per (ngl, ngld, draft_max, draft_min, p_min)
+combination (draft_min > draft_max is skipped); each n-gram method gets one cell per (target, ngl,
+ngram_size_n, ngram_size_m), owned by the first pair with that target (see specbench.plan.sweep).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+from specbench.build.buildinfo import BinaryInfo
+from specbench.errors import ConfigError
+from specbench.plan.config import DRAFT_METHOD, Config
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One speculative configuration (everything but prompt and repetition)."""
+
+    pair: str
+    target: str
+    draft: str | None
+    method: str
+    ngl: int
+    ngld: int | None = None
+    draft_max: int | None = None
+    draft_min: int | None = None
+    p_min: float | None = None
+    ngram_size_n: int | None = None
+    ngram_size_m: int | None = None
+
+
+def fmt_num(x: float) -> str:
+    return f"{x:g}"
+
+
+def model_path(models: Mapping[str, object], name: str) -> str:
+    m = models.get(name)
+    if m is None:
+        raise ConfigError(
+            f"model {name!r} was not resolved; resolve every model of the config before planning"
+        )
+    return str(m if isinstance(m, (str, Path)) else m.path)
+
+
+def sweep_cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[Cell]:
+    flags, sweep = spec.flags, config.sweep
+    cells: list[Cell] = []
+    ngram_owner: set[tuple] = set()
+    for pname, pair in config.pairs.items():
+        for method in [pair.method] if pair.method else sweep.method:
+            if method == DRAFT_METHOD:
+                if pair.draft is None:
+                    continue
+                _require_draft_flags(config, spec, notes)
+                axes = product(sweep.ngl, sweep.ngld, sweep.draft_max, sweep.draft_min, sweep.p_min)
+                cells += [
+                    Cell(
+                        pname,
+                        pair.target,
+                        pair.draft,
+                        method,
+                        ngl,
+                        ngld if flags.ngld else None,
+                        dmax,
+                        dmin if flags.draft_min else None,
+                        pmin if flags.p_min else None,
+                    )
+                    for ngl, ngld, dmax, dmin, pmin in axes
+                    if dmin <= dmax
+                ]
+            else:
+                if not flags.spec_type or method not in flags.spec_types:
+                    have = ", ".join(flags.spec_types) if flags.spec_types else "no --spec-type at all"
+                    raise ConfigError(
+                        f"this llama.cpp build does not support method {method} ({spec.name} takes: {have}); "
+                        "remove it from sweep.method (or the pair) or build a newer llama.cpp"
+                    )
+                for ngl, size_n, size_m in _ngram_axes(config, spec, method, notes):
+                    if (pair.target, method, ngl, size_n, size_m) not in ngram_owner:
+                        ngram_owner.add((pair.target, method, ngl, size_n, size_m))
+                        cells.append(Cell(pname, pair.target, None, method, ngl, ngram_size_n=size_n,
+                                          ngram_size_m=size_m))  # fmt: skip
+    return cells
+
+
+def _ngram_axes(config: Config, spec: BinaryInfo, method: str, notes: list[str]) -> list[tuple]:
+    """(ngl, size_n, size_m) of an n-gram method's cells; sizes only where the build can pass them."""
+    sweep, sizes = config.sweep, spec.flags.ngram_sizes or {}
+    flags = sizes.get(method)
+    wanted = {"ngram_size_n": sweep.ngram_size_n, "ngram_size_m": sweep.ngram_size_m}
+    usable = {key: values for key, values in wanted.items() if getattr(flags, key[-1], None)}
+    for key, values in wanted.items():
+        if key not in usable and values != [None]:
+            what = key[-6:].replace("_", " ")
+            note = f"{method} of this build has no {what} option: {key} does not apply to it"
+            if not sizes and spec.flags.ngram_sizes is None:
+                note += " (its build.json predates size probing: `specbench build --force` probes again)"
+            if note not in notes:
+                notes.append(note)
+    ns = usable.get("ngram_size_n", [None])
+    ms = usable.get("ngram_size_m", [None])
+    return list(product(sweep.ngl, ns, ms))
+
+
+def _require_draft_flags(config: Config, spec: BinaryInfo, notes: list[str]) -> None:
+    """A draft-model sweep needs the options it varies; a missing one is fine only at its default."""
+    flags, sweep = spec.flags, config.sweep
+    if not flags.model_draft or not flags.draft_max:
+        raise ConfigError(f"{spec.name} of this build takes no draft model (-md / draft length options)")
+    for key, values, default in (("draft_min", sweep.draft_min, 0), ("ngld", sweep.ngld, 0)):
+        if getattr(flags, key) is None and values != [default]:
+            raise ConfigError(f"sweep.{key}: {spec.name} of this build has no {key} option; use [{default}]")
+    if flags.p_min is None and len(sweep.p_min) > 1:
+        raise ConfigError(f"sweep.p_min: {spec.name} of this build has no p_min option; give one value")
+    note = f"{spec.name} of this build has no p_min option; its built-in default applies"
+    if flags.p_min is None and note not in notes:
+        notes.append(note)
