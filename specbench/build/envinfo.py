@@ -55,7 +55,7 @@ class EnvInfo(BaseModel):
     builds: list[CachedBuild] = Field(default_factory=list)  # filled for `specbench env` only
 
 
-def _run(cmd: list[str]) -> str | None:
+def tool_output(cmd: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> str | None:
     """stdout of a tool, or None when it is missing, fails or hangs."""
     exe = shutil.which(cmd[0])
     if exe is None:
@@ -65,7 +65,7 @@ def _run(cmd: list[str]) -> str | None:
             [exe, *cmd[1:]],
             capture_output=True,
             text=True,
-            timeout=TOOL_TIMEOUT_S,
+            timeout=timeout_s,
             stdin=subprocess.DEVNULL,
             env={**os.environ, "LC_ALL": "C"},
         )
@@ -88,7 +88,7 @@ def os_name() -> str:
 
 def cpu_model() -> str:
     if sys.platform == "darwin":
-        out = _run(["sysctl", "-n", "machdep.cpu.brand_string"])
+        out = tool_output(["sysctl", "-n", "machdep.cpu.brand_string"])
         if out and out.strip():
             return out.strip()
     try:
@@ -99,7 +99,7 @@ def cpu_model() -> str:
         m = re.search(rf"^{key}\s*:\s*(.+)$", text, re.M)
         if m:
             return m.group(1).strip()
-    out = _run(["lscpu"])
+    out = tool_output(["lscpu"])
     m = re.search(r"^Model name:\s*(.+)$", out or "", re.M)
     return m.group(1).strip() if m else (platform.processor() or platform.machine())
 
@@ -112,7 +112,7 @@ def cpu_cores() -> int:
 
 def ram_gb() -> float | None:
     if sys.platform == "darwin":
-        out = _run(["sysctl", "-n", "hw.memsize"])
+        out = tool_output(["sysctl", "-n", "hw.memsize"])
         return round(int(out) / 2**30, 1) if out and out.strip().isdigit() else None
     try:
         m = re.search(r"^MemTotal:\s*(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
@@ -140,9 +140,9 @@ def parse_nvidia_smi(csv: str) -> list[GpuInfo]:
 
 def nvidia_gpus() -> list[GpuInfo]:
     fields = "name,driver_version,memory.total,compute_cap"
-    out = _run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"])
+    out = tool_output(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"])
     if out is None:  # drivers older than compute_cap support
-        out = _run(
+        out = tool_output(
             ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"]
         )
     return parse_nvidia_smi(out or "")
@@ -172,7 +172,7 @@ def parse_system_profiler(text: str) -> list[GpuInfo]:
 
 def gpus() -> list[GpuInfo]:
     if sys.platform == "darwin":
-        return parse_system_profiler(_run(["system_profiler", "SPDisplaysDataType", "-json"]) or "")
+        return parse_system_profiler(tool_output(["system_profiler", "SPDisplaysDataType", "-json"]) or "")
     return nvidia_gpus()
 
 

@@ -17,15 +17,13 @@ the OS offers it (a missing source leaves its field empty, never fails the run):
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from specbench.build.envinfo import cpu_cores
+from specbench.build.envinfo import cpu_cores, tool_output
 
 TOOL_TIMEOUT_S = 10
 CPU_SAMPLE_S = 0.5  # how long the idle CPU usage is sampled
@@ -103,7 +101,7 @@ def _processes() -> dict[int, tuple[int, list[str]]]:
             argv = [a.decode("utf-8", "replace") for a in raw.rstrip(b"\0").split(b"\0")]
             procs[int(entry.name)] = (ppid, argv)
         return procs
-    out = _tool(["ps", "-axo", "pid=,ppid=,args="])
+    out = tool_output(["ps", "-axo", "pid=,ppid=,args="], TOOL_TIMEOUT_S)
     for line in (out or "").splitlines():
         parts = line.split()
         if len(parts) >= 3 and parts[0].isdigit() and parts[1].isdigit():
@@ -167,19 +165,6 @@ def concurrent_processes(me: int | None = None) -> list[ForeignProcess]:
 # ---------------------------------------------------------------- CPU and GPU
 
 
-def _tool(cmd: list[str]) -> str | None:
-    exe = shutil.which(cmd[0])
-    if exe is None:
-        return None
-    try:
-        res = subprocess.run(
-            [exe, *cmd[1:]], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return res.stdout if res.returncode == 0 else None
-
-
 def _cpu_times() -> tuple[int, int] | None:
     """(busy, total) jiffies over all CPUs from /proc/stat."""
     raw = _read(Path("/proc/stat"))
@@ -231,8 +216,9 @@ def _ints(text: str) -> list[int | None]:
 
 def gpu_state(ours: Iterable[int] = ()) -> tuple[list[GpuLoad], list[ForeignProcess]]:
     """GPU utilisation and the compute processes on the GPUs that are not ours (nvidia-smi)."""
-    out = _tool(
-        ["nvidia-smi", "--query-gpu=index,utilization.gpu,memory.used", "--format=csv,noheader,nounits"]
+    out = tool_output(
+        ["nvidia-smi", "--query-gpu=index,utilization.gpu,memory.used", "--format=csv,noheader,nounits"],
+        TOOL_TIMEOUT_S,
     )
     if out is None:
         return [], []
@@ -241,7 +227,12 @@ def gpu_state(ours: Iterable[int] = ()) -> tuple[list[GpuLoad], list[ForeignProc
         values = _ints(line)
         if len(values) >= 3 and values[0] is not None:
             loads.append(GpuLoad(index=values[0], utilization=values[1], memory_used_mb=values[2]))
-    apps = _tool(["nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader"]) or ""
+    apps = (
+        tool_output(
+            ["nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader"], TOOL_TIMEOUT_S
+        )
+        or ""
+    )
     mine = set(ours)
     others = []
     for line in apps.strip().splitlines():
