@@ -109,6 +109,14 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
         cols.append(
             Column("model", lambda r: "-" if r.model_speedup is None else f"{r.model_speedup:.2f}x", True)
         )
+    if any(r.runner == "server" for r in rows):  # per-request t/s above; the server's aggregate here
+        if runs > 1 or any(r.runner != "server" for r in rows):
+            cols.append(Column("runner", lambda r: r.runner))
+        cols += [
+            Column("parallel", lambda r: _num(r.parallel, "d"), True),
+            Column("throughput t/s", lambda r: _num(r.throughput_tps), True),
+            Column("ttft ms", lambda r: _num(r.ttft_ms), True),
+        ]
     cols += [
         Column("accept", lambda r: "-" if r.acceptance is None else f"{100 * r.acceptance:.1f}%", True),
         Column("tok/pass", lambda r: _num(r.tokens_per_pass, ".2f"), True),
@@ -120,7 +128,10 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
 
 # Left out first when a terminal is too narrow for every column (numbers are never cut).
 # "[95% CI]" shortens the speedup column to the speedup alone.
-DROP_ORDER = ("predicted", "tok/pass", "draft_min", "p_min", "[95% CI]", "ngl/ngld", "accept", "baseline t/s")
+DROP_ORDER = (
+    "predicted", "ttft ms", "tok/pass", "draft_min", "p_min", "[95% CI]", "ngl/ngld", "accept",
+    "baseline t/s",
+)  # fmt: skip
 SHORT_SPEEDUP = Column(
     "speedup", lambda r: (f"{BEST} " if r.best else "") + _num(r.speedup, ".2f") + "x", True
 )

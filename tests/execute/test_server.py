@@ -113,6 +113,8 @@ def test_server_report_rows_carry_runner_parallel_throughput(server_run):
         assert r["runner"] == "server" and r["valid"] and r["outputs_match"] is True
         assert r["throughput_tps"] > 0 and r["baseline_throughput_tps"] > 0 and r["ttft_ms"] > 0
         assert r["spec_tps"] > 0 and r["baseline_tps"] > 0
+    # the closing table of `run` (the same one `report` prints) shows the server's columns
+    assert "throughput t/s" in result.stdout and "parallel" in result.stdout
 
 
 def test_dry_run_shows_server_commands_and_requests(server_run):
