@@ -24,7 +24,7 @@ from specbench import paths
 from specbench.build import cmake, envinfo
 from specbench.build.buildinfo import ROLE_NAMES, BinaryInfo, BuildInfo
 from specbench.build.cmake import BuildProgress, ProgressFn
-from specbench.build.probe import probe_binary
+from specbench.build.probe import PROBE_VERSION, probe_binary
 from specbench.build.source import SourceTree, resolve_source
 from specbench.errors import BuildError
 
@@ -185,10 +185,21 @@ def choose_targets(available: set[str]) -> dict[str, str]:
 
 
 def _cached(info_path: Path) -> BuildInfo | None:
+    """The cached build, its flags re-read from --help (seconds, not a rebuild) when an older
+    specbench probed them before it knew options it now passes."""
     if not info_path.is_file():
         return None
     info = BuildInfo.load(info_path)
-    return info if all(Path(b.path).is_file() for b in info.binaries.values()) else None
+    if not all(Path(b.path).is_file() for b in info.binaries.values()):
+        return None
+    if info.probe_version < PROBE_VERSION:
+        info.binaries = {role: probe_binary(role, Path(b.path)) for role, b in info.binaries.items()}
+        info.probe_version = PROBE_VERSION
+        try:
+            info.save(info_path)
+        except OSError:
+            pass  # a read-only cache still serves this run with the fresh flags
+    return info
 
 
 def build_dir_for(key: str) -> Path:
@@ -337,6 +348,7 @@ def _build(
         built_at=datetime.now(UTC).isoformat(timespec="seconds"),
         bin_dir=str(Path(first.path).parent),
         binaries=binaries,
+        probe_version=PROBE_VERSION,
         origin=tree.origin,
         log=str(log),
     )

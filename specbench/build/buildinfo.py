@@ -69,6 +69,7 @@ class BuildInfo(BaseModel):
     binaries: dict[str, BinaryInfo]  # by role
     origin: str = ""  # where the source came from: submodule | sdist | git | marker | tree
     log: str = ""  # the full cmake/compiler log of this build
+    probe_version: int = 0  # which probe read the flags (specbench.build.probe.PROBE_VERSION)
 
     def binary(self, role: str) -> BinaryInfo:
         info = self.binaries.get(role)

@@ -167,6 +167,11 @@ def binary_version(path: Path) -> str:
     return "\n".join(ln for ln in lines if ln.startswith(("version:", "built with")))
 
 
+# Raised whenever the probe learns new options, so a cached build.json is re-probed (not rebuilt):
+# 1 n-gram size options, 2 llama-server's -np and --cache-ram.
+PROBE_VERSION = 2
+
+
 def probe_binary(role: str, path: Path) -> BinaryInfo:
     """Version and flag spellings of one built binary."""
     result = _run(path, "--help")

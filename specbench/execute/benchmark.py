@@ -189,7 +189,6 @@ def prepare(
         lc = config.llama_cpp
         build = ensure_build(lc.backend, lc.source, lc.jobs, lc.cmake_args, progress=build_progress)
         models = resolve_models(config.models, config.base_dir, build, progress=model_progress)
-    _probe_ngram_sizes(config, build)
     checks = check_pairs(config, models)
     targets = {name: Path(models[name].path) for name in config.targets()}
     here = {name: path for name, path in targets.items() if path.is_file()}
@@ -207,20 +206,6 @@ def prepare(
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
     return Prepared(config, build, preview, models, checks, prompts, plan, dry_run)
-
-
-def _probe_ngram_sizes(config: Config, build: BuildInfo) -> None:
-    """A build.json written before specbench knew the n-gram size options: read them from the
-    binary's --help now (in memory), rather than make the user rebuild."""
-    from specbench.build.probe import probe_binary
-
-    sweep = config.sweep
-    info = build.binaries.get(config.speculative_role)
-    if sweep.ngram_size_n == [None] and sweep.ngram_size_m == [None]:
-        return
-    if info is None or info.flags.ngram_sizes is not None or not Path(info.path).is_file():
-        return
-    info.flags.ngram_sizes = probe_binary(info.role, Path(info.path)).flags.ngram_sizes
 
 
 def new_run_dir(config: Config, out: Path | None) -> Path:

@@ -49,6 +49,7 @@ def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int, parall
 def speculative_server_argv(
     server: BinaryInfo, base: list[str], method: str, draft_path: str | None, ngld: int | None,
     draft_max: int | None, draft_min: int | None, p_min: float | None,
+    ngram_size_n: int | None = None, ngram_size_m: int | None = None,
 ) -> list[str]:  # fmt: skip
     """The plain server's command plus the speculative options, spelled as this build's server takes them."""
     f = server.flags
@@ -67,6 +68,11 @@ def speculative_server_argv(
             argv += [f.spec_type, "draft-simple"]  # -md alone does not speculate in the pinned build
     else:
         argv += [f.spec_type or "--spec-type", method]
+        sizes = (f.ngram_sizes or {}).get(method)
+        if ngram_size_n is not None and sizes is not None and sizes.n:
+            argv += [sizes.n, str(ngram_size_n)]
+        if ngram_size_m is not None and sizes is not None and sizes.m:
+            argv += [sizes.m, str(ngram_size_m)]
     return argv
 
 
@@ -78,6 +84,7 @@ def order_for_server(
     baseline: Callable[[str, int, int, RenderedPrompt, int], object],
     speculative: Callable[[object, int, RenderedPrompt, int], object],
     draft_alone: Callable[[str, int, int, RenderedPrompt, int], object],
+    repetitions: int,
 ) -> list[list]:
     """The measured invocations grouped by server setting, baselines before what compares with them.
 
@@ -86,7 +93,7 @@ def order_for_server(
     """
     groups: list[list] = []
     alone_done: set[tuple[str, int]] = set()
-    reps = range(config.repetitions)
+    reps = range(repetitions)
     for target in targets:
         prompts = by_target[target]
         for parallel in config.sweep.parallel:
@@ -109,7 +116,7 @@ def order_for_server(
 
 def server_plan(
     config: Config, server: BinaryInfo, models: Mapping[str, object], targets: list[str],
-    by_target: dict[str, list[RenderedPrompt]], cells: list[Cell], notes: list[str],
+    by_target: dict[str, list[RenderedPrompt]], cells: list[Cell], notes: list[str], repetitions: int,
 ) -> Plan:  # fmt: skip
     """One llama-server per setting; batches of ``parallel`` requests (see serverplan)."""
     gen = config.generation
@@ -127,11 +134,13 @@ def server_plan(
         base = server_argv(server, model_path(models, c.target), gen, c.ngl, parallel)
         draft = model_path(models, c.draft) if c.draft else None
         argv = speculative_server_argv(
-            server, base, c.method, draft, c.ngld, c.draft_max, c.draft_min, c.p_min
-        )
+            server, base, c.method, draft, c.ngld, c.draft_max, c.draft_min, c.p_min,
+            c.ngram_size_n, c.ngram_size_m,
+        )  # fmt: skip
         return make(
             "speculative", c.target, c.ngl, parallel, p, rep, argv=argv, pair=c.pair, draft=c.draft,
             method=c.method, draft_max=c.draft_max, draft_min=c.draft_min, p_min=c.p_min, ngld=c.ngld,
+            ngram_size_n=c.ngram_size_n, ngram_size_m=c.ngram_size_m,
         )  # fmt: skip
 
     groups = order_for_server(
@@ -139,6 +148,7 @@ def server_plan(
         baseline=lambda t, ngl, par, p, rep: make("baseline", t, ngl, par, p, rep),
         speculative=speculative,
         draft_alone=lambda d, ngld, par, p, rep: make("draft", d, ngld, par, p, rep),
+        repetitions=repetitions,
     )  # fmt: skip
     measured: list[Invocation] = []
     batch = 0

@@ -211,13 +211,14 @@ def make_plan(
     if not completion.flags.no_conversation and completion.name == "llama-cli":
         notes.append("llama-cli of this build has no -no-cnv; it is run with stdin closed")
 
+    reps = repetitions if repetitions is not None else config.first_repetitions
     if config.runner == "server":
         from specbench.plan.serverplan import server_plan  # it builds on this module's Invocation
 
-        return server_plan(config, build.binary("server"), models, targets, by_target, cells, notes)
+        return server_plan(config, build.binary("server"), models, targets, by_target, cells, notes, reps)
     make = _Factory(config, completion, spec, models)
     measured: list[Invocation] = []
-    for rep in range(repetitions if repetitions is not None else config.first_repetitions):
+    for rep in range(reps):
         for index in range(len(by_target[targets[0]])):
             alone_done: set[tuple[str, int]] = set()
             for target in targets:

@@ -275,3 +275,27 @@ def test_second_build_is_a_cached_no_op(llama_build, tmp_path):
     assert llama_build.bin_dir in result.stdout.replace("\n", "")
     assert "cached" in result.stdout
     assert info_file.stat().st_mtime_ns == before
+
+
+def test_a_build_probed_by_an_older_specbench_is_reprobed_not_rebuilt(tmp_path, llama_build):
+    """build.json from before the probe knew n-gram sizes and llama-server's -np: reading the cache
+    re-reads the real binaries' --help and writes the flags back."""
+    from specbench.build.builder import _cached
+    from specbench.build.buildinfo import BuildInfo
+    from specbench.build.probe import PROBE_VERSION
+
+    old = llama_build.model_copy(deep=True)
+    old.probe_version = 0
+    for b in old.binaries.values():
+        b.flags.ngram_sizes = None
+        b.flags.parallel = b.flags.cache_ram = None
+    path = tmp_path / "build.json"
+    old.save(path)
+    fresh = _cached(path)
+    assert fresh is not None and fresh.probe_version == PROBE_VERSION
+    assert (fresh.binaries["server"].flags.parallel, fresh.binaries["server"].flags.cache_ram) == (
+        "-np", "--cache-ram"
+    )  # fmt: skip
+    sizes = fresh.binaries["speculative_simple"].flags.ngram_sizes
+    assert sizes is not None and sizes["ngram-simple"].n == "--spec-ngram-simple-size-n"
+    assert BuildInfo.load(path).probe_version == PROBE_VERSION  # written back: probed once

@@ -306,3 +306,21 @@ def test_server_plan_groups_by_setting_and_batches_by_parallel(tmp_path, llama_b
     assert len({i.sample_key() for i in measured}) == len(measured)
     text = "\n".join(plan.describe(max_prompt_chars=20))
     assert text.count("POST /completion ") == len(measured) and '"cache_prompt": false' in text
+
+
+def test_server_plan_with_auto_repetitions_plans_the_first_round_and_passes_ngram_sizes(
+    tmp_path, llama_build
+):
+    """repetitions: auto with the server runner: the first round is min_repetitions, and a later
+    round (the adaptive plan asks for repetitions up to the maximum) is the same server grouping."""
+    config = make_config(
+        tmp_path, runner="server", repetitions="auto", min_repetitions=2, max_repetitions=4,
+        sweep={"method": ["ngram-simple"], "ngram_size_n": [3]},
+    )  # fmt: skip
+    first = make_plan(config, llama_build, MODELS, rendered(config)).measured
+    assert {i.repetition for i in first} == {0, 1}
+    full = make_plan(config, llama_build, MODELS, rendered(config), repetitions=4).measured
+    assert {i.repetition for i in full} == {0, 1, 2, 3}
+    spec = [i for i in full if i.role == "speculative"]
+    assert spec and all(pairs(i.argv)["--spec-ngram-simple-size-n"] == "3" for i in spec)
+    assert all(i.ngram_size_n == 3 for i in spec)
