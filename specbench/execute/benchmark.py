@@ -18,7 +18,9 @@ from specbench.execute.executor import Executor, ProcessExecutor
 from specbench.execute.runner import ProgressFn, RunResult, execute, prepare_run_dir
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
-from specbench.results.folder import has_manifest, has_samples, load_manifest, load_samples, make_run_id
+from specbench.results.folder import (
+    has_manifest, has_samples, load_manifest, load_samples, make_run_id, manifest_path,
+)  # fmt: skip
 from specbench.results.manifest import Manifest
 
 if TYPE_CHECKING:
@@ -159,7 +161,7 @@ def load_resumed(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> 
     overridden = {apply_override(data, o) for o in overrides}
     config_path = Path(manifest.config_path) if manifest.config_path else None
     base_dir = config_path.parent if config_path else run_dir
-    cfg = config_from_mapping(data, base_dir, f"{run_dir}/manifest.json: config", overridden)
+    cfg = config_from_mapping(data, base_dir, f"{manifest_path(run_dir)}: config", overridden)
     cfg.path = config_path
     return cfg
 

@@ -48,6 +48,11 @@ def has_manifest(run_dir: Path) -> bool:
     return (run_dir / MANIFEST).is_file()
 
 
+def manifest_path(run_dir: Path) -> Path:
+    """Where a run's manifest is (for messages that name it)."""
+    return run_dir / MANIFEST
+
+
 def samples_path(run_dir: Path) -> Path:
     """Where a run's samples are (for messages that send a person there)."""
     return run_dir / SAMPLES
