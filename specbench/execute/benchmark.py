@@ -19,7 +19,12 @@ from specbench.execute.runner import ProgressFn, RunResult, execute, prepare_run
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
 from specbench.results.folder import (
-    has_manifest, has_samples, load_manifest, load_samples, make_run_id, manifest_path,
+    has_manifest,
+    has_samples,
+    load_manifest,
+    load_samples,
+    make_run_id,
+    manifest_path,
 )  # fmt: skip
 from specbench.results.manifest import Manifest
 
