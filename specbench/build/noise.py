@@ -276,7 +276,7 @@ def judge(snap: NoiseSnapshot, first: NoiseSnapshot | None = None) -> list[str]:
         busy.append(
             "other processes on the GPU (" + ", ".join(p.describe() for p in snap.gpu_processes[:3]) + ")"
         )
-    elif snap.phase != "during":
+    elif snap.phase == "before":  # later, nvidia-smi's utilisation window still holds our own work
         hot = [g for g in snap.gpus if g.utilization is not None and g.utilization > BUSY_GPU_UTIL]
         if hot:
             busy.append("GPU " + ", ".join(f"{g.index} at {g.utilization}%" for g in hot) + " busy")

@@ -111,3 +111,13 @@ def test_python_running_specbench_run_is_detected(tmp_path):
         assert pid in {p.pid for p in noise.concurrent_processes()}
     finally:
         stop(pid)
+
+
+def test_gpu_utilisation_counts_only_before_specbench_used_the_gpu():
+    """nvidia-smi's utilisation is an average over its last sample window: right after the run it
+    still holds specbench's own work (seen on an H100: 'GPU 0 at 54% busy' after a quiet run)."""
+    hot = [noise.GpuLoad(index=0, utilization=90, memory_used_mb=1000)]
+    before = noise.NoiseSnapshot(phase="before", at="t0", cpu_count=2, gpus=hot)
+    after = noise.NoiseSnapshot(phase="after", at="t1", cpu_count=2, gpus=hot)
+    assert noise.judge(before) == ["GPU 0 at 90% busy"]
+    assert noise.judge(after, before) == []
