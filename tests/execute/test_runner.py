@@ -199,6 +199,17 @@ def test_disk_full_keeps_earlier_samples_and_resume_completes(tmp_path, env_info
 
 
 def test_ctrl_c_keeps_finished_samples_kills_the_child_and_resume_skips_them(tmp_path, env_info):
+    # Python raises KeyboardInterrupt on SIGINT only if it was not ignored at start-up, and a shell
+    # starts background jobs (`make test &`, CI wrappers) with SIGINT ignored: Ctrl-C as a terminal
+    # delivers it, explicitly.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_run(tmp_path, env_info)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ctrl_c_run(tmp_path, env_info):
     plan = [
         inv("nodraft", warmup=True),
         inv("nodraft", prompt_id="a"),
