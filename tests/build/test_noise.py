@@ -35,10 +35,10 @@ def test_what_counts_as_a_benchmark_process(argv, expected):
     assert noise.is_benchmark_process(argv) is expected
 
 
-def start_foreign(name: str) -> int:
+def start_foreign(name: str, seconds: int = 60) -> int:
     """A process outside our tree (its parent shell exits) whose argv[0] is ``name``."""
     out = subprocess.run(
-        ["bash", "-c", f"(exec -a {name} sleep 60) >/dev/null 2>&1 & echo $!"],
+        ["bash", "-c", f"(exec -a {name} sleep {seconds}) >/dev/null 2>&1 & echo $!"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return int(out.stdout.strip())

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from specbench.results.folder import load_manifest, load_samples
+from tests.build.test_noise import start_foreign
 from tests.fixtures.build import assert_one_line_error, cli
 
 pytestmark = pytest.mark.slow
@@ -35,18 +35,9 @@ def config(tmp: Path, q4, **extra) -> Path:
     return path
 
 
-def start_foreign(name: str) -> int:
-    """A process outside our process tree whose argv[0] is a llama.cpp binary name."""
-    out = subprocess.run(
-        ["bash", "-c", f"(exec -a {name} sleep 600) >/dev/null 2>&1 & echo $!"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return int(out.stdout.strip())
-
-
 @pytest.fixture
 def foreign_llama():
-    pid = start_foreign("llama-server")
+    pid = start_foreign("llama-server", seconds=600)
     yield pid
     try:
         os.kill(pid, signal.SIGKILL)
