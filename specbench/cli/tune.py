@@ -99,7 +99,7 @@ def _print(result) -> None:
     best = result.best
     _say(f"tuned pair {result.pair} in {result.elapsed_s:.0f} s; run folder {result.run_dir}")
     for line in result.rounds:
-        _say(f"  measured {line}")
+        _say(f"  {line}")
     measured = sorted((c for c in result.candidates if c.speedup is not None), key=lambda c: c.setting.key())
     for c in measured:
         _say(f"  draft_max {c.setting.draft_max:>2} ngld {c.setting.ngld}: measured {_x(c)} (n={c.n}), "

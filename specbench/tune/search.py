@@ -7,8 +7,13 @@ Successive halving guided by the calibrated speed model (``specbench.analysis.sp
 2. calibrate: llama-bench times the target's and the draft's passes at that depth;
 3. predict every candidate (draft_max 1..32 at the config's first draft_min and p_min; each ngld of
    the config when a GPU is present) from a per-token acceptance fitted to what was measured;
-4. measure the model's top few, then repeatedly keep the better half by measured speedup and add a
-   repetition, until one is left with enough repetitions or the budget would be exceeded.
+4. measure the model's best few (spread apart, so that one repetition can tell them apart), then
+   repeatedly keep the better half by measured speedup and measure it again, until one is left
+   with enough repetitions or the budget would be exceeded.
+
+Every round measures the baseline again, and its samples carry the round's number as their
+repetition, so each speedup pairs a candidate with the baseline of the same minutes (the report
+pairs by repetition): a machine that drifts between rounds does not inflate the winner.
 
 Every measurement goes through the runner into one run folder (plus ``calibration.json``), so
 ``specbench report`` shows it like any run. Draft-alone runs are left out: the calibration prices
@@ -37,7 +42,8 @@ from specbench.tune.calibrate import calibrate
 
 MAX_DRAFT = 32
 PROBE_DRAFT = 8
-FIRST_ROUND = 3  # candidates measured after the probe
+FIRST_ROUND = 2  # candidates measured after the probe, at most
+SPREAD = 1.3  # first-round candidates' draft_max differ at least by this factor
 MAX_REPS = 3
 
 
@@ -136,15 +142,38 @@ def _round_config(base: Config, settings: list[Setting], reps: int, warmup: int)
     return base.model_copy(update={"sweep": sweep, "repetitions": reps, "warmup": warmup})
 
 
-def _invocations(cfg: Config, prepared: benchmark.Prepared, settings: list[Setting]) -> list[Invocation]:
-    """The round's plan without draft-alone runs and without cells outside ``settings``."""
+def _invocations(
+    cfg: Config, prepared: benchmark.Prepared, settings: list[Setting], rep: int = 0
+) -> list[Invocation]:
+    """The round's plan without draft-alone runs and cells outside ``settings``, as repetition ``rep``."""
     wanted = {(s.draft_max, s.ngld) for s in settings}
-    plan = make_plan(cfg, prepared.build, prepared.models, prepared.prompts)
+    plan = make_plan(cfg, prepared.build, prepared.models, prepared.prompts, repetitions=1)
     return [
-        inv
+        inv if inv.warmup else inv.model_copy(update={"repetition": rep})
         for inv in plan.invocations
         if inv.role == "baseline" or (inv.role == "speculative" and (inv.draft_max, inv.ngld or 0) in wanted)
     ]
+
+
+def first_round(ranked: list[Setting], measured: set[tuple], k: int) -> list[Setting]:
+    """The model's best ``k`` unmeasured settings, each draft_max at least SPREAD apart from those
+    chosen or measured at its ngld, except the model's best, which is always taken: neighbours
+    like 11, 12, 13 differ less than one repetition's noise, so measuring them all tells nothing."""
+    taken: list[Setting] = []
+    near = [s for s in ranked if s.key() in measured]
+    for s in ranked:
+        if len(taken) >= k:
+            break
+        if s.key() in measured:
+            continue
+        close = any(
+            o.ngld == s.ngld and max(o.draft_max, s.draft_max) < SPREAD * min(o.draft_max, s.draft_max)
+            for o in near + taken
+        )
+        if taken and close:
+            continue
+        taken.append(s)
+    return taken
 
 
 def _rows(run_dir: Path) -> dict[tuple, ReportRow]:
@@ -192,21 +221,26 @@ def tune(
     manifest = benchmark.make_manifest(prepared, run_dir, command_line or [])
     result = TuneResult(pair, run_dir, [], None, None, None, None, None, None, None, 0.0)
 
-    def measure(settings: list[Setting], reps: int, first_round: bool) -> None:
-        cfg = _round_config(base, settings, reps, base.warmup if first_round else 0)
+    rounds: dict[tuple, int] = {}  # setting -> rounds it was measured in
+
+    def measure(settings: list[Setting], first_round: bool = False) -> None:
+        rep = len(result.rounds)  # one repetition number per round, the baseline's included
+        cfg = _round_config(base, settings, 1, base.warmup if first_round else 0)
         manifest.config = cfg.model_dump(mode="json")
         execute(
-            _invocations(cfg, prepared, settings),
+            _invocations(cfg, prepared, settings, rep),
             run_dir,
             manifest,
             progress=progress,
             resume=not first_round,
         )
-        result.rounds.append(f"{len(settings)} setting(s) x {reps} repetition(s): "
-                             + ", ".join(f"draft_max {s.draft_max}" for s in settings))  # fmt: skip
+        for st in settings:
+            rounds[st.key()] = rounds.get(st.key(), 0) + 1
+        names = ", ".join(f"draft_max {st.draft_max}" for st in settings)
+        result.rounds.append(f"round {rep + 1}: baseline and {names}")
 
     note(f"probe: baseline and draft_max {probe[0].draft_max} over {len(prepared.prompts)} prompt(s)")
-    measure(probe, 1, True)
+    measure(probe, first_round=True)
     rows = _rows(run_dir)
     depth = kv_depth(run_dir, base.generation.n_predict)
     note(f"calibrate: llama-bench passes of 1..{max_draft + 1} tokens at KV depth {depth}")
@@ -247,25 +281,30 @@ def tune(
     per_run = _mean_wall(run_dir)
     n_prompts = len(prepared.prompts)
 
-    def affordable(n_settings: int) -> bool:
-        cost = n_prompts * (1 + n_settings) * per_run
-        return time.monotonic() - t0 + cost <= budget_s
+    def cost(n_settings: int) -> float:
+        return n_prompts * (1 + n_settings) * per_run  # each round measures the baseline again
 
-    ranked = sorted(cands.values(), key=lambda c: -(c.model_speedup or 0))
-    top = [c.setting for c in ranked[:FIRST_ROUND]]
-    if any(cands[s.key()].n == 0 for s in top) and affordable(sum(cands[s.key()].n == 0 for s in top)):
-        measure(sorted({*top, *probe}, key=Setting.key), 1, False)
+    def affordable(seconds: float) -> bool:
+        return time.monotonic() - t0 + seconds <= budget_s
+
+    ranked = [c.setting for c in sorted(cands.values(), key=lambda c: -(c.model_speedup or 0))]
+    k = FIRST_ROUND
+    while k > 1 and not affordable(cost(k) + cost(1)):  # leave room to measure the winner again
+        k -= 1
+    top = first_round(ranked, set(rounds), k)
+    if top and affordable(cost(len(top))):
+        measure(top)
         update()
     field_ = [c for c in cands.values() if c.n > 0]
-    reps = 1
-    while reps < MAX_REPS:
+    while field_:
         field_.sort(key=lambda c: -(c.speedup or 0))
         field_ = field_[: max(1, math.ceil(len(field_) / 2))]
-        per_run = _mean_wall(run_dir)
-        if not affordable(len(field_)):
+        if len(field_) == 1 and rounds[field_[0].setting.key()] >= MAX_REPS:
             break
-        reps += 1
-        measure([c.setting for c in field_], reps, False)
+        per_run = _mean_wall(run_dir)
+        if not affordable(cost(len(field_))):
+            break
+        measure([c.setting for c in field_])
         update()
     _finish(result, base, prepared, cands, cal, ngl)
     result.elapsed_s = time.monotonic() - t0

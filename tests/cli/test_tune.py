@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.results.folder import load_samples
 from tests.cli.test_run import short_prompt, write_config
 from tests.fixtures.build import assert_one_line_error, cli
 
@@ -59,6 +60,11 @@ def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, lla
     rows = json.loads(report.stdout)
     assert rows and all(r["method"] == "draft" and r["model_speedup"] is not None for r in rows)
     assert {r["draft_max"] for r in rows} == {c["settings"]["draft_max"] for c in measured}
+    # every round measures the baseline again: each repetition a candidate ran in has its own baseline
+    samples = load_samples(run_dir)
+    spec_reps = {s.repetition for s in samples if s.role == "speculative"}
+    assert {s.repetition for s in samples if s.role == "baseline"} == spec_reps
+    assert len(spec_reps) >= 2, "a 60 s budget leaves room for more than the probe"
 
 
 def test_tune_of_an_unknown_pair_is_a_one_line_error(tmp_path, smol_q4):
