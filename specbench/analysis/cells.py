@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from specbench.analysis import stats
 from specbench.analysis.quality import assess
-from specbench.analysis.speedmodel import cell_model_speedup
+from specbench.analysis.speedmodel import cell_model_speedup, drafted_per_pass
 from specbench.results.calibration import Calibration
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
@@ -171,8 +171,10 @@ def _row(
         predicted = stats.predicted_speedup(a, first.draft_max, c)
         best_g = stats.best_draft_length(a, c)
     tpp = _tokens_per_pass(used)
+    cut = first.draft_max and first.p_min  # p_min > 0 cuts drafts short: price the verified ones
+    drafted = drafted_per_pass(tpp, acceptance, first.draft_max) if cut else None
     modelled = cell_model_speedup(
-        cal, first.model, first.ngl, first.draft, first.ngld, first.draft_max, tpp, b.mean
+        cal, first.model, first.ngl, first.draft, first.ngld, first.draft_max, tpp, b.mean, drafted
     )
     compared = [s.outputs_match for s in spec if s.outputs_match is not None]
     diffs = [s.first_diff for s in spec if s.outputs_match is False and s.first_diff is not None]

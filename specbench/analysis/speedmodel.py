@@ -19,6 +19,11 @@ step (measured tokens per target pass, or (1 − α^(g+1)) / (1 − α) for a pe
 fitted to measured cells). The baseline's time per token is T(1) + o, not 1 / baseline t/s: both
 sides of the ratio then come from one calibration, so a machine that was busier (or idler) while
 llama-bench ran shifts both alike.
+
+With ``p_min`` > 0 the draft stops at its first token below p_min, so a step verifies fewer than g
+drafts: the model then uses the drafts verified per step (measured, or from ``Drafting``) in place of
+g. Drafts shorter than ``draft_min`` are thrown away unverified (llama.cpp does not count them); the
+time spent drafting them is not modelled.
 """
 
 from __future__ import annotations
@@ -56,6 +61,44 @@ def fit_alpha(points: Sequence[tuple[int, float]]) -> float | None:
     return sum(g * alpha_for(e, g) for g, e in usable) / sum(g for g, _ in usable)
 
 
+def drafted_per_pass(tokens: float | None, acceptance: float | None, g: int) -> float:
+    """Drafts the target verified per pass: (E − 1) / acceptance, since a pass accepts that share of
+    its drafts; g when not measurable (no acceptance yet)."""
+    if tokens is None or not acceptance or acceptance <= 0:
+        return float(g)
+    return min(max((tokens - 1.0) / acceptance, 0.0), float(g))
+
+
+@dataclass(frozen=True)
+class Drafting:
+    """How one (draft_min, p_min) setting drafts, fitted to its measured cells: the per-token
+    acceptance α and, with p_min > 0, the chance ``keep`` that the draft stays above p_min for one more
+    token (a draft of length g then holds (1 − keep^g) / (1 − keep) tokens on average)."""
+
+    alpha: float
+    keep: float = 1.0
+
+    def drafted(self, g: int) -> float:
+        return float(g) if self.keep >= 1.0 else expected_tokens(self.keep, g - 1)
+
+    def tokens(self, g: int) -> float:
+        return expected_tokens(self.alpha, self.drafted(g))
+
+
+def fit_drafting(points: Sequence[tuple[int, float, float]]) -> Drafting | None:
+    """From measured (draft_max, tokens per step, drafts verified per step) of one (draft_min, p_min)."""
+    usable = [(g, e, k) for g, e, k in points if g and g > 0 and e is not None]
+    alpha = fit_alpha([(k, e) for _, e, k in usable if k > 0])
+    if alpha is None:
+        return None
+    cut = [(g, k) for g, _, k in usable if g >= 2 and k < g]
+    if not cut:
+        return Drafting(alpha)
+    whole = sum(g for g, _, k in usable if g >= 2 and k >= g)  # full drafts vote for keep = 1
+    keep = (sum(g * alpha_for(k, g - 1) for g, k in cut) + whole) / (sum(g for g, _ in cut) + whole)
+    return Drafting(alpha, keep)
+
+
 def token_overhead(target: PassCosts, baseline_tps: float | None) -> float:
     """Seconds per token spent outside the forward pass (sampling, detokenizing, printing)."""
     if not baseline_tps:
@@ -77,7 +120,7 @@ class Step:
         return self.draft_s + self.verify_s + self.overhead_s
 
 
-def step(target: PassCosts, draft: PassCosts, g: int, tokens: float, overhead: float) -> Step:
+def step(target: PassCosts, draft: PassCosts, g: float, tokens: float, overhead: float) -> Step:
     return Step(
         draft_s=g * draft.decode_s + draft.cost(g + 1),
         verify_s=target.cost(g + 1),
@@ -87,9 +130,9 @@ def step(target: PassCosts, draft: PassCosts, g: int, tokens: float, overhead: f
 
 
 def model_speedup(
-    target: PassCosts, draft: PassCosts, g: int, tokens: float, baseline_tps: float | None = None
+    target: PassCosts, draft: PassCosts, g: float, tokens: float, baseline_tps: float | None = None
 ) -> float:
-    """Predicted speculative t/s over baseline t/s for draft length g and ``tokens`` per step."""
+    """Predicted speculative t/s over baseline t/s for g drafts per step and ``tokens`` per step."""
     o = token_overhead(target, baseline_tps)
     return tokens * (target.decode_s + o) / step(target, draft, g, tokens, o).total_s
 
@@ -103,17 +146,19 @@ def cell_model_speedup(
     g: int | None,
     tokens: float | None,
     baseline_tps: float | None,
+    drafted: float | None = None,
 ) -> float | None:
-    """``model_speedup`` of a report row: None without a calibration of both models or a measured g."""
+    """``model_speedup`` of a report row: None without a calibration of both models or a measured g.
+    ``drafted``: drafts verified per step when p_min cuts drafts short (else g)."""
     if cal is None or draft is None or not g or tokens is None:
         return None
     t, d = cal.costs(target, ngl), cal.costs(draft, ngld)
     if t is None or d is None:
         return None
-    return model_speedup(t, d, g, tokens, baseline_tps)
+    return model_speedup(t, d, drafted if drafted is not None else g, tokens, baseline_tps)
 
 
-def diagnose(target: PassCosts, draft: PassCosts, g: int, tokens: float, baseline_tps: float | None) -> str:
+def diagnose(target: PassCosts, draft: PassCosts, g: float, tokens: float, baseline_tps: float | None) -> str:
     """Why speculation does not pay here: the factor whose removal would help the step most."""
     o = token_overhead(target, baseline_tps)
     s = step(target, draft, g, tokens, o)
@@ -127,15 +172,15 @@ def diagnose(target: PassCosts, draft: PassCosts, g: int, tokens: float, baselin
     if cause == "draft":
         return (
             f"the draft's cost is close to the target's: a draft decode takes {ratio:.0%} of a target "
-            f"decode, and drafting {g} tokens takes {s.draft_s * 1e3:.1f} ms "
+            f"decode, and drafting {g:.3g} tokens takes {s.draft_s * 1e3:.1f} ms "
             f"of a {s.total_s * 1e3:.1f} ms step"
         )
     if cause == "verify":
         return (
-            f"verification cost: the target's pass over {g + 1} tokens takes {s.verify_s * 1e3:.1f} ms, "
+            f"verification cost: the target's pass over {g + 1:.3g} tokens takes {s.verify_s * 1e3:.1f} ms, "
             f"{s.verify_s / target.decode_s:.1f}x a single-token decode ({target.decode_s * 1e3:.1f} ms)"
         )
     return (
-        f"low acceptance: {tokens:.2f} tokens per step of a possible {g + 1} "
+        f"low acceptance: {tokens:.2f} tokens per step of a possible {g + 1:.3g} "
         f"(per-token acceptance {alpha_for(tokens, g):.0%})"
     )

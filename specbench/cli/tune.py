@@ -102,7 +102,7 @@ def _print(result) -> None:
         _say(f"  {line}")
     measured = sorted((c for c in result.candidates if c.speedup is not None), key=lambda c: c.setting.key())
     for c in measured:
-        _say(f"  draft_max {c.setting.draft_max:>2} ngld {c.setting.ngld}: measured {_x(c)} (n={c.n}), "
+        _say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} (n={c.n}), "
              f"model {_x(c, modelled=True)}")  # fmt: skip
     if best is None:
         _say("no setting could be measured; see the samples in the run folder")

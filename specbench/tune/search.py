@@ -2,11 +2,12 @@
 
 Successive halving guided by the calibrated speed model (``specbench.analysis.speedmodel``):
 
-1. probe: the baseline and one draft length (8) over the config's prompts, one repetition; this
-   gives the baseline t/s, the tokens per step and the prompts' KV depth;
+1. probe: the baseline and draft_max 8 for every (draft_min, p_min) of the config over its prompts,
+   one repetition; this gives the baseline t/s, the tokens per step and the prompts' KV depth;
 2. calibrate: llama-bench times the target's and the draft's passes at that depth;
-3. predict every candidate (draft_max 1..32 at the config's first draft_min and p_min; each ngld of
-   the config when a GPU is present) from a per-token acceptance fitted to what was measured;
+3. predict every candidate (draft_max 1..32 for every (draft_min, p_min) of the config; each ngld of
+   the config when a GPU is present) from how each (draft_min, p_min) drafted in what was measured
+   (``specbench.tune.candidates``);
 4. measure the model's best few (spread apart, so that one repetition can tell them apart), then
    repeatedly keep the better half by measured speedup and measure it again, until one is left
    with enough repetitions or the budget would be exceeded.
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from specbench.analysis.cells import ALL, ReportRow
 from specbench.analysis.report import aggregate
-from specbench.analysis.speedmodel import diagnose, expected_tokens, fit_alpha, model_speedup
+from specbench.analysis.speedmodel import diagnose, fit_alpha
 from specbench.errors import ConfigError
 from specbench.execute import benchmark
 from specbench.execute.runner import ProgressFn, execute
@@ -39,35 +40,13 @@ from specbench.plan.sweep import Invocation, make_plan
 from specbench.results.calibration import Calibration
 from specbench.results.folder import load_samples, save_calibration
 from specbench.tune.calibrate import calibrate
+from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
+from specbench.tune.commands import server_command, with_placeholder
 
 MAX_DRAFT = 32
 PROBE_DRAFT = 8
 FIRST_ROUND = 2  # candidates measured after the probe, at most
-SPREAD = 1.3  # first-round candidates' draft_max differ at least by this factor
 MAX_REPS = 3
-
-
-@dataclass(frozen=True)
-class Setting:
-    draft_max: int
-    draft_min: int
-    p_min: float
-    ngl: int
-    ngld: int
-    method: str = "draft"
-
-    def key(self) -> tuple:
-        return (self.draft_max, self.draft_min, self.p_min, self.ngl, self.ngld)
-
-
-@dataclass
-class Candidate:
-    setting: Setting
-    model_speedup: float | None = None
-    speedup: float | None = None
-    speedup_ci_low: float | None = None
-    speedup_ci_high: float | None = None
-    n: int = 0  # valid speculative samples measured
 
 
 @dataclass
@@ -134,8 +113,8 @@ def _round_config(base: Config, settings: list[Setting], reps: int, warmup: int)
     sweep = base.sweep.model_copy(
         update={
             "draft_max": sorted({s.draft_max for s in settings}),
-            "draft_min": base.sweep.draft_min[:1],
-            "p_min": base.sweep.p_min[:1],
+            "draft_min": sorted({s.draft_min for s in settings}),
+            "p_min": sorted({s.p_min for s in settings}),
             "ngld": sorted({s.ngld for s in settings}),
         }  # fmt: skip
     )
@@ -146,34 +125,17 @@ def _invocations(
     cfg: Config, prepared: benchmark.Prepared, settings: list[Setting], rep: int = 0
 ) -> list[Invocation]:
     """The round's plan without draft-alone runs and cells outside ``settings``, as repetition ``rep``."""
-    wanted = {(s.draft_max, s.ngld) for s in settings}
+    wanted = {(s.draft_max, s.draft_min, s.p_min, s.ngld) for s in settings}
     plan = make_plan(cfg, prepared.build, prepared.models, prepared.prompts, repetitions=1)
     return [
         inv if inv.warmup else inv.model_copy(update={"repetition": rep})
         for inv in plan.invocations
-        if inv.role == "baseline" or (inv.role == "speculative" and (inv.draft_max, inv.ngld or 0) in wanted)
+        if inv.role == "baseline"
+        or (
+            inv.role == "speculative"
+            and (inv.draft_max, inv.draft_min or 0, inv.p_min or 0.0, inv.ngld or 0) in wanted
+        )  # fmt: skip
     ]
-
-
-def first_round(ranked: list[Setting], measured: set[tuple], k: int) -> list[Setting]:
-    """The model's best ``k`` unmeasured settings, each draft_max at least SPREAD apart from those
-    chosen or measured at its ngld, except the model's best, which is always taken: neighbours
-    like 11, 12, 13 differ less than one repetition's noise, so measuring them all tells nothing."""
-    taken: list[Setting] = []
-    near = [s for s in ranked if s.key() in measured]
-    for s in ranked:
-        if len(taken) >= k:
-            break
-        if s.key() in measured:
-            continue
-        close = any(
-            o.ngld == s.ngld and max(o.draft_max, s.draft_max) < SPREAD * min(o.draft_max, s.draft_max)
-            for o in near + taken
-        )
-        if taken and close:
-            continue
-        taken.append(s)
-    return taken
 
 
 def _rows(run_dir: Path) -> dict[tuple, ReportRow]:
@@ -212,9 +174,9 @@ def tune(
     p = base.pairs[pair]
     ngl = base.sweep.ngl[0]
     ngld_values = sorted(set(base.sweep.ngld)) if gpu else [0]
-    dmin, pmin = base.sweep.draft_min[0], base.sweep.p_min[0]
-    every = [Setting(g, min(dmin, g), pmin, ngl, nd) for nd in ngld_values for g in range(1, max_draft + 1)]
-    probe = [s for s in every if s.draft_max == min(PROBE_DRAFT, max_draft) and s.ngld == ngld_values[-1]]
+    every = candidates(base, ngl, ngld_values, max_draft)
+    probe_g = min(PROBE_DRAFT, max_draft)
+    probe = [s for s in every if s.ngld == ngld_values[-1] and s.draft_max == max(probe_g, s.draft_min)]
     benchmark.prepare_run_dir(run_dir, False)
     first = _round_config(base, probe, 1, base.warmup)
     prepared = benchmark.prepare(first)
@@ -236,10 +198,11 @@ def tune(
         )
         for st in settings:
             rounds[st.key()] = rounds.get(st.key(), 0) + 1
-        names = ", ".join(f"draft_max {st.draft_max}" for st in settings)
+        names = ", ".join(st.label() for st in settings)
         result.rounds.append(f"round {rep + 1}: baseline and {names}")
 
-    note(f"probe: baseline and draft_max {probe[0].draft_max} over {len(prepared.prompts)} prompt(s)")
+    probed = ", ".join(st.label() for st in probe)
+    note(f"probe: baseline and {probed} over {len(prepared.prompts)} prompt(s)")
     measure(probe, first_round=True)
     rows = _rows(run_dir)
     depth = kv_depth(run_dir, base.generation.n_predict)
@@ -262,20 +225,7 @@ def tune(
         result.alpha = fit_alpha([(r.draft_max, r.tokens_per_pass) for r in measured])
         bases = [r.baseline_tps for r in measured if r.baseline_tps]
         result.baseline_tps = sum(bases) / len(bases) if bases else None
-        target = cal.costs(p.target, ngl)
-        for key, c in cands.items():
-            row = rows.get(key)
-            tokens = row.tokens_per_pass if row and row.tokens_per_pass else None
-            if tokens is None and result.alpha is not None:
-                tokens = expected_tokens(result.alpha, c.setting.draft_max)
-            draft = cal.costs(p.draft, c.setting.ngld)
-            if tokens is not None and target and draft:
-                c.model_speedup = model_speedup(
-                    target, draft, c.setting.draft_max, tokens, result.baseline_tps
-                )
-            if row is not None:
-                c.speedup, c.speedup_ci_low, c.speedup_ci_high, c.n = (
-                    row.speedup, row.speedup_ci_low, row.speedup_ci_high, row.n)  # fmt: skip
+        predict(cands, rows, cal, p.target, p.draft, ngl, result.baseline_tps)
 
     update()
     per_run = _mean_wall(run_dir)
@@ -323,40 +273,10 @@ def _finish(result: TuneResult, base: Config, prepared: benchmark.Prepared, cand
     p = base.pairs[result.pair]
     cfg = _round_config(base, [best.setting], 1, 0)
     spec = next(i for i in _invocations(cfg, prepared, [best.setting]) if i.role == "speculative")
-    result.command = _with_placeholder(spec.argv, spec.prompt_text)
+    result.command = with_placeholder(spec.argv, spec.prompt_text)
     result.server_command = server_command(prepared, base, best.setting, p.target, p.draft)
     if best.speedup <= 1.0:
         target, draft = cal.costs(p.target, ngl), cal.costs(p.draft, best.setting.ngld)
         top = max(cands.values(), key=lambda c: c.model_speedup or 0)
-        tokens = expected_tokens(result.alpha or 0.0, top.setting.draft_max)
-        if target and draft:
-            result.no_gain = diagnose(target, draft, top.setting.draft_max, tokens, result.baseline_tps)
-
-
-def _with_placeholder(argv: list[str], prompt: str) -> str:
-    import shlex
-
-    return shlex.join(["PROMPT" if a == prompt else a for a in argv]).replace("PROMPT", '"$PROMPT"')
-
-
-def server_command(prepared: benchmark.Prepared, base: Config, s: Setting, target: str, draft: str) -> str:
-    """llama-server with the same models and settings (its flag spellings come from its --help)."""
-    import shlex
-
-    server = prepared.build.binaries.get("server")
-    spec = prepared.build.binary(base.speculative_role)
-    f = server.flags if server is not None and server.flags.draft_max else spec.flags
-    gen = base.generation
-    argv = [server.path if server else "llama-server", "-m", str(prepared.models[target].path),
-            f.model_draft or "-md", str(prepared.models[draft].path), "-c", str(gen.ctx_size),
-            "-ngl", str(s.ngl), f.ngld or "-ngld", str(s.ngld),
-            f.draft_max or "--draft-max", str(s.draft_max)]  # fmt: skip
-    if f.draft_min:
-        argv += [f.draft_min, str(s.draft_min)]
-    if f.p_min:
-        argv += [f.p_min, f"{s.p_min:g}"]
-    if gen.threads is not None:
-        argv += ["-t", str(gen.threads)]
-    if f.spec_type and "draft-simple" in f.spec_types:
-        argv += [f.spec_type, "draft-simple"]
-    return shlex.join(argv)
+        if target and draft and top.tokens is not None and top.drafted is not None:
+            result.no_gain = diagnose(target, draft, top.drafted, top.tokens, result.baseline_tps)

@@ -3,11 +3,14 @@
 import pytest
 
 from specbench.analysis.speedmodel import (
+    Drafting,
     alpha_for,
     cell_model_speedup,
     diagnose,
+    drafted_per_pass,
     expected_tokens,
     fit_alpha,
+    fit_drafting,
     model_speedup,
 )
 from specbench.results.calibration import Calibration, PassCosts
@@ -84,3 +87,28 @@ def test_cell_model_speedup_needs_a_calibration_of_both_models():
     assert cell_model_speedup(cal, "t", 0, "d", 0, 8, 6.0, 40.0) == pytest.approx(
         model_speedup(cal.models[0], cal.models[1], 8, 6.0, 40.0)
     )
+
+
+def test_drafts_verified_per_step_follow_from_tokens_per_step_and_acceptance():
+    # 5 tokens per step at acceptance 0.8: 4 accepted per step of 5 drafted
+    assert drafted_per_pass(5.0, 0.8, 8) == pytest.approx(5.0)
+    assert drafted_per_pass(5.0, None, 8) == 8.0 and drafted_per_pass(None, 0.8, 8) == 8.0
+    assert drafted_per_pass(9.0, 0.5, 8) == 8.0  # never more than g
+
+
+def test_a_drafting_fit_recovers_acceptance_and_how_soon_p_min_stops_drafts():
+    truth = Drafting(alpha=0.7, keep=0.6)
+    points = [(g, truth.tokens(g), truth.drafted(g)) for g in (4, 8, 16)]
+    fitted = fit_drafting(points)
+    assert fitted.alpha == pytest.approx(0.7, abs=1e-6) and fitted.keep == pytest.approx(0.6, abs=1e-6)
+    assert fitted.drafted(32) < 1 / (1 - 0.6) + 1e-9  # cut drafts saturate: longer draft_max adds little
+    uncut = fit_drafting([(g, expected_tokens(0.7, g), float(g)) for g in (4, 8)])
+    assert uncut.keep == 1.0 and uncut.drafted(8) == 8.0
+    assert fit_drafting([]) is None
+
+
+def test_a_cell_whose_drafts_p_min_cut_short_is_priced_by_the_drafts_it_verified():
+    cal = Calibration(build="b", depth=300, models=[costs("t", 20, 1), costs("d", 4, 0.4)])
+    full = cell_model_speedup(cal, "t", 0, "d", 0, 16, 3.0, None)
+    cut = cell_model_speedup(cal, "t", 0, "d", 0, 16, 3.0, None, drafted=2.5)
+    assert cut > full  # the same tokens per step for far less drafting and a smaller verify pass

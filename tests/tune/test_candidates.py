@@ -1,6 +1,8 @@
-"""The first round's choice: the model's best, then others far enough apart to tell apart."""
+"""Tune's candidate grid and the first round's choice: the model's best, then others far enough
+apart to tell apart."""
 
-from specbench.tune.search import Setting, first_round
+from specbench.plan.config import Config
+from specbench.tune.candidates import Setting, candidates, first_round
 
 
 def settings(*draft_max: int, ngld: int = 0) -> list[Setting]:
@@ -25,3 +27,16 @@ def test_spreads_within_one_ngld_only():
     ranked = settings(12, ngld=0) + settings(12, ngld=99) + settings(13, ngld=0)
     chosen = [(s.draft_max, s.ngld) for s in first_round(ranked, set(), 3)]
     assert chosen == [(12, 0), (12, 99)]
+
+
+def test_the_grid_covers_every_draft_min_and_p_min_of_the_config_with_draft_min_up_to_draft_max():
+    config = Config.model_validate({
+        "models": {"t": {"path": "t.gguf"}, "d": {"path": "d.gguf"}},
+        "pairs": {"p": {"target": "t", "draft": "d"}},
+        "sweep": {"draft_max": [8], "draft_min": [0, 3], "p_min": [0.0, 0.5]},
+    })  # fmt: skip
+    grid = candidates(config, 0, [0], 5)
+    assert {(s.draft_min, s.p_min) for s in grid} == {(0, 0.0), (0, 0.5), (3, 0.0), (3, 0.5)}
+    assert all(s.draft_min <= s.draft_max <= 5 for s in grid)
+    assert sorted(s.draft_max for s in grid if (s.draft_min, s.p_min) == (3, 0.5)) == [3, 4, 5]
+    assert len(grid) == len({s.key() for s in grid}) == 2 * 5 + 2 * 3
