@@ -83,6 +83,9 @@ class PromptsConfig(_Strict):
         return self
 
 
+NUMBER_LISTS = ("draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m", "parallel")
+
+
 class SweepConfig(_Strict):
     """Lists expanded as a cartesian product (see specbench.plan.sweep for which cells apply where)."""
 
@@ -97,9 +100,19 @@ class SweepConfig(_Strict):
     ngram_size_m: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
     parallel: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)  # requests in flight
 
-    @field_validator(
-        "method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m", "parallel"
-    )
+    @field_validator(*NUMBER_LISTS, mode="before")
+    @classmethod
+    def _no_bool_items(cls, v: object) -> object:
+        """``draft_max: [4, yes]`` is a YAML slip, not draft_max 1 (see specbench.plan.numbers)."""
+        for x in v if isinstance(v, list) else [v]:
+            if isinstance(x, bool):
+                raise ValueError(
+                    f"must be a list of numbers, not {str(x).lower()} "
+                    "(YAML reads yes/no/on/off/true/false as booleans)"
+                )
+        return v
+
+    @field_validator("method", *NUMBER_LISTS)
     @classmethod
     def _unique(cls, v: list) -> list:
         dupes = sorted({str(x) for x in v if v.count(x) > 1})

@@ -100,6 +100,11 @@ def test_overrides_apply_before_validation(cfg_dir):
         ("generation.n_predict=1", "--set generation.n_predict: generation.n_predict: must be >= 2"),
         ("repetitions=true", "--set repetitions: repetitions: must be a number, not true"),
         ("generation.temperature=yes", "generation.temperature: must be a number, not true"),
+        (
+            "sweep.draft_max=[4, yes]",
+            "--set sweep.draft_max: sweep.draft_max: must be a list of numbers, not true",
+        ),
+        ("sweep.p_min=[off]", "sweep.p_min: must be a list of numbers, not false"),
     ],
 )
 def test_bad_overrides(cfg_dir, override, expected):
