@@ -26,6 +26,9 @@ TITLES = {
     NGL: "Throughput vs GPU layers",
 }
 SERIES_KEYS = ("run", "method", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m")
+# what tells one cell from another, in label order
+CELL_KEYS = ("run", "pair", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n",
+             "ngram_size_m")  # fmt: skip
 
 
 def _plt():
@@ -169,23 +172,8 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
     return _save(fig, path, report)
 
 
-def _cell_label(rows: list[ReportRow]) -> Callable:
-    return _labeller(
-        rows,
-        (
-            "run",
-            "pair",
-            "method",
-            "draft_max",
-            "draft_min",
-            "p_min",
-            "ngl",
-            "ngld",
-            "ngram_size_n",
-            "ngram_size_m",
-        ),
-        always=("pair", "draft_max"),
-    )
+def _cell_label(rows: list[ReportRow], keys: tuple[str, ...] = CELL_KEYS) -> Callable:
+    return _labeller(rows, keys, always=("pair", "draft_max"))
 
 
 def tps_bars(report: Report, path: Path) -> Path | None:
@@ -290,18 +278,7 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
     if len({r.ngl for r in rows}) < 2:
         return None
     fig, ax = plt.subplots(figsize=(8, 5))
-    series_keys = (
-        "run",
-        "pair",
-        "method",
-        "draft_max",
-        "draft_min",
-        "p_min",
-        "ngld",
-        "ngram_size_n",
-        "ngram_size_m",
-    )
-    label = _labeller(rows, series_keys, always=("pair", "draft_max"))
+    label = _cell_label(rows, tuple(k for k in CELL_KEYS if k != "ngl"))  # ngl is the x axis
     baselines = _groups(rows, lambda r: (r.run, r.target))
     for (run, target), brs in baselines.items():
         points = sorted(
