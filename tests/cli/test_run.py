@@ -202,6 +202,27 @@ def test_unwritable_results_folder_is_a_one_line_error(tmp_path, smol_q4):
     assert_one_line_error(result, "is not writable", "--out")
 
 
+def start_and_signal(
+    config: Path, run_dir: Path, sig: signal.Signals, env: dict, *args: str, wait_s: float = 240
+) -> tuple[int, str, str]:
+    """Start ``specbench run`` (with ``args``), wait for its first sample, send ``sig``; its exit
+    code, stdout and stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specbench", "run", str(config), "--out", str(run_dir), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    samples_file = run_dir / "samples.jsonl"
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if samples_file.is_file() and samples_file.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be signalled"
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
 def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q4):
     config = write_config(
         tmp_path / "ngram.yaml",
@@ -215,20 +236,8 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
     )
     run_dir = tmp_path / "run"
     env = {**os.environ, "SPECBENCH_RESULTS": str(tmp_path / "results")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "specbench", "run", str(config), "--out", str(run_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
-    )  # fmt: skip
-    samples_file = run_dir / "samples.jsonl"
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        if samples_file.is_file() and samples_file.read_text().count("\n") >= 1:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run ended before it could be interrupted"
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    code, _, err = start_and_signal(config, run_dir, signal.SIGINT, env)
+    assert code == 130, err
     assert "Traceback" not in err
     assert f"resume with: specbench run --resume {run_dir}" in err
     kept = load_samples(run_dir)

@@ -8,9 +8,6 @@ import json
 import os
 import shlex
 import signal
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -18,6 +15,7 @@ import pytest
 import yaml
 
 from specbench.results.folder import load_manifest, load_samples
+from tests.cli.test_run import start_and_signal
 from tests.fixtures.build import assert_one_line_error, cli
 
 pytestmark = pytest.mark.slow
@@ -57,31 +55,14 @@ def _llama_processes(marker: str) -> list[int]:
     return pids
 
 
-def _start_and_signal(config: Path, run_dir: Path, sig: signal.Signals, env: dict) -> tuple[int, str, str]:
-    """Start a run with --set overrides, wait for its first sample, send ``sig``."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "specbench", "run", str(config), "--out", str(run_dir),
-         "--set", "repetitions=2", "--set", "generation.n_predict=16"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
-    )  # fmt: skip
-    samples_file = run_dir / "samples.jsonl"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if samples_file.is_file() and samples_file.read_text().count("\n") >= 1:
-            break
-        time.sleep(0.02)
-    assert proc.poll() is None, "the run ended before it could be signalled"
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
-    return proc.returncode, out, err
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_signal_keeps_samples_and_the_printed_resume_command_works(tmp_path, llama_build, smol_q4, sig):
     config, marker = ngram_config(tmp_path, smol_q4)
     run_dir = tmp_path / "run dir"  # a space: the printed command must quote it
     env = {**os.environ, "SPECBENCH_RESULTS": str(tmp_path / "results")}
-    code, _, err = _start_and_signal(config, run_dir, sig, env)
+    code, _, err = start_and_signal(
+        config, run_dir, sig, env, "--set", "repetitions=2", "--set", "generation.n_predict=16", wait_s=300
+    )
     assert code == 128 + sig, err
     assert "Traceback" not in err and f"interrupted ({sig.name})" in err
     assert not _llama_processes(marker), "llama.cpp outlived the run"
