@@ -171,8 +171,7 @@ def _row(
         predicted = stats.predicted_speedup(a, first.draft_max, c)
         best_g = stats.best_draft_length(a, c)
     tpp = _tokens_per_pass(used)
-    cut = first.draft_max and first.p_min  # p_min > 0 cuts drafts short: price the verified ones
-    drafted = drafted_per_pass(tpp, acceptance, first.draft_max) if cut else None
+    drafted = drafted_per_pass(tpp, acceptance, first.draft_max, first.p_min) if first.draft_max else None
     modelled = cell_model_speedup(
         cal, first.model, first.ngl, first.draft, first.ngld, first.draft_max, tpp, b.mean, drafted
     )

@@ -61,10 +61,11 @@ def fit_alpha(points: Sequence[tuple[int, float]]) -> float | None:
     return sum(g * alpha_for(e, g) for g, e in usable) / sum(g for g, _ in usable)
 
 
-def drafted_per_pass(tokens: float | None, acceptance: float | None, g: int) -> float:
-    """Drafts the target verified per pass: (E − 1) / acceptance, since a pass accepts that share of
-    its drafts; g when not measurable (no acceptance yet)."""
-    if tokens is None or not acceptance or acceptance <= 0:
+def drafted_per_pass(tokens: float | None, acceptance: float | None, g: int, p_min: float | None) -> float:
+    """Drafts the target verified per pass. Only p_min cuts a draft short, so g when p_min is 0;
+    else (E − 1) / acceptance, since a pass accepts that share of its drafts (g when not measurable:
+    no acceptance yet)."""
+    if not p_min or tokens is None or not acceptance or acceptance <= 0:
         return float(g)
     return min(max((tokens - 1.0) / acceptance, 0.0), float(g))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specbench.analysis.cells import ReportRow
-from specbench.analysis.speedmodel import Drafting, drafted_per_pass, fit_drafting, model_speedup
+from specbench.analysis.speedmodel import drafted_per_pass, fit_drafting, model_speedup
 from specbench.plan.config import Config
 from specbench.results.calibration import Calibration
 
@@ -60,13 +60,13 @@ def predict(cands: dict, rows: dict, cal: Calibration, target_name: str, draft_n
             baseline_tps: float | None) -> None:  # fmt: skip
     """Each candidate's ``model_speedup`` (and its measured speedup, where measured). A (draft_min,
     p_min) with no measured cell yet borrows the fit pooled over all (as if drafts were never cut)."""
-    shapes: dict[tuple, Drafting | None] = {}
+    points: dict[tuple, list[tuple[int, float, float]]] = {}
     for r in rows.values():
-        shapes.setdefault((r.draft_min or 0, r.p_min or 0.0), None)
-    for fam in shapes:
-        points = [(r.draft_max, r.tokens_per_pass, _drafted(r)) for r in rows.values()
-                  if (r.draft_min or 0, r.p_min or 0.0) == fam and r.tokens_per_pass is not None]  # fmt: skip
-        shapes[fam] = fit_drafting(points)
+        if r.tokens_per_pass is not None:
+            points.setdefault((r.draft_min or 0, r.p_min or 0.0), []).append(
+                (r.draft_max, r.tokens_per_pass, _drafted(r))
+            )
+    shapes = {family: fit_drafting(pts) for family, pts in points.items()}
     pooled = fit_drafting([(r.draft_max, r.tokens_per_pass, float(r.draft_max)) for r in rows.values()
                            if r.tokens_per_pass is not None])  # fmt: skip
     target = cal.costs(target_name, ngl)
@@ -86,8 +86,7 @@ def predict(cands: dict, rows: dict, cal: Calibration, target_name: str, draft_n
 
 
 def _drafted(r: ReportRow) -> float:
-    """Drafts verified per step: g unless p_min cuts drafts short (then measured)."""
-    return drafted_per_pass(r.tokens_per_pass, r.acceptance, r.draft_max) if r.p_min else float(r.draft_max)
+    return drafted_per_pass(r.tokens_per_pass, r.acceptance, r.draft_max, r.p_min)
 
 
 def first_round(ranked: list[Setting], measured: set[tuple], k: int) -> list[Setting]:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from specbench.analysis.cells import ALL, ReportRow
 from specbench.analysis.report import aggregate
-from specbench.analysis.speedmodel import diagnose, fit_alpha
+from specbench.analysis.speedmodel import diagnose
 from specbench.errors import ConfigError
 from specbench.execute import benchmark
 from specbench.execute.runner import ProgressFn, execute
@@ -56,7 +56,6 @@ class TuneResult:
     candidates: list[Candidate]
     best: Candidate | None
     calibration: Calibration | None
-    alpha: float | None
     baseline_tps: float | None
     command: str | None
     server_command: str | None
@@ -181,7 +180,7 @@ def tune(
     first = _round_config(base, probe, 1, base.warmup)
     prepared = benchmark.prepare(first)
     manifest = benchmark.make_manifest(prepared, run_dir, command_line or [])
-    result = TuneResult(pair, run_dir, [], None, None, None, None, None, None, None, 0.0)
+    result = TuneResult(pair, run_dir, [], None, None, None, None, None, None, 0.0)
 
     rounds: dict[tuple, int] = {}  # setting -> rounds it was measured in
 
@@ -222,7 +221,6 @@ def tune(
     def update() -> None:
         rows.update(_rows(run_dir))
         measured = [r for r in rows.values() if r.tokens_per_pass is not None]
-        result.alpha = fit_alpha([(r.draft_max, r.tokens_per_pass) for r in measured])
         bases = [r.baseline_tps for r in measured if r.baseline_tps]
         result.baseline_tps = sum(bases) / len(bases) if bases else None
         predict(cands, rows, cal, p.target, p.draft, ngl, result.baseline_tps)

@@ -91,9 +91,10 @@ def test_cell_model_speedup_needs_a_calibration_of_both_models():
 
 def test_drafts_verified_per_step_follow_from_tokens_per_step_and_acceptance():
     # 5 tokens per step at acceptance 0.8: 4 accepted per step of 5 drafted
-    assert drafted_per_pass(5.0, 0.8, 8) == pytest.approx(5.0)
-    assert drafted_per_pass(5.0, None, 8) == 8.0 and drafted_per_pass(None, 0.8, 8) == 8.0
-    assert drafted_per_pass(9.0, 0.5, 8) == 8.0  # never more than g
+    assert drafted_per_pass(5.0, 0.8, 8, 0.5) == pytest.approx(5.0)
+    assert drafted_per_pass(5.0, None, 8, 0.5) == 8.0 and drafted_per_pass(None, 0.8, 8, 0.5) == 8.0
+    assert drafted_per_pass(9.0, 0.5, 8, 0.5) == 8.0  # never more than g
+    assert drafted_per_pass(5.0, 0.8, 8, 0.0) == 8.0  # without p_min every draft is g long
 
 
 def test_a_drafting_fit_recovers_acceptance_and_how_soon_p_min_stops_drafts():
