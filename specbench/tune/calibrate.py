@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from specbench import paths
 from specbench.build.buildinfo import BuildInfo
 from specbench.errors import RunError
+from specbench.execute.process import child_env
 from specbench.results.calibration import Calibration, PassCosts
 
 DECODE_TOKENS = 16  # tg length: the decode time per token is its mean
@@ -107,7 +108,7 @@ def measure_model(
             pass
     try:
         proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, env=_env()
+            argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, env=child_env()
         )
     except subprocess.TimeoutExpired as exc:
         raise RunError(
@@ -122,14 +123,6 @@ def measure_model(
     tmp.write_text(costs.model_dump_json())
     tmp.replace(cache)
     return costs
-
-
-def _env() -> dict[str, str]:
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"}
-    env["LC_ALL"] = "C"
-    return env
 
 
 def calibrate(
