@@ -1,0 +1,83 @@
+"""The gate's vocabulary, in one place for every command that gates (``compare``, ``ab``): what a
+cell's decision can be, the one rule that turns a measured change and its confidence bounds into
+it, and the exit code a set of decisions gives.
+
+The rule (README, "Regression gate"): a change that is significant and beyond the threshold
+fails, however noisy the data; a cell passes only when the data excludes a regression of the
+threshold's size; a cell that can do neither is *too noisy to decide* (undecided), which is its
+own outcome with its own exit code, never a silent pass. So more data can turn "too noisy" into
+pass or fail, but never a fail into a pass: a point estimate beyond the threshold cannot pass.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum, StrEnum
+
+
+class Status(StrEnum):
+    """One cell's decision."""
+
+    FAIL = "fail"  # significant and beyond the threshold (or beyond it with no noise estimate)
+    WARN = "warn"  # passes the rule, but something is off (a noisy side); fails only with --strict
+    TOO_NOISY = "too_noisy"  # neither: the data cannot exclude a regression of the threshold's size
+    IMPROVED = "improved"  # significant and beyond the threshold, upwards
+    PASS = "pass"  # the data excludes a regression of the threshold's size
+    UNDECIDED = "too_noisy"  # the same outcome under the name `ab` uses (an alias, not a new value)
+
+
+class Verdict(StrEnum):
+    """What a whole gate says; each has its exit code (``ExitCode``)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    UNDECIDED = "undecided"
+    NOTHING = "nothing_to_compare"
+
+
+class ExitCode(IntEnum):
+    """Exit codes of the gating commands (``compare``, ``ab``), documented in the README."""
+
+    PASS = 0  # every cell passed or improved (warnings too, unless --strict)
+    FAIL = 1  # a regression: a failed cell, a cell that stopped working, a missing cell
+    BAD_INPUT = 2  # bad input, or the two sides are not comparable (other machine, models, runner)
+    UNDECIDED = 3  # no failure, but a cell too noisy to decide (--allow-noisy passes it)
+    NOTHING = 4  # a side has nothing to compare (an interrupted or empty run)
+
+
+EXIT_CODES = {
+    Verdict.PASS: ExitCode.PASS,
+    Verdict.FAIL: ExitCode.FAIL,
+    Verdict.UNDECIDED: ExitCode.UNDECIDED,
+    Verdict.NOTHING: ExitCode.NOTHING,
+}
+
+
+def classify(change: float, low: float | None, high: float | None, threshold: float) -> Status:
+    """The rule on a change (relative, or in points) and its confidence bounds.
+
+    ``low``/``high`` are the one-sided (1 - alpha) bounds of the change (equivalently the
+    (1 - 2 alpha) two-sided interval), None when the noise is unknown (one value on a side): then
+    the threshold alone can fail a cell, and nothing else can be decided. A change exactly at the
+    threshold is not beyond it. ``WARN`` is never returned here: it is a caller's downgrade of a
+    pass (for example a noisy side)."""
+    if low is None or high is None:
+        return Status.FAIL if change < -threshold else Status.TOO_NOISY
+    if change < -threshold and high < 0:
+        return Status.FAIL
+    if change > threshold and low > 0:
+        return Status.IMPROVED
+    if low >= -threshold:
+        return Status.PASS
+    return Status.TOO_NOISY
+
+
+def verdict(failed: int, undecided: int, nothing: bool = False, allow_noisy: bool = False) -> Verdict:
+    """The gate's verdict from what its cells said: a failure wins over an empty side, which wins
+    over undecided cells (``allow_noisy`` passes those)."""
+    if failed:
+        return Verdict.FAIL
+    if nothing:
+        return Verdict.NOTHING
+    if undecided and not allow_noisy:
+        return Verdict.UNDECIDED
+    return Verdict.PASS
