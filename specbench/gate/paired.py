@@ -13,10 +13,11 @@ normal), and its interval is distribution-free (it needs only symmetric pair dif
 A/B of exchangeable runs has under no change), exact at 6 pairs, and deterministic: the same
 samples always give the same decision, which a bootstrap (random resamples) does not.
 
-Decisions against a relative ``threshold`` (points for acceptance):
-``fail`` the estimate is a slowdown beyond the threshold and the interval excludes no change
-(significant); ``improved`` the mirror image; ``pass`` the interval excludes a slowdown of the
-threshold; ``undecided`` none of these: more pairs are needed. Fewer than 6 pairs cannot give a
+Decisions against a relative ``threshold`` (points for acceptance) follow the gate's one rule
+(``specbench.gate.decision.classify``) on the 95% interval: ``fail`` the estimate is a slowdown
+beyond the threshold and the interval excludes no change (significant); ``improved`` the mirror
+image; ``pass`` the interval excludes a slowdown of the threshold; ``undecided`` (the gate's
+``too_noisy``) none of these: more pairs are needed. Fewer than 6 pairs cannot give a
 95% interval (2/2^n > 5%), so they are always undecided.
 """
 
@@ -24,10 +25,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from enum import StrEnum
 from functools import lru_cache
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
+
+from specbench.gate.decision import EXIT_CODES, Status, classify, verdict
 
 CONFIDENCE = 0.95
 MIN_PAIRS = 6  # the fewest pairs whose signed-rank interval reaches 95% (1 - 2/2^6 = 96.9%)
@@ -35,22 +37,15 @@ EXACT_UP_TO = 200  # pairs; beyond this the signed-rank distribution is taken as
 ACCEPTANCE_POINTS = 2.0
 
 
-class Outcome(StrEnum):
-    FAIL = "fail"
-    PASS = "pass"
-    IMPROVED = "improved"
-    UNDECIDED = "undecided"
+def ab_word(status: Status) -> str:
+    """The name ``ab`` prints for a decision: the gate's ``too_noisy`` reads ``undecided`` there."""
+    return "undecided" if status == Status.TOO_NOISY else str(status)
 
 
-EXIT_CODES = {Outcome.PASS: 0, Outcome.IMPROVED: 0, Outcome.FAIL: 1, Outcome.UNDECIDED: 3}
-
-
-def exit_code(outcomes: Sequence[Outcome | str]) -> int:
+def exit_code(statuses: Sequence[Status | str]) -> int:
     """0 when everything passed or improved, 1 on any fail, else 3 on any undecided."""
-    found = {Outcome(o) for o in outcomes}
-    if Outcome.FAIL in found:
-        return 1
-    return 3 if Outcome.UNDECIDED in found else 0
+    found = {Status(s) for s in statuses}
+    return int(EXIT_CODES[verdict(failed=Status.FAIL in found, undecided=Status.TOO_NOISY in found)])
 
 
 class Interval(BaseModel):
@@ -75,8 +70,14 @@ class PairedDecision(BaseModel):
     ci_high: float | None
     p_value: float | None
     detectable: float | None  # smallest change this run could call significant (relative, or points)
-    decision: Outcome
+    status: Status
     reason: str
+
+    @computed_field
+    @property
+    def decision(self) -> str:
+        """fail, pass, improved or undecided."""
+        return ab_word(self.status)
 
 
 def walsh_averages(d: Sequence[float]) -> list[float]:
@@ -205,7 +206,7 @@ def decide_ratio(
     if not d:
         return PairedDecision(
             metric=metric, unit="ratio", n_pairs=0, ratio=None, ci_low=None, ci_high=None, p_value=None,
-            detectable=None, decision=Outcome.UNDECIDED, reason="no pair with a valid value on both builds",
+            detectable=None, status=Status.TOO_NOISY, reason="no pair with a valid value on both builds",
         )  # fmt: skip
     iv = interval(d, confidence)
     ratio = math.exp(iv.estimate)
@@ -213,28 +214,25 @@ def decide_ratio(
     if iv.low is None or iv.high is None:
         return PairedDecision(
             metric=metric, unit="ratio", n_pairs=iv.n, ratio=ratio, ci_low=None, ci_high=None,
-            p_value=iv.p_value, detectable=None, decision=Outcome.UNDECIDED,
+            p_value=iv.p_value, detectable=None, status=Status.TOO_NOISY,
             reason=f"{_pct(ratio - 1)} from {iv.n} pairs: at least {MIN_PAIRS} are needed for a 95% interval",
         )  # fmt: skip
     lo, hi = math.exp(iv.low), math.exp(iv.high)
     detectable = math.exp((iv.high - iv.low) / 2.0) - 1.0
-    floor = math.log1p(-threshold)  # the slowdown that counts, in log space
     ci = f"[{_pct(lo - 1)}, {_pct(hi - 1)}]"
-    if iv.estimate < floor and iv.high < 0:
-        outcome, why = Outcome.FAIL, f"{_pct(ratio - 1)} {ci}: a significant slowdown beyond -{thr}"
-    elif iv.estimate > -floor and iv.low > 0:
-        outcome, why = Outcome.IMPROVED, f"{_pct(ratio - 1)} {ci}: significantly faster"
-    elif iv.low >= floor:
-        outcome, why = Outcome.PASS, f"{_pct(ratio - 1)} {ci}: excludes a slowdown of {thr}"
-    else:
-        outcome = Outcome.UNDECIDED
-        why = (
-            f"{_pct(ratio - 1)} {ci}: cannot exclude a slowdown of {thr} nor show one; "
-            f"this run detects changes of ±{detectable * 100:.1f}%: more repetitions"
-        )
+    outcome = classify(ratio - 1.0, lo - 1.0, hi - 1.0, threshold)
+    why = {
+        Status.FAIL: f"{_pct(ratio - 1)} {ci}: a significant slowdown beyond -{thr}",
+        Status.IMPROVED: f"{_pct(ratio - 1)} {ci}: significantly faster",
+        Status.PASS: f"{_pct(ratio - 1)} {ci}: excludes a slowdown of {thr}",
+    }.get(
+        outcome,
+        f"{_pct(ratio - 1)} {ci}: cannot exclude a slowdown of {thr} nor show one; "
+        f"this run detects changes of ±{detectable * 100:.1f}%: more repetitions",
+    )
     return PairedDecision(
         metric=metric, unit="ratio", n_pairs=iv.n, ratio=ratio, ci_low=lo, ci_high=hi, p_value=iv.p_value,
-        detectable=detectable, decision=outcome, reason=why,
+        detectable=detectable, status=outcome, reason=why,
     )  # fmt: skip
 
 
@@ -252,28 +250,27 @@ def decide_points(
     if not d:
         return PairedDecision(
             metric=metric, unit="points", n_pairs=0, ratio=None, ci_low=None, ci_high=None, p_value=None,
-            detectable=None, decision=Outcome.UNDECIDED, reason="no pair with a valid value on both builds",
+            detectable=None, status=Status.TOO_NOISY, reason="no pair with a valid value on both builds",
         )  # fmt: skip
     iv = interval(d, confidence)
     est = iv.estimate
     if iv.low is None or iv.high is None:
         return PairedDecision(
             metric=metric, unit="points", n_pairs=iv.n, ratio=est, ci_low=None, ci_high=None,
-            p_value=iv.p_value, detectable=None, decision=Outcome.UNDECIDED,
+            p_value=iv.p_value, detectable=None, status=Status.TOO_NOISY,
             reason=f"{est:+.1f} points from {iv.n} pairs: at least {MIN_PAIRS} are needed for a 95% interval",
         )  # fmt: skip
     ci = f"[{iv.low:+.1f}, {iv.high:+.1f}]"
     detectable = (iv.high - iv.low) / 2.0
-    if est < -points and iv.high < 0:
-        outcome, why = Outcome.FAIL, f"{est:+.1f} points {ci}: a significant drop beyond -{points:g}"
-    elif est > points and iv.low > 0:
-        outcome, why = Outcome.IMPROVED, f"{est:+.1f} points {ci}: significantly higher"
-    elif iv.low >= -points:
-        outcome, why = Outcome.PASS, f"{est:+.1f} points {ci}: excludes a drop of {points:g}"
-    else:
-        outcome = Outcome.UNDECIDED
-        why = f"{est:+.1f} points {ci}: cannot exclude a drop of {points:g} nor show one: more repetitions"
+    outcome = classify(est, iv.low, iv.high, points)
+    why = {
+        Status.FAIL: f"{est:+.1f} points {ci}: a significant drop beyond -{points:g}",
+        Status.IMPROVED: f"{est:+.1f} points {ci}: significantly higher",
+        Status.PASS: f"{est:+.1f} points {ci}: excludes a drop of {points:g}",
+    }.get(
+        outcome, f"{est:+.1f} points {ci}: cannot exclude a drop of {points:g} nor show one: more repetitions"
+    )
     return PairedDecision(
         metric=metric, unit="points", n_pairs=iv.n, ratio=est, ci_low=iv.low, ci_high=iv.high,
-        p_value=iv.p_value, detectable=detectable, decision=outcome, reason=why,
+        p_value=iv.p_value, detectable=detectable, status=outcome, reason=why,
     )  # fmt: skip

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specbench.gate.decision import Status as Outcome
 from specbench.gate.paired import (
     MIN_PAIRS,
-    Outcome,
     _critical,
     _signed_rank_cdf,
     decide_points,
@@ -60,7 +60,7 @@ def test_one_outlier_does_not_widen_the_interval_much():
     clean = decide_ratio(base, head, threshold=0.05)
     head[4] = 19.0
     dirty = decide_ratio(base, head, threshold=0.05)
-    assert clean.decision == dirty.decision == Outcome.PASS
+    assert clean.status == dirty.status == Outcome.PASS
     width = lambda d: math.log(d.ci_high / d.ci_low)  # noqa: E731
     assert width(dirty) < 1.6 * width(clean)
     assert abs(dirty.ratio - clean.ratio) < 0.01
@@ -69,32 +69,32 @@ def test_one_outlier_does_not_widen_the_interval_much():
 def test_a_five_percent_drop_fails_and_a_tiny_one_passes():
     base, head = _noisy(18, 0.93, 0.015, seed=1)
     d = decide_ratio(base, head, threshold=0.05)
-    assert d.decision == Outcome.FAIL and d.ci_high < 1 and d.ratio < 0.95
+    assert d.status == Outcome.FAIL and d.ci_high < 1 and d.ratio < 0.95
     assert d.p_value < 0.01
     base, head = _noisy(18, 0.99, 0.01, seed=2)
-    assert decide_ratio(base, head, threshold=0.05).decision == Outcome.PASS
+    assert decide_ratio(base, head, threshold=0.05).status == Outcome.PASS
     base, head = _noisy(18, 1.08, 0.01, seed=2)
-    assert decide_ratio(base, head, threshold=0.05).decision == Outcome.IMPROVED
+    assert decide_ratio(base, head, threshold=0.05).status == Outcome.IMPROVED
 
 
 def test_noise_wider_than_the_threshold_is_undecided_and_says_what_it_could_detect():
     base, head = _noisy(8, 0.97, 0.10, seed=4)
     d = decide_ratio(base, head, threshold=0.05)
-    assert d.decision == Outcome.UNDECIDED
+    assert d.status == Outcome.UNDECIDED
     assert d.detectable > 0.05 and "detects changes of" in d.reason
 
 
 def test_a_significant_drop_smaller_than_the_threshold_is_not_a_fail():
     base, head = _noisy(30, 0.97, 0.003, seed=5)
     d = decide_ratio(base, head, threshold=0.05)
-    assert d.ci_high < 1 and d.decision == Outcome.PASS
+    assert d.ci_high < 1 and d.status == Outcome.PASS
 
 
 def test_too_few_pairs_are_undecided_never_pass():
     base, head = _noisy(MIN_PAIRS - 1, 1.0, 0.0001, seed=6)
     d = decide_ratio(base, head)
-    assert d.decision == Outcome.UNDECIDED and d.ci_low is None and "at least 6" in d.reason
-    assert decide_ratio([], []).decision == Outcome.UNDECIDED
+    assert d.status == Outcome.UNDECIDED and d.ci_low is None and "at least 6" in d.reason
+    assert decide_ratio([], []).status == Outcome.UNDECIDED
 
 
 def test_pairs_with_a_bad_value_are_dropped():
@@ -107,7 +107,7 @@ def test_a_a_false_fail_rate_is_at_most_alpha_half():
     fails = passes = 0
     for seed in range(400):
         base, head = _noisy(18, 1.0, 0.015, seed=1000 + seed)
-        out = decide_ratio(base, head, threshold=0.02).decision
+        out = decide_ratio(base, head, threshold=0.02).status
         fails += out == Outcome.FAIL
         passes += out == Outcome.PASS
     assert fails <= 0.025 * 400
@@ -126,9 +126,9 @@ def test_interval_coverage_is_at_least_nominal():
 
 def test_acceptance_in_points():
     same = decide_points([0.9] * 6, [0.9] * 6)
-    assert same.decision == Outcome.PASS and same.ratio == 0 and same.p_value == 1.0
+    assert same.status == Outcome.PASS and same.ratio == 0 and same.p_value == 1.0
     drop = decide_points([0.9 + i * 0.001 for i in range(8)], [0.8 + i * 0.001 for i in range(8)])
-    assert drop.decision == Outcome.FAIL and drop.ratio == pytest.approx(-10)
+    assert drop.status == Outcome.FAIL and drop.ratio == pytest.approx(-10)
     assert drop.unit == "points"
 
 
@@ -143,8 +143,8 @@ def test_p_value_matches_scipy():
 
 def test_exit_codes():
     assert exit_code([Outcome.PASS, Outcome.IMPROVED]) == 0
-    assert exit_code(["pass", "undecided"]) == 3
-    assert exit_code(["undecided", "fail", "pass"]) == 1
+    assert exit_code(["pass", "too_noisy"]) == 3
+    assert exit_code(["too_noisy", "fail", "pass"]) == 1
     assert exit_code([]) == 0
 
 
@@ -179,12 +179,12 @@ def test_swapping_builds_mirrors_the_decision(pairs):
     ab, ba = decide_ratio(base, head), decide_ratio(head, base)
     assert ab.ratio * ba.ratio == pytest.approx(1.0)
     mirror = {Outcome.FAIL: Outcome.IMPROVED, Outcome.IMPROVED: Outcome.FAIL}
-    if ab.decision in mirror:
-        assert ba.decision == mirror[ab.decision]
+    if ab.status in mirror:
+        assert ba.status == mirror[ab.status]
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.floats(1, 200, allow_nan=False), min_size=MIN_PAIRS, max_size=30))
 def test_identical_builds_always_pass(base):
     d = decide_ratio(base, list(base))
-    assert d.decision == Outcome.PASS and d.ratio == 1.0 and d.p_value == 1.0
+    assert d.status == Outcome.PASS and d.ratio == 1.0 and d.p_value == 1.0
