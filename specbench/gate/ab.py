@@ -1,0 +1,190 @@
+"""The paired gate over one run that measured two (or more) llama.cpp builds side by side.
+
+``specbench ab`` and ``specbench compare RUN`` (one multi-build run folder) end here. A cell is
+everything a sample's cell is but its build and its prompt; its pairs are the (prompt,
+repetition) measured on both builds, whose runs came back to back. Each cell and metric is
+judged by ``specbench.gate.paired``; this module only finds the pairs.
+
+Metrics: ``baseline_tps`` (baseline cells), ``spec_tps``, ``speedup`` (each build's speculative
+t/s over its own baseline of the same prompt and repetition) and ``acceptance`` (in points).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel, computed_field
+
+from specbench.errors import SpecbenchError
+from specbench.gate.decision import Status
+from specbench.gate.paired import ACCEPTANCE_POINTS, PairedDecision, decide_points, decide_ratio, exit_code
+from specbench.results.records import Measurement, Sample
+
+METRICS = ("baseline_tps", "spec_tps", "speedup", "acceptance")
+# The fields of a cell without its build, prompt and repetition (whatever axes a sample has).
+_NOT_CELL = {"build", "prompt_id", "category", "repetition", "generation"}
+
+
+class BuildChoiceError(SpecbenchError):
+    """--base/--head do not name the run's builds (exit 2: bad input)."""
+
+    exit_code = 2
+
+
+class CellDecision(PairedDecision):
+    """One cell and metric of a paired comparison."""
+
+    cell: str
+
+
+class PairedComparison(BaseModel):
+    run: str
+    base: str  # build labels
+    head: str
+    threshold: float
+    decisions: list[CellDecision]
+
+    @computed_field
+    @property
+    def exit_code(self) -> int:
+        """0 pass/improved, 1 any fail, 3 any undecided."""
+        return exit_code([d.status for d in self.decisions]) if self.decisions else 4
+
+    def count(self, status: Status) -> int:
+        return sum(d.status == status for d in self.decisions)
+
+
+def build_of(s: Measurement) -> str | None:
+    return getattr(s, "build", None)
+
+
+def builds_in(samples: Sequence[Sample]) -> list[str]:
+    """The build labels of a run, in the order the first repetition ran them (the config's order)."""
+    ordered = sorted(samples, key=lambda s: s.repetition)  # stable: file order within a repetition
+    return list(dict.fromkeys(b for s in ordered if (b := build_of(s)) is not None))
+
+
+def choose_builds(labels: Sequence[str], base: str | None, head: str | None) -> tuple[str, str]:
+    """Which build is base and which head: named, or the only two (``base``/``head`` when so labelled,
+    else in the config's order)."""
+    known = ", ".join(labels) or "none"
+    for flag, value in (("--base", base), ("--head", head)):
+        if value is not None and value not in labels:
+            raise BuildChoiceError(f"{flag} {value}: no build of that label in the run (builds: {known})")
+    if base is not None and base == head:
+        raise BuildChoiceError(f"--base and --head are both {base}: name two different builds")
+    if len(labels) < 2:
+        raise BuildChoiceError(
+            f"the run measured {len(labels)} build(s) ({known}): a paired comparison needs two; "
+            "compare two separate runs with `specbench compare BASELINE CURRENT`"
+        )
+    if base is not None and head is not None:
+        return base, head
+    if len(labels) > 2 and (base is None or head is None):
+        raise BuildChoiceError(
+            f"the run measured {len(labels)} builds ({known}): pass --base LABEL --head LABEL"
+        )
+    if base is None and head is None and {"base", "head"} <= set(labels):
+        return "base", "head"
+    if base is not None:
+        return base, next(x for x in labels if x != base)
+    if head is not None:
+        return next(x for x in labels if x != head), head
+    return labels[0], labels[1]
+
+
+def _cell(s: Measurement) -> tuple:
+    return tuple((f, getattr(s, f)) for f in Measurement.model_fields if f not in _NOT_CELL)
+
+
+def _label(s: Sample) -> str:
+    from specbench.gate.compare import cell_label
+
+    return cell_label(s)
+
+
+def _usable(s: Sample) -> bool:
+    return s.valid and s.status == "ok"
+
+
+def _baselines(samples: Sequence[Sample]) -> dict[tuple, float]:
+    """Baseline t/s per (build, target, ngl, runner, parallel, prompt, repetition)."""
+    out = {}
+    for s in samples:
+        if s.role == "baseline" and _usable(s) and s.tps:
+            out[(build_of(s), s.model, s.ngl, s.runner, s.parallel, s.prompt_id, s.repetition)] = s.tps
+    return out
+
+
+def _value(s: Sample, metric: str, baselines: dict[tuple, float]) -> float | None:
+    if not _usable(s):
+        return None
+    if metric == "acceptance":
+        v = s.acceptance
+    elif metric == "speedup":
+        ref = baselines.get((build_of(s), s.model, s.ngl, s.runner, s.parallel, s.prompt_id, s.repetition))
+        v = s.tps / ref if s.tps and ref else None
+    else:
+        v = s.tps
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+def pairs(
+    samples: Sequence[Sample], metric: str, base: str, head: str
+) -> dict[tuple, tuple[str, list[float], list[float]]]:
+    """Per cell: its label and the values of base and head over the (prompt, repetition) both have."""
+    if metric not in METRICS:
+        raise BuildChoiceError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
+    role = "baseline" if metric == "baseline_tps" else "speculative"
+    baselines = _baselines(samples) if metric == "speedup" else {}
+    sides: dict[tuple, dict[str, dict[tuple, float]]] = {}
+    labels: dict[tuple, str] = {}
+    for s in samples:
+        b = build_of(s)
+        if s.role != role or b not in (base, head):
+            continue
+        key = _cell(s)
+        labels.setdefault(key, _label(s))
+        per_build = sides.setdefault(key, {base: {}, head: {}})
+        value = _value(s, metric, baselines)
+        if value is not None:  # a duplicated sample line replaces, never double-counts
+            per_build[b][(s.prompt_id, s.repetition)] = value
+    out = {}
+    for key, per_build in sides.items():
+        both = sorted(set(per_build[base]) & set(per_build[head]))
+        out[key] = (labels[key], [per_build[base][k] for k in both], [per_build[head][k] for k in both])
+    return out
+
+
+def decide(
+    base_values: list[float], head_values: list[float], metric: str, threshold: float
+) -> PairedDecision:
+    if metric == "acceptance":
+        return decide_points(base_values, head_values, points=ACCEPTANCE_POINTS, metric=metric)
+    return decide_ratio(base_values, head_values, threshold=threshold, metric=metric)
+
+
+def paired_compare(
+    samples: Sequence[Sample],
+    run: str,
+    base: str | None = None,
+    head: str | None = None,
+    metrics: Sequence[str] = METRICS,
+    threshold: float = 0.05,
+) -> PairedComparison:
+    """Judge head against base in every cell and metric of a multi-build run."""
+    base, head = choose_builds(builds_in(samples), base, head)
+    decisions = []
+    for metric in dict.fromkeys(metrics):
+        for label, b, h in pairs(samples, metric, base, head).values():
+            d = decide(b, h, metric, threshold)
+            decisions.append(CellDecision(cell=label, **d.model_dump(exclude={"decision"})))
+    order = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.IMPROVED: 2, Status.PASS: 3}
+    decisions.sort(key=lambda d: (order.get(d.status, 4), METRICS.index(d.metric), d.cell))
+    return PairedComparison(run=run, base=base, head=head, threshold=threshold, decisions=decisions)
+
+
+def undecided_cells(cmp: PairedComparison) -> set[str]:
+    """Labels of the cells some metric left undecided (what a further round should repeat)."""
+    return {d.cell for d in cmp.decisions if d.status == Status.TOO_NOISY}

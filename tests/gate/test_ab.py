@@ -1,0 +1,95 @@
+"""The paired gate over a multi-build run: which values pair up, which build is which."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from specbench.gate.ab import BuildChoiceError, builds_in, choose_builds, paired_compare, pairs
+from specbench.gate.decision import Status
+from specbench.results.records import Generation, Sample
+
+if "build" in Sample.model_fields:
+    BSample = Sample
+else:  # until the cell declaration carries `build`
+
+    class BSample(Sample):
+        build: str | None = None
+
+
+def sample(build, role, prompt, rep, tps, acceptance=None, status="ok", **kw) -> Sample:
+    spec = role == "speculative"
+    return BSample(
+        build=build, role=role, model="smol_f32", pair="smol" if spec else None,
+        draft="smol_q4" if spec else None, method="draft" if spec else "none", draft_max=8 if spec else None,
+        prompt_id=prompt, category="code", repetition=rep, generation=Generation(n_predict=64),
+        run_id="r", status=status, valid=status == "ok", tps=tps, acceptance=acceptance, wall_s=1.0,
+        started_at="2026-11-23T13:00:00", **kw,
+    )  # fmt: skip
+
+
+def run(head_base=1.0, head_spec=1.0, reps=6, prompts=("p1", "p2"), seed=0, labels=("base", "head")):
+    """An interleaved two-build run (ABBA order) with 1% noise; head's t/s scaled as given."""
+    rng = random.Random(seed)
+    out = []
+    for rep in range(reps):
+        for prompt in prompts:
+            order = labels if rep % 2 == 0 else labels[::-1]
+            for b in order:
+                bt = 56 * math.exp(rng.gauss(0, 0.01)) * (head_base if b == labels[1] else 1)
+                st = 70 * math.exp(rng.gauss(0, 0.01)) * (head_spec if b == labels[1] else 1)
+                out.append(sample(b, "baseline", prompt, rep, bt))
+                out.append(sample(b, "speculative", prompt, rep, st, acceptance=0.9))
+    return out
+
+
+def test_builds_come_in_config_order_and_base_head_labels_win():
+    samples = run(labels=("old", "new"))
+    assert builds_in(samples) == ["old", "new"]
+    assert choose_builds(["old", "new"], None, None) == ("old", "new")
+    assert choose_builds(["head", "base"], None, None) == ("base", "head")
+    assert choose_builds(["a", "b", "c"], "c", "a") == ("c", "a")
+    assert choose_builds(["a", "b"], None, "a") == ("b", "a")
+
+
+@pytest.mark.parametrize(
+    "labels, base, head, words",
+    [
+        (["a", "b", "c"], None, None, "pass --base LABEL --head LABEL"),
+        (["a", "b"], "x", None, "--base x: no build of that label"),
+        (["a", "b"], "a", "a", "both a"),
+        (["a"], None, None, "needs two"),
+    ],
+)
+def test_bad_build_choices_are_one_line_errors(labels, base, head, words):
+    with pytest.raises(BuildChoiceError, match=words):
+        choose_builds(labels, base, head)
+
+
+def test_pairs_are_prompt_and_repetition_on_both_builds():
+    samples = run(reps=3)
+    samples.append(sample("head", "baseline", "p1", 0, 56.0))  # a duplicated line: replaces, not added
+    samples.append(sample("head", "baseline", "p1", 3, 56.0))  # only on head: no pair
+    samples.append(sample("base", "baseline", "p2", 3, 0.0, status="failed"))
+    ((label, b, h),) = pairs(samples, "baseline_tps", "base", "head").values()
+    assert len(b) == len(h) == 6 and "baseline" in label
+
+
+def test_an_a_a_run_passes_and_a_slower_head_fails_baseline_only():
+    same = paired_compare(run(), "r")
+    assert same.exit_code == 0 and same.count(Status.FAIL) == 0
+    assert {d.metric for d in same.decisions} == {"baseline_tps", "spec_tps", "speedup", "acceptance"}
+    slow = paired_compare(run(head_base=0.9), "r", threshold=0.05)
+    by = {d.metric: d for d in slow.decisions}
+    assert by["baseline_tps"].decision == "fail" and by["baseline_tps"].n_pairs == 12
+    assert by["spec_tps"].decision == "pass"
+    assert by["speedup"].decision == "improved"  # spec unchanged over a slower baseline
+    assert slow.exit_code == 1
+
+
+def test_too_few_pairs_are_undecided_exit_3():
+    cmp = paired_compare(run(reps=2), "r", metrics=["spec_tps"])
+    assert [d.decision for d in cmp.decisions] == ["undecided"] and cmp.exit_code == 3
+    assert cmp.model_dump(mode="json")["decisions"][0]["decision"] == "undecided"
