@@ -1,0 +1,257 @@
+"""``specbench bisect``: which commit made llama.cpp slower, found by paired A/B runs.
+
+The candidates are the first-parent commits after ``good`` up to ``bad`` (``git rev-list
+--first-parent good..bad``): merges count as one step, as on a main branch. ``bad`` is taken as
+bad; each step measures the midpoint of the commits still in doubt against ``good`` in one
+interleaved run and lets the paired gate decide: fail -> the midpoint is bad, pass or improved ->
+good. An undecided step (after the extra repetitions of ``repetitions: auto``) stops the search and
+says between which commits the change lies: a guess would send the search the wrong way for good.
+
+The state lives in ``OUT/bisect.json`` (rewritten after every step), each step's run in
+``OUT/step-N-<commit>/``; ``--resume`` replays the finished steps and measures only the rest
+(builds come from the build cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from specbench.errors import SpecbenchError
+from specbench.gate.decision import Status
+
+STATE = "bisect.json"
+
+
+class BisectError(SpecbenchError):
+    """Bad bisect input: a ref that is not there, an empty range (exit 2)."""
+
+    exit_code = 2
+
+
+class Commit(BaseModel):
+    sha: str
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+
+class Step(BaseModel):
+    """One measured midpoint against good."""
+
+    index: int  # into BisectState.commits
+    commit: str
+    run_dir: str
+    status: Status | None = None  # None: not finished (re-measured on --resume)
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    reason: str = ""
+
+    @property
+    def word(self) -> str:
+        from specbench.gate.paired import ab_word
+
+        return ab_word(self.status) if self.status is not None else "unfinished"
+
+
+class BisectState(BaseModel):
+    source: str
+    good: str  # full shas
+    bad: str
+    metric: str
+    threshold: float
+    commits: list[Commit]  # after good, up to and including bad, oldest first
+    steps: list[Step] = []
+
+    def bounds(self) -> tuple[int, int, Step | None]:
+        """(last known good index, first known bad index, the undecided step if one stopped it);
+        -1 is ``good`` itself, len - 1 is ``bad``."""
+        lo, hi = -1, len(self.commits) - 1
+        for step in self.steps:
+            if step.status is None:
+                continue
+            if step.status == Status.FAIL:
+                hi = min(hi, step.index)
+            elif step.status in (Status.PASS, Status.IMPROVED, Status.WARN):
+                lo = max(lo, step.index)
+            else:
+                return lo, hi, step
+        return lo, hi, None
+
+    def next_index(self) -> int | None:
+        """The midpoint to measure next, or None when the search is over (found or undecided)."""
+        lo, hi, stopped = self.bounds()
+        if stopped is not None or hi - lo <= 1:
+            return None
+        return (lo + hi) // 2
+
+    @property
+    def first_bad(self) -> Commit | None:
+        lo, hi, stopped = self.bounds()
+        return self.commits[hi] if stopped is None and hi - lo <= 1 else None
+
+
+def _git(source: Path, *args: str) -> str:
+    git = shutil.which("git")
+    if git is None:
+        raise BisectError("git not found on PATH; bisect needs git")
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(name, None)
+    proc = subprocess.run(
+        [git, *args],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        timeout=120,
+    )
+    if proc.returncode != 0:
+        first = next((ln for ln in proc.stderr.splitlines() if ln.strip()), f"git exited {proc.returncode}")
+        raise BisectError(first.strip())
+    return proc.stdout
+
+
+def _resolve(source: Path, ref: str, flag: str) -> str:
+    try:
+        return _git(source, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+    except BisectError:
+        raise BisectError(f"{flag} {ref}: no such commit in {source} (a branch, tag or sha)") from None
+
+
+def commit_range(source: Path, good: str, bad: str) -> tuple[str, str, list[Commit]]:
+    """The full shas of good and bad, and the first-parent commits after good up to bad."""
+    if not source.is_dir():
+        raise BisectError(f"--source {source}: not a folder; give a llama.cpp git checkout")
+    try:
+        inside = _git(source, "rev-parse", "--is-inside-work-tree").strip() == "true"
+    except BisectError:
+        inside = False
+    if not inside:
+        raise BisectError(f"--source {source}: not a git checkout; bisect walks its commits")
+    good_sha, bad_sha = _resolve(source, good, "--good"), _resolve(source, bad, "--bad")
+    if good_sha == bad_sha:
+        raise BisectError(
+            f"--good {good} and --bad {bad} are the same commit ({good_sha[:10]}): nothing to bisect"
+        )
+    try:
+        _git(source, "merge-base", "--is-ancestor", good_sha, bad_sha)
+    except BisectError:
+        raise BisectError(
+            f"--good {good} is not an ancestor of --bad {bad}: give an older good commit on the same history"
+        ) from None
+    out = _git(source, "rev-list", "--first-parent", "--reverse", "--format=%H %s", f"{good_sha}..{bad_sha}")
+    commits = []
+    for line in out.splitlines():
+        if line.startswith("commit "):
+            continue
+        sha, _, subject = line.partition(" ")
+        commits.append(Commit(sha=sha, subject=subject))
+    if not commits or commits[-1].sha != bad_sha:
+        raise BisectError(
+            f"no first-parent commits from --good {good} to --bad {bad}: --bad is not on the first-parent "
+            f"line after --good (git rev-list --first-parent {good}..{bad} is empty)"
+        )
+    return good_sha, bad_sha, commits
+
+
+def save_state(out: Path, state: BisectState) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / (STATE + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(state.model_dump_json(indent=2))
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(out / STATE)
+
+
+def load_state(out: Path) -> BisectState | None:
+    path = out / STATE
+    if not path.is_file():
+        return None
+    try:
+        return BisectState.model_validate_json(path.read_text(encoding="utf-8"))
+    except (ValidationError, json.JSONDecodeError, OSError) as exc:
+        raise BisectError(
+            f"{path}: not a bisect state file ({type(exc).__name__}); start afresh in a new --out"
+        ) from exc
+
+
+def start(
+    out: Path, source: Path, good: str, bad: str, metric: str, threshold: float, resume: bool
+) -> BisectState:
+    """A new search, or with ``resume`` the one in ``out`` (which must be for the same range)."""
+    good_sha, bad_sha, commits = commit_range(source, good, bad)
+    old = load_state(out)
+    if old is not None and not resume:
+        raise BisectError(f"{out / STATE} exists: pass --resume to continue it, or another --out")
+    if old is not None:
+        if (old.good, old.bad, old.metric) != (good_sha, bad_sha, metric):
+            raise BisectError(
+                f"--resume: {out / STATE} is a bisect of {old.good[:10]}..{old.bad[:10]} on {old.metric}, "
+                f"not of {good_sha[:10]}..{bad_sha[:10]} on {metric}"
+            )
+        old.steps = [s for s in old.steps if s.status is not None]  # unfinished steps are measured again
+        return old
+    return BisectState(
+        source=str(source), good=good_sha, bad=bad_sha, metric=metric, threshold=threshold, commits=commits
+    )
+
+
+# A step's measurement: (good sha, midpoint sha, the step's run folder) -> its decision.
+Measure = Callable[[str, str, Path], "StepResult"]
+
+
+class StepResult(BaseModel):
+    status: Status
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    reason: str = ""
+
+
+def run(
+    out: Path, state: BisectState, measure: Measure, on_step: Callable[[Step], None] | None = None
+) -> BisectState:
+    """Measure midpoints until the first bad commit is found or a step stays undecided."""
+    for step in state.steps:  # replayed from --resume
+        if on_step is not None:
+            on_step(step)
+    while (index := state.next_index()) is not None:
+        commit = state.commits[index]
+        step = Step(
+            index=index, commit=commit.sha, run_dir=str(out / f"step-{len(state.steps) + 1}-{commit.short}")
+        )
+        state.steps.append(step)
+        save_state(out, state)
+        result = measure(state.good, commit.sha, Path(step.run_dir))
+        step.status, step.ratio, step.ci_low, step.ci_high, step.reason = (
+            result.status, result.ratio, result.ci_low, result.ci_high, result.reason,
+        )  # fmt: skip
+        save_state(out, state)
+        if on_step is not None:
+            on_step(step)
+    return state
+
+
+def step_result(decisions: list) -> StepResult:
+    """One step's verdict from the paired decisions of its metric (one per cell): any fail makes the
+    midpoint bad, any undecided leaves it undecided, else it is good. The worst cell is shown."""
+    if not decisions:
+        return StepResult(status=Status.TOO_NOISY, reason="no cell of this metric had pairs on both builds")
+    rank = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.PASS: 2, Status.IMPROVED: 3}
+    worst = min(decisions, key=lambda d: (rank.get(d.status, 2), d.ratio if d.ratio is not None else 1.0))
+    return StepResult(
+        status=worst.status, ratio=worst.ratio, ci_low=worst.ci_low, ci_high=worst.ci_high,
+        reason=f"{worst.cell}: {worst.reason}",
+    )  # fmt: skip

@@ -1,0 +1,113 @@
+"""bisect's commit walk and search on a real (tiny) git history, with a stand-in measurement."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from specbench.gate import bisect
+from specbench.gate.decision import Status
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}  # fmt: skip
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env
+    ).stdout
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> tuple[Path, list[str]]:
+    """8 commits c0..c7 on main, plus a merged side branch after c3 (first-parent skips its commit)."""
+    repo = tmp_path_factory.mktemp("hist")
+    git(repo, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(8):
+        (repo / "f.txt").write_text(f"{i}\n")
+        git(repo, "add", "f.txt")
+        git(repo, "commit", "-qm", f"c{i}")
+        shas.append(git(repo, "rev-parse", "HEAD").strip())
+        if i == 3:
+            git(repo, "checkout", "-qb", "side")
+            (repo / "side.txt").write_text("s\n")
+            git(repo, "add", "side.txt")
+            git(repo, "commit", "-qm", "side")
+            git(repo, "checkout", "-q", "main")
+            git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+            shas.append(git(repo, "rev-parse", "HEAD").strip())
+    return repo, shas
+
+
+def test_the_range_is_first_parent_after_good_up_to_bad(history):
+    repo, shas = history
+    good, bad, commits = bisect.commit_range(repo, shas[0], "main")
+    assert good == shas[0] and bad == shas[-1]
+    assert [c.sha for c in commits] == shas[1:]  # the merge counts once, the side commit not at all
+    assert commits[3].subject == "merge side"
+
+
+@pytest.mark.parametrize(
+    "good, bad, words",
+    [
+        ("main", "main", "same commit"),
+        ("nope", "main", "--good nope: no such commit"),
+        ("main", "main~3", "not an ancestor"),
+    ],
+)
+def test_bad_ranges_are_one_line_errors(history, good, bad, words):
+    repo, _ = history
+    with pytest.raises(bisect.BisectError, match=words):
+        bisect.commit_range(repo, good, bad)
+
+
+def test_a_folder_that_is_not_a_checkout(tmp_path):
+    with pytest.raises(bisect.BisectError, match="not a git checkout"):
+        bisect.commit_range(tmp_path, "a", "b")
+
+
+def _measure_with_slow(commits: list[str], slow: int, calls: list):
+    def measure(good: str, mid: str, run_dir: Path) -> bisect.StepResult:
+        calls.append(mid)
+        bad = commits.index(mid) >= slow
+        return bisect.StepResult(status=Status.FAIL if bad else Status.PASS, ratio=0.9 if bad else 1.0)
+
+    return measure
+
+
+@pytest.mark.parametrize("slow", range(1, 9))
+def test_finds_the_slow_commit_of_8_in_at_most_3_steps(history, tmp_path, slow):
+    repo, shas = history
+    state = bisect.start(tmp_path, repo, shas[0], shas[-1], "baseline_tps", 0.05, resume=False)
+    assert len(state.commits) == 8
+    calls: list[str] = []
+    state = bisect.run(tmp_path, state, _measure_with_slow(shas, slow, calls))
+    assert state.first_bad.sha == shas[slow]
+    assert len(calls) <= 3 and shas[0] not in calls
+
+
+def test_an_undecided_step_stops_and_resume_measures_only_the_rest(history, tmp_path):
+    repo, shas = history
+    state = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, resume=False)
+    first = shas[state.next_index() + 1]
+
+    def undecided(good, mid, run_dir):
+        return bisect.StepResult(status=Status.TOO_NOISY, reason="noisy")
+
+    state = bisect.run(tmp_path, state, undecided)
+    assert state.first_bad is None and state.bounds()[2].word == "undecided" and len(state.steps) == 1
+
+    with pytest.raises(bisect.BisectError, match="--resume"):
+        bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, resume=False)
+    # an interrupted step (recorded, no decision) is measured again; a decided one is replayed
+    state.steps[0].status = Status.FAIL
+    state.steps.append(bisect.Step(index=0, commit=shas[1], run_dir="x"))
+    bisect.save_state(tmp_path, state)
+    calls: list[str] = []
+    resumed = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, resume=True)
+    resumed = bisect.run(tmp_path, resumed, _measure_with_slow(shas, 2, calls))
+    assert first not in calls and resumed.first_bad.sha == shas[2]
+    with pytest.raises(bisect.BisectError, match="not of"):
+        bisect.start(tmp_path, repo, shas[1], shas[-1], "spec_tps", 0.05, resume=True)
