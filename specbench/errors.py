@@ -44,3 +44,7 @@ class Terminated(KeyboardInterrupt):
         super().__init__(signal_name)
         self.signal_name = signal_name
         self.exit_code = 128 + signum
+
+
+class PathError(SpecbenchError):
+    """A path or name the filesystem cannot hold or reach (too long, absent, unwritable)."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from specbench.errors import ParseError
+from specbench.paths import os_problem
 
 # inf/nan are real values llama.cpp prints (e.g. target eval t/s of a speculative run); keep them in JSON.
 _JSON_CONFIG = ConfigDict(ser_json_inf_nan="constants")
@@ -351,7 +352,7 @@ def parse_file(path: str | Path) -> ParsedLog:
     except IsADirectoryError:
         raise ParseError(f"{path} is a directory; pass the log files in it (e.g. {path}/*.log)") from None
     except OSError as exc:
-        raise ParseError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise ParseError(f"cannot read {os_problem(exc, path)}") from None
     with fh:
         return parse_stream(fh, str(path))
 

@@ -3,7 +3,10 @@ run, runs measured with different generation settings side by side, outputs not 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from specbench.results.folder import finish_hint
 
 if TYPE_CHECKING:
     from specbench.analysis.report import RunInfo
@@ -11,8 +14,11 @@ if TYPE_CHECKING:
 
 
 def generation_text(g: Generation) -> str:
-    """The settings that define the work (as compare matches them), in words."""
-    return f"n_predict {g.n_predict}, temperature {g.temperature:g}, top_k {g.top_k}, seed {g.seed}"
+    """The settings that define the work or its speed (compare names the same ones), in words."""
+    return (
+        f"n_predict {g.n_predict}, temperature {g.temperature:g}, top_k {g.top_k}, seed {g.seed}, "
+        f"threads {g.threads if g.threads is not None else 'default'}, ctx_size {g.ctx_size}"
+    )
 
 
 def caveats(infos: list[RunInfo]) -> list[str]:
@@ -21,7 +27,7 @@ def caveats(infos: list[RunInfo]) -> list[str]:
         if info.incomplete:
             notes.append(
                 f"Run {info.run} is incomplete ({info.status}): some cells may be missing, so no setting "
-                f"is marked best; `specbench run --resume {info.path}` finishes it."
+                f"is marked best; {finish_hint(Path(info.path), info.status)}."
             )
         if any(", temperature 0," not in g for g in info.generation):
             notes.append(

@@ -16,6 +16,7 @@ from typing import get_args
 
 from specbench.analysis.cells import ALL, CONTRACT_KEYS, ReportRow
 from specbench.analysis.report import Report
+from specbench.paths import os_problem
 
 BEST = "★"
 IMPRECISE = "†"  # repetitions: auto stopped at max_repetitions without meeting `precision`
@@ -334,6 +335,6 @@ def write_report(report: Report, out_dir: Path, by_category: bool = False) -> Re
         files.json.write_text(json_text(report, by_category), encoding="utf-8")
     except OSError as exc:
         raise SpecbenchError(
-            f"cannot write the report to {out_dir}: {exc.strerror or exc}; pass --out DIR"
+            f"cannot write the report to {os_problem(exc, out_dir)} (--out DIR writes elsewhere)"
         ) from exc
     return files

@@ -14,6 +14,7 @@ from specbench.errors import RunError, SpecbenchError
 from specbench.paths import results_dir
 from specbench.results.folder import (
     StoredRun,
+    finish_hint,
     has_samples,
     load_calibration,
     read_facts,
@@ -124,12 +125,9 @@ def _load(run_dir: Path) -> StoredRun:
             f"pass a folder written by `specbench run`"
         )
     run = read_run(run_dir, manifest_required=False)
-    if not run.samples:
-        raise ReportError(
-            f"{samples_path(run_dir)} is empty: the run recorded nothing; run it again or --resume it"
-        )
-    if not any(s.role == "speculative" for s in run.samples):
-        raise ReportError(f"{run_dir} has no speculative samples yet; `specbench run --resume {run_dir}`")
+    if not run.samples or not any(s.role == "speculative" for s in run.samples):
+        what = "recorded no sample" if not run.samples else "has no speculative sample"
+        raise ReportError(f"{run_dir} {what} yet; {finish_hint(run_dir, run.facts.status)}")
     return run
 
 

@@ -56,6 +56,13 @@ def main() -> None:
             raise
         err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a path the system refused that no check foresaw: still one line
+        if state.debug or "--debug" in sys.argv:
+            raise
+        from specbench.paths import os_problem
+
+        err_console.print(f"error: {os_problem(exc)}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(1)
     except KeyboardInterrupt as exc:
         err_console.print(f"interrupted{f' by {exc}' if str(exc) else ''}", markup=False)
         sys.exit(getattr(exc, "exit_code", 130))

@@ -262,18 +262,26 @@ def history_cmd(
     from rich.text import Text
 
     from specbench.cli.common import err_console
-    from specbench.gate.history import default_db, load_history, plot_history, record_run
-    from specbench.results.folder import read_facts
+    from specbench.gate.history import default_db, load_history, plot_history, plot_path, record_run
+    from specbench.results.folder import finish_hint, read_facts
 
     db = db or default_db()
+    plot = plot_path(plot) if plot is not None else None  # refuse a bad image name before any work
     for run_dir in add or []:
         n = record_run(run_dir, db)
-        console.print(f"recorded {run_dir} ({n} cell rows)", markup=False, highlight=False, soft_wrap=True)
         status = read_facts(run_dir, required=False).status
+        if n == 0:
+            hint = f"; {finish_hint(run_dir, status)}" if status not in (None, "complete") else ""
+            err_console.print(
+                f"nothing recorded from {run_dir}: it has no valid value yet (what was recorded of it "
+                f"before is kept){hint}", markup=False, highlight=False, soft_wrap=True,
+            )  # fmt: skip
+            continue
+        console.print(f"recorded {run_dir} ({n} cell rows)", markup=False, highlight=False, soft_wrap=True)
         if status not in (None, "complete"):  # as `baseline save` refuses one: its cells may be missing
             err_console.print(
                 f"warning: {run_dir} is {status}, not complete: its points may lack cells or repetitions; "
-                f"`specbench run --resume {run_dir}` finishes it (recording it again replaces these)",
+                f"{finish_hint(run_dir, status)} (recording it again replaces these)",
                 markup=False, highlight=False, soft_wrap=True,
             )  # fmt: skip
     points = load_history(db, metric, cell)

@@ -244,7 +244,11 @@ def run(
     from specbench.execute.runner import RunInterrupted
     from specbench.execute.watch import BusyMachine
     from specbench.gate.history import record_run
+    from specbench.paths import check_path
 
+    for what, path in (("CONFIG", config), ("--out", out), ("--resume", resume)):
+        if path is not None:
+            check_path(path, what)
     if resume is not None and out is not None and out.resolve() != resume.resolve():
         raise RunError("--out and --resume name different folders; --resume RUN_DIR continues RUN_DIR")
     if config is None and resume is None:

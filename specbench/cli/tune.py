@@ -65,9 +65,13 @@ def tune(
     from specbench.build.envinfo import collect
     from specbench.cli.run import ProgressView
     from specbench.execute import benchmark
+    from specbench.paths import check_path
     from specbench.tune.search import pick_pair, tune_config
     from specbench.tune.search import tune as run_tune
 
+    for what, path in (("CONFIG", config), ("--out", out)):
+        if path is not None:
+            check_path(path, what)
     cfg = benchmark.load(config, set_ or ())
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)

@@ -217,9 +217,13 @@ def prepare(
 
 def new_run_dir(config: Config, out: Path | None) -> Path:
     """``results/<YYYYmmdd-HHMMSS>-<name>/`` unless ``--out`` says otherwise."""
-    from specbench.paths import results_dir
+    from specbench.paths import check_path, results_dir
 
-    return Path(out) if out is not None else results_dir() / make_run_id(config.name)
+    if out is not None:
+        return Path(out)
+    run_dir = results_dir() / make_run_id(config.name)
+    check_path(run_dir, "run folder (named after the config's `name:`; pass --out DIR or shorten the name)")
+    return run_dir
 
 
 def make_manifest(prepared: Prepared, run_dir: Path, command_line: list[str]) -> Manifest:

@@ -8,6 +8,7 @@ with (llama.cpp commit, driver). Compare accepts a NAME, a baseline file, or a r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from datetime import UTC, datetime
@@ -17,9 +18,9 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from specbench import __version__
-from specbench.errors import SpecbenchError
-from specbench.paths import results_dir
-from specbench.results.folder import read_run
+from specbench.errors import PathError, SpecbenchError
+from specbench.paths import check_path, os_problem, results_dir, shorten
+from specbench.results.folder import finish_hint, read_run
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
 
@@ -28,6 +29,7 @@ FORMAT_VERSION = 1
 ROLES_KEPT = ("baseline", "speculative")  # the draft-alone samples only feed the cost ratio
 SAMPLE_FIELDS_DROPPED = {"metrics", "cmd", "stdout_path", "stderr_path"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MAX_NAME = 200  # NAME.json.tmp must fit a file name (255 bytes)
 
 
 class InputError(SpecbenchError):
@@ -83,6 +85,10 @@ def baselines_dir() -> Path:
 
 def load_side(ref: str | Path) -> Side:
     """A run folder, a baseline file, or the NAME of ``results/baselines/NAME.json``."""
+    try:
+        check_path(ref, "comparison side")
+    except PathError as exc:
+        raise InputError(str(exc)) from exc
     path = Path(ref)
     if path.is_dir():
         return load_run(path)
@@ -99,12 +105,20 @@ def load_side(ref: str | Path) -> Side:
 def save_baseline(run_dir: Path, name: str, dest_dir: Path | None = None, force: bool = False) -> Path:
     """Write ``dest_dir/NAME.json`` (default ``results/baselines``) from a finished run."""
     if not _NAME.match(name):
-        raise InputError(f"--name {name!r}: use letters, digits, '.', '_' and '-' (e.g. ci-rtx4090)")
+        raise InputError(f"--name {shorten(name)!r}: use letters, digits, '.', '_' and '-' (e.g. ci-rtx4090)")
+    if len(name) > MAX_NAME:
+        raise InputError(f"--name {shorten(name)}: a baseline name is at most {MAX_NAME} characters")
+    for what, path in (("RUN_DIR", run_dir), ("--dir", dest_dir)):
+        if path is not None:
+            try:
+                check_path(path, what)
+            except PathError as exc:
+                raise InputError(str(exc)) from exc
     side = load_run(run_dir)
     if side.facts.status not in (None, "complete"):
         raise InputError(
-            f"{run_dir} is {side.facts.status}, not complete; finish it with "
-            f"`specbench run --resume {run_dir}` before saving it as a baseline"
+            f"{run_dir} is {side.facts.status}, not complete, so it cannot be a baseline; "
+            f"{finish_hint(run_dir, side.facts.status)}"
         )
     kept = [s for s in side.samples if s.role in ROLES_KEPT]
     if not any(s.valid and s.tps is not None for s in kept):
@@ -128,8 +142,13 @@ def save_baseline(run_dir: Path, name: str, dest_dir: Path | None = None, force:
     ]
     head = json.dumps(header, indent=2)[:-2]  # drop the closing "\n}"
     text = head + ',\n  "samples": [\n    ' + ",\n    ".join(lines) + "\n  ]\n}\n"
-    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_suffix(".json.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(dest)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(dest)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise InputError(f"cannot write baseline {os_problem(exc, dest)} (--dir DIR: elsewhere)") from exc
     return dest

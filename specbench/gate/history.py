@@ -10,6 +10,7 @@ repetitions: a different prompt set is a different series (the cell key includes
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections import defaultdict
 from contextlib import closing
@@ -22,7 +23,7 @@ from specbench.analysis.stats import summarize
 from specbench.errors import SpecbenchError
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import METRICS, cell_series
-from specbench.paths import results_dir
+from specbench.paths import check_path, os_problem, results_dir, shorten
 
 # A run is identified by its id (the folder name) and start time: `--out results/ci` reuses the
 # name every time, and each of those runs is a point of its own; a resumed run keeps its start.
@@ -67,6 +68,7 @@ def default_db() -> Path:
 
 
 def _connect(db_path: Path) -> sqlite3.Connection:
+    check_path(db_path, "history database")
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(db_path, timeout=30)
@@ -80,15 +82,20 @@ def _connect(db_path: Path) -> sqlite3.Connection:
                 f"{db_path} is not a specbench history database of this version (schema {version}, "
                 f"expected {SCHEMA_VERSION}); move it aside to start anew"
             )
-    except (OSError, sqlite3.Error) as exc:
+    except OSError as exc:
+        raise HistoryError(f"cannot open history database {os_problem(exc, db_path)}") from exc
+    except sqlite3.Error as exc:
+        if not db_path.parent.is_dir() or (db_path.exists() and not os.access(db_path, os.W_OK)):
+            raise HistoryError(f"cannot open history database {shorten(db_path)}: {exc}") from exc
         raise HistoryError(
-            f"cannot open history database {db_path}: {exc}; move it aside to start anew"
+            f"cannot open history database {shorten(db_path)}: {exc}; move it aside to start anew"
         ) from exc
     return conn
 
 
 def record_run(run_dir: Path, db_path: Path | None = None) -> int:
-    """Record (or re-record) one run folder; returns the number of (metric, cell, prompt) rows."""
+    """Record (or re-record) one run folder; returns the number of (metric, cell, prompt) rows.
+    A run with no valid value records nothing and leaves what was recorded of it before."""
     db_path = db_path or default_db()
     side = load_run(Path(run_dir))
     facts = side.facts
@@ -109,6 +116,8 @@ def record_run(run_dir: Path, db_path: Path | None = None) -> int:
             prompts = ",".join(sorted(prompts_by_cell[cell]))
             rows.append((run_key, metric, cell + "|" + prompts, s.label, prompts, key.prompt_id,
                          json.dumps(s.repetitions), json.dumps(s.values)))  # fmt: skip
+    if not rows:  # a run that measured nothing (yet) must not replace the points it recorded before
+        return 0
     with closing(_connect(db_path)) as conn, conn:
         conn.execute("DELETE FROM runs WHERE run_key = ?", (run_key,))
         recorded = datetime.now(UTC).isoformat(timespec="seconds")
@@ -205,8 +214,27 @@ def _generation(cell_id: str, machine: str) -> str:
                      for k in _GENERATION if key.get(k) is not None)  # fmt: skip
 
 
+PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg", "webp", "tif", "tiff", "eps", "ps")
+
+
+def plot_path(path: Path) -> Path:
+    """Where ``--plot PATH`` draws: PATH itself, or PATH.png when it has no extension (said so, as
+    the path printed is the file written); a format matplotlib cannot write is refused up front."""
+    check_path(path, "--plot")
+    suffix = path.suffix.lower().lstrip(".")
+    if not suffix:
+        return path.with_name(path.name + ".png")
+    if suffix not in PLOT_FORMATS:
+        raise HistoryError(
+            f"--plot {shorten(path)}: cannot draw .{suffix} images; end the name in one of "
+            f"{', '.join('.' + f for f in PLOT_FORMATS)}"
+        )
+    return path
+
+
 def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
     """One line per cell over runs (x labelled with date and llama.cpp commit), sd as error bars."""
+    path = plot_path(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -232,7 +260,11 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+    except OSError as exc:
+        raise HistoryError(f"cannot draw --plot {os_problem(exc, path)}") from exc
+    finally:
+        plt.close(fig)
     return path

@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specbench.errors import RunError
+from specbench.paths import os_problem
 from specbench.results.calibration import Calibration
 from specbench.results.manifest import Manifest, RunFacts, facts_from_manifest
 from specbench.results.records import Sample
@@ -104,10 +105,7 @@ def check_writable(run_dir: Path) -> None:
             fh.write("ok")
         probe.unlink()
     except OSError as exc:
-        raise RunError(
-            f"results folder {run_dir} is not writable ({exc.strerror or exc}); "
-            f"pass a writable folder with --out DIR or fix its permissions"
-        ) from exc
+        raise RunError(f"results folder {os_problem(exc, run_dir)} (pass another with --out DIR)") from exc
 
 
 def check_fresh(run_dir: Path) -> None:
@@ -165,6 +163,37 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def lock_holder(run_dir: Path) -> int | None:
+    """The pid of the run writing to ``run_dir`` now (0 when it cannot be read), or None when no
+    process holds its lock. The lock, not the manifest, tells: a killed run leaves ``running``."""
+    try:
+        fd = os.open(run_dir / LOCK, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return None
+            head = os.pread(fd, 32, 0).split()
+            return int(head[0]) if head and head[0].isdigit() else 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def finish_hint(run_dir: Path, status: str | None) -> str:
+    """What to do about an unfinished run: wait for a live one (the lock refuses a resume while it
+    runs), resume one that stopped."""
+    if status == "running":
+        pid = lock_holder(run_dir)
+        who = f"process {pid}" if pid else "a process"
+        return f"it is still running ({who} holds {run_dir / LOCK}); wait for it to finish"
+    return f"`specbench run --resume {run_dir}` finishes it"
 
 
 # --- samples -------------------------------------------------------------------------------------
@@ -307,9 +336,16 @@ def read_facts(run_dir: Path, samples: list[Sample] | None = None, required: boo
     """The facts of a run's manifest, tolerant of older and hand-made ones; without a manifest
     (``required=False``) only the run id is known."""
     fallback = samples[0].run_id if samples else run_dir.name
+    running = lock_holder(run_dir) is not None
     if not required and not has_manifest(run_dir):
-        return RunFacts(run_id=fallback)
-    return facts_from_manifest(_manifest_data(run_dir), fallback)
+        return RunFacts(run_id=fallback, status="running" if running else None)
+    facts = facts_from_manifest(_manifest_data(run_dir), fallback)
+    if running:
+        facts.status = "running"
+    elif facts.status == "running":  # nobody holds the lock: the run's process died mid-run
+        facts.status = "interrupted"
+        facts.status_reason = "its process ended without recording how (killed, or the machine stopped)"
+    return facts
 
 
 # --- calibration --------------------------------------------------------------------------------

@@ -83,3 +83,16 @@ def test_runs_compare_would_refuse_are_separate_series(tmp_path):
     series = {(p.label, p.generation, p.prompts): p.run_id for p in points}
     assert len(series) == 2 and sorted(series.values()) == ["run1", "run2"]
     assert {p.generation.split(",")[0] for p in points} == {"n_predict 48", "n_predict 32"}
+
+
+def test_recording_a_run_that_measured_nothing_keeps_its_points(tmp_path):
+    """Re-recording a run whose samples are gone (or not yet there) must not wipe its points."""
+    db = tmp_path / "h.sqlite"
+    run = make_run(tmp_path, "run1", BASE, SPEC)
+    rows = record_run(run, db)
+    (run / "samples.jsonl").write_text("")
+    assert record_run(run, db) == 0
+    assert run_count(db) == 1 and len(load_history(db, "spec_tps")) == 2 and rows > 0
+    # only invalid samples: no value either
+    failed = make_run(tmp_path / "f", "run1", [], SPEC, status="failed")
+    assert record_run(failed, db) == 0 and len(load_history(db, "spec_tps")) == 2

@@ -1,0 +1,111 @@
+"""Every command that takes a path or a name answers a bad one in one line, never a traceback:
+a name over 255 bytes, a folder that does not exist or cannot be written, an image format that
+cannot be drawn."""
+
+import json
+
+import pytest
+
+from specbench.results.folder import RunLock
+from tests.cli.test_compare import specbench
+from tests.gate.test_compare import BASE, SPEC, make_run
+
+LONG = "n" * 300  # over any filesystem's 255-byte name limit
+
+
+def one_line_error(proc, *words: str) -> str:
+    err = proc.stderr.strip()
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert err.startswith("error: "), err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+@pytest.fixture
+def run(tmp_path):
+    return make_run(tmp_path, "run1", BASE, SPEC)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "run1", "--out", LONG],
+        ["report", f"run1/{LONG}"],
+        ["compare", "run1", LONG],
+        ["compare", f"{LONG}/x", "run1"],
+        ["baseline", "save", "run1", "--name", LONG],
+        ["baseline", "save", "run1", "--name", "ok", "--dir", f"d/{LONG}"],
+        ["history", "--db", f"{LONG}.sqlite"],
+        ["history", "--plot", f"{LONG}.png"],
+        ["history", "--add", f"run1/{LONG}"],
+        ["parse", LONG],
+        ["run", f"{LONG}.yaml"],
+        ["run", "--resume", f"results/{LONG}"],
+        ["run", "configs/ci.yaml", "--out", f"results/{LONG}"],
+        ["tune", "configs/ci.yaml", "--out", LONG],
+    ],
+)
+def test_a_name_too_long_is_one_line(tmp_path, run, args):
+    (tmp_path / "configs").mkdir(exist_ok=True)
+    (tmp_path / "configs" / "ci.yaml").write_text("name: x\n")  # refused (no models) only after the path
+    err = one_line_error(specbench(*args, cwd=tmp_path), "at most")
+    assert LONG not in err  # the 300 characters are shortened, the message stays readable
+
+
+def test_a_config_name_too_long_for_a_run_folder(tmp_path):
+    """The default run folder is named after the config: refused before building anything."""
+    from tests.plan.test_config import GOOD  # a config that loads (placeholder model files)
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "big.gguf").write_bytes(b"GGUF")
+    (tmp_path / "sub" / "small.gguf").write_bytes(b"GGUF")
+    (tmp_path / "c.yaml").write_text(GOOD.replace("name: t", f"name: {LONG}", 1))
+    one_line_error(specbench("run", "c.yaml", cwd=tmp_path), "255 bytes", "--out DIR")
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["history", "--db", "run1/samples.jsonl/h.sqlite", "--add", "run1"], ["is a file, not a folder"]),
+        (["history", "--plot", "h.bmp"], [".bmp", ".png"]),
+        (["history", "--plot", "h.PPM"], [".ppm", ".svg"]),
+        (["report", "run1", "--out", "/proc/none/here"], ["/proc/none/here", "does not exist"]),
+        (["baseline", "save", "run1", "--name", "b", "--dir", "/proc/none"], ["/proc/none"]),
+        (["baseline", "save", "run1", "--name", "a/b"], ["--name"]),
+    ],
+)
+def test_absent_or_unwritable_places_and_formats(tmp_path, run, args, words):
+    one_line_error(specbench(*args, cwd=tmp_path), *words)
+
+
+def test_plot_without_extension_names_the_file_it_writes(tmp_path, run):
+    proc = specbench("history", "--add", "run1", "--plot", "noext", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "plot: noext.png" in proc.stdout
+    assert (tmp_path / "noext.png").read_bytes()[:4] == b"\x89PNG" and not (tmp_path / "noext").exists()
+    proc = specbench("history", "--plot", "sub/h.svg", cwd=tmp_path)
+    assert "plot: sub/h.svg" in proc.stdout and (tmp_path / "sub" / "h.svg").read_text().startswith("<?xml")
+
+
+def test_commands_on_a_run_still_going_say_so(tmp_path, run):
+    """The lock, not the manifest, tells that a run is going: no advice to --resume it (the lock
+    would refuse that), and a run whose process died (manifest `running`, no lock) is interrupted."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "samples.jsonl").write_text("")
+    data = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**data, "status": "running"}))
+    with RunLock(run), RunLock(empty):
+        for args in (["baseline", "save", "run1", "--name", "b"], ["report", "empty"]):
+            err = one_line_error(specbench(*args, cwd=tmp_path), "still running", ".lock")
+            assert "--resume" not in err
+        proc = specbench("history", "--add", "run1", cwd=tmp_path)
+        assert "still running" in proc.stderr and "--resume" not in proc.stderr
+        proc = specbench("report", "run1", cwd=tmp_path)
+        assert proc.returncode == 0 and "INCOMPLETE: running" in proc.stdout and "still running" in proc.stdout
+    # the lock is free, the manifest still says running: its process died
+    err = one_line_error(specbench("baseline", "save", "run1", "--name", "b", cwd=tmp_path), "interrupted")
+    assert "--resume" in err
