@@ -26,6 +26,33 @@ METRICS = ("baseline_tps", "spec_tps", "speedup", "acceptance")
 _NOT_CELL = {"build", "prompt_id", "category", "repetition", "generation"}
 
 
+def parse_build_spec(text: str, flag: str) -> tuple[str | None, str | None]:
+    """``SRC[@REF]`` -> (source or None for the config's own, ref or None for the tree as it is).
+
+    The ref follows the last ``@``; ``@REF`` alone takes the config's source at REF."""
+    text = text.strip()
+    if not text:
+        raise BuildChoiceError(f"{flag}: empty; write SRC[@REF], e.g. ~/llama.cpp@master or @HEAD~1")
+    src, at, ref = text.rpartition("@")
+    if not at:
+        src, ref = text, ""
+    if at and not ref.strip():
+        raise BuildChoiceError(f"{flag} {text}: nothing after '@'; write SRC@REF, e.g. ~/llama.cpp@master")
+    if any(c.isspace() for c in ref) or ref.startswith("-"):
+        raise BuildChoiceError(
+            f"{flag} {text}: {ref!r} is not a git ref; write SRC@REF, e.g. ~/llama.cpp@v1.2"
+        )
+    if src:
+        from pathlib import Path
+
+        if not Path(src).expanduser().is_dir():
+            raise BuildChoiceError(
+                f"{flag} {text}: {src} is not a folder; write SRC[@REF] with SRC a llama.cpp tree"
+            )
+        src = str(Path(src).expanduser().resolve())
+    return (src or None), (ref or None)
+
+
 class BuildChoiceError(SpecbenchError):
     """--base/--head do not name the run's builds (exit 2: bad input)."""
 
@@ -130,9 +157,17 @@ def _value(s: Sample, metric: str, baselines: dict[tuple, float]) -> float | Non
     return float(v) if v is not None and math.isfinite(v) else None
 
 
-def pairs(
-    samples: Sequence[Sample], metric: str, base: str, head: str
-) -> dict[tuple, tuple[str, list[float], list[float]]]:
+class CellPairs(BaseModel):
+    """One cell's values on base and head over the (prompt, repetition) both measured validly."""
+
+    label: str
+    base: list[float]
+    head: list[float]
+    n_base: int  # valid values of each build, paired or not
+    n_head: int
+
+
+def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[tuple, CellPairs]:
     """Per cell: its label and the values of base and head over the (prompt, repetition) both have."""
     if metric not in METRICS:
         raise BuildChoiceError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
@@ -153,7 +188,10 @@ def pairs(
     out = {}
     for key, per_build in sides.items():
         both = sorted(set(per_build[base]) & set(per_build[head]))
-        out[key] = (labels[key], [per_build[base][k] for k in both], [per_build[head][k] for k in both])
+        out[key] = CellPairs(
+            label=labels[key], n_base=len(per_build[base]), n_head=len(per_build[head]),
+            base=[per_build[base][k] for k in both], head=[per_build[head][k] for k in both],
+        )  # fmt: skip
     return out
 
 
@@ -177,9 +215,12 @@ def paired_compare(
     base, head = choose_builds(builds_in(samples), base, head)
     decisions = []
     for metric in dict.fromkeys(metrics):
-        for label, b, h in pairs(samples, metric, base, head).values():
-            d = decide(b, h, metric, threshold)
-            decisions.append(CellDecision(cell=label, **d.model_dump(exclude={"decision"})))
+        for cp in pairs(samples, metric, base, head).values():
+            d = decide(cp.base, cp.head, metric, threshold)
+            if cp.n_base and not cp.n_head:  # head stopped working where base worked: a regression
+                why = f"{head} has no valid sample where {base} has {cp.n_base} (failed, timed out, no draft)"
+                d = d.model_copy(update={"status": Status.FAIL, "reason": why})
+            decisions.append(CellDecision(cell=cp.label, **d.model_dump(exclude={"decision"})))
     order = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.IMPROVED: 2, Status.PASS: 3}
     decisions.sort(key=lambda d: (order.get(d.status, 4), METRICS.index(d.metric), d.cell))
     return PairedComparison(run=run, base=base, head=head, threshold=threshold, decisions=decisions)

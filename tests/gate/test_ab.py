@@ -7,7 +7,14 @@ import random
 
 import pytest
 
-from specbench.gate.ab import BuildChoiceError, builds_in, choose_builds, paired_compare, pairs
+from specbench.gate.ab import (
+    BuildChoiceError,
+    builds_in,
+    choose_builds,
+    paired_compare,
+    pairs,
+    parse_build_spec,
+)
 from specbench.gate.decision import Status
 from specbench.results.records import Generation, Sample
 
@@ -73,8 +80,31 @@ def test_pairs_are_prompt_and_repetition_on_both_builds():
     samples.append(sample("head", "baseline", "p1", 0, 56.0))  # a duplicated line: replaces, not added
     samples.append(sample("head", "baseline", "p1", 3, 56.0))  # only on head: no pair
     samples.append(sample("base", "baseline", "p2", 3, 0.0, status="failed"))
-    ((label, b, h),) = pairs(samples, "baseline_tps", "base", "head").values()
-    assert len(b) == len(h) == 6 and "baseline" in label
+    (cp,) = pairs(samples, "baseline_tps", "base", "head").values()
+    assert len(cp.base) == len(cp.head) == 6 and "baseline" in cp.label
+    assert (cp.n_base, cp.n_head) == (6, 7)
+
+
+def test_a_head_that_stopped_working_fails():
+    samples = [s for s in run() if not (s.build == "head" and s.role == "speculative")]
+    samples += [sample("head", "speculative", "p1", 0, None, status="failed")]
+    cmp = paired_compare(samples, "r", metrics=["spec_tps"])
+    assert [d.decision for d in cmp.decisions] == ["fail"] and "no valid sample" in cmp.decisions[0].reason
+
+
+def test_build_specs(tmp_path):
+    assert parse_build_spec(f"{tmp_path}@v1.2", "--base") == (str(tmp_path.resolve()), "v1.2")
+    assert parse_build_spec(str(tmp_path), "--base") == (str(tmp_path.resolve()), None)
+    assert parse_build_spec("@HEAD~1", "--head") == (None, "HEAD~1")
+    bad = [
+        ("", "empty"),
+        (f"{tmp_path}@", "nothing after"),
+        ("/no/such@x", "not a folder"),
+        (f"{tmp_path}@-x", "not a git ref"),
+    ]
+    for text, words in bad:
+        with pytest.raises(BuildChoiceError, match=words):
+            parse_build_spec(text, "--base")
 
 
 def test_an_a_a_run_passes_and_a_slower_head_fails_baseline_only():
