@@ -25,7 +25,7 @@ app = typer.Typer(
 )
 
 # Command-group modules, in the order they appear in --help. Each defines `register(app)`.
-COMMAND_MODULES: list[str] = ["run", "tune", "report", "compare", "models", "build", "env", "parse"]
+COMMAND_MODULES: list[str] = ["run", "tune", "report", "compare", "ab", "models", "build", "env", "parse"]
 
 
 def _version(value: bool) -> None:

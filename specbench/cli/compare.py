@@ -62,6 +62,10 @@ def _rows(metric_result) -> list[list[str]]:
     return rows
 
 
+UNPAIRED_NOTE = (
+    "two separate runs cannot see a change smaller than the drift between them (6-21% between runs "
+    "on a shared 2-core VM); `specbench ab` measures both builds in one interleaved run"
+)
 COLUMNS = ["status", "cell", "prompt", "baseline", "current", "p", "why"]
 
 
@@ -150,7 +154,10 @@ def compare_cmd(
     baseline: Annotated[
         str, typer.Argument(help="Baseline: a NAME in results/baselines/, a baseline .json, or a run folder.")
     ],
-    current: Annotated[str, typer.Argument(help="Current: a run folder (or a baseline).")],
+    current: Annotated[
+        str | None,
+        typer.Argument(help="Current: a run folder (or a baseline). Omit it to gate one multi-build run."),
+    ] = None,
     threshold: Annotated[
         str, typer.Option(metavar="CHANGE", help="Relative change that counts: 5% or 0.05.")
     ] = "5%",
@@ -169,6 +176,12 @@ def compare_cmd(
     allow_missing: Annotated[
         bool, typer.Option(help="Pass cells the current run did not measure (default: they fail).")
     ] = False,
+    base: Annotated[
+        str | None, typer.Option(metavar="LABEL", help="One multi-build run: the reference build's label.")
+    ] = None,
+    head: Annotated[
+        str | None, typer.Option(metavar="LABEL", help="One multi-build run: the build under test's label.")
+    ] = None,
 ) -> None:
     """Compare two runs cell by cell; exit 0 pass, 1 regression, 2 not comparable or bad input.
 
@@ -179,19 +192,32 @@ def compare_cmd(
     from specbench.gate.regression import parse_threshold
 
     thr = parse_threshold(threshold)
+    if current is None or base is not None or head is not None:  # one run, two builds: the paired gate
+        from specbench.cli.ab import paired_from_run, show
+
+        if current is not None or not Path(baseline).is_dir():
+            from specbench.gate.baseline import InputError
+
+            raise InputError(
+                "give BASELINE CURRENT (two runs), or one run folder that measured two builds "
+                "(`specbench compare RUN [--base LABEL --head LABEL]`)"
+            )
+        show(paired_from_run(Path(baseline), base, head, metric, thr), fmt)
     cmp = compare(
         load_side(baseline), load_side(current), metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing
     )
     if fmt == Format.json:
         data = cmp.model_dump(mode="json")
         data["exit_code"] = cmp.exit_code
+        data["note"] = UNPAIRED_NOTE
         import json
 
         typer.echo(json.dumps(data, indent=2))
     elif fmt == Format.md:
-        typer.echo(to_markdown(cmp))
+        typer.echo(to_markdown(cmp) + f"\n{UNPAIRED_NOTE}")
     else:
         _print_table(cmp)
+        console.print(f"note: {UNPAIRED_NOTE}", markup=False, highlight=False, soft_wrap=True)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with open(summary_file, "a", encoding="utf-8") as fh:

@@ -1,0 +1,285 @@
+"""`specbench ab` and `specbench bisect`: two llama.cpp builds in one interleaved run, a paired gate.
+
+Also renders the paired gate for `specbench compare RUN` (one multi-build run folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from specbench.cli.common import err_console
+from specbench.cli.compare import Format, console
+
+STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
+COLUMNS = ["decision", "metric", "cell", "head/base", "95% CI", "p", "pairs", "detectable", "why"]
+
+
+def _ratio(d, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.1f} pt" if d.unit == "points" else f"{value:.3f}"
+
+
+def _rows(cmp) -> list[list[str]]:
+    rows = []
+    for d in cmp.decisions:
+        ci = f"[{_ratio(d, d.ci_low)}, {_ratio(d, d.ci_high)}]" if d.ci_low is not None else "-"
+        p = f"{d.p_value:.3g}" if d.p_value is not None else "-"
+        if d.detectable is None:
+            det = "-"
+        else:
+            det = f"±{d.detectable:.1f} pt" if d.unit == "points" else f"±{d.detectable * 100:.1f}%"
+        rows.append([d.decision, d.metric, d.cell, _ratio(d, d.ratio), ci, p, str(d.n_pairs), det, d.reason])
+    return rows
+
+
+def _verdict(cmp) -> str:
+    counts = ", ".join(
+        f"{n} {word}"
+        for word in ("fail", "undecided", "improved", "pass")
+        if (n := sum(d.decision == word for d in cmp.decisions))
+    )
+    word = {0: "PASS", 1: "FAIL", 3: "UNDECIDED", 4: "NOTHING TO COMPARE"}.get(cmp.exit_code, "FAIL")
+    return (
+        f"{word}: {counts or 'no cell'} (head {cmp.head} vs base {cmp.base}, threshold {cmp.threshold:.1%})"
+    )
+
+
+def to_markdown(cmp) -> str:
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    out = [f"## specbench ab: {esc(cmp.head)} vs {esc(cmp.base)}", "", f"run: `{cmp.run}`", ""]
+    out += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    out += ["| " + " | ".join(esc(x) for x in row) + " |" for row in _rows(cmp)]
+    out += ["", f"**{esc(_verdict(cmp))}**", ""]
+    return "\n".join(out)
+
+
+def show(cmp, fmt: Format) -> None:
+    """Print a paired comparison, append it to the GitHub job summary, exit with its code."""
+    if fmt == Format.json:
+        data = cmp.model_dump(mode="json")
+        typer.echo(json.dumps(data, indent=2))
+    elif fmt == Format.md:
+        typer.echo(to_markdown(cmp))
+    else:
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(title=f"head {cmp.head} vs base {cmp.base} ({cmp.run})", title_justify="left")
+        for col in COLUMNS:
+            table.add_column(col, overflow="fold", no_wrap=col not in ("why", "cell"))
+        for row in _rows(cmp):
+            table.add_row(*map(Text, row), style=STYLE.get(row[0], ""))
+        console.print(table)
+        console.print(
+            _verdict(cmp), style="bold red" if cmp.exit_code else "bold green", markup=False, soft_wrap=True
+        )
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with open(summary_file, "a", encoding="utf-8") as fh:
+            fh.write(to_markdown(cmp) + "\n")
+    raise typer.Exit(cmp.exit_code)
+
+
+def paired_from_run(run_dir: Path, base: str | None, head: str | None, metrics, threshold: float):
+    from specbench.gate.ab import METRICS, paired_compare
+    from specbench.gate.baseline import load_run
+
+    side = load_run(run_dir)
+    return paired_compare(side.samples, str(run_dir), base, head, metrics or METRICS, threshold)
+
+
+def _build_entries(cfg, specs: list[tuple[str, str | None, str | None]]) -> list[dict]:
+    """The config's `llama_cpp` as a list of labelled builds (backend and cmake args kept)."""
+    lc = cfg.llama_cpp
+    template = lc[0] if isinstance(lc, list) else lc
+    common = template.model_dump(mode="json", exclude={"label", "source", "ref"}, exclude_none=True)
+    entries = []
+    for label, source, ref in specs:
+        entry = {"label": label, **common}
+        src = source or (str(template.source) if getattr(template, "source", None) else None)
+        if src:
+            entry["source"] = src
+        if ref:
+            entry["ref"] = ref
+        entries.append(entry)
+    return entries
+
+
+def run_builds(
+    config: Path, sets: list[str], specs: list[tuple[str, str | None, str | None]], run_dir: Path, quiet: bool
+) -> Path:
+    """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists)."""
+    from specbench.cli.run import ProgressView, _interrupt_on_termination, _status_printer, resume_command
+    from specbench.execute import benchmark
+    from specbench.execute.runner import RunInterrupted
+
+    cfg = benchmark.load(config, sets)
+    override = "llama_cpp=" + json.dumps(_build_entries(cfg, specs))
+    cfg = benchmark.load(config, [*sets, override])
+    resume = (run_dir / "manifest.json").is_file()
+    _interrupt_on_termination()
+    benchmark.prepare_run_dir(run_dir, resume)
+    prepared = benchmark.prepare(cfg, build_progress=(lambda p: None) if quiet else _status_printer())
+    view = ProgressView(quiet)
+    try:
+        benchmark.run_benchmark(
+            prepared, run_dir, resume=resume, progress=view, command_line=["specbench", *sys.argv[1:]]
+        )
+    except RunInterrupted as exc:
+        view.stop()
+        err_console.print(
+            f"interrupted ({exc.reason}): {exc.n_kept} samples kept in {exc.run_dir}; the same command "
+            f"continues it ({resume_command(exc.run_dir)} runs it without the gate)",
+            markup=False, highlight=False, soft_wrap=True,
+        )  # fmt: skip
+        raise typer.Exit(exc.exit_code) from None
+    finally:
+        view.stop()
+    return run_dir
+
+
+Threshold = Annotated[str, typer.Option(metavar="CHANGE", help="Relative slowdown that counts: 5% or 0.05.")]
+Sets = Annotated[
+    list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help="Override a config value (repeatable).")
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+
+
+def ab_cmd(
+    config: Annotated[
+        Path, typer.Argument(metavar="CONFIG", help="The run config (YAML), e.g. configs/ci.yaml.")
+    ],
+    base: Annotated[
+        str,
+        typer.Option(
+            metavar="SRC[@REF]", help="The reference build: a llama.cpp tree, @REF a git ref in it."
+        ),
+    ],
+    head: Annotated[
+        str,
+        typer.Option(
+            metavar="SRC[@REF]", help="The build under test, same form (@REF alone: the config's tree)."
+        ),
+    ],
+    threshold: Threshold = "5%",
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="METRIC", help="baseline_tps, spec_tps, speedup, acceptance; repeatable. Default: all."
+        ),
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="table, md or json.")] = Format.table,
+    out: Annotated[
+        Path | None, typer.Option("--out", metavar="DIR", help="Run folder (default results/<run-id>-ab/).")
+    ] = None,
+    set_: Sets = None,
+    quiet: Quiet = False,
+) -> None:
+    """Run CONFIG with two builds interleaved (labels base, head), then gate head against base.
+
+    Exit 0 pass/improved, 1 a fail, 3 undecided (too noisy), 2 bad input."""
+    from specbench.gate.ab import METRICS, parse_build_spec
+    from specbench.gate.regression import parse_threshold
+    from specbench.results.folder import make_run_id
+
+    thr = parse_threshold(threshold)
+    specs = [("base", *parse_build_spec(base, "--base")), ("head", *parse_build_spec(head, "--head"))]
+    for m in metric or []:
+        if m not in METRICS:
+            from specbench.gate.ab import BuildChoiceError
+
+            raise BuildChoiceError(f"--metric {m}: choose one of {', '.join(METRICS)}")
+    if out is None:
+        from specbench.paths import results_dir
+
+        out = results_dir() / make_run_id(f"{config.stem}-ab")
+    run_builds(config, list(set_ or []), specs, out, quiet)
+    show(paired_from_run(out, "base", "head", metric, thr), fmt)
+
+
+def bisect_cmd(
+    config: Annotated[
+        Path, typer.Argument(metavar="CONFIG", help="The run config (YAML), e.g. configs/ci.yaml.")
+    ],
+    source: Annotated[Path, typer.Option(metavar="DIR", help="The llama.cpp git checkout to bisect.")],
+    good: Annotated[str, typer.Option(metavar="REF", help="A commit known to be fast.")],
+    bad: Annotated[str, typer.Option(metavar="REF", help="A later commit known to be slow.")],
+    metric: Annotated[
+        str, typer.Option(metavar="METRIC", help="baseline_tps, spec_tps, speedup or acceptance.")
+    ] = "spec_tps",
+    threshold: Threshold = "5%",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="Bisect folder (default results/bisect-<time>/)."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the bisect in --out: finished steps are reused.")
+    ] = False,
+    set_: Sets = None,
+    quiet: Quiet = False,
+) -> None:
+    """Find the first commit between --good and --bad that made METRIC slower: each step an
+    interleaved A/B of the midpoint against --good. Exit 0 found, 3 a step stayed undecided."""
+    from specbench.gate import bisect
+    from specbench.gate.ab import METRICS, BuildChoiceError
+    from specbench.gate.regression import parse_threshold
+    from specbench.results.folder import make_run_id
+
+    if metric not in METRICS:
+        raise BuildChoiceError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
+    thr = parse_threshold(threshold)
+    if out is None:
+        if resume:
+            raise bisect.BisectError("--resume needs --out DIR: the folder of the bisect to continue")
+        from specbench.paths import results_dir
+
+        out = results_dir() / make_run_id("bisect")
+    src = source.expanduser().resolve()
+    state = bisect.start(out, src, good, bad, metric, thr, resume)
+    lo, hi, _ = state.bounds()
+    _say(f"bisect {metric}: {len(state.commits)} first-parent commits after {state.good[:10]} up to "
+         f"{state.bad[:10]}; results in {out}")  # fmt: skip
+
+    def measure(good_sha: str, mid_sha: str, run_dir: Path) -> bisect.StepResult:
+        specs = [("base", str(src), good_sha), ("head", str(src), mid_sha)]
+        run_builds(config, list(set_ or []), specs, run_dir, quiet)
+        cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
+        return bisect.step_result(cmp.decisions)
+
+    def on_step(step: bisect.Step) -> None:
+        commit = state.commits[step.index]
+        ratio = f"{step.ratio:.3f}" if step.ratio is not None else "-"
+        ci = f" [{step.ci_low:.3f}, {step.ci_high:.3f}]" if step.ci_low is not None else ""
+        _say(f"step {state.steps.index(step) + 1}: {commit.short} {commit.subject[:60]}: "
+             f"{ratio}{ci} {step.word} ({step.reason})")  # fmt: skip
+
+    state = bisect.run(out, state, measure, on_step)
+    lo, hi, stopped = state.bounds()
+    found = state.first_bad
+    if found is not None:
+        _say(f"first bad commit: {found.sha} {found.subject}")
+        raise typer.Exit(0)
+    after = state.commits[lo].short if lo >= 0 else state.good[:10]
+    _say(
+        f"undecided: step at {stopped.commit[:10]} could not be decided; the first bad commit is after "
+        f"{after} and at or before {state.commits[hi].short} (more repetitions, or a higher --threshold)"
+    )
+    raise typer.Exit(3)
+
+
+def _say(text: str) -> None:
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ab")(ab_cmd)
+    app.command("bisect")(bisect_cmd)

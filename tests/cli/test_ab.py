@@ -1,0 +1,126 @@
+"""`specbench compare RUN` on one multi-build run, and the one-line errors of `ab` and `bisect`,
+as a user runs them. The real two-build runs are in tests/cli/test_ab_real.py."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from specbench.results.records import Sample
+from tests.cli.test_compare import specbench
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "runs" / "quick-cpu"
+needs_build_field = pytest.mark.skipif(
+    "build" not in Sample.model_fields, reason="samples carry `build` once the cell declaration has it"
+)
+
+
+def multi_build_run(tmp_path: Path, builds=("base", "head"), slow: dict | None = None, reps: int = 4) -> Path:
+    """quick-cpu's manifest with samples of several builds, interleaved (ABBA), 1% noise; ``slow``
+    scales a build's baseline t/s."""
+    run = tmp_path / "multi"
+    run.mkdir()
+    shutil.copy(DATA / "manifest.json", run / "manifest.json")
+    template = [json.loads(line) for line in (DATA / "samples.jsonl").read_text().splitlines()]
+    template = [t for t in template if t["repetition"] == 0 and t["role"] in ("baseline", "speculative")]
+    rng = random.Random(7)
+    lines = []
+    for rep in range(reps):
+        for t in template:
+            for b in builds if rep % 2 == 0 else builds[::-1]:
+                s = dict(t, build=b, repetition=rep)
+                scale = (slow or {}).get(b, 1.0) if t["role"] == "baseline" else 1.0
+                s["tps"] = t["tps"] * scale * math.exp(rng.gauss(0, 0.01))
+                lines.append(json.dumps(s))
+    (run / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    return run
+
+
+def one_line_error(r: subprocess.CompletedProcess, *words: str) -> str:
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    for w in words:
+        assert w in lines[0]
+    return lines[0]
+
+
+@needs_build_field
+def test_compare_one_run_gives_the_paired_gate(tmp_path):
+    run = multi_build_run(tmp_path, slow={"head": 0.9})
+    r = specbench("compare", run, "--format", "json", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    data = json.loads(r.stdout)
+    assert data["exit_code"] == 1 and data["threshold"] == 0.05
+    keys = {"cell", "metric", "ratio", "ci_low", "ci_high", "p_value", "n_pairs", "decision"}
+    assert all(keys <= set(d) for d in data["decisions"])
+    base = [d for d in data["decisions"] if d["metric"] == "baseline_tps"]
+    assert [d["decision"] for d in base] == ["fail"] and base[0]["n_pairs"] == 8
+    assert base[0]["ratio"] == pytest.approx(0.9, abs=0.02)
+    # the other way round it is an improvement; the table names the builds and the detectable change
+    summary = tmp_path / "summary.md"
+    swapped = ["--base", "head", "--head", "base", "--metric", "baseline_tps", "--metric", "spec_tps"]
+    r = specbench("compare", run, *swapped, cwd=tmp_path,
+                  env={"GITHUB_STEP_SUMMARY": str(summary)})  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "improved" in r.stdout and "head base vs base head" in r.stdout and "detectable" in r.stdout
+    assert "| decision | metric |" in summary.read_text()
+
+
+@needs_build_field
+def test_three_builds_need_base_and_head(tmp_path):
+    run = multi_build_run(tmp_path, builds=("a", "b", "c"))
+    one_line_error(specbench("compare", run, cwd=tmp_path), "3 builds", "--base LABEL --head LABEL")
+    one_line_error(specbench("compare", run, "--base", "a", "--head", "x", cwd=tmp_path), "--head x")
+    r = specbench("compare", run, "--base", "a", "--head", "c", "--metric", "baseline_tps", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_compare_one_run_with_one_build_or_a_name(tmp_path):
+    one_line_error(specbench("compare", DATA, cwd=tmp_path), "needs two")
+    one_line_error(specbench("compare", "no-such-baseline", cwd=tmp_path), "two builds")
+
+
+def test_two_run_compare_says_what_unpaired_runs_cannot_see(tmp_path):
+    r = specbench("compare", DATA, DATA, cwd=tmp_path)
+    assert "cannot see a change smaller than the drift" in r.stdout
+
+
+def test_ab_and_bisect_bad_input(tmp_path):
+    cfg = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
+    one_line_error(
+        specbench("ab", cfg, "--base", "/no/such@v1", "--head", "@HEAD", cwd=tmp_path), "not a folder"
+    )
+    one_line_error(
+        specbench("ab", cfg, "--base", f"{tmp_path}@", "--head", "@x", cwd=tmp_path), "nothing after"
+    )
+    one_line_error(
+        specbench("ab", cfg, "--base", "@a", "--head", "@b", "--metric", "nope", cwd=tmp_path),
+        "--metric nope",
+    )
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env={"PATH": "/usr/bin:/bin", **env})
+    bisect = ["bisect", cfg, "--source", repo, "--metric", "baseline_tps"]
+    one_line_error(specbench(*bisect, "--good", "HEAD", "--bad", "HEAD", cwd=tmp_path), "same commit")
+    one_line_error(
+        specbench(*bisect, "--good", "HEAD", "--bad", "v9", cwd=tmp_path), "--bad v9: no such commit"
+    )
+    one_line_error(
+        specbench("bisect", cfg, "--source", tmp_path / "nope", "--good", "a", "--bad", "b", cwd=tmp_path),
+        "not a folder",
+    )
