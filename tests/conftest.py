@@ -1,3 +1,3 @@
 """Shared fixtures. Real llama.cpp builds and real GGUF models, cached under SPECBENCH_HOME."""
 
-pytest_plugins = ["tests.fixtures.build", "tests.fixtures.models"]
+pytest_plugins = ["tests.fixtures.build", "tests.fixtures.models", "tests.fixtures.llama_history"]
