@@ -23,6 +23,19 @@ def test_workflow_runs_build_run_compare_and_uploads_results():
     assert upload["if"] == "always()" and upload["with"]["path"] == "results/"
 
 
+def test_pull_requests_run_ab_on_the_pinned_tree_at_base_and_head():
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    assert jobs["ab"]["if"] == "github.event_name == 'pull_request'"
+    assert jobs["bench"]["if"] == "github.event_name != 'pull_request'"
+    commands = " ".join(step.get("run", "") for step in jobs["ab"]["steps"])
+    assert "specbench ab configs/ci.yaml" in commands
+    assert "--base third_party/llama.cpp@${{ steps.pins.outputs.base }}" in commands
+    assert "--head third_party/llama.cpp@${{ steps.pins.outputs.head }}" in commands
+    assert "pull_request.base.sha }}:third_party/llama.cpp" in commands
+    ab_args = {m["name"]: m["run_args"] for m in jobs["ab"]["strategy"]["matrix"]["include"]}
+    assert ab_args == {m["name"]: m["run_args"] for m in MATRIX}  # the same machines, the same arguments
+
+
 @pytest.mark.parametrize("machine", MATRIX, ids=lambda m: m["name"])
 def test_each_machines_run_arguments_dry_run(tmp_path, llama_build, machine):
     args = shlex.split(machine["run_args"])
