@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from specbench.cli.common import console as _console
+from specbench.cli.common import err_console
 
 # Tables in CI logs (not a terminal) would be folded at 80 columns; give them room.
 console = _console if _console.is_terminal else Console(width=200)
@@ -203,9 +204,10 @@ def compare_cmd(
                 "(`specbench compare RUN [--base LABEL --head LABEL]`)"
             )
         show(paired_from_run(Path(baseline), base, head, metric, thr), fmt)
-    cmp = compare(
-        load_side(baseline), load_side(current), metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing
-    )
+    sides = load_side(baseline), load_side(current)
+    for note in (n for side in sides for n in side.notes):  # stderr: stdout may be JSON
+        err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    cmp = compare(*sides, metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing)
     if fmt == Format.json:
         data = cmp.model_dump(mode="json")
         data["exit_code"] = cmp.exit_code
@@ -287,7 +289,6 @@ def history_cmd(
     from rich.table import Table
     from rich.text import Text
 
-    from specbench.cli.common import err_console
     from specbench.gate.history import default_db, load_history, plot_history, plot_path, record_run
     from specbench.results.folder import finish_hint, read_facts
 

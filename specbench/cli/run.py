@@ -259,7 +259,10 @@ def run(
         cfg = benchmark.load(config, set_ or ())
     note = (lambda p: None) if quiet else _status_printer()
     if dry_run:
-        _print_dry_run(benchmark.prepare(cfg, dry_run=True, build_progress=note))
+        prepared = benchmark.prepare(cfg, dry_run=True, build_progress=note)
+        if resume is not None:
+            benchmark.left_to_run(prepared, resume)
+        _print_dry_run(prepared)
         return
     _interrupt_on_termination()  # from here on, a build or download is cut short as by Ctrl-C
     run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)

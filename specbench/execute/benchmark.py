@@ -215,6 +215,27 @@ def prepare(
     return Prepared(config, build, preview, models, checks, prompts, plan, dry_run)
 
 
+def left_to_run(prepared: Prepared, run_dir: Path) -> None:
+    """A dry run of ``--resume``: the plan keeps only what the run would still measure (the warmups
+    too, when anything is left), with a note saying how much is recorded already."""
+    done = {s.sample_key() for s in load_samples(run_dir)} if has_samples(run_dir) else set()
+    plan = prepared.plan
+    measured = [i for i in plan.measured if i.sample_key() not in done]
+    n_done = len(plan.measured) - len(measured)
+    plan.invocations = [
+        i for i in plan.invocations if (i.warmup and measured) or not i.warmup and i.sample_key() not in done
+    ]
+    if not measured:
+        plan.notes.append(f"{run_dir}: every planned sample is recorded already; nothing left to run")
+    else:
+        plan.notes.append(f"{run_dir}: {n_done} of {n_done + len(measured)} planned samples are recorded "
+                          f"already; only the {len(measured)} left are listed")  # fmt: skip
+    if prepared.config.auto_repetitions:
+        plan.notes.append(
+            "repetitions: auto: whether more rounds follow is decided from the samples as the run goes"
+        )
+
+
 def new_run_dir(config: Config, out: Path | None) -> Path:
     """``results/<YYYYmmdd-HHMMSS>-<name>/`` unless ``--out`` says otherwise."""
     from specbench.paths import check_path, results_dir

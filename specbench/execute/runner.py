@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.errors import RunError, SpecbenchError
-from specbench.execute.executor import Executor, Measured, ProcessExecutor, read_output
+from specbench.execute.executor import Executor, Measured, ProcessExecutor, raw_stem, read_output
 from specbench.execute.outputs import compare, continuation
 from specbench.results.folder import (
     RunLock,
@@ -27,6 +27,9 @@ from specbench.results.folder import (
     check_writable,
     has_samples,
     load_samples,
+    mark_orphans,
+    mark_partial,
+    next_raw_number,
     prepare_raw,
     save_manifest,
 )  # fmt: skip
@@ -167,6 +170,10 @@ def execute(
         manifest.status, manifest.finished_at, manifest.status_reason = "running", None, None
         save_manifest(run_dir, manifest)
         prepare_raw(run_dir)
+        if resume:
+            mark_orphans(run_dir, done_samples)
+        first_raw = next_raw_number(run_dir)  # a resumed run's logs never reuse a name
+        in_flight: list[tuple[int, Invocation]] = []
         outputs = _Outputs()
         _recover_outputs(done_samples, plan, run_dir, outputs)
         new: list[Sample] = []
@@ -179,7 +186,7 @@ def execute(
         try:
             look("before", 0)
             while queue:
-                offset, i = count, 0  # raw log numbers stay unique across rounds
+                offset, i = first_raw + count, 0  # raw log numbers stay unique across rounds
                 while i < len(queue):
                     inv = queue[i]
                     if (inv.warmup and left == 0) or (not inv.warmup and inv.sample_key() in done):
@@ -191,9 +198,11 @@ def execute(
                     batch = [(offset + j, b) for j, b in batch]
                     for _, b in batch:
                         notify(ProgressEvent("begin", count, total, b, last_tps=last_tps))
+                    in_flight = list(batch)
                     results = executor.measure_batch(batch, run_dir, manifest.run_id, now_iso())
                     manifest.model_loads = loads_before + executor.model_loads
                     for (_, b), measured in zip(batch, results, strict=True):
+                        in_flight.pop(0)
                         count += 1
                         if b.warmup:
                             notify(ProgressEvent("warmup", count, total, b, last_tps=last_tps))
@@ -218,6 +227,7 @@ def execute(
             look("after", len(new))
         except KeyboardInterrupt as exc:
             executor.close()
+            mark_partial(run_dir, [raw_stem(index, b) for index, b in in_flight])
             manifest.model_loads = loads_before + executor.model_loads
             reason = getattr(exc, "signal_name", "Ctrl-C")  # errors.Terminated for SIGTERM/SIGHUP
             _finish(manifest, run_dir, "interrupted", reason)

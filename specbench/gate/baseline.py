@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from specbench import __version__
 from specbench.errors import PathError, SpecbenchError
 from specbench.paths import check_path, os_problem, results_dir, shorten
-from specbench.results.folder import finish_hint, read_run
+from specbench.results.folder import finish_hint, read_run, unique_samples
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
 
@@ -55,6 +55,7 @@ class Side(BaseModel):
     kind: Literal["run", "baseline"]
     facts: RunFacts
     samples: list[Sample]
+    notes: list[str] = []  # what reading it left out (duplicates, a torn last line), for the user
 
 
 def load_run(run_dir: Path) -> Side:
@@ -63,7 +64,7 @@ def load_run(run_dir: Path) -> Side:
         run = read_run(run_dir)
     except SpecbenchError as exc:
         raise InputError(str(exc)) from exc
-    return Side(ref=str(run_dir), kind="run", facts=run.facts, samples=run.samples)
+    return Side(ref=str(run_dir), kind="run", facts=run.facts, samples=run.samples, notes=run.warnings)
 
 
 def load_baseline_file(path: Path) -> Side:
@@ -76,7 +77,9 @@ def load_baseline_file(path: Path) -> Side:
             f"{path} is not a specbench baseline ({exc.error_count()} errors); "
             f"create one with `specbench baseline save RUN_DIR --name NAME`"
         ) from exc
-    return Side(ref=str(path), kind="baseline", facts=base.facts, samples=base.samples)
+    samples, note = unique_samples(base.samples, str(path))
+    notes = [note] if note else []
+    return Side(ref=str(path), kind="baseline", facts=base.facts, samples=samples, notes=notes)
 
 
 def baselines_dir() -> Path:

@@ -17,6 +17,8 @@ import errno
 import fcntl
 import json
 import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -105,7 +107,9 @@ def check_writable(run_dir: Path) -> None:
             fh.write("ok")
         probe.unlink()
     except OSError as exc:
-        raise RunError(f"results folder {os_problem(exc, run_dir)} (pass another with --out DIR)") from exc
+        raise RunError(
+            f"results folder is not writable: {os_problem(exc, run_dir)} (--out DIR: another)"
+        ) from exc
 
 
 def check_fresh(run_dir: Path) -> None:
@@ -123,6 +127,55 @@ def check_resumable(run_dir: Path) -> None:
 
 def prepare_raw(run_dir: Path) -> None:
     (run_dir / RAW).mkdir(exist_ok=True)
+
+
+PARTIAL = ".partial"  # appended to the raw logs of a sample that never finished
+_RAW_SUFFIXES = (".response.json", ".stdout", ".stderr")
+_RAW_NUMBER = re.compile(r"(\d+)-")
+
+
+def _raw_stem(name: str) -> str | None:
+    return next((name[: -len(s)] for s in _RAW_SUFFIXES if name.endswith(s)), None)
+
+
+def next_raw_number(run_dir: Path) -> int:
+    """Raw logs are named ``NNNN-...``; a resumed run numbers on after the highest, so no name is
+    used twice (a repeated number would read as one invocation's logs)."""
+    raw = run_dir / RAW
+    names = [p.name for p in raw.iterdir()] if raw.is_dir() else []
+    return max((int(m.group(1)) for n in names if (m := _RAW_NUMBER.match(n))), default=-1) + 1
+
+
+def mark_partial(run_dir: Path, stems: Iterable[str]) -> list[Path]:
+    """Rename the raw logs of invocations cut short (Ctrl-C, a kill) to ``NAME.partial``: they hold
+    half a run, and ``specbench parse raw/*.stderr`` must not read them as whole ones."""
+    marked = []
+    for stem in stems:
+        for suffix in _RAW_SUFFIXES:
+            path = run_dir / RAW / f"{stem}{suffix}"
+            if path.is_file():
+                try:
+                    path.replace(path.with_name(path.name + PARTIAL))
+                    marked.append(path)
+                except OSError:
+                    pass  # a log left as it is must not hide why the run stopped
+    return marked
+
+
+def mark_orphans(run_dir: Path, samples: Iterable[Sample]) -> list[Path]:
+    """On --resume: logs of measured invocations that left no sample (the process was killed before
+    it could record one) are partial. Warmups (never recorded) and server logs are kept as they are."""
+    raw = run_dir / RAW
+    if not raw.is_dir():
+        return []
+    recorded = {_raw_stem(Path(p).name) for s in samples for p in (s.stdout_path, s.stderr_path) if p}
+    orphans = set()
+    for path in raw.iterdir():
+        stem = _raw_stem(path.name)
+        if stem is None or stem in recorded or stem.endswith("-server") or "-warmup-" in stem:
+            continue
+        orphans.add(stem)
+    return mark_partial(run_dir, sorted(orphans))
 
 
 class RunLock:
@@ -250,9 +303,32 @@ def _truncate(fd: int, size: int) -> None:
         pass
 
 
+def unique_samples(samples: list[Sample], where: str) -> tuple[list[Sample], str | None]:
+    """A sample's identity (cell, prompt, repetition, role: ``sample_key``) is unique in a run; a
+    repeated one (a line copied twice, a hand-merged log) would count twice in every mean and n.
+    The first of each is kept; the note says how many were dropped, for the reader to print."""
+    seen: dict[tuple, int] = {}
+    kept, dropped = [], []
+    for i, s in enumerate(samples, 1):
+        key = s.sample_key()
+        if key in seen:
+            dropped.append((i, seen[key]))
+            continue
+        seen[key] = i
+        kept.append(s)
+    if not dropped:
+        return samples, None
+    i, first = dropped[0]
+    return kept, (
+        f"{where}: {len(dropped)} duplicate {'sample was' if len(dropped) == 1 else 'samples were'} dropped "
+        f"(sample {i} repeats sample {first}: the same cell, prompt, repetition and role); each counts once"
+    )
+
+
 def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sample]:
-    """All complete samples of a run. A torn last line (crash mid-write) is left out, and said so
-    in ``warnings`` when given; a bad line anywhere else is an error naming the field and why."""
+    """All complete samples of a run, each identity once (``unique_samples``). A torn last line
+    (crash mid-write) is left out; both are said in ``warnings`` when given. A bad line anywhere
+    else is an error naming the field and why."""
     path = run_dir / SAMPLES
     if not path.is_file():
         raise RunError(
@@ -275,6 +351,9 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
                     )
                 break
             raise RunError(f"{path}:{lineno}: not a valid sample ({_why(exc)})") from exc
+    samples, note = unique_samples(samples, str(path))
+    if note and warnings is not None:
+        warnings.append(note)
     return samples
 
 

@@ -247,6 +247,10 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
     other = cli("run", str(config), "--resume", str(run_dir), "--set", "repetitions=3")
     assert_one_line_error(other, "was run with a different config (repetitions differ)")
     assert len(load_samples(run_dir)) == len(kept)
+    dry = cli("run", "--resume", str(run_dir), "--dry-run")  # lists what is left, runs nothing
+    assert dry.returncode == 0, dry.stderr
+    assert f"{len(kept)} of 4 planned samples are recorded already" in dry.stdout
+    assert dry.stdout.count("\n# rep ") == 4 - len(kept) and len(load_samples(run_dir)) == len(kept)
 
     result = cli(
         "run", str(config), "--resume", str(run_dir), "--quiet", env={"SPECBENCH_RESULTS": str(tmp_path)}
@@ -259,6 +263,14 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
     man = load_manifest(run_dir)
     assert man.status == "complete" and len(man.resumed_at) == 1
     assert json.loads((run_dir / "manifest.json").read_text())["run_id"] == "run"
+    done = cli("run", "--resume", str(run_dir), "--dry-run")
+    assert "nothing left to run" in done.stdout and "\n# rep " not in done.stdout, done.stdout
+    # every whole log is a recorded sample's, under a number of its own; the cut one is marked
+    logs = sorted(run_dir.glob("raw/*.stderr"))
+    assert len(logs) == 4 and len({p.name[:4] for p in logs}) == 4
+    assert len(list(run_dir.glob("raw/*.partial"))) in (0, 2)  # 0: the signal fell between samples
+    parsed = cli("parse", *map(str, logs))
+    assert parsed.returncode == 0, parsed.stderr
 
 
 @pytest.mark.parametrize("terminal", [True, False], ids=["tty", "plain"])

@@ -231,9 +231,10 @@ def _ctrl_c_run(tmp_path, env_info):
     assert [s.prompt_id for s in load_samples(run_dir)] == ["a"]  # the partial one is discarded
     man = load_manifest(run_dir)
     assert man.status == "interrupted" and man.finished_at is not None
-    hung = next(run_dir.glob("raw/*-b-r0.stdout"))
+    hung = next(run_dir.glob("raw/*-b-r0.stdout.partial"))  # cut short: marked, not a whole log
     pids = dict(line.split() for line in hung.read_text().splitlines())
     assert all(_gone(int(p)) for p in pids.values()), "Ctrl-C left the running binary behind"
+    assert not list(run_dir.glob("raw/*-b-r0.stdout")) and not list(run_dir.glob("raw/*-b-r0.stderr"))
 
     events = []
     resumed = [*plan[:2], inv("nodraft", prompt_id="b"), plan[3]]
@@ -245,6 +246,36 @@ def _ctrl_c_run(tmp_path, env_info):
     ]  # fmt: skip
     man = load_manifest(run_dir)
     assert man.status == "complete" and len(man.resumed_at) == 1
+    _raw_names_are_unique(run_dir)
+
+
+def _raw_names_are_unique(run_dir: Path) -> None:
+    """Every log's number is its own, and every whole log belongs to a recorded sample or a warmup."""
+    stems = {p.name.split(".")[0] for p in (run_dir / "raw").iterdir() if not p.name.endswith(".partial")}
+    numbers = [stem.split("-")[0] for stem in stems]
+    assert len(numbers) == len(set(numbers)), sorted(stems)
+    recorded = {Path(s.stderr_path).name.split(".")[0] for s in load_samples(run_dir)}
+    assert {s for s in stems if "-warmup-" not in s} == recorded
+
+
+def test_resume_after_a_kill_marks_orphan_logs_and_numbers_on(tmp_path, env_info):
+    """A run killed outright (SIGKILL, power cut) leaves its last invocation's logs and no sample;
+    --resume marks them partial, and its own logs never reuse a number."""
+    plan = [inv("nodraft", warmup=True), inv("nodraft", prompt_id="a"), inv("nodraft", prompt_id="b")]
+    run_dir = tmp_path / "run"
+    man = manifest(run_dir, env_info)
+    execute(plan[:2], run_dir, man)
+    (run_dir / "raw" / "0002-speculative-target-draft-n8-b-r0.stderr").write_text("half a log")
+    (run_dir / "raw" / "0002-speculative-target-draft-n8-b-r0.stdout").write_text("half")
+    execute(plan, run_dir, man, resume=True)
+    assert sorted(p.name for p in (run_dir / "raw").glob("*.partial")) == [
+        "0002-speculative-target-draft-n8-b-r0.stderr.partial",
+        "0002-speculative-target-draft-n8-b-r0.stdout.partial",
+    ]
+    assert [s.prompt_id for s in load_samples(run_dir)] == ["a", "b"]
+    assert all(int(p.name[:4]) >= 3 for p in (run_dir / "raw").glob("*-r0.std*") if "-b-" in p.name
+               and not p.name.endswith(".partial"))  # fmt: skip
+    _raw_names_are_unique(run_dir)
 
 
 @pytest.mark.slow
