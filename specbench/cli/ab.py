@@ -115,12 +115,20 @@ def _build_entries(cfg, specs: list[tuple[str, str | None, str | None]]) -> list
 
 
 def run_builds(
-    config: Path, sets: list[str], specs: list[tuple[str, str | None, str | None]], run_dir: Path, quiet: bool
+    config: Path,
+    sets: list[str],
+    specs: list[tuple[str, str | None, str | None]],
+    run_dir: Path,
+    quiet: bool,
+    metrics: list[str],
+    threshold: float,
 ) -> Path:
-    """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists)."""
+    """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
+    with ``repetitions: auto`` the rounds go on while the paired gate leaves a cell undecided."""
     from specbench.cli.run import ProgressView, _interrupt_on_termination, _status_printer, resume_command
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
+    from specbench.gate.ab import undecided_samples
 
     cfg = benchmark.load(config, sets)
     override = "llama_cpp=" + json.dumps(_build_entries(cfg, specs))
@@ -131,9 +139,11 @@ def run_builds(
     prepared = benchmark.prepare(cfg, build_progress=(lambda p: None) if quiet else _status_printer())
     view = ProgressView(quiet)
     try:
+        base, head = specs[0][0], specs[1][0]
         benchmark.run_benchmark(
-            prepared, run_dir, resume=resume, progress=view, command_line=["specbench", *sys.argv[1:]]
-        )
+            prepared, run_dir, resume=resume, progress=view, command_line=["specbench", *sys.argv[1:]],
+            undecided=lambda samples: undecided_samples(samples, base, head, metrics, threshold),
+        )  # fmt: skip
     except RunInterrupted as exc:
         view.stop()
         err_console.print(
@@ -202,7 +212,7 @@ def ab_cmd(
         from specbench.paths import results_dir
 
         out = results_dir() / make_run_id(f"{config.stem}-ab")
-    run_builds(config, list(set_ or []), specs, out, quiet)
+    run_builds(config, list(set_ or []), specs, out, quiet, list(metric or METRICS), thr)
     show(paired_from_run(out, "base", "head", metric, thr), fmt)
 
 
@@ -251,7 +261,7 @@ def bisect_cmd(
 
     def measure(good_sha: str, mid_sha: str, run_dir: Path) -> bisect.StepResult:
         specs = [("base", str(src), good_sha), ("head", str(src), mid_sha)]
-        run_builds(config, list(set_ or []), specs, run_dir, quiet)
+        run_builds(config, list(set_ or []), specs, run_dir, quiet, [metric], thr)
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
         return bisect.step_result(cmp.decisions)
 

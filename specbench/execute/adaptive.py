@@ -15,7 +15,7 @@ plans with ``resume_plan``, which first finishes the repetitions already planned
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -67,6 +67,9 @@ class AdaptivePlan:
     precision: float
     maximum: int
     rounds: int = 0
+    # Another stop rule (``specbench ab``: the paired gate): the samples of every cell still
+    # undecided; those cells, and no others, get another repetition. None: the precision rule.
+    undecided: Callable[[Sequence[Sample]], Sequence[Sample]] | None = None
 
     def precise(self, state: CellState) -> bool:
         return stratified(list(state.by_prompt.values())).meets(self.precision)
@@ -78,9 +81,18 @@ class AdaptivePlan:
 
     def _targets(self, samples: Sequence[Sample], grow: bool) -> dict[tuple, int]:
         states = cell_states(samples)
+        open_keys = None
+        if grow and self.undecided is not None:
+            open_keys = {
+                cell_of(s) if s.role == "speculative" else _group_of(s) for s in self.undecided(samples)
+            }
         targets = {}
         for key, st in states.items():
-            targets[key] = st.reps + (1 if grow and self.wants_more(st) else 0)
+            if open_keys is None:
+                more = self.wants_more(st)
+            else:
+                more = st.reps < self.maximum and st.any_valid and key in open_keys
+            targets[key] = st.reps + (1 if grow and more else 0)
         return targets
 
     def _needed(self, inv: Invocation, targets: dict[tuple, int], spec_cells: dict[tuple, Invocation]) -> int:

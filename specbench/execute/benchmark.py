@@ -265,11 +265,14 @@ def run_benchmark(
     progress: ProgressFn | None = None,
     command_line: list[str] | None = None,
     strict: bool = False,
+    undecided: Any = None,
 ) -> RunSummary:
     """Execute a prepared plan into ``run_dir`` (or continue it) and summarise it.
 
     ``strict``: a busy machine (the noise check) is an error, not a warning. With ``repetitions:
-    auto`` the plan is the first round and more rounds follow (``specbench.execute.adaptive``).
+    auto`` the plan is the first round and more rounds follow (``specbench.execute.adaptive``);
+    ``undecided`` replaces their precision rule (``specbench ab``: the cells its paired gate leaves
+    undecided get the next round).
     """
     from specbench.execute.watch import NoiseWatch
 
@@ -285,6 +288,7 @@ def run_benchmark(
     plan, adaptive = prepared.invocations, None
     if prepared.config.auto_repetitions:
         adaptive = _adaptive(prepared)
+        adaptive.undecided = undecided
         if resume and has_samples(run_dir):
             keys = {i.sample_key() for i in plan}
             plan += [i for i in adaptive.resume_plan(load_samples(run_dir)) if i.sample_key() not in keys]

@@ -226,6 +226,14 @@ def paired_compare(
     return PairedComparison(run=run, base=base, head=head, threshold=threshold, decisions=decisions)
 
 
-def undecided_cells(cmp: PairedComparison) -> set[str]:
-    """Labels of the cells some metric left undecided (what a further round should repeat)."""
-    return {d.cell for d in cmp.decisions if d.status == Status.TOO_NOISY}
+def undecided_samples(
+    samples: Sequence[Sample], base: str, head: str, metrics: Sequence[str], threshold: float
+) -> list[Sample]:
+    """The samples of every cell some metric leaves undecided so far: with ``repetitions: auto``
+    those cells (and only those) get another round, until decided or ``max_repetitions``."""
+    open_cells = set()
+    for metric in dict.fromkeys(metrics):
+        for key, cp in pairs(samples, metric, base, head).items():
+            if decide(cp.base, cp.head, metric, threshold).status == Status.TOO_NOISY:
+                open_cells.add(key)
+    return [s for s in samples if build_of(s) in (base, head) and _cell(s) in open_cells]

@@ -98,3 +98,22 @@ def test_resume_finishes_the_planned_repetitions_first():
         ("speculative", "ngram-mod", "p2", 2),
     ]  # fmt: skip
     assert plan.rounds == 0
+
+
+def test_another_stop_rule_repeats_only_the_cells_it_leaves_open():
+    """ab's rule: the cells the paired gate has not decided get the next round, whatever their precision."""
+    asked: list[int] = []
+
+    def undecided(samples):
+        asked.append(len(samples))
+        return [s for s in samples if s.method == "ngram-mod" and max(x.repetition for x in samples) < 2]
+
+    plan = AdaptivePlan(full_plan(5), precision=0.03, maximum=5, undecided=undecided)
+    samples = record([i for i in plan.full if i.repetition < 2])
+    more = plan.next_round(samples)
+    assert [(i.role, i.method, i.repetition) for i in more if i.prompt_id == "p1"] == [
+        ("baseline", "none", 2),
+        ("speculative", "ngram-mod", 2),
+    ]  # fmt: skip  (the noisy ngram-simple cell is not repeated: the rule says it is decided)
+    samples += record(more)
+    assert plan.next_round(samples) == [] and asked == [12, 16]

@@ -14,6 +14,7 @@ from specbench.gate.ab import (
     paired_compare,
     pairs,
     parse_build_spec,
+    undecided_samples,
 )
 from specbench.gate.decision import Status
 from specbench.results.records import Generation, Sample
@@ -123,3 +124,12 @@ def test_too_few_pairs_are_undecided_exit_3():
     cmp = paired_compare(run(reps=2), "r", metrics=["spec_tps"])
     assert [d.decision for d in cmp.decisions] == ["undecided"] and cmp.exit_code == 3
     assert cmp.model_dump(mode="json")["decisions"][0]["decision"] == "undecided"
+
+
+def test_undecided_samples_are_those_of_open_cells():
+    few = run(reps=2)  # 4 pairs a cell: nothing can be decided yet
+    assert len(undecided_samples(few, "base", "head", ["spec_tps"], 0.05)) == sum(
+        s.role == "speculative" for s in few
+    )
+    enough = run(reps=6)
+    assert undecided_samples(enough, "base", "head", ["baseline_tps", "spec_tps"], 0.05) == []
