@@ -1,0 +1,233 @@
+"""Does the paired gate of ``specbench ab`` do what issue 21 asks, on this machine?
+
+    .venv/bin/python benchmarks/bench_ab.py [--config configs/ci.yaml] [--out results/bench-ab]
+        [--aa-runs 5] [--slow-runs 10] [--delay-frac 0.05] [--threshold 2%]
+        [--bisect-commits 8] [--slow-commit 5] [--tiny] [--set KEY=VALUE ...]
+
+Four measurements, each with ``specbench`` as a user runs it (``--set`` options go to every run):
+
+1. **A/A**: ``ab`` of the pinned tree against itself (two labels, one build), ``--aa-runs`` times;
+   counts the decisions (4 metrics x cells a run) that fail and that stay undecided.
+2. **A real slowdown**: a git history of the pinned tree whose second commit sleeps
+   ``--delay-frac`` of a decode step (measured in the A/A runs' baselines) per sampled token;
+   ``ab`` of commit 0 vs commit 1, ``--slow-runs`` times: how many ``baseline_tps`` decisions
+   fail, and each decision's wall time once both builds exist.
+3. **The same pairs through two-run ``compare``**: each A/A and slowdown run split into its two
+   builds' samples, compared as two separate runs (Welch per prompt): false alarms, detections and
+   too-noisy rates side by side with the paired gate's.
+4. **bisect** on a ``--bisect-commits`` history whose commit ``--slow-commit`` adds the delay:
+   the steps it took, whether it named that commit, and every build's time against the first's.
+
+Prints a table and writes everything to OUT/bench-ab.json. ``--tiny`` proves the script works in
+a few minutes (16 tokens, 1 run each, a 4-commit bisect): its numbers mean nothing. The real
+numbers need a quiet machine: nothing else running (the manifests' ``noise`` record says).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def specbench(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "specbench", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+        check=False, timeout=timeout, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def sets_args(sets: list[str]) -> list[str]:
+    return [a for s in sets for a in ("--set", s)]
+
+
+def ab(config: str, base: str, head: str, out: Path, sets: list[str], threshold: str) -> tuple[dict, float]:
+    """One ``ab`` run; its JSON and wall seconds. Exit 0/1/3 are answers; anything else stops the bench."""
+    t0 = time.monotonic()
+    res = specbench("ab", config, "--base", base, "--head", head, "--out", out, "--format", "json", "--quiet",
+                    "--threshold", threshold, *sets_args(sets))  # fmt: skip
+    wall = time.monotonic() - t0
+    if res.returncode not in (0, 1, 3):
+        sys.exit(f"specbench ab {base} {head} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
+    return json.loads(res.stdout), wall
+
+
+def split_run(run: Path, dest: Path) -> tuple[Path, Path]:
+    """The two builds' samples of one ab run as two single-build run folders (for two-run compare)."""
+    from specbench.results.folder import append_sample, load_manifest, load_samples, save_manifest
+
+    manifest, samples = load_manifest(run), load_samples(run)
+    out = []
+    for label in ("base", "head"):
+        d = dest / f"{run.name}-{label}"
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        m = manifest.model_copy(update={"run_id": d.name})
+        save_manifest(d, m)
+        for s in samples:
+            if getattr(s, "build", None) == label:
+                append_sample(d, s.model_copy(update={"build": None, "run_id": d.name}))
+        out.append(d)
+    return out[0], out[1]
+
+
+def two_run(run: Path, dest: Path, threshold: str) -> list[dict]:
+    """Today's two-run gate on the same samples: one row per (metric, cell) with its status."""
+    a, b = split_run(run, dest)
+    res = specbench("compare", a, b, "--format", "json", "--threshold", threshold,
+                    "--metric", "baseline_tps", "--metric", "spec_tps")  # fmt: skip
+    if res.returncode not in (0, 1, 3, 4):
+        sys.exit(f"specbench compare {a} {b} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
+    data = json.loads(res.stdout)
+    return [{"metric": m["metric"], "status": c["status"]} for m in data["metrics"] for c in m["cells"]]
+
+
+def rates(rows: list[dict], metric: str | None = None, key: str = "decision") -> dict:
+    rows = [r for r in rows if metric is None or r["metric"] == metric]
+    n = len(rows)
+    count = {
+        w: sum(r[key] == w for r in rows)
+        for w in ("fail", "pass", "improved", "undecided", "too_noisy", "warn")
+    }
+    return {"n": n, **{k: v for k, v in count.items() if v}}
+
+
+def baseline_step_ms(run: Path) -> float:
+    """The median decode step of the pinned build's baseline samples (ms per token)."""
+    from specbench.results.folder import load_samples
+
+    tps = [s.tps for s in load_samples(run) if s.role == "baseline" and s.valid and s.tps]
+    if not tps:
+        sys.exit(f"{run}: no valid baseline sample to size the delay with")
+    return 1000.0 / statistics.median(tps)
+
+
+def build_times(out: Path) -> list[float]:
+    """Seconds each build of a bisect took, in the order built (from their build.json)."""
+    seen = []
+    for run in sorted(out.glob("step-*")):
+        try:
+            manifest = json.loads((run / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        builds = manifest.get("builds") or [manifest.get("build")]
+        for b in builds:
+            secs = (b or {}).get("build_seconds") or (b or {}).get("duration_s")
+            if secs is not None:
+                seen.append(float(secs))
+    return seen
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default="configs/ci.yaml")
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench-ab")
+    ap.add_argument("--aa-runs", type=int, default=5)
+    ap.add_argument("--slow-runs", type=int, default=10)
+    ap.add_argument("--delay-frac", type=float, default=0.05)
+    ap.add_argument("--threshold", default="2%")
+    ap.add_argument("--bisect-commits", type=int, default=8)
+    ap.add_argument("--slow-commit", type=int, default=5)
+    ap.add_argument("--tiny", action="store_true", help="prove the script works; numbers mean nothing")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    args = ap.parse_args()
+    from tests.fixtures.llama_history import make_history, pinned_tree
+
+    sets = list(args.sets)
+    if args.tiny:
+        sets = ["generation.n_predict=16", "repetitions=3", "warmup=0", *sets]
+        args.aa_runs, args.slow_runs, args.bisect_commits = 1, 1, 4
+        args.slow_commit = min(args.slow_commit, 2)
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    args.out.mkdir(parents=True)
+    tree = str(pinned_tree())
+    result: dict = {"config": args.config, "sets": sets, "threshold": args.threshold}
+
+    # 1. A/A
+    aa, aa_two = [], []
+    for i in range(args.aa_runs):
+        run = args.out / f"aa-{i}"
+        data, wall = ab(args.config, tree, tree, run, sets, args.threshold)
+        aa += [dict(d, wall_s=wall) for d in data["decisions"]]
+        aa_two += two_run(run, args.out / "split", args.threshold)
+        print(
+            f"A/A {i + 1}/{args.aa_runs}: {[d['decision'] for d in data['decisions']]} ({wall:.0f} s)",
+            flush=True,
+        )
+    step_ms = baseline_step_ms(args.out / "aa-0")
+    delay_us = max(1, round(args.delay_frac * step_ms * 1000))
+    result["aa"] = {"paired": rates(aa), "two_run": rates(aa_two, key="status"), "decode_step_ms": step_ms}
+
+    # 2. a real slowdown, and 3. the same pairs through two-run compare
+    hist = make_history(args.out / "history-slow" / "llama.cpp", Path(tree), [0, delay_us])
+    base, head = f"{hist.repo}@{hist.shas[0]}", f"{hist.repo}@{hist.shas[1]}"
+    slow, slow_two, walls = [], [], []
+    for i in range(args.slow_runs):
+        run = args.out / f"slow-{i}"
+        data, wall = ab(args.config, base, head, run, sets, args.threshold)
+        slow += data["decisions"]
+        walls.append(wall)  # the first includes both builds
+        slow_two += two_run(run, args.out / "split", args.threshold)
+        bt = [d for d in data["decisions"] if d["metric"] == "baseline_tps"]
+        shown = [(round(d["ratio"] or 0, 3), d["decision"]) for d in bt]
+        print(f"slow {i + 1}/{args.slow_runs}: baseline_tps {shown} ({wall:.0f} s)", flush=True)
+    result["slow"] = {
+        "delay_us": delay_us, "paired_baseline_tps": rates(slow, "baseline_tps"),
+        "paired_all": rates(slow), "two_run_baseline_tps": rates(slow_two, "baseline_tps", key="status"),
+        "wall_s_after_builds": walls[1:] or walls, "first_wall_s": walls[0] if walls else None,
+    }  # fmt: skip
+
+    # 4. bisect
+    delays = [0] * args.bisect_commits
+    for i in range(args.slow_commit, args.bisect_commits):
+        delays[i] = delay_us
+    bhist = make_history(args.out / "history-bisect" / "llama.cpp", Path(tree), delays)
+    bout = args.out / "bisect"
+    t0 = time.monotonic()
+    good, bad = bhist.shas[0], bhist.shas[-1]
+    res = specbench("bisect", args.config, "--source", bhist.repo, "--good", good, "--bad", bad,
+                    "--metric", "baseline_tps", "--threshold", args.threshold, "--out", bout, "--quiet",
+                    *sets_args(sets), timeout=4 * 3600)  # fmt: skip
+    state = json.loads((bout / "bisect.json").read_text()) if (bout / "bisect.json").is_file() else {}
+    named = next(
+        (ln.split()[3] for ln in res.stdout.splitlines() if ln.startswith("first bad commit:")), None
+    )
+    result["bisect"] = {
+        "exit": res.returncode, "steps": len(state.get("steps", [])), "named": named,
+        "expected": bhist.shas[args.slow_commit], "correct": named == bhist.shas[args.slow_commit],
+        "wall_s": time.monotonic() - t0, "build_s": build_times(bout), "output": res.stdout[-3000:],
+    }  # fmt: skip
+    if res.returncode not in (0, 3):
+        print(res.stderr[-3000:], file=sys.stderr)
+
+    (args.out / "bench-ab.json").write_text(json.dumps(result, indent=2))
+    r = result
+    print()
+    print("| measurement | paired `ab` | two-run `compare` |")
+    print("| --- | --- | --- |")
+    print(f"| A/A: decisions, fail / undecided | {r['aa']['paired']} | {r['aa']['two_run']} |")
+    print(f"| {args.delay_frac:.0%} slower head ({delay_us} us/token): baseline_tps | "
+          f"{r['slow']['paired_baseline_tps']} | {r['slow']['two_run_baseline_tps']} |")  # fmt: skip
+    walls_after = r["slow"]["wall_s_after_builds"]
+    print(f"| ab wall time once built (max) | {max(walls_after):.0f} s | - |" if walls_after else "")
+    b = r["bisect"]
+    found = f"{b['steps']} steps, named the slow commit: {b['correct']}"
+    print(f"| bisect, {args.bisect_commits} commits | {found} | - |")
+    if b["build_s"]:
+        first, rest = b["build_s"][0], b["build_s"][1:]
+        print(f"| bisect builds after the first / first | {max(rest, default=0) / first:.0%} at most | - |")
+    print(f"\n{args.out / 'bench-ab.json'}")
+
+
+if __name__ == "__main__":
+    main()
