@@ -147,8 +147,9 @@ def run_builds(
     except RunInterrupted as exc:
         view.stop()
         err_console.print(
-            f"interrupted ({exc.reason}): {exc.n_kept} samples kept in {exc.run_dir}; the same command "
-            f"continues it ({resume_command(exc.run_dir)} runs it without the gate)",
+            f"interrupted ({exc.reason}): {exc.n_kept} samples kept in {exc.run_dir}; the same command with "
+            f"--out {exc.run_dir} (bisect: --resume --out) continues it "
+            f"({resume_command(exc.run_dir)}: without the gate)",
             markup=False, highlight=False, soft_wrap=True,
         )  # fmt: skip
         raise typer.Exit(exc.exit_code) from None
