@@ -11,6 +11,7 @@ It speaks the part of the Hub protocol that huggingface_hub 2.x uses to fetch fi
   ``RepoNotFound``, ``RevisionNotFound`` or ``EntryNotFound``.
 
 Faults for tests: ``drop_once``/``drop_always`` (close the connection mid-file on the first/every GET),
+``stall`` (send part of a file, then nothing: a transfer a signal has to end),
 ``lie_sha256`` (advertise a wrong sha256 for a path) and ``claim_size`` (advertise another size in
 the API). Every request is logged in ``requests``.
 """
@@ -53,6 +54,8 @@ class FakeHub:
         self.drop_always: dict[str, int] = {}  # same, on every GET
         self.lie_sha256: set[str] = set()
         self.claim_size: dict[str, int] = {}  # repo path -> size to advertise instead of the real one
+        self.stall: dict[str, int] = {}  # repo path -> bytes to send, then hold the GET open (a dead link)
+        self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -66,6 +69,7 @@ class FakeHub:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -215,6 +219,12 @@ class FakeHub:
         if head:
             return
         key = f"{repo_id}/{name}"
+        if key in self.stall:
+            h.wfile.write(data[start : start + self.stall[key]])
+            h.wfile.flush()
+            self._stopping.wait(120)
+            h.close_connection = True
+            return
         cut = self.drop_once.pop(key, self.drop_always.get(key))
         if cut is not None:
             h.wfile.write(data[start : start + cut])

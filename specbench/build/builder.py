@@ -265,6 +265,9 @@ def ensure_build(
         if not force and (info := _cached(info_path)) is not None:
             return info  # built by another process while we waited
         return _build(tree, concrete, args, key, bdir, jobs, force, progress)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints what was kept
+        exc.kept = f"nothing cached; the next `specbench build` goes on from the objects compiled in {bdir}"  # type: ignore[attr-defined]
+        raise
     finally:
         lock.release()
 

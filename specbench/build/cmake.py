@@ -7,11 +7,13 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from specbench import interrupts
 from specbench.errors import BuildError
 
 _NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
@@ -106,7 +108,8 @@ def stream_step(cmd: list[str], log: Path, progress: ProgressFn | None, phase: s
     with log.open("a", encoding="utf-8", errors="replace") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
-        try:
+        interrupts.child_starting()
+        try:  # its own session: on Ctrl-C/SIGTERM the whole group goes (cmake, ninja, every compiler)
             proc = subprocess.Popen(
                 cmd,
                 stdout=subprocess.PIPE,
@@ -115,11 +118,17 @@ def stream_step(cmd: list[str], log: Path, progress: ProgressFn | None, phase: s
                 text=True,
                 errors="replace",
                 env=env,
+                start_new_session=True,
             )
         except OSError as exc:
+            interrupts.child_started()
             raise BuildError(f"cannot run {cmd[0]}: {exc}") from exc
+        except BaseException:
+            interrupts.child_started()
+            raise
         assert proc.stdout is not None
         try:
+            interrupts.child_started()  # a signal that came while it started: the group is killed below
             for line in proc.stdout:
                 out.write(line)
                 out.flush()  # the log is complete up to the moment of any crash
@@ -127,10 +136,28 @@ def stream_step(cmd: list[str], log: Path, progress: ProgressFn | None, phase: s
                 if progress and step:
                     progress(BuildProgress(phase, line.strip()[:120], *step))
         except BaseException:
-            proc.kill()
-            proc.wait()
+            _kill_group(proc)
             raise
         return proc.wait()
+
+
+def _kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM the step's process group, then SIGKILL what is left after ``grace_s``. SIGTERM first:
+    ninja runs each compile in a process group of its own, and kills those itself on SIGTERM (after
+    SIGKILL they would compile on). The leader is reaped last, so its pid cannot have been reused."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def compile_failure(what: str, log: Path) -> CompileError:

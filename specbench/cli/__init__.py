@@ -6,12 +6,15 @@ Heavy libraries (pandas, matplotlib) are imported inside commands so ``--help`` 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import typer
 
-from specbench import __version__
+from specbench import __version__, interrupts
 from specbench.cli.common import err_console, state
 from specbench.errors import SpecbenchError
 
@@ -48,7 +51,38 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"specbench.cli.{_name}").register(app)
 
 
+def _interruptible(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Ctrl-C, SIGTERM or SIGHUP inside a command (specbench.interrupts): one line saying what was kept,
+    exit 128 + the signal's number. Here, because typer turns any KeyboardInterrupt into a bare exit 130
+    before ``main`` could see it. A command with more to say catches its own interruption first."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            kept = getattr(exc, "kept", None)
+            err_console.print(f"interrupted ({interrupts.describe(exc)})" + (f": {kept}" if kept else ""),
+                              markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+            raise typer.Exit(interrupts.exit_code(exc)) from None
+
+    return wrapper
+
+
+def _wrap_commands(group: typer.Typer) -> None:
+    for info in group.registered_commands:
+        if info.callback is not None:
+            info.callback = _interruptible(info.callback)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _wrap_commands(sub.typer_instance)
+
+
+_wrap_commands(app)  # every command, the ones modules above register in the future included
+
+
 def main() -> None:
+    interrupts.install()  # SIGTERM/SIGHUP end every command as Ctrl-C does (specbench.interrupts)
     try:
         app()
     except SpecbenchError as exc:
@@ -63,6 +97,6 @@ def main() -> None:
 
         err_console.print(f"error: {os_problem(exc)}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(1)
-    except KeyboardInterrupt as exc:
-        err_console.print(f"interrupted{f' by {exc}' if str(exc) else ''}", markup=False)
-        sys.exit(getattr(exc, "exit_code", 130))
+    except KeyboardInterrupt as exc:  # outside any command (options parsing): nothing to keep
+        err_console.print(f"interrupted ({interrupts.describe(exc)})", markup=False, highlight=False)
+        sys.exit(interrupts.exit_code(exc))

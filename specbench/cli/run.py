@@ -264,7 +264,6 @@ def run(
             benchmark.left_to_run(prepared, resume)
         _print_dry_run(prepared)
         return
-    _interrupt_on_termination()  # from here on, a build or download is cut short as by Ctrl-C
     run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
     fresh = not run_dir.exists()
     benchmark.prepare_run_dir(run_dir, resume is not None)  # unwritable or taken: fail before building
@@ -312,25 +311,6 @@ def run(
     why = _nothing_measured(summary, report)
     if why is not None:
         raise RunError(why)
-
-
-def _interrupt_on_termination() -> None:
-    """SIGTERM/SIGHUP end a run like Ctrl-C: llama.cpp runs in its own session, so without this a
-    killed specbench would leave the benchmark binary running and the manifest saying ``running``."""
-    import signal
-
-    from specbench.errors import Terminated
-    from specbench.execute.process import deliver
-
-    def handler(signum: int, frame: object) -> None:
-        for sig in (signal.SIGTERM, signal.SIGHUP):  # a second signal must not cut the clean-up short
-            signal.signal(sig, signal.SIG_IGN)
-        deliver(Terminated(signal.Signals(signum).name, signum))
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handler)
-    # Ctrl-C as Python raises it, but never inside the start of a child (which it would orphan)
-    signal.signal(signal.SIGINT, lambda signum, frame: deliver(KeyboardInterrupt()))
 
 
 def _status_printer():

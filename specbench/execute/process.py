@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from specbench import interrupts
 from specbench.errors import RunError
 
 # Environment variables that hold credentials; llama.cpp needs none of them (specbench downloads).
@@ -85,21 +86,6 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-_starting = False  # a child is being started: a signal's exception must wait (see deliver)
-_pending: BaseException | None = None
-
-
-def deliver(exc: BaseException) -> None:
-    """Raise ``exc`` from a signal handler, unless a child is being started: raised inside
-    ``subprocess.Popen`` it would orphan the new child (its pid never returned), so it is raised
-    right after Popen returns, where the child's process group is killed."""
-    global _pending
-    if _starting:
-        _pending = exc
-        return
-    raise exc
-
-
 def run_command(
     argv: list[str],
     stdout_path: Path,
@@ -114,11 +100,10 @@ def run_command(
         raise RunError("empty command line; this is a bug in the plan")
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     stderr_path.parent.mkdir(parents=True, exist_ok=True)
-    global _starting, _pending
     timed_out = False
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         start = time.monotonic()
-        _starting = True
+        interrupts.child_starting()
         try:
             proc = subprocess.Popen(
                 argv,
@@ -130,18 +115,15 @@ def run_command(
                 start_new_session=True,
             )
         except OSError as exc:
-            _starting = False
+            interrupts.child_started()
             raise RunError(
                 f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
             ) from exc
         except BaseException:
-            _starting = False
+            interrupts.child_started()
             raise
         try:
-            _starting = False  # inside the try: from here a signal's exception kills the group below
-            if _pending is not None:  # a signal came while the child was starting
-                pending, _pending = _pending, None
-                raise pending
+            interrupts.child_started()  # inside the try: a signal that came meanwhile kills the group below
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True

@@ -314,6 +314,10 @@ def _download_resumable(
     report = None if progress is None else (lambda done, total: progress(label, done, total))
     try:
         hfresume.download(url, build_hf_headers(token=_token()), part, f.size, report)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints what was kept
+        size = part.stat().st_size if part.is_file() else 0
+        exc.kept = f"{size} bytes of {label} kept in {part}; run the command again to resume"  # type: ignore[attr-defined]
+        raise
     except hfresume.TransferBroken as exc:
         raise ModelError(
             f"download of {label} broke off ({scrub(str(exc))[:120]}); the {exc.kept} bytes fetched are "
