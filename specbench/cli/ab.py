@@ -125,7 +125,7 @@ def run_builds(
 ) -> Path:
     """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
     with ``repetitions: auto`` the rounds go on while the paired gate leaves a cell undecided."""
-    from specbench.cli.run import ProgressView, _interrupt_on_termination, _status_printer, resume_command
+    from specbench.cli.run import ProgressView, _status_printer, resume_command
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
     from specbench.gate.ab import undecided_samples
@@ -134,7 +134,6 @@ def run_builds(
     override = "llama_cpp=" + json.dumps(_build_entries(cfg, specs))
     cfg = benchmark.load(config, [*sets, override])
     resume = (run_dir / "manifest.json").is_file()
-    _interrupt_on_termination()
     benchmark.prepare_run_dir(run_dir, resume)
     prepared = benchmark.prepare(cfg, build_progress=(lambda p: None) if quiet else _status_printer())
     view = ProgressView(quiet)
