@@ -4,7 +4,9 @@
         [--aa-runs 5] [--slow-runs 10] [--delay-frac 0.05] [--threshold 2%]
         [--bisect-commits 8] [--slow-commit 5] [--tiny] [--set KEY=VALUE ...]
 
-Four measurements, each with ``specbench`` as a user runs it (``--set`` options go to every run):
+Four measurements, each with ``specbench`` as a user runs it, with ``repetitions=auto`` (rounds
+until the paired gate decides, up to the config's ``max_repetitions``; ``--set`` options go to
+every run and come after it):
 
 1. **A/A**: ``ab`` of the pinned tree against itself (two labels, one build), ``--aa-runs`` times;
    counts the decisions (4 metrics x cells a run) that fail and that stay undecided.
@@ -142,9 +144,11 @@ def main() -> None:
     args = ap.parse_args()
     from tests.fixtures.llama_history import make_history, pinned_tree
 
-    sets = list(args.sets)
+    # Rounds until the paired gate decides (6 pairs, ci.yaml's 2 prompts x 3 repetitions, give an
+    # interval as wide as the spread of 6 values: too wide for a 5% effect on 2 CPU cores).
+    sets = ["repetitions=auto", *args.sets]
     if args.tiny:
-        sets = ["generation.n_predict=16", "repetitions=3", "warmup=0", *sets]
+        sets = ["generation.n_predict=16", "repetitions=3", "warmup=0", *args.sets]
         args.aa_runs, args.slow_runs, args.bisect_commits = 1, 1, 4
         args.slow_commit = min(args.slow_commit, 2)
     if args.out.exists():
