@@ -124,3 +124,57 @@ def test_ab_and_bisect_bad_input(tmp_path):
         specbench("bisect", cfg, "--source", tmp_path / "nope", "--good", "a", "--bad", "b", cwd=tmp_path),
         "not a folder",
     )
+
+
+@needs_build_field
+def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
+    """The commands' flow (the runs replaced by constructed two-build run folders whose head is 10%
+    slower from commit 2 on): ab's exit and table, bisect's steps, first bad commit and --resume."""
+    from typer.testing import CliRunner
+
+    import specbench.cli.ab as ab_cli
+    from specbench.cli import app
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
+    shas = []
+    for i in range(5):
+        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", f"c{i}"], cwd=repo, check=True, env=env)
+        shas.append(subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, env=env, capture_output=True,
+                                   text=True).stdout.strip())  # fmt: skip
+    measured = []
+
+    def fake_run_builds(config, sets, specs, run_dir, quiet, metrics, threshold):
+        head_ref = specs[1][2]
+        measured.append(head_ref)
+        slow = 0.9 if head_ref and shas.index(head_ref) >= 2 else 1.0
+        (run_dir.parent / "tmp-make").mkdir(parents=True)
+        made = multi_build_run(run_dir.parent / "tmp-make", slow={"head": slow})
+        made.rename(run_dir)
+        (run_dir.parent / "tmp-make").rmdir()
+        return run_dir
+
+    monkeypatch.setattr(ab_cli, "run_builds", fake_run_builds)
+    runner = CliRunner()
+    cfg = str(Path(__file__).resolve().parents[2] / "configs" / "ci.yaml")
+    r = runner.invoke(app, ["ab", cfg, "--base", f"{repo}@{shas[0]}", "--head", f"{repo}@{shas[3]}",
+                            "--out", str(tmp_path / "ab"), "--metric", "baseline_tps"])  # fmt: skip
+    assert r.exit_code == 1 and "FAIL" in r.output, r.output
+    args = ["bisect", cfg, "--source", str(repo), "--good", shas[0], "--bad", shas[4],
+            "--metric", "baseline_tps", "--out", str(tmp_path / "bis")]  # fmt: skip
+    measured.clear()
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert f"first bad commit: {shas[2]} c2" in r.output
+    assert [ln.split()[2] for ln in r.output.splitlines() if ln.startswith("step ")] == [
+        shas[i][:10] for i in (2, 1)
+    ]
+    assert len(measured) == 2
+    measured.clear()
+    r = runner.invoke(app, [*args, "--resume"])
+    assert r.exit_code == 0 and measured == [] and f"first bad commit: {shas[2]}" in r.output
+    r = runner.invoke(app, args)  # in process: the error is raised, main() would print it in one line
+    assert "pass --resume to continue it" in str(r.exception)
