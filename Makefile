@@ -27,6 +27,7 @@ test: setup
 lint: setup
 	$(BIN)/ruff check specbench tests
 	$(BIN)/ruff format --check specbench tests
+	$(BIN)/lint-imports --no-logo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -6,11 +6,37 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel
+
 from specbench.results.folder import finish_hint
 
 if TYPE_CHECKING:
-    from specbench.analysis.report import RunInfo
     from specbench.results.records import Generation
+
+
+class RunInfo(BaseModel):
+    """What a caption says about a run: where it ran and on which llama.cpp."""
+
+    run: str
+    path: str
+    started_at: str | None = None
+    machine: str = "unknown machine"
+    backend: str | None = None
+    commit: str | None = None
+    n_samples: int = 0
+    n_failed: int = 0
+    n_invalid: int = 0
+    status: str | None = None  # the manifest's: complete, interrupted, failed, running
+    generation: list[str] = []  # the generation settings its samples used, one text each
+
+    @property
+    def incomplete(self) -> bool:
+        return self.status not in (None, "complete")
+
+    def caption(self) -> str:
+        commit = (self.commit or "unknown")[:10]
+        state = f" (INCOMPLETE: {self.status})" if self.incomplete else ""
+        return f"{self.run}{state}: {self.machine}; backend {self.backend or 'unknown'}; llama.cpp {commit}"
 
 
 def generation_text(g: Generation) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specbench.plan.expect import Expectation
+from specbench.results.expect import Expectation
 
 if TYPE_CHECKING:
     from specbench.analysis.cells import ReportRow

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from specbench.analysis.caveats import caveats, generation_text
+from specbench.analysis.caveats import RunInfo, caveats, generation_text
 from specbench.analysis.cells import ALL, ReportRow, is_invalid, run_rows, sort_key
 from specbench.analysis.published import published_note
 from specbench.errors import RunError, SpecbenchError
@@ -28,31 +28,6 @@ GAP_FACTOR = 0.7  # measured below this fraction of the prediction is a finding 
 
 class ReportError(SpecbenchError):
     """A run folder cannot be reported (missing, empty, not a run)."""
-
-
-class RunInfo(BaseModel):
-    """What a caption says about a run: where it ran and on which llama.cpp."""
-
-    run: str
-    path: str
-    started_at: str | None = None
-    machine: str = "unknown machine"
-    backend: str | None = None
-    commit: str | None = None
-    n_samples: int = 0
-    n_failed: int = 0
-    n_invalid: int = 0
-    status: str | None = None  # the manifest's: complete, interrupted, failed, running
-    generation: list[str] = []  # the generation settings its samples used, one text each
-
-    @property
-    def incomplete(self) -> bool:
-        return self.status not in (None, "complete")
-
-    def caption(self) -> str:
-        commit = (self.commit or "unknown")[:10]
-        state = f" (INCOMPLETE: {self.status})" if self.incomplete else ""
-        return f"{self.run}{state}: {self.machine}; backend {self.backend or 'unknown'}; llama.cpp {commit}"
 
 
 class Report(BaseModel):

@@ -355,7 +355,5 @@ def _build(
         origin=tree.origin,
         log=str(log),
     )
-    tmp = bdir / (BUILD_JSON + ".tmp")
-    info.save(tmp)
-    tmp.replace(bdir / BUILD_JSON)
+    info.save(bdir / BUILD_JSON)
     return info

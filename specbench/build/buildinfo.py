@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from specbench.errors import BuildError
+from specbench.files import write_atomic
 
 # Roles specbench runs, in the order it prefers names for them (newest first).
 ROLE_NAMES: dict[str, list[str]] = {
@@ -81,7 +82,8 @@ class BuildInfo(BaseModel):
         return info
 
     def save(self, path: Path) -> None:
-        path.write_text(self.model_dump_json(indent=2))
+        """Atomically: a crash mid-save leaves the old build.json, never half of one."""
+        write_atomic(path, self.model_dump_json(indent=2))
 
     @classmethod
     def load(cls, path: Path) -> BuildInfo:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench import interrupts
+from specbench.childenv import child_env
 from specbench.errors import BuildError
 
 _NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
@@ -103,8 +104,7 @@ def parse_step(line: str) -> tuple[int, int] | None:
 
 def stream_step(cmd: list[str], log: Path, progress: ProgressFn | None, phase: str) -> int:
     """Run a build step, appending its output to the log and reporting ninja/make steps."""
-    env = {**os.environ, "LC_ALL": "C", "NINJA_STATUS": "[%f/%t] "}
-    env.pop("HF_TOKEN", None)  # nothing a build runs needs it; keep it out of the log
+    env = {**child_env(), "NINJA_STATUS": "[%f/%t] "}  # no secrets in the build log
     with log.open("a", encoding="utf-8", errors="replace") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()

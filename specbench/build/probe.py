@@ -7,13 +7,13 @@ probe prefers the newest spelling that is not marked removed.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from specbench.build.buildinfo import BinaryInfo, FlagSpelling, NgramSizeFlags
+from specbench.childenv import child_env
 from specbench.errors import BuildError
 
 PROBE_TIMEOUT_S = 20
@@ -142,7 +142,7 @@ def flags_from_help(text: str) -> FlagSpelling:
 
 
 def _run(path: Path, arg: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
+    env = {**child_env(), "LANG": "C"}
     try:
         return subprocess.run(
             [str(path), arg],

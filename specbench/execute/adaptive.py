@@ -23,7 +23,7 @@ from specbench.results.precision import stratified
 from specbench.results.records import Measurement, Sample
 
 if TYPE_CHECKING:
-    from specbench.plan.sweep import Invocation
+    from specbench.plan.invocation import Invocation
 
 
 def cell_of(m: Measurement) -> tuple:

@@ -31,8 +31,8 @@ from specbench.results.manifest import Manifest
 if TYPE_CHECKING:
     from specbench.build.builder import BuildPlan
     from specbench.plan.config import Config
+    from specbench.plan.invocation import Plan
     from specbench.plan.prompts import RenderedPrompt
-    from specbench.plan.sweep import Plan
 
 
 class PlannedBuild(BuildInfo):

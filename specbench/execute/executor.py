@@ -21,7 +21,7 @@ from specbench.results.folder import raw_paths
 from specbench.results.records import Measurement, Sample
 
 if TYPE_CHECKING:
-    from specbench.plan.sweep import Invocation
+    from specbench.plan.invocation import Invocation
 
 _MAX_LOG_READ = 8 << 20  # stdout/stderr beyond this are not parsed (a runaway log is a failure anyway)
 

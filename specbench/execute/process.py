@@ -4,14 +4,13 @@
 * The command gets its own session (process group); a timeout or Ctrl-C kills the whole group
   (SIGTERM, then SIGKILL after a grace period), so helper processes die with it.
 * stdout and stderr go to separate files: generated text on one, statistics on the other.
-* ``LC_ALL=C`` so numbers print with a decimal point; secrets (HF_TOKEN...) are not passed on,
-  so a binary that echoes its environment cannot write them into the raw logs.
+* ``LC_ALL=C`` so numbers print with a decimal point; secrets (HF_TOKEN...) are not passed on
+  (``specbench.childenv``), so a binary that echoes its environment cannot write them into the raw logs.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import time
@@ -19,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench import interrupts
+from specbench.childenv import child_env
 from specbench.errors import RunError
 
-# Environment variables that hold credentials; llama.cpp needs none of them (specbench downloads).
-SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_TOKEN", "HUGGINGFACE_TOKEN")
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_API_KEY$|_ACCESS_KEY", re.IGNORECASE)
 KILL_GRACE_S = 2.0
 
 
@@ -42,15 +39,6 @@ class ProcessResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
-
-
-def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment a llama.cpp binary gets: ours minus secrets, with the C locale."""
-    env = dict(os.environ if base is None else base)
-    for name in [*SECRET_ENV, *(n for n in env if _SECRET_NAME.search(n))]:
-        env.pop(name, None)
-    env["LC_ALL"] = "C"
-    return env
 
 
 def kill_group(proc: subprocess.Popen, grace_s: float) -> None:

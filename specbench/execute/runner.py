@@ -37,7 +37,7 @@ from specbench.results.manifest import Manifest, now_iso
 from specbench.results.records import Sample
 
 if TYPE_CHECKING:
-    from specbench.plan.sweep import Invocation
+    from specbench.plan.invocation import Invocation
 
 
 class RunInterrupted(RunError):

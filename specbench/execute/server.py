@@ -20,9 +20,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specbench.childenv import child_env
 from specbench.errors import RunError
 from specbench.execute.outputs import failure_reason
-from specbench.execute.process import child_env, kill_group
+from specbench.execute.process import kill_group
 
 _LISTENING = re.compile(r"listening on https?://[^\s/]*?:(\d+)")
 _POLL_S = 0.1

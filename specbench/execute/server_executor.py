@@ -25,7 +25,7 @@ from specbench.results.folder import response_paths, server_log_paths, write_raw
 from specbench.results.records import Measurement, Sample, ServerTimings
 
 if TYPE_CHECKING:
-    from specbench.plan.sweep import Invocation
+    from specbench.plan.invocation import Invocation
 
 NO_SPECULATION = (
     "llama-server runs without speculation (/slots says so: the draft model or method failed to "

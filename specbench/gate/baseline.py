@@ -8,7 +8,6 @@ with (llama.cpp commit, driver). Compare accepts a NAME, a baseline file, or a r
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from specbench import __version__
 from specbench.errors import PathError, SpecbenchError
+from specbench.files import write_atomic
 from specbench.paths import check_path, os_problem, results_dir, shorten
 from specbench.results.folder import finish_hint, read_run, unique_samples
 from specbench.results.manifest import RunFacts
@@ -145,13 +145,8 @@ def save_baseline(run_dir: Path, name: str, dest_dir: Path | None = None, force:
     ]
     head = json.dumps(header, indent=2)[:-2]  # drop the closing "\n}"
     text = head + ',\n  "samples": [\n    ' + ",\n    ".join(lines) + "\n  ]\n}\n"
-    tmp = dest.with_suffix(".json.tmp")
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(dest)
+        write_atomic(dest, text)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         raise InputError(f"cannot write baseline {os_problem(exc, dest)} (--dir DIR: elsewhere)") from exc
     return dest

@@ -13,19 +13,16 @@ interrupted fetch or derive never leaves a file that looks complete.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from specbench import paths
 from specbench.errors import ModelError
+from specbench.files import write_atomic
 
-TMP_PREFIX = ".tmp-"
 _CHUNK = 1 << 20
 
 
@@ -48,31 +45,6 @@ def hf_cache_dir() -> Path:
 def slug(text: str) -> str:
     """A file-name-safe version of ``text``."""
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in text).strip("._") or "x"
-
-
-@contextlib.contextmanager
-def atomic_path(final: Path) -> Iterator[Path]:
-    """Yield a temporary path next to ``final``; rename it into place only if the block succeeds."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=final.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        yield tmp
-        publish(tmp, final)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def publish(tmp: Path, final: Path) -> None:
-    """Give a finished temporary file normal permissions (mkstemp makes it 0600) and rename it into place."""
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, final)
-
-
-def write_text_atomic(final: Path, text: str) -> None:
-    with atomic_path(final) as tmp:
-        tmp.write_text(text)
 
 
 def _memo_path(path: Path) -> Path:
@@ -106,7 +78,7 @@ def remember_sha256(path: Path, value: str) -> None:
     st = path.stat()
     record = {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": value}
     try:
-        write_text_atomic(_memo_path(path), json.dumps(record))
+        write_atomic(_memo_path(path), json.dumps(record))
     except OSError:
         pass  # a read-only cache only costs a re-hash next time
 

@@ -15,7 +15,9 @@ from pathlib import Path
 from filelock import FileLock
 
 from specbench.build.buildinfo import BuildInfo
+from specbench.childenv import child_env
 from specbench.errors import ModelError
+from specbench.files import TMP_PREFIX, publish, write_atomic
 from specbench.models import cache
 from specbench.models.gguffile import split_info
 from specbench.models.meta import GGUFMeta, read_metadata
@@ -68,7 +70,7 @@ def _quantize(
     if progress:
         progress(f"llama-quantize {source_path.name} -> {quant}", 0, None)
     log = out.parent / "quantize.log"
-    fd, tmp_name = tempfile.mkstemp(prefix=cache.TMP_PREFIX, suffix=".gguf", dir=out.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".gguf", dir=out.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -78,6 +80,7 @@ def _quantize(
                 stdin=subprocess.DEVNULL,
                 stdout=log_fh,
                 stderr=subprocess.STDOUT,
+                env=child_env(),
             )
         if proc.returncode != 0:
             lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
@@ -87,8 +90,8 @@ def _quantize(
                 f"{(why or (lines[-1] if lines else 'no output'))[:200]}; see {log}"
             )
         read_metadata(tmp)  # refuse an unreadable output before it enters the cache
-        cache.publish(tmp, out)
+        publish(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
     record = {"source": str(source_path), "source_sha256": source_sha256, "quant": quant, "binary": quantize}
-    cache.write_text_atomic(out.parent / SOURCE_JSON, json.dumps(record, indent=2))
+    write_atomic(out.parent / SOURCE_JSON, json.dumps(record, indent=2))

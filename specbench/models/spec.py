@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +20,8 @@ ProgressFn = Callable[[str, int, "int | None"], None]
 QUANT_TYPES: tuple[str, ...] = tuple(
     ft.name.removeprefix("MOSTLY_").removeprefix("ALL_") for ft in LlamaFileType if ft.name != "GUESSED"
 )
+_QUANT_NAMES = sorted({q.lower() for q in QUANT_TYPES} | {"fp16"}, key=len, reverse=True)
+_QUANT_RE = re.compile(rf"(?<![a-z0-9])({'|'.join(_QUANT_NAMES)})(?![a-z0-9])", re.IGNORECASE)
 
 
 class _Strict(BaseModel):
@@ -39,8 +43,6 @@ class HfSource(_Strict):
         if "/" not in self.repo:
             raise ValueError(f"hf repo {self.repo!r} must look like OWNER/NAME")
         if self.pattern is not None:
-            from specbench.models.hf import split_ambiguity  # hf.py builds on this module
-
             problem = split_ambiguity(self.pattern)
             if problem:
                 raise ValueError(problem)
@@ -159,3 +161,44 @@ class ResolvedModel(BaseModel):
     source: str  # ModelSpec.describe()
     revision: str | None = None  # resolved Hub commit (hf only)
     metadata: GGUFMeta
+
+
+def split_ambiguity(pattern: str) -> str | None:
+    """Why ``pattern`` could select a quant twice, or None: official repos (Qwen's) hold one quant both
+    as ``X-q4_k_m.gguf`` and as ``X-q4_k_m-00001-of-00002.gguf``, and a pattern open after the quant
+    matches both. Checked on the pattern alone, so a config is refused before any listing is seen."""
+    filled = _shortest_match(pattern)
+    if filled is None:
+        return None
+    stem = filled.removesuffix(".gguf")
+    base = stem.rsplit("/", 1)[-1]
+    if not base or not base[-1].isalnum() or not _QUANT_RE.search(base):
+        return None  # no quant named (``*.gguf``, ``Q4/*.gguf``): the listing decides, in select_files
+    single, first = f"{stem}.gguf", f"{stem}-00001-of-00002.gguf"
+    if not (fnmatch.fnmatch(single, pattern) and fnmatch.fnmatch(first, pattern)):
+        return None
+    head = pattern.removesuffix(".gguf").rstrip("*")
+    return (
+        f"pattern {pattern!r} would match both a single file ({single}) and a split set of the same "
+        f"quant ({first}, ...), and Hugging Face repos often hold both; select one: "
+        f"{head + '.gguf'!r} for the single file, {head + '-*-of-*.gguf'!r} for the split set, or `file:`"
+    )
+
+
+def _shortest_match(pattern: str) -> str | None:
+    """A shortest name the glob matches (``*`` empty, ``?`` and ``[...]`` one character); None for
+    a negated class."""
+    out, i = [], 0
+    while i < len(pattern):
+        c, i = pattern[i], i + 1
+        end = pattern.find("]", i + 1) if c == "[" else -1
+        if c == "?":
+            out.append("0")
+        elif end > 0:
+            if pattern[i] in "!^":
+                return None
+            out.append(pattern[i])
+            i = end + 1
+        elif c != "*":
+            out.append(c)
+    return "".join(out)

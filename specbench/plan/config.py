@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from specbench.errors import ConfigError
 from specbench.models.spec import ModelSpec
 from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml
-from specbench.plan.expect import Expectation
 from specbench.plan.numbers import refuse_bool_number
 from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
+from specbench.results.expect import Expectation
 from specbench.results.records import Generation
 
 # Speculation methods the sweep can name: `draft` (a draft model) and llama.cpp's draft-free types.

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from specbench.build.buildinfo import BinaryInfo
 from specbench.plan.cells import Cell, fmt_num, model_path
 from specbench.plan.config import DRAFT_METHOD, Config
+from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.request import CompletionRequest
-from specbench.plan.sweep import Invocation, Plan
 from specbench.results.records import Generation
 
 HOST = "127.0.0.1"

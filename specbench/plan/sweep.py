@@ -16,102 +16,20 @@ options the build has (the pinned build: ngram-simple, ngram-map-k, ngram-map-k4
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-from pydantic import BaseModel, Field
 
 from specbench.build.buildinfo import BinaryInfo, BuildInfo
 from specbench.errors import ConfigError
 from specbench.plan.cells import Cell, fmt_num, model_path, sweep_cells
 from specbench.plan.config import DRAFT_METHOD, Config
+from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
-from specbench.plan.request import CompletionRequest
-from specbench.results.records import Generation, Measurement
+from specbench.plan.serverplan import server_plan
+from specbench.results.records import Generation
 
 # Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
 MAX_PROMPT_BYTES = 100_000
-
-
-class Invocation(Measurement):
-    """One planned run of a llama.cpp binary; its Measurement fields become the stored Sample's."""
-
-    warmup: bool = False
-    binary_role: str  # BuildInfo role: completion | speculative_simple | speculative
-    argv: list[str]  # binary path first; the prompt is passed with -p
-    prompt_text: str  # exactly what the model is given (for continuation extraction)
-    prompt_echoed: bool  # whether stdout starts with the prompt (speculative binaries always echo it)
-    timeout_s: float
-    # server runner: argv starts llama-server (equal argv = the same server), this is the request,
-    # and invocations with the same batch number are in flight together
-    request: CompletionRequest | None = None
-    batch: int | None = None
-
-    def label(self) -> str:
-        """Short human description, e.g. ``rep 2 speculative smol draft n_max=8 ngl=0 ngld=0 code-01``."""
-        head = f"warmup {self.repetition + 1}" if self.warmup else f"rep {self.repetition + 1}"
-        if self.role == "speculative":
-            what = f"speculative {self.pair} {self.method}"
-            if self.method == DRAFT_METHOD:
-                what += f" n_max={self.draft_max} n_min={self.draft_min} p_min={self.p_min}"
-            for key in ("ngram_size_n", "ngram_size_m"):
-                what += f" {key[6:]}={getattr(self, key)}" if getattr(self, key) is not None else ""
-            what += f" ngl={self.ngl}" + (f" ngld={self.ngld}" if self.ngld is not None else "")
-        else:
-            what = f"{self.role} {self.model} ngl={self.ngl}"
-        if self.runner == "server" and self.parallel > 1:
-            what += f" parallel={self.parallel}"
-        return f"{head} {what} {self.prompt_id}"
-
-    def command_line(self, max_prompt_chars: int | None = None) -> str:
-        """The shell-quoted command; ``max_prompt_chars`` shortens the prompt for display only."""
-        argv = list(self.argv)
-        if max_prompt_chars is not None and len(self.prompt_text) > max_prompt_chars:
-            argv = [a if a != self.prompt_text else a[:max_prompt_chars] + "..." for a in argv]
-        return shlex.join(argv)
-
-
-class Plan(BaseModel):
-    """Every invocation of a run in execution order (warmups first, flagged) plus notes for the user."""
-
-    invocations: list[Invocation]
-    notes: list[str] = Field(default_factory=list)
-
-    @property
-    def measured(self) -> list[Invocation]:
-        return [i for i in self.invocations if not i.warmup]
-
-    @property
-    def warmups(self) -> list[Invocation]:
-        return [i for i in self.invocations if i.warmup]
-
-    def describe(self, max_prompt_chars: int | None = None) -> list[str]:
-        """Lines for ``--dry-run``: a summary, the notes, then each invocation's label and command."""
-        n_spec = sum(i.role == "speculative" for i in self.measured)
-        lines = [
-            f"# {len(self.invocations)} invocations: {len(self.warmups)} warmups, "
-            f"{sum(i.role == 'baseline' for i in self.measured)} baseline, {n_spec} speculative, "
-            f"{sum(i.role == 'draft' for i in self.measured)} draft-alone"
-        ]
-        lines += [f"# note: {n}" for n in self.notes]
-        server: list[str] | None = None
-        for inv in self.invocations:
-            if inv.request is None:
-                lines.append(f"# {inv.label()}")
-                lines.append(inv.command_line(max_prompt_chars))
-                continue
-            if inv.argv != server:
-                server = inv.argv
-                lines.append(f"# server ({inv.parallel} slot(s), one warmup request per start):")
-                lines.append(inv.command_line())
-            body = inv.request.body()
-            if max_prompt_chars is not None and len(inv.request.prompt) > max_prompt_chars:
-                body["prompt"] = inv.request.prompt[:max_prompt_chars] + "..."
-            lines.append(f"# {inv.label()} (batch {inv.batch})")
-            lines.append("POST /completion " + json.dumps(body, ensure_ascii=False))
-        return lines
 
 
 def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int) -> list[str]:
@@ -213,8 +131,6 @@ def make_plan(
 
     reps = repetitions if repetitions is not None else config.first_repetitions
     if config.runner == "server":
-        from specbench.plan.serverplan import server_plan  # it builds on this module's Invocation
-
         return server_plan(config, build.binary("server"), models, targets, by_target, cells, notes, reps)
     make = _Factory(config, completion, spec, models)
     measured: list[Invocation] = []

@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specbench.errors import RunError
+from specbench.files import write_atomic
 from specbench.paths import os_problem
 from specbench.results.calibration import Calibration
 from specbench.results.manifest import Manifest, RunFacts, facts_from_manifest
@@ -372,15 +373,9 @@ def _why(exc: ValidationError) -> str:
 def save_manifest(run_dir: Path, manifest: Manifest) -> None:
     """Write atomically: the old manifest stays whole until the new one is complete."""
     path = run_dir / MANIFEST
-    tmp = path.with_name(f".{MANIFEST}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(manifest.model_dump_json(indent=2))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, manifest.model_dump_json(indent=2))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise RunError(
             f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions "
             f"(samples already in {run_dir} are intact)"
@@ -433,12 +428,9 @@ def read_facts(run_dir: Path, samples: list[Sample] | None = None, required: boo
 def save_calibration(run_dir: Path, calibration: Calibration) -> None:
     """Write atomically, like the manifest."""
     path = run_dir / CALIBRATION
-    tmp = path.with_name(f".{CALIBRATION}.tmp")
     try:
-        tmp.write_text(calibration.model_dump_json(indent=2), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, calibration.model_dump_json(indent=2))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise RunError(f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions") from exc
 
 

@@ -18,7 +18,7 @@ from specbench.build.envinfo import EnvInfo
 from specbench.build.noise import NoiseRecord
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
-from specbench.plan.expect import Expectation
+from specbench.results.expect import Expectation
 
 Status = Literal["running", "complete", "interrupted", "failed"]
 

@@ -17,8 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from specbench import paths
 from specbench.build.buildinfo import BuildInfo
+from specbench.childenv import child_env
 from specbench.errors import RunError
-from specbench.execute.process import child_env
+from specbench.files import write_atomic
 from specbench.results.calibration import Calibration, PassCosts
 
 DECODE_TOKENS = 16  # tg length: the decode time per token is its mean
@@ -118,10 +119,7 @@ def measure_model(
         last = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
         raise RunError(f"llama-bench on {name} failed (exit {proc.returncode}): {last[0]}")
     costs = costs_from_entries(name, sha256, ngl, parse_bench_json(proc.stdout))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
-    tmp.write_text(costs.model_dump_json())
-    tmp.replace(cache)
+    write_atomic(cache, costs.model_dump_json())
     return costs
 
 

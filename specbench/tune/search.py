@@ -36,7 +36,8 @@ from specbench.errors import ConfigError
 from specbench.execute import benchmark
 from specbench.execute.runner import ProgressFn, execute
 from specbench.plan.config import Config
-from specbench.plan.sweep import Invocation, make_plan
+from specbench.plan.invocation import Invocation
+from specbench.plan.sweep import make_plan
 from specbench.results.calibration import Calibration
 from specbench.results.folder import load_samples, save_calibration
 from specbench.tune.calibrate import calibrate

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from specbench.execute.adaptive import AdaptivePlan
-from specbench.plan.sweep import Invocation
+from specbench.plan.invocation import Invocation
 from specbench.results.records import Generation, Sample
 
 GEN = Generation(n_predict=16)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from specbench.childenv import child_env
 from specbench.errors import RunError
-from specbench.execute.process import child_env, run_command
+from specbench.execute.process import run_command
 
 FAKEBINS = Path(__file__).parents[1] / "fakebins"
 

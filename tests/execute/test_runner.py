@@ -19,7 +19,7 @@ from specbench.build.buildinfo import BuildInfo
 from specbench.build.envinfo import collect
 from specbench.errors import RunError
 from specbench.execute.runner import RunInterrupted, execute
-from specbench.plan.sweep import Invocation
+from specbench.plan.invocation import Invocation
 from specbench.results.folder import RunLock, load_manifest, load_samples
 from specbench.results.manifest import Manifest
 from specbench.results.records import Generation

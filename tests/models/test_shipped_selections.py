@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from specbench.errors import ConfigError, ModelError
 from specbench.models import HfSource
 from specbench.models.gguffile import split_name
-from specbench.models.hf import RemoteFile, select_files, split_ambiguity
+from specbench.models.hf import RemoteFile, select_files
+from specbench.models.spec import split_ambiguity
 from specbench.plan.config import load_config
 from tests.fixtures.build import assert_one_line_error, cli
 

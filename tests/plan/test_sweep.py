@@ -15,8 +15,9 @@ from specbench.errors import ConfigError
 from specbench.execute.outputs import continuation
 from specbench.parse import parse_text
 from specbench.plan.config import Config, config_from_mapping
+from specbench.plan.invocation import Invocation
 from specbench.plan.prompts import render, render_all
-from specbench.plan.sweep import Invocation, make_plan
+from specbench.plan.sweep import make_plan
 from specbench.results.records import Sample
 
 MODELS = {

@@ -1,6 +1,7 @@
 """``expect:``: what someone published for the setup a config reproduces, so `specbench report`
 can print it beside what this machine measured. Numbers or text ("1.5-1.8x", "61-72%"), since
-published figures are often ranges."""
+published figures are often ranges. The config reads it and the manifest records it, so it lives
+here, below both."""
 
 from __future__ import annotations
 

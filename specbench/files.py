@@ -1,0 +1,63 @@
+"""Files that are whole or absent: a crash, Ctrl-C or a full disk mid-write leaves the old file (or
+none), never half of a new one. Every stage keeps files this way (manifests, build.json, cached
+models, baselines), so this sits on the floor below them all."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+# Temporary files start with this, next to where they land; a stale one is a crash's leftover.
+TMP_PREFIX = ".tmp-"
+
+
+@contextlib.contextmanager
+def atomic_path(final: Path, suffix: str = ".part") -> Iterator[Path]:
+    """Yield a temporary path next to ``final`` for the block to fill; if the block succeeds it is
+    published there (see ``publish``), otherwise removed."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        publish(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def publish(tmp: Path, final: Path) -> None:
+    """Make a finished temporary file durable, give it normal permissions (mkstemp makes it 0600)
+    and rename it over ``final``; the rename is made durable too."""
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, final)
+    _sync_dir(final.parent)
+
+
+def write_atomic(final: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``final`` whole or not at all. Raises OSError; the caller
+    says what to do about it."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    with atomic_path(final, suffix=".tmp") as tmp:
+        tmp.write_bytes(raw)
+
+
+def _sync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # some filesystems do not open directories; the rename happened all the same
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
