@@ -1,5 +1,6 @@
 """The statistics a report rests on: mean, sd, confidence intervals, the speedup ratio and the
-speedup model. Pure functions over floats; scipy supplies the t quantiles.
+speedup model. Pure functions over floats; the t quantile and the confidence level are
+``results/precision``'s, so every interval specbench prints uses one definition.
 
 Choices (documented here because they change the numbers a person reads):
 
@@ -29,7 +30,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-CONFIDENCE = 0.95
+from specbench.results.precision import CONFIDENCE, t_quantile
+
 MAX_DRAFT = 64  # the largest draft length the best-g search considers
 
 
@@ -44,12 +46,6 @@ class Summary:
     ci_high: float | None
 
 
-def _t(df: float, confidence: float = CONFIDENCE) -> float:
-    from scipy.stats import t
-
-    return float(t.ppf(0.5 + confidence / 2, df))
-
-
 def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summary:
     """Mean, sd (n - 1 denominator) and t interval; non-finite values are a caller bug."""
     xs = [float(v) for v in values]
@@ -60,7 +56,7 @@ def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summar
     if n == 1:
         return Summary(1, mean, None, None, None)
     sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = _t(n - 1, confidence) * sd / math.sqrt(n)
+    half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
     return Summary(n, mean, sd, mean - half, mean + half)
 
 
@@ -91,7 +87,7 @@ def ratio_of_means(num: Sequence[float], den: Sequence[float], confidence: float
     if lin_a + lin_b == 0:
         return Ratio(r, r, r)
     df = (lin_a + lin_b) ** 2 / (lin_a**2 / (a.n - 1) + lin_b**2 / (b.n - 1))
-    t = _t(df, confidence)
+    t = t_quantile(df, confidence)
     g = t * t * vb / (b.mean * b.mean)
     if g >= 1:
         return Ratio(r, None, None)

@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from specbench import __version__, interrupts
-from specbench.cli.common import err_console, state
+from specbench.cli.common import err_console, say, state
 from specbench.errors import SpecbenchError
 
 app = typer.Typer(
@@ -88,7 +88,7 @@ def main() -> None:
     except SpecbenchError as exc:
         if state.debug or "--debug" in sys.argv:
             raise
-        err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        say(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except OSError as exc:  # a path the system refused that no check foresaw: still one line
         if state.debug or "--debug" in sys.argv:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import console, err_console
+from specbench.cli.common import console, err_console, say
 
 
 def build(
@@ -78,7 +78,7 @@ def build(
     except CompileError as exc:
         bar.stop()
         for line in exc.details:
-            err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+            say(line, err=True)
         raise
     finally:
         bar.stop()

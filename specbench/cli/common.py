@@ -11,6 +11,11 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
+def say(line: str, err: bool = False) -> None:
+    """Print verbatim: no markup, no highlighting, no wrapping (command lines must stay copyable)."""
+    (err_console if err else console).print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 @dataclass
 class State:
     debug: bool = False

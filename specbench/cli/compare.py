@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from specbench.cli.common import console as _console
-from specbench.cli.common import err_console
+from specbench.cli.common import err_console, say
 
 # Tables in CI logs (not a terminal) would be folded at 80 columns; give them room.
 console = _console if _console.is_terminal else Console(width=200)
@@ -137,7 +137,7 @@ def _print_table(cmp) -> None:
         f"current:  {_facts(cmp.current_ref, cmp.current)}", markup=False, highlight=False, soft_wrap=True
     )
     for d in cmp.differences:
-        console.print(f"differs:  {d}", markup=False, highlight=False, soft_wrap=True)
+        say(f"differs:  {d}")
     for m in cmp.metrics:
         table = Table(title=f"{m.metric} ({m.unit})", title_justify="left")
         for col in COLUMNS:
@@ -145,7 +145,7 @@ def _print_table(cmp) -> None:
         for row in _rows(m):
             table.add_row(*map(Text, row), style=STATUS_STYLE.get(row[0], ""))  # Text: no markup in names
         console.print(table)
-        console.print(_summary(m), markup=False, highlight=False, soft_wrap=True)
+        say(_summary(m))
     console.print(
         _verdict(cmp), style="bold red" if cmp.exit_code else "bold green", markup=False, soft_wrap=True
     )
@@ -206,7 +206,7 @@ def compare_cmd(
         show(paired_from_run(Path(baseline), base, head, metric, thr), fmt)
     sides = load_side(baseline), load_side(current)
     for note in (n for side in sides for n in side.notes):  # stderr: stdout may be JSON
-        err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+        say(f"note: {note}", err=True)
     cmp = compare(*sides, metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing)
     if fmt == Format.json:
         data = cmp.model_dump(mode="json")
@@ -219,7 +219,7 @@ def compare_cmd(
         typer.echo(to_markdown(cmp) + f"\n{UNPAIRED_NOTE}")
     else:
         _print_table(cmp)
-        console.print(f"note: {UNPAIRED_NOTE}", markup=False, highlight=False, soft_wrap=True)
+        say(f"note: {UNPAIRED_NOTE}")
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with open(summary_file, "a", encoding="utf-8") as fh:
@@ -259,7 +259,7 @@ def baseline_list() -> None:
 
     files = sorted(baselines_dir().glob("*.json")) if baselines_dir().is_dir() else []
     if not files:
-        console.print(f"no baselines in {baselines_dir()}", markup=False, highlight=False, soft_wrap=True)
+        say(f"no baselines in {baselines_dir()}")
         return
     for f in files:
         side = load_baseline_file(f)
@@ -304,7 +304,7 @@ def history_cmd(
                 f"before is kept){hint}", markup=False, highlight=False, soft_wrap=True,
             )  # fmt: skip
             continue
-        console.print(f"recorded {run_dir} ({n} cell rows)", markup=False, highlight=False, soft_wrap=True)
+        say(f"recorded {run_dir} ({n} cell rows)")
         if status not in (None, "complete"):  # as `baseline save` refuses one: its cells may be missing
             err_console.print(
                 f"warning: {run_dir} is {status}, not complete: its points may lack cells or repetitions; "

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import console, err_console, state
+from specbench.cli.common import console, say, state
 from specbench.errors import ParseError
 
 _SUMMARY = ("n_draft", "n_predict", "n_drafted", "n_accept")
@@ -69,7 +69,7 @@ def parse(
             if state.debug:
                 raise
             failed += 1
-            err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+            say(f"error: {exc}", err=True)
     if as_json:
         # inf and nan are real values here (e.g. a speculative target's eval t/s): Infinity/NaN.
         typer.echo(json.dumps([log.to_json() for log in parsed], indent=2))

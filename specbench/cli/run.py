@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import console, err_console
+from specbench.cli.common import console, err_console, say
 from specbench.results.folder import samples_path
 
 
@@ -86,7 +86,7 @@ class ProgressView:
         return f"[{event.done}/{event.total}] {what}: {_fmt(s.tps, digits=2)} t/s{extra}"
 
     def _line(self, event: Any) -> None:
-        err_console.print(self._describe(event), markup=False, highlight=False, soft_wrap=True)
+        say(self._describe(event), err=True)
 
     def stop(self) -> None:
         if self.bar is not None:
@@ -94,26 +94,21 @@ class ProgressView:
             self.bar = None
 
 
-def _say(line: str, err: bool = False) -> None:
-    """Print verbatim: no markup, no highlighting, no wrapping (command lines must stay copyable)."""
-    (err_console if err else console).print(line, markup=False, highlight=False, soft_wrap=True)
-
-
 def _print_dry_run(prepared: Any) -> None:
     from specbench.execute.benchmark import PlannedModel
 
     pv, build = prepared.build_preview, prepared.build
     if pv is not None and pv.cached:
-        _say(f"# build: cached {pv.key} ({pv.backend}) in {build.bin_dir}")
+        say(f"# build: cached {pv.key} ({pv.backend}) in {build.bin_dir}")
     elif pv is not None:
-        _say(f"# build: would build {pv.key} ({pv.backend}) from {pv.tree.path} into {pv.build_dir}")
-        _say(f"#   cmake args: {' '.join(pv.args)}")
+        say(f"# build: would build {pv.key} ({pv.backend}) from {pv.tree.path} into {pv.build_dir}")
+        say(f"#   cmake args: {' '.join(pv.args)}")
     for name, m in prepared.models.items():
         if isinstance(m, PlannedModel):
-            _say(f"# model {name}: {m.source}  not cached (a run fetches or derives it)")
+            say(f"# model {name}: {m.source}  not cached (a run fetches or derives it)")
         else:
             commit = f"  commit {m.revision[:12]}" if m.revision else ""
-            _say(f"# model {name}: {m.source}  cached {m.path}  sha256 {m.sha256[:12]}{commit}")
+            say(f"# model {name}: {m.source}  cached {m.path}  sha256 {m.sha256[:12]}{commit}")
     for pname, pair in prepared.config.pairs.items():
         check = prepared.pair_checks.get(pname)
         if pair.draft is None:
@@ -122,9 +117,9 @@ def _print_dry_run(prepared: Any) -> None:
             verdict = "not checked (models not cached)"
         else:
             verdict = "ok" if check.ok else f"REFUSED: {check.message}"
-        _say(f"# pair {pname}: {pair.target} + {pair.draft or pair.method}: {verdict}")
+        say(f"# pair {pname}: {pair.target} + {pair.draft or pair.method}: {verdict}")
     for line in prepared.plan.describe():
-        _say(line)
+        say(line)
 
 
 def _sizes(r: Any) -> str:
@@ -143,33 +138,31 @@ def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
             out, width = Console(width=200, no_color=True, highlight=False), None
         out.print(table(report, width=width))
         notes = [*report.notes, *notes]
-    console.print(f"results: {summary.run_dir}", markup=False, highlight=False, soft_wrap=True)
+    say(f"results: {summary.run_dir}")
     if summary.n_failed or summary.n_invalid:
         err_console.print(f"warning: {summary.n_failed} failed and {summary.n_invalid} invalid samples; "
                           f"their reasons are in {samples_path(summary.run_dir)}", markup=False,
                           highlight=False, soft_wrap=True)  # fmt: skip
     for note in notes:
-        err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+        say(f"note: {note}", err=True)
     _print_warnings(summary, report.shown(False) if report is not None else [])
 
 
 def _print_warnings(summary: Any, rows: list) -> None:
     """The quality warnings: a busy machine loudly, then each cell's (short, actionable)."""
     for reason in summary.busy:
-        _say(
-            f"WARNING: busy machine: {reason}; these numbers may be meaningless (--strict refuses)", err=True
-        )
+        say(f"WARNING: busy machine: {reason}; these numbers may be meaningless (--strict refuses)", err=True)
     for note in summary.noise_notes:
-        _say(f"note: {note}", err=True)
+        say(f"note: {note}", err=True)
     if any(r.precision_met is False for r in rows):
-        _say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)
+        say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)
     busy = "busy machine"
     for r in rows:
         label = f"{r.pair or r.target} {r.method}" + (f" draft_max {r.draft_max}" if r.draft_max else "")
         label += _sizes(r)
         for w in r.warnings:
             if not w.startswith(busy):
-                _say(f"warning: {label}: {w}", err=True)
+                say(f"warning: {label}: {w}", err=True)
 
 
 def _nothing_measured(summary: Any, report: Any) -> str | None:
@@ -316,7 +309,7 @@ def run(
 def _status_printer():
     def note(p: Any) -> None:
         if getattr(p, "done", None) is None:
-            err_console.print(f"{p.phase}: {p.message}", markup=False, highlight=False, soft_wrap=True)
+            say(f"{p.phase}: {p.message}", err=True)
 
     return note
 

@@ -9,11 +9,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import console, err_console
-
-
-def _say(line: str, err: bool = False) -> None:
-    (err_console if err else console).print(line, markup=False, highlight=False, soft_wrap=True)
+from specbench.cli.common import say
 
 
 def result_json(result) -> dict:
@@ -79,7 +75,7 @@ def tune(
     view = ProgressView(quiet=as_json)
     try:
         result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view,
-                          note=(lambda line: None) if as_json else (lambda line: _say(line, err=True)),
+                          note=(lambda line: None) if as_json else (lambda line: say(line, err=True)),
                           command_line=["specbench", *sys.argv[1:]])  # fmt: skip
     finally:
         view.stop()
@@ -101,27 +97,27 @@ def _x(c, modelled: bool = False) -> str:
 
 def _print(result) -> None:
     best = result.best
-    _say(f"tuned pair {result.pair} in {result.elapsed_s:.0f} s; run folder {result.run_dir}")
+    say(f"tuned pair {result.pair} in {result.elapsed_s:.0f} s; run folder {result.run_dir}")
     for line in result.rounds:
-        _say(f"  {line}")
+        say(f"  {line}")
     measured = sorted((c for c in result.candidates if c.speedup is not None), key=lambda c: c.setting.key())
     for c in measured:
-        _say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} (n={c.n}), "
+        say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} (n={c.n}), "
              f"model {_x(c, modelled=True)}")  # fmt: skip
     if best is None:
-        _say("no setting could be measured; see the samples in the run folder")
+        say("no setting could be measured; see the samples in the run folder")
         return
     s = best.setting
-    _say(f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "
+    say(f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "
          f"ngld {s.ngld}: "
          f"{_x(best)} measured, {_x(best, modelled=True)} modelled")  # fmt: skip
     if result.no_gain:
-        _say(f"no setting beats the baseline here; the model sees why: {result.no_gain}")
-    _say("llama-speculative-simple:")
-    _say(f"  {result.command}")
-    _say("llama-server:")
-    _say(f"  {result.server_command}")
-    _say(f"report: specbench report {result.run_dir}")
+        say(f"no setting beats the baseline here; the model sees why: {result.no_gain}")
+    say("llama-speculative-simple:")
+    say(f"  {result.command}")
+    say("llama-server:")
+    say(f"  {result.server_command}")
+    say(f"report: specbench report {result.run_dir}")
 
 
 def register(app: typer.Typer) -> None:

@@ -55,7 +55,6 @@ class PlannedModel:
     name: str
     source: str
     path: str  # a placeholder shown in command lines
-    cached: bool = False
 
 
 @dataclass
@@ -69,7 +68,6 @@ class Prepared:
     pair_checks: dict[str, PairCheck]
     prompts: list[RenderedPrompt]
     plan: Plan
-    dry_run: bool = False
 
     @property
     def invocations(self) -> list:
@@ -82,7 +80,6 @@ class RunSummary:
 
     run_dir: Path
     run_id: str
-    status: str
     n_samples: int
     n_new: int
     n_failed: int
@@ -212,7 +209,7 @@ def prepare(
     for name in sorted(targets.keys() - here.keys()):
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
-    return Prepared(config, build, preview, models, checks, prompts, plan, dry_run)
+    return Prepared(config, build, preview, models, checks, prompts, plan)
 
 
 def left_to_run(prepared: Prepared, run_dir: Path) -> None:
@@ -343,7 +340,7 @@ def _check_same_config(manifest: Manifest, config: Config, run_dir: Path) -> Non
 def summarize(result: RunResult) -> RunSummary:
     samples = result.samples
     return RunSummary(
-        run_dir=result.run_dir, run_id=result.run_id, status=result.status, n_samples=len(samples),
+        run_dir=result.run_dir, run_id=result.run_id, n_samples=len(samples),
         n_new=result.n_new, n_failed=sum(s.status in ("failed", "timeout") for s in samples),
         n_invalid=sum(s.status == "invalid" for s in samples),
     )  # fmt: skip

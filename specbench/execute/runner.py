@@ -76,7 +76,6 @@ class RunResult:
 
     run_dir: Path
     run_id: str
-    status: str
     samples: list[Sample] = field(default_factory=list)  # every sample of the run, resumed ones too
     n_new: int = 0  # samples recorded by this invocation of the runner
 
@@ -246,7 +245,7 @@ def execute(
         executor.close()
         manifest.model_loads = loads_before + executor.model_loads
         _finish(manifest, run_dir, "complete", None)
-    return RunResult(run_dir, manifest.run_id, "complete", [*done_samples, *new], len(new))
+    return RunResult(run_dir, manifest.run_id, [*done_samples, *new], len(new))
 
 
 def _batch(plan: Sequence[Invocation], i: int, done: set[tuple]) -> tuple[list[tuple[int, Invocation]], int]:

@@ -299,4 +299,4 @@ def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_b
         assert s.invalid_reason.startswith("prompt longer than the context ("), s.invalid_reason
     assert "failed to add token" in samples[0].invalid_reason  # llama-completion's abort at a tiny -c
     assert "exceeds the batch size" in samples[1].invalid_reason
-    assert summary.status == "complete" and summary.n_failed == 2
+    assert load_manifest(tmp_path / "run").status == "complete" and summary.n_failed == 2
