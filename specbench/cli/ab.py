@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import err_console
-from specbench.cli.compare import Format, console
+from specbench.cli.common import Format, err_console
+from specbench.cli.common import table_console as console
 
 STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
 COLUMNS = ["decision", "metric", "cell", "head/base", "95% CI", "p", "pairs", "detectable", "why"]

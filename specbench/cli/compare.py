@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import os
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from specbench.cli.common import console as _console
-from specbench.cli.common import err_console, say
-
-# Tables in CI logs (not a terminal) would be folded at 80 columns; give them room.
-console = _console if _console.is_terminal else Console(width=200)
+from specbench.cli.common import Format, err_console, say
+from specbench.cli.common import table_console as console
 
 baseline_app = typer.Typer(
     help="Save and list baselines (compact run copies to commit).", no_args_is_help=True
 )
-
-
-class Format(StrEnum):
-    table = "table"
-    md = "md"
-    json = "json"
 
 
 STATUS_STYLE = {
