@@ -95,7 +95,7 @@ def main() -> None:
             raise
         from specbench.paths import os_problem
 
-        err_console.print(f"error: {os_problem(exc)}", markup=False, highlight=False, soft_wrap=True)
+        say(f"error: {os_problem(exc)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt as exc:  # outside any command (options parsing): nothing to keep
         err_console.print(f"interrupted ({interrupts.describe(exc)})", markup=False, highlight=False)
