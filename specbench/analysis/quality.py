@@ -8,7 +8,8 @@ Warnings (each one short string in the row's ``warnings``, printed at the end of
   warning names the ``n_predict`` that reaches it at the measured speed;
 * outlier repetitions (modified z-score, ``specbench.results.precision``), and whether dropping
   them moves the mean beyond the CI of the other repetitions (then they matter);
-* busy machine: the run's noise check found other work (``specbench.build.noise``).
+* busy machine: the run's noise check found other work (``specbench.build.noise``);
+* mixed machines: ``run --resume --force`` continued the run on another machine.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | Non
     if facts.busy:
         more = f" (+{len(facts.busy) - 1} more)" if len(facts.busy) > 1 else ""
         q.warnings.append(f"busy machine: {facts.busy[0]}{more}")
+    if facts.other_machines:
+        q.warnings.append(f"mixed machines: resumed with --force on another ({facts.other_machines[0]})")
     return q
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from specbench import __version__, paths
 from specbench.build.buildinfo import BuildInfo
+from specbench.childenv import child_env
 
 TOOL_TIMEOUT_S = 15
 
@@ -43,6 +44,7 @@ class CachedBuild(BaseModel):
 
 
 class EnvInfo(BaseModel):
+    hostname: str | None = None  # None in manifests written before it was recorded
     os: str
     arch: str
     cpu_model: str
@@ -67,7 +69,7 @@ def tool_output(cmd: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> str | None
             text=True,
             timeout=timeout_s,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "LC_ALL": "C"},
+            env=child_env(),
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -207,6 +209,7 @@ def collect(builds: bool = False) -> EnvInfo:
     """Describe this machine. ``builds=True`` also lists the cached llama.cpp builds."""
     found = gpus()
     return EnvInfo(
+        hostname=platform.node() or None,
         os=os_name(),
         arch=platform.machine(),
         cpu_model=cpu_model(),

@@ -21,6 +21,7 @@ def env(
         return
     ram = f"{info.ram_gb} GB" if info.ram_gb is not None else "unknown"
     rows = [
+        ("host", info.hostname or "unknown"),
         ("os", f"{info.os} ({info.arch})"),
         ("cpu", f"{info.cpu_model}, {info.cpu_cores} cores"),
         ("ram", ram),

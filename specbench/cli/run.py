@@ -228,6 +228,13 @@ def run(
             "--strict", help="Refuse to measure on a busy machine (another benchmark, GPU work, load)."
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="With --resume: continue a run made on another machine (the report then warns: mixed).",
+        ),
+    ] = False,
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_report
@@ -260,6 +267,8 @@ def run(
     run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
     fresh = not run_dir.exists()
     benchmark.prepare_run_dir(run_dir, resume is not None)  # unwritable or taken: fail before building
+    if resume is not None:
+        benchmark.check_resume_machine(run_dir, force)  # another machine: refuse before building
     bars = None if quiet else _Bars()
     try:
         prepared = benchmark.prepare(cfg, build_progress=note, model_progress=bars)
@@ -279,6 +288,7 @@ def run(
             progress=view,
             command_line=["specbench", *sys.argv[1:]],
             strict=strict,
+            force=force,
         )
     except RunInterrupted as exc:
         view.stop()

@@ -26,7 +26,7 @@ from specbench.results.folder import (
     make_run_id,
     manifest_path,
 )  # fmt: skip
-from specbench.results.manifest import Manifest
+from specbench.results.manifest import Manifest, machine_differences
 
 if TYPE_CHECKING:
     from specbench.build.builder import BuildPlan
@@ -263,13 +263,14 @@ def run_benchmark(
     command_line: list[str] | None = None,
     strict: bool = False,
     undecided: Any = None,
+    force: bool = False,
 ) -> RunSummary:
     """Execute a prepared plan into ``run_dir`` (or continue it) and summarise it.
 
     ``strict``: a busy machine (the noise check) is an error, not a warning. With ``repetitions:
     auto`` the plan is the first round and more rounds follow (``specbench.execute.adaptive``);
     ``undecided`` replaces their precision rule (``specbench ab``: the cells its paired gate leaves
-    undecided get the next round).
+    undecided get the next round). ``force``: resume a run made on another machine.
     """
     from specbench.execute.watch import NoiseWatch
 
@@ -277,6 +278,7 @@ def run_benchmark(
     if resume and has_manifest(run_dir):
         manifest = load_manifest(run_dir)
         _check_same_config(manifest, prepared.config, run_dir)
+        _check_same_machine(manifest, run_dir, force)
         manifest.build, manifest.models = prepared.build, prepared.models
     else:
         manifest = make_manifest(prepared, run_dir, command_line or [])
@@ -316,6 +318,30 @@ def make_executor(prepared: Prepared) -> Executor:
 
         return ServerExecutor(warmup=prepared.config.warmup)
     return ProcessExecutor()
+
+
+def check_resume_machine(run_dir: Path, force: bool) -> None:
+    """``--resume`` on another machine is refused before anything is built or fetched (unless
+    ``force``); run_benchmark checks again and records a forced resume."""
+    if not force and has_manifest(run_dir):
+        _check_same_machine(load_manifest(run_dir), run_dir, force)
+
+
+def _check_same_machine(manifest: Manifest, run_dir: Path, force: bool) -> None:
+    """Resuming on another machine would mix two machines' numbers in one run: refused, or with
+    ``force`` recorded in the manifest (the report then warns)."""
+    from specbench.build.envinfo import collect
+
+    differ = machine_differences(manifest.env, collect())
+    if not differ:
+        return
+    if not force:
+        raise RunError(
+            f"{run_dir} was made on another machine ({'; '.join(differ)}): resuming here would mix "
+            "two machines' numbers in one run; resume it there, start a new run, or pass --force to "
+            "resume anyway"
+        )
+    manifest.other_machines.append("; ".join(differ))
 
 
 def _check_same_config(manifest: Manifest, config: Config, run_dir: Path) -> None:

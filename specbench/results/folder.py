@@ -25,11 +25,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from specbench import __version__
 from specbench.errors import RunError
 from specbench.files import write_atomic
 from specbench.paths import os_problem
 from specbench.results.calibration import Calibration
-from specbench.results.manifest import Manifest, RunFacts, facts_from_manifest
+from specbench.results.manifest import FORMAT_VERSION, Manifest, RunFacts, facts_from_manifest
 from specbench.results.records import Sample
 
 SAMPLES = "samples.jsonl"
@@ -384,13 +385,11 @@ def save_manifest(run_dir: Path, manifest: Manifest) -> None:
 
 def load_manifest(run_dir: Path) -> Manifest:
     """The strict manifest, for --resume (which must rebuild exactly what was run)."""
-    path = run_dir / MANIFEST
+    data = _manifest_data(run_dir)
     try:
-        return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise RunError(f"{run_dir} has no {MANIFEST}; is it a specbench run folder?") from exc
-    except (OSError, ValueError) as exc:
-        raise RunError(f"{path} is not a valid manifest: {str(exc).splitlines()[0]}") from exc
+        return Manifest.model_validate(data)
+    except ValueError as exc:
+        raise RunError(f"{run_dir / MANIFEST} is not a valid manifest: {str(exc).splitlines()[0]}") from exc
 
 
 def _manifest_data(run_dir: Path) -> dict:
@@ -403,7 +402,21 @@ def _manifest_data(run_dir: Path) -> dict:
         raise RunError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise RunError(f"{path} is not a JSON object; is it a specbench run folder?")
+    _check_format(data, path)
     return data
+
+
+def _check_format(data: dict, path: Path) -> None:
+    """Refuse a folder from a newer specbench rather than misread it; older ones load as they are."""
+    found = data.get("format_version", 0)
+    if isinstance(found, bool) or not isinstance(found, int):
+        raise RunError(f"{path} is not a valid manifest: format_version {found!r} is not a whole number")
+    if found > FORMAT_VERSION:
+        writer = data.get("specbench_version")
+        raise RunError(
+            f"{path.parent} is run folder format {found} (written by specbench {writer or 'unknown'}); "
+            f"this specbench {__version__} reads formats up to {FORMAT_VERSION}: upgrade specbench to read it"
+        )
 
 
 def read_facts(run_dir: Path, samples: list[Sample] | None = None, required: bool = True) -> RunFacts:

@@ -22,12 +22,19 @@ from specbench.results.expect import Expectation
 
 Status = Literal["running", "complete", "interrupted", "failed"]
 
+# The run folder's format (manifest.json and samples.jsonl). Raise it when a change would make an
+# older specbench misread a folder (a field renamed or meaning something else; a new optional field
+# does not count): an older specbench then refuses the folder instead of misreading it. Folders
+# written before formats were numbered have none and read as format 0.
+FORMAT_VERSION = 1
+
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Manifest(BaseModel):
+    format_version: int = FORMAT_VERSION
     run_id: str
     name: str
     specbench_version: str = __version__
@@ -48,11 +55,27 @@ class Manifest(BaseModel):
     model_loads: int = 0  # llama.cpp processes started that loaded a model (warmups included, all sessions)
     command_line: list[str] = Field(default_factory=list)
     noise: NoiseRecord = Field(default_factory=NoiseRecord)  # the system-noise check (older runs: empty)
+    # one line per `--resume --force` on another machine: what differed (its samples mix machines)
+    other_machines: list[str] = Field(default_factory=list)
 
     def mark_finished(self, status: Status, reason: str | None = None) -> None:
         self.status = status
         self.status_reason = reason
         self.finished_at = now_iso()
+
+
+def machine_differences(then: EnvInfo, now: EnvInfo) -> list[str]:
+    """How the machine a run was made on differs from this one, in the facts that make its numbers
+    (as pyperf refuses to merge runs whose metadata differs): hostname, CPU model, GPU names. A fact
+    one side lacks (manifests before hostnames were recorded) is not compared."""
+    gpus_then = ", ".join(sorted(g.name for g in then.gpus)) or "none"
+    gpus_now = ", ".join(sorted(g.name for g in now.gpus)) or "none"
+    checked = (
+        ("hostname", then.hostname, now.hostname),
+        ("CPU", then.cpu_model, now.cpu_model),
+        ("GPUs", gpus_then, gpus_now),
+    )
+    return [f"{what} {a}, here {b}" for what, a, b in checked if a and b and a != b]
 
 
 class MachineFacts(BaseModel):
@@ -89,6 +112,7 @@ class RunFacts(BaseModel):
     precision: float | None = None  # config `precision`
     min_decode_s: float | None = None  # config `min_decode_s`
     busy: list[str] = Field(default_factory=list)  # the noise check's reasons the machine was busy
+    other_machines: list[str] = Field(default_factory=list)  # forced resumes elsewhere: what differed
 
     def model_id(self, name: str | None) -> str | None:
         """A model's identity for matching: its sha256, or ``name:NAME`` when the sha is unknown."""
@@ -136,6 +160,7 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         precision=_number(_value(manifest, "config", "precision")),
         min_decode_s=_number(_value(manifest, "config", "min_decode_s")),
         busy=[b for b in (_value(manifest, "noise", "busy") or []) if isinstance(b, str)],
+        other_machines=[m for m in (manifest.get("other_machines") or []) if isinstance(m, str)],
     )
 
 

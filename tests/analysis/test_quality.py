@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 
 from specbench.analysis.quality import assess
+from specbench.results.folder import read_facts
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Generation, Sample
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def s(role: str, prompt: str, rep: int, tps: float, n_generated: int = 128) -> Sample:
@@ -91,3 +98,15 @@ def test_busy_machine_is_a_row_warning():
         "busy machine: another benchmark is running (pid 1 llama-server) (+1 more)"
         in assess(spec, base, facts).warnings
     )
+
+
+def test_a_run_resumed_on_another_machine_is_a_row_warning(tmp_path):
+    run = shutil.copytree(REPO / "tests/data/runs/quick-cpu", tmp_path / "run")
+    data = json.loads((run / "manifest.json").read_text())
+    data["other_machines"] = ["hostname box-a, here box-b"]
+    (run / "manifest.json").write_text(json.dumps(data))
+    facts = read_facts(run)  # as the report reads it
+    spec, base = cell([100.0, 100.0], [50.0, 50.0])
+    warning = "mixed machines: resumed with --force on another (hostname box-a, here box-b)"
+    assert warning in assess(spec, base, facts).warnings
+    assert not any(w.startswith("mixed") for w in assess(spec, base, RunFacts(run_id="r")).warnings)

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from specbench import __version__
 from specbench.errors import RunError
-from specbench.results.folder import append_sample, load_samples, read_run
+from specbench.results.folder import append_sample, load_manifest, load_samples, read_run, save_manifest
+from specbench.results.manifest import FORMAT_VERSION
 from specbench.results.records import Sample
 
 QUICK = Path(__file__).resolve().parents[1] / "data/runs/quick-cpu"
@@ -66,3 +68,46 @@ def test_out_naming_an_existing_file_says_so(tmp_path):
     (tmp_path / "taken").write_text("x")
     with pytest.raises(RunError, match="is a file, not a folder"):
         check_writable(tmp_path / "taken")
+
+
+# --- format version ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["quick-cpu", "ngl-sweep-cpu"])
+def test_folders_from_before_format_versions_still_load(name):
+    fixture = QUICK.parent / name
+    assert "format_version" not in json.loads((fixture / "manifest.json").read_text())
+    manifest = load_manifest(fixture)
+    assert manifest.run_id == name and manifest.models  # the strict manifest, as --resume reads it
+    assert read_run(fixture).samples
+
+
+def test_a_saved_manifest_records_its_format(tmp_path):
+    run = shutil.copytree(QUICK, tmp_path / "run")
+    save_manifest(run, load_manifest(run))
+    assert json.loads((run / "manifest.json").read_text())["format_version"] == FORMAT_VERSION
+
+
+def _with_format(tmp_path, version) -> Path:
+    run = shutil.copytree(QUICK, tmp_path / "run")
+    data = json.loads((run / "manifest.json").read_text())
+    data["format_version"] = version
+    data["specbench_version"] = "9.0.0"
+    (run / "manifest.json").write_text(json.dumps(data))
+    return run
+
+
+@pytest.mark.parametrize("read", [load_manifest, read_run], ids=["resume", "readers"])
+def test_a_folder_from_a_newer_specbench_is_refused_naming_both_versions(tmp_path, read):
+    run = _with_format(tmp_path, FORMAT_VERSION + 1)
+    with pytest.raises(RunError) as exc:
+        read(run)
+    message = str(exc.value)
+    assert "\n" not in message
+    assert f"format {FORMAT_VERSION + 1} (written by specbench 9.0.0)" in message
+    assert f"this specbench {__version__} reads formats up to {FORMAT_VERSION}" in message
+
+
+def test_a_format_version_that_is_not_a_number_is_refused(tmp_path):
+    with pytest.raises(RunError, match="format_version '2' is not a whole number"):
+        read_run(_with_format(tmp_path, "2"))

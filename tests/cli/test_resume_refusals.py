@@ -1,0 +1,71 @@
+"""`run --resume` refuses what it cannot continue honestly, before anything is built or fetched:
+a folder from a newer specbench (run folders are a versioned format) and a folder made on another
+machine (unless --force, which the manifest then records). The folders are copies of a recorded
+real run (tests/data/runs/quick-cpu) with one fact changed."""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specbench.errors import RunError
+from specbench.execute import benchmark
+from specbench.results.folder import load_manifest, load_samples
+from specbench.results.manifest import FORMAT_VERSION
+from tests.fixtures.build import assert_one_line_error, cli
+
+QUICK = Path(__file__).resolve().parents[1] / "data/runs/quick-cpu"
+
+
+def _copy(tmp_path: Path, **changes) -> Path:
+    run = shutil.copytree(QUICK, tmp_path / "run")
+    data = json.loads((run / "manifest.json").read_text())
+    for key, value in changes.items():
+        target = data
+        *parents, last = key.split(".")
+        for p in parents:
+            target = target[p]
+        target[last] = value
+    (run / "manifest.json").write_text(json.dumps(data))
+    return run
+
+
+def test_resume_refuses_a_folder_from_a_newer_specbench(tmp_path):
+    run = _copy(tmp_path, format_version=FORMAT_VERSION + 1, specbench_version="9.0.0")
+    for args in (["run", "--resume", str(run)], ["report", str(run)]):
+        result = cli(*args)
+        assert_one_line_error(result, f"format {FORMAT_VERSION + 1} (written by specbench 9.0.0)",
+                              f"reads formats up to {FORMAT_VERSION}")  # fmt: skip
+
+
+def test_resume_refuses_a_folder_made_on_another_machine(tmp_path):
+    here = platform.node()
+    run = _copy(tmp_path, **{"env.hostname": f"not-{here}", "env.cpu_model": "Some Other CPU"})
+    samples = load_samples(run)
+    result = cli("run", "--resume", str(run))
+    assert_one_line_error(result, "was made on another machine", f"hostname not-{here}, here {here}",
+                          "CPU Some Other CPU, here", "pass --force to resume anyway")  # fmt: skip
+    assert load_samples(run) == samples and load_manifest(run).status == "complete"  # nothing touched
+
+
+def test_force_resumes_elsewhere_and_the_manifest_says_so(tmp_path):
+    run = _copy(tmp_path, **{"env.hostname": "elsewhere"})
+    manifest = load_manifest(run)
+    with pytest.raises(RunError, match="hostname elsewhere, here"):
+        benchmark.check_resume_machine(run, force=False)
+    benchmark.check_resume_machine(run, force=True)  # the early check lets it through
+    benchmark._check_same_machine(manifest, run, force=True)  # run_benchmark's records it
+    assert manifest.other_machines == [f"hostname elsewhere, here {platform.node()}"]
+
+
+def test_the_same_machine_resumes_without_force(tmp_path):
+    from specbench.build.envinfo import collect
+
+    here = collect()
+    run = _copy(tmp_path, **{"env.hostname": here.hostname, "env.cpu_model": here.cpu_model,
+                             "env.gpus": [g.model_dump() for g in here.gpus]})  # fmt: skip
+    benchmark.check_resume_machine(run, force=False)
