@@ -29,7 +29,7 @@ FORMAT_VERSION = 1
 ROLES_KEPT = ("baseline", "speculative")  # the draft-alone samples only feed the cost ratio
 SAMPLE_FIELDS_DROPPED = {"metrics", "cmd", "stdout_path", "stderr_path"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-MAX_NAME = 200  # NAME.json.tmp must fit a file name (255 bytes)
+MAX_NAME = 200  # NAME.json must fit a file name (255 bytes)
 
 
 class InputError(SpecbenchError):

@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from specbench.errors import SpecbenchError
+from specbench.files import write_atomic
 from specbench.gate.decision import Status
 
 STATE = "bisect.json"
@@ -166,13 +167,7 @@ def commit_range(source: Path, good: str, bad: str) -> tuple[str, str, list[Comm
 
 
 def save_state(out: Path, state: BisectState) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / (STATE + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(state.model_dump_json(indent=2))
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(out / STATE)
+    write_atomic(out / STATE, state.model_dump_json(indent=2))
 
 
 def load_state(out: Path) -> BisectState | None:
