@@ -1,6 +1,8 @@
 """specbench.build.cmake: what a failed build log shows the user, and progress from ninja/make output."""
 
-from specbench.build.cmake import error_lines, parse_step
+import sys
+
+from specbench.build.cmake import error_lines, parse_step, stream_step
 
 
 def test_cmake_errors_keep_their_message():
@@ -20,3 +22,14 @@ def test_progress_steps_from_ninja_and_make():
     assert parse_step("[12/222] Building CXX object src/CMakeFiles/llama.dir/llama.cpp.o") == (12, 222)
     assert parse_step("[ 45%] Building C object ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o") == (45, 100)
     assert parse_step("-- Configuring done") is None
+
+
+def test_a_build_step_gets_no_secret_and_the_c_locale(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_buildSECRET")
+    monkeypatch.setenv("GITHUB_TOKEN", "gh_buildSECRET")
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    log = tmp_path / "build.log"
+    show = "import os; print(sorted(os.environ.items()))"
+    assert stream_step([sys.executable, "-c", show], log, None, "build") == 0
+    text = log.read_text()
+    assert "buildSECRET" not in text and "('LC_ALL', 'C')" in text and "NINJA_STATUS" in text
