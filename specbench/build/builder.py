@@ -13,7 +13,9 @@ import os
 import platform
 import re
 import shutil
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,11 +23,12 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from specbench import paths
-from specbench.build import cmake, envinfo
+from specbench.build import cmake, envinfo, workarea
 from specbench.build.buildinfo import ROLE_NAMES, BinaryInfo, BuildInfo
 from specbench.build.cmake import BuildProgress, ProgressFn
+from specbench.build.gitref import GitRef, commit_entries, resolve_ref, short_ref
 from specbench.build.probe import PROBE_VERSION, probe_binary
-from specbench.build.source import SourceTree, resolve_source
+from specbench.build.source import SourceTree, is_llama_tree, resolve_source
 from specbench.errors import BuildError
 
 BACKENDS = ("auto", "cpu", "cuda", "metal")
@@ -46,6 +49,8 @@ BACKEND_ARGS = {"cpu": {}, "cuda": {"GGML_CUDA": "ON"}, "metal": {"GGML_METAL": 
 # The option that turns a backend on, newest name first (2024: LLAMA_CUBLAS -> LLAMA_CUDA -> GGML_CUDA).
 SWITCH_NAMES = {"cuda": ["GGML_CUDA", "LLAMA_CUDA", "LLAMA_CUBLAS"], "metal": ["GGML_METAL", "LLAMA_METAL"]}
 _GPU_SWITCHES = {name: backend for backend, names in SWITCH_NAMES.items() for name in names}
+# Trees specbench owns are copied into the shared work area (see specbench.build.workarea).
+EXPORTED_ORIGINS = {"sdist", "marker", "submodule"}
 _DEFINE = re.compile(r"^-D([A-Za-z_][A-Za-z0-9_]*)(?::[A-Za-z]+)?=(.*)$")
 
 
@@ -214,6 +219,7 @@ class BuildPlan:
     backend: str
     args: list[str]
     key: str
+    ref: GitRef | None = None  # a commit of a git checkout, exported (never the user's work tree)
 
     @property
     def build_dir(self) -> Path:
@@ -223,19 +229,47 @@ class BuildPlan:
     def cached(self) -> bool:
         return (self.build_dir / BUILD_JSON).is_file()
 
+    @property
+    def exported(self) -> bool:
+        """Built from a copy in the shared work area (a ref, or a tree specbench owns), not in place."""
+        return self.ref is not None or self.tree.origin in EXPORTED_ORIGINS
+
+    @property
+    def describe(self) -> str:
+        """``/src/llama.cpp@main (1a2b3c4d5e)`` or the tree and what identifies it."""
+        if self.ref is not None:
+            return f"{self.tree.path}@{short_ref(self.ref)}"
+        return f"{self.tree.path} ({self.tree.ident[:19]})"
+
 
 def plan_build(
     backend: str = "auto",
     source: Path | str | None = None,
     cmake_args: Sequence[str] = (),
     report: Callable[[str], None] | None = None,
+    ref: str | None = None,
 ) -> BuildPlan:
-    """Resolve a build request to its cache key; ``--dry-run`` shows this, ``ensure_build`` builds it."""
+    """Resolve a build request to its cache key; ``--dry-run`` shows this, ``ensure_build`` builds it.
+
+    With ``ref`` the tree is that commit of the git checkout ``source`` (default: the pinned tree,
+    which is no git checkout, so a ref needs a source), and the key is the commit's.
+    """
     concrete, caps = resolve_backend(backend)
-    tree = resolve_source(source, report)
-    build_commit = tree.commit if tree.commit and tree.origin in {"sdist", "marker"} else None
+    git_ref = None
+    if ref is not None:
+        git_ref = resolve_ref(source if source is not None else resolve_source(None, report).path, ref)
+        tree = SourceTree(git_ref.source, git_ref.commit, git_ref.commit, "git-ref")
+        if not is_llama_tree(git_ref.source):
+            raise BuildError(
+                f"{git_ref.source} is not a llama.cpp tree (no CMakeLists.txt with ggml/ or llama.h); "
+                f"point `source` at the root folder of a llama.cpp checkout"
+            )
+    else:
+        tree = resolve_source(source, report)
+    exported = git_ref is not None or tree.origin in EXPORTED_ORIGINS
+    build_commit = tree.commit if tree.commit and exported else None
     args = configure_args(concrete, cmake_args, caps, build_commit, backend_switch(tree.path, concrete))
-    return BuildPlan(tree, concrete, args, build_key(tree.ident, concrete, args))
+    return BuildPlan(tree, concrete, args, build_key(tree.ident, concrete, args), git_ref)
 
 
 def ensure_build(
@@ -245,72 +279,94 @@ def ensure_build(
     cmake_args: Sequence[str] = (),
     force: bool = False,
     progress: ProgressFn | None = None,
+    ref: str | None = None,
 ) -> BuildInfo:
-    """The BuildInfo of llama.cpp built for this machine; builds it only when not cached (or ``force``)."""
+    """The BuildInfo of llama.cpp built for this machine; builds it only when not cached (or ``force``).
+
+    ``source`` + ``ref``: that commit of a git checkout, exported into the work area (the user's
+    work tree and index are never touched); cached by commit, backend and cmake arguments.
+    """
     report = (lambda msg: progress(BuildProgress("source", msg))) if progress else None
-    plan = plan_build(backend, source, cmake_args, report)
-    tree, concrete, args, key, bdir = plan.tree, plan.backend, plan.args, plan.key, plan.build_dir
-    info_path = bdir / BUILD_JSON
+    plan = plan_build(backend, source, cmake_args, report, ref)
+    info_path = plan.build_dir / BUILD_JSON
     if not force and (info := _cached(info_path)) is not None:
         return info
     paths.builds_dir().mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(bdir) + ".lock")
+    with _locked(plan.build_dir, f"another specbench process is building {plan.key}; waiting", progress):
+        if not force and (info := _cached(info_path)) is not None:
+            return info  # built by another process while we waited
+        return _build(plan, jobs, force, progress)
+
+
+@contextmanager
+def _locked(path: Path, waiting: str, progress: ProgressFn | None) -> Iterator[None]:
+    lock = FileLock(str(path) + ".lock")
     try:
         lock.acquire(timeout=0)
     except Timeout:
         if progress:
-            progress(BuildProgress("wait", f"another specbench process is building {key}; waiting for it"))
+            progress(BuildProgress("wait", waiting))
         lock.acquire()
     try:
-        if not force and (info := _cached(info_path)) is not None:
-            return info  # built by another process while we waited
-        return _build(tree, concrete, args, key, bdir, jobs, force, progress)
-    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints what was kept
-        exc.kept = f"nothing cached; the next `specbench build` goes on from the objects compiled in {bdir}"  # type: ignore[attr-defined]
-        raise
+        yield
     finally:
         lock.release()
 
 
-def _build(
-    tree: SourceTree,
-    backend: str,
-    args: list[str],
-    key: str,
-    bdir: Path,
-    jobs: int | None,
-    force: bool,
-    progress: ProgressFn | None,
-) -> BuildInfo:
+def _build(plan: BuildPlan, jobs: int | None, force: bool, progress: ProgressFn | None) -> BuildInfo:
     check_tools()
+    tree = None if plan.exported else plan.tree.path
+    area = workarea.work_dir() / workarea.area_key(plan.backend, plan.args, tree)
+    area.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(area, f"another build is using {area}; waiting", progress):
+        try:
+            return _build_in(plan, area, jobs, force, progress)
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints what was kept
+            exc.kept = (  # type: ignore[attr-defined]
+                f"nothing cached; the next `specbench build` goes on from the objects compiled in {area}"
+            )
+            raise
+
+
+def _build_in(
+    plan: BuildPlan, area: Path, jobs: int | None, force: bool, progress: ProgressFn | None
+) -> BuildInfo:
+    tree, backend, args, key, bdir = plan.tree, plan.backend, plan.args, plan.key, plan.build_dir
+    started = time.monotonic()
     gen = cmake.generator()
-    if force and bdir.exists():
-        shutil.rmtree(bdir)
-    cache = bdir / "CMakeCache.txt"
+    wbuild = area / "build"
+    if force and wbuild.exists():
+        shutil.rmtree(wbuild)
+    cache = wbuild / "CMakeCache.txt"
     if cache.is_file() and ("CMAKE_GENERATOR:INTERNAL=Ninja" in cache.read_text(errors="replace")) != bool(
         gen
     ):
-        shutil.rmtree(bdir)  # configured with another generator; cmake refuses to switch in place
+        shutil.rmtree(wbuild)  # configured with another generator; cmake refuses to switch in place
+    wbuild.mkdir(parents=True, exist_ok=True)
     bdir.mkdir(parents=True, exist_ok=True)
     (bdir / BUILD_JSON).unlink(missing_ok=True)
     log = bdir / BUILD_LOG
-    log.write_text(f"# specbench build {key} of {tree.path} ({tree.origin}, {tree.ident})\n")
+    log.write_text(f"# specbench build {key} of {plan.describe} ({tree.origin}) in {area}\n")
 
     def note(phase: str, msg: str) -> None:
         if progress:
             progress(BuildProgress(phase, msg))
 
-    note("configure", f"configuring {tree.path} ({backend})")
+    src = tree.path
+    if plan.exported:
+        src = area / "src"
+        note("source", f"exporting {plan.describe} into {src}")
+        entries = commit_entries(plan.ref) if plan.ref is not None else workarea.dir_entries(tree.path)
+        synced = workarea.sync_tree(entries, src)
+        note("source", f"{synced.written} files written, {synced.removed} removed, {synced.unchanged} kept")
+    env = workarea.build_env()
+    note("configure", f"configuring {plan.describe} ({backend})")
     cmake_exe = shutil.which("cmake") or "cmake"
-    cmake.request_codemodel(bdir)
-    if (
-        cmake.stream_step(
-            [cmake_exe, "-S", str(tree.path), "-B", str(bdir), *gen, *args], log, progress, "configure"
-        )
-        != 0
-    ):
+    cmake.request_codemodel(wbuild)
+    configure = [cmake_exe, "-S", str(src), "-B", str(wbuild), *gen, *args]
+    if cmake.stream_step(configure, log, progress, "configure", env) != 0:
         raise cmake.compile_failure("configuring llama.cpp with cmake", log)
-    executables = cmake.executable_targets(bdir)
+    executables = cmake.executable_targets(wbuild)
     roles = choose_targets(set(executables))
     if "completion" not in roles and "speculative" not in roles:
         raise BuildError(
@@ -320,40 +376,46 @@ def _build(
         )
     targets = sorted(set(roles.values()))
     note("build", f"building {', '.join(targets)}")
-    cmd = [
-        cmake_exe,
-        "--build",
-        str(bdir),
-        "--config",
-        "Release",
-        "-j",
-        str(jobs or os.cpu_count() or 2),
-        "--target",
-        *targets,
-    ]
-    if cmake.stream_step(cmd, log, progress, "build") != 0:
+    cmd = [cmake_exe, "--build", str(wbuild), "--config", "Release", "-j", str(jobs or os.cpu_count() or 2)]
+    steps: list[int] = []
+
+    def count(p: BuildProgress) -> None:
+        if p.phase == "build" and p.total is not None:
+            steps.append(p.total)
+        if progress:
+            progress(p)
+
+    if cmake.stream_step([*cmd, "--target", *targets], log, count, "build", env) != 0:
         raise cmake.compile_failure("compiling llama.cpp", log)
-    binaries: dict[str, BinaryInfo] = {}
-    for role, name in roles.items():
-        path = cmake.find_binary(bdir, name, executables.get(name))
+    built: dict[str, Path] = {}
+    for name in targets:
+        path = cmake.find_binary(wbuild, name, executables.get(name))
         if path is None:
             raise BuildError(f"the build made no {name} binary; see {log}")
+        built[name] = path
+    copied = workarea.copy_binaries(built, bdir / "bin")
+    binaries: dict[str, BinaryInfo] = {}
+    for role, name in roles.items():
         note("probe", f"probing {name} --help")
-        binaries[role] = probe_binary(role, path)
-    first = next(iter(binaries.values()))
+        binaries[role] = probe_binary(role, copied[name])
     info = BuildInfo(
         key=key,
         source=str(tree.path),
         commit=tree.commit,
+        ref=plan.ref.ref if plan.ref is not None else None,
         backend=backend,
         cmake_args=args,
-        compiler=cmake.compiler_version(bdir),
+        compiler=cmake.compiler_version(wbuild),
         built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        bin_dir=str(Path(first.path).parent),
+        bin_dir=str(bdir / "bin"),
         binaries=binaries,
         probe_version=PROBE_VERSION,
         origin=tree.origin,
         log=str(log),
+        build_s=round(time.monotonic() - started, 1),
+        build_steps=steps[-1] if steps else 0,
+        work_area=str(area),
+        ccache=workarea.find_ccache(),
     )
     info.save(bdir / BUILD_JSON)
     return info

@@ -71,6 +71,11 @@ class BuildInfo(BaseModel):
     origin: str = ""  # where the source came from: submodule | sdist | git | marker | tree
     log: str = ""  # the full cmake/compiler log of this build
     probe_version: int = 0  # which probe read the flags (specbench.build.probe.PROBE_VERSION)
+    ref: str | None = None  # the git ref built (a commit exported from ``source``); None: the tree as it was
+    build_s: float | None = None  # wall seconds of the build that made it (configure + compile + probe)
+    build_steps: int | None = None  # compile/link steps the build ran (ninja's total; 0: nothing to do)
+    work_area: str = ""  # the folder it was compiled in (reused by the next build of these arguments)
+    ccache: str | None = None  # the ccache the compiler ran through, when one was found
 
     def binary(self, role: str) -> BinaryInfo:
         info = self.binaries.get(role)

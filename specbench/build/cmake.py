@@ -102,9 +102,11 @@ def parse_step(line: str) -> tuple[int, int] | None:
     return (int(m.group(1)), 100) if m else None
 
 
-def stream_step(cmd: list[str], log: Path, progress: ProgressFn | None, phase: str) -> int:
+def stream_step(
+    cmd: list[str], log: Path, progress: ProgressFn | None, phase: str, base_env: dict[str, str] | None = None
+) -> int:
     """Run a build step, appending its output to the log and reporting ninja/make steps."""
-    env = {**child_env(), "NINJA_STATUS": "[%f/%t] "}  # no secrets in the build log
+    env = {**child_env(base_env), "NINJA_STATUS": "[%f/%t] "}  # no secrets in the build log
     with log.open("a", encoding="utf-8", errors="replace") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
@@ -160,11 +162,20 @@ def _kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
     proc.wait()
 
 
+def first_error(details: list[str]) -> str:
+    """The line that names the cause: the first compiler ``error:`` (what follows is often fallout),
+    else the first CMake error, else the first ``FAILED:`` step."""
+    for pattern in (r"\berror\b:", r"CMake Error", r"^FAILED:"):
+        hit = next((d.strip() for d in details if re.search(pattern, d, re.I)), None)
+        if hit:
+            return hit
+    return "no error line found"
+
+
 def compile_failure(what: str, log: Path) -> CompileError:
     text = log.read_text(errors="replace")
-    details = error_lines(text)
-    last = details[-1].strip() if details else "no error line found"
-    return CompileError(f"{what} failed ({last}); full log: {log}", details, log)
+    every = error_lines(text, limit=len(text))
+    return CompileError(f"{what} failed ({first_error(every)}); full log: {log}", every[-8:], log)
 
 
 def find_binary(build_dir: Path, name: str, artifact: Path | None) -> Path | None:

@@ -267,6 +267,13 @@ def fetch_pinned(progress: Progress | None = None) -> Path:
     return dest
 
 
+def pinned_checkout() -> Path | None:
+    """The pinned tree when it is a git checkout (the submodule of a specbench clone), else None;
+    looks only, fetches nothing."""
+    root = repo_root()
+    return root / SUBMODULE if root is not None and is_llama_tree(root / SUBMODULE) else None
+
+
 def resolve_source(source: Path | str | None = None, progress: Progress | None = None) -> SourceTree:
     """The tree to build: ``source`` if given, else the pinned submodule, else the cached/fetched sdist."""
     if source is not None:

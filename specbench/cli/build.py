@@ -24,6 +24,14 @@ def build(
         Path | None,
         typer.Option(metavar="DIR", help="Build this llama.cpp checkout instead of the pinned one."),
     ] = None,
+    ref: Annotated[
+        str | None,
+        typer.Option(
+            metavar="REF",
+            help="Build this git ref (branch, tag, commit) of --source, exported clean: the work tree "
+            "is not touched.",
+        ),
+    ] = None,
     jobs: Annotated[
         int | None,
         typer.Option("--jobs", "-j", metavar="N", help="Parallel compile jobs (default: all CPUs).", min=1),
@@ -74,6 +82,7 @@ def build(
             cmake_args=cmake_arg or (),
             force=force,
             progress=progress,
+            ref=ref,
         )
     except CompileError as exc:
         bar.stop()
@@ -84,10 +93,14 @@ def build(
         bar.stop()
     took = time.monotonic() - start
     verb = "built" if "build" in phases else "cached"
+    at = f" {info.source}@{info.ref}" if info.ref else ""
     console.print(
-        f"{verb}: llama.cpp {info.commit or 'unknown commit'} ({info.backend}) in {took:.1f} s",
+        f"{verb}: llama.cpp{at} {info.commit or 'unknown commit'} ({info.backend}) in {took:.1f} s",
         highlight=False,
     )
+    if verb == "built" and info.build_steps is not None:
+        reuse = f" (ccache {info.ccache})" if info.ccache else ""
+        console.print(f"compile steps: {info.build_steps} in {info.work_area}{reuse}", highlight=False)
     console.print(f"binaries: {info.bin_dir}", highlight=False, soft_wrap=True)
     for role, b in sorted(info.binaries.items()):
         console.print(f"  {role:<19} {b.name}", highlight=False)

@@ -71,8 +71,8 @@ def _build_if_needed(cfg, only: list[str] | None = None):
         return None
     from specbench.build.builder import ensure_build
 
-    lc = cfg.llama_cpp
-    return ensure_build(lc.backend, lc.source, lc.jobs, lc.cmake_args)
+    lc = cfg.builds[0]  # models are derived with the first build's llama-quantize, as in a run
+    return ensure_build(lc.backend, lc.source, lc.jobs, lc.cmake_args, ref=lc.ref)
 
 
 @models_app.command("pull")

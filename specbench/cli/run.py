@@ -97,12 +97,13 @@ class ProgressView:
 def _print_dry_run(prepared: Any) -> None:
     from specbench.execute.benchmark import PlannedModel
 
-    pv, build = prepared.build_preview, prepared.build
-    if pv is not None and pv.cached:
-        say(f"# build: cached {pv.key} ({pv.backend}) in {build.bin_dir}")
-    elif pv is not None:
-        say(f"# build: would build {pv.key} ({pv.backend}) from {pv.tree.path} into {pv.build_dir}")
-        say(f"#   cmake args: {' '.join(pv.args)}")
+    for label, pv in prepared.build_previews.items():
+        name = f"build {label}" if label is not None else "build"
+        if pv.cached:
+            say(f"# {name}: cached {pv.key} ({pv.backend}) in {prepared.builds[label].bin_dir}")
+        else:
+            say(f"# {name}: would build {pv.key} ({pv.backend}) from {pv.describe} into {pv.build_dir}")
+            say(f"#   cmake args: {' '.join(pv.args)}")
     for name, m in prepared.models.items():
         if isinstance(m, PlannedModel):
             say(f"# model {name}: {m.source}  not cached (a run fetches or derives it)")

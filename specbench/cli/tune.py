@@ -71,7 +71,7 @@ def tune(
     cfg = benchmark.load(config, set_ or ())
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)
-    gpu = bool(collect().gpus) and cfg.llama_cpp.backend != "cpu"
+    gpu = bool(collect().gpus) and cfg.builds[0].backend != "cpu"
     view = ProgressView(quiet=as_json)
     try:
         result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view,

@@ -68,6 +68,8 @@ class Prepared:
     pair_checks: dict[str, PairCheck]
     prompts: list[RenderedPrompt]
     plan: Plan
+    builds: dict[str | None, BuildInfo] = field(default_factory=dict)  # by label, in the config's order
+    build_previews: dict[str | None, BuildPlan] = field(default_factory=dict)  # dry run: each build's plan
 
     @property
     def invocations(self) -> list:
@@ -175,24 +177,28 @@ def prepare(
     model_progress: Any = None,
 ) -> Prepared:
     """Build (or, dry, preview the build), resolve models, check pairs, render prompts, plan."""
+    from specbench.execute.builds import ensure_builds, preview_builds
     from specbench.models import resolve_models
     from specbench.plan.prompts import render, render_all
     from specbench.plan.sweep import make_plan
 
-    preview = None
+    preview, previews = None, {}
     if dry_run:
-        from specbench.build.builder import BUILD_JSON, plan_build
-
-        lc = config.llama_cpp
-        preview = plan_build(lc.backend, lc.source, lc.cmake_args)
-        build = BuildInfo.load(preview.build_dir / BUILD_JSON) if preview.cached else _planned_build(preview)
+        both = preview_builds(config, _planned_build)
+        builds = {label: info for label, (_, info) in both.items()}
+        previews = {label: pv for label, (pv, _) in both.items()}
+        preview = next(iter(previews.values()))
+        build = next(iter(builds.values()))
         models = _dry_models(config, build)
     else:
-        from specbench.build.builder import ensure_build
-
-        lc = config.llama_cpp
-        build = ensure_build(lc.backend, lc.source, lc.jobs, lc.cmake_args, progress=build_progress)
+        builds = ensure_builds(config, build_progress)
+        build = next(iter(builds.values()))  # the first build derives models (llama-quantize)
         models = resolve_models(config.models, config.base_dir, build, progress=model_progress)
+    if len(builds) > 1:
+        raise RunError(
+            "several llama.cpp builds in one run: the interleaved plan is not in this version yet; "
+            "run each build with its own config"
+        )
     checks = check_pairs(config, models)
     targets = {name: Path(models[name].path) for name in config.targets()}
     here = {name: path for name, path in targets.items() if path.is_file()}
@@ -209,7 +215,7 @@ def prepare(
     for name in sorted(targets.keys() - here.keys()):
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
-    return Prepared(config, build, preview, models, checks, prompts, plan)
+    return Prepared(config, build, preview, models, checks, prompts, plan, builds, previews)
 
 
 def left_to_run(prepared: Prepared, run_dir: Path) -> None:
@@ -251,6 +257,7 @@ def make_manifest(prepared: Prepared, run_dir: Path, command_line: list[str]) ->
     return Manifest(
         run_id=run_dir.name, name=cfg.name, config_path=str(cfg.path) if cfg.path else None,
         config=cfg.model_dump(mode="json"), build=prepared.build, env=collect(), models=prepared.models,
+        builds={label: b for label, b in prepared.builds.items() if label is not None},
         pair_checks=prepared.pair_checks, command_line=command_line, runner=cfg.runner,
     )  # fmt: skip
 
@@ -280,6 +287,7 @@ def run_benchmark(
         _check_same_config(manifest, prepared.config, run_dir)
         _check_same_machine(manifest, run_dir, force)
         manifest.build, manifest.models = prepared.build, prepared.models
+        manifest.builds = {label: b for label, b in prepared.builds.items() if label is not None}
     else:
         manifest = make_manifest(prepared, run_dir, command_line or [])
     watch = NoiseWatch(manifest, strict)

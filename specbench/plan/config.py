@@ -11,7 +11,16 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from specbench.errors import ConfigError
 from specbench.models.spec import ModelSpec
@@ -43,12 +52,31 @@ class _Strict(BaseModel):
 
 
 class LlamaCppConfig(_Strict):
-    """Which llama.cpp to build, as ``specbench build`` takes it."""
+    """Which llama.cpp to build, as ``specbench build`` takes it; one entry of a list of builds."""
 
-    source: Path | None = None  # a llama.cpp checkout; None = the pinned tree
+    label: str | None = Field(default=None, pattern=NAME_PATTERN)  # the build axis (required in a list)
+    source: Path | None = None  # a llama.cpp tree or git checkout; None = the pinned tree
+    ref: str | None = Field(default=None, min_length=1)  # a git ref in `source`, built from a clean export
     backend: Literal["auto", "cpu", "cuda", "metal"] = "auto"
     cmake_args: list[str] = Field(default_factory=list)
     jobs: int | None = Field(default=None, ge=1)
+
+    def describe(self) -> str:
+        """``base: ../llama.cpp@main (cpu)`` for messages."""
+        where = str(self.source) if self.source is not None else "the pinned tree"
+        at = f"@{self.ref}" if self.ref else ""
+        return f"{self.label + ': ' if self.label else ''}{where}{at} ({self.backend})"
+
+
+def _one_or_many(v: Any) -> str:
+    return "@list" if isinstance(v, list) else "@one"
+
+
+# `llama_cpp:` is one build (a mapping) or a list of labelled builds; the tags never show in errors.
+LlamaCppField = Annotated[
+    Annotated[LlamaCppConfig, Tag("@one")] | Annotated[list[LlamaCppConfig], Tag("@list")],
+    Discriminator(_one_or_many),
+]
 
 
 class PairConfig(_Strict):
@@ -144,7 +172,7 @@ class Config(_Strict):
     """A validated run config. ``base_dir`` is the config file's folder (relative paths resolve there)."""
 
     name: str = Field(default="run", pattern=NAME_PATTERN)
-    llama_cpp: LlamaCppConfig = Field(default_factory=LlamaCppConfig)
+    llama_cpp: LlamaCppField = Field(default_factory=LlamaCppConfig)
     models: dict[str, ModelSpec] = Field(min_length=1)
     pairs: dict[str, PairConfig] = Field(min_length=1)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
@@ -189,6 +217,39 @@ class Config(_Strict):
                 f"({self.max_repetitions}); raise max_repetitions or lower min_repetitions"
             )
         return self
+
+    @field_validator("llama_cpp")
+    @classmethod
+    def _labelled_builds(cls, v: LlamaCppConfig | list[LlamaCppConfig]) -> Any:
+        """A list of builds is an axis: each needs a label of its own."""
+        if not isinstance(v, list):
+            return v
+        if not v:
+            raise ValueError("must list at least one build (or be one mapping: source, ref, backend, ...)")
+        seen: dict[str, int] = {}
+        for i, build in enumerate(v):
+            if build.label is None:
+                raise ValueError(
+                    f"build {i + 1} of {len(v)} has no label; in a list every build needs one "
+                    "(e.g. label: base, label: head)"
+                )
+            if build.label in seen:
+                raise ValueError(
+                    f"builds {seen[build.label] + 1} and {i + 1} are both labelled {build.label!r}; "
+                    "give each build its own label"
+                )
+            seen[build.label] = i
+        return v
+
+    @property
+    def builds(self) -> list[LlamaCppConfig]:
+        """The llama.cpp builds of this run, in the config's order (one, unlabelled, for a mapping)."""
+        return list(self.llama_cpp) if isinstance(self.llama_cpp, list) else [self.llama_cpp]
+
+    @property
+    def build_labels(self) -> list[str | None]:
+        """The values of the samples' ``build`` axis: the labels, or [None] for one unlabelled build."""
+        return [b.label for b in self.builds]
 
     @property
     def auto_repetitions(self) -> bool:
@@ -269,11 +330,7 @@ def _check_references(cfg: Config, origin: str) -> None:
             raise ConfigError(
                 f"{origin}: pairs.{name}: the draft is the target itself; pick a smaller draft model"
             )
-    if cfg.llama_cpp.source is not None and not _resolve(cfg.base_dir, cfg.llama_cpp.source).is_dir():
-        raise ConfigError(
-            f"{origin}: llama_cpp.source: {_resolve(cfg.base_dir, cfg.llama_cpp.source)} is not a folder "
-            "(a llama.cpp checkout; relative paths start at the config file's folder)"
-        )
+    _check_builds(cfg, origin)
     if cfg.prompts.file is not None and not _resolve(cfg.base_dir, cfg.prompts.file).is_file():
         raise ConfigError(
             f"{origin}: prompts.file: {_resolve(cfg.base_dir, cfg.prompts.file)} does not exist "
@@ -283,6 +340,36 @@ def _check_references(cfg: Config, origin: str) -> None:
         cfg.prompt_list()
     except ConfigError as exc:
         raise ConfigError(f"{origin}: {exc}") from exc
+
+
+def _check_builds(cfg: Config, origin: str) -> None:
+    """Every build's source is a folder; a ref names a commit of a git checkout (asked of git, which
+    reads and changes nothing), so a typo fails before the first build, not after it."""
+    from specbench.build.gitref import resolve_ref
+    from specbench.build.source import pinned_checkout
+    from specbench.errors import BuildError
+
+    many = isinstance(cfg.llama_cpp, list)
+    for i, build in enumerate(cfg.builds):
+        where = f"llama_cpp[{i}]" if many else "llama_cpp"
+        source = _resolve(cfg.base_dir, build.source) if build.source is not None else None
+        if source is not None and not source.is_dir():
+            raise ConfigError(
+                f"{origin}: {where}.source: {source} is not a folder "
+                "(a llama.cpp checkout; relative paths start at the config file's folder)"
+            )
+        if build.ref is None:
+            continue
+        source = source or pinned_checkout()
+        if source is None:
+            raise ConfigError(
+                f"{origin}: {where}.ref: a ref needs a `source` git checkout (the pinned tree here is no "
+                f"git checkout); add source: /path/to/llama.cpp, or drop ref"
+            )
+        try:
+            resolve_ref(source, build.ref)
+        except BuildError as exc:
+            raise ConfigError(f"{origin}: {where}.ref: {exc}") from exc
 
 
 def config_from_mapping(
@@ -296,8 +383,9 @@ def config_from_mapping(
         cfg = Config.model_validate({**data, "base_dir": base_dir})
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, origin, overridden)) from exc
-    if cfg.llama_cpp.source is not None:
-        cfg.llama_cpp.source = _resolve(base_dir, cfg.llama_cpp.source)
+    for build in cfg.builds:
+        if build.source is not None:
+            build.source = _resolve(base_dir, build.source)
     if cfg.prompts.file is not None:
         cfg.prompts.file = _resolve(base_dir, cfg.prompts.file)
     _check_references(cfg, origin)

@@ -128,7 +128,8 @@ def format_validation_error(exc: ValidationError, origin: str, overridden: set[s
     """pydantic's errors -> ``origin: a.b[2]: message`` (the first, plus how many more)."""
     errors = exc.errors()
     first = errors[0]
-    loc = _loc(tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
+    hidden = ("function-", "@")  # validator names and union tags (config: `@one`/`@list`) are not keys
+    loc = _loc(tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith(hidden))))
     sources = sorted(k for k in overridden if _within(loc, k) or _within(k, loc))
     head = ", ".join(f"--set {k}" for k in sources) if sources else origin  # every key that may be at fault
     text = f"{head}: {loc}: {_message(first)}" if loc else f"{head}: {_message(first)}"

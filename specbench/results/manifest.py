@@ -44,7 +44,8 @@ class Manifest(BaseModel):
     status_reason: str | None = None  # why a run failed (the one-line error)
     config_path: str | None = None
     config: dict[str, Any]  # the resolved config, as data
-    build: BuildInfo
+    build: BuildInfo  # the run's one build, or the first of several
+    builds: dict[str, BuildInfo] = Field(default_factory=dict)  # every build of a multi-build run, by label
     env: EnvInfo
     models: dict[str, ResolvedModel]
     pair_checks: dict[str, PairCheck] = Field(default_factory=dict)  # by pair name (draft pairs)
