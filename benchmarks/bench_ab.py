@@ -114,19 +114,18 @@ def baseline_step_ms(run: Path) -> float:
 
 
 def build_times(out: Path) -> list[float]:
-    """Seconds each build of a bisect took, in the order built (from their build.json)."""
-    seen = []
-    for run in sorted(out.glob("step-*")):
+    """Seconds each distinct build of a bisect took, in the order the steps used them (their build.json)."""
+    seen: dict[str, float] = {}
+    for run in sorted(out.glob("step-*"), key=lambda p: int(p.name.split("-")[1])):
         try:
             manifest = json.loads((run / "manifest.json").read_text())
         except (OSError, ValueError):
             continue
-        builds = manifest.get("builds") or [manifest.get("build")]
-        for b in builds:
-            secs = (b or {}).get("build_seconds") or (b or {}).get("duration_s")
-            if secs is not None:
-                seen.append(float(secs))
-    return seen
+        for b in (manifest.get("builds") or {}).values():
+            key = b.get("build_dir") or b.get("commit") or json.dumps(b.get("ref"))
+            if key not in seen and b.get("build_s") is not None:
+                seen[key] = float(b["build_s"])
+    return list(seen.values())
 
 
 def main() -> None:
