@@ -346,8 +346,8 @@ def _check_same_machine(manifest: Manifest, run_dir: Path, force: bool) -> None:
     if not force:
         raise RunError(
             f"{run_dir} was made on another machine ({'; '.join(differ)}): resuming here would mix "
-            "two machines' numbers in one run; resume it there, start a new run, or pass --force to "
-            "resume anyway"
+            "two machines' numbers in one run; resume it there, start a new run, or continue anyway "
+            f"with `specbench run --resume {run_dir} --force`"
         )
     manifest.other_machines.append("; ".join(differ))
 

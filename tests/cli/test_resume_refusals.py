@@ -48,7 +48,8 @@ def test_resume_refuses_a_folder_made_on_another_machine(tmp_path):
     samples = load_samples(run)
     result = cli("run", "--resume", str(run))
     assert_one_line_error(result, "was made on another machine", f"hostname not-{here}, here {here}",
-                          "CPU Some Other CPU, here", "pass --force to resume anyway")  # fmt: skip
+                          "CPU Some Other CPU, here",
+                          f"continue anyway with `specbench run --resume {run} --force`")  # fmt: skip
     assert load_samples(run) == samples and load_manifest(run).status == "complete"  # nothing touched
 
 
