@@ -114,6 +114,7 @@ _MAX_LINE = 1 << 20
 _KEEP_TAIL = 1 << 16
 _CHUNK = 1 << 20
 _SNIFF = 8192
+_SERVER_MAX = 64 << 20  # a llama-server log of one setting: many requests, each a few lines
 
 
 def _float(text: str) -> float:
@@ -354,7 +355,20 @@ def parse_file(path: str | Path) -> ParsedLog:
     except OSError as exc:
         raise ParseError(f"cannot read {os_problem(exc, path)}") from None
     with fh:
-        return parse_stream(fh, str(path))
+        if path.name.endswith(".json"):  # the server runner's raw/*.response.json
+            from specbench.parse_server import parse_response
+
+            return parse_response(fh.read(_SERVER_MAX).decode("utf-8", "replace"), str(path))
+        try:
+            return parse_stream(fh, str(path))
+        except ParseError:
+            fh.seek(0)
+            text = fh.read(_SERVER_MAX).decode("utf-8", "replace")
+            from specbench.parse_server import looks_like_server_log, parse_server_log
+
+            if not looks_like_server_log(text):
+                raise
+            return parse_server_log(text, str(path))  # the server runner's raw/*-server.stderr
 
 
 def parse_stream(fh: io.BufferedReader, name: str) -> ParsedLog:

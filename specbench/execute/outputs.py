@@ -126,8 +126,34 @@ def failure_reason(stderr: str, exit_code: int | None, signal_name: str | None) 
     how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
     if too_long:
         return f"prompt longer than the context ({too_long.group(0).strip()}); raise generation.ctx_size"
+    cause = load_cause(stderr)
+    if cause:  # the last line only says it did not load ("exiting due to model loading error")
+        return f"{how}: the model did not load: {cause}"
     last = _last_error_line(stderr)
     return f"{how}: {last}" if last else how
+
+
+# llama.cpp says why a model did not load once, early ("llama_model_load: error loading model:
+# error loading model architecture: unknown model architecture: 'llamx'"), and ends with a line that
+# does not ("exiting due to model loading error", "main: error: unable to load model"); a GGUF it
+# cannot read says so before that ("gguf_init_from_file_impl: invalid magic characters ...").
+_LOAD_ERROR = re.compile(r"error loading model: (.*)")
+_LOAD_PREFIX = re.compile(r"^(?:error loading model [^:]*: |llama_model_loader: )")
+_GGUF_ERROR = re.compile(r"gguf_init_from_file\w*: (.*)")
+
+
+def load_cause(stderr: str) -> str | None:
+    """Why llama.cpp could not load a model, from its own words; None when it loaded (or said nothing)."""
+    found = _LOAD_ERROR.search(stderr)
+    if found is None:
+        return None
+    cause = found.group(1).strip()
+    while (stripped := _LOAD_PREFIX.sub("", cause)) != cause:
+        cause = stripped
+    gguf = _GGUF_ERROR.search(stderr[: found.start()])
+    if gguf and cause.startswith("failed to load model from"):
+        cause = f"{gguf.group(1).strip()}: {cause}"  # the generic line: the GGUF reader said why
+    return cause[:300]
 
 
 def _last_error_line(stderr: str) -> str | None:

@@ -56,6 +56,7 @@ class Plan(BaseModel):
 
     invocations: list[Invocation]
     notes: list[str] = Field(default_factory=list)
+    server_warmup: int = 0  # server runner: discarded requests after each server start (config `warmup`)
 
     @property
     def measured(self) -> list[Invocation]:
@@ -82,7 +83,9 @@ class Plan(BaseModel):
                 continue
             if inv.argv != server:
                 server = inv.argv
-                lines.append(f"# server ({inv.parallel} slot(s), one warmup request per start):")
+                warm = self.server_warmup
+                warmups = f"{warm} warmup request{'s' if warm > 1 else ''} per start" if warm else "no warmup"
+                lines.append(f"# server ({inv.parallel} slot(s), {warmups}):")
                 lines.append(inv.command_line())
             body = inv.request.body()
             if max_prompt_chars is not None and len(inv.request.prompt) > max_prompt_chars:

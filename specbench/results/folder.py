@@ -388,8 +388,13 @@ def load_manifest(run_dir: Path) -> Manifest:
     data = _manifest_data(run_dir)
     try:
         return Manifest.model_validate(data)
-    except ValueError as exc:
-        raise RunError(f"{run_dir / MANIFEST} is not a valid manifest: {str(exc).splitlines()[0]}") from exc
+    except ValidationError as exc:  # the field and why, not pydantic's "1 validation error for Manifest"
+        raise RunError(
+            f"{run_dir / MANIFEST} is not a valid manifest ({_why(exc)}); {_MANIFEST_FIX}"
+        ) from exc
+
+
+_MANIFEST_FIX = "restore it from a copy; a run cannot be resumed without its manifest"
 
 
 def _manifest_data(run_dir: Path) -> dict:

@@ -102,3 +102,24 @@ def test_baseline_cut_inside_a_character_is_a_prefix(tmp_path):
     assert sha256_text(base) != sha256_text(spec)
     other = compare("Waves \N{OCTOPUS}", base.replace("Waves ", "Waves"))  # a real difference
     assert not other.match and other.first_diff == len("Waves")
+
+
+def test_a_model_that_does_not_load_names_the_cause_not_only_the_last_line():
+    """Recorded stderr of both runners' binaries on a model of an unknown architecture: the reason
+    is llama.cpp's line that says why, not 'exiting due to model loading error'."""
+    from pathlib import Path
+
+    folder = Path(__file__).parents[1] / "data" / "load_errors"
+    for name in ("unknown-arch.completion.stderr", "unknown-arch.server.stderr"):
+        reason = failure_reason((folder / name).read_text(), 1, None)
+        assert reason == "exit code 1: the model did not load: unknown model architecture: 'llamx'", reason
+    # a file that is no GGUF: the reader's own words come before the generic loader line
+    stderr = (
+        "gguf_init_from_file_impl: invalid magic characters: 'abcd', expected 'GGUF'\n"
+        "llama_model_load: error loading model: llama_model_loader: failed to load model from /m/x.gguf\n"
+        "main: error: unable to load model\n"
+    )
+    assert failure_reason(stderr, 1, None) == (
+        "exit code 1: the model did not load: invalid magic characters: 'abcd', expected 'GGUF': "
+        "failed to load model from /m/x.gguf"
+    )

@@ -325,3 +325,12 @@ def test_server_plan_with_auto_repetitions_plans_the_first_round_and_passes_ngra
     spec = [i for i in full if i.role == "speculative"]
     assert spec and all(pairs(i.argv)["--spec-ngram-simple-size-n"] == "3" for i in spec)
     assert all(i.ngram_size_n == 3 for i in spec)
+
+
+@pytest.mark.parametrize("warmup, says", [(0, "no warmup"), (1, "1 warmup request per start"),
+                                          (3, "3 warmup requests per start")])  # fmt: skip
+def test_server_dry_run_says_the_configs_warmup(tmp_path, llama_build, warmup, says):
+    config = make_config(tmp_path, runner="server", warmup=warmup)
+    text = make_plan(config, llama_build, MODELS, rendered(config)).describe()
+    lines = [x for x in text if "# server (" in x]
+    assert lines and all(line.endswith(f"slot(s), {says}):") for line in lines), lines

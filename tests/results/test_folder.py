@@ -111,3 +111,29 @@ def test_a_folder_from_a_newer_specbench_is_refused_naming_both_versions(tmp_pat
 def test_a_format_version_that_is_not_a_number_is_refused(tmp_path):
     with pytest.raises(RunError, match="format_version '2' is not a whole number"):
         read_run(_with_format(tmp_path, "2"))
+
+
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda d: {k: v for k, v in d.items() if k != "config"}, ["config: Field required"]),
+        (
+            lambda d: {**d, "runner": 5, "plan_size": "many"},
+            ["plan_size: Input should be a valid integer", "and 1 more"],
+        ),  # fmt: skip
+        (lambda d: None, ["not valid JSON"]),
+    ],
+)
+def test_a_damaged_manifest_names_the_field_and_why(tmp_path, damage, words):
+    """--resume reads the manifest strictly: the message names the field and the reason, whole."""
+    from specbench.results.folder import load_manifest
+
+    text = (QUICK / "manifest.json").read_text()
+    data = damage(json.loads(text))
+    (tmp_path / "manifest.json").write_text(text[:200] if data is None else json.dumps(data))  # None: cut
+    with pytest.raises(RunError) as exc:
+        load_manifest(tmp_path)
+    message = str(exc.value)
+    assert "validation error for" not in message and "\n" not in message
+    for word in words:
+        assert word in message, message
