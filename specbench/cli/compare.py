@@ -42,13 +42,23 @@ def _side(d, metric: str, which: str) -> str:
     return f"{_num(mean, metric)}{sd_text} (n={n})"
 
 
+def _mde(d, metric: str) -> str:
+    """The smallest change the cell's data could have detected (minimum detectable effect)."""
+    return "-" if d is None or d.mde is None else _mde_value(d.mde, metric)
+
+
+def _mde_value(mde: float, metric: str) -> str:
+    return f"{mde:.1f} points" if metric == "acceptance" else f"{mde * 100:.1f}%"
+
+
 def _rows(metric_result) -> list[list[str]]:
     rows = []
+    metric = metric_result.metric
     for c in metric_result.cells:
         d = c.decision
         p = f"{d.p_value:.3g}" if d is not None and d.p_value is not None else "-"
-        rows.append([str(c.status), c.label, c.prompt_id, _side(d, metric_result.metric, "base"),
-                     _side(d, metric_result.metric, "cur"), p, c.reason])  # fmt: skip
+        rows.append([str(c.status), c.label, c.prompt_id, _side(d, metric, "base"), _side(d, metric, "cur"),
+                     p, _mde(d, metric), c.reason])  # fmt: skip
     return rows
 
 
@@ -56,10 +66,12 @@ UNPAIRED_NOTE = (
     "two separate runs cannot see a change smaller than the drift between them (6-21% between runs "
     "on a shared 2-core VM); `specbench ab` measures both builds in one interleaved run"
 )
-COLUMNS = ["status", "cell", "prompt", "baseline", "current", "p", "why"]
+COLUMNS = ["status", "cell", "prompt", "baseline", "current", "p", "mde", "why"]
 
 
 def _summary(m) -> str:
+    if m.nothing:
+        return f"{m.metric}: {m.nothing}"
     counts = ", ".join(
         f"{m.count(s)} {s.replace('_', ' ')}"
         for s in ("fail", "warn", "too_noisy", "improved", "pass", "only_baseline", "only_current")
@@ -79,17 +91,45 @@ def _facts(ref: str, f) -> str:
     return f"{ref} (run {f.run_id}{status}, llama.cpp {commit}, {f.machine.describe()})"
 
 
+def _n(count: int, what: str) -> str:
+    return f"{count} {what}" + ("" if count == 1 else "s")
+
+
 def _verdict(cmp) -> str:
-    opts = f"threshold {cmp.threshold:.1%}, alpha {cmp.alpha:g}{', strict' if cmp.strict else ''}"
-    if cmp.exit_code:
-        missing = sum(c.status == "only_baseline" for c in cmp.failed)
-        bad = len(cmp.failed) - missing
-        parts = [f"{bad} {'regression' if bad == 1 else 'regressions'}"] if bad else []
-        if missing:
-            parts.append(f"{missing} {'cell' if missing == 1 else 'cells'} missing from the current run "
+    """The last line: the verdict, what made it, and what to do."""
+    from specbench.gate.decision import Verdict
+
+    flags = [f for f, on in (("strict", cmp.strict), ("allow-noisy", cmp.allow_noisy)) if on]
+    opts = f"threshold {cmp.threshold:.1%}, alpha {cmp.alpha:g}" + "".join(f", {f}" for f in flags)
+    noisy = cmp.undecided
+    spans = []
+    for m in cmp.metrics:
+        mdes = sorted(c.decision.mde for c in m.cells if c.status == "too_noisy" and c.decision
+                      and c.decision.mde is not None)  # fmt: skip
+        if mdes:
+            lo, hi = _mde_value(mdes[0], m.metric), _mde_value(mdes[-1], m.metric)
+            spans.append(f"{m.metric} {lo}" if lo == hi else f"{m.metric} {lo} to {hi}")
+    detectable = f"; smallest detectable change {', '.join(spans)}" if spans else ""
+    too_noisy = f"{_n(len(noisy), 'cell')} too noisy to decide{detectable}"
+    v = cmp.verdict
+    if v == Verdict.FAIL:
+        counts = {s: sum(c.status == s for c in cmp.failed) for s in ("fail", "warn", "only_baseline")}
+        parts = [_n(counts["fail"], "regression")] if counts["fail"] else []
+        if counts["warn"]:
+            parts.append(f"{_n(counts['warn'], 'warning')} (--strict)")
+        if counts["only_baseline"]:
+            parts.append(f"{_n(counts['only_baseline'], 'cell')} missing from the current run "
                          f"(--allow-missing to accept)")  # fmt: skip
-        return f"FAIL: {', '.join(parts)} ({opts})"
-    return f"PASS ({opts})"
+        parts += cmp.nothing + ([too_noisy] if noisy else [])
+        return f"FAIL: {'; '.join(parts)} ({opts})"
+    if v == Verdict.NOTHING:
+        return f"NOTHING TO COMPARE: {'; '.join(cmp.nothing)} ({opts})"
+    if v == Verdict.UNDECIDED:
+        return (
+            f"TOO NOISY: {too_noisy}: a {cmp.threshold:.1%} regression can be neither shown nor excluded; "
+            f"more repetitions (repetitions: auto), a quieter machine, or --allow-noisy ({opts})"
+        )
+    return f"PASS{f' with {too_noisy} (--allow-noisy)' if noisy else ''} ({opts})"
 
 
 def to_markdown(cmp) -> str:
@@ -102,6 +142,9 @@ def to_markdown(cmp) -> str:
            f"- current: {esc(_facts(cmp.current_ref, cmp.current))}"]  # fmt: skip
     out += [f"- differs: {esc(d)}" for d in cmp.differences]
     for m in cmp.metrics:
+        if m.nothing:
+            out += ["", f"### {m.metric} ({m.unit})", "", f"**{esc(_summary(m))}**"]
+            continue
         out += [
             "",
             f"### {m.metric} ({m.unit})",
@@ -128,6 +171,9 @@ def _print_table(cmp) -> None:
     for d in cmp.differences:
         say(f"differs:  {d}")
     for m in cmp.metrics:
+        if m.nothing:
+            say(_summary(m))
+            continue
         table = Table(title=f"{m.metric} ({m.unit})", title_justify="left")
         for col in COLUMNS:
             table.add_column(col, overflow="fold", no_wrap=col != "why")  # names stay whole, greppable
@@ -135,9 +181,9 @@ def _print_table(cmp) -> None:
             table.add_row(*map(Text, row), style=STATUS_STYLE.get(row[0], ""))  # Text: no markup in names
         console.print(table)
         say(_summary(m))
-    console.print(
-        _verdict(cmp), style="bold red" if cmp.exit_code else "bold green", markup=False, soft_wrap=True
-    )
+    say(f"note: {UNPAIRED_NOTE}")  # before the verdict, which stays the last line
+    style = {0: "bold green", 1: "bold red"}.get(cmp.exit_code, "bold magenta")
+    console.print(_verdict(cmp), style=style, markup=False, soft_wrap=True)
 
 
 def compare_cmd(
@@ -166,6 +212,9 @@ def compare_cmd(
     allow_missing: Annotated[
         bool, typer.Option(help="Pass cells the current run did not measure (default: they fail).")
     ] = False,
+    allow_noisy: Annotated[
+        bool, typer.Option(help="Pass cells too noisy to decide (default: exit 3).")
+    ] = False,
     base: Annotated[
         str | None, typer.Option(metavar="LABEL", help="One multi-build run: the reference build's label.")
     ] = None,
@@ -173,10 +222,13 @@ def compare_cmd(
         str | None, typer.Option(metavar="LABEL", help="One multi-build run: the build under test's label.")
     ] = None,
 ) -> None:
-    """Compare two runs cell by cell; exit 0 pass, 1 regression, 2 not comparable or bad input.
+    """Compare two runs cell by cell; exit 0 pass, 1 regression, 2 not comparable or bad input,
+    3 too noisy to decide, 4 nothing to compare.
 
-    A cell fails when it has no valid value on either side, or is missing from the current run
-    (unless --allow-missing)."""
+    A cell fails when its change is significant and beyond --threshold, whatever the noise; it
+    passes only when the data excludes a regression of that size; else it is too noisy to decide.
+    A cell with no valid value on a side, or missing from the current run (unless
+    --allow-missing), fails."""
     from specbench.gate.baseline import load_side
     from specbench.gate.compare import DEFAULT_METRICS, compare
     from specbench.gate.regression import parse_threshold
@@ -196,10 +248,10 @@ def compare_cmd(
     sides = load_side(baseline), load_side(current)
     for note in (n for side in sides for n in side.notes):  # stderr: stdout may be JSON
         say(f"note: {note}", err=True)
-    cmp = compare(*sides, metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing)
+    cmp = compare(*sides, metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing, allow_noisy)
     if fmt == Format.json:
         data = cmp.model_dump(mode="json")
-        data["exit_code"] = cmp.exit_code
+        data["verdict"], data["exit_code"] = str(cmp.verdict), cmp.exit_code
         data["note"] = UNPAIRED_NOTE
         import json
 
@@ -208,7 +260,6 @@ def compare_cmd(
         typer.echo(to_markdown(cmp) + f"\n{UNPAIRED_NOTE}")
     else:
         _print_table(cmp)
-        say(f"note: {UNPAIRED_NOTE}")
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with open(summary_file, "a", encoding="utf-8") as fh:
@@ -278,7 +329,14 @@ def history_cmd(
     from rich.table import Table
     from rich.text import Text
 
-    from specbench.gate.history import default_db, load_history, plot_history, plot_path, record_run
+    from specbench.gate.history import (
+        default_db,
+        load_history,
+        plot_history,
+        plot_path,
+        record_run,
+        setting_of,
+    )
     from specbench.results.folder import finish_hint, read_facts
 
     db = db or default_db()
@@ -312,7 +370,8 @@ def history_cmd(
         table.add_column(col, overflow="fold", no_wrap=col != "cell")
     last = None
     for p in points:
-        name = f"{p.label} ({p.generation}; prompts {p.prompts}; {p.machine})"
+        setting = f"{setting_of(p)}; " if setting_of(p) else ""
+        name = f"{p.label} ({setting}{p.generation}; prompts {p.prompts}; {p.machine})"
         sd = f" ± {_num(p.sd, metric)}" if p.sd is not None else ""
         started, commit = (p.started_at or "")[:19], (p.commit or "?")[:12]
         value = f"{_num(p.mean, metric)}{sd}"

@@ -24,7 +24,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from specbench.gate.baseline import InputError, Side
-from specbench.gate.regression import Decision, Status, decide_acceptance, decide_throughput, geometric_mean
+from specbench.gate.decision import EXIT_CODES, Status, Verdict, verdict
+from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
 from specbench.results.identity import CellKey, cell_key
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
@@ -36,6 +37,10 @@ UNITS = {"spec_tps": "t/s", "baseline_tps": "t/s", "speedup": "x", "acceptance":
 
 class NotComparable(InputError):
     """The two sides share no measurement (exit 2)."""
+
+
+ROLE_OF = {"baseline_tps": "baseline", "spec_tps": "speculative", "speedup": "speculative",
+           "acceptance": "speculative"}  # fmt: skip
 
 
 class CellSeries(BaseModel):
@@ -62,6 +67,7 @@ class MetricResult(BaseModel):
     unit: str
     cells: list[CellResult]
     geomean_ratio: float | None  # over the compared cells; None when no cell was compared
+    nothing: str | None = None  # why there is nothing to compare (a side has no sample of it)
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.cells if c.status == status)
@@ -76,20 +82,35 @@ class Comparison(BaseModel):
     alpha: float
     strict: bool
     allow_missing: bool = False  # a cell missing from the current run passes (else it fails the gate)
+    allow_noisy: bool = False  # a cell too noisy to decide passes (else exit 3)
     differences: list[str]  # what differs but is not matched on (commit, driver, threads)
     metrics: list[MetricResult]
 
     @property
     def failed(self) -> list[CellResult]:
-        bad: set[str] = {Status.FAIL, Status.WARN, Status.TOO_NOISY} if self.strict else {Status.FAIL}
+        """Cells that fail the gate: regressions, with --strict warnings, and missing cells."""
+        bad: set[str] = {Status.FAIL, Status.WARN} if self.strict else {Status.FAIL}
         if not self.allow_missing:  # a gate must not pass because the current run measured less
             bad.add("only_baseline")
         return [c for m in self.metrics for c in m.cells if c.status in bad]
 
     @property
+    def undecided(self) -> list[CellResult]:
+        return [c for m in self.metrics for c in m.cells if c.status == Status.TOO_NOISY]
+
+    @property
+    def nothing(self) -> list[str]:
+        """Why some metric had nothing to compare (a side without a sample of it)."""
+        return [f"{m.metric}: {m.nothing}" for m in self.metrics if m.nothing]
+
+    @property
+    def verdict(self) -> Verdict:
+        return verdict(len(self.failed), len(self.undecided), bool(self.nothing), self.allow_noisy)
+
+    @property
     def exit_code(self) -> int:
-        """0 pass, 1 regression (with --strict, warnings too)."""
-        return 1 if self.failed else 0
+        """0 pass, 1 regression (with --strict, warnings too), 3 too noisy, 4 nothing to compare."""
+        return int(EXIT_CODES[self.verdict])
 
 
 def cell_label(s: Sample) -> str:
@@ -119,7 +140,7 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
     """Every cell of ``metric`` on one side; a cell whose samples all failed has no values."""
     if metric not in METRICS:
         raise InputError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
-    role = "baseline" if metric == "baseline_tps" else "speculative"
+    role = ROLE_OF[metric]
     base_tps = _baseline_index(side.samples) if metric == "speedup" else {}
     cells: dict[CellKey, CellSeries] = {}
     for s in sorted(side.samples, key=lambda x: x.repetition):
@@ -243,7 +264,17 @@ def check_machine(base: Side, cur: Side) -> None:
         )
 
 
-_WHY_ORDER = ("target", "n_predict", "temperature", "seed", "ctx_size", "top_k", "prompt_id")
+_WHY_ORDER = (
+    "target",
+    "runner",
+    "parallel",
+    "n_predict",
+    "temperature",
+    "seed",
+    "ctx_size",
+    "top_k",
+    "prompt_id",
+)
 
 
 def _why_nothing(base: Side, cur: Side) -> str:
@@ -261,6 +292,11 @@ def _why_nothing(base: Side, cur: Side) -> str:
         if b and c and not (b & c):
             if attr == "target":
                 return f"different models ({names(base)} vs {names(cur)}: no sha256 in common)"
+            if attr == "runner":
+                return (
+                    f"different runners ({', '.join(sorted(b))} vs {', '.join(sorted(c))}): a server's "
+                    "t/s is not a process's; compare runs of one runner"
+                )
             what = "prompts" if attr == "prompt_id" else attr
             return f"different {what} ({', '.join(sorted(b))} vs {', '.join(sorted(c))})"
     return "no cell (method, settings, prompt) measured on both sides"
@@ -274,22 +310,39 @@ def compare(
     alpha: float = 0.05,
     strict: bool = False,
     allow_missing: bool = False,
+    allow_noisy: bool = False,
 ) -> Comparison:
-    """Match cells and decide each; raises NotComparable when nothing at all can be compared."""
+    """Match cells and decide each. A metric one side has no sample of (an interrupted run) has
+    nothing to compare (exit 4, never a pass); raises NotComparable when both sides have samples
+    but no cell in common (another runner, other models or settings)."""
     if not 0 < alpha < 1:
         raise InputError(f"--alpha {alpha}: must be between 0 and 1 (e.g. 0.05)")
     check_machine(base, cur)
-    results = [
-        compare_metric(cell_series(base, m), cell_series(cur, m), m, threshold, alpha)
-        for m in dict.fromkeys(metrics)
-    ]
-    if all(c.status in ("only_baseline", "only_current") for r in results for c in r.cells):
-        if not any(r.cells for r in results):
-            raise NotComparable(f"not comparable: neither side has a {'/'.join(metrics)} sample")
+    results = []
+    for m in dict.fromkeys(metrics):
+        b, c = cell_series(base, m), cell_series(cur, m)
+        empty = [
+            (side, ref) for side, ref, cells in (("baseline", base, b), ("current", cur, c)) if not cells
+        ]
+        if empty:
+            what = " and ".join(f"the {side} ({ref.ref}, {_status(ref)})" for side, ref in empty)
+            nothing = f"nothing to compare: {what} has no {ROLE_OF[m]} sample"
+            results.append(
+                MetricResult(metric=m, unit=UNITS[m], cells=[], geomean_ratio=None, nothing=nothing)
+            )
+        else:
+            results.append(compare_metric(b, c, m, threshold, alpha))
+    compared = [r for r in results if r.nothing is None]
+    if compared and all(c.status in ("only_baseline", "only_current") for r in compared for c in r.cells):
         raise NotComparable(f"not comparable: {_why_nothing(base, cur)}")
     return Comparison(
         baseline_ref=base.ref, current_ref=cur.ref, baseline=base.facts, current=cur.facts,
-        threshold=threshold, alpha=alpha, strict=strict, allow_missing=allow_missing,
+        threshold=threshold, alpha=alpha, strict=strict, allow_missing=allow_missing, allow_noisy=allow_noisy,
         differences=shown_differences(base, cur),
         metrics=results,
     )  # fmt: skip
+
+
+def _status(side: Side) -> str:
+    status = side.facts.status or "complete"
+    return f"{status}, {len(side.samples)} samples"

@@ -53,6 +53,8 @@ class HistoryPoint(BaseModel):
     machine: str
     generation: str  # n_predict, temperature... as compare matches them (part of the series identity)
     prompts: str  # the prompt set (part of the series identity)
+    runner: str = "process"  # a server's t/s is not a process's (part of the series identity)
+    parallel: int = 1  # requests in flight (part of the series identity)
     run_id: str
     started_at: str | None
     commit: str | None
@@ -174,10 +176,13 @@ def load_history(
             continue
         point = grouped.get((cell_id, run_key))
         if point is None:
+            key = _stored_key(cell_id, machine)
             point = HistoryPoint(
                 label=label,
                 machine=machine,
-                generation=_generation(cell_id, machine),
+                generation=_generation(key),
+                runner=key.get("runner", "process"),
+                parallel=key.get("parallel", 1),
                 prompts=prompts,
                 run_id=run_id,
                 started_at=started,
@@ -196,20 +201,37 @@ def load_history(
     for key, point in grouped.items():
         summary = summarize([sum(v) / len(v) for _, v in sorted(by_rep[key].items())])
         points.append(point.model_copy(update=dict(mean=summary.mean, sd=summary.sd, n_reps=summary.n)))
-    points.sort(key=lambda p: (p.machine, p.label, p.generation, p.prompts, p.started_at or "", p.run_id))
+    points.sort(key=lambda p: (*series_of(p), p.started_at or "", p.run_id))
     return points
+
+
+def series_of(p: HistoryPoint) -> tuple[str, str, str, str, str, int]:
+    """What makes points one series: the same cell measured the same way (compare would match them)."""
+    return (p.machine, p.label, p.runner, p.parallel, p.generation, p.prompts)
+
+
+def setting_of(p: HistoryPoint) -> str:
+    """The runner and parallel of a series, when not the process runner's defaults."""
+    if p.runner == "process" and p.parallel == 1:
+        return ""
+    return f"{p.runner} runner" + (f", parallel {p.parallel}" if p.parallel != 1 else "")
 
 
 _GENERATION = ("n_predict", "temperature", "top_k", "seed", "ctx_size")
 
 
-def _generation(cell_id: str, machine: str) -> str:
-    """The generation settings of a stored cell id: runs that differ in them are separate series,
-    as ``compare`` (same CellKey) refuses to compare them."""
+def _stored_key(cell_id: str, machine: str) -> dict:
+    """The CellKey fields of a stored cell id (MACHINE|KEY JSON|PROMPTS); {} when unreadable."""
     try:
-        key = json.loads(cell_id[len(machine) + 1 :].rsplit("|", 1)[0])  # MACHINE|KEY JSON|PROMPTS
+        key = json.loads(cell_id[len(machine) + 1 :].rsplit("|", 1)[0])
     except ValueError:
-        return ""
+        return {}
+    return key if isinstance(key, dict) else {}
+
+
+def _generation(key: dict) -> str:
+    """The generation settings of a stored cell key: runs that differ in them are separate series,
+    as ``compare`` (same CellKey) refuses to compare them."""
     return ", ".join(f"{k} {key[k]:g}" if isinstance(key.get(k), float) else f"{k} {key.get(k)}"
                      for k in _GENERATION if key.get(k) is not None)  # fmt: skip
 
@@ -243,12 +265,14 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
     runs = sorted({(p.started_at or "", p.run_id, p.commit, p.threads) for p in points})
     x_of = {(started, run_id): i for i, (started, run_id, _, _) in enumerate(runs)}
     fig, ax = plt.subplots(figsize=(max(6.0, 1.0 * len(runs) + 3), 4.5))
-    by_cell: dict[tuple[str, str, str, str], list[HistoryPoint]] = defaultdict(list)
+    by_cell: dict[tuple, list[HistoryPoint]] = defaultdict(list)
     for p in points:
-        by_cell[(p.machine, p.label, p.generation, p.prompts)].append(p)
-    several = len({(m, lbl) for m, lbl, _, _ in by_cell}) < len(by_cell)  # one label, several series
-    for (_, label, generation, prompts), pts in sorted(by_cell.items()):
-        label = f"{label} [{generation}; {prompts}]" if several else label
+        by_cell[series_of(p)].append(p)
+    several = len({(s[0], s[1]) for s in by_cell}) < len(by_cell)  # one label, several series
+    for _, pts in sorted(by_cell.items()):
+        p0 = pts[0]
+        setting = f"{setting_of(p0)}; " if setting_of(p0) else ""
+        label = f"{p0.label} [{setting}{p0.generation}; {p0.prompts}]" if several else p0.label
         xs = [x_of[(p.started_at or "", p.run_id)] for p in pts]
         ax.errorbar(
             xs, [p.mean for p in pts], yerr=[p.sd or 0 for p in pts], marker="o", capsize=3, label=label

@@ -1,8 +1,10 @@
 """The per-cell decision of the regression gate: is the current run slower than the baseline?
 
-Pure statistics over per-repetition values, no I/O. Throughput (t/s, speedup) is judged by a
-relative threshold plus a one-sided Welch t-test, so CI fails on real slowdowns and stays green on
-noise; acceptance is a fraction and is judged in absolute percentage points.
+Pure statistics over per-repetition values, no I/O. A one-sided Welch interval of the change
+(t/s and speedup: relative to the baseline mean; acceptance: in absolute percentage points)
+feeds the gate's rule in ``specbench.gate.decision``: significant and beyond the threshold fails,
+whatever the noise; a pass needs the interval to exclude a regression of the threshold's size;
+anything else is too noisy to decide, printed with the smallest change the data could detect.
 """
 
 from __future__ import annotations
@@ -10,25 +12,18 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from enum import StrEnum
 
 from pydantic import BaseModel
 
 from specbench.analysis.stats import summarize
 from specbench.errors import SpecbenchError
-from specbench.results.precision import change_half_width
+from specbench.gate.decision import Status, classify
+from specbench.results.precision import t_quantile
 
-MIN_REPS_FOR_TEST = 3  # below this on either side the threshold alone decides
-NOISY_CV = 0.10  # coefficient of variation above which a side is called noisy
+__all__ = ["Decision", "Status", "decide_acceptance", "decide_throughput", "parse_threshold"]
+
+NOISY_CV = 0.10  # coefficient of variation above which a side is called noisy (a pass becomes warn)
 ACCEPTANCE_POINTS = 2.0  # acceptance change (percentage points) that counts
-
-
-class Status(StrEnum):
-    FAIL = "fail"
-    WARN = "warn"
-    TOO_NOISY = "too_noisy"  # the CI of the change is wider than the threshold: cannot decide
-    IMPROVED = "improved"
-    PASS = "pass"
 
 
 class Decision(BaseModel):
@@ -46,8 +41,13 @@ class Decision(BaseModel):
     cv_cur: float | None
     ratio: float | None  # mean_cur / mean_base (None when the baseline mean is 0)
     change: float  # relative change (throughput) or percentage points (acceptance)
-    p_value: float | None  # one-sided Welch p in the direction of the change; None: too few reps
-    noise: float | None = None  # 95% CI half-width of the relative change (Welch); None: < 2 a side
+    p_value: float | None  # one-sided Welch p in the direction of the change; None: < 2 values a side
+    # One-sided (1 - alpha) confidence bounds of ``change`` (None: < 2 values a side, noise unknown)
+    low: float | None = None
+    high: float | None = None
+    # Minimum detectable effect: the smallest drop that would have been significant at this noise
+    # (t quantile x standard error, in the unit of ``change``); None when the noise is unknown.
+    mde: float | None = None
 
 
 def parse_threshold(text: str | float) -> float:
@@ -123,51 +123,73 @@ def _describe(base: Sequence[float], cur: Sequence[float]) -> dict:
     )  # fmt: skip
 
 
+def welch_interval(
+    base: Sequence[float], cur: Sequence[float], alpha: float
+) -> tuple[float, float, float] | None:
+    """mean(cur) - mean(base) with its one-sided (1 - alpha) Welch bounds and the t x standard
+    error between them; None with fewer than 2 values on a side (the noise is unknown)."""
+    if len(base) < 2 or len(cur) < 2:
+        return None
+    (mb, sb), (mc, sc) = mean_sd(base), mean_sd(cur)
+    vb, vc = sb**2 / len(base), sc**2 / len(cur)
+    diff = mc - mb
+    if vb + vc == 0:
+        return diff, diff, diff
+    df = (vb + vc) ** 2 / (vb**2 / (len(base) - 1) + vc**2 / (len(cur) - 1))
+    reach = t_quantile(df, 1 - 2 * alpha) * math.sqrt(vb + vc)  # two-sided 1-2a = one-sided 1-a
+    return diff - reach, diff + reach, reach
+
+
+def _p_value(base: Sequence[float], cur: Sequence[float], change: float) -> float | None:
+    if len(base) < 2 or len(cur) < 2 or change == 0:
+        return None
+    return welch_one_sided(base, cur, "greater" if change < 0 else "less")
+
+
+def _reason(status: Status, change: str, low: str | None, mde: str | None, thr: str, p: float | None) -> str:
+    """Why, in one line: the change, what the data can exclude, and the smallest change it could see."""
+    pv = f"p={p:.3g}" if p is not None else None
+    if low is None:  # one value on a side: no noise estimate
+        if status == Status.FAIL:
+            return f"{change}, beyond -{thr} (one value on a side: no noise estimate; the threshold decides)"
+        return (
+            f"too noisy to decide: {change} from one repetition on a side, noise unknown, so a -{thr} "
+            "regression cannot be excluded; 2 or more repetitions (repetitions: auto)"
+        )
+    if status == Status.FAIL:
+        return f"{change}, significant ({pv}) and beyond -{thr}"
+    if status == Status.IMPROVED:
+        return f"{change}, significant ({pv}) and beyond +{thr}"
+    if status == Status.PASS:
+        return f"{change}, excludes a drop beyond -{thr} (at worst {low})"
+    return f"too noisy to decide: {change}, could be {low}: a -{thr} regression not excluded (mde {mde})"
+
+
 def decide_throughput(
     base: Sequence[float], cur: Sequence[float], threshold: float = 0.05, alpha: float = 0.05
 ) -> Decision:
-    """Higher is better. fail: dropped > threshold and one-sided Welch p < alpha (or too few reps
-    for a test); warn: dropped > threshold without significance, or either side noisy (CV > 10%);
-    improved: rose > threshold (significantly, or too few reps); else pass. too_noisy overrides all
-    but a significant fail/improvement when the 95% CI of the relative change is wider than the
-    threshold: such a cell can neither show a regression of that size nor rule one out."""
+    """Higher is better; the change is relative to the baseline mean. The rule is
+    ``decision.classify`` on the one-sided Welch bounds; a pass or improvement with a noisy side
+    (CV > 10%) is downgraded to warn."""
     if not base or not cur:
         raise ValueError("both sides need at least one value")
     d = _describe(base, cur)
+    mb = d["mean_base"]
     change = (d["ratio"] - 1.0) if d["ratio"] is not None else 0.0
-    testable = len(base) >= MIN_REPS_FOR_TEST and len(cur) >= MIN_REPS_FOR_TEST
-    pct, thr = f"{change * 100:+.1f}%", f"{threshold * 100:g}%"
-    p = None
-    if change < 0 and testable:
-        p = welch_one_sided(base, cur, "greater")
-    elif change > 0 and testable:
-        p = welch_one_sided(base, cur, "less")
+    interval = welch_interval(base, cur, alpha) if mb else None
+    low = high = mde = None
+    if interval is not None:
+        low, high, mde = interval[0] / abs(mb), interval[1] / abs(mb), interval[2] / abs(mb)
+    p = _p_value(base, cur, change)
+    status = classify(change, low, high, threshold)
 
-    if change < -threshold:
-        if not testable:
-            status, reason = Status.FAIL, f"{pct}, beyond -{thr} (too few repetitions for a test)"
-        elif p < alpha:
-            status, reason = Status.FAIL, f"{pct}, significant (p={p:.3g} < {alpha:g})"
-        else:
-            status, reason = Status.WARN, f"{pct}, beyond -{thr} but not significant (p={p:.3g})"
-    elif change > threshold and (not testable or p < alpha):
-        status, reason = Status.IMPROVED, f"{pct}" + (f", significant (p={p:.3g})" if testable else "")
-    else:
-        within = abs(change) <= threshold
-        status, reason = (
-            Status.PASS,
-            f"{pct}, within ±{thr}" if within else f"{pct}, not significant (p={p:.3g})",
-        )
+    def pct(x: float | None) -> str | None:
+        return None if x is None else f"{x * 100:+.1f}%"
+
+    mde_text = None if mde is None else f"{mde * 100:.1f}%"
+    reason = _reason(status, pct(change), pct(low), mde_text, f"{threshold * 100:g}%", p)
     status, reason = _noise(status, reason, d)
-    noise = change_half_width(base, cur)
-    decided = p is not None and p < alpha and status in (Status.FAIL, Status.IMPROVED)
-    if noise is not None and noise > threshold and not decided:
-        status = Status.TOO_NOISY
-        reason = (
-            f"too noisy to decide: {pct} ±{noise * 100:.1f}% (95% CI) is wider than the {thr} threshold; "
-            "more repetitions (repetitions=auto) or a quieter machine"
-        )
-    return Decision(status=status, reason=reason, change=change, p_value=p, noise=noise, **d)
+    return Decision(status=status, reason=reason, change=change, p_value=p, low=low, high=high, mde=mde, **d)
 
 
 def decide_acceptance(
@@ -177,35 +199,39 @@ def decide_acceptance(
     alpha: float = 0.05,
     points: float = ACCEPTANCE_POINTS,
 ) -> Decision:
-    """Acceptance (fraction 0..1), compared in absolute percentage points. At temperature 0 the
-    draws are deterministic: a drop of more than ``points`` fails outright. Above 0 a drop must
-    also be significant (Welch) to fail; otherwise it warns."""
+    """Acceptance (fraction 0..1), compared in absolute percentage points with ``points`` as the
+    threshold. At temperature 0 the draws are deterministic, so the difference is exact: more
+    than ``points`` down fails outright. Above 0 the same rule as t/s, on Welch bounds in points."""
     if not base or not cur:
         raise ValueError("both sides need at least one value")
     d = _describe(base, cur)
     change = (d["mean_cur"] - d["mean_base"]) * 100.0
-    testable = temperature > 0 and len(base) >= MIN_REPS_FOR_TEST and len(cur) >= MIN_REPS_FOR_TEST
     p = None
-    if testable and change != 0:
-        p = welch_one_sided(base, cur, "greater" if change < 0 else "less")
-    pts = f"{change:+.1f} points"
-    if change < -points:
-        if p is None or p < alpha:
-            sig = f" (p={p:.3g})" if p is not None else ""
-            status, reason = Status.FAIL, f"{pts}, beyond -{points:g}{sig}"
-        else:
-            status, reason = Status.WARN, f"{pts}, beyond -{points:g} but not significant (p={p:.3g})"
-    elif change > points and (p is None or p < alpha):
-        status, reason = Status.IMPROVED, pts
+    if temperature > 0:
+        interval = welch_interval(base, cur, alpha)
+        low, high, mde = (None, None, None) if interval is None else (x * 100.0 for x in interval)
+        p = _p_value(base, cur, change)
     else:
-        status, reason = Status.PASS, f"{pts}, within ±{points:g}" if abs(change) <= points else pts
+        low = high = change
+        mde = 0.0
+    status = classify(change, low, high, points)
+
+    def pts(x: float | None) -> str | None:
+        return None if x is None else f"{x:+.1f} points"
+
+    mde_text = None if mde is None else f"{mde:.1f} points"
+    if temperature > 0:
+        reason = _reason(status, pts(change), pts(low), mde_text, f"{points:g} points", p)
+    else:
+        where = {Status.FAIL: f"beyond -{points:g}", Status.IMPROVED: f"beyond +{points:g}"}
+        reason = f"{pts(change)}, {where.get(status, f'within ±{points:g}')} (temperature 0: exact)"
     if temperature > 0:
         status, reason = _noise(status, reason, d)
-    return Decision(status=status, reason=reason, change=change, p_value=p, **d)
+    return Decision(status=status, reason=reason, change=change, p_value=p, low=low, high=high, mde=mde, **d)
 
 
 def _noise(status: Status, reason: str, d: dict) -> tuple[Status, str]:
-    """A noisy side cannot be trusted either way: downgrade pass/improved to warn."""
+    """A noisy side is named; it turns a pass or an improvement into a warn (never hides a fail)."""
     noisy = [
         f"{side} CV {c:.0%}" for side, c in (("baseline", d["cv_base"]), ("current", d["cv_cur"]))
         if c is not None and c > NOISY_CV

@@ -38,6 +38,8 @@ def make_run(
     acceptance: float = 0.8,
     n_predict: int = 48,
     status: str = "ok",
+    runner: str = "process",
+    parallel: int = 1,
     **manifest_kw,
 ) -> Path:
     """A run folder: per prompt and repetition one baseline sample and one speculative sample per
@@ -47,8 +49,9 @@ def make_run(
     (run_dir / "manifest.json").write_text(json.dumps(manifest(run_id, **manifest_kw)))
     gen = Generation(n_predict=n_predict, threads=threads)
     common = dict(
-        run_id=run_id, category="chat", generation=gen, wall_s=1.0, started_at="2026-01-01T00:00:00"
-    )
+        run_id=run_id, category="chat", generation=gen, wall_s=1.0, started_at="2026-01-01T00:00:00",
+        runner=runner, parallel=parallel,
+    )  # fmt: skip
     for pi, prompt in enumerate(prompts):
         scale = 1.0 + 0.1 * pi
         for rep, tps in enumerate(base_tps):
@@ -133,18 +136,89 @@ def test_a_cell_that_stopped_working_fails(tmp_path):
     assert all("no valid value in current (3 failed)" in c.reason for c in cmp.failed)
 
 
-def test_too_noisy_to_decide_is_not_a_pass_and_fails_under_strict(tmp_path):
+def test_too_noisy_to_decide_is_its_own_outcome_exit_3(tmp_path):
     a = make_run(tmp_path, "run1", BASE, SPEC)
     b = make_run(tmp_path, "run2", [24.0, 30.0, 36.0], SPEC)  # same mean, CV 20%
     loose = compare(load_run(a), load_run(b), metrics=["baseline_tps"])
     cell = loose.metrics[0].cells[0]
     assert cell.status == Status.TOO_NOISY and "too noisy to decide" in cell.reason
-    assert cell.decision.noise > 0.05 and loose.metrics[0].count("pass") == 0
-    assert loose.exit_code == 0  # cannot tell: shown, not a regression
+    assert cell.decision.mde > 0.05 and loose.metrics[0].count("pass") == 0
+    assert loose.exit_code == 3 and not loose.failed and loose.verdict == "undecided"
+    # --strict fails warnings; a cell too noisy to decide is not a regression: still exit 3
     strict = compare(load_run(a), load_run(b), metrics=["baseline_tps"], strict=True)
-    assert strict.exit_code == 1
+    assert strict.exit_code == 3 and not strict.failed
+    allowed = compare(load_run(a), load_run(b), metrics=["baseline_tps"], allow_noisy=True)
+    assert allowed.exit_code == 0
     wide = compare(load_run(a), load_run(b), metrics=["baseline_tps"], threshold=0.9)
     assert wide.metrics[0].cells[0].status == Status.WARN  # a 90% gate can be decided: noisy, unchanged
+
+
+def test_a_fail_beside_too_noisy_cells_fails(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC)
+    b = make_run(tmp_path, "run2", [24.0, 30.0, 36.0], {4: SPEC[4], 8: [x * 0.8 for x in SPEC[8]]})
+    cmp = compare(load_run(a), load_run(b), allow_noisy=True)
+    assert cmp.exit_code == 1 and [c.label for c in cmp.failed] == ["smol draft draft_max=8"]
+    assert len(cmp.undecided) == 1
+
+
+def test_two_repetition_ten_percent_drop_fails_not_too_noisy(tmp_path):
+    """Issue 24: -10% with 2 repetitions a side passed as "too noisy"; 1 repetition failed."""
+    a = make_run(tmp_path, "run1", [49.52, 50.48], {4: [49.52, 50.48]})
+    b = make_run(tmp_path, "run2", [44.52, 45.48], {4: [44.52, 45.48]})
+    cmp = compare(load_run(a), load_run(b))
+    assert cmp.exit_code == 1 and {c.status for m in cmp.metrics for c in m.cells} == {Status.FAIL}
+    one_a = make_run(tmp_path, "run3", [49.52], {4: [49.52]})
+    one_b = make_run(tmp_path, "run4", [44.52], {4: [44.52]})
+    assert compare(load_run(one_a), load_run(one_b)).exit_code == 1
+
+
+def test_a_copy_with_speculative_tps_divided_by_100_fails(tmp_path):
+    """Issue 24: a real run against a copy of itself with speculative t/s x 0.01 passed."""
+    import shutil
+
+    run = shutil.copytree(Path(__file__).parents[1] / "data" / "runs" / "quick-cpu", tmp_path / "slow")
+    lines = []
+    for line in (run / "samples.jsonl").read_text().splitlines():
+        sample = json.loads(line)
+        if sample["role"] == "speculative" and sample.get("tps"):
+            sample["tps"] *= 0.01
+        lines.append(json.dumps(sample))
+    (run / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    original = Path(__file__).parents[1] / "data" / "runs" / "quick-cpu"
+    cmp = compare(load_run(original), load_run(run), metrics=["spec_tps"])
+    assert cmp.exit_code == 1 and cmp.metrics[0].geomean_ratio == pytest.approx(0.01)
+    assert not any(c.status == Status.PASS for c in cmp.metrics[0].cells)
+    assert cmp.metrics[0].count("fail") >= 5  # of 6: a cell with a 24% CV on 2 values may stay undecided
+
+
+def test_an_empty_side_is_nothing_to_compare(tmp_path):
+    """An interrupted run with no speculative sample: nothing to compare (exit 4), never a pass,
+    on either side and with --allow-missing; a regression elsewhere still fails (exit 1)."""
+    full = make_run(tmp_path, "run1", BASE, SPEC)
+    cut = make_run(tmp_path, "run2", BASE, {})
+    for base, cur in ((cut, full), (full, cut)):
+        cmp = compare(load_run(base), load_run(cur), allow_missing=True)
+        assert cmp.exit_code == 4 and cmp.verdict == "nothing_to_compare"
+        side = "baseline" if base == cut else "current"
+        assert cmp.nothing == [f"spec_tps: nothing to compare: the {side} ({cut}, complete, 3 samples) "
+                               "has no speculative sample"]  # fmt: skip
+    slow_base = make_run(tmp_path, "run3", [x * 0.5 for x in BASE], {})
+    assert compare(load_run(full), load_run(slow_base)).exit_code == 1
+    nothing_at_all = make_run(tmp_path, "run4", [], {})
+    (nothing_at_all / "samples.jsonl").touch()  # interrupted before its first sample
+    cmp = compare(load_run(full), load_run(nothing_at_all))
+    assert cmp.exit_code == 4 and len(cmp.nothing) == 2
+
+
+def test_different_runners_or_parallel_are_not_comparable(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC)
+    b = make_run(tmp_path, "run2", BASE, SPEC, runner="server")
+    with pytest.raises(NotComparable, match=r"different runners \(process vs server\)") as exc:
+        compare(load_run(a), load_run(b))
+    assert exc.value.exit_code == 2
+    c = make_run(tmp_path, "run3", BASE, SPEC, runner="server", parallel=2)
+    with pytest.raises(NotComparable, match=r"different parallel \(1 vs 2\)"):
+        compare(load_run(b), load_run(c))
 
 
 def test_strict_turns_warnings_into_failures(tmp_path):

@@ -5,7 +5,15 @@ import sqlite3
 
 import pytest
 
-from specbench.gate.history import HistoryError, load_history, plot_history, record_run, run_count
+from specbench.gate.history import (
+    HistoryError,
+    load_history,
+    plot_history,
+    record_run,
+    run_count,
+    series_of,
+    setting_of,
+)
 from tests.gate.test_compare import BASE, SPEC, make_run
 
 
@@ -96,3 +104,21 @@ def test_recording_a_run_that_measured_nothing_keeps_its_points(tmp_path):
     # only invalid samples: no value either
     failed = make_run(tmp_path / "f", "run1", [], SPEC, status="failed")
     assert record_run(failed, db) == 0 and len(load_history(db, "spec_tps")) == 2
+
+
+def test_runner_and_parallel_are_separate_series(tmp_path):
+    """Issue 24: `history --cell draft_max=4` mixed server and process runs and both `parallel`
+    values in one series."""
+    db = tmp_path / "h.sqlite"
+    record_run(make_run(tmp_path, "run1", BASE, SPEC), db)
+    record_run(make_run(tmp_path, "run2", BASE, SPEC, runner="server"), db)
+    record_run(make_run(tmp_path, "run3", BASE, SPEC, runner="server", parallel=2), db)
+    record_run(make_run(tmp_path, "run4", BASE, SPEC, runner="server", parallel=2), db)
+    points = load_history(db, "spec_tps", cell="draft_max=4")
+    series = {}
+    for p in points:
+        series.setdefault(series_of(p), []).append(p.run_id)
+    assert sorted(series.values()) == [["run1"], ["run2"], ["run3", "run4"]]
+    assert {setting_of(p) for p in points} == {"", "server runner", "server runner, parallel 2"}
+    plot = plot_history(points, tmp_path / "h.png", "spec_tps")
+    assert plot.read_bytes()[:4] == b"\x89PNG"
