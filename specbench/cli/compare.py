@@ -71,7 +71,7 @@ COLUMNS = ["status", "cell", "prompt", "baseline", "current", "p", "mde", "why"]
 
 def _summary(m) -> str:
     if m.nothing:
-        return f"{m.metric}: {m.nothing}"
+        return f"{m.metric}: nothing to compare: {m.nothing}"
     counts = ", ".join(
         f"{m.count(s)} {s.replace('_', ' ')}"
         for s in ("fail", "warn", "too_noisy", "improved", "pass", "only_baseline", "only_current")
@@ -120,7 +120,7 @@ def _verdict(cmp) -> str:
         if counts["only_baseline"]:
             parts.append(f"{_n(counts['only_baseline'], 'cell')} missing from the current run "
                          f"(--allow-missing to accept)")  # fmt: skip
-        parts += cmp.nothing + ([too_noisy] if noisy else [])
+        parts += [f"nothing to compare: {n}" for n in cmp.nothing] + ([too_noisy] if noisy else [])
         return f"FAIL: {'; '.join(parts)} ({opts})"
     if v == Verdict.NOTHING:
         return f"NOTHING TO COMPARE: {'; '.join(cmp.nothing)} ({opts})"

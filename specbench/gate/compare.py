@@ -67,7 +67,7 @@ class MetricResult(BaseModel):
     unit: str
     cells: list[CellResult]
     geomean_ratio: float | None  # over the compared cells; None when no cell was compared
-    nothing: str | None = None  # why there is nothing to compare (a side has no sample of it)
+    nothing: str | None = None  # why there is nothing to compare: which side has no sample of it
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.cells if c.status == status)
@@ -326,7 +326,7 @@ def compare(
         ]
         if empty:
             what = " and ".join(f"the {side} ({ref.ref}, {_status(ref)})" for side, ref in empty)
-            nothing = f"nothing to compare: {what} has no {ROLE_OF[m]} sample"
+            nothing = f"{what} has no {ROLE_OF[m]} sample"
             results.append(
                 MetricResult(metric=m, unit=UNITS[m], cells=[], geomean_ratio=None, nothing=nothing)
             )

@@ -165,9 +165,9 @@ def real_runs(tmp_path_factory, smol_f32):
     runs of this config differed by -13.6% in baseline t/s, p = 0.002; the 1-thread run once
     measured only -24.9% after the 2-thread one, and 2 of 2 fresh-clone runs then failed), so a
     comparison of two runs made minutes apart measures the drift as much as the change. Rounds
-    alternate, so both sides see the same machine. The same-config comparison is an A/A test: the
-    2-thread repetitions of one parity against the other (``two-a``, ``two-b``), one of each per
-    round. ``smol_f32`` builds llama.cpp and fetches the config's models first (with progress), so
+    alternate, so both sides see the same machine. The same-config comparison is an A/A test: one
+    half of the 2-thread repetitions against the other (``two-a``, ``two-b``; see split_half).
+    ``smol_f32`` builds llama.cpp and fetches the config's models first (with progress), so
     on an empty cache the subprocess timeouts bound only the runs."""
     root = tmp_path_factory.mktemp("real-runs")
     parts: dict[str, list[Path]] = {"two": [], "one": []}
@@ -180,8 +180,8 @@ def real_runs(tmp_path_factory, smol_f32):
             assert r.returncode == 0, r.stderr[-2000:]
             parts[name].append(out)
     runs = {name: merge_runs(folders, root / name) for name, folders in parts.items()}
-    for half, parity in (("two-a", 0), ("two-b", 1)):
-        runs[half] = split_half(runs["two"], root / half, parity)
+    for name, half in (("two-a", 0), ("two-b", 1)):
+        runs[name] = split_half(runs["two"], root / name, half)
     return root, runs
 
 
@@ -202,15 +202,20 @@ def merge_runs(parts: list[Path], out: Path) -> Path:
     return out
 
 
-def split_half(run: Path, out: Path, parity: int) -> Path:
-    """The repetitions of ``run`` with this parity, renumbered 0, 1, 2, as a run folder of its own."""
-    samples = [s for s in load_samples(run) if s.repetition % 2 == parity]
+def split_half(run: Path, out: Path, half: int) -> Path:
+    """Half of ``run``'s repetitions, renumbered 0, 1, 2, as a run folder of its own. With 2
+    repetitions a round, half 0 takes repetitions 0, 3, 4 and half 1 takes 1, 2, 5: each half has
+    a first and a second repetition of a round in turn, so neither is always the later one."""
+    samples = [s for s in load_samples(run) if (s.repetition // 2 + s.repetition) % 2 == half]
+    renumber = {rep: i for i, rep in enumerate(sorted({s.repetition for s in samples}))}
     out.mkdir()
     manifest = load_manifest(run)
     manifest.run_id, manifest.n_samples_planned = f"{manifest.run_id}-{out.name}", len(samples)
     save_manifest(out, manifest)
     for s in samples:
-        append_sample(out, s.model_copy(update={"repetition": s.repetition // 2, "run_id": manifest.run_id}))
+        append_sample(
+            out, s.model_copy(update={"repetition": renumber[s.repetition], "run_id": manifest.run_id})
+        )
     return out
 
 

@@ -200,7 +200,7 @@ def test_an_empty_side_is_nothing_to_compare(tmp_path):
         cmp = compare(load_run(base), load_run(cur), allow_missing=True)
         assert cmp.exit_code == 4 and cmp.verdict == "nothing_to_compare"
         side = "baseline" if base == cut else "current"
-        assert cmp.nothing == [f"spec_tps: nothing to compare: the {side} ({cut}, complete, 3 samples) "
+        assert cmp.nothing == [f"spec_tps: the {side} ({cut}, complete, 3 samples) "
                                "has no speculative sample"]  # fmt: skip
     slow_base = make_run(tmp_path, "run3", [x * 0.5 for x in BASE], {})
     assert compare(load_run(full), load_run(slow_base)).exit_code == 1
