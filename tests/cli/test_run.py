@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import sqlite3
 import subprocess
@@ -271,6 +272,18 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
     assert len(list(run_dir.glob("raw/*.partial"))) in (0, 2)  # 0: the signal fell between samples
     parsed = cli("parse", *map(str, logs))
     assert parsed.returncode == 0, parsed.stderr
+
+    # as if made elsewhere: --resume refuses; --force continues, and the manifest says so
+    data = json.loads((run_dir / "manifest.json").read_text())
+    data["env"]["hostname"] = "elsewhere"
+    (run_dir / "manifest.json").write_text(json.dumps(data))
+    assert_one_line_error(cli("run", "--resume", str(run_dir)), "made on another machine (hostname elsewhere")
+    forced = cli(
+        "run", "--resume", str(run_dir), "--force", "--quiet", env={"SPECBENCH_RESULTS": str(tmp_path)}
+    )
+    assert forced.returncode == 0, forced.stderr[-2000:]
+    assert load_manifest(run_dir).other_machines == [f"hostname elsewhere, here {platform.node()}"]
+    assert len(load_samples(run_dir)) == 4  # nothing was left to run
 
 
 @pytest.mark.parametrize("terminal", [True, False], ids=["tty", "plain"])
