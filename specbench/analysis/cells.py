@@ -1,10 +1,10 @@
 """One cell of a run: its samples, baseline and draft-alone runs aggregated into one report row.
 
-A *cell* is one speculative setting of one run: (pair, method, draft_max, draft_min, p_min, ngl,
-ngld, n-gram sizes, runner, parallel). Its *baseline* is the baseline samples of the pair's target
-with the same ``ngl`` (and runner and parallel), over the prompts and repetitions the cell ran; its
-*draft-alone* samples (role ``draft``, the pair's draft model at the cell's ``ngld``) give the cost
-ratio c for the speedup model. Only valid samples enter the statistics; invalid and failed ones
+A *cell* is one speculative setting of one run (the axes of ``specbench.results.cell.Cell``). Its
+*baseline* is the baseline samples ``specbench.results.cell.baseline_of`` names (the pair's target
+on the same build, ``ngl``, runner and parallel), over the prompts and repetitions the cell ran;
+its *draft-alone* samples (``draft_alone_of``: the pair's draft model at the cell's ``ngld``) give
+the cost ratio c for the speedup model. Only valid samples enter the statistics; invalid and failed ones
 are counted (``n_total``, ``n_invalid``, ``n_failed``) and flip ``valid`` to False.
 
 Row fields beyond issue 6's JSON contract (``CONTRACT_KEYS``) are extras that come after them.
@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel
-
 from specbench.analysis import stats
 from specbench.analysis.quality import assess
 from specbench.analysis.speedmodel import cell_model_speedup, drafted_per_pass
+from specbench.results import cell
 from specbench.results.calibration import Calibration
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
@@ -33,17 +32,15 @@ CONTRACT_KEYS = [
 ALL = "all"
 
 
-class ReportRow(BaseModel):
-    """One cell (or one category of a cell): the JSON contract keys first, then extras."""
+ROW_NAMES = {"model": "target"}  # a row's name for an axis, where it differs
+ROW_CELL = tuple(ROW_NAMES.get(f, f) for f in cell.CELL_FIELDS)
+_RowCell = cell.model_with_cell("_RowCell", "Every axis of the cell, as a row names it.", ROW_NAMES)
+
+
+class ReportRow(_RowCell):
+    """One cell (or one category of a cell): the JSON contract keys first (``records``), then extras."""
 
     run: str
-    pair: str | None
-    target: str
-    draft: str | None
-    method: str
-    draft_max: int | None
-    ngl: int | None
-    ngld: int | None
     category: str
     baseline_tps: float | None
     baseline_tps_sd: float | None
@@ -59,10 +56,6 @@ class ReportRow(BaseModel):
     valid: bool
     n: int
     # extras
-    draft_min: int | None = None
-    p_min: float | None = None
-    ngram_size_n: int | None = None
-    ngram_size_m: int | None = None
     baseline_n: int = 0
     baseline_ci_low: float | None = None
     baseline_ci_high: float | None = None
@@ -81,16 +74,13 @@ class ReportRow(BaseModel):
     baseline_tps_rel_ci: float | None = None
     precision_met: bool | None = None  # both within `precision`; None unless `repetitions: auto`
     warnings: list[str] = []  # short, actionable (specbench.analysis.quality)
-    runner: str = "process"  # process | server
-    parallel: int = 1  # requests in flight at once (server runner)
     throughput_tps: float | None = None  # server: tokens generated / wall time of the cell's batches
     baseline_throughput_tps: float | None = None  # the same for its baseline samples
     ttft_ms: float | None = None  # server: mean time to first token (prompt processing) per request
 
     def cell(self) -> tuple:
-        """The setting, without run, runner and category: rows of different runs line up on it."""
-        return (self.pair, self.method, self.draft_max, self.draft_min, self.p_min, self.ngl, self.ngld,
-                self.ngram_size_n, self.ngram_size_m, self.parallel)  # fmt: skip
+        """Every axis, in axis order, without run and category: rows of different runs line up on it."""
+        return tuple(getattr(self, f) for f in ROW_CELL)
 
     def contract(self) -> dict:
         """Exactly the contract keys, in contract order."""
@@ -177,31 +167,23 @@ def _row(
     )
     compared = [s.outputs_match for s in spec if s.outputs_match is not None]
     diffs = [s.first_diff for s in spec if s.outputs_match is False and s.first_diff is not None]
+    axes = {ROW_NAMES.get(f, f): v for f, v in cell.cell_dict(first).items()}
     return ReportRow(
-        run=run, pair=first.pair, target=first.model, draft=first.draft, method=first.method,
-        draft_max=first.draft_max, ngl=first.ngl, ngld=first.ngld, category=category,
+        **axes, run=run, category=category,
         baseline_tps=b.mean, baseline_tps_sd=b.sd, spec_tps=p.mean, spec_tps_sd=p.sd,
         speedup=ratio.value, speedup_ci_low=ratio.ci_low, speedup_ci_high=ratio.ci_high,
         acceptance=acceptance, tokens_per_pass=tpp, predicted_speedup=predicted,
         outputs_match=all(compared) if compared else None,
         valid=len(used) == len(spec) and len(base_used) == len(base) and bool(base),
-        n=len(used), draft_min=first.draft_min, p_min=first.p_min, baseline_n=b.n,
-        ngram_size_n=first.ngram_size_n, ngram_size_m=first.ngram_size_m,
+        n=len(used), baseline_n=b.n,
         baseline_ci_low=b.ci_low, baseline_ci_high=b.ci_high, spec_ci_low=p.ci_low, spec_ci_high=p.ci_high,
         n_total=len(spec), n_invalid=sum(is_invalid(s) for s in spec),
         n_failed=sum(s.status in ("failed", "timeout") for s in spec), draft_tps=draft_tps, cost_ratio=c,
         best_draft_max=best_g, first_diff=min(diffs) if diffs else None, model_speedup=modelled,
-        **vars(quality),
-        runner=first.runner,
-        parallel=first.parallel, throughput_tps=_throughput(used),
+        **vars(quality), throughput_tps=_throughput(used),
         baseline_throughput_tps=_throughput(base_used),
         ttft_ms=stats.summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,
     )  # fmt: skip
-
-
-def _cell_key(s: Sample) -> tuple:
-    return (s.pair, s.model, s.draft, s.method, s.draft_max, s.draft_min, s.p_min, s.ngl, s.ngld,
-            s.ngram_size_n, s.ngram_size_m, s.runner, s.parallel)  # fmt: skip
 
 
 def sort_key(value: object) -> tuple:
@@ -214,30 +196,16 @@ def run_rows(
     cells: dict[tuple, list[Sample]] = {}
     for s in samples:
         if s.role == "speculative":
-            cells.setdefault(_cell_key(s), []).append(s)
+            cells.setdefault(cell.cell_of(s), []).append(s)
     baselines = [s for s in samples if s.role == "baseline"]
     drafts = [s for s in samples if s.role == "draft"]
     rows = []
     for spec in cells.values():
         first = spec[0]
         keys = {(s.prompt_id, s.repetition) for s in spec}
-        base = [
-            b
-            for b in baselines
-            if b.model == first.model
-            and b.ngl == first.ngl
-            and (b.runner, b.parallel) == (first.runner, first.parallel)
-            and (b.prompt_id, b.repetition) in keys
-        ]
-        ngld = first.ngld if first.ngld is not None else 0  # the runner measures a draft alone at ngld or 0
-        alone = [
-            d
-            for d in drafts
-            if first.draft
-            and d.model == first.draft
-            and (d.ngl or 0) == ngld
-            and (d.prompt_id, d.repetition) in keys
-        ]
+        base_key, alone_key = cell.baseline_of(first), cell.draft_alone_of(first)
+        base = [b for b in baselines if cell.alone_of(b) == base_key and (b.prompt_id, b.repetition) in keys]
+        alone = [d for d in drafts if cell.alone_of(d) == alone_key and (d.prompt_id, d.repetition) in keys]
         rows.append(_row(run, ALL, spec, base, alone, facts, cal))
         for category in sorted({s.category for s in spec}):
             rows.append(

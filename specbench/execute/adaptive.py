@@ -1,10 +1,10 @@
 """``repetitions: auto``: repeat, in rounds, until every cell's mean t/s is as precise as asked.
 
 Round 1 runs ``min_repetitions`` of everything. After each round, every speculative cell and
-every baseline (target, ngl) whose mean t/s misses ``precision`` (relative 95% CI half-width, see
-``specbench.results.precision``) gets one more repetition, until all meet it or reach
-``max_repetitions``. A round is cut from the plan of ``max_repetitions``, so the order stays the
-one ``specbench.plan.sweep`` gives: per repetition and prompt, the baseline right before its
+every baseline (``specbench.results.cell.baseline_of``) whose mean t/s misses ``precision``
+(relative 95% CI half-width, see ``specbench.results.precision``) gets one more repetition,
+until all meet it or reach ``max_repetitions``. A round is cut from the plan of
+``max_repetitions``, so the order stays the one ``specbench.plan.sweep`` gives: per repetition and prompt, the baseline right before its
 speculative cells; a cell that runs a repetition gets its baseline (and its draft model alone) of
 the same repetition with it, since speedups and output checks pair them by repetition.
 
@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from specbench.results import cell
 from specbench.results.precision import stratified
 from specbench.results.records import Measurement, Sample
 
@@ -28,12 +29,12 @@ if TYPE_CHECKING:
 
 def cell_of(m: Measurement) -> tuple:
     """A measurement's cell: its sample key without prompt and repetition."""
-    return m.sample_key()[:-2]  # sample_key ends with prompt_id, repetition
+    return cell.cell_of(m)
 
 
 def _group_of(m: Measurement) -> tuple:
-    """The baseline (target, ngl) a speculative cell is measured against."""
-    return ("baseline", m.model, m.ngl)
+    """The baseline a speculative cell is measured against (a baseline's own key)."""
+    return cell.baseline_of(m)
 
 
 @dataclass
@@ -46,7 +47,7 @@ class CellState:
 
 
 def cell_states(samples: Sequence[Sample]) -> dict[tuple, CellState]:
-    """Speculative cells by ``cell_of``, baselines by ``("baseline", model, ngl)``."""
+    """Speculative cells by ``cell_of``, baselines by ``baseline_of``."""
     states: dict[tuple, CellState] = defaultdict(CellState)
     for s in samples:
         if s.role not in ("speculative", "baseline"):
@@ -102,11 +103,9 @@ class AdaptivePlan:
             group = _group_of(inv)
             cells = [targets.get(k, 0) for k, c in spec_cells.items() if _group_of(c) == group]
             return max([targets.get(group, 0), *cells])
-        users = [  # a draft model alone: as long as a cell using it (at the same layers) runs
-            targets.get(k, 0)
-            for k, c in spec_cells.items()
-            if c.draft == inv.model and (c.ngld or 0) == (inv.ngl or 0)
-        ]
+        # a draft model alone: as long as a cell using it (on its build, at its layers) runs
+        alone = cell.alone_of(inv)
+        users = [targets.get(k, 0) for k, c in spec_cells.items() if cell.draft_alone_of(c) == alone]
         return max(users, default=0)
 
     def _cut(self, samples: Sequence[Sample], grow: bool) -> list[Invocation]:

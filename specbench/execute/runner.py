@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from specbench.errors import RunError, SpecbenchError
 from specbench.execute.executor import Executor, Measured, ProcessExecutor, raw_stem, read_output
 from specbench.execute.outputs import compare, continuation
+from specbench.results.cell import baseline_of
 from specbench.results.folder import (
     RunLock,
     append_sample,
@@ -34,7 +35,7 @@ from specbench.results.folder import (
     save_manifest,
 )  # fmt: skip
 from specbench.results.manifest import Manifest, now_iso
-from specbench.results.records import Sample
+from specbench.results.records import Measurement, Sample
 
 if TYPE_CHECKING:
     from specbench.plan.invocation import Invocation
@@ -84,16 +85,18 @@ class RunResult:
 class _Outputs:
     """Continuations of finished baseline samples, to compare speculative ones against."""
 
-    by_rep: dict[tuple, str] = field(default_factory=dict)  # (model, prompt, ngl, rep) -> text
-    any_rep: dict[tuple, str] = field(default_factory=dict)  # (model, prompt, ngl) -> first text
+    by_rep: dict[tuple, str] = field(default_factory=dict)  # (baseline, prompt, rep) -> text
+    any_rep: dict[tuple, str] = field(default_factory=dict)  # (baseline, prompt) -> first text
 
-    def add(self, model: str, prompt_id: str, ngl: int | None, rep: int, text: str) -> None:
-        self.by_rep[(model, prompt_id, ngl, rep)] = text
-        self.any_rep.setdefault((model, prompt_id, ngl), text)
+    def add(self, m: Measurement, text: str) -> None:
+        """``m``: a baseline sample (or its invocation)."""
+        self.by_rep[(baseline_of(m), m.prompt_id, m.repetition)] = text
+        self.any_rep.setdefault((baseline_of(m), m.prompt_id), text)
 
-    def get(self, model: str, prompt_id: str, ngl: int | None, rep: int) -> str | None:
+    def get(self, m: Measurement) -> str | None:
         """The same repetition's baseline; else any repetition's (at temperature 0 they agree)."""
-        return self.by_rep.get((model, prompt_id, ngl, rep), self.any_rep.get((model, prompt_id, ngl)))
+        key = baseline_of(m)
+        return self.by_rep.get((key, m.prompt_id, m.repetition), self.any_rep.get((key, m.prompt_id)))
 
 
 def _check_output(inv: Invocation, measured: Measured, outputs: _Outputs) -> Sample:
@@ -102,9 +105,9 @@ def _check_output(inv: Invocation, measured: Measured, outputs: _Outputs) -> Sam
     if text is None or inv.generation.temperature != 0:
         return sample
     if inv.role == "baseline":
-        outputs.add(inv.model, inv.prompt_id, inv.ngl, inv.repetition, text)
+        outputs.add(inv, text)
     elif inv.role == "speculative":
-        base = outputs.get(inv.model, inv.prompt_id, inv.ngl, inv.repetition)
+        base = outputs.get(inv)
         if base is not None:
             cmp = compare(text, base)
             sample.outputs_match, sample.first_diff = cmp.match, cmp.first_diff
@@ -124,7 +127,7 @@ def _recover_outputs(
         if path.is_file():
             text = continuation(read_output(path), inv.prompt_text, echoed=inv.prompt_echoed)
             if text is not None:
-                outputs.add(s.model, s.prompt_id, s.ngl, s.repetition, text)
+                outputs.add(s, text)
 
 
 def prepare_run_dir(run_dir: Path, resume: bool) -> None:

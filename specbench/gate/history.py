@@ -24,6 +24,7 @@ from specbench.errors import SpecbenchError
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import METRICS, cell_series
 from specbench.paths import check_path, os_problem, results_dir, shorten
+from specbench.results import cell
 
 # A run is identified by its id (the folder name) and start time: `--out results/ci` reuses the
 # name every time, and each of those runs is a point of its own; a resumed run keeps its start.
@@ -132,14 +133,9 @@ def record_run(run_dir: Path, db_path: Path | None = None) -> int:
 
 def _cell_id(key, machine: str) -> str:
     data = key.model_dump(exclude={"prompt_id"})
-    # added later: at their defaults they are left out, so ids stay those of older runs
-    for name, default in (
-        ("ngram_size_n", None),
-        ("ngram_size_m", None),
-        ("runner", "process"),
-        ("parallel", 1),
-    ):
-        if data.get(name, default) == default:
+    # axes added after the first format: at their defaults they are left out, so ids stay those of older runs
+    for name in cell.CELL_FIELDS:
+        if name not in cell.FIRST_FIELDS and data.get(name, cell.default(name)) == cell.default(name):
             data.pop(name, None)
     return machine + "|" + json.dumps(data, sort_keys=True)
 

@@ -1,5 +1,8 @@
 """Which cells a config sweeps: every speculative setting, with the flags the build must have.
 
+The cell's axes are ``specbench.results.cell.Cell``; this is where each axis is expanded over the
+config (a new axis gets its loop here; ``runner`` and ``parallel`` are expanded by the server plan).
+
 A pair with a draft model gets one ``draft`` cell per (ngl, ngld, draft_max, draft_min, p_min)
 combination (draft_min > draft_max is skipped); each n-gram method gets one cell per (target, ngl,
 ngram_size_n, ngram_size_m), owned by the first pair with that target (see specbench.plan.sweep).
@@ -8,30 +11,13 @@ ngram_size_n, ngram_size_m), owned by the first pair with that target (see specb
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
 
-from specbench.build.buildinfo import BinaryInfo
+from specbench.build.buildinfo import BinaryInfo, FlagSpelling
 from specbench.errors import ConfigError
 from specbench.plan.config import DRAFT_METHOD, Config
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One speculative configuration (everything but prompt and repetition)."""
-
-    pair: str
-    target: str
-    draft: str | None
-    method: str
-    ngl: int
-    ngld: int | None = None
-    draft_max: int | None = None
-    draft_min: int | None = None
-    p_min: float | None = None
-    ngram_size_n: int | None = None
-    ngram_size_m: int | None = None
+from specbench.results.cell import Cell, baseline_of
 
 
 def fmt_num(x: float) -> str:
@@ -60,15 +46,15 @@ def sweep_cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[Cell
                 axes = product(sweep.ngl, sweep.ngld, sweep.draft_max, sweep.draft_min, sweep.p_min)
                 cells += [
                     Cell(
-                        pname,
-                        pair.target,
-                        pair.draft,
-                        method,
-                        ngl,
-                        ngld if flags.ngld else None,
-                        dmax,
-                        dmin if flags.draft_min else None,
-                        pmin if flags.p_min else None,
+                        pair=pname,
+                        model=pair.target,
+                        draft=pair.draft,
+                        method=method,
+                        ngl=ngl,
+                        ngld=ngld if flags.ngld else None,
+                        draft_max=dmax,
+                        draft_min=dmin if flags.draft_min else None,
+                        p_min=pmin if flags.p_min else None,
                     )
                     for ngl, ngld, dmax, dmin, pmin in axes
                     if dmin <= dmax
@@ -83,8 +69,8 @@ def sweep_cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[Cell
                 for ngl, size_n, size_m in _ngram_axes(config, spec, method, notes):
                     if (pair.target, method, ngl, size_n, size_m) not in ngram_owner:
                         ngram_owner.add((pair.target, method, ngl, size_n, size_m))
-                        cells.append(Cell(pname, pair.target, None, method, ngl, ngram_size_n=size_n,
-                                          ngram_size_m=size_m))  # fmt: skip
+                        cells.append(Cell(pair=pname, model=pair.target, method=method, ngl=ngl,
+                                          ngram_size_n=size_n, ngram_size_m=size_m))  # fmt: skip
     return cells
 
 
@@ -120,3 +106,37 @@ def _require_draft_flags(config: Config, spec: BinaryInfo, notes: list[str]) -> 
     note = f"{spec.name} of this build has no p_min option; its built-in default applies"
     if flags.p_min is None and note not in notes:
         notes.append(note)
+
+
+def baseline_groups(cells: list[Cell]) -> dict[tuple, list[Cell]]:
+    """The cells by the baseline they are measured against (``baseline_of``), in plan order."""
+    groups: dict[tuple, list[Cell]] = {}
+    for c in cells:
+        groups.setdefault(baseline_of(c), []).append(c)
+    return groups
+
+
+def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -> list[str]:
+    """The options that make a binary speculate as ``cell`` says, spelled as ``flags`` (its --help)
+    spells them: the process plan, the server plan and tune's printed commands all use this.
+
+    A value that is None is left out, and so is one the binary has no option for (the plan has
+    already refused or noted it: ``sweep_cells``); ``-md`` and ``--spec-type`` fall back to the
+    pinned build's spelling for builds probed before specbench read them.
+    """
+    argv: list[str] = []
+    if cell.method == DRAFT_METHOD:
+        argv += [flags.model_draft or "-md", str(draft_path)]
+        for key in ("ngld", "draft_max", "draft_min", "p_min"):
+            value, option = getattr(cell, key), getattr(flags, key)
+            if value is not None and option:
+                argv += [option, fmt_num(value) if isinstance(value, float) else str(value)]
+        if flags.spec_type and "draft-simple" in flags.spec_types:
+            argv += [flags.spec_type, "draft-simple"]  # -md alone does not speculate in the pinned build
+    else:
+        argv += [flags.spec_type or "--spec-type", cell.method]
+        sizes = (flags.ngram_sizes or {}).get(cell.method)
+        for value, option in ((cell.ngram_size_n, sizes and sizes.n), (cell.ngram_size_m, sizes and sizes.m)):
+            if value is not None and option:
+                argv += [option, str(value)]
+    return argv

@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from specbench.build.buildinfo import BinaryInfo
-from specbench.plan.cells import Cell, fmt_num, model_path
-from specbench.plan.config import DRAFT_METHOD, Config
+from specbench.plan.cells import baseline_groups, model_path, speculative_flags
+from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.request import CompletionRequest
+from specbench.results.cell import Cell, cell_dict, draft_alone_of
 from specbench.results.records import Generation
 
 HOST = "127.0.0.1"
@@ -46,44 +47,14 @@ def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int, parall
     return [*argv, "--host", HOST, "--port", "0"]
 
 
-def speculative_server_argv(
-    server: BinaryInfo, base: list[str], method: str, draft_path: str | None, ngld: int | None,
-    draft_max: int | None, draft_min: int | None, p_min: float | None,
-    ngram_size_n: int | None = None, ngram_size_m: int | None = None,
-) -> list[str]:  # fmt: skip
-    """The plain server's command plus the speculative options, spelled as this build's server takes them."""
-    f = server.flags
-    argv = list(base)
-    if method == DRAFT_METHOD:
-        argv += [f.model_draft or "-md", str(draft_path)]
-        if ngld is not None and f.ngld:
-            argv += [f.ngld, str(ngld)]
-        if draft_max is not None and f.draft_max:
-            argv += [f.draft_max, str(draft_max)]
-        if draft_min is not None and f.draft_min:
-            argv += [f.draft_min, str(draft_min)]
-        if p_min is not None and f.p_min:
-            argv += [f.p_min, fmt_num(p_min)]
-        if f.spec_type and "draft-simple" in f.spec_types:
-            argv += [f.spec_type, "draft-simple"]  # -md alone does not speculate in the pinned build
-    else:
-        argv += [f.spec_type or "--spec-type", method]
-        sizes = (f.ngram_sizes or {}).get(method)
-        if ngram_size_n is not None and sizes is not None and sizes.n:
-            argv += [sizes.n, str(ngram_size_n)]
-        if ngram_size_m is not None and sizes is not None and sizes.m:
-            argv += [sizes.m, str(ngram_size_m)]
-    return argv
-
-
 def order_for_server(
     config: Config,
     targets: list[str],
     by_target: Mapping[str, list[RenderedPrompt]],
     cells: list,
-    baseline: Callable[[str, int, int, RenderedPrompt, int], object],
-    speculative: Callable[[object, int, RenderedPrompt, int], object],
-    draft_alone: Callable[[str, int, int, RenderedPrompt, int], object],
+    baseline: Callable[[Cell, int, RenderedPrompt, int], object],
+    speculative: Callable[[Cell, int, RenderedPrompt, int], object],
+    draft_alone: Callable[[Cell, int, RenderedPrompt, int], object],
     repetitions: int,
 ) -> list[list]:
     """The measured invocations grouped by server setting, baselines before what compares with them.
@@ -92,25 +63,22 @@ def order_for_server(
     only at the sweep's first ``parallel`` value: their speed is the cost ratio, a property of the pair.
     """
     groups: list[list] = []
-    alone_done: set[tuple[str, int]] = set()
+    alone_done: set[tuple] = set()
     reps = range(repetitions)
+    by_baseline = baseline_groups(cells)
     for target in targets:
         prompts = by_target[target]
         for parallel in config.sweep.parallel:
-            for ngl in config.sweep.ngl:
-                group = [c for c in cells if c.target == target and c.ngl == ngl]
-                if not group:
-                    continue
-                groups.append([baseline(target, ngl, parallel, p, r) for r in reps for p in prompts])
+            for group in [g for g in by_baseline.values() if g[0].model == target]:
+                groups.append([baseline(group[0], parallel, p, r) for r in reps for p in prompts])
                 for c in group:
                     groups.append([speculative(c, parallel, p, r) for r in reps for p in prompts])
                 for c in group:
-                    layers = c.ngld if c.ngld is not None else 0
-                    if c.draft is not None and (c.draft, layers) not in alone_done:
-                        alone_done.add((c.draft, layers))
-                        groups.append(
-                            [draft_alone(c.draft, layers, parallel, p, r) for r in reps for p in prompts]
-                        )
+                    alone = draft_alone_of(c)
+                    if alone is not None and alone not in alone_done:
+                        alone_done.add(alone)
+                        draft = Cell(build=c.build, model=c.draft, ngl=c.ngld or 0)
+                        groups.append([draft_alone(draft, parallel, p, r) for r in reps for p in prompts])
     return groups
 
 
@@ -121,33 +89,31 @@ def server_plan(
     """One llama-server per setting; batches of ``parallel`` requests (see serverplan)."""
     gen = config.generation
 
-    def make(role: str, model: str, ngl: int, par: int, p: RenderedPrompt, rep: int, **extra) -> Invocation:
-        argv = extra.pop("argv", None) or server_argv(server, model_path(models, model), gen, ngl, par)
+    def make(
+        role: str, c: Cell, par: int, p: RenderedPrompt, rep: int, argv: list[str] | None = None
+    ) -> Invocation:
+        """``c``: the cell (speculative) or the model alone (its build, model and ngl)."""
+        argv = argv or server_argv(server, model_path(models, c.model), gen, c.ngl, par)
         return Invocation(
-            role=role, model=model, ngl=ngl, binary_role="server", argv=argv, prompt_echoed=False,
-            request=request_for(gen, p.text), runner="server", parallel=par, prompt_id=p.id,
-            category=p.category, repetition=rep, prompt_text=p.text, generation=gen,
-            timeout_s=config.timeout_s, **extra,
+            role=role, **cell_dict(c.model_copy(update={"runner": "server", "parallel": par})),
+            binary_role="server", argv=argv, prompt_echoed=False, request=request_for(gen, p.text),
+            prompt_id=p.id, category=p.category, repetition=rep, prompt_text=p.text, generation=gen,
+            timeout_s=config.timeout_s,
         )  # fmt: skip
 
     def speculative(c: Cell, parallel: int, p: RenderedPrompt, rep: int) -> Invocation:
-        base = server_argv(server, model_path(models, c.target), gen, c.ngl, parallel)
+        base = server_argv(server, model_path(models, c.model), gen, c.ngl, parallel)
         draft = model_path(models, c.draft) if c.draft else None
-        argv = speculative_server_argv(
-            server, base, c.method, draft, c.ngld, c.draft_max, c.draft_min, c.p_min,
-            c.ngram_size_n, c.ngram_size_m,
-        )  # fmt: skip
-        return make(
-            "speculative", c.target, c.ngl, parallel, p, rep, argv=argv, pair=c.pair, draft=c.draft,
-            method=c.method, draft_max=c.draft_max, draft_min=c.draft_min, p_min=c.p_min, ngld=c.ngld,
-            ngram_size_n=c.ngram_size_n, ngram_size_m=c.ngram_size_m,
-        )  # fmt: skip
+        return make("speculative", c, parallel, p, rep, argv=base + speculative_flags(server.flags, c, draft))
+
+    def alone(model: Cell) -> Cell:
+        return Cell(build=model.build, model=model.model, ngl=model.ngl)
 
     groups = order_for_server(
         config, targets, by_target, cells,
-        baseline=lambda t, ngl, par, p, rep: make("baseline", t, ngl, par, p, rep),
+        baseline=lambda c, par, p, rep: make("baseline", alone(c), par, p, rep),
         speculative=speculative,
-        draft_alone=lambda d, ngld, par, p, rep: make("draft", d, ngld, par, p, rep),
+        draft_alone=lambda d, par, p, rep: make("draft", d, par, p, rep),
         repetitions=repetitions,
     )  # fmt: skip
     measured: list[Invocation] = []

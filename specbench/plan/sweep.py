@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 from specbench.build.buildinfo import BinaryInfo, BuildInfo
 from specbench.errors import ConfigError
-from specbench.plan.cells import Cell, fmt_num, model_path, sweep_cells
-from specbench.plan.config import DRAFT_METHOD, Config
+from specbench.plan.cells import baseline_groups, fmt_num, model_path, speculative_flags, sweep_cells
+from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.serverplan import server_plan
+from specbench.results.cell import Cell, cell_dict, draft_alone_of
 from specbench.results.records import Generation
 
 # Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
@@ -54,29 +55,9 @@ def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl
 
 
 def _spec_argv(binary: BinaryInfo, cell: Cell, models: Mapping[str, object], gen: Generation, prompt: str):
-    f = binary.flags
-    argv = [binary.path, "-m", model_path(models, cell.target)]
-    if cell.method == DRAFT_METHOD:
-        argv += [f.model_draft, model_path(models, cell.draft)]
-    argv += _common(binary, gen, prompt, cell.ngl)
-    if cell.method == DRAFT_METHOD:
-        if cell.ngld is not None:
-            argv += [f.ngld, str(cell.ngld)]
-        argv += [f.draft_max, str(cell.draft_max)]
-        if cell.draft_min is not None:
-            argv += [f.draft_min, str(cell.draft_min)]
-        if cell.p_min is not None:
-            argv += [f.p_min, fmt_num(cell.p_min)]
-        if f.spec_type and "draft-simple" in f.spec_types:
-            argv += [f.spec_type, "draft-simple"]  # without it the pinned build speculates with nothing
-    else:
-        argv += [f.spec_type, cell.method]
-        sizes = (f.ngram_sizes or {}).get(cell.method)
-        if cell.ngram_size_n is not None and sizes is not None and sizes.n:
-            argv += [sizes.n, str(cell.ngram_size_n)]
-        if cell.ngram_size_m is not None and sizes is not None and sizes.m:
-            argv += [sizes.m, str(cell.ngram_size_m)]
-    return argv
+    draft = model_path(models, cell.draft) if cell.draft else None
+    argv = [binary.path, "-m", model_path(models, cell.model), *_common(binary, gen, prompt, cell.ngl)]
+    return argv + speculative_flags(binary.flags, cell, draft)
 
 
 def _prompts_by_target(prompts: list[RenderedPrompt], targets: list[str]) -> dict[str, list[RenderedPrompt]]:
@@ -133,23 +114,21 @@ def make_plan(
     if config.runner == "server":
         return server_plan(config, build.binary("server"), models, targets, by_target, cells, notes, reps)
     make = _Factory(config, completion, spec, models)
+    groups = baseline_groups(cells)
     measured: list[Invocation] = []
     for rep in range(reps):
         for index in range(len(by_target[targets[0]])):
-            alone_done: set[tuple[str, int]] = set()
-            for target in targets:
-                prompt = by_target[target][index]
-                for ngl in config.sweep.ngl:
-                    group = [c for c in cells if c.target == target and c.ngl == ngl]
-                    if not group:
-                        continue
-                    measured.append(make.alone("baseline", target, ngl, prompt, rep))
-                    measured += [make.speculative(c, prompt, rep) for c in group]
-                    for c in group:
-                        layers = c.ngld if c.ngld is not None else 0
-                        if c.draft is not None and (c.draft, layers) not in alone_done:
-                            alone_done.add((c.draft, layers))
-                            measured.append(make.alone("draft", c.draft, layers, prompt, rep))
+            alone_done: set[tuple] = set()
+            for group in groups.values():  # each baseline right before the cells measured against it
+                prompt = by_target[group[0].model][index]
+                measured.append(make.alone("baseline", group[0], prompt, rep))
+                measured += [make.speculative(c, prompt, rep) for c in group]
+                for c in group:
+                    alone = draft_alone_of(c)
+                    if alone is not None and alone not in alone_done:
+                        alone_done.add(alone)
+                        draft_alone = Cell(build=c.build, model=c.draft, ngl=c.ngld or 0)
+                        measured.append(make.alone("draft", draft_alone, prompt, rep))
     return Plan(invocations=_warmups(measured, config.warmup) + measured, notes=notes)
 
 
@@ -172,14 +151,16 @@ class _Factory:
             "timeout_s": self.config.timeout_s,
         }
 
-    def alone(self, role: str, model: str, ngl: int, prompt: RenderedPrompt, rep: int) -> Invocation:
-        """The target (``baseline``) or a draft model (``draft``) alone, with llama-completion."""
+    def alone(self, role: str, model: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
+        """The target (``baseline``) or a draft model (``draft``) alone, with llama-completion.
+        ``model``: its build, model and ngl (a baseline's: the cell's ``baseline_of`` fields)."""
         gen = self.config.generation
-        argv = _alone_argv(self.completion, model_path(self.models, model), gen, prompt.text, ngl)
+        argv = _alone_argv(self.completion, model_path(self.models, model.model), gen, prompt.text, model.ngl)
         return Invocation(
             role=role,
-            model=model,
-            ngl=ngl,
+            build=model.build,
+            model=model.model,
+            ngl=model.ngl,
             binary_role="completion",
             argv=argv,
             prompt_echoed=self.completion.flags.no_display_prompt is None,
@@ -189,17 +170,7 @@ class _Factory:
     def speculative(self, c: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
         return Invocation(
             role="speculative",
-            pair=c.pair,
-            model=c.target,
-            draft=c.draft,
-            method=c.method,
-            draft_max=c.draft_max,
-            draft_min=c.draft_min,
-            p_min=c.p_min,
-            ngl=c.ngl,
-            ngld=c.ngld,
-            ngram_size_n=c.ngram_size_n,
-            ngram_size_m=c.ngram_size_m,
+            **cell_dict(c),
             binary_role=self.config.speculative_role,
             argv=_spec_argv(self.spec, c, self.models, self.config.generation, prompt.text),
             prompt_echoed=True,

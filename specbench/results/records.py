@@ -8,6 +8,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from specbench.parse import ParsedLog
+from specbench.results import cell
+from specbench.results.cell import Cell
 
 
 class Generation(BaseModel):
@@ -21,41 +23,24 @@ class Generation(BaseModel):
     ctx_size: int = 2048
 
 
-class Measurement(BaseModel):
+class Measurement(Cell):
     """What one invocation measures: the identity a planned Invocation and its stored Sample share.
 
     role: ``baseline`` (target alone, llama-completion), ``draft`` (draft model alone, to measure
-    the cost ratio) or ``speculative``. Baseline and draft samples have method ``none`` and no
-    draft settings; a speculative cell's baseline is the baseline sample with the same target,
-    prompt, ``ngl`` and repetition.
+    the cost ratio) or ``speculative``; the cell's axes come from ``specbench.results.cell.Cell``,
+    and which baseline serves a cell is ``specbench.results.cell.baseline_of`` (with the same
+    prompt and repetition).
     """
 
     role: str  # baseline | draft | speculative
-    pair: str | None = None  # None for baseline/draft samples (shared across pairs)
-    model: str  # the model that ran alone (baseline/draft), or the target (speculative)
-    draft: str | None = None  # draft model name (speculative with method "draft")
-    method: str = "none"  # none | draft | ngram-simple | ngram-map-k | ...
-    draft_max: int | None = None
-    draft_min: int | None = None
-    p_min: float | None = None
-    ngl: int | None = None  # GPU layers of `model`
-    ngld: int | None = None  # GPU layers of the draft model
-    ngram_size_n: int | None = None  # n-gram methods: lookup length (None: llama.cpp's default)
-    ngram_size_m: int | None = None  # n-gram methods: draft length (None: llama.cpp's default)
     prompt_id: str
     category: str
     repetition: int  # 0-based; warmups are never stored
     generation: Generation
-    runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
-    parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)
 
     def sample_key(self) -> tuple:
         """Identity of the invocation within a run: used by --resume to skip finished samples."""
-        return (
-            self.role, self.pair, self.model, self.draft, self.method, self.draft_max, self.draft_min,
-            self.p_min, self.ngl, self.ngld, self.ngram_size_n, self.ngram_size_m, self.runner, self.parallel,
-            self.prompt_id, self.repetition,
-        )  # fmt: skip
+        return cell.sample_key(self)
 
 
 class Sample(Measurement):

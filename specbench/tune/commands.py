@@ -5,7 +5,9 @@ from __future__ import annotations
 import shlex
 
 from specbench.execute import benchmark
+from specbench.plan.cells import speculative_flags
 from specbench.plan.config import Config
+from specbench.results.cell import Cell
 from specbench.tune.candidates import Setting
 
 
@@ -20,15 +22,9 @@ def server_command(prepared: benchmark.Prepared, base: Config, s: Setting, targe
     f = server.flags if server is not None and server.flags.draft_max else spec.flags
     gen = base.generation
     argv = [server.path if server else "llama-server", "-m", str(prepared.models[target].path),
-            f.model_draft or "-md", str(prepared.models[draft].path), "-c", str(gen.ctx_size),
-            "-ngl", str(s.ngl), f.ngld or "-ngld", str(s.ngld),
-            f.draft_max or "--draft-max", str(s.draft_max)]  # fmt: skip
-    if f.draft_min:
-        argv += [f.draft_min, str(s.draft_min)]
-    if f.p_min:
-        argv += [f.p_min, f"{s.p_min:g}"]
+            "-c", str(gen.ctx_size), "-ngl", str(s.ngl)]  # fmt: skip
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
-    if f.spec_type and "draft-simple" in f.spec_types:
-        argv += [f.spec_type, "draft-simple"]
-    return shlex.join(argv)
+    cell = Cell(model=target, draft=draft, method=s.method, draft_max=s.draft_max, draft_min=s.draft_min,
+                p_min=s.p_min, ngl=s.ngl, ngld=s.ngld)  # fmt: skip
+    return shlex.join(argv + speculative_flags(f, cell, str(prepared.models[draft].path)))

@@ -1,0 +1,114 @@
+"""What makes a cell, declared once: one speculative setting on one target, on one llama.cpp build.
+
+``Cell`` lists the axes in order. A planned ``Invocation`` and a stored ``Sample`` inherit them
+(``specbench.results.records.Measurement``), and everything that tells cells apart asks this
+module: sample keys (``--resume``), adaptive rounds, report rows and their order, compare and
+history identities, plot and compare labels, tune's rows, and the rule that pairs a cell with
+its baseline. Adding an axis is one field here plus its expansion in the plan
+(``specbench.plan.cells.sweep_cells``); old run folders load with the field at its default.
+"""
+
+from __future__ import annotations
+
+from copy import copy
+from typing import Any
+
+from pydantic import BaseModel, create_model
+
+
+class Cell(BaseModel):
+    """The axes of a cell, in order (sample keys, report order and labels follow it).
+
+    Baseline and draft-alone samples have method ``none``, no pair and no draft settings; their
+    ``model`` is the model that ran alone (for a speculative cell: the target).
+    """
+
+    build: str | None = None  # llama.cpp build label (None: the run's one build)
+    pair: str | None = None  # None for baseline/draft samples (shared across pairs)
+    model: str  # the model that ran alone (baseline/draft), or the target (speculative)
+    draft: str | None = None  # draft model name (speculative with method "draft")
+    method: str = "none"  # none | draft | ngram-simple | ngram-map-k | ...
+    draft_max: int | None = None
+    draft_min: int | None = None
+    p_min: float | None = None
+    ngram_size_n: int | None = None  # n-gram methods: lookup length (None: llama.cpp's default)
+    ngram_size_m: int | None = None  # n-gram methods: draft length (None: llama.cpp's default)
+    ngl: int | None = None  # GPU layers of `model`
+    ngld: int | None = None  # GPU layers of the draft model
+    runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
+    parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)
+
+
+CELL_FIELDS: tuple[str, ...] = tuple(Cell.model_fields)
+# What a speculative cell shares with the baseline it is measured against: the same target on the
+# same build, at the same GPU layers, run the same way.
+BASELINE_FIELDS: tuple[str, ...] = ("build", "model", "ngl", "runner", "parallel")
+MODEL_FIELDS = ("model", "draft")  # model names: identities across runs use their sha256 instead
+RUN_LOCAL = ("pair",)  # a name given by one config: identities across runs leave it out
+# The axes of the first run-folder format. Identities (history ids) leave a later axis out while it
+# is at its default, so the ids of older runs stay what they were.
+FIRST_FIELDS = ("pair", "model", "draft", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld")
+SETTING_FIELDS = tuple(f for f in CELL_FIELDS if f not in (*RUN_LOCAL, *MODEL_FIELDS, "method"))
+
+
+def default(name: str) -> Any:
+    return Cell.model_fields[name].default
+
+
+def values(m: Any, names: tuple[str, ...] = CELL_FIELDS) -> tuple:
+    return tuple(getattr(m, f) for f in names)
+
+
+def cell_of(m: Any) -> tuple:
+    """A measurement's cell (its role and every axis): what a sample key is without prompt and repetition."""
+    return (m.role, *values(m))
+
+
+def sample_key(m: Any) -> tuple:
+    """Identity of one invocation within a run (``--resume`` skips the recorded ones)."""
+    return (*cell_of(m), m.prompt_id, m.repetition)
+
+
+def baseline_of(m: Any) -> tuple:
+    """The baseline a speculative cell is measured against; a baseline sample's own key, too."""
+    return ("baseline", *values(m, BASELINE_FIELDS))
+
+
+def draft_alone_of(m: Any) -> tuple | None:
+    """The draft-alone runs a cell's cost ratio comes from: its draft model on its build at ngld (or 0)."""
+    return ("draft", m.build, m.draft, m.ngld or 0) if m.draft is not None else None
+
+
+def alone_of(m: Any) -> tuple:
+    """A baseline or draft-alone sample's key, as ``baseline_of`` / ``draft_alone_of`` name it."""
+    if m.role == "draft":
+        return ("draft", m.build, m.model, m.ngl or 0)
+    return baseline_of(m)
+
+
+def cell_dict(m: Any) -> dict[str, Any]:
+    """The axes of ``m`` by name (to build an Invocation or a row from a cell)."""
+    return {f: getattr(m, f) for f in CELL_FIELDS}
+
+
+def label_parts(m: Any) -> list[str]:
+    """``name=value`` for every setting axis away from its default, in axis order."""
+    parts = []
+    for name in SETTING_FIELDS:
+        v = getattr(m, name)
+        if v != default(name):
+            parts.append(f"{name}={v:g}" if isinstance(v, float) else f"{name}={v}")
+    return parts
+
+
+def model_with_cell(
+    name: str, doc: str, rename: dict[str, str] | None = None, skip: tuple[str, ...] = ()
+) -> Any:
+    """A pydantic base with every axis as a field (``rename``: e.g. model -> target), for
+    records of another shape (report rows, identities) that must carry each axis too."""
+    rename = rename or {}
+    fields: dict[str, Any] = {}
+    for f, info in Cell.model_fields.items():
+        if f not in skip:
+            fields[rename.get(f, f)] = (info.annotation, copy(info))
+    return create_model(name, __doc__=doc, **fields)

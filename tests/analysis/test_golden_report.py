@@ -1,0 +1,25 @@
+"""The fixture runs give the same report as before the cell redesign (issue 20): every row's every
+number, the notes, the row order and each sample's history identity, against a JSON file the old
+code wrote (see tests/analysis/golden_report.py)."""
+
+import json
+
+from tests.analysis.golden_report import GOLDEN, report_numbers
+
+NEW_KEYS = {"build": None}  # fields rows gained since; the fixture runs have them at their default
+
+
+def test_report_numbers_are_those_of_the_code_before_the_redesign():
+    golden = json.loads(GOLDEN.read_text())
+    now = report_numbers()
+    assert now.keys() == golden.keys()
+    for name, old in golden.items():
+        if name.startswith("identity:"):
+            assert now[name] == old, name
+            continue
+        assert now[name]["notes"] == old["notes"], name
+        assert len(now[name]["rows"]) == len(old["rows"]), name
+        for new_row, old_row in zip(now[name]["rows"], old["rows"], strict=True):
+            extra = {k: v for k, v in new_row.items() if k not in old_row}
+            assert extra == NEW_KEYS, name
+            assert {k: new_row[k] for k in old_row} == old_row, name
