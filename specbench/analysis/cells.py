@@ -88,6 +88,21 @@ class ReportRow(_RowCell):
         return {k: data[k] for k in CONTRACT_KEYS}
 
 
+_NAMED_APART = ("draft_min", "p_min", "ngl", "ngld", "runner", "parallel", "draft_max")
+
+
+def cell_name(r: ReportRow) -> str:
+    """A row's cell in a sentence (``smol draft_max 8``, ``lookup ngram-simple ngram_size_n 3``):
+    the pair, its method unless it drafts with a model, the other axes set away from their default
+    (draft_min, p_min and where it ran are left to the table), the draft length last."""
+    what = [r.pair or r.target] + ([r.method] if r.method != "draft" else [])
+    for f in cell.SETTING_FIELDS:
+        value = getattr(r, ROW_NAMES.get(f, f))
+        if f not in _NAMED_APART and value is not None and value != cell.default(f):
+            what.append(f"{f} {value:g}" if isinstance(value, float) else f"{f} {value}")
+    return " ".join(what) + (f" draft_max {r.draft_max}" if r.draft_max is not None else "")
+
+
 def is_invalid(s: Sample) -> bool:
     return s.status == "invalid" or (s.status == "ok" and not s.valid)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from specbench.analysis.cells import ALL, ReportRow
+from specbench.analysis.cells import ALL, ROW_CELL, ReportRow
 from specbench.analysis.report import Report
 
 SPEEDUP = "speedup_vs_draft.png"
@@ -25,10 +25,11 @@ TITLES = {
     CATEGORY: "Speedup by prompt category",
     NGL: "Throughput vs GPU layers",
 }
-SERIES_KEYS = ("run", "method", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m")
-# what tells one cell from another, in label order
-CELL_KEYS = ("run", "pair", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n",
-             "ngram_size_m")  # fmt: skip
+# what tells one cell from another, in label order (labels name only the keys that vary)
+CELL_KEYS = ("run", *(k for k in ROW_CELL if k not in ("target", "draft")))
+SERIES_KEYS = tuple(
+    k for k in CELL_KEYS if k not in ("pair", "draft_max")
+)  # one panel per pair, x = draft_max
 
 
 def _plt():

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from specbench.analysis.cells import ReportRow, cell_name
 from specbench.results.expect import Expectation
-
-if TYPE_CHECKING:
-    from specbench.analysis.cells import ReportRow
 
 
 def _figure(value: float | str, kind: str, measured: bool) -> str:
@@ -41,9 +37,7 @@ def published_note(expect: Expectation, run: str, rows: list[ReportRow]) -> str:
     if not mine:
         return text + f" Run {run} has no valid speculative cell to set beside it."
     best = max(mine, key=lambda r: r.speedup or 0.0)
-    cell = f"{best.pair or best.target} {best.method}" + (
-        f" draft_max {best.draft_max}" if best.draft_max is not None else ""
-    )
+    cell = cell_name(best)
     measured = _figures(
         {"speedup": best.speedup, "acceptance": best.acceptance, "spec_tps": best.spec_tps,
          "baseline_tps": best.baseline_tps}, measured=True

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
-from specbench.analysis.cells import ALL, CONTRACT_KEYS, ReportRow
+from specbench.analysis.cells import ALL, CONTRACT_KEYS, ROW_CELL, ReportRow
 from specbench.analysis.report import Report
 from specbench.paths import os_problem
 
@@ -75,6 +75,14 @@ class Column:
     numeric: bool = False
 
 
+_OWN_COLUMNS = ("pair", "target", "draft", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld",
+                "runner", "parallel")  # fmt: skip  # axes with a column of their own
+
+
+def _text(value: object) -> str:
+    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     """The shown columns: optional ones only when they tell rows apart or carry a value."""
 
@@ -93,9 +101,9 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
         cols.append(Column("draft_min", lambda r: _num(r.draft_min, "d"), True))
     if varies("p_min"):
         cols.append(Column("p_min", lambda r: _num(r.p_min, "g"), True))
-    for key in ("ngram_size_n", "ngram_size_m"):
-        if any(getattr(r, key) is not None for r in rows):
-            cols.append(Column(key, lambda r, key=key: _num(getattr(r, key), "d"), True))
+    for key in ROW_CELL:  # any other axis (n-gram sizes, build, ...) wherever a row sets it
+        if key not in _OWN_COLUMNS and any(getattr(r, key) is not None for r in rows):
+            cols.append(Column(key, lambda r, key=key: _text(getattr(r, key)), True))
     if any(r.ngl is not None or r.ngld is not None for r in rows):
         cols.append(Column("ngl/ngld", lambda r: f"{_num(r.ngl, 'd')}/{_num(r.ngld, 'd')}", True))
     if varies("category"):

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from specbench.analysis.caveats import RunInfo, caveats, generation_text
-from specbench.analysis.cells import ALL, ReportRow, is_invalid, run_rows, sort_key
+from specbench.analysis.cells import ALL, ReportRow, cell_name, is_invalid, run_rows, sort_key
 from specbench.analysis.published import published_note
 from specbench.errors import RunError, SpecbenchError
 from specbench.paths import results_dir
@@ -149,14 +149,6 @@ def empty_cells(report: Report) -> list[ReportRow]:
     return [r for r in report.shown(False) if r.n == 0 or r.baseline_n == 0]
 
 
-def _fmt_cell(r: ReportRow) -> str:
-    what = r.pair or r.target
-    if r.method != "draft":
-        what += f" {r.method}"
-    what += "".join(f" {k[6:]} {getattr(r, k)}" for k in ("ngram_size_n", "ngram_size_m") if getattr(r, k))
-    return what + (f" draft_max {r.draft_max}" if r.draft_max is not None else "")
-
-
 def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[str]:
     """One sentence per finding: the model gap, mismatched outputs, invalid or failed samples."""
     notes = []
@@ -173,7 +165,7 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[str]:
         )
         notes.append(
             f"Measured speedup is below {GAP_FACTOR:.0%} of the Leviathan model's prediction in "
-            f"{len(gaps)} of {len(modelled)} settings (largest gap: {_fmt_cell(worst)}, "
+            f"{len(gaps)} of {len(modelled)} settings (largest gap: {cell_name(worst)}, "
             f"{worst.speedup:.2f}x measured vs {worst.predicted_speedup:.2f}x predicted): the model "
             f"assumes a target pass verifying g+1 tokens costs no more than one decoding a single token, "
             f"but {cause}, and it leaves out sampling and draft bookkeeping."
@@ -181,7 +173,7 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[str]:
     mismatched = [r for r in overall if r.outputs_match is False]
     if mismatched:
         where = ", ".join(
-            f"{_fmt_cell(r)} (first difference at character {r.first_diff})" for r in mismatched
+            f"{cell_name(r)} (first difference at character {r.first_diff})" for r in mismatched
         )
         notes.append(f"Speculative output differs from the baseline's in {where}.")
     notes += caveats(infos)

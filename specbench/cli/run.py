@@ -123,10 +123,6 @@ def _print_dry_run(prepared: Any) -> None:
         say(line)
 
 
-def _sizes(r: Any) -> str:
-    return "".join(f" {k[6:]}={getattr(r, k)}" for k in ("ngram_size_n", "ngram_size_m") if getattr(r, k))
-
-
 def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
     """The closing table: rendered by the same function as `specbench report`, so the two agree."""
     from specbench.analysis.render import table
@@ -157,10 +153,11 @@ def _print_warnings(summary: Any, rows: list) -> None:
         say(f"note: {note}", err=True)
     if any(r.precision_met is False for r in rows):
         say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)
+    from specbench.analysis.cells import cell_name
+
     busy = "busy machine"
     for r in rows:
-        label = f"{r.pair or r.target} {r.method}" + (f" draft_max {r.draft_max}" if r.draft_max else "")
-        label += _sizes(r)
+        label = cell_name(r)
         for w in r.warnings:
             if not w.startswith(busy):
                 say(f"warning: {label}: {w}", err=True)
@@ -168,6 +165,7 @@ def _print_warnings(summary: Any, rows: list) -> None:
 
 def _nothing_measured(summary: Any, report: Any) -> str | None:
     """Why the run measured nothing in some cell (a CI job must not pass on it), or None."""
+    from specbench.analysis.cells import cell_name
     from specbench.analysis.report import empty_cells
 
     if report is None:
@@ -175,8 +173,7 @@ def _nothing_measured(summary: Any, report: Any) -> str | None:
     empty = empty_cells(report)
     if not empty:
         return None
-    shown = [f"{r.pair or r.target} {r.method}" + (f" draft_max {r.draft_max}" if r.draft_max else "")
-             for r in empty[:3]]  # fmt: skip
+    shown = [cell_name(r) for r in empty[:3]]
     names = ", ".join(shown) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
     return (
         f"{len(empty)} of {len(report.shown(False))} cells have no valid sample ({names}); their samples "

@@ -4,9 +4,10 @@ Round 1 runs ``min_repetitions`` of everything. After each round, every speculat
 every baseline (``specbench.results.cell.baseline_of``) whose mean t/s misses ``precision``
 (relative 95% CI half-width, see ``specbench.results.precision``) gets one more repetition,
 until all meet it or reach ``max_repetitions``. A round is cut from the plan of
-``max_repetitions``, so the order stays the one ``specbench.plan.sweep`` gives: per repetition and prompt, the baseline right before its
-speculative cells; a cell that runs a repetition gets its baseline (and its draft model alone) of
-the same repetition with it, since speedups and output checks pair them by repetition.
+``max_repetitions``, so the order stays the one ``specbench.plan.sweep`` gives: per repetition
+and prompt, the baseline right before its speculative cells; a cell that runs a repetition gets
+its baseline (and its draft model alone) of the same repetition with it, since speedups and
+output checks pair them by repetition.
 
 The runner loop stays generic: it asks ``next_round`` for more once its plan is done; resume
 plans with ``resume_plan``, which first finishes the repetitions already planned.

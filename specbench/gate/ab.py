@@ -19,6 +19,7 @@ from pydantic import BaseModel, computed_field
 from specbench.errors import SpecbenchError
 from specbench.gate.decision import Status
 from specbench.gate.paired import ACCEPTANCE_POINTS, PairedDecision, decide_points, decide_ratio, exit_code
+from specbench.results.cell import baseline_of
 from specbench.results.records import Measurement, Sample
 
 METRICS = ("baseline_tps", "spec_tps", "speedup", "acceptance")
@@ -128,7 +129,7 @@ def _cell(s: Measurement) -> tuple:
 def _label(s: Sample) -> str:
     from specbench.gate.compare import cell_label
 
-    return cell_label(s)
+    return cell_label(s.model_copy(update={"build": None}))  # the cell without its build
 
 
 def _usable(s: Sample) -> bool:
@@ -136,11 +137,11 @@ def _usable(s: Sample) -> bool:
 
 
 def _baselines(samples: Sequence[Sample]) -> dict[tuple, float]:
-    """Baseline t/s per (build, target, ngl, runner, parallel, prompt, repetition)."""
+    """Baseline t/s per baseline (``baseline_of``: build included), prompt and repetition."""
     out = {}
     for s in samples:
         if s.role == "baseline" and _usable(s) and s.tps:
-            out[(build_of(s), s.model, s.ngl, s.runner, s.parallel, s.prompt_id, s.repetition)] = s.tps
+            out[(baseline_of(s), s.prompt_id, s.repetition)] = s.tps
     return out
 
 
@@ -150,7 +151,7 @@ def _value(s: Sample, metric: str, baselines: dict[tuple, float]) -> float | Non
     if metric == "acceptance":
         v = s.acceptance
     elif metric == "speedup":
-        ref = baselines.get((build_of(s), s.model, s.ngl, s.runner, s.parallel, s.prompt_id, s.repetition))
+        ref = baselines.get((baseline_of(s), s.prompt_id, s.repetition))
         v = s.tps / ref if s.tps and ref else None
     else:
         v = s.tps

@@ -1,8 +1,8 @@
 """Compare two runs cell by cell: the regression gate behind ``specbench compare``.
 
 A cell is one measurement: role, target and draft model (by sha256, so a renamed file still
-matches and a re-quantized one does not), method and its settings (draft_max, draft_min, p_min,
-ngl, ngld), the prompt, and the generation settings that define the work (n_predict,
+matches and a re-quantized one does not), method and its settings (every axis of
+``specbench.results.cell.Cell``), the prompt, and the generation settings that define the work (n_predict,
 temperature, top_k, seed, ctx_size). Both runs must come from the same machine (CPU model, GPU
 models, backend). The llama.cpp commit, the driver and the thread count may differ (that is
 usually what is being tested) and are shown. The values of a cell are its repetitions, one valid
@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from specbench.gate.baseline import InputError, Side
 from specbench.gate.decision import EXIT_CODES, Status, Verdict, verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
+from specbench.results import cell
 from specbench.results.identity import CellKey, cell_key
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
@@ -119,21 +120,17 @@ def cell_label(s: Sample) -> str:
         parts = [f"{s.model} baseline"]
     else:
         parts = [s.pair or (f"{s.model}+{s.draft}" if s.draft else s.model), s.method]
-    for name in ("draft_max", "draft_min", "p_min", "ngram_size_n", "ngram_size_m", "ngl", "ngld"):
-        value = getattr(s, name)
-        if value is not None:
-            parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
-    return " ".join(parts)
+    return " ".join(parts + cell.label_parts(s))
+
+
+def _baseline_key(s: Sample) -> tuple:
+    return (cell.baseline_of(s), s.prompt_id, s.repetition, s.generation.model_dump_json())
 
 
 def _baseline_index(samples: list[Sample]) -> dict[tuple, float]:
-    """Valid baseline t/s by (target, prompt, ngl, repetition, generation): a speculative
-    sample's speedup is over the baseline of the same repetition (they ran interleaved)."""
-    index = {}
-    for s in samples:
-        if s.role == "baseline" and s.valid and s.tps:
-            index[(s.model, s.prompt_id, s.ngl, s.repetition, s.generation.model_dump_json())] = s.tps
-    return index
+    """Valid baseline t/s by its cell's baseline (``baseline_of``), prompt, repetition and
+    generation: a speculative sample's speedup is over the baseline of the same repetition."""
+    return {_baseline_key(s): s.tps for s in samples if s.role == "baseline" and s.valid and s.tps}
 
 
 def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
@@ -155,7 +152,7 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
         if metric == "acceptance":
             value = s.acceptance
         elif metric == "speedup":
-            ref = base_tps.get((s.model, s.prompt_id, s.ngl, s.repetition, s.generation.model_dump_json()))
+            ref = base_tps.get(_baseline_key(s))
             value = s.tps / ref if s.tps and ref else None
         else:
             value = s.tps

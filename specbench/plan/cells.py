@@ -5,7 +5,11 @@ config (a new axis gets its loop here; ``runner`` and ``parallel`` are expanded 
 
 A pair with a draft model gets one ``draft`` cell per (ngl, ngld, draft_max, draft_min, p_min)
 combination (draft_min > draft_max is skipped); each n-gram method gets one cell per (target, ngl,
-ngram_size_n, ngram_size_m), owned by the first pair with that target (see specbench.plan.sweep).
+ngram_size_n, ngram_size_m), owned by the first pair with that target -- llama.cpp's n-gram
+methods have their own length settings and ignore the draft_* options, so sweeping those would
+only repeat the same run. The sizes apply to the methods whose size options the build has (the
+pinned build: ngram-simple, ngram-map-k, ngram-map-k4v). A pair with ``method:`` runs only that
+method. ``speculative_flags`` spells a cell as options, for every binary and printed command.
 """
 
 from __future__ import annotations

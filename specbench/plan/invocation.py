@@ -8,8 +8,8 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from specbench.plan.config import DRAFT_METHOD
 from specbench.plan.request import CompletionRequest
+from specbench.results.cell import label_parts
 from specbench.results.records import Measurement
 
 
@@ -28,20 +28,13 @@ class Invocation(Measurement):
     batch: int | None = None
 
     def label(self) -> str:
-        """Short human description, e.g. ``rep 2 speculative smol draft n_max=8 ngl=0 ngld=0 code-01``."""
+        """Short human description, e.g. ``rep 2 speculative smol draft draft_max=8 ngl=0 ngld=0 code-01``."""
         head = f"warmup {self.repetition + 1}" if self.warmup else f"rep {self.repetition + 1}"
         if self.role == "speculative":
             what = f"speculative {self.pair} {self.method}"
-            if self.method == DRAFT_METHOD:
-                what += f" n_max={self.draft_max} n_min={self.draft_min} p_min={self.p_min}"
-            for key in ("ngram_size_n", "ngram_size_m"):
-                what += f" {key[6:]}={getattr(self, key)}" if getattr(self, key) is not None else ""
-            what += f" ngl={self.ngl}" + (f" ngld={self.ngld}" if self.ngld is not None else "")
         else:
-            what = f"{self.role} {self.model} ngl={self.ngl}"
-        if self.runner == "server" and self.parallel > 1:
-            what += f" parallel={self.parallel}"
-        return f"{head} {what} {self.prompt_id}"
+            what = f"{self.role} {self.model}"
+        return " ".join([head, what, *label_parts(self), self.prompt_id])
 
     def command_line(self, max_prompt_chars: int | None = None) -> str:
         """The shell-quoted command; ``max_prompt_chars`` shortens the prompt for display only."""

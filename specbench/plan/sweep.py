@@ -5,13 +5,9 @@ would execute and the tests can check every command line. Order matters for hone
 within each repetition, a prompt's baseline runs right before the speculative cells that compare
 against it (A B A B), so thermal and frequency drift hit both sides alike.
 
-Cells: a pair with a draft model gets one ``draft`` cell per (ngl, ngld, draft_max, draft_min,
-p_min) combination (combinations with draft_min > draft_max are skipped); each ngram method of the
-sweep gets one cell per (target, ngl, ngram_size_n, ngram_size_m) -- llama.cpp's ngram methods have
-their own length settings and ignore the draft_* options, so sweeping those would only repeat the
-same run -- owned by the first pair with that target. The sizes apply to the methods whose size
-options the build has (the pinned build: ngram-simple, ngram-map-k, ngram-map-k4v). A pair with
-``method:`` runs only that method.
+Cells (``specbench.plan.cells.sweep_cells``: each axis of the cell is expanded there) are grouped
+by the baseline they are measured against (``specbench.results.cell.baseline_of``); each group's
+baseline runs right before its cells, then the draft models alone that the cells use.
 """
 
 from __future__ import annotations

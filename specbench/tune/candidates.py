@@ -6,7 +6,8 @@ acceptance (and, with p_min > 0, of how soon drafts stop) from its measured cell
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from specbench.analysis.cells import ReportRow
 from specbench.analysis.speedmodel import drafted_per_pass, fit_drafting, model_speedup
@@ -27,6 +28,14 @@ class Setting:
 
     def key(self) -> tuple:
         return (self.draft_max, self.draft_min, self.p_min, self.ngl, self.ngld)
+
+    @classmethod
+    def of(cls, m: Any) -> Setting:
+        """The setting of a planned invocation or a report row (axes it leaves at None read as 0,
+        as tune passes them)."""
+        return cls(
+            **{f.name: getattr(m, f.name) or 0 for f in fields(cls) if f.name != "method"}, method=m.method
+        )
 
     def label(self, ngld: bool = False) -> str:
         """``draft_max 8``, with draft_min, p_min (and ngld) only where they are not 0."""

@@ -125,22 +125,19 @@ def _invocations(
     cfg: Config, prepared: benchmark.Prepared, settings: list[Setting], rep: int = 0
 ) -> list[Invocation]:
     """The round's plan without draft-alone runs and cells outside ``settings``, as repetition ``rep``."""
-    wanted = {(s.draft_max, s.draft_min, s.p_min, s.ngld) for s in settings}
+    wanted = {s.key() for s in settings}
     plan = make_plan(cfg, prepared.build, prepared.models, prepared.prompts, repetitions=1)
     return [
         inv if inv.warmup else inv.model_copy(update={"repetition": rep})
         for inv in plan.invocations
         if inv.role == "baseline"
-        or (
-            inv.role == "speculative"
-            and (inv.draft_max, inv.draft_min or 0, inv.p_min or 0.0, inv.ngld or 0) in wanted
-        )  # fmt: skip
+        or (inv.role == "speculative" and Setting.of(inv).key() in wanted)  # fmt: skip
     ]
 
 
 def _rows(run_dir: Path) -> dict[tuple, ReportRow]:
     rows = [r for r in aggregate([run_dir]) if r.category == ALL and r.method == "draft"]
-    return {(r.draft_max, r.draft_min or 0, r.p_min or 0.0, r.ngl or 0, r.ngld or 0): r for r in rows}
+    return {Setting.of(r).key(): r for r in rows}
 
 
 def kv_depth(run_dir: Path, n_predict: int) -> int:

@@ -51,7 +51,8 @@ def test_the_report_sets_the_published_figure_beside_the_measured_one(tmp_path, 
     best_cell, best = max(expected_rows(QUICK).items(), key=lambda kv: kv[1]["speedup"])
     pair, method, draft_max = best_cell[:3]
     run_id = json.loads((run / "manifest.json").read_text())["run_id"]
-    cell = f"{pair} {method}" + (f" draft_max {draft_max}" if draft_max is not None else "")
+    cell = pair + (f" {method}" if method != "draft" else "")  # a draft-model cell goes by its pair
+    cell += f" draft_max {draft_max}" if draft_max else ""
     measured = (
         f"Measured in {run_id} (best cell, {cell}): speedup {best['speedup']:.2f}x, "
         f"acceptance {best['acceptance']:.1%}, speculative {best['spec_tps']:.1f} t/s, "

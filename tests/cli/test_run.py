@@ -137,7 +137,7 @@ def test_dry_run_prints_commands_and_runs_nothing(tmp_path, llama_build, smol_f3
     assert f"# model f32: path:{smol_f32.path}" in out and smol_f32.sha256[:12] in out
     assert "# pair smol: f32 + q4: ok" in out
     labels = [line for line in out.splitlines() if line.startswith(("# warmup", "# rep"))]
-    assert len(labels) == 9 and sum("speculative smol draft n_max=8" in x for x in labels) == 3
+    assert len(labels) == 9 and sum("speculative smol draft draft_max=8" in x for x in labels) == 3
     assert out.count(f"{llama_build.binary('speculative_simple').path} -m {smol_f32.path}") == 3
     assert (
         out.count("--spec-draft-n-max 8 --spec-draft-n-min 0 --spec-draft-p-min 0 --spec-type draft-simple")
@@ -311,7 +311,8 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
     view.stop()
     text = buf.getvalue()
     assert (
-        "[4/4] rep 1 speculative pair draft n_max=8" in text and "c: FAILED: no statistics in output" in text
+        "[4/4] rep 1 speculative pair draft draft_max=8" in text
+        and "c: FAILED: no statistics in output" in text
     )
     assert "b: INVALID: speculation never engaged (n_drafted = 0)" in text
     if terminal:
