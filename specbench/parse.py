@@ -24,67 +24,10 @@ from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from specbench.errors import ParseError
+from specbench.parse_server import looks_like_server_log, parse_response, parse_server_log
+from specbench.parsed import ParsedLog, Perf, PerfBlocks, Throughput
 from specbench.paths import os_problem
-
-# inf/nan are real values llama.cpp prints (e.g. target eval t/s of a speculative run); keep them in JSON.
-_JSON_CONFIG = ConfigDict(ser_json_inf_nan="constants")
-
-
-class Throughput(BaseModel):
-    """An ``encoded``/``decoded`` line: N tokens in S seconds, X t/s."""
-
-    model_config = _JSON_CONFIG
-
-    tokens: int | None = None
-    seconds: float | None = None
-    tps: float | None = None
-
-
-class Perf(BaseModel):
-    """One model's perf block (``llama_print_timings`` / ``llama_perf_*`` / ``common_perf_print``)."""
-
-    model_config = _JSON_CONFIG
-
-    load_ms: float | None = None
-    sample_ms: float | None = None
-    sample_runs: int | None = None
-    prompt_eval_ms: float | None = None
-    prompt_eval_tokens: int | None = None
-    prompt_eval_tps: float | None = None
-    eval_ms: float | None = None
-    eval_runs: int | None = None
-    eval_tps: float | None = None
-    total_ms: float | None = None
-    total_tokens: int | None = None
-
-
-class PerfBlocks(BaseModel):
-    target: Perf | None = None
-    draft: Perf | None = None
-
-
-class ParsedLog(BaseModel):
-    """What one log really contains; absent values stay None and are omitted from JSON."""
-
-    model_config = _JSON_CONFIG
-
-    file: str | None = None
-    kind: str  # "speculative" | "completion"
-    encoded: Throughput | None = None
-    decoded: Throughput | None = None
-    n_draft: int | None = None
-    n_predict: int | None = None
-    n_drafted: int | None = None
-    n_accept: int | None = None
-    accept: float | None = None  # fraction, printed percentage / 100
-    perf: PerfBlocks | None = None
-
-    def to_json(self) -> dict:
-        return self.model_dump(exclude_none=True)
-
 
 # --- patterns ------------------------------------------------------------------------------------
 
@@ -356,16 +299,12 @@ def parse_file(path: str | Path) -> ParsedLog:
         raise ParseError(f"cannot read {os_problem(exc, path)}") from None
     with fh:
         if path.name.endswith(".json"):  # the server runner's raw/*.response.json
-            from specbench.parse_server import parse_response
-
             return parse_response(fh.read(_SERVER_MAX).decode("utf-8", "replace"), str(path))
         try:
             return parse_stream(fh, str(path))
         except ParseError:
             fh.seek(0)
             text = fh.read(_SERVER_MAX).decode("utf-8", "replace")
-            from specbench.parse_server import looks_like_server_log, parse_server_log
-
             if not looks_like_server_log(text):
                 raise
             return parse_server_log(text, str(path))  # the server runner's raw/*-server.stderr

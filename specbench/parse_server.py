@@ -20,7 +20,7 @@ import json
 import re
 
 from specbench.errors import ParseError
-from specbench.parse import ParsedLog, Perf, PerfBlocks, Throughput
+from specbench.parsed import ParsedLog, Perf, PerfBlocks, Throughput
 
 _NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|inf|nan|-nan)"
 _TIME = re.compile(
