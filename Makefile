@@ -30,4 +30,4 @@ lint: setup
 	$(BIN)/lint-imports --no-logo
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .import_linter_cache
