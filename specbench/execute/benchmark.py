@@ -194,18 +194,13 @@ def prepare(
         builds = ensure_builds(config, build_progress)
         build = next(iter(builds.values()))  # the first build derives models (llama-quantize)
         models = resolve_models(config.models, config.base_dir, build, progress=model_progress)
-    if len(builds) > 1:
-        raise RunError(
-            "several llama.cpp builds in one run: the interleaved plan is not in this version yet; "
-            "run each build with its own config"
-        )
     checks = check_pairs(config, models)
     targets = {name: Path(models[name].path) for name in config.targets()}
     here = {name: path for name, path in targets.items() if path.is_file()}
     prompts = render_all(config.prompt_list(), here) if here else []
     for name in sorted(targets.keys() - here.keys()):  # dry run: no GGUF, so no chat template to render with
         prompts += [render(p, name, None) for p in config.prompt_list()]
-    plan = make_plan(config, build, models, prompts)
+    plan = make_plan(config, builds, models, prompts)
     if config.auto_repetitions:
         plan.notes.append(
             f"repetitions: auto: this is round 1 ({config.min_repetitions} repetitions); cells whose mean "
@@ -315,7 +310,7 @@ def _adaptive(prepared: Prepared):
     from specbench.plan.sweep import make_plan
 
     cfg = prepared.config
-    full = make_plan(cfg, prepared.build, prepared.models, prepared.prompts, repetitions=cfg.max_repetitions)
+    full = make_plan(cfg, prepared.builds, prepared.models, prepared.prompts, repetitions=cfg.max_repetitions)
     return AdaptivePlan(full.measured, cfg.precision, cfg.max_repetitions)
 
 

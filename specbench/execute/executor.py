@@ -60,9 +60,9 @@ def _slug(text: str) -> str:
 
 
 def raw_stem(index: int, inv: Invocation) -> str:
-    """``<n>-<role>-<model>-<method>-<draft_max>-<prompt>-r<rep>`` (warmups say so)."""
+    """``<n>-<role>[-<build>]-<model>-<method>-<draft_max>-<prompt>-r<rep>`` (warmups say so)."""
     role = "warmup" if inv.warmup else inv.role
-    parts = [f"{index:04d}", role, inv.model]
+    parts = [f"{index:04d}", role, *([inv.build] if inv.build else []), inv.model]
     if inv.role == "speculative":
         parts += [inv.draft or inv.method] + ([f"n{inv.draft_max}"] if inv.draft_max is not None else [])
     parts += [inv.prompt_id, f"r{inv.repetition}"]

@@ -44,7 +44,8 @@ class ServerExecutor:
         self.warmup = warmup
         self.model_loads = 0  # llama-server processes started (each loads its models), warmups included
         self._server: RunningServer | None = None
-        self._failed: dict[tuple[str, ...], str] = {}  # setting -> why it cannot be measured
+        self._server_build: str | None = None  # whose server it is: each build gets its own start
+        self._failed: dict[tuple[str | None, ...], str] = {}  # (build, *argv) -> why it cannot be measured
 
     def measure(self, inv: Invocation, index: int, run_dir: Path, run_id: str, started_at: str) -> Measured:
         return self.measure_batch([(index, inv)], run_dir, run_id, started_at)[0]
@@ -91,10 +92,14 @@ class ServerExecutor:
 
     def _ensure_server(self, inv: Invocation, index: int, run_dir: Path) -> str | None:
         """The running server for ``inv``'s setting (started and warmed up if needed), or why not."""
-        key = tuple(inv.argv)
+        key = (inv.build, *inv.argv)  # two labels of one binary (an A/A run) still get a server each
         if key in self._failed:
             return self._failed[key]
-        if self._server is not None and self._server.argv == inv.argv and self._server.alive():
+        if (
+            self._server is not None
+            and (self._server_build, self._server.argv) == (inv.build, inv.argv)
+            and self._server.alive()
+        ):
             return None
         self._stop()
         out, err = server_log_paths(run_dir, raw_stem(index, inv))
@@ -104,7 +109,7 @@ class ServerExecutor:
         except ServerError as exc:
             self._failed[key] = str(exc)
             return str(exc)
-        self._server = server
+        self._server, self._server_build = server, inv.build
         if inv.role == "speculative" and speculative_slots(server) is False:
             self._failed[key] = NO_SPECULATION
             self._stop()

@@ -112,6 +112,42 @@ def _require_draft_flags(config: Config, spec: BinaryInfo, notes: list[str]) -> 
         notes.append(note)
 
 
+def build_order(labels: list[str | None], repetition: int) -> list[str | None]:
+    """The builds' order in a repetition: the config's in even ones, reversed in odd ones (ABBA),
+    so a drift during the run falls on every build alike."""
+    return list(labels) if repetition % 2 == 0 else list(reversed(labels))
+
+
+def with_build(cell: Cell, label: str | None) -> Cell:
+    """``cell`` on build ``label`` (the sweep's cells have none: every build runs every cell)."""
+    return cell if cell.build == label else cell.model_copy(update={"build": label})
+
+
+def build_cells(config: Config, specs: Mapping[str | None, BinaryInfo], notes: list[str]) -> list[Cell]:
+    """The sweep's cells (without a build), the same for every build: a build whose binaries spell
+    the cells otherwise (an older tree without some option) cannot be paired with the others."""
+    labels = list(specs)
+    cells, others = None, []
+    for label in labels:
+        try:
+            theirs = sweep_cells(config, specs[label], notes if cells is None else [])
+        except ConfigError as exc:
+            raise ConfigError(f"build {label!r}: {exc}" if len(labels) > 1 else str(exc)) from exc
+        if cells is None:
+            cells = theirs
+        else:
+            others.append((label, theirs))
+    for label, theirs in others:
+        if theirs != cells:
+            odd = [c for c in theirs if c not in cells] + [c for c in cells if c not in theirs]
+            raise ConfigError(
+                f"builds {labels[0]!r} and {label!r} run different cells "
+                f"({odd[0].model_dump(exclude_defaults=True)} is in one only: their binaries take "
+                "different options); compare builds that both have them"
+            )
+    return cells or []
+
+
 def baseline_groups(cells: list[Cell]) -> dict[tuple, list[Cell]]:
     """The cells by the baseline they are measured against (``baseline_of``), in plan order."""
     groups: dict[tuple, list[Cell]] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from specbench.build.buildinfo import BinaryInfo
-from specbench.plan.cells import baseline_groups, model_path, speculative_flags
+from specbench.plan.cells import baseline_groups, build_order, model_path, speculative_flags, with_build
 from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
@@ -56,44 +56,58 @@ def order_for_server(
     speculative: Callable[[Cell, int, RenderedPrompt, int], object],
     draft_alone: Callable[[Cell, int, RenderedPrompt, int], object],
     repetitions: int,
+    labels: tuple[str | None, ...] | list[str | None] = (None,),
 ) -> list[list]:
     """The measured invocations grouped by server setting, baselines before what compares with them.
 
     Returns one list per server, each in (repetition, prompt) order. The draft models run alone
     only at the sweep's first ``parallel`` value: their speed is the cost ratio, a property of the pair.
+    Several builds (``labels``): every repetition is a round of its own, in which each setting's
+    server of every build serves that repetition's prompts, the builds one after the other in ABBA
+    order; so each build's requests of a setting come minutes, not a whole sweep, after the others'.
     """
     groups: list[list] = []
-    alone_done: set[tuple] = set()
-    reps = range(repetitions)
+    rounds = [list(range(repetitions))] if len(labels) == 1 else [[r] for r in range(repetitions)]
     by_baseline = baseline_groups(cells)
-    for target in targets:
-        prompts = by_target[target]
-        for parallel in config.sweep.parallel:
-            for group in [g for g in by_baseline.values() if g[0].model == target]:
-                groups.append([baseline(group[0], parallel, p, r) for r in reps for p in prompts])
-                for c in group:
-                    groups.append([speculative(c, parallel, p, r) for r in reps for p in prompts])
-                for c in group:
-                    alone = draft_alone_of(c)
-                    if alone is not None and alone not in alone_done:
-                        alone_done.add(alone)
-                        draft = Cell(build=c.build, model=c.draft, ngl=c.ngld or 0)
-                        groups.append([draft_alone(draft, parallel, p, r) for r in reps for p in prompts])
+    for reps in rounds:
+        order = build_order(labels, reps[0])
+        alone_done: set[tuple] = set()
+        for target in targets:
+            prompts = by_target[target]
+            for parallel in config.sweep.parallel:
+                for group in [g for g in by_baseline.values() if g[0].model == target]:
+                    for b in order:
+                        base = with_build(group[0], b)
+                        groups.append([baseline(base, parallel, p, r) for r in reps for p in prompts])
+                    for c in group:
+                        for b in order:
+                            cell = with_build(c, b)
+                            groups.append([speculative(cell, parallel, p, r) for r in reps for p in prompts])
+                    for c in group:
+                        alone = draft_alone_of(c)
+                        if alone is not None and alone not in alone_done:
+                            alone_done.add(alone)
+                            for b in order:
+                                draft = Cell(build=b, model=c.draft, ngl=c.ngld or 0)
+                                groups.append(
+                                    [draft_alone(draft, parallel, p, r) for r in reps for p in prompts]
+                                )
     return groups
 
 
 def server_plan(
-    config: Config, server: BinaryInfo, models: Mapping[str, object], targets: list[str],
-    by_target: dict[str, list[RenderedPrompt]], cells: list[Cell], notes: list[str], repetitions: int,
+    config: Config, servers: Mapping[str | None, BinaryInfo], models: Mapping[str, object],
+    targets: list[str], by_target: dict[str, list[RenderedPrompt]], cells: list[Cell], notes: list[str],
+    repetitions: int,
 ) -> Plan:  # fmt: skip
-    """One llama-server per setting; batches of ``parallel`` requests (see serverplan)."""
+    """One llama-server per build and setting; batches of ``parallel`` requests (see serverplan)."""
     gen = config.generation
 
     def make(
         role: str, c: Cell, par: int, p: RenderedPrompt, rep: int, argv: list[str] | None = None
     ) -> Invocation:
         """``c``: the cell (speculative) or the model alone (its build, model and ngl)."""
-        argv = argv or server_argv(server, model_path(models, c.model), gen, c.ngl, par)
+        argv = argv or server_argv(servers[c.build], model_path(models, c.model), gen, c.ngl, par)
         return Invocation(
             role=role, **cell_dict(c.model_copy(update={"runner": "server", "parallel": par})),
             binary_role="server", argv=argv, prompt_echoed=False, request=request_for(gen, p.text),
@@ -102,6 +116,7 @@ def server_plan(
         )  # fmt: skip
 
     def speculative(c: Cell, parallel: int, p: RenderedPrompt, rep: int) -> Invocation:
+        server = servers[c.build]
         base = server_argv(server, model_path(models, c.model), gen, c.ngl, parallel)
         draft = model_path(models, c.draft) if c.draft else None
         return make("speculative", c, parallel, p, rep, argv=base + speculative_flags(server.flags, c, draft))
@@ -114,7 +129,7 @@ def server_plan(
         baseline=lambda c, par, p, rep: make("baseline", alone(c), par, p, rep),
         speculative=speculative,
         draft_alone=lambda d, par, p, rep: make("draft", d, par, p, rep),
-        repetitions=repetitions,
+        repetitions=repetitions, labels=list(servers),
     )  # fmt: skip
     measured: list[Invocation] = []
     batch = 0

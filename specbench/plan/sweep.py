@@ -17,7 +17,15 @@ from dataclasses import dataclass
 
 from specbench.build.buildinfo import BinaryInfo, BuildInfo
 from specbench.errors import ConfigError
-from specbench.plan.cells import baseline_groups, fmt_num, model_path, speculative_flags, sweep_cells
+from specbench.plan.cells import (
+    baseline_groups,
+    build_cells,
+    build_order,
+    fmt_num,
+    model_path,
+    speculative_flags,
+    with_build,
+)
 from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
@@ -79,23 +87,29 @@ def _prompts_by_target(prompts: list[RenderedPrompt], targets: list[str]) -> dic
 
 def make_plan(
     config: Config,
-    build: BuildInfo,
+    build: BuildInfo | Mapping[str | None, BuildInfo],
     models: Mapping[str, object],
     prompts: list[RenderedPrompt],
     repetitions: int | None = None,
 ) -> Plan:
-    """Expand ``config`` into every invocation, in run order, for the binaries of ``build``.
+    """Expand ``config`` into every invocation, in run order, for the binaries of its builds.
 
-    ``models``: name -> ResolvedModel (or a path, e.g. for a dry run); ``prompts``: rendered for
-    every target (``specbench.plan.prompts.render_all``). ``repetitions``: how many to plan
-    (default: the config's count, or with ``repetitions: auto`` its first round).
+    ``build``: the BuildInfo of each of the config's build labels (one BuildInfo serves them all,
+    e.g. an A/A run). ``models``: name -> ResolvedModel (or a path, e.g. for a dry run); ``prompts``:
+    rendered for every target (``specbench.plan.prompts.render_all``). ``repetitions``: how many to
+    plan (default: the config's count, or with ``repetitions: auto`` its first round).
+
+    Several builds: within each repetition and prompt, every build's run of a baseline, a cell or a
+    draft alone comes right after the other builds' runs of it, in the config's order in even
+    repetitions and reversed in odd ones (ABBA); each build's cells have their own baseline.
     """
     notes: list[str] = []
-    completion = build.binary("completion")
-    spec = build.binary(config.speculative_role)
+    builds = build if isinstance(build, Mapping) else dict.fromkeys(config.build_labels, build)
+    labels = list(builds)
+    completion = builds[labels[0]].binary("completion")
     targets = config.targets()
     by_target = _prompts_by_target(prompts, targets)
-    cells = sweep_cells(config, spec, notes)
+    cells = build_cells(config, {b: builds[b].binary(config.speculative_role) for b in labels}, notes)
     for t in targets:
         fallback = [p.id for p in by_target[t] if p.rendering == "fallback"]
         if fallback:
@@ -108,23 +122,30 @@ def make_plan(
 
     reps = repetitions if repetitions is not None else config.first_repetitions
     if config.runner == "server":
-        return server_plan(config, build.binary("server"), models, targets, by_target, cells, notes, reps)
-    make = _Factory(config, completion, spec, models)
+        servers = {b: builds[b].binary("server") for b in labels}
+        return server_plan(config, servers, models, targets, by_target, cells, notes, reps)
+    make = {
+        b: _Factory(config, builds[b].binary("completion"), builds[b].binary(config.speculative_role), models)
+        for b in labels
+    }
     groups = baseline_groups(cells)
     measured: list[Invocation] = []
     for rep in range(reps):
+        order = build_order(labels, rep)
         for index in range(len(by_target[targets[0]])):
             alone_done: set[tuple] = set()
             for group in groups.values():  # each baseline right before the cells measured against it
                 prompt = by_target[group[0].model][index]
-                measured.append(make.alone("baseline", group[0], prompt, rep))
-                measured += [make.speculative(c, prompt, rep) for c in group]
+                measured += [make[b].alone("baseline", with_build(group[0], b), prompt, rep) for b in order]
+                for c in group:
+                    measured += [make[b].speculative(with_build(c, b), prompt, rep) for b in order]
                 for c in group:
                     alone = draft_alone_of(c)
                     if alone is not None and alone not in alone_done:
                         alone_done.add(alone)
-                        draft_alone = Cell(build=c.build, model=c.draft, ngl=c.ngld or 0)
-                        measured.append(make.alone("draft", draft_alone, prompt, rep))
+                        for b in order:
+                            draft_alone = Cell(build=b, model=c.draft, ngl=c.ngld or 0)
+                            measured.append(make[b].alone("draft", draft_alone, prompt, rep))
     return Plan(invocations=_warmups(measured, config.warmup) + measured, notes=notes)
 
 
@@ -175,10 +196,10 @@ class _Factory:
 
 
 def _warmups(measured: list[Invocation], count: int) -> list[Invocation]:
-    """``count`` copies of the first invocation of each (binary, model, draft) combination."""
+    """``count`` copies of the first invocation of each (build, binary, model, draft) combination."""
     seen: dict[tuple, Invocation] = {}
     for inv in measured:
-        seen.setdefault((inv.binary_role, inv.model, inv.draft), inv)
+        seen.setdefault((inv.build, inv.binary_role, inv.model, inv.draft), inv)
     return [
         inv.model_copy(update={"warmup": True, "repetition": i})
         for i in range(count)

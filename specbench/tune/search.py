@@ -97,6 +97,12 @@ def pick_pair(config: Config, pair: str | None) -> str:
 
 def tune_config(config: Config, pair: str) -> Config:
     """The config the rounds derive from: one pair, its models, the draft method only."""
+    if len(config.builds) > 1:
+        raise ConfigError(
+            f"tune tunes one llama.cpp build, and the config lists {len(config.builds)} "
+            f"({', '.join(str(b.label) for b in config.builds)}); keep one in llama_cpp (or use "
+            "--set 'llama_cpp={backend: ...}')"
+        )
     p = config.pairs[pair]
     sweep = config.sweep.model_copy(update={"method": ["draft"], "ngl": config.sweep.ngl[:1]})
     return config.model_copy(

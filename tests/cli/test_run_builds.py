@@ -1,0 +1,71 @@
+"""`specbench run` with two builds, for real: two labels of the pinned build (an A/A run, no extra
+build), SmolLM2, 16 tokens, one prompt, two repetitions; the process runner and the server runner.
+Samples carry their build, come back to back in ABBA order, each build's speculative samples are
+compared with its own baseline, and the manifest keeps every build."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specbench.results.cell import baseline_of
+from specbench.results.folder import load_manifest, load_samples
+from tests.cli.test_run import one_cell
+from tests.fixtures.build import cli
+
+pytestmark = pytest.mark.slow
+AA = [{"label": "a", "backend": "cpu"}, {"label": "b", "backend": "cpu"}]
+
+
+def run_aa(tmp_path, smol_f32, smol_q4, *sets: str):
+    config = one_cell(tmp_path, smol_f32, smol_q4, generation={"n_predict": 16, "threads": 2}, llama_cpp=AA)
+    run_dir = tmp_path / "run"
+    env = {"SPECBENCH_RESULTS": str(tmp_path)}
+    result = cli("run", str(config), "--out", str(run_dir), *sets, env=env, timeout=1800)  # ~1 min when quiet
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir, load_samples(run_dir)
+
+
+def check_interleaved(samples) -> None:
+    """Every baseline, cell and draft-alone run twice in a row, a then b in repetition 0, b then a in 1."""
+    assert len(samples) == 12 and {s.build for s in samples} == {"a", "b"}
+    for first, second in zip(samples[::2], samples[1::2], strict=True):
+        assert (first.role, first.prompt_id, first.repetition) == (
+            second.role,
+            second.prompt_id,
+            second.repetition,
+        )
+        assert (first.build, second.build) == (("a", "b") if first.repetition == 0 else ("b", "a"))
+    for s in samples:
+        assert s.status == "ok" and s.valid, s.invalid_reason
+    baselines = {(baseline_of(s), s.prompt_id, s.repetition) for s in samples if s.role == "baseline"}
+    for s in samples:
+        if s.role == "speculative":  # judged against its own build's baseline, which it matches at temp 0
+            assert (baseline_of(s), s.prompt_id, s.repetition) in baselines and s.outputs_match is True
+
+
+def test_two_builds_interleave_with_the_process_runner(tmp_path, llama_build, smol_f32, smol_q4):
+    run_dir, samples = run_aa(tmp_path, smol_f32, smol_q4)
+    check_interleaved(samples)
+    man = load_manifest(run_dir)
+    assert set(man.builds) == {"a", "b"} and man.builds["a"].key == man.builds["b"].key == llama_build.key
+    assert man.model_loads == 12 + 6  # one per sample, plus one warmup per build, binary and model
+    report = cli("report", str(run_dir), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    rows = json.loads(report.stdout)["rows"]
+    assert sorted(r["build"] for r in rows) == ["a", "b"]  # a row per build: each with its own baseline
+    gate = cli("compare", str(run_dir), "--format", "json")  # the paired gate on one multi-build run
+    assert gate.returncode in (0, 1, 3), gate.stderr
+    assert {d["metric"] for d in json.loads(gate.stdout)["decisions"]} >= {"baseline_tps", "spec_tps"}
+
+
+def test_two_builds_interleave_with_the_server_runner(tmp_path, llama_build, smol_f32, smol_q4):
+    run_dir, samples = run_aa(tmp_path, smol_f32, smol_q4, "--set", "runner=server")
+    check_interleaved(samples)
+    assert {s.runner for s in samples} == {"server"}
+    # one server per build, setting and repetition: baseline, speculative and draft-alone, 2 x 2 of each
+    servers = sorted(p.name for p in (run_dir / "raw").glob("*-server.stderr"))
+    assert len(servers) == 12, servers
+    assert sum("-a-" in name for name in servers) == sum("-b-" in name for name in servers) == 6
+    assert load_manifest(run_dir).model_loads == 12
