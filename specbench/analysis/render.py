@@ -139,11 +139,18 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
 # "[95% CI]" shortens the speedup column to the speedup alone.
 DROP_ORDER = (
     "predicted", "ttft ms", "tok/pass", "draft_min", "p_min", "[95% CI]", "ngl/ngld", "accept",
-    "baseline t/s",
+    "baseline t/s", "throughput t/s", "match", "valid", "runner", "spec t/s",
 )  # fmt: skip
+KEPT = ("pair", "method", "draft_max", "speedup")  # what a row is and its answer: kept at any width
 SHORT_SPEEDUP = Column(
     "speedup", lambda r: (f"{BEST} " if r.best else "") + _num(r.speedup, ".2f") + "x", True
 )
+
+
+def min_width(c: Column, rows: list[ReportRow]) -> int:
+    """The narrowest a column gets: its widest cell, and its header's longest word (a header may
+    wrap between words, never inside one: "throughpu" / "t" is no header)."""
+    return max([len(w) for w in c.header.split()] + [len(c.cell(r)) for r in rows])
 
 
 def fit(cols: list[Column], rows: list[ReportRow], width: int | None) -> tuple[list[Column], list[str]]:
@@ -152,10 +159,11 @@ def fit(cols: list[Column], rows: list[ReportRow], width: int | None) -> tuple[l
         return cols, []
 
     def need(cs: list[Column]) -> int:
-        return sum(max([len(c.header)] + [len(c.cell(r)) for r in rows]) + 3 for c in cs) + 1
+        return sum(min_width(c, rows) + 3 for c in cs) + 1
 
     dropped = []
-    for header in DROP_ORDER:
+    rest = [c.header for c in reversed(cols) if c.header not in DROP_ORDER and c.header not in KEPT]
+    for header in (*DROP_ORDER, *rest):  # then any other, from the right, but never KEPT
         if need(cols) <= width:
             break
         if header == "[95% CI]" and any(c.header == "speedup [95% CI]" for c in cols):
@@ -178,8 +186,10 @@ def table(report: Report, by_category: bool = False, width: int | None = None):
     if dropped:
         caption.append(f"left out for the terminal's width: {', '.join(dropped)} (see report.md)")
     t = Table(title="specbench report", caption="\n".join(caption), show_lines=False)
-    for c in cols:
-        t.add_column(c.header, justify="right" if c.numeric else "left", overflow="fold")
+    for c in cols:  # never narrower than a whole cell or header word: wider than the terminal, not cut
+        t.add_column(
+            c.header, justify="right" if c.numeric else "left", overflow="fold", min_width=min_width(c, rows)
+        )
     for r in rows:
         t.add_row(*(c.cell(r) for c in cols), style="bold" if r.best and r.category == ALL else None)
     return t

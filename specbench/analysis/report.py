@@ -77,12 +77,13 @@ def run_info(run: StoredRun) -> RunInfo:
 
 
 def _mark_best(rows: list[ReportRow], incomplete: set[str] = frozenset()) -> None:
-    """★ per pair and category; an incomplete run gets none (its missing cells might have won)."""
+    """★ per pair, category and server ``parallel`` (a speedup compares with the baseline at the
+    same parallel only); an incomplete run gets none (its missing cells might have won)."""
     best: dict[tuple, ReportRow] = {}
     for r in rows:
         if r.run in incomplete:
             continue
-        key = (r.run, r.pair, r.category)
+        key = (r.run, r.pair, r.category, r.parallel)
         if r.speedup is not None and (key not in best or r.speedup > best[key].speedup):
             best[key] = r
     for r in best.values():

@@ -153,14 +153,10 @@ def _print_warnings(summary: Any, rows: list) -> None:
         say(f"note: {note}", err=True)
     if any(r.precision_met is False for r in rows):
         say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)
-    from specbench.analysis.cells import cell_name
+    from specbench.analysis.digest import digest
 
-    busy = "busy machine"
-    for r in rows:
-        label = cell_name(r)
-        for w in r.warnings:
-            if not w.startswith(busy):
-                say(f"warning: {label}: {w}", err=True)
+    for line in digest(rows):  # one line per kind of warning, naming its cells
+        say(f"warning: {line}", err=True)
 
 
 def _nothing_measured(summary: Any, report: Any) -> str | None:

@@ -207,10 +207,29 @@ def prepare(
             f"t/s misses precision {config.precision:g} get one more repetition a round, up to "
             f"{config.max_repetitions}"
         )
+    plan.notes += ignored_settings(config)
     for name in sorted(targets.keys() - here.keys()):
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
     return Prepared(config, build, preview, models, checks, prompts, plan, builds, previews)
+
+
+def ignored_settings(config: Config) -> list[str]:
+    """Keys of ``repetitions: auto`` set away from their defaults while ``repetitions`` is a fixed
+    count: they change nothing, and a user who set them expects they did."""
+    if config.auto_repetitions:
+        return []
+    fields = type(config).model_fields
+    changed = [k for k in ("min_repetitions", "max_repetitions") if getattr(config, k) != fields[k].default]
+    precision = config.precision != fields["precision"].default
+    if not changed and not precision:
+        return []
+    what = changed + (["precision"] if precision else [])
+    why = " (precision still marks cells `imprecise` in the report)" if precision else ""
+    return [
+        f"{', '.join(what)} {'is' if len(what) == 1 else 'are'} for `repetitions: auto`; with repetitions "
+        f"{config.repetitions} no cell is repeated to meet them{why}: --set repetitions=auto uses them"
+    ]
 
 
 def left_to_run(prepared: Prepared, run_dir: Path) -> None:

@@ -121,3 +121,29 @@ def test_a_narrow_terminal_drops_columns_not_digits():
     wide.print(render.table(rep, width=300))
     wide_text = wide.export_text()
     assert "left out" not in wide_text and "predicted" in wide_text
+
+
+@pytest.mark.parametrize("width", [90, 80, 70, 60])
+def test_headers_wrap_between_words_never_inside_one(tmp_path, width):
+    """A server run side by side with a process run (runner, parallel, throughput, ttft columns):
+    at any width each header shows whole words ("throughpu" is no header) and lines fit."""
+    from rich.console import Console
+
+    from specbench.results.folder import append_sample, load_samples
+    from tests.gate.test_compare import BASE, SPEC, make_run
+
+    server = make_run(tmp_path, "server-run-with-a-long-name", BASE, SPEC)
+    for s in load_samples(server):  # the same samples again as a parallel=2 server setting
+        append_sample(server, s.model_copy(update={"runner": "server", "parallel": 2, "ttft_ms": 12.5,
+                                                    "batch": s.repetition, "batch_wall_s": 2.0,
+                                                    "n_generated": 48}))  # fmt: skip
+    rep = build_report([server, QUICK])
+    shown, _ = render.fit(render.columns(rep.shown(False), len(rep.runs)), rep.shown(False), width)
+    console = Console(width=width, record=True, no_color=True)
+    console.print(render.table(rep, width=width))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= width
+    head = text.split("┡")[0]
+    words = {w for line in head.splitlines() for w in line.replace("┃", " ").split()}
+    for c in shown:
+        assert set(c.header.split()) <= words, (c.header, head)
