@@ -199,3 +199,16 @@ def test_the_cli_builds_a_ref_and_refuses_bad_ones(tmp_path, home):
     assert_one_line_error(
         cli("build", "--source", str(plain), "--ref", "main", env=env), "not a git checkout"
     )
+
+
+def test_a_tree_in_a_subfolder_of_a_repository_exports_that_folder(tmp_path):
+    """A monorepo with llama.cpp in vendor/llama.cpp: the ref's export is the subfolder's files only."""
+    top = tmp_path / "mono"
+    fake_llama_tree(top / "vendor" / "llama.cpp")
+    (top / "README").write_text("not llama.cpp\n")
+    git(top, "init", "-q", "-b", "main")
+    sha = commit_all(top, "one")
+    ref = resolve_ref(top / "vendor" / "llama.cpp", "main")
+    assert (ref.commit, ref.prefix, ref.top) == (sha, "vendor/llama.cpp/", top.resolve())
+    files = {path for path, _, _ in commit_entries(ref)}
+    assert files == {"CMakeLists.txt", "main.cpp", "ggml/CMakeLists.txt"}
