@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from specbench.analysis.cells import ALL, ROW_CELL, ReportRow
+from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow
 from specbench.analysis.report import Report
+from specbench.results.cell import BASELINE_FIELDS
 
 SPEEDUP = "speedup_vs_draft.png"
 TPS_BARS = "tps_by_cell.png"
@@ -280,8 +281,12 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
         return None
     fig, ax = plt.subplots(figsize=(8, 5))
     label = _cell_label(rows, tuple(k for k in CELL_KEYS if k != "ngl"))  # ngl is the x axis
-    baselines = _groups(rows, lambda r: (r.run, r.target))
-    for (run, target), brs in baselines.items():
+    # one baseline line per run and baseline (``baseline_of``) but its ngl, the x axis
+    axes = [ROW_NAMES.get(f, f) for f in BASELINE_FIELDS if f != "ngl"]
+    baselines = _groups(rows, lambda r: (r.run, *(getattr(r, k) for k in axes)))
+    for key, brs in baselines.items():
+        run, target = key[0], brs[0].target
+        build = f" {brs[0].build}" if brs[0].build is not None else ""
         points = sorted(
             {(r.ngl, r.baseline_tps, r.baseline_tps_sd) for r in brs if r.baseline_tps is not None}
         )
@@ -294,7 +299,7 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
                 ls="--",
                 marker="s",
                 capsize=3,
-                label=f"baseline {target}" + (f" ({run})" if len(report.runs) > 1 else ""),
+                label=f"baseline {target}{build}" + (f" ({run})" if len(report.runs) > 1 else ""),
             )
     for i, (name, series) in enumerate(_groups(rows, label).items()):
         series.sort(key=lambda r: r.ngl)
