@@ -293,6 +293,7 @@ def run_benchmark(
     ``undecided`` replaces their precision rule (``specbench ab``: the cells its paired gate leaves
     undecided get the next round). ``force``: resume a run made on another machine.
     """
+    from specbench.execute.builds import check_same_builds
     from specbench.execute.watch import NoiseWatch
 
     prepare_run_dir(run_dir, resume)
@@ -300,6 +301,7 @@ def run_benchmark(
         manifest = load_manifest(run_dir)
         _check_same_config(manifest, prepared.config, run_dir)
         _check_same_machine(manifest, run_dir, force)
+        check_same_builds(manifest.builds, prepared.builds, run_dir)
         manifest.build, manifest.models = prepared.build, prepared.models
         manifest.builds = {label: b for label, b in prepared.builds.items() if label is not None}
     else:

@@ -86,3 +86,18 @@ def describe_builds(builds: dict[Label, BuildInfo]) -> list[str]:
         commit = (info.commit or "unknown commit")[:12]
         lines.append(f"build {label}: {info.source}{at} ({commit}, {info.backend}) in {Path(info.bin_dir)}")
     return lines
+
+
+def check_same_builds(then: dict[str, BuildInfo], now: dict[Label, BuildInfo], run_dir: Path) -> None:
+    """``--resume`` of a multi-build run must measure the builds it began with: a ref that moved
+    (a branch with new commits) or a work tree edited since would mix two commits under one label."""
+    from specbench.errors import RunError
+
+    for label, before in then.items():
+        after = now.get(label)
+        if after is not None and after.key != before.key:
+            was, is_ = (before.commit or before.key)[:12], (after.commit or after.key)[:12]
+            raise RunError(
+                f"{run_dir}: build {label!r} was {was} and is {is_} now (its ref moved or its tree changed); "
+                "its samples would mix two builds: start a new run (or check out the commit it had)"
+            )

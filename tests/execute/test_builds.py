@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.build.test_builder import FAKE_MAIN
 from tests.fixtures.build import assert_one_line_error, cli, fake_llama_tree
 
@@ -37,3 +39,13 @@ def test_identical_labels_are_refused_before_building(tmp_path):
     )  # fmt: skip
     assert_one_line_error(result, "llama_cpp", "both labelled 'same'")
     assert not (tmp_path / "home").exists() and not (tmp_path / "run").exists()
+
+
+def test_resume_refuses_a_build_whose_ref_moved(tmp_path, llama_build):
+    from specbench.errors import RunError
+    from specbench.execute.builds import check_same_builds
+
+    moved = llama_build.model_copy(update={"key": "ffffffffffff-cpu-0000000000", "commit": "f" * 40})
+    check_same_builds({"a": llama_build, "b": llama_build}, {"a": llama_build, "b": llama_build}, tmp_path)
+    with pytest.raises(RunError, match=r"build 'b' was 0c1e57098bba and is ffffffffffff now"):
+        check_same_builds({"a": llama_build, "b": llama_build}, {"a": llama_build, "b": moved}, tmp_path)
