@@ -119,6 +119,19 @@ def compare(speculative: str, baseline: str) -> Comparison:
     return Comparison(True, None, n)
 
 
+def prompt_over_context(prompt_tokens: int | None, ctx_size: int) -> str | None:
+    """The process runner's binaries take a prompt of at most ``ctx_size`` tokens (llama.cpp caps
+    the batch at the context asked for) and fail past it; llama-server splits a prompt into batches
+    and rounds each slot's context up to a multiple of 256, so it would run one ``ctx_size`` cannot
+    hold. Both runners get the process runner's rule: such a sample fails, saying so."""
+    if prompt_tokens is None or prompt_tokens <= ctx_size:
+        return None
+    return (
+        f"prompt longer than the context ({prompt_tokens} tokens, ctx_size {ctx_size}; the process "
+        "runner fails it, llama-server would round the context up); raise generation.ctx_size"
+    )
+
+
 def failure_reason(stderr: str, exit_code: int | None, signal_name: str | None) -> str:
     """One line saying why a run failed: the prompt-too-long case named as such, else the signal or
     exit code with llama.cpp's last error line."""

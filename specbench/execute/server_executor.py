@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.execute.executor import Measured, raw_stem
-from specbench.execute.outputs import continuation, sha256_text
+from specbench.execute.outputs import continuation, prompt_over_context, sha256_text
 from specbench.execute.server import Reply, RunningServer, ServerError, post, speculative_slots, start_server
 from specbench.parse import ParsedLog, Throughput
 from specbench.results.folder import response_paths, server_log_paths, write_raw
@@ -173,6 +173,10 @@ class ServerExecutor:
                 status, reason = "invalid", "speculation never engaged (draft_n = 0)"
         if status == "ok" and tps is None:
             status, reason = "failed", "no decode speed in the response timings"
+        prompt_n = timings.prompt_n + (timings.cache_n or 0) if timings.prompt_n is not None else None
+        too_long = prompt_over_context(prompt_n, inv.generation.ctx_size)
+        if too_long and status in ("ok", "invalid"):
+            status, reason = "failed", too_long
         text = continuation(content, inv.prompt_text, echoed=False) if isinstance(content, str) else None
         if text is not None:
             write_raw(text_path, content)

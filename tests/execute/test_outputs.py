@@ -123,3 +123,12 @@ def test_a_model_that_does_not_load_names_the_cause_not_only_the_last_line():
         "exit code 1: the model did not load: invalid magic characters: 'abcd', expected 'GGUF': "
         "failed to load model from /m/x.gguf"
     )
+
+
+def test_prompt_over_context_is_the_process_runners_limit():
+    from specbench.execute.outputs import prompt_over_context
+
+    assert prompt_over_context(64, 64) is None and prompt_over_context(None, 64) is None
+    reason = prompt_over_context(192, 64)
+    assert reason.startswith("prompt longer than the context (192 tokens, ctx_size 64")
+    assert reason.endswith("raise generation.ctx_size")

@@ -241,3 +241,25 @@ def _children_named(parent: int, name: str) -> list[int]:
         if comm == name and int(rest[1]) == parent:
             found.append(int(stat.parent.name))
     return found
+
+
+def test_a_prompt_the_context_cannot_hold_fails_as_with_the_process_runner(tmp_path, llama_build, smol_q4):
+    """ctx_size 64 and a ~200-token prompt: llama-completion aborts and llama-speculative-simple
+    refuses it (the batch is capped at the context asked for); llama-server would round each slot up
+    to 256 tokens and answer. The server runner fails the sample with the same reason."""
+    long = "The quick brown fox jumps over the lazy dog. " * 20
+    prompts = tmp_path / "long.jsonl"
+    prompts.write_text(json.dumps({"id": "long", "category": "chat", "text": long}) + "\n")
+    data = dict(
+        name="ctx", runner="server", models={"q4": {"path": str(smol_q4.path)}},
+        pairs={"lookup": {"target": "q4", "method": "ngram-simple"}}, prompts={"file": str(prompts)},
+        generation={"n_predict": 8, "threads": 2, "ctx_size": 64}, repetitions=1, warmup=0, timeout_s=120,
+    )  # fmt: skip
+    config = tmp_path / "ctx.yaml"
+    config.write_text(yaml.safe_dump(data))
+    run_dir = tmp_path / "run"
+    cli("run", str(config), "--out", str(run_dir), env={"SPECBENCH_RESULTS": str(tmp_path)}, timeout=600)
+    samples = load_samples(run_dir)
+    assert samples and all(s.status == "failed" for s in samples), [(s.role, s.status) for s in samples]
+    assert all(s.invalid_reason.startswith("prompt longer than the context (") for s in samples)
+    assert all("ctx_size 64" in s.invalid_reason for s in samples)
