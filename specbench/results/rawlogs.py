@@ -1,0 +1,61 @@
+"""Raw logs of a run folder (``raw/``): names that stay unique across --resume, and the logs of an
+invocation cut short marked ``.partial``. Part of the run-folder layer (``results.folder`` re-exports
+these); nothing outside ``specbench.results`` touches the files."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from specbench.results.records import Sample
+
+RAW = "raw"
+
+PARTIAL = ".partial"  # appended to the raw logs of a sample that never finished
+_RAW_SUFFIXES = (".response.json", ".stdout", ".stderr")
+_RAW_NUMBER = re.compile(r"(\d+)-")
+
+
+def _raw_stem(name: str) -> str | None:
+    return next((name[: -len(s)] for s in _RAW_SUFFIXES if name.endswith(s)), None)
+
+
+def next_raw_number(run_dir: Path) -> int:
+    """Raw logs are named ``NNNN-...``; a resumed run numbers on after the highest, so no name is
+    used twice (a repeated number would read as one invocation's logs)."""
+    raw = run_dir / RAW
+    names = [p.name for p in raw.iterdir()] if raw.is_dir() else []
+    return max((int(m.group(1)) for n in names if (m := _RAW_NUMBER.match(n))), default=-1) + 1
+
+
+def mark_partial(run_dir: Path, stems: Iterable[str]) -> list[Path]:
+    """Rename the raw logs of invocations cut short (Ctrl-C, a kill) to ``NAME.partial``: they hold
+    half a run, and ``specbench parse raw/*.stderr`` must not read them as whole ones."""
+    marked = []
+    for stem in stems:
+        for suffix in _RAW_SUFFIXES:
+            path = run_dir / RAW / f"{stem}{suffix}"
+            if path.is_file():
+                try:
+                    path.replace(path.with_name(path.name + PARTIAL))
+                    marked.append(path)
+                except OSError:
+                    pass  # a log left as it is must not hide why the run stopped
+    return marked
+
+
+def mark_orphans(run_dir: Path, samples: Iterable[Sample]) -> list[Path]:
+    """On --resume: logs of measured invocations that left no sample (the process was killed before
+    it could record one) are partial. Warmups (never recorded) and server logs are kept as they are."""
+    raw = run_dir / RAW
+    if not raw.is_dir():
+        return []
+    recorded = {_raw_stem(Path(p).name) for s in samples for p in (s.stdout_path, s.stderr_path) if p}
+    orphans = set()
+    for path in raw.iterdir():
+        stem = _raw_stem(path.name)
+        if stem is None or stem in recorded or stem.endswith("-server") or "-warmup-" in stem:
+            continue
+        orphans.add(stem)
+    return mark_partial(run_dir, sorted(orphans))
