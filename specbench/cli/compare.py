@@ -335,7 +335,6 @@ def history_cmd(
         plot_history,
         plot_path,
         record_run,
-        setting_of,
     )
     from specbench.results.folder import finish_hint, read_facts
 
@@ -370,8 +369,7 @@ def history_cmd(
         table.add_column(col, overflow="fold", no_wrap=col != "cell")
     last = None
     for p in points:
-        setting = f"{setting_of(p)}; " if setting_of(p) else ""
-        name = f"{p.label} ({setting}{p.generation}; prompts {p.prompts}; {p.machine})"
+        name = f"{p.label} ({p.generation}; prompts {p.prompts}; {p.machine})"
         sd = f" ± {_num(p.sd, metric)}" if p.sd is not None else ""
         started, commit = (p.started_at or "")[:19], (p.commit or "?")[:12]
         value = f"{_num(p.mean, metric)}{sd}"

@@ -201,16 +201,9 @@ def load_history(
     return points
 
 
-def series_of(p: HistoryPoint) -> tuple[str, str, str, str, str, int]:
+def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str]:
     """What makes points one series: the same cell measured the same way (compare would match them)."""
     return (p.machine, p.label, p.runner, p.parallel, p.generation, p.prompts)
-
-
-def setting_of(p: HistoryPoint) -> str:
-    """The runner and parallel of a series, when not the process runner's defaults."""
-    if p.runner == "process" and p.parallel == 1:
-        return ""
-    return f"{p.runner} runner" + (f", parallel {p.parallel}" if p.parallel != 1 else "")
 
 
 _GENERATION = ("n_predict", "temperature", "top_k", "seed", "ctx_size")
@@ -267,8 +260,7 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
     several = len({(s[0], s[1]) for s in by_cell}) < len(by_cell)  # one label, several series
     for _, pts in sorted(by_cell.items()):
         p0 = pts[0]
-        setting = f"{setting_of(p0)}; " if setting_of(p0) else ""
-        label = f"{p0.label} [{setting}{p0.generation}; {p0.prompts}]" if several else p0.label
+        label = f"{p0.label} [{p0.generation}; {p0.prompts}]" if several else p0.label
         xs = [x_of[(p.started_at or "", p.run_id)] for p in pts]
         ax.errorbar(
             xs, [p.mean for p in pts], yerr=[p.sd or 0 for p in pts], marker="o", capsize=3, label=label

@@ -141,7 +141,10 @@ def test_history_command(tmp_path, runs):
     assert r.returncode == 0, r.stderr
     assert "run1" in r.stdout and "run3" in r.stdout and "draft_max=4" not in r.stdout
     # the server run is a series of its own, named so
-    assert r.stdout.count("smol draft draft_max=8 (") == 2 and "server runner, parallel 2" in r.stdout
+    assert (
+        "smol draft draft_max=8 (" in r.stdout
+        and "smol draft draft_max=8 runner=server parallel=2 (" in r.stdout
+    )
     assert plot.read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "results" / "history.sqlite").is_file()
 

@@ -12,7 +12,6 @@ from specbench.gate.history import (
     record_run,
     run_count,
     series_of,
-    setting_of,
 )
 from tests.gate.test_compare import BASE, SPEC, make_run
 
@@ -119,6 +118,6 @@ def test_runner_and_parallel_are_separate_series(tmp_path):
     for p in points:
         series.setdefault(series_of(p), []).append(p.run_id)
     assert sorted(series.values()) == [["run1"], ["run2"], ["run3", "run4"]]
-    assert {setting_of(p) for p in points} == {"", "server runner", "server runner, parallel 2"}
+    assert {(p.runner, p.parallel) for p in points} == {("process", 1), ("server", 1), ("server", 2)}
     plot = plot_history(points, tmp_path / "h.png", "spec_tps")
     assert plot.read_bytes()[:4] == b"\x89PNG"
