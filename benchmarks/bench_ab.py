@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/bench_ab.py [--config configs/ci.yaml] [--out results/bench-ab]
         [--aa-runs 5] [--slow-runs 10] [--delay-frac 0.05] [--threshold 2%]
-        [--bisect-commits 8] [--slow-commit 5] [--tiny] [--set KEY=VALUE ...]
+        [--bisect-commits 8] [--slow-commit 5] [--parts aa,slow,bisect] [--delay-us N] [--tiny]
+        [--set KEY=VALUE ...]
 
 Four measurements, each with ``specbench`` as a user runs it, with ``repetitions=auto`` (rounds
 until the paired gate decides, up to the config's ``max_repetitions``; ``--set`` options go to
@@ -138,10 +139,14 @@ def main() -> None:
     ap.add_argument("--threshold", default="2%")
     ap.add_argument("--bisect-commits", type=int, default=8)
     ap.add_argument("--slow-commit", type=int, default=5)
+    ap.add_argument("--parts", default="aa,slow,bisect", help="which measurements, comma-separated")
+    ap.add_argument(
+        "--delay-us", type=int, help="the slow commit's delay (default: --delay-frac of the A/A step)"
+    )
     ap.add_argument("--tiny", action="store_true", help="prove the script works; numbers mean nothing")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
-    from tests.fixtures.llama_history import make_history, pinned_tree
+    from tests.fixtures.llama_history import pinned_tree
 
     # Rounds until the paired gate decides (6 pairs, ci.yaml's 2 prompts x 3 repetitions, give an
     # interval as wide as the spread of 6 values: too wide for a 5% effect on 2 CPU cores).
@@ -156,9 +161,16 @@ def main() -> None:
     tree = str(pinned_tree())
     result: dict = {"config": args.config, "sets": sets, "threshold": args.threshold}
 
+    parts = set(args.parts.split(","))
+    if "aa" not in parts and args.delay_us is None and parts & {"slow", "bisect"}:
+        sys.exit(
+            "--parts without aa needs --delay-us (the A/A runs measure the decode step it is sized from)"
+        )
+    delay_us = args.delay_us
+
     # 1. A/A
     aa, aa_two = [], []
-    for i in range(args.aa_runs):
+    for i in range(args.aa_runs if "aa" in parts else 0):
         run = args.out / f"aa-{i}"
         data, wall = ab(args.config, tree, tree, run, sets, args.threshold)
         aa += [dict(d, wall_s=wall) for d in data["decisions"]]
@@ -167,11 +179,27 @@ def main() -> None:
             f"A/A {i + 1}/{args.aa_runs}: {[d['decision'] for d in data['decisions']]} ({wall:.0f} s)",
             flush=True,
         )
-    step_ms = baseline_step_ms(args.out / "aa-0")
-    delay_us = max(1, round(args.delay_frac * step_ms * 1000))
-    result["aa"] = {"paired": rates(aa), "two_run": rates(aa_two, key="status"), "decode_step_ms": step_ms}
+    if "aa" in parts:
+        step_ms = baseline_step_ms(args.out / "aa-0")
+        delay_us = delay_us or max(1, round(args.delay_frac * step_ms * 1000))
+        result["aa"] = {
+            "paired": rates(aa),
+            "two_run": rates(aa_two, key="status"),
+            "decode_step_ms": step_ms,
+        }
+    if "slow" in parts:
+        result["slow"] = slowdown(args, tree, delay_us, sets)
+    if "bisect" in parts:
+        result["bisect"] = bisect(args, tree, delay_us, sets)
+    (args.out / "bench-ab.json").write_text(json.dumps(result, indent=2))
+    show(result, args, delay_us)
 
-    # 2. a real slowdown, and 3. the same pairs through two-run compare
+
+def slowdown(args, tree: str, delay_us: int, sets: list[str]) -> dict:
+    """ab of a commit with ``delay_us`` per sampled token against its parent, and the same pairs
+    through two-run compare."""
+    from tests.fixtures.llama_history import make_history
+
     hist = make_history(args.out / "history-slow" / "llama.cpp", Path(tree), [0, delay_us])
     base, head = f"{hist.repo}@{hist.shas[0]}", f"{hist.repo}@{hist.shas[1]}"
     slow, slow_two, walls = [], [], []
@@ -184,13 +212,17 @@ def main() -> None:
         bt = [d for d in data["decisions"] if d["metric"] == "baseline_tps"]
         shown = [(round(d["ratio"] or 0, 3), d["decision"]) for d in bt]
         print(f"slow {i + 1}/{args.slow_runs}: baseline_tps {shown} ({wall:.0f} s)", flush=True)
-    result["slow"] = {
+    return {
         "delay_us": delay_us, "paired_baseline_tps": rates(slow, "baseline_tps"),
         "paired_all": rates(slow), "two_run_baseline_tps": rates(slow_two, "baseline_tps", key="status"),
         "wall_s_after_builds": walls[1:] or walls, "first_wall_s": walls[0] if walls else None,
     }  # fmt: skip
 
-    # 4. bisect
+
+def bisect(args, tree: str, delay_us: int, sets: list[str]) -> dict:
+    """bisect on a history whose commit ``--slow-commit`` adds the delay: steps, answer, build times."""
+    from tests.fixtures.llama_history import make_history
+
     delays = [0] * args.bisect_commits
     for i in range(args.slow_commit, args.bisect_commits):
         delays[i] = delay_us
@@ -205,30 +237,36 @@ def main() -> None:
     named = next(
         (ln.split()[3] for ln in res.stdout.splitlines() if ln.startswith("first bad commit:")), None
     )
-    result["bisect"] = {
+    if res.returncode not in (0, 3):
+        print(res.stderr[-3000:], file=sys.stderr)
+    return {
         "exit": res.returncode, "steps": len(state.get("steps", [])), "named": named,
         "expected": bhist.shas[args.slow_commit], "correct": named == bhist.shas[args.slow_commit],
         "wall_s": time.monotonic() - t0, "build_s": build_times(bout), "output": res.stdout[-3000:],
     }  # fmt: skip
-    if res.returncode not in (0, 3):
-        print(res.stderr[-3000:], file=sys.stderr)
 
-    (args.out / "bench-ab.json").write_text(json.dumps(result, indent=2))
-    r = result
+
+def show(r: dict, args, delay_us: int | None) -> None:
     print()
     print("| measurement | paired `ab` | two-run `compare` |")
     print("| --- | --- | --- |")
-    print(f"| A/A: decisions, fail / undecided | {r['aa']['paired']} | {r['aa']['two_run']} |")
-    print(f"| {args.delay_frac:.0%} slower head ({delay_us} us/token): baseline_tps | "
-          f"{r['slow']['paired_baseline_tps']} | {r['slow']['two_run_baseline_tps']} |")  # fmt: skip
-    walls_after = r["slow"]["wall_s_after_builds"]
-    print(f"| ab wall time once built (max) | {max(walls_after):.0f} s | - |" if walls_after else "")
-    b = r["bisect"]
-    found = f"{b['steps']} steps, named the slow commit: {b['correct']}"
-    print(f"| bisect, {args.bisect_commits} commits | {found} | - |")
-    if b["build_s"]:
-        first, rest = b["build_s"][0], b["build_s"][1:]
-        print(f"| bisect builds after the first / first | {max(rest, default=0) / first:.0%} at most | - |")
+    if "aa" in r:
+        print(f"| A/A: decisions, fail / undecided | {r['aa']['paired']} | {r['aa']['two_run']} |")
+    if "slow" in r:
+        print(f"| {args.delay_frac:.0%} slower head ({delay_us} us/token): baseline_tps | "
+              f"{r['slow']['paired_baseline_tps']} | {r['slow']['two_run_baseline_tps']} |")  # fmt: skip
+        walls_after = r["slow"]["wall_s_after_builds"]
+        if walls_after:
+            print(f"| ab wall time once built (max) | {max(walls_after):.0f} s | - |")
+    if "bisect" in r:
+        b = r["bisect"]
+        found = f"{b['steps']} steps, named the slow commit: {b['correct']}"
+        print(f"| bisect, {args.bisect_commits} commits | {found} | - |")
+        if b["build_s"]:
+            first, rest = b["build_s"][0], b["build_s"][1:]
+            print(
+                f"| bisect builds after the first / first | {max(rest, default=0) / first:.0%} at most | - |"
+            )
     print(f"\n{args.out / 'bench-ab.json'}")
 
 
