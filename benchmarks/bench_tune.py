@@ -46,7 +46,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="configs/quickstart.yaml")
     ap.add_argument("--pair", default="smol")
-    ap.add_argument("--budget-fraction", type=float, default=0.55)
+    ap.add_argument(
+        "--budget-fraction",
+        type=float,
+        default=None,
+        help="tune's --budget as a fraction of the sweep's time (default: tune's own default)",
+    )
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                     help="extra override for the sweep and tune, e.g. prompts.ids=[code-02]")  # fmt: skip
     ap.add_argument("--out", default=f"results/bench-tune-{datetime.now():%Y%m%d-%H%M%S}")
@@ -67,7 +72,8 @@ def main() -> None:
     t0 = time.monotonic()
     models = [(p.target, str(t.path), t.sha256, ngl), (p.draft, str(d.path), d.sha256, ngld)]
     depth = kv_depth(sweep_dir, base.generation.n_predict)
-    cal = calibrate(prepared.build, models, max_draft=16, depth=depth, threads=base.generation.threads)
+    threads = base.generation.threads
+    cal = calibrate(prepared.build, models, max_draft=16, depth=depth, threads=threads).calibration
     calib_s = time.monotonic() - t0
     save_calibration(sweep_dir, cal)
     rows = [r for r in aggregate([sweep_dir]) if r.category == ALL]
@@ -88,13 +94,15 @@ def main() -> None:
     best_cell = max(drafts, key=lambda c: c["speedup"])
     within = all(abs(c["model_error"]) <= 0.15 for c in drafts if c["model_error"] is not None)
 
-    budget = max(30.0, args.budget_fraction * sweep_s)
+    budget = max(30.0, args.budget_fraction * sweep_s) if args.budget_fraction else None
     extra = [x for o in args.sets for x in ("--set", o)]
-    proc, tune_s = specbench("tune", args.config, "--pair", args.pair, "--json", "--budget", f"{budget:.0f}",
-                             "--out", str(out / "tune"), *extra)  # fmt: skip
+    extra += ["--budget", f"{budget:.0f}"] if budget else []
+    proc, tune_s = specbench("tune", args.config, "--pair", args.pair, "--json", "--out", str(out / "tune"),
+                             *extra)  # fmt: skip
     tuned = json.loads(proc.stdout)
     ratio = tuned["speedup"] / best_cell["speedup"] if tuned["speedup"] else None
-    print(f"(b) tune {tune_s:.0f} s ({tune_s / sweep_s:.0%} of the sweep; budget {budget:.0f} s): best "
+    shown = f"{budget:.0f} s" if budget else "default"
+    print(f"(b) tune {tune_s:.0f} s ({tune_s / sweep_s:.0%} of the sweep; budget {shown}): best "
           f"{tuned['best']} measured {tuned['speedup']:.2f}x; the sweep's best draft cell draft_max "
           f"{best_cell['draft_max']} {best_cell['speedup']:.2f}x (ratio {ratio:.2f})")  # fmt: skip
     head = None
@@ -114,8 +122,15 @@ def main() -> None:
         a, b = by_g.get(g_tune) or 0, by_g.get(g_sweep) or 0
         print(f"(c) side by side: draft_max {g_tune} (tune) {a:.2f}x vs draft_max {g_sweep} (sweep) {b:.2f}x "
               f"(ratio {head['ratio'] or 0:.2f})")  # fmt: skip
+    # issue 24: tune's interval must hold what a sweep then measures for tune's own setting
+    then = by_g_tune(cells, head, g_tune)
+    low, high = tuned["speedup_ci_low"], tuned["speedup_ci_high"]
+    contains = then is not None and low is not None and high is not None and low <= then <= high
+    print(f"(d) tune's interval for draft_max {g_tune}: [{low}, {high}]; a sweep measured {then}: "
+          f"{'inside' if contains else 'OUTSIDE'}")  # fmt: skip
     result = {
-        "config": args.config, "overrides": args.sets, "pair": args.pair,
+        "config": args.config, "tune_interval_holds_the_sweep": contains, "sweep_of_tunes_setting": then,
+        "overrides": args.sets, "pair": args.pair,
         "sweep_dir": str(sweep_dir), "sweep_s": sweep_s,
         "calibration_s": calib_s, "depth": cal.depth, "cells": cells, "model_within_15pct": within,
         "tune": tuned, "tune_s": tune_s, "tune_time_fraction": tune_s / sweep_s,
@@ -125,6 +140,12 @@ def main() -> None:
     }  # fmt: skip
     (out / "bench_tune.json").write_text(json.dumps(result, indent=2))
     print(f"wrote {out / 'bench_tune.json'}")
+
+
+def by_g_tune(cells: list[dict], head: dict | None, g: int) -> float | None:
+    """The speedup a sweep measured for draft_max ``g``: the sweep's cell, else the side-by-side run's."""
+    cell = next((c["speedup"] for c in cells if c["method"] == "draft" and c["draft_max"] == g), None)
+    return cell if cell is not None else (head or {}).get("speedup", {}).get(str(g))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,12 @@ def models_dir() -> Path:
     return home() / "models"
 
 
+def calibration_dir() -> Path:
+    """Pass costs `specbench tune` measured: SPECBENCH_CALIBRATION, or ``calibration/`` in the cache."""
+    env = os.environ.get("SPECBENCH_CALIBRATION")
+    return Path(env).expanduser() if env else home() / "calibration"
+
+
 def results_dir() -> Path:
     """The default results folder: ``results/`` in the current directory (the repository)."""
     return Path(os.environ.get("SPECBENCH_RESULTS", "results"))

@@ -70,6 +70,7 @@ class ReportRow(_RowCell):
     first_diff: int | None = None  # earliest differing character among mismatched samples
     best: bool = False  # highest measured speedup of its pair (per run and category)
     model_speedup: float | None = None  # calibrated speed model (specbench.analysis.speedmodel)
+    model_calibration: str | None = None  # which calibration model_speedup comes from (Calibration.describe)
     spec_tps_rel_ci: float | None = None  # relative 95% CI half-width of spec_tps (repetition noise)
     baseline_tps_rel_ci: float | None = None
     precision_met: bool | None = None  # both within `precision`; None unless `repetitions: auto`
@@ -195,6 +196,7 @@ def _row(
         n_total=len(spec), n_invalid=sum(is_invalid(s) for s in spec),
         n_failed=sum(s.status in ("failed", "timeout") for s in spec), draft_tps=draft_tps, cost_ratio=c,
         best_draft_max=best_g, first_diff=min(diffs) if diffs else None, model_speedup=modelled,
+        model_calibration=cal.describe() if modelled is not None and cal is not None else None,
         **vars(quality), throughput_tps=_throughput(used),
         baseline_throughput_tps=_throughput(base_used),
         ttft_ms=stats.summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,

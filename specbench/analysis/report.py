@@ -119,7 +119,11 @@ def build_report(run_dirs: list[Path]) -> Report:
         if any(i.run == info.run for i in infos):
             info.run = f"{info.run} ({run_dir})"
         infos.append(info)
-        rows.extend(run_rows(info.run, run.samples, run.facts, load_calibration(run_dir)))
+        cal = load_calibration(run_dir)
+        run_rows_ = run_rows(info.run, run.samples, run.facts, cal)
+        rows.extend(run_rows_)
+        if cal is not None and any(r.model_speedup is not None for r in run_rows_):
+            warnings.append(f"model column of {info.run}: {cal.describe()}")
         if run.facts.expect is not None:
             expected.append((run.facts.expect, info.run))
     order = [i.run for i in infos]

@@ -130,7 +130,7 @@ def _family(procs: dict[int, tuple[int, list[str]]], me: int) -> set[int]:
 
 def is_benchmark_process(argv: list[str]) -> bool:
     """A llama.cpp binary (argv[0] ``llama-*``, or an old name under a llama.cpp path) or a
-    ``specbench run`` (the script, or ``python -m specbench run``)."""
+    ``specbench run`` or ``tune`` (the script, or ``python -m specbench run``)."""
     if not argv:
         return False
     exe = argv[0]
@@ -142,7 +142,7 @@ def is_benchmark_process(argv: list[str]) -> bool:
         is_module = arg == "-m" and argv[i + 1 : i + 2] in (["specbench"], ["specbench.cli"])
         if is_script or is_module:
             rest = [a for a in argv[i + (2 if is_module else 1) :] if not a.startswith("-")]
-            return rest[:1] == ["run"]
+            return rest[:1] in (["run"], ["tune"])
     return False
 
 

@@ -299,6 +299,7 @@ def run(
         raise
     finally:
         view.stop()
+    _reuse_calibration(prepared, summary.run_dir)
     report, notes = closing_report(summary.run_dir)
     try:
         record_run(summary.run_dir)
@@ -308,6 +309,15 @@ def run(
     why = _nothing_measured(summary, report)
     if why is not None:
         raise RunError(why)
+
+
+def _reuse_calibration(prepared: Any, run_dir: Path) -> None:
+    """A calibration `specbench tune` cached for these models here gives the report its model column."""
+    from specbench.results.folder import load_calibration, save_calibration
+    from specbench.tune.reuse import cached_calibration
+
+    if load_calibration(run_dir) is None and (cal := cached_calibration(prepared, run_dir)) is not None:
+        save_calibration(run_dir, cal)
 
 
 def _status_printer():

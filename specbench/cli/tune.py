@@ -61,7 +61,9 @@ def tune(
     from specbench.build.envinfo import collect
     from specbench.cli.run import ProgressView
     from specbench.execute import benchmark
+    from specbench.execute.runner import RunInterrupted
     from specbench.paths import check_path
+    from specbench.results.folder import load_calibration
     from specbench.tune.search import pick_pair, tune_config
     from specbench.tune.search import tune as run_tune
 
@@ -77,8 +79,20 @@ def tune(
         result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view,
                           note=(lambda line: None) if as_json else (lambda line: say(line, err=True)),
                           command_line=["specbench", *sys.argv[1:]])  # fmt: skip
+    except (
+        RunInterrupted
+    ) as exc:  # Ctrl-C, SIGTERM, SIGHUP: the llama.cpp child is gone, the manifest says so
+        view.stop()
+        cal = " and its calibration" if load_calibration(exc.run_dir) is not None else ""
+        _say(f"interrupted ({exc.reason}): {exc.n_kept} samples{cal} kept in {exc.run_dir} "
+             f"(specbench report {exc.run_dir} shows them)", err=True)  # fmt: skip
+        raise typer.Exit(exc.exit_code) from None
     finally:
         view.stop()
+    for reason in result.busy:
+        _say(f"WARNING: busy machine: {reason}; tune's figures may be off", err=True)
+    for line in [*result.noise_notes, *([result.cache_note] if result.cache_note else [])]:
+        _say(f"note: {line}", err=True)
     if as_json:
         typer.echo(json.dumps(result_json(result), indent=2))
         return

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+MONOTONIC_SLACK = 0.25  # a longer pass may time this much below a shorter one (llama-bench noise)
+
 
 class PassCosts(BaseModel):
     """One model's cost, in seconds, of a forward pass over k tokens at a KV depth (llama-bench)."""
@@ -38,6 +40,19 @@ class PassCosts(BaseModel):
             return pts[0][1] * k / pts[0][0]
         return y0 + (y1 - y0) * (k - x0) / (x1 - x0)
 
+    def not_monotonic(self, slack: float = MONOTONIC_SLACK) -> str | None:
+        """Why these costs cannot be right (a pass over more tokens timed far below one over fewer:
+        the machine was busy during the shorter one), or None. A forward pass never gets cheaper
+        with more tokens; ``slack`` leaves room for llama-bench's own jitter on flat GPU costs."""
+        worst_k, worst = 0, 0.0
+        for k, s in sorted(self.pass_s.items()):
+            if worst > 0 and s < worst * (1 - slack):
+                return (f"{self.model}: a pass over {k} tokens took {s:.4g} s, one over {worst_k} "
+                        f"took {worst:.4g} s")  # fmt: skip
+            if s > worst:
+                worst_k, worst = k, s
+        return None
+
 
 class Calibration(BaseModel):
     """Pass costs of every model of a tuned pair, measured on this machine with this build."""
@@ -47,6 +62,14 @@ class Calibration(BaseModel):
     depth: int  # tokens already in the KV cache when the passes were timed
     repetitions: int = 2
     models: list[PassCosts] = Field(default_factory=list)
+    measured_at: str | None = None  # when llama-bench ran (the oldest model's, when from the cache)
+    source: str = "measured"  # measured (by this tune) | cache (SPECBENCH_HOME/calibration, e.g. for a run)
+
+    def describe(self) -> str:
+        """Which calibration this is, for a report: where it came from, when, at what KV depth."""
+        when = f" {self.measured_at[:16].replace('T', ' ')}" if self.measured_at else ""
+        how = "from the calibration cache" if self.source == "cache" else "measured by specbench tune"
+        return f"llama-bench{when} at KV depth {self.depth}, {how} (build {self.build})"
 
     def costs(self, model: str, ngl: int | None) -> PassCosts | None:
         for m in self.models:

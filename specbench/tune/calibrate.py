@@ -3,7 +3,9 @@
 One llama-bench run per model: ``-p k1,k2,... -n N -d DEPTH -o json`` times one forward pass over k
 tokens (``pp k``) and N tokens decoded one after another (``tg N``), all with DEPTH tokens already in
 the KV cache (the prompts put a few hundred there; an empty cache is faster). Results are cached
-under ``SPECBENCH_HOME/calibration/`` per build, model sha256, threads, ngl, depth and k's.
+under ``SPECBENCH_HOME/calibration/`` (or ``SPECBENCH_CALIBRATION``) per build, model sha256,
+threads, ngl and depth, but only when the machine was quiet and the costs grow with k (the caller
+judges: ``store``); an entry serves any later request whose k's it holds.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -21,17 +24,24 @@ from specbench.childenv import child_env
 from specbench.errors import RunError
 from specbench.files import write_atomic
 from specbench.results.calibration import Calibration, PassCosts
+from specbench.results.manifest import now_iso
 
 DECODE_TOKENS = 16  # tg length: the decode time per token is its mean
 
 
-def pass_sizes(max_draft: int) -> list[int]:
-    """The k's to time: every k up to 9 (small passes change most), then a sparser grid up to g+1."""
+GRIDS = (  # the k's of each calibration level, densest first (a smaller budget takes a sparser one)
+    (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 25, 33, 49, 65),
+    (1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65),
+    (1, 2, 3, 5, 9, 17, 33, 65),
+    (1, 2, 5),
+)
+
+
+def pass_sizes(max_draft: int, level: int = 0) -> list[int]:
+    """The k's to time at ``level`` (0: every k up to 9, where small passes change most, then a sparser
+    grid up to g+1; higher levels are sparser): always 1 and g+1, nothing above g+1."""
     top = max_draft + 1
-    ks = {k for k in range(1, min(top, 9) + 1)}
-    ks |= {k for k in (13, 17, 25, 33, 49, 65) if k <= top}
-    ks.add(top)
-    return sorted(ks)
+    return sorted({k for k in GRIDS[min(level, len(GRIDS) - 1)] if k <= top} | {top})
 
 
 class BenchEntry(BaseModel):
@@ -80,9 +90,50 @@ def bench_argv(
     return argv
 
 
-def _cache_file(build: BuildInfo, sha: str | None, argv_key: str) -> Path:
-    digest = hashlib.sha256(f"{build.key}|{sha}|{argv_key}".encode()).hexdigest()[:16]
-    return paths.home() / "calibration" / f"{digest}.json"
+class CachedCosts(BaseModel):
+    """One model's pass costs in the calibration cache, with what they were measured under."""
+
+    build: str
+    sha256: str | None
+    threads: int | None
+    ngl: int
+    depth: int
+    repetitions: int
+    measured_at: str
+    costs: PassCosts
+
+
+def _cache_file(build: BuildInfo | str, sha: str | None, threads: int | None, ngl: int, depth: int) -> Path:
+    key = build if isinstance(build, str) else build.key
+    digest = hashlib.sha256(
+        f"{key}|{sha}|t{threads}|ngl{ngl}|d{depth}|tg{DECODE_TOKENS}".encode()
+    ).hexdigest()
+    return paths.calibration_dir() / f"{digest[:16]}.json"
+
+
+def _read_cached(path: Path) -> CachedCosts | None:
+    """A cache entry, or None: missing, unreadable, of an older format, or not monotonic in k
+    (written before busy machines were refused: such an entry is measured again)."""
+    try:
+        entry = CachedCosts.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return None if entry.costs.not_monotonic() else entry
+
+
+def cached_costs(
+    build: str, sha256: str | None, threads: int | None, ngl: int, depth: int, depth_tolerance: float = 0.0
+) -> CachedCosts | None:
+    """The cached costs of a model at ``depth``; with ``depth_tolerance`` (a fraction) the entry of the
+    nearest depth within it (a run's prompts fill the KV cache about as deep as tune's)."""
+    exact = _read_cached(_cache_file(build, sha256, threads, ngl, depth))
+    if exact is not None or depth_tolerance <= 0:
+        return exact
+    folder = paths.calibration_dir()
+    near = [e for f in sorted(folder.glob("*.json")) if (e := _read_cached(f)) is not None
+            and (e.build, e.sha256, e.threads, e.ngl) == (build, sha256, threads, ngl)
+            and abs(e.depth - depth) <= depth_tolerance * max(depth, 1)]  # fmt: skip
+    return min(near, key=lambda e: abs(e.depth - depth), default=None)
 
 
 def measure_model(
@@ -98,15 +149,16 @@ def measure_model(
     reps: int = 2,
     timeout_s: float = 600,
     use_cache: bool = True,
-) -> PassCosts:
-    """One model's pass costs (cached: the same build, model, threads, ngl, depth and k's reuse it)."""
+) -> tuple[CachedCosts, bool]:
+    """One model's pass costs, and whether they came from the cache: they do when it holds this build,
+    model, threads, ngl and depth with every k of ``ks``; else they are measured now and not stored
+    (``store`` does that, once the caller knows the machine was quiet)."""
+    if use_cache:
+        hit = cached_costs(build.key, sha256, threads, ngl, depth)
+        if hit is not None and set(ks) <= set(hit.costs.pass_s):
+            return hit.model_copy(update={"costs": hit.costs.model_copy(update={"model": name})}), True
     argv = bench_argv(build, path, ks, depth, threads, ngl, reps)
-    cache = _cache_file(build, sha256, " ".join(argv[3:]))
-    if use_cache and cache.is_file():
-        try:
-            return PassCosts.model_validate_json(cache.read_text()).model_copy(update={"model": name})
-        except ValueError:
-            pass
+    at = now_iso()
     try:
         proc = subprocess.run(
             argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, env=child_env()
@@ -119,8 +171,26 @@ def measure_model(
         last = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
         raise RunError(f"llama-bench on {name} failed (exit {proc.returncode}): {last[0]}")
     costs = costs_from_entries(name, sha256, ngl, parse_bench_json(proc.stdout))
-    write_atomic(cache, costs.model_dump_json())
-    return costs
+    entry = CachedCosts(build=build.key, sha256=sha256, threads=threads, ngl=ngl, depth=depth,
+                        repetitions=reps, measured_at=at, costs=costs)  # fmt: skip
+    return entry, False
+
+
+def store(entry: CachedCosts) -> None:
+    """Write one model's costs to the cache (atomically: a crash leaves the old entry or none)."""
+    cache = _cache_file(entry.build, entry.sha256, entry.threads, entry.ngl, entry.depth)
+    write_atomic(cache, entry.model_dump_json())
+
+
+@dataclass
+class Calibrated:
+    """A calibration and the entries of it measured now (the ones ``store`` may cache)."""
+
+    calibration: Calibration
+    fresh: list[CachedCosts] = field(default_factory=list)
+
+    def not_monotonic(self) -> str | None:
+        return next((why for m in self.calibration.models if (why := m.not_monotonic())), None)
 
 
 def calibrate(
@@ -131,11 +201,12 @@ def calibrate(
     depth: int,
     threads: int | None,
     reps: int = 2,
+    level: int = 0,
     timeout_s: float = 600,
-) -> Calibration:
-    """Pass costs of each (name, path, sha256, ngl) at ``depth`` for k = 1..max_draft+1."""
-    ks = pass_sizes(max_draft)
-    measured = [
+) -> Calibrated:
+    """Pass costs of each (name, path, sha256, ngl) at ``depth``, the k's of ``level`` up to max_draft+1."""
+    ks = pass_sizes(max_draft, level)
+    entries = [
         measure_model(
             build,
             name,
@@ -150,4 +221,10 @@ def calibrate(
         )  # fmt: skip
         for name, path, sha, ngl in models
     ]
-    return Calibration(build=build.key, threads=threads, depth=depth, repetitions=reps, models=measured)
+    fresh = [e for e, hit in entries if not hit]
+    cal = Calibration(
+        build=build.key, threads=threads, depth=depth, repetitions=min(e.repetitions for e, _ in entries),
+        models=[e.costs for e, _ in entries], measured_at=min(e.measured_at for e, _ in entries),
+        source="measured" if fresh else "cache",
+    )  # fmt: skip
+    return Calibrated(cal, fresh)

@@ -24,30 +24,33 @@ the draft.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specbench import interrupts
 from specbench.analysis.cells import ALL, ReportRow
 from specbench.analysis.report import aggregate
 from specbench.analysis.speedmodel import diagnose
-from specbench.errors import ConfigError
+from specbench.build import noise
+from specbench.errors import ConfigError, SpecbenchError
 from specbench.execute import benchmark
-from specbench.execute.runner import ProgressFn, execute
+from specbench.execute.runner import ProgressFn, RunInterrupted, execute
 from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation
 from specbench.plan.sweep import make_plan
 from specbench.results.calibration import Calibration
-from specbench.results.folder import load_samples, save_calibration
-from specbench.tune.calibrate import calibrate
+from specbench.results.folder import has_manifest, has_samples, load_samples, save_calibration, save_manifest
+from specbench.results.manifest import Manifest, now_iso
+from specbench.tune.budget import Clock, RunCosts, plan_calibration
+from specbench.tune.calibrate import Calibrated, calibrate, pass_sizes, store
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
 from specbench.tune.commands import server_command, with_placeholder
 
 MAX_DRAFT = 32
 PROBE_DRAFT = 8
 FIRST_ROUND = 2  # candidates measured after the probe, at most
-MAX_REPS = 3
+MAX_REPS = 2  # rounds the winner is measured in (with the probe); a third cost 20% more time
 
 
 @dataclass
@@ -63,6 +66,9 @@ class TuneResult:
     no_gain: str | None  # why nothing beats the baseline, as the model sees it
     elapsed_s: float
     rounds: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)  # the noise check's reasons (manifest.noise)
+    noise_notes: list[str] = field(default_factory=list)
+    cache_note: str | None = None  # why the calibration was not cached
 
 
 def _needed_models(config: Config, names: list[str]) -> dict:
@@ -158,6 +164,22 @@ def _mean_wall(run_dir: Path) -> float:
     return sum(walls) / len(walls) if walls else 5.0
 
 
+def _look(manifest: Manifest, phase: str) -> list[str]:
+    """A noise snapshot (specbench idle: CPU sampled) into the manifest; what makes the machine busy now."""
+    snap = noise.snapshot(phase, now_iso(), idle=True)
+    noise.record(manifest.noise, snap)
+    return noise.judge(snap)
+
+
+def cache_refusal(calibrated: Calibrated, busy: list[str]) -> str | None:
+    """Why this calibration must not be cached for later runs (a busy machine, costs that fall as k
+    grows), or None. Tune itself still uses it: it is the best measure of this moment there is."""
+    if busy:
+        return f"the machine was busy while it was measured ({busy[0]})"
+    why = calibrated.not_monotonic()
+    return f"its pass costs do not grow with k ({why}); measure it again on a quiet machine" if why else None
+
+
 def tune(
     config: Config,
     pair: str | None,
@@ -170,55 +192,107 @@ def tune(
     note: Callable[[str], None] = lambda line: None,
     command_line: list[str] | None = None,
 ) -> TuneResult:
-    """Find the fastest draft setting of ``pair`` within about ``budget_s`` seconds of measuring."""
-    t0 = time.monotonic()
+    """Find the fastest draft setting of ``pair`` in at most ``budget_s`` seconds, all of it counted.
+
+    Ctrl-C, SIGTERM or SIGHUP: the manifest says ``interrupted`` and RunInterrupted says what was kept.
+    """
+    clock = Clock(budget_s)
     pair = pick_pair(config, pair)
     base = tune_config(config, pair)
-    p = base.pairs[pair]
     ngl = base.sweep.ngl[0]
     ngld_values = sorted(set(base.sweep.ngld)) if gpu else [0]
     every = candidates(base, ngl, ngld_values, max_draft)
     probe_g = min(PROBE_DRAFT, max_draft)
     probe = [s for s in every if s.ngld == ngld_values[-1] and s.draft_max == max(probe_g, s.draft_min)]
     benchmark.prepare_run_dir(run_dir, False)
-    first = _round_config(base, probe, 1, base.warmup)
-    prepared = benchmark.prepare(first)
+    prepared = benchmark.prepare(_round_config(base, probe, 1, base.warmup))
     manifest = benchmark.make_manifest(prepared, run_dir, command_line or [])
     result = TuneResult(pair, run_dir, [], None, None, None, None, None, None, 0.0)
+    try:
+        _search(base, prepared, manifest, result, clock, every, probe, ngld_values, max_draft, progress, note)
+    except RunInterrupted:
+        raise  # execute recorded it
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP between the rounds (calibration...)
+        reason = interrupts.describe(exc)
+        _record_end(run_dir, manifest, "interrupted", reason)
+        raise RunInterrupted(run_dir, _kept(run_dir), reason, interrupts.exit_code(exc)) from None
+    except SpecbenchError as exc:
+        _record_end(run_dir, manifest, "failed", str(exc))
+        raise
+    result.busy, result.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
+    result.elapsed_s = clock.elapsed()
+    return result
 
+
+def _kept(run_dir: Path) -> int:
+    return len(load_samples(run_dir)) if has_samples(run_dir) else 0
+
+
+def _record_end(run_dir: Path, manifest: Manifest, status: str, reason: str | None) -> None:
+    if not has_manifest(run_dir):
+        return  # nothing ran yet: no run to record
+    manifest.mark_finished(status, reason)  # type: ignore[arg-type]
+    save_manifest(run_dir, manifest)
+
+
+def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, result: TuneResult, clock: Clock,
+            every: list[Setting], probe: list[Setting], ngld_values: list[int], max_draft: int,
+            progress: ProgressFn | None, note: Callable[[str], None]) -> None:  # fmt: skip
+    run_dir, pair = result.run_dir, result.pair
+    p = base.pairs[pair]
+    ngl = base.sweep.ngl[0]
     rounds: dict[tuple, int] = {}  # setting -> rounds it was measured in
+    prompts = prepared.prompts
 
-    def measure(settings: list[Setting], first_round: bool = False) -> None:
+    def measure(settings: list[Setting], first_round: bool = False, only: list[str] | None = None) -> None:
         rep = len(result.rounds)  # one repetition number per round, the baseline's included
         cfg = _round_config(base, settings, 1, base.warmup if first_round else 0)
         manifest.config = cfg.model_dump(mode="json")
-        execute(
-            _invocations(cfg, prepared, settings, rep),
-            run_dir,
-            manifest,
-            progress=progress,
-            resume=not first_round,
-        )
-        for st in settings:
-            rounds[st.key()] = rounds.get(st.key(), 0) + 1
-        names = ", ".join(st.label() for st in settings)
-        result.rounds.append(f"round {rep + 1}: baseline and {names}")
+        invs = _invocations(cfg, prepared, settings, rep)
+        if only is not None:  # the probe in two parts: its first prompt prices the rest of the search
+            invs = [i for i in invs if i.prompt_id in only]
+        execute(invs, run_dir, manifest, progress=progress, resume=has_samples(run_dir))
+        if only is None or only[-1] == prompts[-1].id:
+            for st in settings:
+                rounds[st.key()] = rounds.get(st.key(), 0) + 1
+            names = ", ".join(st.label() for st in settings)
+            result.rounds.append(f"round {rep + 1}: baseline and {names}")
 
+    _look(manifest, "before")  # the CLI prints what the noise check found (manifest.noise) at the end
     probed = ", ".join(st.label() for st in probe)
-    note(f"probe: baseline and {probed} over {len(prepared.prompts)} prompt(s)")
-    measure(probe, first_round=True)
-    rows = _rows(run_dir)
+    note(f"probe: baseline and {probed} over {len(prompts)} prompt(s)")
+    measure(probe, first_round=True, only=[prompts[0].id])
+    costs = RunCosts.from_samples(load_samples(run_dir))
     depth = kv_depth(run_dir, base.generation.n_predict)
-    note(f"calibrate: llama-bench passes of 1..{max_draft + 1} tokens at KV depth {depth}")
+    plan = plan_calibration(clock, costs, depth, max_draft, 1 + len(ngld_values),
+                            (len(prompts) - 1) * (1 + len(probe)), len(prompts) * 2)  # fmt: skip
+    if len(prompts) > 1:
+        measure(probe, only=[q.id for q in prompts[1:]])
+    depth = kv_depth(run_dir, base.generation.n_predict)
+    rows = _rows(run_dir)
+    note(f"calibrate: llama-bench passes of {len(pass_sizes(max_draft, plan.level))} sizes up to "
+         f"{max_draft + 1} tokens at KV depth {depth}, {plan.reps} repetition(s) "
+         f"(about {plan.seconds:.0f} s; nothing when cached)")  # fmt: skip
     models = prepared.models
     tm, dm = models[p.target], models[p.draft]
-    cal = calibrate(
+    busy = _look(manifest, "during")  # judges the calibration: it is cached only if the machine is quiet
+    calibrated = calibrate(
         prepared.build,
         [(p.target, str(tm.path), getattr(tm, "sha256", None), ngl)]
         + [(p.draft, str(dm.path), getattr(dm, "sha256", None), nd) for nd in ngld_values],
-        max_draft=max_draft, depth=depth, threads=base.generation.threads,
+        max_draft=max_draft, depth=depth, threads=base.generation.threads, reps=plan.reps, level=plan.level,
     )  # fmt: skip
+    cal = calibrated.calibration
+    if calibrated.fresh:
+        busy += _look(manifest, "during")
+        refusal = cache_refusal(calibrated, busy)
+        if refusal is None:
+            for entry in calibrated.fresh:
+                store(entry)
+        else:
+            result.cache_note = f"calibration not cached: {refusal}"
     save_calibration(run_dir, cal)
+    save_manifest(run_dir, manifest)
     result.calibration = cal
     cands = {s.key(): Candidate(s) for s in every}
 
@@ -231,20 +305,16 @@ def tune(
 
     update()
     per_run = _mean_wall(run_dir)
-    n_prompts = len(prepared.prompts)
 
     def cost(n_settings: int) -> float:
-        return n_prompts * (1 + n_settings) * per_run  # each round measures the baseline again
-
-    def affordable(seconds: float) -> bool:
-        return time.monotonic() - t0 + seconds <= budget_s
+        return len(prompts) * (1 + n_settings) * per_run  # each round measures the baseline again
 
     ranked = [c.setting for c in sorted(cands.values(), key=lambda c: -(c.model_speedup or 0))]
     k = FIRST_ROUND
-    while k > 1 and not affordable(cost(k) + cost(1)):  # leave room to measure the winner again
+    while k > 1 and not clock.affordable(cost(k) + cost(1)):  # leave room to measure the winner again
         k -= 1
     top = first_round(ranked, set(rounds), k)
-    if top and affordable(cost(len(top))):
+    if top and clock.affordable(cost(len(top))):
         measure(top)
         update()
     field_ = [c for c in cands.values() if c.n > 0]
@@ -254,13 +324,13 @@ def tune(
         if len(field_) == 1 and rounds[field_[0].setting.key()] >= MAX_REPS:
             break
         per_run = _mean_wall(run_dir)
-        if not affordable(cost(len(field_))):
+        if not clock.affordable(cost(len(field_))):
             break
         measure([c.setting for c in field_])
         update()
+    _look(manifest, "after")
+    save_manifest(run_dir, manifest)
     _finish(result, base, prepared, cands, cal, ngl)
-    result.elapsed_s = time.monotonic() - t0
-    return result
 
 
 def _finish(result: TuneResult, base: Config, prepared: benchmark.Prepared, cands: dict, cal: Calibration,

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc"
         (["/usr/bin/python3", "/v/.venv/bin/specbench", "run", "c.yaml"], True),
         (["/usr/bin/python3", "/v/.venv/bin/specbench", "--debug", "run", "c.yaml"], True),
         (["python3", "-m", "specbench", "run", "c.yaml"], True),
+        (["python3", "-m", "specbench", "tune", "c.yaml"], True),
         (["python3", "-m", "specbench", "report"], False),
         (["/v/.venv/bin/specbench", "compare", "a", "b"], False),
         (["vim", "llama-server.log"], False),

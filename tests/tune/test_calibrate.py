@@ -3,31 +3,42 @@
 import pytest
 
 from specbench.errors import RunError
-from specbench.tune.calibrate import calibrate, measure_model, parse_bench_json, pass_sizes
+from specbench.tune.calibrate import calibrate, measure_model, parse_bench_json, pass_sizes, store
 
 pytestmark = pytest.mark.slow
 
 
-def test_pass_sizes_cover_one_to_g_plus_one():
+def test_pass_sizes_cover_one_to_g_plus_one_sparser_at_higher_levels():
     assert pass_sizes(4) == [1, 2, 3, 4, 5]
-    ks = pass_sizes(32)
-    assert ks[0] == 1 and ks[-1] == 33 and ks == sorted(set(ks))
+    levels = [pass_sizes(32, level) for level in range(4)]
+    for ks in levels:
+        assert ks[0] == 1 and ks[-1] == 33 and ks == sorted(set(ks)) and max(ks) == 33
+    assert [len(ks) for ks in levels] == sorted((len(ks) for ks in levels), reverse=True)
+    assert pass_sizes(32, 3) == [1, 2, 5, 33]
 
 
 def test_llama_bench_at_depth_gives_positive_pass_costs_that_grow_with_the_batch(llama_build, smol_q4):
-    costs = measure_model(
+    entry, cached = measure_model(
         llama_build, "q4", str(smol_q4.path), smol_q4.sha256,
         ks=[1, 2, 17], depth=64, threads=2, ngl=0, reps=1, use_cache=False,
     )  # fmt: skip
+    costs = entry.costs
+    assert not cached and entry.measured_at and entry.depth == 64
     assert costs.decode_s > 0
     assert set(costs.pass_s) == {1, 2, 17}
     assert all(v > 0 for v in costs.pass_s.values())
     assert costs.pass_s[17] > costs.pass_s[1]  # a pass over 17 tokens costs more than over one
     assert costs.cost(9) == pytest.approx(costs.pass_s[2] + (costs.pass_s[17] - costs.pass_s[2]) * 7 / 15)
-    # the same measurement again comes from the cache, under the name asked for
-    cal = calibrate(llama_build, [("draft", str(smol_q4.path), smol_q4.sha256, 0)], max_draft=1, depth=64,
+    # stored, the same measurement comes from the cache, under the name asked for, when it holds the k's
+    store(entry)
+    got = calibrate(llama_build, [("draft", str(smol_q4.path), smol_q4.sha256, 0)], max_draft=1, depth=64,
                     threads=2, reps=1)  # fmt: skip
-    assert cal.costs("draft", 0) is not None and cal.depth == 64
+    cal = got.calibration
+    if costs.not_monotonic() is not None:  # a busy machine timed a longer pass far below a shorter one
+        assert got.fresh and cal.source == "measured"  # such an entry is never reused: measured again
+        return
+    assert not got.fresh and cal.source == "cache" and cal.measured_at == entry.measured_at
+    assert cal.costs("draft", 0) is not None and cal.costs("draft", 0).pass_s == costs.pass_s
 
 
 def test_output_that_is_not_llama_bench_json_is_a_clear_error():

@@ -1,0 +1,31 @@
+"""Tune's rounds run exactly the command lines a sweep of the same settings runs (issue 24: tune's
+baselines ran slower than a sweep's; the cause is not in what is run, this keeps it that way)."""
+
+from specbench.execute import benchmark
+from specbench.plan.sweep import make_plan
+from specbench.tune.candidates import Setting
+from specbench.tune.search import _invocations, _round_config, tune_config
+from tests.plan.test_sweep import MODELS, make_config, rendered
+
+
+def test_tune_rounds_run_the_sweeps_baseline_and_speculative_command_lines(tmp_path, llama_build):
+    config = make_config(tmp_path, sweep={"method": ["draft", "ngram-simple"], "draft_max": [7, 8, 12, 16]})
+    prompts = rendered(config)
+    models = {name: str(path) for name, path in MODELS.items()}
+    sweep = make_plan(config, llama_build, models, prompts).measured
+    base = tune_config(config, "p")
+    prepared = benchmark.Prepared(base, llama_build, None, models, {}, prompts, None)  # type: ignore[arg-type]
+    setting = Setting(12, 0, 0.0, 0, 0)
+    cfg = _round_config(base, [setting], 1, 0)
+    rounds = [i for i in _invocations(cfg, prepared, [setting], rep=3) if not i.warmup]
+    for inv in rounds:
+        twin = [s for s in sweep if s.role == inv.role and s.prompt_id == inv.prompt_id
+                and s.draft_max == inv.draft_max and s.method == inv.method]  # fmt: skip
+        assert twin, inv.label()
+        assert inv.argv == twin[0].argv, inv.label()  # threads, ctx, seed, flags: all the same
+        assert (inv.timeout_s, inv.generation) == (twin[0].timeout_s, twin[0].generation)
+    # a round is baseline then candidate per prompt, the sweep's order without its other cells
+    assert [(i.role, i.prompt_id) for i in rounds] == [
+        (role, p.id) for p in prompts for role in ("baseline", "speculative")
+    ]
+    assert {i.repetition for i in rounds} == {3}
