@@ -34,7 +34,7 @@ def tiny(tmp: Path, f32, q4) -> Path:
 def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, llama_build, smol_f32, smol_q4):
     run_dir = tmp_path / "tuned"
     result = cli("tune", str(tiny(tmp_path, smol_f32, smol_q4)), "--pair", "smol", "--budget", "900",
-                 "--max-draft", "3", "--json", "--out", str(run_dir))  # fmt: skip
+                 "--max-draft", "3", "--json", "--out", str(run_dir), timeout=1800)  # fmt: skip
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert set(out) == KEYS
@@ -74,7 +74,8 @@ def test_tune_searches_every_draft_min_and_p_min_of_the_config(tmp_path, llama_b
     data["sweep"] = {"method": ["draft"], "draft_max": [4], "draft_min": [0, 2], "p_min": [0.0, 0.6]}
     config.write_text(yaml.safe_dump(data))
     out_dir = str(tmp_path / "t")
-    result = cli("tune", str(config), "--budget", "900", "--max-draft", "4", "--json", "--out", out_dir)
+    result = cli("tune", str(config), "--budget", "900", "--max-draft", "4", "--json", "--out", out_dir,
+                 timeout=1800)  # fmt: skip
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     by_family: dict = {}

@@ -79,7 +79,8 @@ def test_tune_on_a_busy_machine_warns_records_it_and_caches_no_calibration(
     config, _ = marked(tmp_path, smol_f32, smol_q4)
     foreign = start_foreign("llama-server", seconds=600)  # another benchmark, for the whole tune
     try:
-        result = cli("tune", str(config), "--budget", "900", "--max-draft", "3", "--out", str(tmp_path / "t"))
+        result = cli("tune", str(config), "--budget", "900", "--max-draft", "3", "--out", str(tmp_path / "t"),
+                     timeout=1800)  # a loaded machine takes a minute a run; a quiet one a second  # fmt: skip
     finally:
         stop(foreign)
     assert result.returncode == 0, result.stderr
