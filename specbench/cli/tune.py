@@ -84,15 +84,15 @@ def tune(
     ) as exc:  # Ctrl-C, SIGTERM, SIGHUP: the llama.cpp child is gone, the manifest says so
         view.stop()
         cal = " and its calibration" if load_calibration(exc.run_dir) is not None else ""
-        _say(f"interrupted ({exc.reason}): {exc.n_kept} samples{cal} kept in {exc.run_dir} "
+        say(f"interrupted ({exc.reason}): {exc.n_kept} samples{cal} kept in {exc.run_dir} "
              f"(specbench report {exc.run_dir} shows them)", err=True)  # fmt: skip
         raise typer.Exit(exc.exit_code) from None
     finally:
         view.stop()
     for reason in result.busy:
-        _say(f"WARNING: busy machine: {reason}; tune's figures may be off", err=True)
+        say(f"WARNING: busy machine: {reason}; tune's figures may be off", err=True)
     for line in [*result.noise_notes, *([result.cache_note] if result.cache_note else [])]:
-        _say(f"note: {line}", err=True)
+        say(f"note: {line}", err=True)
     if as_json:
         typer.echo(json.dumps(result_json(result), indent=2))
         return
