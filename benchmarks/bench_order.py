@@ -1,7 +1,8 @@
 """Does what runs right before a baseline change its t/s? (issue 24: tune's baselines vs a sweep's)
 
     .venv/bin/python benchmarks/bench_order.py [--config configs/quickstart.yaml] [--pair smol]
-                                               [--draft-max 8] [--reps 6] [--out results/bench-order]
+                                               [--draft-max 8] [--reps 6] [--set KEY=VALUE]
+                                               [--out results/bench-order]
 
 In a sweep, a prompt's baseline runs right after the previous prompt's draft-alone run
 (llama-completion on the draft); in tune's rounds (which leave draft-alone runs out) right after a
@@ -46,10 +47,12 @@ def main() -> None:
     ap.add_argument("--pair", default="smol")
     ap.add_argument("--draft-max", type=int, default=8)
     ap.add_argument("--reps", type=int, default=6)
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override, e.g. generation.n_predict=16 for a quick try")  # fmt: skip
     ap.add_argument("--out", default=f"results/bench-order-{datetime.now():%Y%m%d-%H%M%S}")
     args = ap.parse_args()
     out = Path(args.out)
-    cfg = benchmark.load(Path(args.config), [f"sweep.draft_max=[{args.draft_max}]", "warmup=0"])
+    cfg = benchmark.load(Path(args.config), [f"sweep.draft_max=[{args.draft_max}]", "warmup=0", *args.sets])
     base = tune_config(cfg, args.pair)
     prepared = benchmark.prepare(base)
     plan = make_plan(base, prepared.build, prepared.models, prepared.prompts[:1], repetitions=1).invocations
