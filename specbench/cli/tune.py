@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import say
+from specbench.errors import RunError
 
 
 def result_json(result) -> dict:
@@ -95,8 +96,10 @@ def tune(
         say(f"note: {line}", err=True)
     if as_json:
         typer.echo(json.dumps(result_json(result), indent=2))
-        return
-    _print(result)
+    else:
+        _print(result)
+    if result.best is None:  # a tune that measured nothing must not pass a CI job
+        raise RunError(f"no setting could be measured; see the samples in {result.run_dir}")
 
 
 def _x(c, modelled: bool = False) -> str:
@@ -119,7 +122,6 @@ def _print(result) -> None:
         say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} (n={c.n}), "
              f"model {_x(c, modelled=True)}")  # fmt: skip
     if best is None:
-        say("no setting could be measured; see the samples in the run folder")
         return
     s = best.setting
     say(f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "

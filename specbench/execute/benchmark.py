@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from specbench.build.buildinfo import BinaryInfo, BuildInfo
 from specbench.errors import BuildError, ModelError, RunError
-from specbench.execute.executor import Executor, ProcessExecutor
 from specbench.execute.runner import ProgressFn, RunResult, execute, prepare_run_dir
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
@@ -70,10 +69,6 @@ class Prepared:
     plan: Plan
     builds: dict[str | None, BuildInfo] = field(default_factory=dict)  # by label, in the config's order
     build_previews: dict[str | None, BuildPlan] = field(default_factory=dict)  # dry run: each build's plan
-
-    @property
-    def invocations(self) -> list:
-        return list(self.plan.invocations)
 
 
 @dataclass
@@ -308,15 +303,16 @@ def run_benchmark(
         manifest = make_manifest(prepared, run_dir, command_line or [])
     watch = NoiseWatch(manifest, strict)
     watch.check("before")  # --strict refuses before anything is written
-    plan, adaptive = prepared.invocations, None
+    plan, adaptive = prepared.plan, None
     if prepared.config.auto_repetitions:
         adaptive = _adaptive(prepared)
         adaptive.undecided = undecided
         if resume and has_samples(run_dir):
-            keys = {i.sample_key() for i in plan}
-            plan += [i for i in adaptive.resume_plan(load_samples(run_dir)) if i.sample_key() not in keys]
+            keys = {i.sample_key() for i in plan.invocations}
+            more = [i for i in adaptive.resume_plan(load_samples(run_dir)) if i.sample_key() not in keys]
+            plan = plan.only([*plan.invocations, *more])
     result = execute(
-        plan, run_dir, manifest, progress=progress, resume=resume, executor=make_executor(prepared),
+        plan, run_dir, manifest, progress=progress, resume=resume,
         extend=adaptive.next_round if adaptive else None, observe=watch,
     )  # fmt: skip
     summary = summarize(result)
@@ -333,15 +329,6 @@ def _adaptive(prepared: Prepared):
     cfg = prepared.config
     full = make_plan(cfg, prepared.builds, prepared.models, prepared.prompts, repetitions=cfg.max_repetitions)
     return AdaptivePlan(full.measured, cfg.precision, cfg.max_repetitions)
-
-
-def make_executor(prepared: Prepared) -> Executor:
-    """A llama.cpp process per invocation, or a llama-server per setting (``runner: server``)."""
-    if prepared.config.runner == "server":
-        from specbench.execute.server_executor import ServerExecutor
-
-        return ServerExecutor(warmup=prepared.config.warmup)
-    return ProcessExecutor()
 
 
 def check_resume_machine(run_dir: Path, force: bool) -> None:

@@ -1,12 +1,13 @@
 """Execute a plan and keep every sample: the measurement loop behind ``specbench run``.
 
-An executor (``specbench.execute.executor``) turns each invocation into a measurement; its
-sample is appended to the run folder and fsynced before the next one starts, so a crash, a full
-disk or Ctrl-C loses at most the invocation in flight. A failed or invalid sample is recorded
-with its reason and the run goes on: a benchmark reports what happened, it does not stop at the
-first bad cell. Warmups run but are never recorded. Invocations planned to be in flight together
-(the server runner's ``parallel`` requests share a ``batch``) go to the executor at once; their
-samples are appended when the batch finishes.
+An executor (``specbench.execute.executor``) runs each invocation and reports what it gave; the
+one judge (``specbench.execute.judge``) turns that into a sample, which is appended to the run
+folder and fsynced before the next one starts, so a crash, a full disk or Ctrl-C loses at most the
+invocation in flight. A failed or invalid sample is recorded with its reason and the run goes on:
+a benchmark reports what happened, it does not stop at the first bad cell. Warmups run but are
+never judged nor recorded. Invocations planned to be in flight together (the server runner's
+``parallel`` requests share a ``batch``) go to the executor at once; their samples are appended
+when the batch finishes.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.errors import RunError, SpecbenchError
-from specbench.execute.executor import Executor, Measured, ProcessExecutor, raw_stem, read_output
+from specbench.execute.executor import Executor, ProcessExecutor, raw_stem, read_output
+from specbench.execute.judge import Measured, judge
 from specbench.execute.outputs import compare, continuation
+from specbench.execute.server_executor import ServerExecutor
 from specbench.results.cell import baseline_of
 from specbench.results.folder import (
     RunLock,
@@ -38,7 +41,7 @@ from specbench.results.manifest import Manifest, now_iso
 from specbench.results.records import Measurement, Sample
 
 if TYPE_CHECKING:
-    from specbench.plan.invocation import Invocation
+    from specbench.plan.invocation import Invocation, Plan
 
 
 class RunInterrupted(RunError):
@@ -139,17 +142,26 @@ def prepare_run_dir(run_dir: Path, resume: bool) -> None:
         check_fresh(run_dir)
 
 
+def executor_for(plan: Plan) -> Executor:
+    """The executor of the plan's runner: a llama.cpp process per invocation, or a llama-server per
+    server setting (``runner: server``)."""
+    if plan.runner == "server":
+        return ServerExecutor(warmup=plan.server_warmup)
+    if plan.runner == "process":
+        return ProcessExecutor()
+    raise RunError(f"no executor for runner {plan.runner!r}; this is a bug in the plan")
+
+
 def execute(
-    plan: Sequence[Invocation],
+    plan: Plan,
     run_dir: Path,
     manifest: Manifest,
     progress: ProgressFn | None = None,
     resume: bool = False,
-    executor: Executor | None = None,
     extend: ExtendFn | None = None,
     observe: ObserveFn | None = None,
 ) -> RunResult:
-    """Run every invocation of ``plan`` in order, recording samples in ``run_dir``.
+    """Run every invocation of ``plan`` in order with the plan's executor, recording samples in ``run_dir``.
 
     With ``resume``, samples already recorded are skipped (warmups run again, once, if
     anything is left to measure). ``extend`` is asked for more invocations each time the plan is
@@ -161,14 +173,15 @@ def execute(
     run_dir = Path(run_dir)
     prepare_run_dir(run_dir, resume)
     notify = progress or (lambda event: None)
-    executor = executor or ProcessExecutor()
+    executor = executor_for(plan)
+    manifest.runner = plan.runner
     with RunLock(run_dir):
         done_samples = load_samples(run_dir) if resume and has_samples(run_dir) else []
         done = {s.sample_key() for s in done_samples}
         if resume:
             manifest.resumed_at.append(now_iso())
-        manifest.plan_size = len(plan)
-        manifest.n_samples_planned = sum(not inv.warmup for inv in plan)
+        manifest.plan_size = len(plan.invocations)
+        manifest.n_samples_planned = sum(not inv.warmup for inv in plan.invocations)
         manifest.status, manifest.finished_at, manifest.status_reason = "running", None, None
         save_manifest(run_dir, manifest)
         prepare_raw(run_dir)
@@ -177,9 +190,9 @@ def execute(
         first_raw = next_raw_number(run_dir)  # a resumed run's logs never reuse a name
         in_flight: list[tuple[int, Invocation]] = []
         outputs = _Outputs()
-        _recover_outputs(done_samples, plan, run_dir, outputs)
+        _recover_outputs(done_samples, plan.invocations, run_dir, outputs)
         new: list[Sample] = []
-        queue = list(plan)
+        queue = list(plan.invocations)
         left = sum(not inv.warmup and inv.sample_key() not in done for inv in queue)
         total, count, last_tps = len(queue), 0, None
         look = observe or (lambda phase, n: None)
@@ -201,15 +214,16 @@ def execute(
                     for _, b in batch:
                         notify(ProgressEvent("begin", count, total, b, last_tps=last_tps))
                     in_flight = list(batch)
-                    results = executor.measure_batch(batch, run_dir, manifest.run_id, now_iso())
+                    started_at = now_iso()
+                    outcomes = executor.run(batch, run_dir)
                     manifest.model_loads = loads_before + executor.model_loads
-                    for (_, b), measured in zip(batch, results, strict=True):
+                    for (_, b), outcome in zip(batch, outcomes, strict=True):
                         in_flight.pop(0)
                         count += 1
                         if b.warmup:
                             notify(ProgressEvent("warmup", count, total, b, last_tps=last_tps))
                             continue
-                        sample = _check_output(b, measured, outputs)
+                        sample = _check_output(b, judge(b, outcome, manifest.run_id, started_at), outputs)
                         append_sample(run_dir, sample)
                         new.append(sample)
                         done.add(sample.sample_key())

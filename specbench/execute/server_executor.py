@@ -5,24 +5,24 @@ the executor starts a server when the setting changes (stopping the previous one
 group), checks on ``/slots`` that a speculative server really speculates, sends ``warmup``
 discarded requests, then answers each batch of invocations with requests that are in flight
 together. A setting whose server cannot start (load failure, port, timeout) or does not speculate
-fails every one of its samples with that reason, without reloading for each of them.
+fails every one of its samples with that reason, without reloading for each of them. Each response
+is reported as an ``Outcome`` (its ``timings`` in the parser's words) for ``judge`` to judge.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specbench.execute.executor import Measured, raw_stem
-from specbench.execute.outputs import continuation, prompt_over_context, sha256_text
+from specbench.execute.executor import raw_stem
+from specbench.execute.judge import Outcome
 from specbench.execute.server import Reply, RunningServer, ServerError, post, speculative_slots, start_server
-from specbench.parse import ParsedLog, Throughput
+from specbench.parse import ParsedLog, Perf, PerfBlocks, Throughput
 from specbench.results.folder import response_paths, server_log_paths, write_raw
-from specbench.results.records import Measurement, Sample, ServerTimings
+from specbench.results.records import ServerTimings
 
 if TYPE_CHECKING:
     from specbench.plan.invocation import Invocation
@@ -31,10 +31,33 @@ NO_SPECULATION = (
     "llama-server runs without speculation (/slots says so: the draft model or method failed to "
     "initialise; see the server's log)"
 )
+SOURCE = "the response"
 
 
-def _finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
+def _seconds(ms: float | None) -> float | None:
+    return ms / 1000 if ms is not None else None
+
+
+def timings_log(role: str, timings: ServerTimings, file: str | None = None) -> ParsedLog:
+    """A response's ``timings`` as the statistics a process would have printed: ``decoded`` and the
+    draft counters for a speculative request, the target's eval line otherwise. The prompt is what
+    was evaluated plus what came from the cache (the n-gram lookups search all of it)."""
+    t = timings
+    n_gen = t.predicted_n
+    prompt = t.prompt_n + (t.cache_n or 0) if t.prompt_n is not None else None
+    if role == "speculative":
+        return ParsedLog(
+            file=file, kind="speculative", n_predict=n_gen,
+            n_drafted=t.draft_n or 0, n_accept=t.draft_n_accepted or 0,  # left out when nothing was drafted
+            encoded=Throughput(tokens=prompt, seconds=_seconds(t.prompt_ms), tps=t.prompt_per_second),
+            decoded=Throughput(tokens=n_gen, seconds=_seconds(t.predicted_ms), tps=t.predicted_per_second),
+        )  # fmt: skip
+    perf = Perf(
+        prompt_eval_ms=t.prompt_ms, prompt_eval_tokens=prompt, prompt_eval_tps=t.prompt_per_second,
+        eval_ms=t.predicted_ms, eval_runs=n_gen - 1 if n_gen is not None else None,
+        eval_tps=t.predicted_per_second,
+    )  # eval runs: one token of a generation comes from the prompt pass  # fmt: skip
+    return ParsedLog(file=file, kind="completion", perf=PerfBlocks(target=perf))
 
 
 class ServerExecutor:
@@ -47,17 +70,12 @@ class ServerExecutor:
         self._server_build: str | None = None  # whose server it is: each build gets its own start
         self._failed: dict[tuple[str | None, ...], str] = {}  # (build, *argv) -> why it cannot be measured
 
-    def measure(self, inv: Invocation, index: int, run_dir: Path, run_id: str, started_at: str) -> Measured:
-        return self.measure_batch([(index, inv)], run_dir, run_id, started_at)[0]
-
-    def measure_batch(
-        self, batch: list[tuple[int, Invocation]], run_dir: Path, run_id: str, started_at: str
-    ) -> list[Measured]:
-        """Send the batch's requests at once (one per slot) and judge each response."""
+    def run(self, batch: list[tuple[int, Invocation]], run_dir: Path) -> list[Outcome]:
+        """Send the batch's requests at once (one per slot) and report each response."""
         first_index, first = batch[0]
         reason = self._ensure_server(first, first_index, run_dir)
         if reason is not None:
-            return [self._failed_sample(inv, run_id, started_at, reason, None) for _, inv in batch]
+            return [Outcome(wall_s=0.0, error=reason, source=SOURCE) for _ in batch]
         server = self._server
         assert server is not None
         pool = ThreadPoolExecutor(max_workers=len(batch))
@@ -73,7 +91,7 @@ class ServerExecutor:
             raise
         pool.shutdown(wait=True)
         out = [
-            self._judge(inv, index, reply, server, run_dir, run_id, started_at, batch_wall)
+            _outcome(inv, index, reply, server, run_dir, batch_wall)
             for (index, inv), reply in zip(batch, replies, strict=True)
         ]
         if any(r.timed_out for r in replies) or not server.alive():
@@ -124,74 +142,27 @@ class ServerExecutor:
                 return reason
         return None
 
-    # --- judging ------------------------------------------------------------------------------
 
-    def _failed_sample(
-        self, inv: Invocation, run_id: str, started_at: str, reason: str, reply: Reply | None,
-        status: str = "failed", stderr_path: str | None = None,
-    ) -> Measured:  # fmt: skip
-        sample = Sample(
-            **inv.model_dump(include=set(Measurement.model_fields)), run_id=run_id, status=status,
-            valid=False, invalid_reason=reason, wall_s=round(reply.wall_s, 4) if reply else 0.0,
-            cmd=list(inv.argv), stderr_path=stderr_path, started_at=started_at, batch=inv.batch,
+def _outcome(
+    inv: Invocation, index: int, reply: Reply, server: RunningServer, run_dir: Path, batch_wall: float
+) -> Outcome:
+    """One response as an Outcome; its raw files (the JSON, the generated text) are written here."""
+    log_path = str(server.stderr_path.relative_to(run_dir))
+    if reply.data is None:
+        return Outcome(
+            wall_s=reply.wall_s, error=str(reply.error), timed_out=reply.timed_out, source=SOURCE,
+            stderr_path=log_path, batch_wall_s=batch_wall,
         )  # fmt: skip
-        return Measured(sample, None)
-
-    def _judge(
-        self, inv: Invocation, index: int, reply: Reply, server: RunningServer, run_dir: Path,
-        run_id: str, started_at: str, batch_wall: float,
-    ) -> Measured:  # fmt: skip
-        """One response: status, metrics from ``timings``, the continuation, raw files."""
-        stem = raw_stem(index, inv)
-        text_path, json_path = response_paths(run_dir, stem)
-        log = str(server.stderr_path.relative_to(run_dir))
-        if reply.data is None:
-            status = "timeout" if reply.timed_out else "failed"
-            measured = self._failed_sample(inv, run_id, started_at, str(reply.error), reply, status, log)
-            measured.sample.batch_wall_s = round(batch_wall, 4)
-            return measured
-        write_raw(json_path, _json(reply.data))
-        content = reply.data.get("content")
-        timings = ServerTimings.model_validate(reply.data.get("timings") or {})
-        status, reason = "ok", None
-        tps = _finite(timings.predicted_per_second)
-        drafted = timings.draft_n or 0  # the server leaves draft_n out when nothing was drafted
-        accepted = timings.draft_n_accepted or 0
-        n_gen = timings.predicted_n
-        acceptance = tpp = metrics = None
-        if not isinstance(content, str):
-            status, reason = "failed", "the response has no generated text (content)"
-        elif inv.role == "speculative":
-            metrics = ParsedLog(
-                file=str(json_path.relative_to(run_dir)), kind="speculative", n_predict=n_gen,
-                n_drafted=drafted, n_accept=accepted,
-                decoded=Throughput(tokens=n_gen, seconds=(timings.predicted_ms or 0) / 1000, tps=tps),
-            )  # fmt: skip
-            acceptance = accepted / drafted if drafted else None
-            tpp = n_gen / (n_gen - accepted) if n_gen is not None and n_gen - accepted > 0 else None
-            if not drafted:
-                status, reason = "invalid", "speculation never engaged (draft_n = 0)"
-        if status == "ok" and tps is None:
-            status, reason = "failed", "no decode speed in the response timings"
-        prompt_n = timings.prompt_n + (timings.cache_n or 0) if timings.prompt_n is not None else None
-        too_long = prompt_over_context(prompt_n, inv.generation.ctx_size)
-        if too_long and status in ("ok", "invalid"):
-            status, reason = "failed", too_long
-        text = continuation(content, inv.prompt_text, echoed=False) if isinstance(content, str) else None
-        if text is not None:
-            write_raw(text_path, content)
-        sample = Sample(
-            **inv.model_dump(include=set(Measurement.model_fields)), run_id=run_id, status=status,
-            valid=status == "ok", invalid_reason=reason, metrics=metrics, tps=tps, acceptance=acceptance,
-            tokens_per_pass=tpp, n_generated=n_gen,
-            output_sha256=sha256_text(text) if text is not None and status in ("ok", "invalid") else None,
-            exit_code=None, wall_s=round(reply.wall_s, 4), cmd=list(inv.argv),
-            stdout_path=str(text_path.relative_to(run_dir)) if text is not None else None,
-            stderr_path=log, started_at=started_at, timings=timings, ttft_ms=_finite(timings.prompt_ms),
-            batch=inv.batch, batch_wall_s=round(batch_wall, 4),
-        )  # fmt: skip
-        return Measured(sample, text if status in ("ok", "invalid") else None)
-
-
-def _json(data: dict) -> str:
-    return json.dumps(data, indent=1, ensure_ascii=False)
+    text_path, json_path = response_paths(run_dir, raw_stem(index, inv))
+    write_raw(json_path, json.dumps(reply.data, indent=1, ensure_ascii=False))
+    content = reply.data.get("content")
+    content = content if isinstance(content, str) else None
+    if content is not None:
+        write_raw(text_path, content)
+    timings = ServerTimings.model_validate(reply.data.get("timings") or {})
+    return Outcome(
+        wall_s=reply.wall_s, output=content, echoed=False, source=SOURCE,
+        log=timings_log(inv.role, timings, str(json_path.relative_to(run_dir))),
+        stdout_path=str(text_path.relative_to(run_dir)) if content is not None else None,
+        stderr_path=log_path, timings=timings, batch_wall_s=batch_wall,
+    )  # fmt: skip

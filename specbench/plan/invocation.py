@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from specbench.plan.request import CompletionRequest
 from specbench.results.cell import label_parts
@@ -45,11 +46,28 @@ class Invocation(Measurement):
 
 
 class Plan(BaseModel):
-    """Every invocation of a run in execution order (warmups first, flagged) plus notes for the user."""
+    """Every invocation of a run in execution order (warmups first, flagged) plus notes for the user.
 
+    ``runner`` is the executor that must run it (``specbench.execute.runner.executor_for``): the
+    invocations of a server plan are a server's command line and a request, not a process to start.
+    """
+
+    runner: Literal["process", "server"]
     invocations: list[Invocation]
     notes: list[str] = Field(default_factory=list)
     server_warmup: int = 0  # server runner: discarded requests after each server start (config `warmup`)
+
+    @model_validator(mode="after")
+    def _one_runner(self) -> Plan:
+        other = {i.runner for i in self.invocations} - {self.runner}
+        if other:
+            raise ValueError(f"a {self.runner} plan holds {', '.join(sorted(other))} invocations")
+        return self
+
+    def only(self, invocations: list[Invocation]) -> Plan:
+        """The same plan (runner, settings) over other invocations, e.g. a subset of these."""
+        return Plan(runner=self.runner, invocations=invocations, notes=self.notes,
+                    server_warmup=self.server_warmup)  # fmt: skip
 
     @property
     def measured(self) -> list[Invocation]:

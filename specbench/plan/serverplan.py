@@ -141,4 +141,4 @@ def server_plan(
             batch += 1
     if config.warmup:
         notes.append(f"server runner: {config.warmup} discarded warmup request(s) per server start")
-    return Plan(invocations=measured, notes=notes, server_warmup=config.warmup)
+    return Plan(runner="server", invocations=measured, notes=notes, server_warmup=config.warmup)

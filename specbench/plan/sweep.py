@@ -146,7 +146,7 @@ def make_plan(
                         for b in order:
                             draft_alone = Cell(build=b, model=c.draft, ngl=c.ngld or 0)
                             measured.append(make[b].alone("draft", draft_alone, prompt, rep))
-    return Plan(invocations=_warmups(measured, config.warmup) + measured, notes=notes)
+    return Plan(runner="process", invocations=_warmups(measured, config.warmup) + measured, notes=notes)
 
 
 @dataclass

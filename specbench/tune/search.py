@@ -33,14 +33,21 @@ from specbench.analysis.cells import ALL, ReportRow
 from specbench.analysis.report import aggregate
 from specbench.analysis.speedmodel import diagnose
 from specbench.build import noise
-from specbench.errors import ConfigError, SpecbenchError
+from specbench.errors import ConfigError, RunError, SpecbenchError
 from specbench.execute import benchmark
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
 from specbench.plan.config import Config
-from specbench.plan.invocation import Invocation
+from specbench.plan.invocation import Plan
 from specbench.plan.sweep import make_plan
 from specbench.results.calibration import Calibration
-from specbench.results.folder import has_manifest, has_samples, load_samples, save_calibration, save_manifest
+from specbench.results.folder import (
+    has_manifest,
+    has_samples,
+    load_samples,
+    samples_path,
+    save_calibration,
+    save_manifest,
+)
 from specbench.results.manifest import Manifest, now_iso
 from specbench.tune.budget import Clock, RunCosts, plan_calibration
 from specbench.tune.calibrate import Calibrated, calibrate, pass_sizes, store
@@ -110,7 +117,9 @@ def tune_config(config: Config, pair: str) -> Config:
             "--set 'llama_cpp={backend: ...}')"
         )
     p = config.pairs[pair]
-    sweep = config.sweep.model_copy(update={"method": ["draft"], "ngl": config.sweep.ngl[:1]})
+    sweep = config.sweep.model_copy(
+        update={"method": ["draft"], "ngl": config.sweep.ngl[:1], "parallel": config.sweep.parallel[:1]}
+    )
     return config.model_copy(
         update={
             "pairs": {pair: p},
@@ -133,23 +142,35 @@ def _round_config(base: Config, settings: list[Setting], reps: int, warmup: int)
     return base.model_copy(update={"sweep": sweep, "repetitions": reps, "warmup": warmup})
 
 
-def _invocations(
-    cfg: Config, prepared: benchmark.Prepared, settings: list[Setting], rep: int = 0
-) -> list[Invocation]:
-    """The round's plan without draft-alone runs and cells outside ``settings``, as repetition ``rep``."""
+def _invocations(cfg: Config, prepared: benchmark.Prepared, settings: list[Setting], rep: int = 0) -> Plan:
+    """The round's plan (the config's runner) without draft-alone runs and cells outside ``settings``,
+    as repetition ``rep``."""
     wanted = {s.key() for s in settings}
     plan = make_plan(cfg, prepared.build, prepared.models, prepared.prompts, repetitions=1)
-    return [
+    return plan.only([
         inv if inv.warmup else inv.model_copy(update={"repetition": rep})
         for inv in plan.invocations
         if inv.role == "baseline"
-        or (inv.role == "speculative" and Setting.of(inv).key() in wanted)  # fmt: skip
-    ]
+        or (inv.role == "speculative" and Setting.of(inv).key() in wanted)
+    ])  # fmt: skip
 
 
 def _rows(run_dir: Path) -> dict[tuple, ReportRow]:
     rows = [r for r in aggregate([run_dir]) if r.category == ALL and r.method == "draft"]
     return {Setting.of(r).key(): r for r in rows}
+
+
+def nothing_measured(run_dir: Path) -> str:
+    """Why tune stops after a probe without a speedup: the commonest reason, and where the rest are."""
+    samples = load_samples(run_dir)
+    bad = [s for s in samples if not (s.valid and s.status == "ok")]
+    reasons = [s.invalid_reason for s in bad if s.invalid_reason]
+    common = max(set(reasons), key=reasons.count) if reasons else None
+    why = f"{len(bad)} of {len(samples)} samples failed, timed out or never speculated"
+    why += f" ({reasons.count(common)} with: {common})" if common else ""
+    return (
+        f"tune's probe measured no speedup, so there is nothing to tune: {why}; see {samples_path(run_dir)}"
+    )
 
 
 def kv_depth(run_dir: Path, n_predict: int) -> int:
@@ -248,10 +269,10 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
         rep = len(result.rounds)  # one repetition number per round, the baseline's included
         cfg = _round_config(base, settings, 1, base.warmup if first_round else 0)
         manifest.config = cfg.model_dump(mode="json")
-        invs = _invocations(cfg, prepared, settings, rep)
+        plan = _invocations(cfg, prepared, settings, rep)
         if only is not None:  # the probe in two parts: its first prompt prices the rest of the search
-            invs = [i for i in invs if i.prompt_id in only]
-        execute(invs, run_dir, manifest, progress=progress, resume=has_samples(run_dir))
+            plan = plan.only([i for i in plan.invocations if i.prompt_id in only])
+        execute(plan, run_dir, manifest, progress=progress, resume=has_samples(run_dir))
         if only is None or only[-1] == prompts[-1].id:
             for st in settings:
                 rounds[st.key()] = rounds.get(st.key(), 0) + 1
@@ -270,6 +291,8 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
         measure(probe, only=[q.id for q in prompts[1:]])
     depth = kv_depth(run_dir, base.generation.n_predict)
     rows = _rows(run_dir)
+    if not any(r.speedup is not None for r in rows.values()):
+        raise RunError(nothing_measured(run_dir))  # before calibrating: there is nothing to tune
     note(f"calibrate: llama-bench passes of {len(pass_sizes(max_draft, plan.level))} sizes up to "
          f"{max_draft + 1} tokens at KV depth {depth}, {plan.reps} repetition(s) "
          f"(about {plan.seconds:.0f} s; nothing when cached)")  # fmt: skip
@@ -343,8 +366,10 @@ def _finish(result: TuneResult, base: Config, prepared: benchmark.Prepared, cand
     best = max((c for c in measured if c.n == most), key=lambda c: c.speedup)
     result.best = best
     p = base.pairs[result.pair]
-    cfg = _round_config(base, [best.setting], 1, 0)
-    spec = next(i for i in _invocations(cfg, prepared, [best.setting]) if i.role == "speculative")
+    # the one-shot command is llama-speculative-simple's, whichever runner measured
+    cfg = _round_config(base, [best.setting], 1, 0).model_copy(update={"runner": "process"})
+    plan = _invocations(cfg, prepared, [best.setting])
+    spec = next(i for i in plan.invocations if i.role == "speculative")
     result.command = with_placeholder(spec.argv, spec.prompt_text)
     result.server_command = server_command(prepared, base, best.setting, p.target, p.draft)
     if best.speedup <= 1.0:

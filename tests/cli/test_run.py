@@ -296,7 +296,7 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
     from specbench.build.envinfo import collect
     from specbench.cli import run as run_cli
     from specbench.execute.runner import execute
-    from tests.execute.test_runner import inv, manifest
+    from tests.execute.test_runner import inv, manifest, process
 
     buf = io.StringIO()
     monkeypatch.setattr(run_cli, "err_console", Console(file=buf, force_terminal=terminal, width=150))
@@ -307,7 +307,7 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
         inv("nodraft", prompt_id="b"),
         inv("silent", prompt_id="c"),
     ]
-    execute(plan, tmp_path / "run", manifest(tmp_path / "run", collect()), progress=view)
+    execute(process(plan), tmp_path / "run", manifest(tmp_path / "run", collect()), progress=view)
     view.stop()
     text = buf.getvalue()
     assert (
@@ -325,7 +325,10 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
     quiet = io.StringIO()
     monkeypatch.setattr(run_cli, "err_console", Console(file=quiet, force_terminal=terminal))
     execute(
-        plan, tmp_path / "run2", manifest(tmp_path / "run2", collect()), progress=run_cli.ProgressView(True)
+        process(plan),
+        tmp_path / "run2",
+        manifest(tmp_path / "run2", collect()),
+        progress=run_cli.ProgressView(True),
     )
     assert quiet.getvalue() == ""
 

@@ -19,7 +19,7 @@ from specbench.build.buildinfo import BuildInfo
 from specbench.build.envinfo import collect
 from specbench.errors import RunError
 from specbench.execute.runner import RunInterrupted, execute
-from specbench.plan.invocation import Invocation
+from specbench.plan.invocation import Invocation, Plan
 from specbench.results.folder import RunLock, load_manifest, load_samples
 from specbench.results.manifest import Manifest
 from specbench.results.records import Generation
@@ -40,6 +40,10 @@ def inv(binary: str, role: str = "speculative", prompt_id: str = "p1", rep: int 
     )  # fmt: skip
     fields.update(kw)
     return Invocation(**fields)
+
+
+def process(invocations: list[Invocation]) -> Plan:
+    return Plan(runner="process", invocations=invocations)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +76,7 @@ def test_faults_are_recorded_and_the_run_goes_on(tmp_path, env_info):
     ]
     run_dir = tmp_path / "run"
     events = []
-    result = execute(plan, run_dir, manifest(run_dir, env_info), progress=events.append)
+    result = execute(process(plan), run_dir, manifest(run_dir, env_info), progress=events.append)
     samples = {s.prompt_id: s for s in load_samples(run_dir)}
     assert list(samples) == ["exit1", "segv", "silent", "nodraft", "hang"]  # the warmup is not a sample
     assert len(result.samples) == 5 and result.n_new == 5
@@ -106,7 +110,7 @@ def test_second_run_on_a_locked_folder_is_refused(tmp_path, env_info):
     run_dir.mkdir()
     with RunLock(run_dir):
         with pytest.raises(RunError, match="another specbench run is writing to") as exc:
-            execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))
+            execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
     assert "\n" not in str(exc.value)
     assert not (run_dir / "samples.jsonl").exists()
     # a lock held by another process (the way two real runs collide)
@@ -118,19 +122,19 @@ def test_second_run_on_a_locked_folder_is_refused(tmp_path, env_info):
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunError, match="another specbench run"):
-            execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))
+            execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
     finally:
         holder.kill()
         holder.wait()
-    execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))  # the lock died with its process
+    execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))  # the lock died with its process
     assert len(load_samples(run_dir)) == 1
 
 
 def test_new_run_refuses_a_folder_that_holds_a_run(tmp_path, env_info):
     run_dir = tmp_path / "run"
-    execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))
+    execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
     with pytest.raises(RunError, match="already holds a run; continue it with --resume"):
-        execute([inv("nodraft")], run_dir, manifest(run_dir, env_info))
+        execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
 
 
 def _mount_tmpfs(where: Path, options: str) -> bool:
@@ -159,7 +163,7 @@ def test_unwritable_results_folder_fails_before_running_anything(tmp_path, env_i
     try:
         plan = [inv("nodraft", argv=["/bin/touch", str(marker)])]
         with pytest.raises(RunError, match="is not writable") as exc:
-            execute(plan, ro / "run", manifest(ro / "run", env_info))
+            execute(process(plan), ro / "run", manifest(ro / "run", env_info))
         assert "--out" in str(exc.value) and "\n" not in str(exc.value)
         assert not marker.exists()
     finally:
@@ -180,7 +184,10 @@ def test_disk_full_keeps_earlier_samples_and_resume_completes(tmp_path, env_info
     try:
         with pytest.raises(RunError, match="No space left on device.*earlier samples are intact") as exc:
             execute(
-                plan, run_dir, manifest(run_dir, env_info), resume=(run_dir / "samples.jsonl").is_symlink()
+                process(plan),
+                run_dir,
+                manifest(run_dir, env_info),
+                resume=(run_dir / "samples.jsonl").is_symlink(),
             )
         assert "--resume" in str(exc.value)
         kept = load_samples(run_dir) if (run_dir / "samples.jsonl").is_file() else []
@@ -190,7 +197,7 @@ def test_disk_full_keeps_earlier_samples_and_resume_completes(tmp_path, env_info
         assert lines.count(b"\n") == len(kept) and (not lines or lines.endswith(b"\n"))
         free_space()
         man = load_manifest(run_dir) if (run_dir / "manifest.json").is_file() else manifest(run_dir, env_info)
-        execute(plan, run_dir, man, resume=True)
+        execute(process(plan), run_dir, man, resume=True)
         assert [s.prompt_id for s in load_samples(run_dir)] == [f"p{i:02d}" for i in range(40)]
         assert load_manifest(run_dir).status == "complete"
     finally:
@@ -226,7 +233,7 @@ def _ctrl_c_run(tmp_path, env_info):
             timers.append(timer)
 
     with pytest.raises(RunInterrupted) as exc:
-        execute(plan, run_dir, manifest(run_dir, env_info), progress=progress)
+        execute(process(plan), run_dir, manifest(run_dir, env_info), progress=progress)
     assert exc.value.exit_code == 130 and exc.value.n_kept == 1
     assert [s.prompt_id for s in load_samples(run_dir)] == ["a"]  # the partial one is discarded
     man = load_manifest(run_dir)
@@ -238,7 +245,7 @@ def _ctrl_c_run(tmp_path, env_info):
 
     events = []
     resumed = [*plan[:2], inv("nodraft", prompt_id="b"), plan[3]]
-    result = execute(resumed, run_dir, man, progress=events.append, resume=True)
+    result = execute(process(resumed), run_dir, man, progress=events.append, resume=True)
     assert [s.prompt_id for s in load_samples(run_dir)] == ["a", "b", "c"]
     assert result.n_new == 2 and len(result.samples) == 3
     assert [e.kind for e in events if e.kind in ("warmup", "skipped", "sample")] == [
@@ -264,10 +271,10 @@ def test_resume_after_a_kill_marks_orphan_logs_and_numbers_on(tmp_path, env_info
     plan = [inv("nodraft", warmup=True), inv("nodraft", prompt_id="a"), inv("nodraft", prompt_id="b")]
     run_dir = tmp_path / "run"
     man = manifest(run_dir, env_info)
-    execute(plan[:2], run_dir, man)
+    execute(process(plan[:2]), run_dir, man)
     (run_dir / "raw" / "0002-speculative-target-draft-n8-b-r0.stderr").write_text("half a log")
     (run_dir / "raw" / "0002-speculative-target-draft-n8-b-r0.stdout").write_text("half")
-    execute(plan, run_dir, man, resume=True)
+    execute(process(plan), run_dir, man, resume=True)
     assert sorted(p.name for p in (run_dir / "raw").glob("*.partial")) == [
         "0002-speculative-target-draft-n8-b-r0.stderr.partial",
         "0002-speculative-target-draft-n8-b-r0.stdout.partial",

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from specbench.build.envinfo import collect
+from specbench.execute.judge import judge
 from specbench.execute.runner import execute
 from specbench.execute.server import ServerError, start_server
 from specbench.execute.server_executor import ServerExecutor
@@ -130,6 +131,11 @@ def test_dry_run_shows_server_commands_and_requests(server_run):
     assert body["cache_prompt"] is False and body["temperature"] == 0 and body["n_predict"] == 16
 
 
+def measure(executor: ServerExecutor, inv, index: int, run_dir: Path):
+    """One invocation through the executor and the judge, as the runner does it."""
+    return judge(inv, executor.run([(index, inv)], run_dir)[0], "t", "now").sample
+
+
 def _manifest(run_dir: Path, build) -> Manifest:
     return Manifest(run_id=run_dir.name, name="t", config={}, build=build, env=collect(), models={})
 
@@ -142,8 +148,8 @@ def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, llama_build
     prompts = [render(p, "f32", None) for p in config.prompt_list()]
     plan = make_plan(config, llama_build, {"f32": bad, "q4": smol_q4.path}, prompts)
     run_dir = tmp_path / "run"
-    executor = ServerExecutor(warmup=1)
-    execute(plan.invocations, run_dir, _manifest(run_dir, llama_build), executor=executor)
+    assert plan.runner == "server" and plan.server_warmup == 1
+    execute(plan, run_dir, _manifest(run_dir, llama_build))  # the plan's runner: requests to servers
     samples = load_samples(run_dir)
     target = [s for s in samples if s.model == "f32"]
     assert target and all(s.status == "failed" and not s.valid for s in target)
@@ -151,8 +157,7 @@ def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, llama_build
     alone = [s for s in samples if s.role == "draft"]
     assert alone and all(s.status == "ok" for s in alone)  # the draft model alone still ran
     # one load attempt per setting, not one per sample
-    assert executor.model_loads == len({tuple(s.cmd) for s in samples})
-    assert load_manifest(run_dir).model_loads == executor.model_loads
+    assert load_manifest(run_dir).model_loads == len({tuple(s.cmd) for s in samples})
 
 
 def test_a_taken_port_is_a_clear_error(tmp_path, llama_build, smol_q4):
@@ -181,16 +186,16 @@ def test_a_dying_or_hung_server_fails_its_request_and_the_next_one_restarts(tmp_
     run_dir = tmp_path / "run"
     executor = ServerExecutor(warmup=0)
     try:
-        assert executor.measure(base, 0, run_dir, "t", "now").sample.status == "ok"
+        assert measure(executor, base, 0, run_dir).status == "ok"
         pid = executor._server.proc.pid
         killer = threading.Timer(0.5, os.killpg, (pid, signal.SIGKILL))  # dies while it answers
         killer.start()
-        died = executor.measure(long, 1, run_dir, "t", "now").sample
+        died = measure(executor, long, 1, run_dir)
         killer.join()
         assert died.status == "failed" and "llama-server exited (killed by signal 9" in died.invalid_reason
-        assert executor.measure(base, 2, run_dir, "t", "now").sample.status == "ok"  # a fresh server
+        assert measure(executor, base, 2, run_dir).status == "ok"  # a fresh server
         pid = executor._server.proc.pid
-        hung = executor.measure(long.model_copy(update={"timeout_s": 0.5}), 3, run_dir, "t", "now").sample
+        hung = measure(executor, long.model_copy(update={"timeout_s": 0.5}), 3, run_dir)
         assert hung.status == "timeout" and "no answer in 0.5 s" in hung.invalid_reason
         assert executor._server is None  # a server that did not answer in time is stopped
         assert not _group_alive(pid)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from specbench.build.probe import flags_from_help, probe_binary
-from specbench.execute.executor import never_drafted_reason
+from specbench.execute.judge import never_drafted_reason
 from specbench.parse import ParsedLog
 from specbench.plan.sweep import make_plan
 from tests.plan.test_sweep import MODELS, make_config, pairs, rendered
@@ -80,3 +80,5 @@ def test_why_an_ngram_cell_never_drafted(tmp_path, probed):
     assert "size_n + size_m + 1 = 8" in never_drafted_reason(small, short.model_copy(update={"n_predict": 5}))
     draft = inv.model_copy(update={"method": "draft"})
     assert never_drafted_reason(draft, short) == "speculation never engaged (n_drafted = 0)"
+    cut = never_drafted_reason(draft.model_copy(update={"p_min": 0.9, "draft_min": 4}), short)
+    assert "p_min=0.9 ends a draft" in cut and "draft_min=4 drops drafts shorter" in cut

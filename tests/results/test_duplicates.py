@@ -66,14 +66,14 @@ def test_resume_skips_what_is_recorded_and_counts_duplicates_once(tmp_path):
     """--resume rebuilds what is done from the samples: a duplicate neither runs again nor counts twice."""
     from specbench.build.envinfo import collect
     from specbench.execute.runner import execute
-    from tests.execute.test_runner import inv, manifest
+    from tests.execute.test_runner import inv, manifest, process
 
     plan = [inv("nodraft", prompt_id="a"), inv("nodraft", prompt_id="b")]
     run_dir = tmp_path / "run"
     man = manifest(run_dir, collect())
-    execute(plan[:1], run_dir, man)
+    execute(process(plan[:1]), run_dir, man)
     line = (run_dir / "samples.jsonl").read_text()
     (run_dir / "samples.jsonl").write_text(line * 2)
-    result = execute(plan, run_dir, man, resume=True)
+    result = execute(process(plan), run_dir, man, resume=True)
     assert result.n_new == 1 and [s.prompt_id for s in result.samples] == ["a", "b"]
     assert [s.prompt_id for s in read_run(run_dir, manifest_required=False).samples] == ["a", "b"]

@@ -1,0 +1,163 @@
+"""One judge for every executor: what a process or a server gave becomes a Sample here, and only here.
+
+An executor launches and reports (``Outcome``: the error that left nothing to judge, the statistics
+in the parser's words, the generated text, exit code, paths, wall time); ``judge`` decides status,
+validity and its reason, and derives the metrics (decode t/s, acceptance, tokens per target pass),
+so both runners apply the same rules and explain an invalid sample the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from specbench.execute.outputs import continuation, prompt_over_context, sha256_text
+from specbench.parse import ParsedLog
+from specbench.results.records import Measurement, Sample, ServerTimings
+
+if TYPE_CHECKING:
+    from specbench.plan.invocation import Invocation
+
+# llama.cpp's n-gram lookups that draft only after a repeat: (size_n, size_m) defaults, common/ngram-map.cpp
+NGRAM_DEFAULT_SIZES = {"ngram-simple": (12, 48), "ngram-map-k": (12, 48), "ngram-map-k4v": (12, 48)}
+
+
+@dataclass
+class Outcome:
+    """What one invocation gave, before any judgement (filled by an executor, read by ``judge``)."""
+
+    wall_s: float
+    error: str | None = None  # nothing to judge, and why: exit status, no answer, a server that did not start
+    timed_out: bool = False
+    output: str | None = None  # what was generated: a process's stdout, a response's content
+    echoed: bool = True  # whether ``output`` starts with the prompt (``Invocation.prompt_echoed``)
+    log: ParsedLog | None = None  # the statistics, in the parser's form (a server's timings converted)
+    source: str = "output"  # where the statistics came from, for reasons: "output" | "the response timings"
+    exit_code: int | None = None
+    stdout_path: str | None = None  # relative to the run folder
+    stderr_path: str | None = None
+    timings: ServerTimings | None = None  # server runner: the response's own timings
+    batch_wall_s: float | None = None  # server runner: wall time of the batch in flight together
+
+
+@dataclass
+class Measured:
+    """A judged invocation: the sample (``outputs_match`` not yet known) and its continuation."""
+
+    sample: Sample
+    text: str | None  # the generated continuation, None when the invocation produced none
+
+
+def finite(x: float | None) -> float | None:
+    """llama.cpp can print inf or nan t/s (a zero-length timing); such a number is no measurement."""
+    return x if x is not None and math.isfinite(x) else None
+
+
+def acceptance(n_accept: int | None, n_drafted: int | None) -> float | None:
+    """The fraction of drafted tokens the target accepted."""
+    return n_accept / n_drafted if n_drafted and n_accept is not None else None
+
+
+def tokens_per_pass(n_generated: int | None, n_accept: int | None) -> float | None:
+    """Tokens per target pass: each pass yields its accepted draft tokens plus one of its own."""
+    if n_generated is None or n_accept is None or n_generated - n_accept <= 0:
+        return None
+    return n_generated / (n_generated - n_accept)
+
+
+def derive_metrics(role: str, log: ParsedLog) -> tuple[float | None, float | None, float | None, int | None]:
+    """(decode t/s, acceptance, tokens per target pass, tokens generated) from the statistics.
+
+    Speculative: the ``decoded`` line (the target's eval line counts only non-verification
+    passes). Baseline/draft: the target's ``eval`` t/s; tokens generated = eval runs + the token
+    sampled from the prompt pass, the same count ``n_predict`` gives for speculative runs.
+    """
+    if role == "speculative":
+        tps = log.decoded.tps if log.decoded else None
+        n_gen = log.n_predict if log.n_predict is not None else (log.decoded.tokens if log.decoded else None)
+        tpp = tokens_per_pass(log.n_predict, log.n_accept)
+        return finite(tps), finite(acceptance(log.n_accept, log.n_drafted)), finite(tpp), n_gen
+    perf = log.perf.target if log.perf else None
+    tps = perf.eval_tps if perf else None
+    n_gen = perf.eval_runs + 1 if perf and perf.eval_runs is not None else None
+    return finite(tps), None, None, n_gen
+
+
+def never_drafted_reason(inv: Invocation, log: ParsedLog) -> str:
+    """Why a speculative run drafted nothing, and what to change: for n-gram lookups, which of
+    llama.cpp's conditions (common/ngram-map.cpp) it failed; for a draft model, what cuts drafts."""
+    reason = "speculation never engaged (n_drafted = 0)"
+    defaults = NGRAM_DEFAULT_SIZES.get(inv.method)
+    if defaults is None:
+        cuts = []
+        if inv.p_min:
+            cuts.append(f"p_min={inv.p_min:g} ends a draft at the first token the draft is less sure of")
+        if inv.draft_min:
+            cuts.append(f"draft_min={inv.draft_min} drops drafts shorter than that")
+        if not cuts:
+            return reason
+        return f"{reason}: {'; '.join(cuts)}; try lower values (--set sweep.p_min=[0.0] sweep.draft_min=[0])"
+    n = inv.ngram_size_n or defaults[0]
+    m = inv.ngram_size_m or defaults[1]
+    history = (log.encoded.tokens if log.encoded and log.encoded.tokens else 0) + (log.n_predict or 0)
+    if history <= n + m + 1:
+        why = f"only {history} tokens of history, it needs more than size_n + size_m + 1 = {n + m + 1}"
+    else:
+        why = (
+            f"no earlier occurrence of the last {n} tokens, or output looping with a period of at most "
+            f"{n} tokens (the most recent match is then the loop itself)"
+        )
+    what = f"{inv.method} drafts only after a repeat of the last size_n={n} tokens"
+    return f"{reason}: {what}; {why}; try --set sweep.ngram_size_n=[3,4]"
+
+
+def prompt_tokens(log: ParsedLog) -> int | None:
+    """The prompt's tokens: a speculative run's ``encoded`` line, else the target's prompt eval."""
+    if log.encoded is not None and log.encoded.tokens is not None:
+        return log.encoded.tokens
+    perf = log.perf.target if log.perf else None
+    return perf.prompt_eval_tokens if perf else None
+
+
+def _status(inv: Invocation, out: Outcome) -> tuple[str, str | None, tuple]:
+    """(status, reason, (tps, acceptance, tokens per pass, tokens generated))."""
+    none = (None, None, None, None)
+    log = out.log
+    if out.error is not None:
+        return ("timeout" if out.timed_out else "failed"), out.error, none
+    if out.output is None:
+        return "failed", f"no generated text in {out.source}", none
+    if log is None:
+        return "failed", f"no statistics in {out.source}", none
+    metrics = derive_metrics(inv.role, log)
+    if inv.role == "speculative" and log.kind != "speculative":
+        return "failed", f"no speculative statistics in {out.source}", metrics
+    ctx = inv.generation.ctx_size  # 0: the model's own context, which llama.cpp checks itself
+    too_long = prompt_over_context(prompt_tokens(log), ctx) if ctx else None
+    if too_long:  # the process runner's binaries fail such a prompt; llama-server would round ctx up
+        return "failed", too_long, metrics
+    if inv.role == "speculative" and not log.n_drafted:
+        return "invalid", never_drafted_reason(inv, log), metrics
+    if metrics[0] is None:
+        return "failed", f"no decode speed in {out.source}", metrics
+    return "ok", None, metrics
+
+
+def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measured:
+    """The sample of one invocation: status and reason, metrics, the continuation."""
+    status, reason, (tps, acc, tpp, n_gen) = _status(inv, out)
+    text = None
+    if status in ("ok", "invalid") and out.output is not None:
+        text = continuation(out.output, inv.prompt_text, echoed=out.echoed)
+    sample = Sample(
+        **inv.model_dump(include=set(Measurement.model_fields)),
+        run_id=run_id, status=status, valid=status == "ok", invalid_reason=reason, metrics=out.log, tps=tps,
+        acceptance=acc, tokens_per_pass=tpp, n_generated=n_gen,
+        output_sha256=sha256_text(text) if text is not None else None, exit_code=out.exit_code,
+        wall_s=round(out.wall_s, 4), cmd=list(inv.argv), stdout_path=out.stdout_path,
+        stderr_path=out.stderr_path, started_at=started_at, timings=out.timings,
+        ttft_ms=finite(out.timings.prompt_ms) if out.timings else None, batch=inv.batch,
+        batch_wall_s=round(out.batch_wall_s, 4) if out.batch_wall_s is not None else None,
+    )  # fmt: skip
+    return Measured(sample, text)
