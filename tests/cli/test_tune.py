@@ -1,6 +1,8 @@
 """`specbench tune` for real: a tiny pair, one short prompt (a budget a loaded machine still fits)."""
 
 import json
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specbench.execute.server import post, start_server
+from specbench.parse import parse_text
 from specbench.results.folder import load_samples
 from tests.cli.test_run import short_prompt, write_config
 from tests.fixtures.build import assert_one_line_error, cli
@@ -96,3 +100,54 @@ def test_tune_of_an_unknown_pair_is_a_one_line_error(tmp_path, smol_q4):
     )  # fmt: skip
     assert_one_line_error(cli("tune", str(config), "--pair", "nope"), "--pair nope", "no such pair")
     assert_one_line_error(cli("tune", str(config)), "pair with a draft model")
+
+
+def test_tune_on_the_server_runner_measures_with_servers_and_prints_commands_that_run(
+    tmp_path, llama_build, smol_f32, smol_q4
+):
+    """`--set runner=server`: every round goes to llama-server (no one-shot server process timing
+    out), and both printed commands run as printed: llama-speculative-simple through a shell with
+    $PROMPT set, llama-server (given a free port) answers a request, speculating."""
+    run_dir = tmp_path / "tuned"
+    config = str(tiny(tmp_path, smol_f32, smol_q4))
+    result = cli("tune", config, "--set", "runner=server", "--budget", "60", "--max-draft", "3", "--json",
+                 "--out", str(run_dir), timeout=900)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout)
+    assert set(out["best"]) == BEST_KEYS and out["speedup"] is not None
+    samples = load_samples(run_dir)
+    assert samples and all(s.runner == "server" and s.status == "ok" for s in samples), [
+        (s.status, s.invalid_reason) for s in samples if s.status != "ok"
+    ]
+    assert list(run_dir.glob("raw/*-server.stderr")), "the rounds were measured by llama-server"
+
+    g = str(out["best"]["draft_max"])
+    assert "llama-speculative-simple" in out["command"] and f" {g} " in out["command"]
+    env = {**os.environ, "PROMPT": "Count from 1 to 20:"}
+    ran = subprocess.run(["bash", "-c", out["command"]], capture_output=True, text=True, timeout=300,
+                         stdin=subprocess.DEVNULL, env=env)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert parse_text(ran.stderr).n_drafted > 0
+
+    argv = [*shlex.split(out["server_command"]), "--port", "0"]  # as printed, on a free port
+    assert Path(argv[0]).name == "llama-server" and g in argv
+    server = start_server(argv, tmp_path / "srv.out", tmp_path / "srv.err", timeout_s=300)
+    try:
+        reply = post(server, "/completion", {"prompt": "Count from 1 to 20:", "n_predict": 16}, 300)
+    finally:
+        server.stop()
+    assert reply.data is not None, reply.error
+    assert reply.data["content"] and reply.data["timings"].get("draft_n", 0) > 0
+
+
+def test_a_tune_that_measured_nothing_exits_non_zero_before_calibrating(
+    tmp_path, llama_build, smol_f32, smol_q4
+):
+    """Every probe sample fails (the prompt does not fit a 16-token context): one line, exit 1."""
+    run_dir = tmp_path / "tuned"
+    result = cli("tune", str(tiny(tmp_path, smol_f32, smol_q4)), "--set", "generation.ctx_size=16",
+                 "--budget", "60", "--max-draft", "3", "--json", "--out", str(run_dir))  # fmt: skip
+    last = assert_one_line_error(result, "tune's probe measured no speedup", str(run_dir / "samples.jsonl"))
+    assert "samples failed, timed out or never speculated" in last
+    assert result.stdout == "" and not (run_dir / "calibration.json").exists()
+    assert load_samples(run_dir) and all(not s.valid for s in load_samples(run_dir))
