@@ -9,7 +9,7 @@ from pathlib import Path
 from specbench.execute.executor import _parse
 from specbench.execute.judge import Outcome, judge
 from specbench.execute.server_executor import SOURCE, timings_log
-from specbench.results.records import ServerTimings
+from specbench.results.records import Generation, ServerTimings
 from tests.execute.test_runner import inv
 
 LOGS = Path(__file__).parents[1] / "logs" / "real"
@@ -111,3 +111,16 @@ def test_an_infinite_speed_is_no_measurement():
     sample = judge(inv("x", role="baseline", prompt_text=PROMPT, runner="server"), out, "r", "now").sample
     assert sample.status == "failed" and sample.tps is None
     assert sample.invalid_reason == "no decode speed in the response"
+
+
+def test_a_prompt_over_ctx_size_fails_on_the_server_as_it_does_in_a_process():
+    """The recorded prompt is 14 tokens: at ctx_size 8 the process runner's binaries fail it, and the
+    judge fails the server's answer the same way (llama-server rounds each slot's context up)."""
+    small = spec(runner="server", generation=Generation(n_predict=32, ctx_size=8))
+    sample = judge(small, server("server-draft", "speculative"), "r", "now").sample
+    assert sample.status == "failed" and sample.invalid_reason.startswith(
+        "prompt longer than the context (14 tokens, ctx_size 8"
+    )
+    assert sample.output_sha256 is None
+    default = spec(runner="server", generation=Generation(n_predict=32, ctx_size=0))  # the model's own
+    assert judge(default, server("server-draft", "speculative"), "r", "now").sample.status == "ok"
