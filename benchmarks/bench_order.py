@@ -55,7 +55,8 @@ def main() -> None:
     cfg = benchmark.load(Path(args.config), [f"sweep.draft_max=[{args.draft_max}]", "warmup=0", *args.sets])
     base = tune_config(cfg, args.pair)
     prepared = benchmark.prepare(base)
-    plan = make_plan(base, prepared.build, prepared.models, prepared.prompts[:1], repetitions=1).invocations
+    full = make_plan(base, prepared.build, prepared.models, prepared.prompts[:1], repetitions=1)
+    plan = full.invocations
     baseline = next(i for i in plan if i.role == "baseline")
     spec = next(i for i in plan if i.role == "speculative")
     draft = next(i for i in plan if i.role == "draft")
@@ -75,7 +76,7 @@ def main() -> None:
             elif cond == "after-idle":
                 time.sleep(3)
             invs = [i.model_copy(update={"repetition": r}) for i in [*before, baseline]]
-            execute(invs, out, manifest, resume=out.joinpath("samples.jsonl").is_file())
+            execute(full.only(invs), out, manifest, resume=out.joinpath("samples.jsonl").is_file())
     by_cond: dict[str, list[float]] = {c: [] for c in CONDITIONS}
     for s in load_samples(out):
         if s.role == "baseline" and s.tps is not None:
