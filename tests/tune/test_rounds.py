@@ -17,7 +17,7 @@ def test_tune_rounds_run_the_sweeps_baseline_and_speculative_command_lines(tmp_p
     prepared = benchmark.Prepared(base, llama_build, None, models, {}, prompts, None)  # type: ignore[arg-type]
     setting = Setting(12, 0, 0.0, 0, 0)
     cfg = _round_config(base, [setting], 1, 0)
-    rounds = [i for i in _invocations(cfg, prepared, [setting], rep=3) if not i.warmup]
+    rounds = _invocations(cfg, prepared, [setting], rep=3).measured
     for inv in rounds:
         twin = [s for s in sweep if s.role == inv.role and s.prompt_id == inv.prompt_id
                 and s.draft_max == inv.draft_max and s.method == inv.method]  # fmt: skip
