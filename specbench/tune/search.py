@@ -283,6 +283,8 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
     probed = ", ".join(st.label() for st in probe)
     note(f"probe: baseline and {probed} over {len(prompts)} prompt(s)")
     measure(probe, first_round=True, only=[prompts[0].id])
+    if not any(s.valid for s in load_samples(run_dir)):  # not one sample: no budget to plan from either
+        raise RunError(nothing_measured(run_dir))
     costs = RunCosts.from_samples(load_samples(run_dir))
     depth = kv_depth(run_dir, base.generation.n_predict)
     plan = plan_calibration(clock, costs, depth, max_draft, 1 + len(ngld_values),
