@@ -151,7 +151,7 @@ def test_exit_codes():
 diffs = st.lists(st.floats(-1, 1, allow_nan=False, allow_subnormal=False), min_size=MIN_PAIRS, max_size=40)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(diffs, st.floats(-1, 1, allow_nan=False))
 def test_shift_equivariance_and_estimate_inside_interval(d, shift):
     iv = interval(d)
@@ -161,7 +161,7 @@ def test_shift_equivariance_and_estimate_inside_interval(d, shift):
     assert iv.low <= iv.estimate <= iv.high
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(diffs, st.integers(0, 39), st.sampled_from([-1e6, 1e6]))
 def test_one_wild_value_cannot_drag_the_estimate_outside_the_others(d, index, wild):
     index %= len(d)
@@ -171,19 +171,22 @@ def test_one_wild_value_cannot_drag_the_estimate_outside_the_others(d, index, wi
     assert min(clean) - 1e-12 <= est <= max(clean) + 1e-12
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(st.lists(st.tuples(st.floats(1, 200), st.floats(-0.2, 0.2)), min_size=MIN_PAIRS, max_size=30))
 def test_swapping_builds_mirrors_the_decision(pairs):
     base = [b for b, _ in pairs]
     head = [b * math.exp(noise) for b, noise in pairs]
     ab, ba = decide_ratio(base, head), decide_ratio(head, base)
     assert ab.ratio * ba.ratio == pytest.approx(1.0)
-    mirror = {Outcome.FAIL: Outcome.IMPROVED, Outcome.IMPROVED: Outcome.FAIL}
-    if ab.status in mirror:
-        assert ba.status == mirror[ab.status]
+    # the threshold is a relative change (-5% down, +5% up), so a +5.1% improvement swapped is a
+    # -4.85% drop, inside it: the mirror holds where the ratio is beyond the threshold both ways
+    if ab.status == Outcome.FAIL:
+        assert ba.status == Outcome.IMPROVED
+    if ab.status == Outcome.IMPROVED and ab.ratio > 1 / 0.95:
+        assert ba.status == Outcome.FAIL
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(st.lists(st.floats(1, 200, allow_nan=False), min_size=MIN_PAIRS, max_size=30))
 def test_identical_builds_always_pass(base):
     d = decide_ratio(base, list(base))
