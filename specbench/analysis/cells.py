@@ -78,6 +78,7 @@ class ReportRow(_RowCell):
     throughput_tps: float | None = None  # server: tokens generated / wall time of the cell's batches
     baseline_throughput_tps: float | None = None  # the same for its baseline samples
     ttft_ms: float | None = None  # server: mean time to first token (prompt processing) per request
+    machine: str | None = None  # sharded sweeps: the host that measured the row's shard
 
     def cell(self) -> tuple:
         """Every axis, in axis order, without run and category: rows of different runs line up on it."""
@@ -200,6 +201,7 @@ def _row(
         **vars(quality), throughput_tps=_throughput(used),
         baseline_throughput_tps=_throughput(base_used),
         ttft_ms=stats.summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,
+        machine=facts.shard_machines.get(first.shard) if facts and first.shard else None,
     )  # fmt: skip
 
 

@@ -104,6 +104,8 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     for key in ROW_CELL:  # any other axis (n-gram sizes, build, ...) wherever a row sets it
         if key not in _OWN_COLUMNS and any(getattr(r, key) is not None for r in rows):
             cols.append(Column(key, lambda r, key=key: _text(getattr(r, key)), True))
+    if any(r.machine for r in rows):  # a merged sharded sweep: which machine measured the row
+        cols.append(Column("machine", lambda r: r.machine or "-"))
     if any(r.ngl is not None or r.ngld is not None for r in rows):
         cols.append(Column("ngl/ngld", lambda r: f"{_num(r.ngl, 'd')}/{_num(r.ngld, 'd')}", True))
     if varies("category"):

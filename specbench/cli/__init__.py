@@ -28,7 +28,9 @@ app = typer.Typer(
 )
 
 # Command-group modules, in the order they appear in --help. Each defines `register(app)`.
-COMMAND_MODULES: list[str] = ["run", "tune", "report", "compare", "ab", "models", "build", "env", "parse"]
+COMMAND_MODULES: list[str] = [
+    "run", "plan", "merge", "tune", "report", "compare", "ab", "models", "build", "env", "parse",
+]  # fmt: skip
 
 
 def _version(value: bool) -> None:

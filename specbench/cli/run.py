@@ -229,6 +229,15 @@ def run(
             help="With --resume: continue a run made on another machine (the report then warns: mixed).",
         ),
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/N",
+            help="Run only shard I of N (as `specbench plan --shards N` deals them; default: "
+            "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set).",
+        ),
+    ] = None,
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_report
@@ -251,9 +260,10 @@ def run(
         cfg = benchmark.load_resumed(resume, set_ or ())
     else:
         cfg = benchmark.load(config, set_ or ())
+    part = _shard(shard, resume)
     note = (lambda p: None) if quiet else _status_printer()
     if dry_run:
-        prepared = benchmark.prepare(cfg, dry_run=True, build_progress=note)
+        prepared = benchmark.prepare(cfg, dry_run=True, build_progress=note, shard=part)
         if resume is not None:
             benchmark.left_to_run(prepared, resume)
         _print_dry_run(prepared)
@@ -265,7 +275,7 @@ def run(
         benchmark.check_resume_machine(run_dir, force)  # another machine: refuse before building
     bars = None if quiet else _Bars()
     try:
-        prepared = benchmark.prepare(cfg, build_progress=note, model_progress=bars)
+        prepared = benchmark.prepare(cfg, build_progress=note, model_progress=bars, shard=part)
     except BaseException:
         if fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
             run_dir.rmdir()
@@ -318,6 +328,26 @@ def _reuse_calibration(prepared: Any, run_dir: Path) -> None:
 
     if load_calibration(run_dir) is None and (cal := cached_calibration(prepared, run_dir)) is not None:
         save_calibration(run_dir, cal)
+
+
+def _shard(text: str | None, resume: Path | None) -> Any:
+    """The shard to run: --shard, the resumed run's own, or a Slurm array task's (said on stderr)."""
+    from specbench.errors import RunError
+    from specbench.execute import benchmark
+    from specbench.plan.shards import parse_shard, shard_from_env
+
+    asked = parse_shard(text) if text is not None else None
+    if resume is not None:
+        kept = benchmark.resumed_shard(resume)
+        if asked is not None and asked != kept:
+            raise RunError(f"{resume} measures shard {kept.label if kept else 'none (the whole plan)'}; "
+                           "resume it without --shard")  # fmt: skip
+        return kept
+    if asked is None:
+        asked = shard_from_env()
+        if asked is not None:
+            say(f"shard {asked.label} (from SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT)", err=True)
+    return asked
 
 
 def _status_printer():

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from specbench.plan.config import Config
     from specbench.plan.invocation import Plan
     from specbench.plan.prompts import RenderedPrompt
+    from specbench.plan.shards import Shard, Sharding
 
 
 class PlannedBuild(BuildInfo):
@@ -69,6 +70,7 @@ class Prepared:
     plan: Plan
     builds: dict[str | None, BuildInfo] = field(default_factory=dict)  # by label, in the config's order
     build_previews: dict[str | None, BuildPlan] = field(default_factory=dict)  # dry run: each build's plan
+    sharding: Sharding | None = None  # `run --shard i/N`: the part of the plan this run measures
 
 
 @dataclass
@@ -170,8 +172,10 @@ def prepare(
     dry_run: bool = False,
     build_progress: Any = None,
     model_progress: Any = None,
+    shard: Shard | None = None,
 ) -> Prepared:
-    """Build (or, dry, preview the build), resolve models, check pairs, render prompts, plan."""
+    """Build (or, dry, preview the build), resolve models, check pairs, render prompts, plan
+    (``shard``: only that shard's part of the plan, ``specbench.plan.shards``)."""
     from specbench.execute.builds import ensure_builds, preview_builds
     from specbench.models import resolve_models
     from specbench.plan.prompts import render, render_all
@@ -196,6 +200,11 @@ def prepare(
     for name in sorted(targets.keys() - here.keys()):  # dry run: no GGUF, so no chat template to render with
         prompts += [render(p, name, None) for p in config.prompt_list()]
     plan = make_plan(config, builds, models, prompts)
+    sharding = None
+    if shard is not None:
+        from specbench.plan.shards import cut
+
+        plan, sharding = cut(plan, config, shard)
     if config.auto_repetitions:
         plan.notes.append(
             f"repetitions: auto: this is round 1 ({config.min_repetitions} repetitions); cells whose mean "
@@ -206,7 +215,9 @@ def prepare(
     for name in sorted(targets.keys() - here.keys()):
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
-    return Prepared(config, build, preview, models, checks, prompts, plan, builds, previews)
+    return Prepared(
+        config, build, preview, models, checks, prompts, plan, builds, previews, sharding=sharding
+    )
 
 
 def ignored_settings(config: Config) -> list[str]:
@@ -268,7 +279,23 @@ def make_manifest(prepared: Prepared, run_dir: Path, command_line: list[str]) ->
         config=cfg.model_dump(mode="json"), build=prepared.build, env=collect(), models=prepared.models,
         builds={label: b for label, b in prepared.builds.items() if label is not None},
         pair_checks=prepared.pair_checks, command_line=command_line, runner=cfg.runner,
+        **_shard_facts(prepared),
     )  # fmt: skip
+
+
+def _shard_facts(prepared: Prepared) -> dict[str, Any]:
+    s = prepared.sharding
+    if s is None:
+        return {}
+    return {"shard": s.shard.label, "shard_cells": s.cells, "plan_cells": s.plan_cells, "plan_id": s.plan_id}
+
+
+def resumed_shard(run_dir: Path) -> Shard | None:
+    """The shard a run folder measures (``--resume`` goes on with the same part of the plan)."""
+    from specbench.plan.shards import parse_shard
+
+    shard = load_manifest(run_dir).shard if has_manifest(run_dir) else None
+    return parse_shard(shard) if shard else None
 
 
 def run_benchmark(
@@ -328,6 +355,10 @@ def _adaptive(prepared: Prepared):
 
     cfg = prepared.config
     full = make_plan(cfg, prepared.builds, prepared.models, prepared.prompts, repetitions=cfg.max_repetitions)
+    if prepared.sharding is not None:  # the later rounds of a shard repeat its own cells only
+        from specbench.plan.shards import restrict
+
+        full = restrict(full, prepared.sharding.shard, prepared.sharding.cells)
     return AdaptivePlan(full.measured, cfg.precision, cfg.max_repetitions)
 
 

@@ -79,12 +79,23 @@ LlamaCppField = Annotated[
 ]
 
 
+_Label = Annotated[str, Field(min_length=1)]
+RunnerLabel = _Label | Annotated[list[_Label], Field(min_length=1)]  # GitHub `runs-on`: a label or several
+
+
+class RunsOnConfig(_Strict):
+    """Shards: which CI runner (GitHub ``runs-on`` label or labels) a cell needs, by the target's ngl."""
+
+    ngl: dict[NonNegativeInt, RunnerLabel] = Field(default_factory=dict)
+
+
 class PairConfig(_Strict):
     """A target plus a draft model, or a target with a pinned draft-free method."""
 
     target: str
     draft: str | None = None
     method: Literal["ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"] | None = None
+    runs_on: RunnerLabel | None = None  # shards: the CI runner label(s) this pair's cells need
 
     @model_validator(mode="after")
     def _draft_or_method(self) -> PairConfig:
@@ -188,6 +199,7 @@ class Config(_Strict):
     speculative_binary: Literal["speculative-simple", "speculative"] = "speculative-simple"
     expect: Expectation | None = None  # published figures for this setup, shown by `specbench report`
     runner: Literal["process", "server"] = "process"  # a process per sample, or a llama-server per setting
+    runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)  # shards: runner labels by ngl
     base_dir: Path = Field(default=Path("."), exclude=True)
     path: Path | None = Field(default=None, exclude=True)  # the config file
 

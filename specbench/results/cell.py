@@ -37,14 +37,17 @@ class Cell(BaseModel):
     ngld: int | None = None  # GPU layers of the draft model
     runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
     parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)
+    shard: str | None = None  # "i/N" of a sharded sweep (specbench.plan.shards; None: not sharded)
 
 
 CELL_FIELDS: tuple[str, ...] = tuple(Cell.model_fields)
 # What a speculative cell shares with the baseline it is measured against: the same target on the
-# same build, at the same GPU layers, run the same way.
-BASELINE_FIELDS: tuple[str, ...] = ("build", "model", "ngl", "runner", "parallel")
+# same build, at the same GPU layers, run the same way, on the same machine (shard).
+BASELINE_FIELDS: tuple[str, ...] = ("build", "model", "ngl", "runner", "parallel", "shard")
 MODEL_FIELDS = ("model", "draft")  # model names: identities across runs use their sha256 instead
-RUN_LOCAL = ("pair",)  # a name given by one config: identities across runs leave it out
+# Names given by one config or one sweep: identities across runs leave them out (a merged sharded
+# run compares with an unsharded one).
+RUN_LOCAL = ("pair", "shard")
 # The axes of the first run-folder format. Identities (history ids) leave a later axis out while it
 # is at its default, so the ids of older runs stay what they were.
 FIRST_FIELDS = ("pair", "model", "draft", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld")
@@ -76,13 +79,13 @@ def baseline_of(m: Any) -> tuple:
 
 def draft_alone_of(m: Any) -> tuple | None:
     """The draft-alone runs a cell's cost ratio comes from: its draft model on its build at ngld (or 0)."""
-    return ("draft", m.build, m.draft, m.ngld or 0) if m.draft is not None else None
+    return ("draft", m.build, m.draft, m.ngld or 0, m.shard) if m.draft is not None else None
 
 
 def alone_of(m: Any) -> tuple:
     """A baseline or draft-alone sample's key, as ``baseline_of`` / ``draft_alone_of`` name it."""
     if m.role == "draft":
-        return ("draft", m.build, m.model, m.ngl or 0)
+        return ("draft", m.build, m.model, m.ngl or 0, m.shard)
     return baseline_of(m)
 
 

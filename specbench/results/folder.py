@@ -429,3 +429,45 @@ def read_run(run_dir: Path, manifest_required: bool = True) -> StoredRun:
     samples = load_samples(run_dir, warnings)
     facts = read_facts(run_dir, samples, required=manifest_required)
     return StoredRun(run_dir, facts, samples, warnings)
+
+
+# --- merged shards -------------------------------------------------------------------------------
+
+SHARDS = "shards"  # a merged run keeps each shard's manifest under shards/<name>/
+
+
+def write_samples(run_dir: Path, samples: Iterable[Sample]) -> None:
+    """A whole sample log at once (``specbench merge``): complete or not there at all."""
+    path = run_dir / SAMPLES
+    try:
+        write_atomic(path, "".join(s.model_dump_json() + "\n" for s in samples))
+    except OSError as exc:
+        raise RunError(f"cannot write {path}: {os_problem(exc)}; free space or fix permissions") from exc
+
+
+def keep_shard(src: Path, dst: Path, name: str) -> None:
+    """Keep a shard's manifest and raw logs in a merged run: the manifest under ``shards/<name>/``,
+    the logs under ``raw/<name>/`` (hard links where the file system allows, copies elsewhere)."""
+    import shutil
+
+    try:
+        (dst / SHARDS / name).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / MANIFEST, dst / SHARDS / name / MANIFEST)
+        if (src / RAW).is_dir():
+            target = dst / RAW / name
+            target.mkdir(parents=True, exist_ok=True)
+            for f in (src / RAW).iterdir():
+                if f.is_file():
+                    try:
+                        os.link(f, target / f.name)
+                    except OSError:
+                        shutil.copy2(f, target / f.name)
+    except OSError as exc:
+        raise RunError(f"cannot copy {src} into {dst}: {os_problem(exc)}") from exc
+
+
+def raw_in_shard(path: str | None, name: str) -> str | None:
+    """A sample's raw log path (``raw/...``, relative to its run) once its shard is kept under ``name``."""
+    if path is None or not path.startswith(f"{RAW}/"):
+        return path
+    return f"{RAW}/{name}/{path[len(RAW) + 1 :]}"

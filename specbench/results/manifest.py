@@ -33,6 +33,16 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+class MergedShard(BaseModel):
+    """One shard folder a merged run was made from (its whole manifest is kept beside it)."""
+
+    shard: str
+    run_id: str
+    hostname: str | None = None
+    status: str
+    n_samples: int
+
+
 class Manifest(BaseModel):
     format_version: int = FORMAT_VERSION
     run_id: str
@@ -58,6 +68,12 @@ class Manifest(BaseModel):
     noise: NoiseRecord = Field(default_factory=NoiseRecord)  # the system-noise check (older runs: empty)
     # one line per `--resume --force` on another machine: what differed (its samples mix machines)
     other_machines: list[str] = Field(default_factory=list)
+    # a shard of a sharded sweep (specbench.plan.shards): which, its cells, and the whole plan's
+    shard: str | None = None  # "i/N"
+    shard_cells: list[str] = Field(default_factory=list)
+    plan_cells: list[str] = Field(default_factory=list)
+    plan_id: str | None = None  # the whole plan's config hash: shards of other configs do not merge
+    merged_from: list[MergedShard] = Field(default_factory=list)  # `specbench merge`: the shards it took
 
     def mark_finished(self, status: Status, reason: str | None = None) -> None:
         self.status = status
@@ -114,6 +130,7 @@ class RunFacts(BaseModel):
     min_decode_s: float | None = None  # config `min_decode_s`
     busy: list[str] = Field(default_factory=list)  # the noise check's reasons the machine was busy
     other_machines: list[str] = Field(default_factory=list)  # forced resumes elsewhere: what differed
+    shard_machines: dict[str, str] = Field(default_factory=dict)  # merged shards: shard -> hostname
 
     def model_id(self, name: str | None) -> str | None:
         """A model's identity for matching: its sha256, or ``name:NAME`` when the sha is unknown."""
@@ -162,7 +179,17 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         min_decode_s=_number(_value(manifest, "config", "min_decode_s")),
         busy=[b for b in (_value(manifest, "noise", "busy") or []) if isinstance(b, str)],
         other_machines=[m for m in (manifest.get("other_machines") or []) if isinstance(m, str)],
+        shard_machines=_shard_machines(manifest),
     )
+
+
+def _shard_machines(manifest: dict) -> dict[str, str]:
+    """Which machine measured each shard of a merged run (or the one shard a shard run is)."""
+    merged = manifest.get("merged_from") if isinstance(manifest.get("merged_from"), list) else []
+    found = {str(m.get("shard")): str(m.get("hostname") or "?") for m in merged if isinstance(m, dict)}
+    if not found and isinstance(manifest.get("shard"), str):
+        found[manifest["shard"]] = str(_value(manifest, "env", "hostname") or "?")
+    return found
 
 
 def _expectation(value: object) -> Expectation | None:

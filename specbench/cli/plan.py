@@ -1,0 +1,53 @@
+"""``specbench plan``: the plan cut into shards, printed as a CI matrix (``--json``) or a table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from specbench.cli.common import console, say
+
+
+def plan(
+    config: Annotated[
+        Path, typer.Argument(metavar="CONFIG", help="The run config (YAML).", show_default=False)
+    ],
+    shards: Annotated[int, typer.Option("--shards", min=1, help="How many shards to cut the plan into.")] = 1,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", metavar="KEY=VALUE", help="Override a config value, as `run` takes it (repeatable)."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help='Print {"include": [...]}, a GitHub Actions matrix as is.')
+    ] = False,
+) -> None:
+    """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
+    from specbench.execute import benchmark
+    from specbench.paths import check_path
+    from specbench.plan.shards import matrix
+
+    check_path(config, "CONFIG")
+    cfg = benchmark.load(config, set_ or ())
+    prepared = benchmark.prepare(cfg, dry_run=True)
+    result = matrix(prepared.plan, cfg, shards)
+    if as_json:
+        say(json.dumps(result))
+        return
+    from rich.table import Table
+
+    table = Table("shard", "cells", "est. time", "runs on", box=None)
+    for e in result["include"]:
+        runs_on = e.get("runs_on", "-")
+        table.add_row(e["shard"], "\n".join(e["cells"]), f"{e['est_s']:.0f} s",
+                      ", ".join(runs_on) if isinstance(runs_on, list) else runs_on)  # fmt: skip
+    console.print(table)
+    say(f"run each with: specbench run {config} --shard I/{shards}; then: specbench merge DIR... --out DIR")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan)

@@ -1,0 +1,260 @@
+"""Shards: one plan cut into N self-contained parts that a CI engine (a GitHub matrix, a Slurm
+array) runs on separate machines, merged back into one run folder afterwards.
+
+A shard takes cells whole: a speculative cell's runs travel with the baseline and draft-alone runs
+it is judged against, so a baseline that cells of two shards need is measured in both (each on
+its own machine, in the same minutes as its cells: ``shard`` is a cell axis and part of the
+baseline rule, ``specbench.results.cell``). Cells are dealt longest first to the shard whose
+estimated time grows least (LPT scheduling, as SGLang's CI partitions its suite), ties broken by
+the cell's name, so the same config always gives the same shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from specbench.errors import ConfigError
+from specbench.plan.config import Config
+from specbench.plan.invocation import Invocation, Plan
+from specbench.results.cell import alone_of, baseline_of, cell_of, draft_alone_of, label_parts
+
+# Without history, a run's time is guessed from its size: tokens to generate at a typical small
+# model's CPU speed, plus loading the model. Only the ratios between shards matter.
+GUESS_TOKENS_PER_S = 50.0
+GUESS_LOAD_S = 1.0
+DRAFT_SPEED_FACTOR = 0.5  # a draft model alone runs about twice as fast as its target
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count`` (1-based, as a person and a matrix say it)."""
+
+    index: int
+    count: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str) -> Shard:
+    """``i/N`` with 1 <= i <= N."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m:
+        raise ConfigError(f"--shard {text!r}: write it as i/N, e.g. --shard 2/3 (shard 2 of 3)")
+    index, count = int(m.group(1)), int(m.group(2))
+    if count < 1 or not 1 <= index <= count:
+        raise ConfigError(f"--shard {text}: the shard number must be between 1 and {max(count, 1)}")
+    return Shard(index, count)
+
+
+def shard_from_env(env: dict[str, str] | None = None) -> Shard | None:
+    """A Slurm array task's shard: ``SLURM_ARRAY_TASK_ID`` of ``SLURM_ARRAY_TASK_COUNT``.
+
+    Slurm numbers tasks as the array was declared (``--array=1-N`` or ``0-(N-1)``); with
+    ``SLURM_ARRAY_TASK_MIN`` set, the task's place in the array is counted from it."""
+    env = dict(os.environ if env is None else env)
+    task, count = env.get("SLURM_ARRAY_TASK_ID"), env.get("SLURM_ARRAY_TASK_COUNT")
+    if not task or not count:
+        return None
+    try:
+        first = int(env.get("SLURM_ARRAY_TASK_MIN", "1"))
+        return parse_shard(f"{int(task) - first + 1}/{int(count)}")
+    except ValueError as exc:
+        raise ConfigError(
+            f"SLURM_ARRAY_TASK_ID={task} / SLURM_ARRAY_TASK_COUNT={count} do not name a shard; "
+            "declare the array as --array=1-N, or pass --shard i/N"
+        ) from exc
+
+
+def cell_name(inv: Invocation) -> str:
+    """A speculative cell's name in a shard list: pair, method and every setting off its default."""
+    return " ".join([str(inv.pair), inv.method, *label_parts(inv)])
+
+
+def config_hash(config_data: dict) -> str:
+    """The identity of a whole plan: shards of different configs must not be merged."""
+    text = json.dumps(config_data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def guess_s(inv: Invocation) -> float:
+    """An invocation's time from the plan's sizes (used when history does not know the cell)."""
+    speed = GUESS_TOKENS_PER_S * (1 / DRAFT_SPEED_FACTOR if inv.role == "draft" else 1.0)
+    return GUESS_LOAD_S + inv.generation.n_predict / speed
+
+
+@dataclass
+class ShardPlan:
+    """One shard: its cells by name, its estimated time and whatever the config routes it to."""
+
+    shard: Shard
+    cells: list[str] = field(default_factory=list)
+    est_s: float = 0.0
+    runs_on: list[str] = field(default_factory=list)
+
+    def matrix_entry(self) -> dict:
+        entry: dict = {"shard": self.shard.label, "cells": self.cells, "est_s": round(self.est_s, 1)}
+        if self.runs_on:
+            entry["runs_on"] = self.runs_on if len(self.runs_on) > 1 else self.runs_on[0]
+        return entry
+
+
+@dataclass
+class _Unit:
+    """A cell with every invocation it needs (its own and the alone runs it shares)."""
+
+    name: str
+    own: list[Invocation]
+    needs: set[tuple]  # keys of the baseline and draft-alone runs it is judged with
+    runs_on: str | None
+
+
+def _units(plan: Plan, runs_on: Callable[[Invocation], str | None]) -> tuple[list[_Unit], dict[tuple, list]]:
+    alone: dict[tuple, list[Invocation]] = {}
+    for inv in plan.measured:
+        if inv.role != "speculative":
+            alone.setdefault(alone_of(inv), []).append(inv)
+    units: dict[tuple, _Unit] = {}
+    for inv in plan.measured:
+        if inv.role != "speculative":
+            continue
+        key = cell_of(inv)
+        if key not in units:
+            needs = {baseline_of(inv)} | ({draft_alone_of(inv)} if draft_alone_of(inv) else set())
+            units[key] = _Unit(cell_name(inv), [], {k for k in needs if k in alone}, runs_on(inv))
+        units[key].own.append(inv)
+    return list(units.values()), alone
+
+
+def assign(
+    plan: Plan,
+    count: int,
+    estimate: Callable[[Invocation], float] = guess_s,
+    runs_on: Callable[[Invocation], str | None] = lambda inv: None,
+) -> list[ShardPlan]:
+    """Deal the plan's cells to ``count`` shards, balanced by estimated time.
+
+    Cells with a ``runs_on`` label only share a shard with cells of the same label (a shard runs on
+    one kind of runner). A shard can be left without cells when there are fewer cells than shards."""
+    if count < 1:
+        raise ConfigError("--shards must be at least 1")
+    units, alone = _units(plan, runs_on)
+    alone_s = {k: sum(estimate(i) for i in invs) for k, invs in alone.items()}
+    shards = [ShardPlan(Shard(i + 1, count)) for i in range(count)]
+    has: list[set[tuple]] = [set() for _ in shards]
+    label: list[str | None] = [None] * count
+    cells_in = [0] * count
+
+    def own_s(u: _Unit) -> float:
+        return sum(estimate(i) for i in u.own)
+
+    for u in sorted(units, key=lambda u: (-(own_s(u) + sum(alone_s[k] for k in u.needs)), u.name)):
+
+        def cost(i: int, u: _Unit = u) -> tuple:
+            extra = own_s(u) + sum(alone_s[k] for k in u.needs - has[i])
+            unfit = label[i] is not None and label[i] != u.runs_on
+            return (unfit, shards[i].est_s + extra, cells_in[i], i)
+
+        best = min(range(count), key=cost)
+        if label[best] is not None and label[best] != u.runs_on:
+            raise ConfigError(
+                f"{len({x.runs_on for x in units})} different runs_on labels need at least as many shards; "
+                f"pass --shards {len({x.runs_on for x in units})} or more"
+            )
+        shards[best].est_s += own_s(u) + sum(alone_s[k] for k in u.needs - has[best])
+        has[best] |= u.needs
+        label[best] = u.runs_on
+        cells_in[best] += 1
+        shards[best].cells.append(u.name)
+    for s, lab in zip(shards, label, strict=True):
+        s.runs_on = lab.split(",") if lab else []
+    return shards
+
+
+def cells_of(plan: Plan) -> list[str]:
+    """Every speculative cell of the plan by name, in plan order."""
+    seen: dict[str, None] = {}
+    for inv in plan.measured:
+        if inv.role == "speculative":
+            seen.setdefault(cell_name(inv), None)
+    return list(seen)
+
+
+def restrict(plan: Plan, shard: Shard, cells: Iterable[str]) -> Plan:
+    """The part of ``plan`` that measures ``cells``: their runs, the alone runs they are judged with
+    and the warmups of what is left, each stamped with the shard (a cell axis)."""
+    wanted = set(cells)
+    mine = [i for i in plan.measured if i.role == "speculative" and cell_name(i) in wanted]
+    needs = {baseline_of(i) for i in mine} | {draft_alone_of(i) for i in mine if draft_alone_of(i)}
+    mine_ids = {id(i) for i in mine}
+    keep = [i for i in plan.invocations if not i.warmup and (id(i) in mine_ids or (i.role != "speculative"
+            and alone_of(i) in needs))]  # fmt: skip
+    kinds = {(i.binary_role, i.model, i.draft, tuple(i.argv) if i.request else None) for i in keep}
+    warm = [
+        i
+        for i in plan.invocations
+        if i.warmup and (i.binary_role, i.model, i.draft, tuple(i.argv) if i.request else None) in kinds
+    ]
+    stamped = [i.model_copy(update={"shard": shard.label}) for i in [*warm, *keep]]
+    notes = [*plan.notes, f"shard {shard.label}: {len(wanted)} of the plan's {len(cells_of(plan))} cells"]
+    return plan.model_copy(update={"invocations": stamped, "notes": notes})
+
+
+def runs_on_rule(config: Config) -> Callable[[Invocation], str | None]:
+    """The config's ``runs_on``: a pair's label wins over its target's ``ngl``'s. Labels are kept as
+    one comma-joined string (a shard runs on one kind of runner) and split again for the matrix."""
+    pairs = {name: p.runs_on for name, p in config.pairs.items() if p.runs_on}
+    by_ngl = config.runs_on.ngl
+
+    def joined(label: str | list[str] | None) -> str | None:
+        return ",".join(label) if isinstance(label, list) else label
+
+    def rule(inv: Invocation) -> str | None:
+        if inv.pair in pairs:
+            return joined(pairs[inv.pair])
+        return joined(by_ngl.get(inv.ngl)) if inv.ngl is not None else None
+
+    return rule
+
+
+@dataclass
+class Sharding:
+    """What a shard's run records: which shard, its cells, and the whole plan it was cut from."""
+
+    shard: Shard
+    cells: list[str]
+    plan_cells: list[str]  # every cell of the whole plan (a merge names the ones no shard brought)
+    plan_id: str  # config_hash of the whole plan
+    est_s: float
+
+
+def cut(plan: Plan, config: Config, shard: Shard) -> tuple[Plan, Sharding]:
+    """Shard ``shard`` of ``plan`` (as ``specbench plan --shards`` deals them) and what to record."""
+    everything = cells_of(plan)
+    if shard.count > len(everything):
+        raise ConfigError(
+            f"--shard {shard.label}: the plan has {len(everything)} cell(s), so at most "
+            f"{len(everything)} shards; cut it into fewer"
+        )
+    mine = assign(plan, shard.count, runs_on=runs_on_rule(config))[shard.index - 1]
+    plan_id = config_hash(config.model_dump(mode="json"))
+    sharding = Sharding(shard, mine.cells, everything, plan_id, mine.est_s)
+    return restrict(plan, shard, mine.cells), sharding
+
+
+def matrix(plan: Plan, config: Config, count: int) -> dict:
+    """``{"include": [...]}``: the shards as a GitHub Actions matrix (``fromJSON``), one entry each."""
+    cells = cells_of(plan)
+    if count > len(cells):
+        raise ConfigError(
+            f"--shards {count}: the plan has {len(cells)} cell(s); cut it into at most {len(cells)}"
+        )
+    if count > 256:
+        raise ConfigError("--shards: a GitHub matrix takes at most 256 jobs")
+    return {"include": [s.matrix_entry() for s in assign(plan, count, runs_on=runs_on_rule(config))]}

@@ -1,0 +1,120 @@
+"""``specbench merge``: one run folder from the folders of a sharded sweep's shards.
+
+Each shard measured its cells with their own baselines (``shard`` is a cell axis, part of the
+baseline rule), so the merged samples pair within each shard's machine and minutes; report,
+compare and history read the merged folder like any run. A merge refuses what would make a
+wrong run: shards of another config, the same shard twice, overlapping cells, a shard still
+running or cut short. Missing shards are allowed and named as missing cells (the merged run is
+then not complete, as a run with unmeasured cells is not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from specbench.errors import RunError
+from specbench.results import folder
+from specbench.results.manifest import MergedShard, now_iso
+
+
+@dataclass
+class MergeResult:
+    out: Path
+    shards: list[MergedShard]
+    n_samples: int
+    missing_cells: list[str]
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing_cells
+
+
+def _sub(label: str) -> str:
+    index, count = label.split("/")
+    return f"shard-{index}-of-{count}"
+
+
+def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
+    """Merge shard folders ``dirs`` into the new run folder ``out`` (nothing is changed in ``dirs``)."""
+    if not dirs:
+        raise RunError("give the shard folders to merge, e.g. specbench merge shards/* --out results/sweep")
+    seen: dict[Path, Path] = {}
+    for d in dirs:
+        real = d.resolve()
+        if real in seen:
+            raise RunError(f"{d} is given twice (also as {seen[real]}); give each shard folder once")
+        seen[real] = d
+    if out.resolve() in seen:
+        raise RunError(f"--out {out} is one of the shards; merge into a new folder")
+    manifests = []
+    for d in dirs:
+        m = folder.load_manifest(d)
+        if m.shard is None:
+            raise RunError(f"{d} is not a shard (it was run without --shard); merge only the folders of "
+                           "`specbench run CONFIG --shard i/N`")  # fmt: skip
+        status = folder.read_facts(d).status
+        if status != "complete":
+            raise RunError(f"shard {m.shard} in {d} is {status}: {folder.finish_hint(d, status)}, then merge")
+        manifests.append((d, m))
+    first_dir, first = manifests[0]
+    by_label: dict[str, Path] = {}
+    owner: dict[str, str] = {}
+    for d, m in manifests:
+        if m.plan_id != first.plan_id:
+            raise RunError(
+                f"{d} is a shard of another config than {first_dir} (plan {m.plan_id} vs {first.plan_id}); "
+                "merge shards of one config and one set of --set values"
+            )
+        if m.shard.split("/")[1] != first.shard.split("/")[1]:
+            raise RunError(f"{d} is shard {m.shard}, {first_dir} is shard {first.shard}: cut into different "
+                           "numbers of shards; merge shards of one `--shards N`")  # fmt: skip
+        if m.shard in by_label:
+            raise RunError(f"shard {m.shard} is given twice ({by_label[m.shard]} and {d}); keep one")
+        by_label[m.shard] = d
+        for c in m.shard_cells:
+            if c in owner:
+                raise RunError(f"cell {c!r} is in shard {owner[c]} and shard {m.shard} ({d}); "
+                               "the shards overlap, merge shards of one plan")  # fmt: skip
+            owner[c] = m.shard
+    folder.check_writable(out)
+    folder.check_fresh(out)
+    if folder.has_manifest(out):
+        raise RunError(f"{out} already holds a run; choose a new --out folder")
+    samples, kept = [], []
+    for d, m in sorted(manifests, key=lambda dm: int(dm[1].shard.split("/")[0])):
+        name = _sub(m.shard)
+        shard_samples = folder.load_samples(d)
+        for s in shard_samples:
+            samples.append(s.model_copy(update={
+                "stdout_path": folder.raw_in_shard(s.stdout_path, name),
+                "stderr_path": folder.raw_in_shard(s.stderr_path, name),
+            }))  # fmt: skip
+        folder.keep_shard(d, out, name)
+        kept.append(MergedShard(shard=m.shard, run_id=m.run_id, hostname=m.env.hostname, status="complete",
+                                n_samples=len(shard_samples)))  # fmt: skip
+    missing = [c for c in first.plan_cells if c not in owner]
+    merged = first.model_copy(deep=True)
+    merged.run_id, merged.shard, merged.shard_cells = (
+        out.name,
+        None,
+        [c for c in first.plan_cells if c in owner],
+    )
+    merged.merged_from = kept
+    merged.started_at = min(m.started_at for _, m in manifests)
+    merged.resumed_at, merged.command_line = [], []
+    merged.model_loads = sum(m.model_loads for _, m in manifests)
+    merged.plan_size = sum(m.plan_size for _, m in manifests)
+    merged.n_samples_planned = sum(m.n_samples_planned for _, m in manifests)
+    merged.noise.busy = [b for _, m in manifests for b in m.noise.busy]
+    merged.other_machines = [o for _, m in manifests for o in m.other_machines]
+    merged.status, merged.finished_at = "complete", now_iso()
+    if missing:
+        merged.status = "interrupted"
+        merged.status_reason = (
+            f"{len(missing)} cell(s) of the plan are in no merged shard ({', '.join(missing)}); "
+            "run the missing shards and merge again"
+        )
+    folder.write_samples(out, samples)
+    folder.save_manifest(out, merged)
+    return MergeResult(out, kept, len(samples), missing)

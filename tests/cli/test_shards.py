@@ -1,0 +1,96 @@
+"""Shards end to end on the real build: the quickstart cut into 3 shards, run as 3 runs, merged;
+the merged report has the unsharded run's cells with the same sample counts. And the refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.build import assert_one_line_error, cli
+
+pytestmark = pytest.mark.slow
+QUICK = "configs/quickstart.yaml"
+CHEAP = ["--set", "generation.n_predict=16", "--set", "repetitions=1", "--set", "warmup=0",
+         "--set", "prompts.ids=[code-02]", "--set", "sweep.method=[draft]",
+         "--set", "sweep.draft_max=[2,4,8]"]  # fmt: skip
+AXES = ("pair", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "category")
+
+
+def _rows(run: Path) -> dict[tuple, dict]:
+    out = cli("report", str(run), "--format", "json", "--out", str(run / "rep"))
+    assert out.returncode == 0, out.stderr
+    return {tuple(r[k] for k in AXES): r for r in json.loads(out.stdout)}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, llama_build, smol_f32):
+    tmp = tmp_path_factory.mktemp("shards")
+    whole = cli("run", QUICK, *CHEAP, "--out", str(tmp / "whole"), "--quiet")
+    assert whole.returncode == 0, whole.stderr
+    plan = cli("plan", QUICK, *CHEAP, "--shards", "3", "--json")
+    assert plan.returncode == 0, plan.stderr
+    include = json.loads(plan.stdout)["include"]
+    for entry in include:
+        i = entry["shard"].split("/")[0]
+        done = cli("run", QUICK, *CHEAP, "--shard", entry["shard"], "--out", str(tmp / f"s{i}"), "--quiet")
+        assert done.returncode == 0, done.stderr
+    return tmp, include
+
+
+def test_plan_is_a_matrix_of_whole_cells(runs):
+    _, include = runs
+    assert [e["shard"] for e in include] == ["1/3", "2/3", "3/3"]
+    assert sorted(c for e in include for c in e["cells"]) == sorted({c for e in include for c in e["cells"]})
+    assert all(len(e["cells"]) == 1 and e["est_s"] > 0 for e in include)
+    est = [e["est_s"] for e in include]
+    assert max(est) <= 1.25 * min(est)
+
+
+def test_merged_report_has_the_unsharded_cells_and_counts(runs):
+    tmp, _ = runs
+    merged = cli("merge", str(tmp / "s1"), str(tmp / "s2"), str(tmp / "s3"), "--out", str(tmp / "merged"))
+    assert merged.returncode == 0, merged.stderr
+    whole, parts = _rows(tmp / "whole"), _rows(tmp / "merged")
+    assert set(whole) == set(parts) and len(whole) == 3
+    for key, row in whole.items():
+        assert (parts[key]["n"], parts[key]["baseline_n"]) == (row["n"], row["baseline_n"])
+        assert parts[key]["machine"] and parts[key]["shard"]  # which machine measured it
+    table = cli("report", str(tmp / "merged"), "--out", str(tmp / "merged" / "rep2"))
+    assert "machine" in table.stdout
+    compare = cli("compare", str(tmp / "whole"), str(tmp / "merged"))
+    assert "no cell" not in compare.stdout + compare.stderr
+
+
+def test_merge_refusals_keep_everything(runs, tmp_path):
+    tmp, _ = runs
+    s1, s2, s3 = (str(tmp / f"s{i}") for i in (1, 2, 3))
+    assert_one_line_error(cli("merge", s1, s1, "--out", str(tmp_path / "a")), "twice")
+    assert_one_line_error(cli("merge", s1, str(tmp / "whole"), "--out", str(tmp_path / "b")), "not a shard")
+    missing = cli("merge", s1, s2, "--out", str(tmp_path / "c"))
+    assert missing.returncode != 0 and "not complete" in missing.stderr
+    assert_one_line_error(cli("merge", s1, s2, s3, "--out", str(tmp / "whole")), "already holds a run")
+    assert_one_line_error(cli("run", QUICK, *CHEAP, "--shard", "4/3", "--dry-run"), "between 1 and 3")
+    assert_one_line_error(cli("run", QUICK, *CHEAP, "--shard", "a/b", "--dry-run"), "i/N")
+
+
+def test_a_shard_of_another_config_is_refused(runs, tmp_path):
+    tmp, _ = runs
+    other = cli("run", QUICK, *CHEAP, "--set", "generation.seed=7", "--shard", "3/3", "--out",
+                str(tmp_path / "other"), "--quiet")  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    out = cli(
+        "merge", str(tmp / "s1"), str(tmp / "s2"), str(tmp_path / "other"), "--out", str(tmp_path / "m")
+    )
+    assert_one_line_error(out, "another config")
+    assert not (tmp_path / "m" / "samples.jsonl").exists()
+
+
+def test_slurm_variables_choose_the_shard(runs):
+    dry = cli(
+        "run", QUICK, *CHEAP, "--dry-run", env={"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "3"}
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert "shard 2/3 (from SLURM_ARRAY_TASK_ID" in dry.stderr
+    assert "shard 2/3: 1 of the plan's 3 cells" in dry.stdout
