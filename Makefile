@@ -28,6 +28,7 @@ lint: setup
 	$(BIN)/ruff check specbench tests
 	$(BIN)/ruff format --check specbench tests
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .import_linter_cache

@@ -47,3 +47,39 @@ def test_each_machines_run_arguments_dry_run(tmp_path, llama_build, machine):
     assert f"({machine['backend']})" in result.stdout  # the build it would use has the machine's backend
     ngld = llama_build.binary("speculative_simple").flags.ngld
     assert "-ngl 99" in result.stdout and f"{ngld} 99" in result.stdout
+
+
+SWEEP = WORKFLOW.parent / "sweep.yml"
+
+
+def _schema_check(*paths: Path):
+    import subprocess
+    import sys
+
+    tool = Path(sys.executable).parent / "check-jsonschema"
+    return subprocess.run([str(tool), "--builtin-schema", "vendor.github-workflows", *map(str, paths)],
+                          capture_output=True, text=True)  # fmt: skip
+
+
+def test_workflows_follow_the_github_schema(tmp_path):
+    assert _schema_check(WORKFLOW, SWEEP).returncode == 0
+    broken = tmp_path / "broken.yml"
+    data = yaml.safe_load(SWEEP.read_text())
+    data["jobs"]["merge"]["runs-on"] = {"not": "a label"}
+    broken.write_text(yaml.safe_dump(data))
+    assert _schema_check(broken).returncode != 0  # the check can fail
+
+
+def test_sweep_plans_shards_runs_them_and_merges():
+    jobs = yaml.safe_load(SWEEP.read_text())["jobs"]
+    plan = " ".join(s.get("run", "") for s in jobs["plan"]["steps"])
+    assert "specbench plan" in plan and "--shards" in plan and "--json" in plan
+    assert jobs["shard"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    shard = " ".join(s.get("run", "") for s in jobs["shard"]["steps"])
+    assert '--shard "${{ matrix.shard }}"' in shard
+    upload = next(s for s in jobs["shard"]["steps"] if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["name"].startswith("specbench-shard-")
+    download = next(s for s in jobs["merge"]["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["with"] == {"pattern": "specbench-shard-*", "path": "shards/", "merge-multiple": True}
+    merge = " ".join(s.get("run", "") for s in jobs["merge"]["steps"])
+    assert "specbench merge shards/shard-*" in merge and "GITHUB_STEP_SUMMARY" in merge

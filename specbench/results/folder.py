@@ -17,6 +17,7 @@ import errno
 import fcntl
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
