@@ -73,7 +73,7 @@ def test_sample_keys_identities_labels_and_rounds_tell_builds_apart():
     states = cell_states(two_builds())
     assert len(states) == 4  # two speculative cells and two baselines, one of each per build
     assert {k for k in states if k[0] == "baseline"} == {
-        ("baseline", b, "smol-f32", 0, "process", 1) for b in "ab"
+        ("baseline", b, "smol-f32", 0, "process", 1, None) for b in "ab"
     }
 
 
@@ -88,7 +88,7 @@ def test_outputs_are_checked_against_the_baseline_of_the_same_build():
 def test_the_plan_groups_cells_by_baseline_build_included():
     cells = [cell.Cell(build=b, model="t", method="draft", ngl=n) for b in ("a", "b") for n in (0, 99)]
     groups = baseline_groups(cells)
-    assert list(groups) == [("baseline", b, "t", n, "process", 1) for b in ("a", "b") for n in (0, 99)]
+    assert list(groups) == [("baseline", b, "t", n, "process", 1, None) for b in ("a", "b") for n in (0, 99)]
 
 
 def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
@@ -99,7 +99,7 @@ def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
     text = path.read_text()
     anchor = "    parallel: int = 1"
     assert text.count(anchor) == 1
-    path.write_text(text.replace(anchor, anchor + "\n    shard: int | None = None  # the new axis", 1))
+    path.write_text(text.replace(anchor, anchor + "\n    seed2: int | None = None  # the new axis", 1))
     script = textwrap.dedent(
         """
         from specbench.analysis.cells import run_rows
@@ -116,17 +116,17 @@ def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
                       status="ok", valid=True, model="t", ngl=0, prompt_id="p", repetition=0)
         spec = dict(role="speculative", pair="x", method="ngram-simple")
         samples = [Sample(role="baseline", tps=10.0, **common),
-                   Sample(**spec, shard=0, tps=12.0, **common), Sample(**spec, shard=1, tps=14.0, **common)]
-        assert "shard" in Invocation.model_fields
+                   Sample(**spec, seed2=0, tps=12.0, **common), Sample(**spec, seed2=1, tps=14.0, **common)]
+        assert "seed2" in Invocation.model_fields
         assert samples[1].sample_key() != samples[2].sample_key()
         assert len(cell_states(samples)) == 3
-        rows = sorted(run_rows("r", samples), key=lambda r: r.shard)
-        assert [(r.shard, r.speedup) for r in rows if r.category == "all"] == [(0, 1.2), (1, 1.4)]
+        rows = sorted(run_rows("r", samples), key=lambda r: r.seed2)
+        assert [(r.seed2, r.speedup) for r in rows if r.category == "all"] == [(0, 1.2), (1, 1.4)]
         k0, k1 = (cell_key(s, RunFacts(run_id="r")) for s in samples[1:])
-        assert k0 != k1 and k1.shard == 1
+        assert k0 != k1 and k1.seed2 == 1
         old = cell_key(Sample(**spec, tps=1.0, **common), RunFacts(run_id="r"))
-        assert '"shard": 1' in _cell_id(k1, "m") and "shard" not in _cell_id(old, "m")
-        assert "shard=1" in cell_label(samples[2]) and "shard" in CELL_KEYS
+        assert '"seed2": 1' in _cell_id(k1, "m") and "seed2" not in _cell_id(old, "m")
+        assert "seed2=1" in cell_label(samples[2]) and "seed2" in CELL_KEYS
         print("ok")
         """
     )
