@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -84,8 +83,6 @@ def test_derived_f32_target(smol_q4, smol_f32, llama_build):
     mtime = smol_f32.path.stat().st_mtime_ns
     from tests.fixtures.models import SMOL_Q4
 
-    start = time.monotonic()
     renamed = {"q": SMOL_Q4, "f": ModelSpec(derive=DeriveSource(from_="q", quant="F32"))}
     again = resolve_models(renamed, Path("."), build=llama_build)["f"]
     assert again.path == smol_f32.path and again.path.stat().st_mtime_ns == mtime  # not derived twice
-    assert time.monotonic() - start < 10
