@@ -161,7 +161,9 @@ UNPARSEABLE = [
 
 
 def test_corpus_is_covered():
-    files = {str(p.relative_to(LOGS)) for p in LOGS.rglob("*") if p.is_file() and p.name != "README.md"}
+    # server-*.json are whole /completion responses for the judge's tests (tests/execute/test_judge.py)
+    files = {str(p.relative_to(LOGS)) for p in LOGS.rglob("*")
+             if p.is_file() and p.name != "README.md" and not p.name.startswith("server-")}  # fmt: skip
     assert files == set(EXPECTED) | set(UNPARSEABLE)
 
 

@@ -294,12 +294,15 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
     from rich.console import Console
 
     from specbench.build.envinfo import collect
+    from specbench.cli import common
     from specbench.cli import run as run_cli
     from specbench.execute.runner import execute
     from tests.execute.test_runner import inv, manifest, process
 
     buf = io.StringIO()
-    monkeypatch.setattr(run_cli, "err_console", Console(file=buf, force_terminal=terminal, width=150))
+    console = Console(file=buf, force_terminal=terminal, width=150)
+    monkeypatch.setattr(run_cli, "err_console", console)
+    monkeypatch.setattr(common, "err_console", console)  # say(..., err=True) prints the plain lines
     view = run_cli.ProgressView(quiet=False)
     plan = [
         inv("nodraft", warmup=True),
