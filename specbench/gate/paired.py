@@ -24,8 +24,9 @@ image; ``pass`` the interval excludes a slowdown of the threshold; ``undecided``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 from pydantic import BaseModel, computed_field
 
@@ -194,6 +195,54 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.1f}%"
 
 
+class _Unit(NamedTuple):
+    """How one unit reports a change: the two decide functions differ only in this."""
+
+    name: str  # "ratio" or "points"
+    scale: Callable[[float], float]  # from the differences' scale to the reported value
+    change: Callable[[float], float]  # a reported value as a change (0: none)
+    show: Callable[[float], str]  # a reported value as text
+    bound: Callable[[float], str]  # an interval bound as text
+    words: tuple[str, str]  # (a worse change, better)
+    limit: str  # the threshold as text
+
+
+def _judge(d: list[float], unit: _Unit, limit: float, metric: str, confidence: float) -> PairedDecision:
+    """The rule of this module over pair differences, reported in ``unit``."""
+    open_ = {"metric": metric, "unit": unit.name, "ci_low": None, "ci_high": None, "detectable": None}
+    if not d:
+        return PairedDecision(
+            **open_, n_pairs=0, ratio=None, p_value=None, status=Status.TOO_NOISY,
+            reason="no pair with a valid value on both builds",
+        )  # fmt: skip
+    iv = interval(d, confidence)
+    est = unit.scale(iv.estimate)
+    if iv.low is None or iv.high is None:
+        return PairedDecision(
+            **open_, n_pairs=iv.n, ratio=est, p_value=iv.p_value, status=Status.TOO_NOISY,
+            reason=f"{unit.show(est)} from {iv.n} pairs: at least {MIN_PAIRS} are needed for a 95% interval",
+        )  # fmt: skip
+    lo, hi = unit.scale(iv.low), unit.scale(iv.high)
+    detectable = unit.change(unit.scale((iv.high - iv.low) / 2.0))
+    ci = f"[{unit.bound(lo)}, {unit.bound(hi)}]"
+    worse, better = unit.words
+    outcome = classify(unit.change(est), unit.change(lo), unit.change(hi), limit)
+    why = {
+        Status.FAIL: f"{unit.show(est)} {ci}: a significant {worse} beyond -{unit.limit}",
+        Status.IMPROVED: f"{unit.show(est)} {ci}: significantly {better}",
+        Status.PASS: f"{unit.show(est)} {ci}: excludes a {worse} of {unit.limit}",
+    }.get(
+        outcome,
+        f"{unit.show(est)} {ci}: cannot exclude a {worse} of {unit.limit} nor show one; "
+        f"this run detects changes of ±{unit.show(unit.scale((iv.high - iv.low) / 2.0)).lstrip('+')}: "
+        "more repetitions",
+    )
+    return PairedDecision(
+        metric=metric, unit=unit.name, n_pairs=iv.n, ratio=est, ci_low=lo, ci_high=hi, p_value=iv.p_value,
+        detectable=detectable, status=outcome, reason=why,
+    )  # fmt: skip
+
+
 def decide_ratio(
     base: Sequence[float],
     head: Sequence[float],
@@ -202,38 +251,11 @@ def decide_ratio(
     confidence: float = CONFIDENCE,
 ) -> PairedDecision:
     """Higher is better. Judge head/base over paired values by the rules of this module."""
-    d = log_ratios(base, head)
-    if not d:
-        return PairedDecision(
-            metric=metric, unit="ratio", n_pairs=0, ratio=None, ci_low=None, ci_high=None, p_value=None,
-            detectable=None, status=Status.TOO_NOISY, reason="no pair with a valid value on both builds",
-        )  # fmt: skip
-    iv = interval(d, confidence)
-    ratio = math.exp(iv.estimate)
-    thr = f"{threshold * 100:g}%"
-    if iv.low is None or iv.high is None:
-        return PairedDecision(
-            metric=metric, unit="ratio", n_pairs=iv.n, ratio=ratio, ci_low=None, ci_high=None,
-            p_value=iv.p_value, detectable=None, status=Status.TOO_NOISY,
-            reason=f"{_pct(ratio - 1)} from {iv.n} pairs: at least {MIN_PAIRS} are needed for a 95% interval",
-        )  # fmt: skip
-    lo, hi = math.exp(iv.low), math.exp(iv.high)
-    detectable = math.exp((iv.high - iv.low) / 2.0) - 1.0
-    ci = f"[{_pct(lo - 1)}, {_pct(hi - 1)}]"
-    outcome = classify(ratio - 1.0, lo - 1.0, hi - 1.0, threshold)
-    why = {
-        Status.FAIL: f"{_pct(ratio - 1)} {ci}: a significant slowdown beyond -{thr}",
-        Status.IMPROVED: f"{_pct(ratio - 1)} {ci}: significantly faster",
-        Status.PASS: f"{_pct(ratio - 1)} {ci}: excludes a slowdown of {thr}",
-    }.get(
-        outcome,
-        f"{_pct(ratio - 1)} {ci}: cannot exclude a slowdown of {thr} nor show one; "
-        f"this run detects changes of ±{detectable * 100:.1f}%: more repetitions",
-    )
-    return PairedDecision(
-        metric=metric, unit="ratio", n_pairs=iv.n, ratio=ratio, ci_low=lo, ci_high=hi, p_value=iv.p_value,
-        detectable=detectable, status=outcome, reason=why,
+    unit = _Unit(
+        name="ratio", scale=math.exp, change=lambda r: r - 1.0, show=lambda r: _pct(r - 1.0),
+        bound=lambda r: _pct(r - 1.0), words=("slowdown", "faster"), limit=f"{threshold * 100:g}%",
     )  # fmt: skip
+    return _judge(log_ratios(base, head), unit, threshold, metric, confidence)
 
 
 def decide_points(
@@ -247,30 +269,8 @@ def decide_points(
     if len(base) != len(head):
         raise ValueError("base and head need one value per pair")
     d = [(h - b) * 100.0 for b, h in zip(base, head, strict=True) if math.isfinite(b) and math.isfinite(h)]
-    if not d:
-        return PairedDecision(
-            metric=metric, unit="points", n_pairs=0, ratio=None, ci_low=None, ci_high=None, p_value=None,
-            detectable=None, status=Status.TOO_NOISY, reason="no pair with a valid value on both builds",
-        )  # fmt: skip
-    iv = interval(d, confidence)
-    est = iv.estimate
-    if iv.low is None or iv.high is None:
-        return PairedDecision(
-            metric=metric, unit="points", n_pairs=iv.n, ratio=est, ci_low=None, ci_high=None,
-            p_value=iv.p_value, detectable=None, status=Status.TOO_NOISY,
-            reason=f"{est:+.1f} points from {iv.n} pairs: at least {MIN_PAIRS} are needed for a 95% interval",
-        )  # fmt: skip
-    ci = f"[{iv.low:+.1f}, {iv.high:+.1f}]"
-    detectable = (iv.high - iv.low) / 2.0
-    outcome = classify(est, iv.low, iv.high, points)
-    why = {
-        Status.FAIL: f"{est:+.1f} points {ci}: a significant drop beyond -{points:g}",
-        Status.IMPROVED: f"{est:+.1f} points {ci}: significantly higher",
-        Status.PASS: f"{est:+.1f} points {ci}: excludes a drop of {points:g}",
-    }.get(
-        outcome, f"{est:+.1f} points {ci}: cannot exclude a drop of {points:g} nor show one: more repetitions"
-    )
-    return PairedDecision(
-        metric=metric, unit="points", n_pairs=iv.n, ratio=est, ci_low=iv.low, ci_high=iv.high,
-        p_value=iv.p_value, detectable=detectable, status=outcome, reason=why,
+    unit = _Unit(
+        name="points", scale=lambda x: x, change=lambda x: x, show=lambda x: f"{x:+.1f} points",
+        bound=lambda x: f"{x:+.1f}", words=("drop", "higher"), limit=f"{points:g}",
     )  # fmt: skip
+    return _judge(d, unit, points, metric, confidence)

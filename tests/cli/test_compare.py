@@ -256,32 +256,27 @@ def test_real_run_with_fewer_threads_is_a_regression(real_runs):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="the unpaired two-run gate can false-alarm on an A/A: in fresh-clone CI its spec_tps differed "
-    "-18% between interleaved halves of one config on a quiet VM (issue 21's point); to be rebuilt on "
-    "the paired gate",
-)
-def test_real_same_config_twice_is_never_a_regression(real_runs):
-    """An A/A comparison: interleaved halves of one 2-thread run. Repetition noise must never be
-    called a regression; whether it passes or is too noisy to decide depends on this machine's
-    noise, and each cell says so by the rule on its own numbers, with the same verdict however
-    the sides are given."""
+def test_real_same_config_twice_follows_the_rule(real_runs):
+    """An A/A comparison through the unpaired two-run gate: interleaved halves of one 2-thread
+    run. That gate cannot promise an A/A passes (fresh-clone CI once saw spec_tps -18% between
+    the halves on a quiet VM: why ``specbench ab`` pairs samples; its A/A is in test_ab_real).
+    What it must do is judge each cell by the rule on its own numbers, print the verdict its
+    exit code says, and give the same verdict from a saved baseline as from the run folder."""
     root, runs = real_runs
     args = ["--threshold", "10%"]
     r = specbench("compare", runs["two-a"], runs["two-b"], *args, "--format", "json", cwd=root)
     data = json.loads(r.stdout)
     assert_follows_the_rule(data, 0.10)
-    assert r.returncode == data["exit_code"] and r.returncode in (0, 3), r.stdout[-3000:] + r.stderr
-    assert not any(c["status"] == "fail" for m in data["metrics"] for c in m["cells"])
+    assert r.returncode == data["exit_code"] and r.returncode in (0, 1, 3), r.stdout[-3000:] + r.stderr
+    failed = any(c["status"] == "fail" for m in data["metrics"] for c in m["cells"])
+    assert failed == (r.returncode == 1)
     table = specbench("compare", runs["two-a"], runs["two-b"], *args, cwd=root)
     verdict = table.stdout.strip().splitlines()[-1]
     assert table.returncode == r.returncode and verdict.startswith(
-        "PASS" if r.returncode == 0 else "TOO NOISY:"
-    )
-    assert (
-        specbench("compare", runs["two-a"], runs["two-b"], *args, "--allow-noisy", cwd=root).returncode == 0
-    )
+        {0: "PASS", 1: "FAIL", 3: "TOO NOISY:"}[r.returncode]
+    ), verdict
+    noisy_ok = specbench("compare", runs["two-a"], runs["two-b"], *args, "--allow-noisy", cwd=root)
+    assert noisy_ok.returncode == (1 if failed else 0)
     # Saved as a baseline, the 2-thread half gates the 1-thread run and the other half exactly as
     # the run folder does (the same numbers: the same verdict, whatever they are).
     assert specbench("baseline", "save", runs["two-a"], "--name", "ci-test", cwd=root).returncode == 0
