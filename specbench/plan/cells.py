@@ -20,8 +20,17 @@ from pathlib import Path
 
 from specbench.build.buildinfo import BinaryInfo, FlagSpelling
 from specbench.errors import ConfigError
-from specbench.plan.config import DRAFT_METHOD, Config
-from specbench.results.cell import Cell, baseline_of
+from specbench.plan.config import Config
+from specbench.plan.methods import (
+    DRAFT_METHOD,
+    DRAFT_SIMPLE,
+    draft_free,
+    is_mtp,
+    needs_draft_model,
+    ngram_parts,
+    spec_type_names,
+)
+from specbench.results.cell import Cell, baseline_of, draft_alone_of
 
 
 def fmt_num(x: float) -> str:
@@ -38,52 +47,74 @@ def model_path(models: Mapping[str, object], name: str) -> str:
 
 
 def sweep_cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[Cell]:
+    """Every cell of the sweep, for the binary ``spec`` that runs them (its --help says which
+    methods and options it has); a method it lacks is a ConfigError naming what it takes."""
     flags, sweep = spec.flags, config.sweep
     cells: list[Cell] = []
-    ngram_owner: set[tuple] = set()
+    owned: set[tuple] = set()  # draft-free cells of a target: owned by the first pair with it
     for pname, pair in config.pairs.items():
         for method in [pair.method] if pair.method else sweep.method:
-            if method == DRAFT_METHOD:
-                if pair.draft is None:
-                    continue
-                _require_draft_flags(config, spec, notes)
-                axes = product(sweep.ngl, sweep.ngld, sweep.draft_max, sweep.draft_min, sweep.p_min)
-                cells += [
-                    Cell(
-                        pair=pname,
-                        model=pair.target,
-                        draft=pair.draft,
-                        method=method,
-                        ngl=ngl,
-                        ngld=ngld if flags.ngld else None,
-                        draft_max=dmax,
-                        draft_min=dmin if flags.draft_min else None,
-                        p_min=pmin if flags.p_min else None,
-                    )
-                    for ngl, ngld, dmax, dmin, pmin in axes
+            _require_method(spec, method)
+            # MTP drafts with the target's own layers; a pair pinned to it may name a sidecar GGUF
+            draft = pair.draft if needs_draft_model(method) or (is_mtp(method) and pair.method) else None
+            if needs_draft_model(method) and draft is None:
+                continue  # a draft-free pair in a sweep with draft methods
+            if draft_free(method):
+                draft_axes: list[tuple] = [(None, None, None, None)]
+            else:
+                _require_draft_flags(config, spec, notes, method, draft)
+                ngld = [n if flags.ngld else None for n in sweep.ngld] if draft else [None]
+                draft_axes = [
+                    (d, dmax, dmin if flags.draft_min else None, pmin if flags.p_min else None)
+                    for d, dmax, dmin, pmin in product(ngld, sweep.draft_max, sweep.draft_min, sweep.p_min)
                     if dmin <= dmax
                 ]
-            else:
-                if not flags.spec_type or method not in flags.spec_types:
-                    have = ", ".join(flags.spec_types) if flags.spec_types else "no --spec-type at all"
-                    raise ConfigError(
-                        f"this llama.cpp build does not support method {method} ({spec.name} takes: {have}); "
-                        "remove it from sweep.method (or the pair) or build a newer llama.cpp"
-                    )
-                for ngl, size_n, size_m in _ngram_axes(config, spec, method, notes):
-                    if (pair.target, method, ngl, size_n, size_m) not in ngram_owner:
-                        ngram_owner.add((pair.target, method, ngl, size_n, size_m))
-                        cells.append(Cell(pair=pname, model=pair.target, method=method, ngl=ngl,
-                                          ngram_size_n=size_n, ngram_size_m=size_m))  # fmt: skip
+            sizes = _ngram_axes(config, spec, method, notes)
+            for ngl, (ngld, dmax, dmin, pmin), (size_n, size_m) in product(sweep.ngl, draft_axes, sizes):
+                cell = Cell(pair=pname, model=pair.target, draft=draft, method=method, ngl=ngl, ngld=ngld,
+                            draft_max=dmax, draft_min=dmin, p_min=pmin, ngram_size_n=size_n,
+                            ngram_size_m=size_m)  # fmt: skip
+                if draft is None:
+                    key = cell.model_dump(exclude={"pair"})
+                    if tuple(key.items()) in owned:
+                        continue
+                    owned.add(tuple(key.items()))
+                cells.append(cell)
     return cells
 
 
+def _require_method(spec: BinaryInfo, method: str) -> None:
+    """The binary takes every --spec-type of ``method`` (a build without --spec-type: ``draft`` only)."""
+    flags = spec.flags
+    if spec.role == "speculative" and method != DRAFT_METHOD:
+        raise ConfigError(
+            f"{spec.name} drafts only with a draft model (method draft; it ignores --spec-type), not "
+            f"{method}; set speculative_binary: speculative-simple or runner: server"
+        )
+    if method == DRAFT_METHOD and (not flags.spec_type or DRAFT_SIMPLE in flags.spec_types):
+        return
+    missing = [t for t in spec_type_names(method) if t not in flags.spec_types or t == "none"]
+    if not flags.spec_type or missing:
+        have = (
+            ", ".join(t for t in flags.spec_types if t != "none")
+            if flags.spec_type
+            else "no --spec-type at all"
+        )
+        raise ConfigError(
+            f"this llama.cpp build does not support method {', '.join(missing) or method} ({spec.name} "
+            f"takes: {have}); remove it from sweep.method (or the pair) or build a newer llama.cpp"
+        )
+
+
 def _ngram_axes(config: Config, spec: BinaryInfo, method: str, notes: list[str]) -> list[tuple]:
-    """(ngl, size_n, size_m) of an n-gram method's cells; sizes only where the build can pass them."""
+    """(size_n, size_m) of a method's cells; sizes only for its n-gram parts whose options the
+    build has (a method with none gets [(None, None)])."""
     sweep, sizes = config.sweep, spec.flags.ngram_sizes or {}
-    flags = sizes.get(method)
     wanted = {"ngram_size_n": sweep.ngram_size_n, "ngram_size_m": sweep.ngram_size_m}
-    usable = {key: values for key, values in wanted.items() if getattr(flags, key[-1], None)}
+    if not ngram_parts(method):
+        return [(None, None)]
+    has = [sizes.get(p) for p in ngram_parts(method)]
+    usable = {key: values for key, values in wanted.items() if any(getattr(f, key[-1], None) for f in has)}
     for key, values in wanted.items():
         if key not in usable and values != [None]:
             what = key[-6:].replace("_", " ")
@@ -94,15 +125,23 @@ def _ngram_axes(config: Config, spec: BinaryInfo, method: str, notes: list[str])
                 notes.append(note)
     ns = usable.get("ngram_size_n", [None])
     ms = usable.get("ngram_size_m", [None])
-    return list(product(sweep.ngl, ns, ms))
+    return list(product(ns, ms))
 
 
-def _require_draft_flags(config: Config, spec: BinaryInfo, notes: list[str]) -> None:
-    """A draft-model sweep needs the options it varies; a missing one is fine only at its default."""
+def _require_draft_flags(
+    config: Config, spec: BinaryInfo, notes: list[str], method: str, draft: str | None
+) -> None:
+    """A method with a draft context needs the options it varies; a missing one is fine only at its
+    default. Without a draft model (MTP on the target's layers) ngld does not apply."""
     flags, sweep = spec.flags, config.sweep
-    if not flags.model_draft or not flags.draft_max:
+    if (draft is not None and not flags.model_draft) or not flags.draft_max:
         raise ConfigError(f"{spec.name} of this build takes no draft model (-md / draft length options)")
-    for key, values, default in (("draft_min", sweep.draft_min, 0), ("ngld", sweep.ngld, 0)):
+    if draft is None and sweep.ngld != [0]:
+        note = f"{method} on the target's own layers runs no draft model: sweep.ngld does not apply to it"
+        if note not in notes:
+            notes.append(note)
+    checks = (("draft_min", sweep.draft_min, 0), ("ngld", sweep.ngld if draft else [0], 0))
+    for key, values, default in checks:
         if getattr(flags, key) is None and values != [default]:
             raise ConfigError(f"sweep.{key}: {spec.name} of this build has no {key} option; use [{default}]")
     if flags.p_min is None and len(sweep.p_min) > 1:
@@ -160,23 +199,38 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
     """The options that make a binary speculate as ``cell`` says, spelled as ``flags`` (its --help)
     spells them: the process plan, the server plan and tune's printed commands all use this.
 
-    A value that is None is left out, and so is one the binary has no option for (the plan has
-    already refused or noted it: ``sweep_cells``); ``-md`` and ``--spec-type`` fall back to the
-    pinned build's spelling for builds probed before specbench read them.
+    ``-md`` when the cell has a draft model, its draft options, then ``--spec-type`` with the
+    method's types as a comma list (``draft+ngram-mod`` -> ``draft-simple,ngram-mod``), then the
+    n-gram parts' size options. A value that is None is left out, and so is one the binary has no
+    option for (the plan has already refused or noted it: ``sweep_cells``); ``-md`` and
+    ``--spec-type`` fall back to the pinned build's spelling for builds probed before specbench
+    read them.
     """
     argv: list[str] = []
-    if cell.method == DRAFT_METHOD:
+    if cell.draft is not None:
         argv += [flags.model_draft or "-md", str(draft_path)]
-        for key in ("ngld", "draft_max", "draft_min", "p_min"):
-            value, option = getattr(cell, key), getattr(flags, key)
-            if value is not None and option:
-                argv += [option, fmt_num(value) if isinstance(value, float) else str(value)]
-        if flags.spec_type and "draft-simple" in flags.spec_types:
-            argv += [flags.spec_type, "draft-simple"]  # -md alone does not speculate in the pinned build
-    else:
-        argv += [flags.spec_type or "--spec-type", cell.method]
-        sizes = (flags.ngram_sizes or {}).get(cell.method)
+    for key in ("ngld", "draft_max", "draft_min", "p_min"):
+        value, option = getattr(cell, key), getattr(flags, key)
+        if value is not None and option:
+            argv += [option, fmt_num(value) if isinstance(value, float) else str(value)]
+    legacy = cell.method == DRAFT_METHOD and not (flags.spec_type and DRAFT_SIMPLE in flags.spec_types)
+    if not legacy:  # -md alone does not speculate in the pinned build; older builds had no --spec-type
+        argv += [flags.spec_type or "--spec-type", ",".join(spec_type_names(cell.method))]
+    for part in ngram_parts(cell.method):
+        sizes = (flags.ngram_sizes or {}).get(part)
         for value, option in ((cell.ngram_size_n, sizes and sizes.n), (cell.ngram_size_m, sizes and sizes.m)):
             if value is not None and option:
                 argv += [option, str(value)]
     return argv
+
+
+def draft_alone_cells(group: list[Cell], done: set[tuple], order: list[str | None]) -> list[Cell]:
+    """The draft models to run alone after a baseline group (each once per ``done``, which the
+    caller keeps per repetition/round), one per build in ``order``: their t/s gives the cost ratio."""
+    alone: list[Cell] = []
+    for c in group:
+        key = draft_alone_of(c)
+        if key is not None and key not in done:
+            done.add(key)
+            alone += [Cell(build=b, model=c.draft, ngl=c.ngld or 0) for b in order]
+    return alone

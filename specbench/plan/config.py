@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -25,15 +26,14 @@ from pydantic import (
 from specbench.errors import ConfigError
 from specbench.models.spec import ModelSpec
 from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml
+from specbench.plan.methods import draft_free, needs_draft_model, parse_method
 from specbench.plan.numbers import refuse_bool_number
 from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
 from specbench.results.expect import Expectation
 from specbench.results.records import Generation
 
-# Speculation methods the sweep can name: `draft` (a draft model) and llama.cpp's draft-free types.
-DRAFT_METHOD = "draft"
-NGRAM_METHODS = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
-Method = Literal["draft", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"]
+# A speculative method: a --spec-type name of the build, or several joined by `+` (plan.methods).
+Method = Annotated[str, BeforeValidator(parse_method)]
 
 # Passed on every speculative run. The pinned llama.cpp's default (--help: 0.00); older builds
 # defaulted to 0.75 or 0.8, so it is always given explicitly to measure the same thing.
@@ -90,17 +90,27 @@ class RunsOnConfig(_Strict):
 
 
 class PairConfig(_Strict):
-    """A target plus a draft model, or a target with a pinned draft-free method."""
+    """A target plus a draft model (run with every sweep.method), or a target with one pinned
+    method (``method:``; with the ``draft:`` it needs, if any: see specbench.plan.methods)."""
 
     target: str
     draft: str | None = None
-    method: Literal["ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"] | None = None
+    method: Method | None = None
     runs_on: RunnerLabel | None = None  # shards: the CI runner label(s) this pair's cells need
 
     @model_validator(mode="after")
     def _draft_or_method(self) -> PairConfig:
-        if (self.draft is None) == (self.method is None):
-            raise ValueError("a pair needs exactly one of `draft` (a model) or `method` (an ngram method)")
+        if self.method is None and self.draft is None:
+            raise ValueError("a pair needs `draft` (a model), `method` (e.g. ngram-mod, draft-mtp) or both")
+        if self.method is None:
+            return self
+        if needs_draft_model(self.method) and self.draft is None:
+            raise ValueError(
+                f"method {self.method} drafts with a model given as `draft:` (a draft model, EAGLE-3 "
+                "head or DFlash/DSpark drafter); add draft: MODEL to the pair"
+            )
+        if self.draft is not None and draft_free(self.method):
+            raise ValueError(f"method {self.method} uses no draft model; remove `draft` from the pair")
         return self
 
 

@@ -14,12 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from specbench.build.buildinfo import BinaryInfo
-from specbench.plan.cells import baseline_groups, build_order, model_path, speculative_flags, with_build
+from specbench.plan.cells import (
+    baseline_groups,
+    build_order,
+    draft_alone_cells,
+    model_path,
+    speculative_flags,
+    with_build,
+)
 from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.request import CompletionRequest
-from specbench.results.cell import Cell, cell_dict, draft_alone_of
+from specbench.results.cell import Cell, cell_dict
 from specbench.results.records import Generation
 
 HOST = "127.0.0.1"
@@ -83,15 +90,8 @@ def order_for_server(
                         for b in order:
                             cell = with_build(c, b)
                             groups.append([speculative(cell, parallel, p, r) for r in reps for p in prompts])
-                    for c in group:
-                        alone = draft_alone_of(c)
-                        if alone is not None and alone not in alone_done:
-                            alone_done.add(alone)
-                            for b in order:
-                                draft = Cell(build=b, model=c.draft, ngl=c.ngld or 0)
-                                groups.append(
-                                    [draft_alone(draft, parallel, p, r) for r in reps for p in prompts]
-                                )
+                    for draft in draft_alone_cells(group, alone_done, order):
+                        groups.append([draft_alone(draft, parallel, p, r) for r in reps for p in prompts])
     return groups
 
 

@@ -21,6 +21,7 @@ from specbench.plan.cells import (
     baseline_groups,
     build_cells,
     build_order,
+    draft_alone_cells,
     fmt_num,
     model_path,
     speculative_flags,
@@ -30,7 +31,7 @@ from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.serverplan import server_plan
-from specbench.results.cell import Cell, cell_dict, draft_alone_of
+from specbench.results.cell import Cell, cell_dict
 from specbench.results.records import Generation
 
 # Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
@@ -109,7 +110,8 @@ def make_plan(
     completion = builds[labels[0]].binary("completion")
     targets = config.targets()
     by_target = _prompts_by_target(prompts, targets)
-    cells = build_cells(config, {b: builds[b].binary(config.speculative_role) for b in labels}, notes)
+    runs = "server" if config.runner == "server" else config.speculative_role  # the binary that speculates
+    cells = build_cells(config, {b: builds[b].binary(runs) for b in labels}, notes)
     for t in targets:
         fallback = [p.id for p in by_target[t] if p.rendering == "fallback"]
         if fallback:
@@ -139,13 +141,8 @@ def make_plan(
                 measured += [make[b].alone("baseline", with_build(group[0], b), prompt, rep) for b in order]
                 for c in group:
                     measured += [make[b].speculative(with_build(c, b), prompt, rep) for b in order]
-                for c in group:
-                    alone = draft_alone_of(c)
-                    if alone is not None and alone not in alone_done:
-                        alone_done.add(alone)
-                        for b in order:
-                            draft_alone = Cell(build=b, model=c.draft, ngl=c.ngld or 0)
-                            measured.append(make[b].alone("draft", draft_alone, prompt, rep))
+                for draft in draft_alone_cells(group, alone_done, order):
+                    measured.append(make[draft.build].alone("draft", draft, prompt, rep))
     return Plan(runner="process", invocations=_warmups(measured, config.warmup) + measured, notes=notes)
 
 

@@ -78,8 +78,12 @@ def baseline_of(m: Any) -> tuple:
 
 
 def draft_alone_of(m: Any) -> tuple | None:
-    """The draft-alone runs a cell's cost ratio comes from: its draft model on its build at ngld (or 0)."""
-    return ("draft", m.build, m.draft, m.ngld or 0, m.shard) if m.draft is not None else None
+    """The draft-alone runs a cell's cost ratio comes from: its draft model on its build at ngld (or 0).
+    Only a draft-simple draft (method ``draft``, alone or in a ``+`` combination) runs alone: an
+    EAGLE-3 head, a DFlash drafter or an MTP sidecar needs the target's features (None)."""
+    if m.draft is None or "draft" not in str(m.method).split("+"):
+        return None
+    return ("draft", m.build, m.draft, m.ngld or 0, m.shard)
 
 
 def alone_of(m: Any) -> tuple:

@@ -167,17 +167,27 @@ def test_sweep_axes_share_baselines(tmp_path, llama_build):
 
 
 def test_pair_with_pinned_method_and_llama_speculative(tmp_path, llama_build):
+    """llama-speculative (tree drafting) ignores --spec-type and exits without -md (pinned
+    examples/speculative/speculative.cpp): only `draft` is planned with it."""
     config = make_config(
         tmp_path,
         pairs={"m": {"target": "big", "method": "ngram-mod"}},
         speculative_binary="speculative",
         repetitions=1,
     )
-    plan = make_plan(config, llama_build, MODELS, rendered(config))
-    spec = [i for i in plan.measured if i.role == "speculative"]
-    assert {i.method for i in spec} == {"ngram-mod"} and len(spec) == 3
+    with pytest.raises(
+        ConfigError, match=r"llama-speculative drafts only with a draft model .* not ngram-mod"
+    ):
+        make_plan(config, llama_build, MODELS, rendered(config))
+    config = make_config(
+        tmp_path, speculative_binary="speculative", repetitions=1, sweep={"method": ["draft"]}
+    )
+    spec = [
+        i
+        for i in make_plan(config, llama_build, MODELS, rendered(config)).measured
+        if i.role == "speculative"
+    ]
     assert Path(spec[0].argv[0]).name == "llama-speculative" and spec[0].binary_role == "speculative"
-    assert not [i for i in plan.measured if i.role == "draft"]
 
 
 def test_2024_flag_spellings(tmp_path, llama_build):

@@ -1,0 +1,120 @@
+"""Speculative methods: their spelling in a config, the cells they give and their llama.cpp options
+for both runners (the real pinned build's probed --help; planning opens no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from specbench.errors import ConfigError
+from specbench.plan.methods import parse_method, spec_type_names
+from specbench.plan.sweep import make_plan
+from specbench.results.cell import draft_alone_of
+from tests.plan.test_sweep import MODELS, make_config, pairs, rendered
+
+
+def test_spelling_one_name_per_method():
+    assert parse_method("draft-simple") == "draft"
+    assert parse_method("ngram-mod+draft-simple") == "draft+ngram-mod"  # one order: the same cell
+    assert parse_method("ngram-cache+ngram-simple") == "ngram-simple+ngram-cache"
+    assert parse_method("draft-eagle3") == "draft-eagle3"
+    assert parse_method("draft-future") == "draft-future"  # the build's --help decides at plan time
+    assert spec_type_names("draft+ngram-mod") == ["draft-simple", "ngram-mod"]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("none", "none is no speculative method"),
+        ("draft+draft-eagle3", "combines draft and draft-eagle3: llama.cpp runs one draft context"),
+        ("ngram-mod+ngram-mod", "names ngram-mod twice"),
+        ("draft,ngram-mod", "is no method name"),
+        ("draft+", "'' is no method name"),
+    ],
+)
+def test_malformed_methods_refused(text, why):
+    with pytest.raises(ValueError, match=why):
+        parse_method(text)
+
+
+def spec_of(tmp_path, build, **sections):
+    config = make_config(tmp_path, repetitions=1, **sections)
+    plan = make_plan(config, build, MODELS, rendered(config))
+    return plan, [i for i in plan.measured if i.role == "speculative"]
+
+
+@pytest.mark.parametrize("runner", ["process", "server"])
+def test_every_method_spelled_for_both_runners(tmp_path, llama_build, runner):
+    plan, spec = spec_of(
+        tmp_path,
+        llama_build,
+        runner=runner,
+        pairs={
+            "p": {"target": "big", "draft": "small"},
+            "eagle": {"target": "big", "draft": "mid", "method": "draft-eagle3"},
+            "sidecar": {"target": "big", "draft": "mid", "method": "draft-mtp"},
+        },
+        sweep={"method": ["draft", "draft-mtp", "ngram-mod+draft-simple", "ngram-simple"], "draft_max": [4]},
+    )
+    by = {(i.pair, i.method): i for i in spec if i.prompt_id == spec[0].prompt_id}
+    assert list(by) == [
+        ("p", "draft"), ("p", "draft-mtp"), ("p", "draft+ngram-mod"), ("p", "ngram-simple"),
+        ("eagle", "draft-eagle3"), ("sidecar", "draft-mtp"),
+    ]  # fmt: skip
+    draft = by["p", "draft"].argv
+    assert (
+        pairs(draft)["--spec-draft-model"] == "/models/small.gguf"
+        and pairs(draft)["--spec-type"] == "draft-simple"
+    )
+    # MTP from a sweep: the target's own layers, no draft model and no draft GPU layers
+    mtp = by["p", "draft-mtp"]
+    assert mtp.draft is None and mtp.ngld is None and "--spec-draft-model" not in mtp.argv
+    assert pairs(mtp.argv)["--spec-type"] == "draft-mtp" and pairs(mtp.argv)["--spec-draft-n-max"] == "4"
+    assert "--spec-draft-ngl" not in mtp.argv
+    combo = pairs(by["p", "draft+ngram-mod"].argv)
+    assert (
+        combo["--spec-type"] == "draft-simple,ngram-mod"
+        and combo["--spec-draft-model"] == "/models/small.gguf"
+    )
+    ngram = by["p", "ngram-simple"].argv
+    assert pairs(ngram)["--spec-type"] == "ngram-simple" and "--spec-draft-n-max" not in ngram
+    eagle = pairs(by["eagle", "draft-eagle3"].argv)
+    assert eagle["--spec-type"] == "draft-eagle3" and eagle["--spec-draft-model"] == "/models/mid.gguf"
+    assert eagle["--spec-draft-n-max"] == "4" and eagle["--spec-draft-ngl"] == "0"
+    sidecar = by["sidecar", "draft-mtp"]  # a pair pinned to MTP with a draft: the MTP sidecar GGUF
+    assert sidecar.draft == "mid" and pairs(sidecar.argv)["--spec-draft-model"] == "/models/mid.gguf"
+    # only draft-simple's draft runs alone (an EAGLE-3 head or MTP sidecar cannot)
+    assert {i.model for i in plan.measured if i.role == "draft"} == {"small"}
+    assert (
+        draft_alone_of(by["eagle", "draft-eagle3"]) is None
+        and draft_alone_of(by["sidecar", "draft-mtp"]) is None
+    )
+    binary = "llama-server" if runner == "server" else "llama-speculative-simple"
+    assert all(i.argv[0].endswith(binary) for i in spec)
+
+
+def test_a_method_the_build_lacks_is_refused_naming_what_it_takes(tmp_path, llama_build):
+    with pytest.raises(ConfigError) as info:
+        spec_of(tmp_path, llama_build, sweep={"method": ["draft", "lookahead"]})
+    message = str(info.value)
+    assert "does not support method lookahead" in message and "draft-eagle3" in message
+    assert "\n" not in message and "takes: none" not in message
+
+
+def test_pair_needs_what_its_method_needs(tmp_path):
+    with pytest.raises(ConfigError, match="method draft-eagle3 drafts with a model given as `draft:`"):
+        make_config(tmp_path, pairs={"p": {"target": "big", "method": "draft-eagle3"}})
+    with pytest.raises(ConfigError, match="method ngram-mod uses no draft model; remove `draft`"):
+        make_config(tmp_path, pairs={"p": {"target": "big", "draft": "small", "method": "ngram-mod"}})
+    cfg = make_config(tmp_path, pairs={"p": {"target": "big", "method": "draft-mtp"}})
+    assert cfg.pairs["p"].method == "draft-mtp" and cfg.pairs["p"].draft is None
+
+
+def test_mtp_cells_owned_once_per_target(tmp_path, llama_build):
+    """Two pairs on one target: MTP on the target runs once (like the n-gram methods)."""
+    _, spec = spec_of(
+        tmp_path,
+        llama_build,
+        pairs={"a": {"target": "big", "draft": "small"}, "b": {"target": "big", "draft": "mid"}},
+        sweep={"method": ["draft-mtp"], "draft_max": [2, 4]},
+    )
+    assert sorted({(i.pair, i.draft_max) for i in spec}) == [("a", 2), ("a", 4)]
