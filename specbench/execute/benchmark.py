@@ -113,15 +113,19 @@ def _planned_build(preview: BuildPlan) -> BuildInfo:
 
 def check_pairs(config: Config, models: dict[str, Any]) -> dict[str, PairCheck]:
     """The pre-flight pair check of every draft pair; a refused pair stops the run before it starts."""
+    from specbench.models.meta import read_spec_facts
     from specbench.models.paircheck import check_pair
+    from specbench.plan.methods import DRAFT_METHOD, parts
 
     checks: dict[str, PairCheck] = {}
     for name, pair in config.pairs.items():
-        if pair.draft is None:
-            continue
+        if pair.draft is None or (pair.method is not None and DRAFT_METHOD not in parts(pair.method)):
+            continue  # only draft-simple compares the vocabularies (common/speculative.cpp)
         target, draft = models[pair.target], models[pair.draft]
         if not Path(getattr(target, "path", "")).is_file() or not Path(getattr(draft, "path", "")).is_file():
             continue  # dry run of models not fetched yet: nothing to check
+        if read_spec_facts(Path(draft.path)).architecture in ("eagle3", "dflash"):
+            continue  # a head, not a model: plan.preflight says which method it fits
         checks[name] = check_pair(Path(target.path), Path(draft.path))
         if not checks[name].ok:
             raise ModelError(f"pair {name!r} ({pair.target} + {pair.draft}): {checks[name].message}")

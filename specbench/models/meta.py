@@ -150,3 +150,20 @@ def human_params(n: int) -> str:
         if n >= div:
             return f"{n / div:.3g}{unit}"
     return str(n)
+
+
+class SpecFacts(BaseModel):
+    """What a speculative method needs to know of a GGUF (pinned src/llama-arch.cpp names)."""
+
+    architecture: str | None = None  # general.architecture: llama, eagle3, dflash, glm4moe, ...
+    nextn_layers: int = 0  # <arch>.nextn_predict_layers: next-token-prediction (MTP) layers
+    markov_head: bool = False  # a `markov_w1` tensor: a DSpark drafter (a dflash GGUF with a Markov head)
+
+
+def read_spec_facts(path: Path) -> SpecFacts:
+    """Architecture, MTP layers and DSpark head of a GGUF (its first shard, as llama.cpp reads it)."""
+    reader = open_gguf(Path(path))
+    arch = _scalar(reader.fields, "general.architecture")
+    nextn = _scalar(reader.fields, f"{arch}.nextn_predict_layers") if arch else None
+    markov = any(t.name == "markov_w1.weight" for t in reader.tensors)
+    return SpecFacts(architecture=arch, nextn_layers=int(nextn or 0), markov_head=markov)

@@ -46,15 +46,22 @@ def model_path(models: Mapping[str, object], name: str) -> str:
     return str(m if isinstance(m, (str, Path)) else m.path)
 
 
-def sweep_cells(config: Config, spec: BinaryInfo, notes: list[str]) -> list[Cell]:
+def sweep_cells(
+    config: Config, spec: BinaryInfo, notes: list[str], runs: Mapping[str, list[str]] | None = None
+) -> list[Cell]:
     """Every cell of the sweep, for the binary ``spec`` that runs them (its --help says which
-    methods and options it has); a method it lacks is a ConfigError naming what it takes."""
+    methods and options it has); a method it lacks is a ConfigError naming what it takes.
+    ``runs``: the methods of each pair that fit its files (``plan.preflight``; None: all)."""
     flags, sweep = spec.flags, config.sweep
     cells: list[Cell] = []
     owned: set[tuple] = set()  # draft-free cells of a target: owned by the first pair with it
+    for method in dict.fromkeys(
+        m for p in config.pairs.values() for m in ([p.method] if p.method else sweep.method)
+    ):
+        _require_method(spec, method)
     for pname, pair in config.pairs.items():
-        for method in [pair.method] if pair.method else sweep.method:
-            _require_method(spec, method)
+        methods = [pair.method] if pair.method else sweep.method
+        for method in [m for m in methods if runs is None or m in runs.get(pname, methods)]:
             # MTP drafts with the target's own layers; a pair pinned to it may name a sidecar GGUF
             draft = pair.draft if needs_draft_model(method) or (is_mtp(method) and pair.method) else None
             if needs_draft_model(method) and draft is None:
@@ -162,14 +169,19 @@ def with_build(cell: Cell, label: str | None) -> Cell:
     return cell if cell.build == label else cell.model_copy(update={"build": label})
 
 
-def build_cells(config: Config, specs: Mapping[str | None, BinaryInfo], notes: list[str]) -> list[Cell]:
+def build_cells(
+    config: Config,
+    specs: Mapping[str | None, BinaryInfo],
+    notes: list[str],
+    runs: Mapping[str, list[str]] | None = None,
+) -> list[Cell]:
     """The sweep's cells (without a build), the same for every build: a build whose binaries spell
     the cells otherwise (an older tree without some option) cannot be paired with the others."""
     labels = list(specs)
     cells, others = None, []
     for label in labels:
         try:
-            theirs = sweep_cells(config, specs[label], notes if cells is None else [])
+            theirs = sweep_cells(config, specs[label], notes if cells is None else [], runs)
         except ConfigError as exc:
             raise ConfigError(f"build {label!r}: {exc}" if len(labels) > 1 else str(exc)) from exc
         if cells is None:

@@ -29,6 +29,7 @@ from specbench.plan.cells import (
 )
 from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
+from specbench.plan.preflight import pair_methods, read_facts
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.serverplan import server_plan
 from specbench.results.cell import Cell, cell_dict
@@ -110,8 +111,9 @@ def make_plan(
     completion = builds[labels[0]].binary("completion")
     targets = config.targets()
     by_target = _prompts_by_target(prompts, targets)
-    runs = "server" if config.runner == "server" else config.speculative_role  # the binary that speculates
-    cells = build_cells(config, {b: builds[b].binary(runs) for b in labels}, notes)
+    binary = "server" if config.runner == "server" else config.speculative_role  # the one that speculates
+    runs = pair_methods(config, read_facts(config, models), notes)  # refuses a method its files lack
+    cells = build_cells(config, {b: builds[b].binary(binary) for b in labels}, notes, runs)
     for t in targets:
         fallback = [p.id for p in by_target[t] if p.rendering == "fallback"]
         if fallback:

@@ -1,0 +1,102 @@
+"""Which methods each pair can run, from its models' GGUF headers: refused before anything runs.
+
+An EAGLE-3 method needs an ``eagle3`` GGUF as the pair's draft, DFlash and DSpark a ``dflash`` one
+(DSpark's with its Markov head), ``draft`` (draft-simple) a complete model (not a head), and MTP a
+target (or a pair's sidecar draft) with next-token-prediction layers (``<arch>.nextn_predict_layers``
+> 0). A pair pinned to a method that does not fit its files is refused; a ``sweep.method`` entry
+is skipped, with a note, for the pairs it does not fit (one sweep can hold a draft-model pair and
+an EAGLE-3 pair), and refused when it fits no pair. Files not fetched yet (a dry run) are not
+checked. Pure but for ``read_facts``, which reads only GGUF headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from specbench.errors import ConfigError
+from specbench.models.meta import SpecFacts, read_spec_facts
+from specbench.plan.config import Config, PairConfig
+from specbench.plan.methods import DRAFT_ARCH, DRAFT_METHOD, MTP_METHOD, parts
+
+HEADS = {
+    "draft-eagle3": "an EAGLE-3 head",
+    "draft-dflash": "a DFlash drafter",
+    "draft-dspark": "a DSpark drafter",
+}
+_HEAD_OF_ARCH = {"eagle3": "draft-eagle3", "dflash": "draft-dflash"}
+MTP_ARCHS = "qwen3next, deepseek2, glm4moe and others"
+
+
+def read_facts(config: Config, models: Mapping[str, object]) -> dict[str, SpecFacts]:
+    """The speculative facts of every model a pair names whose file is here (a dry run may lack some)."""
+    facts: dict[str, SpecFacts] = {}
+    for pair in config.pairs.values():
+        for name in (pair.target, pair.draft):
+            m = models.get(name) if name is not None else None
+            path = Path(m if isinstance(m, (str, Path)) else getattr(m, "path", ""))
+            if name is not None and name not in facts and path.is_file():
+                facts[name] = read_spec_facts(path)
+    return facts
+
+
+def misfit(method: str, pair: PairConfig, facts: Mapping[str, SpecFacts]) -> str | None:
+    """Why ``method`` cannot run on ``pair``'s files, in one line; None when it can (or is unknown)."""
+    draft = facts.get(pair.draft) if pair.draft is not None else None
+    for part in parts(method):
+        if part in DRAFT_ARCH and draft is not None:
+            want, arch = DRAFT_ARCH[part], draft.architecture
+            if arch != want:
+                return (
+                    f"{part} needs {HEADS[part]} (GGUF architecture {want}) as the pair's draft; "
+                    f"{pair.draft} is architecture {arch}"
+                    + (f" (for it: {_HEAD_OF_ARCH[arch]})" if arch in _HEAD_OF_ARCH else "")
+                )
+            if part == "draft-dspark" and not draft.markov_head:
+                return (
+                    f"draft-dspark needs a DSpark drafter (architecture dflash with a markov_w1 head); "
+                    f"{pair.draft} is architecture dflash without one: use draft-dflash"
+                )
+        if part == DRAFT_METHOD and draft is not None and draft.architecture in _HEAD_OF_ARCH:
+            arch = draft.architecture
+            return (
+                f"draft (draft-simple) needs a complete draft model; {pair.draft} is architecture {arch} "
+                f"({HEADS[_HEAD_OF_ARCH[arch]]}, which cannot generate alone): use {_HEAD_OF_ARCH[arch]}"
+            )
+        if part == MTP_METHOD:
+            name = pair.draft if pair.draft is not None and pair.method is not None else pair.target
+            own = facts.get(name)
+            if own is not None and own.nextn_layers <= 0:
+                role = "sidecar draft" if name == pair.draft else "target"
+                return (
+                    f"draft-mtp needs a {role} with next-token-prediction (MTP) layers "
+                    f"({own.architecture}.nextn_predict_layers > 0, as in {MTP_ARCHS}); {role} {name} "
+                    f"is architecture {own.architecture} and has none"
+                )
+    return None
+
+
+def pair_methods(config: Config, facts: Mapping[str, SpecFacts], notes: list[str]) -> dict[str, list[str]]:
+    """The methods each pair runs; ConfigError (one line) for a pinned misfit or a sweep method
+    that fits no pair."""
+    runs: dict[str, list[str]] = {}
+    why_not: dict[str, str] = {}
+    for pname, pair in config.pairs.items():
+        if pair.method is not None:
+            reason = misfit(pair.method, pair, facts)
+            if reason is not None:
+                raise ConfigError(f"pair {pname!r}: {reason}")
+            runs[pname] = [pair.method]
+            continue
+        runs[pname] = []
+        for method in config.sweep.method:
+            reason = misfit(method, pair, facts)
+            if reason is None:
+                runs[pname].append(method)
+            else:
+                why_not.setdefault(method, f"pair {pname!r}: {reason}")
+                notes.append(f"pair {pname} does not run {method}: {reason}")
+    for method, reason in why_not.items():
+        if not any(method in ms for ms in runs.values()):
+            raise ConfigError(f"sweep.method {method} fits no pair; {reason}")
+    return runs
