@@ -35,6 +35,9 @@ class HfSource(_Strict):
     file: str | None = None  # exact path in the repo; a split set's first shard fetches them all
     pattern: str | None = None  # glob over repo paths, e.g. "*-Q4_K_M.gguf"; must select one model
     revision: str = "main"  # branch, tag or commit; the resolved commit is recorded
+    # why the file name is not confirmed from a published listing (a shipped config says so; the
+    # dry run shows it next to the model)
+    unverified: str | None = None
 
     @model_validator(mode="after")
     def _one_selector(self) -> HfSource:
@@ -142,7 +145,8 @@ class ModelSpec(_Strict):
     def describe(self) -> str:
         """One short line naming the source (for tables and logs)."""
         if self.hf:
-            return f"hf:{self.hf.repo}/{self.hf.file or self.hf.pattern}@{self.hf.revision}"
+            where = f"hf:{self.hf.repo}/{self.hf.file or self.hf.pattern}@{self.hf.revision}"
+            return where + (f" (UNVERIFIED: {self.hf.unverified})" if self.hf.unverified else "")
         if self.pypi:
             return f"pypi:{'+'.join(self.pypi.requirements())}"
         if self.derive:

@@ -96,6 +96,12 @@ def pair_methods(config: Config, facts: Mapping[str, SpecFacts], notes: list[str
             else:
                 why_not.setdefault(method, f"pair {pname!r}: {reason}")
                 notes.append(f"pair {pname} does not run {method}: {reason}")
+    unread = sorted({n for p in config.pairs.values() for n in (p.target, p.draft) if n and n not in facts})
+    if unread and any(p.method is None for p in config.pairs.values()) and len(config.sweep.method) > 1:
+        notes.append(
+            f"not cached: {', '.join(unread)}; every pair is shown with every sweep.method, a run "
+            "leaves out the methods a pair's GGUFs do not fit (read before anything runs)"
+        )
     for method, reason in why_not.items():
         if not any(method in ms for ms in runs.values()):
             raise ConfigError(f"sweep.method {method} fits no pair; {reason}")

@@ -108,3 +108,16 @@ def test_real_vocabularies_read_fast_and_like_gguf_reader(smol_q4, gemma_q4):
     assert len(gemma) == gemma_q4.metadata.vocab_size == 262144
     assert gemma[:3] == [b"<pad>", b"<eos>", b"<bos>"]
     assert read_chat_template(smol_q4.path).startswith("{% for message in messages %}")
+
+
+def test_spec_facts_of_real_and_generated_files(smol_q4, smol_eagle3, tiny_mtp):
+    """What the method pre-flight reads: SmolLM2 is llama without MTP layers; the generated
+    EAGLE-3 head and MTP target are what their methods need (tests/fixtures/generated.py)."""
+    from specbench.models.meta import read_spec_facts
+
+    assert read_spec_facts(smol_q4.path).model_dump() == {
+        "architecture": "llama", "nextn_layers": 0, "markov_head": False,
+    }  # fmt: skip
+    assert read_spec_facts(smol_eagle3).architecture == "eagle3"
+    mtp = read_spec_facts(tiny_mtp)
+    assert mtp.architecture == "glm4moe" and mtp.nextn_layers == 1

@@ -20,7 +20,9 @@ EXPECTED = {
     "quickstart.yaml",
     "rtx4090-8b.yaml",
     "rtx4090-coder.yaml",
+    "rtx4090-eagle3-8b.yaml",
     "rtx4090-llama70b-1b.yaml",
+    "rtx4090-mtp-qwen36-27b.yaml",
     "rtx4090-qwen3-14b.yaml",
     "seeds/000-llama3-70b-4090.yaml",
     "seeds/001-llama-30b-7b.yaml",
@@ -143,3 +145,25 @@ def test_readme_example_is_the_quickstart(tmp_path):
     example = tmp_path / "quickstart.yaml"
     example.write_text(block)
     assert load_config(example).dump() == load_config(ROOT / "configs" / "quickstart.yaml").dump()
+
+
+def test_the_eagle3_config_pairs_a_draft_model_and_an_unverified_head(llama_build):
+    config, plan = plan_for(ROOT / "configs" / "rtx4090-eagle3-8b.yaml", llama_build)
+    assert config.sweep.method == ["draft", "draft-eagle3"] and config.runner == "server"
+    head = config.models[config.pairs["llama8b-eagle3"].draft]
+    assert head.hf.unverified and "UNVERIFIED" in head.describe()
+    assert "UNVERIFIED FILE NAME" in (ROOT / "configs" / "rtx4090-eagle3-8b.yaml").read_text()
+    eagle = next(i for i in plan.measured if i.method == "draft-eagle3" and i.pair == "llama8b-eagle3")
+    assert opts(eagle.argv)["--spec-type"] == "draft-eagle3" and opts(eagle.argv)["-ngl"] == "99"
+    assert opts(eagle.argv)["--spec-draft-model"].endswith("eagle3_head.gguf")
+
+
+def test_the_mtp_config_runs_the_targets_own_layers(llama_build):
+    config, plan = plan_for(ROOT / "configs" / "rtx4090-mtp-qwen36-27b.yaml", llama_build)
+    assert config.models["qwen36_27b"].hf.file == "Qwen3.6-27B-Q5_K_M-mtp.gguf"
+    spec = [i for i in plan.measured if i.role == "speculative"]
+    assert {i.method for i in spec} == {"draft-mtp"} and all(i.draft is None for i in spec)
+    assert {(i.draft_max, i.p_min) for i in spec} == {(d, p) for d in (1, 2, 3, 4) for p in (0.0, 0.75)}
+    assert all(
+        "--spec-draft-model" not in i.argv and opts(i.argv)["--spec-type"] == "draft-mtp" for i in spec
+    )

@@ -81,3 +81,12 @@ def test_a_sweep_method_that_fits_no_pair_and_a_pinned_misfit_are_refused(tmp_pa
         ConfigError, match="pair 'e': draft-eagle3 needs an EAGLE-3 head .* small is architecture llama"
     ):
         pair_methods(config, {"big": LLAMA, "small": LLAMA}, [])
+
+
+def test_a_dry_run_without_the_files_says_the_methods_are_chosen_at_run_time(tmp_path):
+    config = make_config(tmp_path, sweep={"method": ["draft", "draft-eagle3"]})
+    notes: list[str] = []
+    assert pair_methods(config, {}, notes) == {"p": ["draft", "draft-eagle3"]}
+    assert notes and notes[0].startswith(
+        "not cached: big, small; every pair is shown with every sweep.method"
+    )
