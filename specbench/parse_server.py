@@ -20,13 +20,21 @@ import json
 import re
 
 from specbench.errors import ParseError
-from specbench.parsed import ParsedLog, Perf, PerfBlocks, Throughput
+from specbench.parsed import ParsedLog, Perf, PerfBlocks, SpecCounters, Throughput
 
 _NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|inf|nan|-nan)"
 _TIME = re.compile(
     rf"(?P<what>prompt eval|eval|total) time\s*=\s*(?P<ms>{_NUM})\s*ms\s*/\s*(?P<n>\d+)\s*tokens"
     rf"(?:\s*\(\s*{_NUM}\s*ms per token,\s*(?P<tps>{_NUM})\s*tokens per second\))?"
 )
+# /metrics (Prometheus text): `llamacpp:NAME VALUE` or `llamacpp:NAME{position="i"} VALUE`
+_METRIC = re.compile(rf'^llamacpp:(?P<name>\w+)(?:\{{position="(?P<pos>\d+)"\}})?\s+(?P<v>{_NUM})\s*$')
+_COUNTERS = {
+    "spec_decode_num_drafts_total": "steps",
+    "spec_decode_num_draft_tokens_total": "drafted",
+    "spec_decode_num_accepted_tokens_total": "accepted",
+}
+_PER_POS = "spec_decode_num_accepted_tokens_per_pos_total"
 _DRAFT = re.compile(
     rf"draft acceptance\s*=\s*(?P<r>{_NUM})\s*\(\s*(?P<a>\d+)\s*accepted\s*/\s*(?P<d>\d+)\s*generated"
 )
@@ -108,3 +116,30 @@ def timings_log(timings: dict, file: str | None = None, speculative: bool = Fals
         eval_runs=n_gen - 1 if n_gen else None, eval_tps=t.get("predicted_per_second"),
     )  # fmt: skip
     return ParsedLog(file=file, kind="completion", perf=PerfBlocks(target=perf))
+
+
+def parse_metrics(text: str, file: str | None = None) -> SpecCounters:
+    """The speculative counters of a llama-server ``/metrics`` response (started with ``--metrics``).
+
+    The pinned build prints ``llamacpp:spec_decode_num_drafts_total`` (verification steps),
+    ``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total`` and, after the first
+    verification step, one ``..._num_accepted_tokens_per_pos_total{position="i"}`` per draft position.
+    """
+    found: dict[str, int] = {}
+    per_pos: dict[int, int] = {}
+    for line in text.splitlines():
+        m = _METRIC.match(line.strip())
+        if m is None:
+            continue
+        value = float(m["v"])
+        if m["name"] == _PER_POS and m["pos"] is not None:
+            per_pos[int(m["pos"])] = int(value)
+        elif m["name"] in _COUNTERS:
+            found[_COUNTERS[m["name"]]] = int(value)
+    if "steps" not in found:
+        raise ParseError(
+            f"no llamacpp:spec_decode_num_drafts_total in {file or 'the /metrics response'}; pass the "
+            "/metrics text of a llama-server started with --metrics (a build with speculative counters)"
+        )
+    positions = [per_pos.get(i, 0) for i in range(max(per_pos) + 1)] if per_pos else []
+    return SpecCounters(**found, accepted_per_pos=positions)

@@ -60,3 +60,48 @@ class ParsedLog(BaseModel):
 
     def to_json(self) -> dict:
         return self.model_dump(exclude_none=True)
+
+
+class SpecCounters(BaseModel):
+    """llama-server's speculative counters (``/metrics``), or the difference of two readings.
+
+    ``steps``: verification steps (``spec_decode_num_drafts_total``), ``drafted`` and ``accepted``
+    tokens, and ``accepted_per_pos[i]``: the steps that accepted the draft's token at position i.
+    """
+
+    steps: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    accepted_per_pos: list[int] = []
+
+    def minus(self, before: SpecCounters) -> SpecCounters:
+        """What happened between reading ``before`` and this reading."""
+        pos = [
+            n - (before.accepted_per_pos[i] if i < len(before.accepted_per_pos) else 0)
+            for i, n in enumerate(self.accepted_per_pos)
+        ]
+        return SpecCounters(
+            steps=self.steps - before.steps,
+            drafted=self.drafted - before.drafted,
+            accepted=self.accepted - before.accepted,
+            accepted_per_pos=pos,
+        )
+
+    def plus(self, other: SpecCounters) -> SpecCounters:
+        n = max(len(self.accepted_per_pos), len(other.accepted_per_pos))
+        a = self.accepted_per_pos + [0] * (n - len(self.accepted_per_pos))
+        b = other.accepted_per_pos + [0] * (n - len(other.accepted_per_pos))
+        return SpecCounters(
+            steps=self.steps + other.steps,
+            drafted=self.drafted + other.drafted,
+            accepted=self.accepted + other.accepted,
+            accepted_per_pos=[x + y for x, y in zip(a, b, strict=True)],
+        )
+
+    def accept_len(self) -> float | None:
+        """Mean tokens a verification step yields: accepted drafts per step + the target's own token."""
+        return self.accepted / self.steps + 1.0 if self.steps > 0 else None
+
+    def accept_by_pos(self) -> list[float] | None:
+        """Per draft position, the share of steps that accepted the token there."""
+        return [n / self.steps for n in self.accepted_per_pos] if self.steps > 0 else None

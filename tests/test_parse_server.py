@@ -9,7 +9,8 @@ import pytest
 
 from specbench.errors import ParseError
 from specbench.parse import parse_file
-from specbench.parse_server import parse_response, parse_server_log
+from specbench.parse_server import parse_metrics, parse_response, parse_server_log
+from specbench.parsed import SpecCounters
 from tests.cli.test_compare import specbench
 
 REAL = Path(__file__).parent / "data" / "server_logs"
@@ -57,3 +58,25 @@ def test_parse_command_reads_every_raw_file_of_a_server_run(tmp_path):
     proc = specbench("parse", "--json", *files, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert [d["kind"] for d in json.loads(proc.stdout)] == ["speculative", "speculative", "completion"]
+
+
+def test_metrics_of_a_real_server_give_its_speculative_counters():
+    fresh = parse_metrics((REAL / "server-synth-fresh.metrics").read_text())
+    assert fresh == SpecCounters(steps=0, drafted=0, accepted=0, accepted_per_pos=[])
+    after = parse_metrics((REAL / "server-synth.metrics").read_text())
+    assert (after.steps, after.drafted, after.accepted) == (9, 36, 22)
+    assert after.accepted_per_pos == [8, 5, 5, 4]
+    delta = after.minus(fresh)
+    assert delta == after and delta.accept_len() == pytest.approx(22 / 9 + 1)
+    assert delta.accept_by_pos() == pytest.approx([8 / 9, 5 / 9, 5 / 9, 4 / 9])
+    assert fresh.accept_len() is None and fresh.accept_by_pos() is None
+    # two readings' difference, and sums of differences (a cell's batches)
+    later = SpecCounters(steps=12, drafted=48, accepted=30, accepted_per_pos=[10, 8, 7, 5])
+    step = later.minus(after)
+    assert step == SpecCounters(steps=3, drafted=12, accepted=8, accepted_per_pos=[2, 3, 2, 1])
+    assert step.plus(after) == later
+
+
+def test_metrics_without_speculative_counters_are_refused_with_what_to_pass():
+    with pytest.raises(ParseError, match="--metrics"):
+        parse_metrics('{"error": {"message": "This server does not support metrics endpoint"}}')

@@ -18,7 +18,8 @@ from collections.abc import Iterable
 
 from specbench.analysis import stats
 from specbench.analysis.quality import assess
-from specbench.analysis.speedmodel import cell_model_speedup, drafted_per_pass
+from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
+from specbench.parsed import SpecCounters
 from specbench.results import cell
 from specbench.results.calibration import Calibration
 from specbench.results.manifest import RunFacts
@@ -79,6 +80,11 @@ class ReportRow(_RowCell):
     baseline_throughput_tps: float | None = None  # the same for its baseline samples
     ttft_ms: float | None = None  # server: mean time to first token (prompt processing) per request
     machine: str | None = None  # sharded sweeps: the host that measured the row's shard
+    synthetic: bool = False  # synth_len set: drafts accepted at random (a point of the machine's curve)
+    # server runner: from /metrics, accepted drafts per verification step + 1, and per draft position
+    # the share of steps that accepted the token there
+    accept_len: float | None = None
+    accept_by_pos: list[float] | None = None
 
     def cell(self) -> tuple:
         """Every axis, in axis order, without run and category: rows of different runs line up on it."""
@@ -150,6 +156,19 @@ def _throughput(samples: list[Sample]) -> float | None:
     return tokens / seconds if seconds > 0 else None
 
 
+def _counters(samples: list[Sample]) -> SpecCounters | None:
+    """The /metrics draft counters summed over the samples' batches (each batch once: requests in
+    flight together share one reading)."""
+    total, seen = None, set()
+    for s in samples:
+        key = (s.batch, s.started_at)
+        if s.spec_counters is None or key in seen:
+            continue
+        seen.add(key)
+        total = s.spec_counters if total is None else total.plus(s.spec_counters)
+    return total
+
+
 def _row(
     run: str,
     category: str,
@@ -185,6 +204,7 @@ def _row(
     compared = [s.outputs_match for s in spec if s.outputs_match is not None]
     diffs = [s.first_diff for s in spec if s.outputs_match is False and s.first_diff is not None]
     axes = {ROW_NAMES.get(f, f): v for f, v in cell.cell_dict(first).items()}
+    counters = _counters(used)
     return ReportRow(
         **axes, run=run, category=category,
         baseline_tps=b.mean, baseline_tps_sd=b.sd, spec_tps=p.mean, spec_tps_sd=p.sd,
@@ -202,6 +222,8 @@ def _row(
         baseline_throughput_tps=_throughput(base_used),
         ttft_ms=stats.summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,
         machine=facts.shard_machines.get(first.shard) if facts and first.shard else None,
+        synthetic=first.synth_len is not None, accept_len=counters.accept_len() if counters else None,
+        accept_by_pos=counters.accept_by_pos() if counters else None,
     )  # fmt: skip
 
 
@@ -234,4 +256,39 @@ def run_rows(
                     facts, cal,
                 )
             )  # fmt: skip
+    _use_curve(rows)
     return rows
+
+
+def step_len(r: ReportRow) -> float | None:
+    """Tokens a verification step yields: the server's counted acceptance length, else tokens per
+    pass (the process runner's statistics have no count of steps)."""
+    return r.accept_len if r.accept_len is not None else r.tokens_per_pass
+
+
+def _use_curve(rows: list[ReportRow]) -> None:
+    """Where the run measured the machine's curve (synthetic cells of a real cell's setting, same
+    category), the real cell's model speedup is the curve's speedup at its acceptance length."""
+    curves: dict[tuple, list[tuple[float, float]]] = {}
+    for r in rows:
+        x = step_len(r)
+        if r.synthetic and x is not None and r.speedup is not None:
+            curves.setdefault((*_setting(r), r.category), []).append((x, r.speedup))
+    for r in rows:
+        points = curves.get((*_setting(r), r.category))
+        x = step_len(r)
+        if r.synthetic or not points or x is None:
+            continue
+        modelled = curve_speedup(points, x)
+        if modelled is not None:
+            xs = [p[0] for p in points]
+            r.model_speedup = modelled
+            r.model_calibration = (
+                f"the run's synthetic curve ({len(points)} points, acceptance length "
+                f"{min(xs):.2f}-{max(xs):.2f})"
+            )
+
+
+def _setting(r: ReportRow) -> tuple:
+    """A row's cell without synth_len: the real cell a synthetic one stands beside."""
+    return tuple(getattr(r, f) for f in ROW_CELL if f != "synth_len")

@@ -118,6 +118,7 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
     """One panel per pair; x = draft length; one line per setting that differs otherwise."""
     plt = _plt()
     rows = [r for r in report.rows if r.category == ALL and getattr(r, metric) is not None]
+    rows = [r for r in rows if not r.synthetic]  # synthetic cells: the acceptance-length curve
     if not rows:
         return None
     pairs = _groups(rows, lambda r: r.pair or r.target)
@@ -231,7 +232,7 @@ def tps_bars(report: Report, path: Path) -> Path | None:
 def speedup_by_category(report: Report, path: Path) -> Path | None:
     """For each pair and method, its best overall setting, split by prompt category."""
     plt = _plt()
-    overall = [r for r in report.rows if r.category == ALL and r.speedup is not None]
+    overall = [r for r in report.rows if r.category == ALL and r.speedup is not None and not r.synthetic]
     best: dict[tuple, ReportRow] = {}
     for r in overall:
         key = (r.run, r.pair, r.method)

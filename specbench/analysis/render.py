@@ -59,6 +59,8 @@ def _predicted(r: ReportRow) -> str:
 
 
 def _match(r: ReportRow) -> str:
+    if r.synthetic:
+        return "synthetic"  # drafts accepted at random: the output is not valid, never compared
     if r.outputs_match is None:
         return "-"
     return "yes" if r.outputs_match else (f"no @{r.first_diff}" if r.first_diff is not None else "no")
@@ -131,6 +133,10 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     cols += [
         Column("accept", lambda r: "-" if r.acceptance is None else f"{100 * r.acceptance:.1f}%", True),
         Column("tok/pass", lambda r: _num(r.tokens_per_pass, ".2f"), True),
+    ]
+    if any(r.accept_len is not None for r in rows):  # server runner: counted by /metrics
+        cols.append(Column("acc len", lambda r: _num(r.accept_len, ".2f"), True))
+    cols += [
         Column("match", _match),
         Column("valid", _valid, True),
     ]
@@ -140,7 +146,7 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
 # Left out first when a terminal is too narrow for every column (numbers are never cut).
 # "[95% CI]" shortens the speedup column to the speedup alone.
 DROP_ORDER = (
-    "predicted", "ttft ms", "tok/pass", "draft_min", "p_min", "[95% CI]", "ngl/ngld", "accept",
+    "predicted", "ttft ms", "acc len", "tok/pass", "draft_min", "p_min", "[95% CI]", "ngl/ngld", "accept",
     "baseline t/s", "throughput t/s", "match", "valid", "runner", "spec t/s",
 )  # fmt: skip
 KEPT = ("pair", "method", "draft_max", "speedup")  # what a row is and its answer: kept at any width
@@ -335,12 +341,13 @@ class ReportFiles:
 
 def write_report(report: Report, out_dir: Path, by_category: bool = False) -> ReportFiles:
     """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
+    from specbench.analysis.curveplots import curve_plots
     from specbench.analysis.plots import make_plots
     from specbench.errors import SpecbenchError
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        plots = make_plots(report, out_dir)
+        plots = make_plots(report, out_dir) + curve_plots(report, out_dir)
         files = ReportFiles(
             out_dir,
             out_dir / "report.md",

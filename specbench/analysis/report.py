@@ -81,7 +81,7 @@ def _mark_best(rows: list[ReportRow], incomplete: set[str] = frozenset()) -> Non
     same parallel only); an incomplete run gets none (its missing cells might have won)."""
     best: dict[tuple, ReportRow] = {}
     for r in rows:
-        if r.run in incomplete:
+        if r.run in incomplete or r.synthetic:  # a synthetic cell's acceptance is chosen, not achieved
             continue
         key = (r.run, r.pair, r.category, r.parallel)
         if r.speedup is not None and (key not in best or r.speedup > best[key].speedup):
@@ -122,8 +122,14 @@ def build_report(run_dirs: list[Path]) -> Report:
         cal = load_calibration(run_dir)
         run_rows_ = run_rows(info.run, run.samples, run.facts, cal)
         rows.extend(run_rows_)
-        if cal is not None and any(r.model_speedup is not None for r in run_rows_):
+        if cal is not None and any(r.model_calibration == cal.describe() for r in run_rows_):
             warnings.append(f"model column of {info.run}: {cal.describe()}")
+        curve = sorted({r.model_calibration or "" for r in run_rows_} - {""} - {cal and cal.describe()})
+        if curve:
+            warnings.append(
+                f"model column of {info.run}: real cells read off {curve[0]} at their acceptance length"
+                + (f" (and {len(curve) - 1} more curves)" if len(curve) > 1 else "")
+            )
         if run.facts.expect is not None:
             expected.append((run.facts.expect, info.run))
     order = [i.run for i in infos]

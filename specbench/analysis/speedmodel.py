@@ -185,3 +185,20 @@ def diagnose(target: PassCosts, draft: PassCosts, g: float, tokens: float, basel
         f"low acceptance: {tokens:.2f} tokens per step of a possible {g + 1:.3g} "
         f"(per-token acceptance {alpha_for(tokens, g):.0%})"
     )
+
+
+def curve_speedup(points: Sequence[tuple[float, float]], length: float) -> float | None:
+    """The speedup a measured curve gives at acceptance length ``length``: linear between the two
+    nearest (acceptance length, speedup) points; None outside the measured range (no extrapolation).
+
+    The curve comes from synthetic acceptance (llama-server ``--spec-synth-len``): the same target,
+    draft and draft length, drafts accepted at random, so it is this machine's speedup as a function
+    of acceptance length alone; a real cell's acceptance length read off it is its expected speedup.
+    """
+    pts = sorted(points)
+    if not pts or length < pts[0][0] or length > pts[-1][0]:
+        return None
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+        if x0 <= length <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (length - x0) / (x1 - x0)
+    return pts[0][1]  # a single point, exactly at it

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from specbench.execute.outputs import continuation, prompt_over_context, sha256_text
 from specbench.parse import ParsedLog
+from specbench.parsed import SpecCounters
 from specbench.results.records import Measurement, Sample, ServerTimings
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class Outcome:
     stderr_path: str | None = None
     timings: ServerTimings | None = None  # server runner: the response's own timings
     batch_wall_s: float | None = None  # server runner: wall time of the batch in flight together
+    counters: SpecCounters | None = None  # server runner: /metrics draft counters over the batch
 
 
 @dataclass
@@ -159,5 +161,6 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
         stderr_path=out.stderr_path, started_at=started_at, timings=out.timings,
         ttft_ms=finite(out.timings.prompt_ms) if out.timings else None, batch=inv.batch,
         batch_wall_s=round(out.batch_wall_s, 4) if out.batch_wall_s is not None else None,
+        spec_counters=out.counters, synthetic=inv.synth_len is not None,
     )  # fmt: skip
     return Measured(sample, text)

@@ -103,9 +103,10 @@ class _Outputs:
 
 
 def _check_output(inv: Invocation, measured: Measured, outputs: _Outputs) -> Sample:
-    """At temperature 0 a speculative continuation must equal its baseline's (lossless)."""
+    """At temperature 0 a speculative continuation must equal its baseline's (lossless); a synthetic
+    one (drafts accepted at random) is not compared: its output is not valid by design."""
     sample, text = measured.sample, measured.text
-    if text is None or inv.generation.temperature != 0:
+    if text is None or inv.generation.temperature != 0 or inv.synth_len is not None:
         return sample
     if inv.role == "baseline":
         outputs.add(inv, text)

@@ -165,6 +165,15 @@ def get_json(server: RunningServer, path: str, timeout_s: float = 10.0) -> objec
         return None
 
 
+def get_text(server: RunningServer, path: str, timeout_s: float = 10.0) -> str | None:
+    """A GET endpoint's text (``/metrics``), None when it gives none (an HTTP error, no answer)."""
+    try:
+        with _OPENER.open(server.url + path, timeout=timeout_s) as resp:
+            return resp.read().decode("utf-8", errors="replace")
+    except (OSError, ValueError):
+        return None
+
+
 def speculative_slots(server: RunningServer) -> bool | None:
     """True when every slot speculates, False when one does not, None when ``/slots`` does not say."""
     slots = get_json(server, "/slots")

@@ -6,7 +6,9 @@ group), checks on ``/slots`` that a speculative server really speculates, sends 
 discarded requests, then answers each batch of invocations with requests that are in flight
 together. A setting whose server cannot start (load failure, port, timeout) or does not speculate
 fails every one of its samples with that reason, without reloading for each of them. Each response
-is reported as an ``Outcome`` (its ``timings`` in the parser's words) for ``judge`` to judge.
+is reported as an ``Outcome`` (its ``timings`` in the parser's words) for ``judge`` to judge. Around
+each speculative batch the executor reads ``/metrics`` (the server runs with ``--metrics``): the
+difference of the draft counters is the batch's verification steps and acceptance by position.
 """
 
 from __future__ import annotations
@@ -17,10 +19,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specbench.errors import ParseError
 from specbench.execute.executor import raw_stem
 from specbench.execute.judge import Outcome
-from specbench.execute.server import Reply, RunningServer, ServerError, post, speculative_slots, start_server
+from specbench.execute.server import (
+    Reply,
+    RunningServer,
+    ServerError,
+    get_text,
+    post,
+    speculative_slots,
+    start_server,
+)  # fmt: skip
 from specbench.parse import ParsedLog, Perf, PerfBlocks, Throughput
+from specbench.parse_server import parse_metrics
+from specbench.parsed import SpecCounters
 from specbench.results.folder import response_paths, server_log_paths, write_raw
 from specbench.results.records import ServerTimings
 
@@ -78,6 +91,8 @@ class ServerExecutor:
             return [Outcome(wall_s=0.0, error=reason, source=SOURCE) for _ in batch]
         server = self._server
         assert server is not None
+        speculative = first.role == "speculative"
+        before = _counters(server) if speculative else None
         pool = ThreadPoolExecutor(max_workers=len(batch))
         try:
             start = time.monotonic()
@@ -90,8 +105,10 @@ class ServerExecutor:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
+        after = _counters(server) if before is not None else None
+        counters = after.minus(before) if after is not None and before is not None else None
         out = [
-            _outcome(inv, index, reply, server, run_dir, batch_wall)
+            _outcome(inv, index, reply, server, run_dir, batch_wall, counters)
             for (index, inv), reply in zip(batch, replies, strict=True)
         ]
         if any(r.timed_out for r in replies) or not server.alive():
@@ -143,9 +160,21 @@ class ServerExecutor:
         return None
 
 
+def _counters(server: RunningServer) -> SpecCounters | None:
+    """The server's speculative counters now (``/metrics``); None when it has none to give."""
+    text = get_text(server, "/metrics")
+    if text is None:
+        return None
+    try:
+        return parse_metrics(text)
+    except ParseError:
+        return None
+
+
 def _outcome(
-    inv: Invocation, index: int, reply: Reply, server: RunningServer, run_dir: Path, batch_wall: float
-) -> Outcome:
+    inv: Invocation, index: int, reply: Reply, server: RunningServer, run_dir: Path, batch_wall: float,
+    counters: SpecCounters | None = None,
+) -> Outcome:  # fmt: skip
     """One response as an Outcome; its raw files (the JSON, the generated text) are written here."""
     log_path = str(server.stderr_path.relative_to(run_dir))
     if reply.data is None:
@@ -164,5 +193,5 @@ def _outcome(
         wall_s=reply.wall_s, output=content, echoed=False, source=SOURCE,
         log=timings_log(inv.role, timings, str(json_path.relative_to(run_dir))),
         stdout_path=str(text_path.relative_to(run_dir)) if content is not None else None,
-        stderr_path=log_path, timings=timings, batch_wall_s=batch_wall,
+        stderr_path=log_path, timings=timings, batch_wall_s=batch_wall, counters=counters,
     )  # fmt: skip

@@ -87,7 +87,32 @@ def sweep_cells(
                         continue
                     owned.add(tuple(key.items()))
                 cells.append(cell)
-    return cells
+    return cells + synth_cells(config, cells, notes)
+
+
+def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cell]:
+    """Each cell that drafts with a model (or MTP) again per ``sweep.synth_len``: llama-server
+    accepts its drafts at random with that mean acceptance length (``--spec-synth-len``, counting
+    the target's own token), which must lie within [1, draft_max + 1]; a longer one is skipped with
+    a note. Draft-free (n-gram) cells get none: they draft only after a repeat, so most steps would
+    verify nothing."""
+    out, skipped = [], []
+    for c in cells:
+        if draft_free(c.method):
+            continue
+        for length in config.sweep.synth_len:
+            if c.draft_max is not None and length > c.draft_max + 1:
+                skipped.append(f"synth_len {length:g} at draft_max {c.draft_max}")
+            else:
+                out.append(c.model_copy(update={"synth_len": length}))
+    if config.sweep.synth_len and not out:
+        raise ConfigError(
+            "sweep.synth_len: no cell that drafts with a model to make synthetic (synthetic acceptance "
+            "needs a draft-model or MTP method, and synth_len <= draft_max + 1)"
+        )
+    for what in dict.fromkeys(skipped):
+        notes.append(f"{what} skipped: llama.cpp takes synth_len up to draft_max + 1")
+    return out
 
 
 def _require_method(spec: BinaryInfo, method: str) -> None:
@@ -233,6 +258,8 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
         for value, option in ((cell.ngram_size_n, sizes and sizes.n), (cell.ngram_size_m, sizes and sizes.m)):
             if value is not None and option:
                 argv += [option, str(value)]
+    if cell.synth_len is not None:  # llama-server and llama-cli only (the config refuses the process runner)
+        argv += ["--spec-synth-len", fmt_num(cell.synth_len)]
     return argv
 
 

@@ -132,7 +132,9 @@ class PromptsConfig(_Strict):
         return self
 
 
-NUMBER_LISTS = ("draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m", "parallel")
+NUMBER_LISTS = (
+    "draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m", "parallel", "synth_len",
+)  # fmt: skip
 
 
 class SweepConfig(_Strict):
@@ -148,6 +150,9 @@ class SweepConfig(_Strict):
     ngram_size_n: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
     ngram_size_m: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
     parallel: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)  # requests in flight
+    # synthetic acceptance lengths (server runner; llama-server --spec-synth-len): each draft-model
+    # cell also runs once per value with its drafts accepted at random ([]: none)
+    synth_len: list[Annotated[float, Field(ge=1.0, allow_inf_nan=False)]] = Field(default_factory=list)
 
     @field_validator(*NUMBER_LISTS, mode="before")
     @classmethod
@@ -296,6 +301,16 @@ class Config(_Strict):
             raise ValueError(
                 "sweep.parallel: values above 1 need `runner: server` (the process runner runs one "
                 "request at a time); set runner: server or use parallel: [1]"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _synth_needs_server(self) -> Config:
+        if self.runner == "process" and self.sweep.synth_len:
+            raise ValueError(
+                "sweep.synth_len: synthetic acceptance needs `runner: server` (only llama-server and "
+                "llama-cli take --spec-synth-len, not llama-speculative-simple); set runner: server "
+                "or drop sweep.synth_len"
             )
         return self
 

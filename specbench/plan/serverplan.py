@@ -39,7 +39,8 @@ def request_for(gen: Generation, prompt: str) -> CompletionRequest:
 
 
 def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int, parallel: int) -> list[str]:
-    """A plain llama-server: ``-np`` slots, each with the process runner's context, no prompt cache.
+    """A plain llama-server: ``-np`` slots, each with the process runner's context, no prompt cache,
+    ``/metrics`` on.
 
     ``-c`` is split between the slots (the KV cache is not unified by default), so each slot gets
     ``ctx_size``. ``--port 0`` lets the system pick a free port (the server prints it).
@@ -51,7 +52,8 @@ def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int, parall
         argv += ["-t", str(gen.threads)]
     # Builds probed before specbench knew these options record no spelling: the pinned one's, then.
     argv += [f.parallel or "-np", str(parallel), f.cache_ram or "--cache-ram", "0"]
-    return [*argv, "--host", HOST, "--port", "0"]
+    # --metrics: /metrics has the draft counters (verification steps, acceptance by position)
+    return [*argv, "--metrics", "--host", HOST, "--port", "0"]
 
 
 def order_for_server(

@@ -38,6 +38,9 @@ class Cell(BaseModel):
     runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
     parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)
     shard: str | None = None  # "i/N" of a sharded sweep (specbench.plan.shards; None: not sharded)
+    # synthetic acceptance (llama-server --spec-synth-len): drafted tokens accepted at random with this
+    # mean acceptance length; output invalid, cost real (None: a real cell)
+    synth_len: float | None = None
 
 
 CELL_FIELDS: tuple[str, ...] = tuple(Cell.model_fields)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from specbench.parse import ParsedLog
+from specbench.parsed import SpecCounters
 from specbench.results import cell
 from specbench.results.cell import Cell
 
@@ -70,6 +71,10 @@ class Sample(Measurement):
     ttft_ms: float | None = None
     batch: int | None = None
     batch_wall_s: float | None = None
+    # server runner, speculative: the draft counters of /metrics over this sample's batch (shared by
+    # the requests in flight together: count each batch once)
+    spec_counters: SpecCounters | None = None
+    synthetic: bool = False  # synth_len set: drafts accepted at random, the output is not valid
 
 
 class ServerTimings(BaseModel):

@@ -1,0 +1,79 @@
+"""The figures of acceptance length: the machine's speedup curve and acceptance by draft position.
+
+Synthetic cells (``synth_len``: llama-server accepts drafts at random with a chosen mean acceptance
+length) trace what this machine gains at each acceptance length for one target, draft and draft
+length; the real cells of the same setting are points placed at their own acceptance length, so
+the gap between a point and its curve is what the real draft's pattern of acceptance costs or
+gives beyond its mean. Acceptance by position comes from llama-server's ``/metrics`` counters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specbench.analysis.cells import ALL, ReportRow, step_len
+from specbench.analysis.plots import CELL_KEYS, _cell_label, _groups, _plt, _save
+from specbench.analysis.report import Report
+
+CURVE = "speedup_vs_accept_len.png"
+BY_POS = "acceptance_by_position.png"
+TITLES = {CURVE: "Speedup vs acceptance length", BY_POS: "Acceptance by draft position"}
+_CURVE_KEYS = tuple(k for k in CELL_KEYS if k != "synth_len")
+
+
+def speedup_vs_accept_len(report: Report, path: Path) -> Path | None:
+    """Only when the report has synthetic cells: one curve per setting (x = acceptance length
+    measured by the server's counters, else synth_len), its real cells as points in the same colour."""
+    plt = _plt()
+    rows = [r for r in report.rows if r.category == ALL and r.speedup is not None and step_len(r) is not None]
+    if not any(r.synthetic for r in rows):
+        return None
+    label = _cell_label(rows, _CURVE_KEYS)
+    fig, ax = plt.subplots(figsize=(8, 5.4))
+    for i, (name, series) in enumerate(_groups(rows, label).items()):
+        color = f"C{i % 10}"
+        synth = sorted((r for r in series if r.synthetic), key=lambda r: step_len(r) or 0)
+        if synth:
+            ax.plot([step_len(r) for r in synth], [r.speedup for r in synth], marker="o", ms=4, color=color,
+                    label=f"{name} (synthetic)")  # fmt: skip
+        real = [r for r in series if not r.synthetic]
+        if real:
+            ax.scatter([step_len(r) for r in real], [r.speedup for r in real], marker="*", s=140, color=color,
+                       edgecolors="black", zorder=3, label=f"{name} (real draft)")  # fmt: skip
+    ax.axhline(1.0, color="black", lw=1, ls="--", label="baseline (1.0x)")
+    ax.set_xlabel("acceptance length (tokens per verification step, target's own included)")
+    ax.set_ylabel("speedup (speculative t/s / baseline t/s)")
+    ax.set_title(TITLES[CURVE] + " (synthetic: the machine's curve)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    return _save(fig, path, report)
+
+
+def acceptance_by_position(report: Report, path: Path) -> Path | None:
+    """Per cell with server counters: the share of verification steps that accepted the draft's
+    token at each position (synthetic cells dashed)."""
+    plt = _plt()
+    rows: list[ReportRow] = [r for r in report.rows if r.category == ALL and r.accept_by_pos]
+    if not rows:
+        return None
+    label = _cell_label(rows)
+    fig, ax = plt.subplots(figsize=(8, 5.4))
+    for i, r in enumerate(rows):
+        rates = r.accept_by_pos or []
+        name = label(r) + (" (synthetic)" if r.synthetic else "")
+        xs, ys = range(1, len(rates) + 1), [100 * x for x in rates]
+        ax.plot(xs, ys, marker="o", ms=3, color=f"C{i % 10}", ls="--" if r.synthetic else "-", label=name)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("draft position (1 = the first drafted token)")
+    ax.set_ylabel("accepted (% of verification steps)")
+    ax.set_title(TITLES[BY_POS])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    return _save(fig, path, report)
+
+
+def curve_plots(report: Report, out_dir: Path) -> list[Path]:
+    """Write the acceptance-length figures that apply to this report into out_dir."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = [speedup_vs_accept_len(report, out_dir / CURVE), acceptance_by_position(report, out_dir / BY_POS)]
+    return [p for p in made if p is not None]
