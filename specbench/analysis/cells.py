@@ -20,6 +20,7 @@ from specbench.analysis import stats
 from specbench.analysis.quality import assess
 from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
 from specbench.parsed import SpecCounters
+from specbench.plan.methods import draft_free
 from specbench.results import cell
 from specbench.results.calibration import Calibration
 from specbench.results.manifest import RunFacts
@@ -169,6 +170,17 @@ def _counters(samples: list[Sample]) -> SpecCounters | None:
     return total
 
 
+def cost_ratio_of(
+    method: str, draft: str | None, target_tps: float | None, draft_tps: float | None
+) -> float | None:
+    """The cell's c: measured for a draft model that ran alone; 0 for n-gram methods (a lookup
+    costs nothing next to a forward pass); None (unknown) for a head or MTP layers, which cannot
+    run alone -- not 0, which would predict their speedup as if drafting were free."""
+    if draft is None and draft_free(method):
+        return 0.0
+    return stats.cost_ratio(target_tps, draft_tps)
+
+
 def _row(
     run: str,
     category: str,
@@ -187,10 +199,7 @@ def _row(
     ratio = stats.ratio_of_means([s.tps for s in used], [s.tps for s in base_used])
     acceptance = _pooled(used, "n_accept", "n_drafted")
     draft_tps = stats.summarize([s.tps for s in drafts if _usable(s)]).mean
-    if first.method == "draft" or first.draft:
-        c = stats.cost_ratio(b.mean, draft_tps)
-    else:
-        c = 0.0  # draft-free (n-gram) methods: a lookup costs nothing next to a forward pass
+    c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
     predicted = best_g = None
     if acceptance is not None and c is not None and first.draft_max:
         a = min(max(acceptance, 0.0), 1.0)
