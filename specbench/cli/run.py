@@ -271,7 +271,7 @@ def run(
         _print_dry_run(prepared)
         return
     run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
-    fresh = not run_dir.exists()
+    made = _outermost_missing(run_dir)  # what a refusal before the first sample must remove again
     benchmark.prepare_run_dir(run_dir, resume is not None)  # unwritable or taken: fail before building
     if resume is not None:
         benchmark.check_resume_machine(run_dir, force)  # another machine: refuse before building
@@ -279,8 +279,7 @@ def run(
     try:
         prepared = benchmark.prepare(cfg, build_progress=note, model_progress=bars, shard=part)
     except BaseException:
-        if fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
-            run_dir.rmdir()
+        _remove_empty(run_dir, made)
         raise
     finally:
         if bars is not None:
@@ -306,8 +305,7 @@ def run(
                           soft_wrap=True)  # fmt: skip
         raise typer.Exit(exc.exit_code) from None
     except BusyMachine:
-        if fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
-            run_dir.rmdir()  # refused before anything was written: leave no empty run folder
+        _remove_empty(run_dir, made)  # refused before anything was written: leave no empty run folder
         raise
     finally:
         view.stop()
@@ -321,6 +319,29 @@ def run(
     why = _nothing_measured(summary, report)
     if why is not None:
         raise RunError(why)
+
+
+def _outermost_missing(run_dir: Path) -> Path | None:
+    """The outermost folder of ``run_dir`` that does not exist yet (None: the run folder exists)."""
+    missing = None
+    for folder in [run_dir, *run_dir.parents]:
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def _remove_empty(run_dir: Path, made: Path | None) -> None:
+    """Remove the folders this run made, from ``run_dir`` up to ``made``, while they are empty."""
+    if made is None:
+        return
+    for folder in [run_dir, *run_dir.parents]:
+        if folder.is_dir():
+            if any(folder.iterdir()):
+                return
+            folder.rmdir()
+        if folder == made:
+            return
 
 
 def _reuse_calibration(prepared: Any, run_dir: Path) -> None:

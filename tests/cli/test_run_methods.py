@@ -43,6 +43,11 @@ def test_mtp_on_smollm2_is_refused(tmp_path, llama_build, smol_q4):
             "llama.nextn_predict_layers > 0", "target q4 is architecture llama and has none",
             models={"q4": {"path": str(smol_q4.path)}},
             pairs={"m": {"target": "q4", "method": "draft-mtp"}})  # fmt: skip
+    # --out in folders that do not exist yet: none of them is left behind
+    config = tmp_path / "methods.yaml"
+    result = cli("run", str(config), "--out", str(tmp_path / "new" / "deeper" / "run"))
+    assert_one_line_error(result, "draft-mtp needs a target")
+    assert not (tmp_path / "new").exists()
 
 
 def test_draft_simple_with_an_eagle3_head_is_refused(tmp_path, llama_build, smol_q4, smol_eagle3):
