@@ -7,13 +7,18 @@ tests check the plumbing (the files load, drafting happens, the logs parse).
 
 from __future__ import annotations
 
+import json
 import subprocess
+from pathlib import Path
 
 import pytest
+import yaml
 
 from specbench.childenv import child_env
 from specbench.models.meta import read_metadata
 from specbench.parse import parse_text
+from specbench.results.folder import load_samples
+from tests.fixtures.build import cli
 
 pytestmark = pytest.mark.slow
 PROMPT = "Write a Python function that returns the sum of a list of numbers."
@@ -53,3 +58,74 @@ def test_pinned_build_drafts_with_the_generated_files(method, llama_build, smol_
     assert parsed.decoded and parsed.decoded.tokens and parsed.decoded.tokens >= 16
     if method == "draft-mtp":  # its MTP layer repeats the target's last prediction (see the fixture)
         assert parsed.n_accept and parsed.n_accept > 0
+
+
+# --- through specbench: `specbench run` with both runners, then `specbench report` ---------------
+
+
+def methods_config(tmp: Path, target, draft, eagle3: Path, mtp: Path | None = None, **extra) -> Path:
+    """SmolLM2 F32 with its Q4_1 draft (method draft) and with the generated EAGLE-3 head, and
+    (optionally) the MTP target: 1 prompt, 16 tokens, 1 repetition, no warmup."""
+    models = {
+        "f32": {"path": str(target.path)},
+        "q4": {"path": str(draft.path)},
+        "head": {"path": str(eagle3)},
+    }
+    # sweep.method [draft, draft-eagle3]: each pair runs the entries its draft fits (q4: draft, the
+    # head: draft-eagle3); the MTP target is pinned to draft-mtp (it has no draft model)
+    pairs = {
+        "smol": {"target": "f32", "draft": "q4"},
+        "smol-eagle3": {"target": "f32", "draft": "head"},
+    }
+    if mtp is not None:
+        models["mtp"] = {"path": str(mtp)}
+        pairs["mtp"] = {"target": "mtp", "method": "draft-mtp"}
+    line = {"id": "sum", "category": "code", "messages": [{"role": "user", "content": PROMPT}]}
+    (tmp / "prompts.jsonl").write_text(json.dumps(line) + "\n")
+    data = dict(
+        name="methods",
+        models=models,
+        pairs=pairs,
+        prompts={"file": str(tmp / "prompts.jsonl")},
+        sweep={"method": ["draft", "draft-eagle3"], "draft_max": [4]},
+        generation={"n_predict": 16, "threads": 2},
+        repetitions=1,
+        warmup=0,
+        timeout_s=300,
+    )
+    data.update(extra)
+    path = tmp / "methods.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("runner", ["process", "server"])
+def test_run_and_report_every_generated_method(
+    runner, tmp_path, llama_build, smol_f32, smol_q4, smol_eagle3, tiny_mtp
+):
+    config = methods_config(tmp_path, smol_f32, smol_q4, smol_eagle3, tiny_mtp)
+    run_dir = tmp_path / "results" / "run1"
+    env = {"SPECBENCH_RESULTS": str(tmp_path / "results")}
+    result = cli("run", str(config), "--out", str(run_dir), "--set", f"runner={runner}", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    samples = load_samples(run_dir)
+    spec = {s.method: s for s in samples if s.role == "speculative"}
+    assert sorted(spec) == ["draft", "draft-eagle3", "draft-mtp"]  # one sample each: nothing crossed
+    assert [spec[m].pair for m in ("draft", "draft-eagle3", "draft-mtp")] == ["smol", "smol-eagle3", "mtp"]
+    for method, s in spec.items():
+        assert s.runner == runner and s.status == "ok", (method, s.invalid_reason)
+        assert s.metrics is not None and s.metrics.n_drafted and s.metrics.n_drafted > 0, method
+        assert s.tps and s.tps > 0
+        assert s.outputs_match is True, (method, s.first_diff)  # temperature 0: the target's own text
+        expected = "draft-simple" if method == "draft" else method
+        assert expected in s.cmd
+    # only the draft-simple draft runs alone (a head needs the target's features; MTP has no model)
+    assert [s.model for s in samples if s.role == "draft"] == ["q4"]
+    assert spec["draft-mtp"].metrics.n_accept > 0  # the generated MTP layer repeats the last prediction
+    report = cli("report", str(run_dir), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    rows = {r["method"]: r for r in json.loads(report.stdout)}
+    assert sorted(rows) == ["draft", "draft-eagle3", "draft-mtp"]
+    assert [rows[m]["pair"] for m in ("draft", "draft-eagle3", "draft-mtp")] == ["smol", "smol-eagle3", "mtp"]
+    for method, row in rows.items():
+        assert row["speedup"] > 0, (method, row)
