@@ -6,8 +6,9 @@
 #   .venv/bin/specbench merge results/shards/shard-* --out results/sweep
 #
 # specbench reads SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT itself (`--shard` is not needed)
-# and says on stderr which shard it runs. The array size is the number of shards: check the cut
-# first with `specbench plan CONFIG --shards 4`.
+# and says on stderr which shard it runs. Without SPECBENCH_SHARD_CELLS each task deals the plan
+# from its sizes (every node deals it the same way); `specbench plan CONFIG --shards 4` shows a cut
+# balanced on this machine's history, whose cells a task takes through SPECBENCH_SHARD_CELLS.
 #SBATCH --job-name=specbench-shard
 #SBATCH --exclusive
 #SBATCH --time=06:00:00

@@ -27,17 +27,24 @@ def plan(
     ] = False,
 ) -> None:
     """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
+    from specbench.build.envinfo import cpu_model, gpus
     from specbench.execute import benchmark
+    from specbench.gate.history import history_estimate, speeds_on
     from specbench.paths import check_path
-    from specbench.plan.shards import matrix
+    from specbench.plan.shards import guess_s, matrix
+    from specbench.results.manifest import MachineFacts
 
     check_path(config, "CONFIG")
     cfg = benchmark.load(config, set_ or ())
     prepared = benchmark.prepare(cfg, dry_run=True)
-    result = matrix(prepared.plan, cfg, shards)
+    here = MachineFacts(cpu_model=cpu_model(), gpus=[g.name for g in gpus()], backend=prepared.build.backend)
+    known = history_estimate(speeds_on(here.describe()))
+    result = matrix(prepared.plan, cfg, shards, estimate=lambda inv: known(inv) or guess_s(inv))
     if as_json:
         say(json.dumps(result))
         return
+    runs = prepared.plan.measured  # what the shards are dealt
+    from_history = sum(known(i) is not None for i in runs)
     from rich.table import Table
 
     table = Table("shard", "cells", "est. time", "runs on", box=None)
@@ -46,7 +53,9 @@ def plan(
         table.add_row(e["shard"], "\n".join(e["cells"]), f"{e['est_s']:.0f} s",
                       ", ".join(runs_on) if isinstance(runs_on, list) else runs_on)  # fmt: skip
     console.print(table)
-    say(f"run each with: specbench run {config} --shard I/{shards}; then: specbench merge DIR... --out DIR")
+    say(f"estimated times: {from_history} of {len(runs)} runs from this machine's history, others from sizes")
+    say(f"run each with: specbench run {config} --shard I/{shards} --shard-cells '<its cells as JSON>'; "
+        "then: specbench merge DIR... --out DIR")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

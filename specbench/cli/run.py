@@ -240,6 +240,16 @@ def run(
             "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set).",
         ),
     ] = None,
+    shard_cells: Annotated[
+        str | None,
+        typer.Option(
+            "--shard-cells",
+            metavar="JSON",
+            envvar="SPECBENCH_SHARD_CELLS",
+            help="With --shard: the cells its `plan --shards` matrix entry lists (JSON), so every shard "
+            "runs what the plan dealt (without it, the shard is dealt again from the plan's sizes).",
+        ),
+    ] = None,
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_report
@@ -262,7 +272,7 @@ def run(
         cfg = benchmark.load_resumed(resume, set_ or ())
     else:
         cfg = benchmark.load(config, set_ or ())
-    part = _shard(shard, resume)
+    part = _shard(shard, resume, shard_cells)
     note = (lambda p: None) if quiet else _status_printer()
     if dry_run:
         prepared = benchmark.prepare(cfg, dry_run=True, build_progress=note, shard=part)
@@ -353,12 +363,14 @@ def _reuse_calibration(prepared: Any, run_dir: Path) -> None:
         save_calibration(run_dir, cal)
 
 
-def _shard(text: str | None, resume: Path | None) -> Any:
+def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> Any:
     """The shard to run: --shard, the resumed run's own, or a Slurm array task's (said on stderr)."""
     from specbench.errors import RunError
     from specbench.execute import benchmark
-    from specbench.plan.shards import parse_shard, shard_from_env
+    from specbench.plan.shards import parse_shard, shard_from_env, with_cells
 
+    if cells is not None and text is None and resume is None and shard_from_env() is None:
+        raise RunError("--shard-cells goes with --shard I/N (the matrix entry's shard and cells)")
     asked = parse_shard(text) if text is not None else None
     if resume is not None:
         kept = benchmark.resumed_shard(resume)
@@ -370,7 +382,7 @@ def _shard(text: str | None, resume: Path | None) -> Any:
         asked = shard_from_env()
         if asked is not None:
             say(f"shard {asked.label} (from SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT)", err=True)
-    return asked
+    return with_cells(asked, cells) if asked is not None else None
 
 
 def _status_printer():

@@ -296,10 +296,13 @@ def _shard_facts(prepared: Prepared) -> dict[str, Any]:
 
 def resumed_shard(run_dir: Path) -> Shard | None:
     """The shard a run folder measures (``--resume`` goes on with the same part of the plan)."""
-    from specbench.plan.shards import parse_shard
+    from specbench.plan.shards import Shard, parse_shard
 
-    shard = load_manifest(run_dir).shard if has_manifest(run_dir) else None
-    return parse_shard(shard) if shard else None
+    manifest = load_manifest(run_dir) if has_manifest(run_dir) else None
+    if manifest is None or not manifest.shard:
+        return None
+    shard = parse_shard(manifest.shard)
+    return Shard(shard.index, shard.count, tuple(manifest.shard_cells) if manifest.shard_cells else None)
 
 
 def run_benchmark(

@@ -10,9 +10,11 @@ repetitions: a different prompt set is a different series (the cell key includes
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 from collections import defaultdict
+from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,8 +24,10 @@ from pydantic import BaseModel
 from specbench.analysis.stats import summarize
 from specbench.errors import SpecbenchError
 from specbench.gate.baseline import load_run
-from specbench.gate.compare import METRICS, cell_series
+from specbench.gate.compare import METRICS, cell_label, cell_series
 from specbench.paths import check_path, os_problem, results_dir, shorten
+from specbench.plan.invocation import Invocation
+from specbench.plan.shards import GUESS_LOAD_S
 from specbench.results import cell
 
 # A run is identified by its id (the folder name) and start time: `--out results/ci` reuses the
@@ -223,6 +227,31 @@ def _generation(key: dict) -> str:
     as ``compare`` (same CellKey) refuses to compare them."""
     return ", ".join(f"{k} {key[k]:g}" if isinstance(key.get(k), float) else f"{k} {key.get(k)}"
                      for k in _GENERATION if key.get(k) is not None)  # fmt: skip
+
+
+def speeds_on(machine: str, db_path: Path | None = None) -> dict[tuple[str, str, str, int], float]:
+    """The t/s this machine last measured for each baseline and speculative cell, by
+    (label, generation, runner, parallel): what ``plan --shards`` balances shards with."""
+    speeds: dict[tuple[str, str, str, int], float] = {}
+    for metric in ("baseline_tps", "spec_tps"):
+        for p in load_history(db_path, metric):  # oldest first within a series: the last one wins
+            if p.machine == machine and p.mean > 0 and math.isfinite(p.mean):
+                speeds[(p.label, p.generation, p.runner, p.parallel)] = p.mean
+    return speeds
+
+
+def history_estimate(
+    speeds: dict[tuple[str, str, str, int], float],
+) -> Callable[[Invocation], float | None]:
+    """An invocation's seconds at the t/s ``speeds_on`` found for its cell (plus the guessed load
+    time); None when this machine never measured the cell this way."""
+
+    def estimate(inv: Invocation) -> float | None:
+        gen = _generation(inv.generation.model_dump())
+        tps = speeds.get((cell_label(inv), gen, inv.runner, inv.parallel))
+        return GUESS_LOAD_S + inv.generation.n_predict / tps if tps else None
+
+    return estimate
 
 
 PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg", "webp", "tif", "tiff", "eps", "ps")

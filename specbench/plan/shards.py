@@ -32,10 +32,13 @@ DRAFT_SPEED_FACTOR = 0.5  # a draft model alone runs about twice as fast as its 
 
 @dataclass(frozen=True)
 class Shard:
-    """Shard ``index`` of ``count`` (1-based, as a person and a matrix say it)."""
+    """Shard ``index`` of ``count`` (1-based, as a person and a matrix say it). ``cells``: the
+    cells a matrix entry dealt it (``plan --shards`` may balance on this machine's history, which
+    another machine, or a later minute, would deal differently); None: dealt again from sizes."""
 
     index: int
     count: int
+    cells: tuple[str, ...] | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -51,6 +54,22 @@ def parse_shard(text: str) -> Shard:
     if count < 1 or not 1 <= index <= count:
         raise ConfigError(f"--shard {text}: the shard number must be between 1 and {max(count, 1)}")
     return Shard(index, count)
+
+
+def with_cells(shard: Shard, text: str | None) -> Shard:
+    """``shard`` with the cells of its matrix entry (``--shard-cells``: the entry's ``cells`` as JSON)."""
+    if text is None:
+        return shard
+    try:
+        cells = json.loads(text)
+    except ValueError:
+        cells = None
+    if not isinstance(cells, list) or not cells or not all(isinstance(c, str) for c in cells):
+        raise ConfigError(
+            "--shard-cells: give the matrix entry's cells as a JSON list of names, e.g. "
+            "'[\"smol draft dmax=8\"]' (in a workflow: ${{ toJSON(matrix.cells) }})"
+        )
+    return Shard(shard.index, shard.count, tuple(cells))
 
 
 def shard_from_env(env: dict[str, str] | None = None) -> Shard | None:
@@ -235,20 +254,32 @@ class Sharding:
 
 
 def cut(plan: Plan, config: Config, shard: Shard) -> tuple[Plan, Sharding]:
-    """Shard ``shard`` of ``plan`` (as ``specbench plan --shards`` deals them) and what to record."""
+    """Shard ``shard`` of ``plan``: the cells it carries (a matrix entry's), else those that
+    ``assign`` deals it from the plan's sizes (the same on every machine), and what to record."""
     everything = cells_of(plan)
     if shard.count > len(everything):
         raise ConfigError(
             f"--shard {shard.label}: the plan has {len(everything)} cell(s), so at most "
             f"{len(everything)} shards; cut it into fewer"
         )
-    mine = assign(plan, shard.count, runs_on=runs_on_rule(config))[shard.index - 1]
     plan_id = config_hash(config.model_dump(mode="json"))
-    sharding = Sharding(shard, mine.cells, everything, plan_id, mine.est_s)
-    return restrict(plan, shard, mine.cells), sharding
+    if shard.cells is None:
+        mine = assign(plan, shard.count, runs_on=runs_on_rule(config))[shard.index - 1]
+        cells, est_s = mine.cells, mine.est_s
+    else:
+        unknown = [c for c in shard.cells if c not in everything]
+        if unknown:
+            raise ConfigError(
+                f"--shard-cells: {', '.join(unknown)} not in this config's plan (its cells: "
+                f"{', '.join(everything)}); pass the cells `specbench plan --shards` printed for this config"
+            )
+        cells = list(dict.fromkeys(shard.cells))
+        est_s = sum(guess_s(i) for i in restrict(plan, shard, cells).measured)
+    sharding = Sharding(shard, cells, everything, plan_id, est_s)
+    return restrict(plan, shard, cells), sharding
 
 
-def matrix(plan: Plan, config: Config, count: int) -> dict:
+def matrix(plan: Plan, config: Config, count: int, estimate: Callable[[Invocation], float] = guess_s) -> dict:
     """``{"include": [...]}``: the shards as a GitHub Actions matrix (``fromJSON``), one entry each."""
     cells = cells_of(plan)
     if count > len(cells):
@@ -257,4 +288,5 @@ def matrix(plan: Plan, config: Config, count: int) -> dict:
         )
     if count > 256:
         raise ConfigError("--shards: a GitHub matrix takes at most 256 jobs")
-    return {"include": [s.matrix_entry() for s in assign(plan, count, runs_on=runs_on_rule(config))]}
+    shards = assign(plan, count, estimate=estimate, runs_on=runs_on_rule(config))
+    return {"include": [s.matrix_entry() for s in shards]}

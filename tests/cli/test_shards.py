@@ -4,6 +4,7 @@ the merged report has the unsharded run's cells with the same sample counts. And
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -26,17 +27,52 @@ def _rows(run: Path) -> dict[tuple, dict]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, llama_build, smol_f32):
+    """The plan (in a results folder of this test's own: no history yet, so dealt from sizes),
+    the whole run, and each shard run with its matrix entry's cells, as sweep.yml does."""
     tmp = tmp_path_factory.mktemp("shards")
-    whole = cli("run", QUICK, *CHEAP, "--out", str(tmp / "whole"), "--quiet")
-    assert whole.returncode == 0, whole.stderr
-    plan = cli("plan", QUICK, *CHEAP, "--shards", "3", "--json")
+    env = {"SPECBENCH_RESULTS": str(tmp / "results")}
+    plan = cli("plan", QUICK, *CHEAP, "--shards", "3", "--json", env=env)
     assert plan.returncode == 0, plan.stderr
+    whole = cli("run", QUICK, *CHEAP, "--out", str(tmp / "whole"), "--quiet", env=env)
+    assert whole.returncode == 0, whole.stderr
     include = json.loads(plan.stdout)["include"]
     for entry in include:
         i = entry["shard"].split("/")[0]
-        done = cli("run", QUICK, *CHEAP, "--shard", entry["shard"], "--out", str(tmp / f"s{i}"), "--quiet")
+        # (their history goes elsewhere: the plan's estimates below are the whole run's)
+        cells = {"SPECBENCH_SHARD_CELLS": json.dumps(entry["cells"]), "SPECBENCH_RESULTS": str(tmp / "r2")}
+        done = cli("run", QUICK, *CHEAP, "--shard", entry["shard"], "--out", str(tmp / f"s{i}"), "--quiet",
+                   env=cells)  # fmt: skip
         assert done.returncode == 0, done.stderr
+        assert json.loads((tmp / f"s{i}" / "manifest.json").read_text())["shard_cells"] == entry["cells"]
     return tmp, include
+
+
+def test_plan_estimates_from_this_machines_history(runs):
+    """After the whole run, the plan knows each cell's t/s here: the slowest speculative cell
+    measured is the one estimated longest (the shards share a baseline and draft-alone run)."""
+    tmp, include = runs
+    env = {"SPECBENCH_RESULTS": str(tmp / "results")}
+    table = cli("plan", QUICK, *CHEAP, "--shards", "3", env=env)
+    assert table.returncode == 0, table.stderr
+    # the baseline and speculative runs are in history (draft-alone runs are not)
+    found = re.search(r"estimated times: (\d+) of (\d+) runs from this machine's history", table.stdout)
+    assert found and 0 < int(found.group(1)) < int(found.group(2)), table.stdout
+    assert all(e["est_s"] == include[0]["est_s"] for e in include)  # before the run: sizes only
+    tps = {row["draft_max"]: row["spec_tps"] for row in _rows(tmp / "whole").values()}
+    by_est = json.loads(cli("plan", QUICK, *CHEAP, "--shards", "3", "--json", env=env).stdout)["include"]
+    slowest = max(by_est, key=lambda e: e["est_s"])["cells"][0]
+    assert f"draft_max={min(tps, key=tps.get)} " in slowest, (tps, by_est)
+
+
+def test_shard_cells_must_be_the_plans(runs):
+    tmp, include = runs
+    one = ["run", QUICK, *CHEAP, "--dry-run"]
+    unknown = cli(*one, "--shard", "1/3", "--shard-cells", '["smol nosuch"]')
+    assert_one_line_error(unknown, "not in this config")
+    assert_one_line_error(cli(*one, "--shard", "1/3", "--shard-cells", "smol"), "JSON list")
+    assert_one_line_error(cli(*one, "--shard-cells", json.dumps(include[0]["cells"])), "goes with --shard")
+    ok = cli(*one, "--shard", "1/3", "--shard-cells", json.dumps(include[2]["cells"]))
+    assert ok.returncode == 0 and include[2]["cells"][0] in ok.stdout, ok.stderr
 
 
 def test_plan_is_a_matrix_of_whole_cells(runs):
