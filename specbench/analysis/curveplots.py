@@ -21,9 +21,15 @@ TITLES = {CURVE: "Speedup vs acceptance length", BY_POS: "Acceptance by draft po
 _CURVE_KEYS = tuple(k for k in CELL_KEYS if k != "synth_len")
 
 
+def _color(plt, i: int):
+    """Up to 20 series apart (tab20), then again from the first."""
+    return plt.get_cmap("tab20")(i % 20)
+
+
 def speedup_vs_accept_len(report: Report, path: Path) -> Path | None:
     """Only when the report has synthetic cells: one curve per setting (x = acceptance length
-    measured by the server's counters, else synth_len), its real cells as points in the same colour."""
+    counted by the server, else tokens per pass), its real cells as points in the same colour;
+    settings without a curve (draft-free methods) are left out."""
     plt = _plt()
     rows = [r for r in report.rows if r.category == ALL and r.speedup is not None and step_len(r) is not None]
     if not any(r.synthetic for r in rows):
@@ -31,15 +37,16 @@ def speedup_vs_accept_len(report: Report, path: Path) -> Path | None:
     label = _cell_label(rows, _CURVE_KEYS)
     fig, ax = plt.subplots(figsize=(8, 5.4))
     for i, (name, series) in enumerate(_groups(rows, label).items()):
-        color = f"C{i % 10}"
+        color = _color(plt, i)
         synth = sorted((r for r in series if r.synthetic), key=lambda r: step_len(r) or 0)
-        if synth:
-            ax.plot([step_len(r) for r in synth], [r.speedup for r in synth], marker="o", ms=4, color=color,
-                    label=f"{name} (synthetic)")  # fmt: skip
+        if not synth:
+            continue  # a setting without a curve (a draft-free method): nothing to place it on
+        xs, ys = [step_len(r) for r in synth], [r.speedup for r in synth]
+        ax.plot(xs, ys, marker="o", ms=4, color=color, label=f"{name} (synthetic)")
         real = [r for r in series if not r.synthetic]
         if real:
             ax.scatter([step_len(r) for r in real], [r.speedup for r in real], marker="*", s=140, color=color,
-                       edgecolors="black", zorder=3, label=f"{name} (real draft)")  # fmt: skip
+                       edgecolors="black", zorder=3, label=f"{name} (real)")  # fmt: skip
     ax.axhline(1.0, color="black", lw=1, ls="--", label="baseline (1.0x)")
     ax.set_xlabel("acceptance length (tokens per verification step, target's own included)")
     ax.set_ylabel("speedup (speculative t/s / baseline t/s)")
@@ -62,7 +69,7 @@ def acceptance_by_position(report: Report, path: Path) -> Path | None:
         rates = r.accept_by_pos or []
         name = label(r) + (" (synthetic)" if r.synthetic else "")
         xs, ys = range(1, len(rates) + 1), [100 * x for x in rates]
-        ax.plot(xs, ys, marker="o", ms=3, color=f"C{i % 10}", ls="--" if r.synthetic else "-", label=name)
+        ax.plot(xs, ys, marker="o", ms=3, color=_color(plt, i), ls="--" if r.synthetic else "-", label=name)
     ax.set_ylim(0, 105)
     ax.set_xlabel("draft position (1 = the first drafted token)")
     ax.set_ylabel("accepted (% of verification steps)")
