@@ -22,7 +22,7 @@ demo: build
 	$(SPECBENCH) report
 
 test: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
 
 lint: setup
 	$(BIN)/ruff check specbench tests
