@@ -32,6 +32,7 @@ from specbench.results.folder import load_manifest, load_samples
 from specbench.results.manifest import Manifest
 from specbench.results.records import Generation
 from tests.fixtures.build import cli
+from tests.models.tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.slow
 
@@ -141,8 +142,9 @@ def _manifest(run_dir: Path, build) -> Manifest:
 
 
 def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, llama_build, smol_f32, smol_q4):
-    bad = tmp_path / "corrupt.gguf"
-    bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + os.urandom(4096))  # GGUF magic, garbage after it
+    # a readable header (planning reads it: a corrupt one is refused before anything runs, a one-line
+    # ModelError) whose llama weights are missing: llama-server starts and fails to load it
+    bad = write_tiny_gguf(tmp_path / "weightless.gguf")
     data = server_config(tmp_path, smol_f32, smol_q4, sweep={"draft_max": [8], "parallel": [1]})
     config = config_from_mapping(data, tmp_path, "t.yaml")
     prompts = [render(p, "f32", None) for p in config.prompt_list()]
