@@ -27,7 +27,6 @@ def plan(
     ] = False,
 ) -> None:
     """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
-    from specbench.build.envinfo import cpu_model, gpus
     from specbench.execute import benchmark
     from specbench.gate.history import history_estimate, speeds_on
     from specbench.paths import check_path
@@ -37,8 +36,7 @@ def plan(
     check_path(config, "CONFIG")
     cfg = benchmark.load(config, set_ or ())
     prepared = benchmark.prepare(cfg, dry_run=True)
-    here = MachineFacts(cpu_model=cpu_model(), gpus=[g.name for g in gpus()], backend=prepared.build.backend)
-    known = history_estimate(speeds_on(here.describe()))
+    known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
     result = matrix(prepared.plan, cfg, shards, estimate=lambda inv: known(inv) or guess_s(inv))
     if as_json:
         say(json.dumps(result))

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from specbench import __version__
+from specbench.build import envinfo
 from specbench.build.buildinfo import BuildInfo
 from specbench.build.envinfo import EnvInfo
 from specbench.build.noise import NoiseRecord
@@ -101,6 +102,11 @@ class MachineFacts(BaseModel):
     cpu_model: str | None = None
     gpus: list[str] = Field(default_factory=list)  # GPU model names
     backend: str | None = None  # cpu | cuda | metal ...
+
+    @classmethod
+    def here(cls, backend: str | None) -> MachineFacts:
+        """This machine as a run's manifest will describe it (history is matched on ``describe()``)."""
+        return cls(cpu_model=envinfo.cpu_model(), gpus=[g.name for g in envinfo.gpus()], backend=backend)
 
     def describe(self) -> str:
         gpu = ", ".join(self.gpus) if self.gpus else "no GPU"
