@@ -12,14 +12,16 @@ every run and come after it):
 1. **A/A**: ``ab`` of the pinned tree against itself (two labels, one build), ``--aa-runs`` times;
    counts the decisions (4 metrics x cells a run) that fail and that stay undecided.
 2. **A real slowdown**: a git history of the pinned tree whose second commit sleeps
-   ``--delay-frac`` of a decode step (measured in the A/A runs' baselines) per sampled token;
+   ``--delay-frac`` of a decode step (measured in the A/A runs' baselines) per decode step;
    ``ab`` of commit 0 vs commit 1, ``--slow-runs`` times: how many ``baseline_tps`` decisions
    fail, and each decision's wall time once both builds exist.
 3. **The same pairs through two-run ``compare``**: each A/A and slowdown run split into its two
    builds' samples, compared as two separate runs (Welch per prompt): false alarms, detections and
    too-noisy rates side by side with the paired gate's.
 4. **bisect** on a ``--bisect-commits`` history whose commit ``--slow-commit`` adds the delay:
-   the steps it took, whether it named that commit, and every build's time against the first's.
+   the steps it took, whether it named that commit, and every build's time against the first's
+   (in a SPECBENCH_HOME with an empty build cache, models and sources shared with yours, so the
+   first build compiles everything).
 
 Prints a table and writes everything to OUT/bench-ab.json. ``--tiny`` proves the script works in
 a few minutes (16 tokens, 1 run each, a 4-commit bisect): its numbers mean nothing. The real
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -41,22 +44,48 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def specbench(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+def specbench(
+    *args: str, timeout: float = 3600, home: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``specbench ARGS``; ``home``: its SPECBENCH_HOME (default the user's)."""
+    env = dict(os.environ, SPECBENCH_HOME=str(home)) if home else None
     return subprocess.run(
         [sys.executable, "-m", "specbench", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-        check=False, timeout=timeout, stdin=subprocess.DEVNULL,
+        check=False, timeout=timeout, stdin=subprocess.DEVNULL, env=env,
     )  # fmt: skip
+
+
+def empty_build_cache(where: Path) -> Path:
+    """A SPECBENCH_HOME with no build and no work area, sharing the user's models and sources: the
+    first build of a bisect there compiles everything, so later builds can be timed against it."""
+    from specbench import paths
+
+    where.mkdir(parents=True, exist_ok=True)
+    for name, target in (("models", paths.models_dir()), ("sources", paths.sources_dir())):
+        target.mkdir(parents=True, exist_ok=True)
+        (where / name).symlink_to(target, target_is_directory=True)
+    return where
 
 
 def sets_args(sets: list[str]) -> list[str]:
     return [a for s in sets for a in ("--set", s)]
 
 
-def ab(config: str, base: str, head: str, out: Path, sets: list[str], threshold: str) -> tuple[dict, float]:
-    """One ``ab`` run; its JSON and wall seconds. Exit 0/1/3 are answers; anything else stops the bench."""
+def ab(
+    config: str,
+    base: str,
+    head: str,
+    out: Path,
+    sets: list[str],
+    threshold: str,
+    metrics: list[str] | None = None,
+) -> tuple[dict, float]:
+    """One ``ab`` run; its JSON and wall seconds. Exit 0/1/3 are answers; anything else stops the bench.
+    ``metrics``: the ones ``ab`` decides (and adds rounds for); default all."""
     t0 = time.monotonic()
     res = specbench("ab", config, "--base", base, "--head", head, "--out", out, "--format", "json", "--quiet",
-                    "--threshold", threshold, *sets_args(sets))  # fmt: skip
+                    "--threshold", threshold, *sets_args(sets),
+                    *[a for m in metrics or [] for a in ("--metric", m)])  # fmt: skip
     wall = time.monotonic() - t0
     if res.returncode not in (0, 1, 3):
         sys.exit(f"specbench ab {base} {head} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
@@ -141,11 +170,17 @@ def main() -> None:
     ap.add_argument("--slow-commit", type=int, default=5)
     ap.add_argument("--parts", default="aa,slow,bisect", help="which measurements, comma-separated")
     ap.add_argument(
+        "--slow-metric", action="append", default=None, metavar="METRIC",
+        help="what the slowdown runs decide (ab --metric; repeatable; default baseline_tps: a slower "
+        "decode step, as a user asks 'did decoding get slower?')",
+    )  # fmt: skip
+    ap.add_argument(
         "--delay-us", type=int, help="the slow commit's delay (default: --delay-frac of the A/A step)"
     )
     ap.add_argument("--tiny", action="store_true", help="prove the script works; numbers mean nothing")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
+    args.slow_metric = args.slow_metric or ["baseline_tps"]
     from tests.fixtures.llama_history import pinned_tree
 
     # Rounds until the paired gate decides (6 pairs, ci.yaml's 2 prompts x 3 repetitions, give an
@@ -196,18 +231,22 @@ def main() -> None:
 
 
 def slowdown(args, tree: str, delay_us: int, sets: list[str]) -> dict:
-    """ab of a commit with ``delay_us`` per sampled token against its parent, and the same pairs
+    """ab of a commit with ``delay_us`` per decode step against its parent, and the same pairs
     through two-run compare."""
     from tests.fixtures.llama_history import make_history
 
     hist = make_history(args.out / "history-slow" / "llama.cpp", Path(tree), [0, delay_us])
     base, head = f"{hist.repo}@{hist.shas[0]}", f"{hist.repo}@{hist.shas[1]}"
+    for sha in hist.shas:  # both builds exist before the first timed decision
+        res = specbench("build", "--source", hist.repo, "--ref", sha, timeout=7200)
+        if res.returncode:
+            sys.exit(f"specbench build --ref {sha} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
     slow, slow_two, walls = [], [], []
     for i in range(args.slow_runs):
         run = args.out / f"slow-{i}"
-        data, wall = ab(args.config, base, head, run, sets, args.threshold)
+        data, wall = ab(args.config, base, head, run, sets, args.threshold, args.slow_metric)
         slow += data["decisions"]
-        walls.append(wall)  # the first includes both builds
+        walls.append(wall)
         slow_two += two_run(run, args.out / "split", args.threshold)
         bt = [d for d in data["decisions"] if d["metric"] == "baseline_tps"]
         shown = [(round(d["ratio"] or 0, 3), d["decision"]) for d in bt]
@@ -215,7 +254,7 @@ def slowdown(args, tree: str, delay_us: int, sets: list[str]) -> dict:
     return {
         "delay_us": delay_us, "paired_baseline_tps": rates(slow, "baseline_tps"),
         "paired_all": rates(slow), "two_run_baseline_tps": rates(slow_two, "baseline_tps", key="status"),
-        "wall_s_after_builds": walls[1:] or walls, "first_wall_s": walls[0] if walls else None,
+        "wall_s_after_builds": walls,
     }  # fmt: skip
 
 
@@ -230,9 +269,10 @@ def bisect(args, tree: str, delay_us: int, sets: list[str]) -> dict:
     bout = args.out / "bisect"
     t0 = time.monotonic()
     good, bad = bhist.shas[0], bhist.shas[-1]
+    home = empty_build_cache(args.out / "bisect-home")  # the first build compiles everything
     res = specbench("bisect", args.config, "--source", bhist.repo, "--good", good, "--bad", bad,
                     "--metric", "baseline_tps", "--threshold", args.threshold, "--out", bout, "--quiet",
-                    *sets_args(sets), timeout=4 * 3600)  # fmt: skip
+                    *sets_args(sets), timeout=4 * 3600, home=home)  # fmt: skip
     state = json.loads((bout / "bisect.json").read_text()) if (bout / "bisect.json").is_file() else {}
     named = next(
         (ln.split()[3] for ln in res.stdout.splitlines() if ln.startswith("first bad commit:")), None

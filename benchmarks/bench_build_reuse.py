@@ -4,7 +4,7 @@
         [--jobs N] [--keep]
 
 Makes a git history of the pinned llama.cpp tree (tests/fixtures/llama_history: commit 0 is the
-pinned tree, commit 1 a notes file, commit 2 a one-line change to ``common/sampling.cpp``), then,
+pinned tree, commit 1 a notes file, commit 2 a one-line change to ``src/llama-context.cpp``), then,
 in an empty ``SPECBENCH_HOME`` (``--home``, default a temporary folder: nothing cached, no ccache
 hits from earlier builds), builds ``@commit0`` (everything compiled), ``@commit2`` (what the
 change touches) and ``@commit1`` (code as commit 0: relinks only), each as ``specbench build
@@ -46,7 +46,7 @@ def main() -> None:
     from specbench.build.builder import ensure_build
 
     rows = []
-    for label, sha in (("commit 0 (first)", history.shas[0]), ("commit 2 (sampling.cpp)", history.shas[2]),
+    for label, sha in (("commit 0 (first)", history.shas[0]), ("commit 2 (decode)", history.shas[2]),
                        ("commit 1 (notes only)", history.shas[1])):  # fmt: skip
         start = time.monotonic()
         info = ensure_build(backend="cpu", source=history.repo, ref=sha, jobs=args.jobs)

@@ -1,5 +1,5 @@
 """`specbench ab` and `specbench bisect` on real builds of a real git history (tests/fixtures/
-llama_history: the pinned tree, a notes commit, a commit that sleeps 20 ms per sampled token, a
+llama_history: the pinned tree, a notes commit, a commit that sleeps 20 ms per decode step, a
 notes commit) with the CI config cut to 16 tokens. The slow commit halves decode speed on a quiet
 machine, so the verdicts do not hang on fine timing; the code-identical pair is judged at a 20%
 threshold, so noise cannot fail it. (On a machine loaded tenfold, the 20 ms become a small part of
