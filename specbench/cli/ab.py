@@ -39,6 +39,15 @@ def _rows(cmp) -> list[list[str]]:
     return rows
 
 
+def _sides(cmp) -> str:
+    """``head X vs base Y``; ``head vs base`` when the labels are those words (``specbench ab``)."""
+
+    def side(word: str, label: str) -> str:
+        return label if label == word else f"{word} {label}"
+
+    return f"{side('head', cmp.head)} vs {side('base', cmp.base)}"
+
+
 def _verdict(cmp) -> str:
     counts = ", ".join(
         f"{n} {word}"
@@ -47,7 +56,7 @@ def _verdict(cmp) -> str:
     )
     word = {0: "PASS", 1: "FAIL", 3: "UNDECIDED", 4: "NOTHING TO COMPARE"}.get(cmp.exit_code, "FAIL")
     return (
-        f"{word}: {counts or 'no cell'} (head {cmp.head} vs base {cmp.base}, threshold {cmp.threshold:.1%})"
+        f"{word}: {counts or 'no cell'} ({_sides(cmp)}, threshold {cmp.threshold:.1%})"
     )
 
 
@@ -73,7 +82,7 @@ def show(cmp, fmt: Format) -> None:
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title=f"head {cmp.head} vs base {cmp.base} ({cmp.run})", title_justify="left")
+        table = Table(title=f"{_sides(cmp)} ({cmp.run})", title_justify="left")
         for col in COLUMNS:
             table.add_column(col, overflow="fold", no_wrap=col not in ("why", "cell"))
         for row in _rows(cmp):

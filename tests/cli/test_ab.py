@@ -72,6 +72,9 @@ def test_compare_one_run_gives_the_paired_gate(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "improved" in r.stdout and "head base vs base head" in r.stdout and "detectable" in r.stdout
     assert "| decision | metric |" in summary.read_text()
+    # labels that are the words themselves (as `specbench ab` names them) are said once
+    r = specbench("compare", run, "--metric", "baseline_tps", cwd=tmp_path)
+    assert r.returncode == 1 and "(head vs base, threshold 5.0%)" in r.stdout, r.stdout
 
 
 @needs_build_field
