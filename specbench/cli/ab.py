@@ -55,9 +55,7 @@ def _verdict(cmp) -> str:
         if (n := sum(d.decision == word for d in cmp.decisions))
     )
     word = {0: "PASS", 1: "FAIL", 3: "UNDECIDED", 4: "NOTHING TO COMPARE"}.get(cmp.exit_code, "FAIL")
-    return (
-        f"{word}: {counts or 'no cell'} ({_sides(cmp)}, threshold {cmp.threshold:.1%})"
-    )
+    return f"{word}: {counts or 'no cell'} ({_sides(cmp)}, threshold {cmp.threshold:.1%})"
 
 
 def to_markdown(cmp) -> str:
