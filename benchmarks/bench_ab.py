@@ -67,8 +67,9 @@ def empty_build_cache(where: Path) -> Path:
     return where
 
 
-def sets_args(sets: list[str]) -> list[str]:
-    return [a for s in sets for a in ("--set", s)]
+def repeated(flag: str, values: list[str]) -> list[str]:
+    """``flag`` before each value: a repeatable option's arguments."""
+    return [a for v in values for a in (flag, v)]
 
 
 def ab(
@@ -84,8 +85,8 @@ def ab(
     ``metrics``: the ones ``ab`` decides (and adds rounds for); default all."""
     t0 = time.monotonic()
     res = specbench("ab", config, "--base", base, "--head", head, "--out", out, "--format", "json", "--quiet",
-                    "--threshold", threshold, *sets_args(sets),
-                    *[a for m in metrics or [] for a in ("--metric", m)])  # fmt: skip
+                    "--threshold", threshold, *repeated("--set", sets),
+                    *repeated("--metric", metrics or []))  # fmt: skip
     wall = time.monotonic() - t0
     if res.returncode not in (0, 1, 3):
         sys.exit(f"specbench ab {base} {head} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
@@ -272,7 +273,7 @@ def bisect(args, tree: str, delay_us: int, sets: list[str]) -> dict:
     home = empty_build_cache(args.out / "bisect-home")  # the first build compiles everything
     res = specbench("bisect", args.config, "--source", bhist.repo, "--good", good, "--bad", bad,
                     "--metric", "baseline_tps", "--threshold", args.threshold, "--out", bout, "--quiet",
-                    *sets_args(sets), timeout=4 * 3600, home=home)  # fmt: skip
+                    *repeated("--set", sets), timeout=4 * 3600, home=home)  # fmt: skip
     state = json.loads((bout / "bisect.json").read_text()) if (bout / "bisect.json").is_file() else {}
     named = next(
         (ln.split()[3] for ln in res.stdout.splitlines() if ln.startswith("first bad commit:")), None
