@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -54,8 +55,15 @@ def _verdict(cmp) -> str:
         for word in ("fail", "undecided", "improved", "pass")
         if (n := sum(d.decision == word for d in cmp.decisions))
     )
+    parts = [counts] if counts else []
+    parts += [f"nothing to compare: {n}" for n in cmp.nothing]
     word = {0: "PASS", 1: "FAIL", 3: "UNDECIDED", 4: "NOTHING TO COMPARE"}.get(cmp.exit_code, "FAIL")
-    return f"{word}: {counts or 'no cell'} ({_sides(cmp)}, threshold {cmp.threshold:.1%})"
+    if word == "PASS" and any(d.decision == "undecided" for d in cmp.decisions):
+        word = "PASS (--allow-noisy)"
+    opts = f"threshold {cmp.threshold:.1%}"
+    if cmp.confidence != 0.95:
+        opts += f", {cmp.confidence:.0%} intervals"
+    return f"{word}: {'; '.join(parts) or 'no cell'} ({_sides(cmp)}, {opts})"
 
 
 def to_markdown(cmp) -> str:
@@ -96,12 +104,17 @@ def show(cmp, fmt: Format) -> None:
     raise typer.Exit(cmp.exit_code)
 
 
-def paired_from_run(run_dir: Path, base: str | None, head: str | None, metrics, threshold: float):
+def paired_from_run(
+    run_dir: Path, base: str | None, head: str | None, metrics, threshold: float, **options: Any
+):
+    """The paired gate over one run folder; ``options``: confidence, allow_missing, allow_noisy."""
     from specbench.gate.ab import METRICS, paired_compare
     from specbench.gate.baseline import load_run
 
     side = load_run(run_dir)
-    return paired_compare(side.samples, str(run_dir), base, head, metrics or METRICS, threshold)
+    for note in side.notes:  # stderr: stdout may be JSON
+        err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    return paired_compare(side.samples, str(run_dir), base, head, metrics or METRICS, threshold, **options)
 
 
 def _build_entries(cfg, specs: list[tuple[str, str | None, str | None]]) -> list[dict]:
@@ -121,6 +134,30 @@ def _build_entries(cfg, specs: list[tuple[str, str | None, str | None]]) -> list
     return entries
 
 
+def load_builds_config(config: Path, sets: list[str], specs: list[tuple[str, str | None, str | None]]):
+    """CONFIG with its ``llama_cpp`` replaced by these builds (label, source, ref): checked before
+    anything is built or written, so a typo is one line and nothing to clean up."""
+    from specbench.execute import benchmark
+
+    cfg = benchmark.load(config, sets)
+    override = "llama_cpp=" + json.dumps(_build_entries(cfg, specs))
+    return benchmark.load(config, [*sets, override])
+
+
+@contextmanager
+def measuring_is_input():
+    """Until the gate has judged, whatever stops ``ab`` or ``bisect`` (a config, a ref, a build that
+    does not compile, a busy machine) is not a regression: exit 2, never the gate's 1."""
+    from specbench.errors import SpecbenchError
+
+    try:
+        yield
+    except SpecbenchError as exc:
+        if exc.exit_code == 1:
+            exc.exit_code = 2
+        raise
+
+
 def run_builds(
     config: Path,
     sets: list[str],
@@ -132,17 +169,28 @@ def run_builds(
 ) -> Path:
     """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
     with ``repetitions: auto`` the rounds go on while the paired gate leaves a cell undecided."""
-    from specbench.cli.run import ProgressView, _status_printer, resume_command
+    from specbench.cli.run import (
+        ProgressView,
+        _outermost_missing,
+        _remove_empty,
+        _status_printer,
+        resume_command,
+    )
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
     from specbench.gate.ab import undecided_samples
 
-    cfg = benchmark.load(config, sets)
-    override = "llama_cpp=" + json.dumps(_build_entries(cfg, specs))
-    cfg = benchmark.load(config, [*sets, override])
+    cfg = load_builds_config(config, sets, specs)
     resume = (run_dir / "manifest.json").is_file()
+    made = _outermost_missing(run_dir)  # what a refusal before the first sample must remove again
     benchmark.prepare_run_dir(run_dir, resume)
-    prepared = benchmark.prepare(cfg, build_progress=(lambda p: None) if quiet else _status_printer())
+    try:
+        if resume:  # another run's folder (or these builds at other refs): refused before building
+            benchmark.check_resume_config(run_dir, cfg)
+        prepared = benchmark.prepare(cfg, build_progress=(lambda p: None) if quiet else _status_printer())
+    except BaseException:
+        _remove_empty(run_dir, made)
+        raise
     view = ProgressView(quiet)
     try:
         base, head = specs[0][0], specs[1][0]
@@ -200,10 +248,14 @@ def ab_cmd(
     ] = None,
     set_: Sets = None,
     quiet: Quiet = False,
+    allow_noisy: Annotated[
+        bool, typer.Option(help="Pass cells too noisy to decide (default: exit 3).")
+    ] = False,
 ) -> None:
     """Run CONFIG with two builds interleaved (labels base, head), then gate head against base.
 
-    Exit 0 pass/improved, 1 a fail, 3 undecided (too noisy), 2 bad input."""
+    Exit 0 pass/improved, 1 a fail, 2 bad input (config, refs, a build that does not compile),
+    3 undecided (too noisy), 4 nothing to compare."""
     from specbench.gate.ab import METRICS, parse_build_spec
     from specbench.gate.regression import parse_threshold
     from specbench.results.folder import make_run_id
@@ -219,8 +271,9 @@ def ab_cmd(
         from specbench.paths import results_dir
 
         out = results_dir() / make_run_id(f"{config.stem}-ab")
-    run_builds(config, list(set_ or []), specs, out, quiet, list(metric or METRICS), thr)
-    show(paired_from_run(out, "base", "head", metric, thr), fmt)
+    with measuring_is_input():
+        run_builds(config, list(set_ or []), specs, out, quiet, list(metric or METRICS), thr)
+    show(paired_from_run(out, "base", "head", metric, thr, allow_noisy=allow_noisy), fmt)
 
 
 def bisect_cmd(
@@ -245,11 +298,12 @@ def bisect_cmd(
     quiet: Quiet = False,
 ) -> None:
     """Find the first commit between --good and --bad that made METRIC slower: each step an
-    interleaved A/B of the midpoint against --good. Exit 0 found, 3 a step stayed undecided."""
+    interleaved A/B of the midpoint against --good (--bad is taken as slow, as in git bisect).
+    Exit 0 found, 2 bad input, 3 a step stayed undecided."""
     from specbench.gate import bisect
     from specbench.gate.ab import METRICS, BuildChoiceError
     from specbench.gate.regression import parse_threshold
-    from specbench.results.folder import make_run_id
+    from specbench.results.folder import check_writable, make_run_id
 
     if metric not in METRICS:
         raise BuildChoiceError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
@@ -261,14 +315,19 @@ def bisect_cmd(
 
         out = results_dir() / make_run_id("bisect")
     src = source.expanduser().resolve()
+    with measuring_is_input():  # config, --set and --out are checked before any state is written
+        good_sha, _, _ = bisect.commit_range(src, good, bad)
+        specs = [("base", str(src), good_sha), ("head", str(src), good_sha)]
+        load_builds_config(config, list(set_ or []), specs)
+        check_writable(out)
     state = bisect.start(out, src, good, bad, metric, thr, resume)
-    lo, hi, _ = state.bounds()
     _say(f"bisect {metric}: {len(state.commits)} first-parent commits after {state.good[:10]} up to "
          f"{state.bad[:10]}; results in {out}")  # fmt: skip
 
     def measure(good_sha: str, mid_sha: str, run_dir: Path) -> bisect.StepResult:
         specs = [("base", str(src), good_sha), ("head", str(src), mid_sha)]
-        run_builds(config, list(set_ or []), specs, run_dir, quiet, [metric], thr)
+        with measuring_is_input():
+            run_builds(config, list(set_ or []), specs, run_dir, quiet, [metric], thr)
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
         return bisect.step_result(cmp.decisions)
 
@@ -284,6 +343,10 @@ def bisect_cmd(
     found = state.first_bad
     if found is not None:
         _say(f"first bad commit: {found.sha} {found.subject}")
+        if state.bad_unmeasured:
+            _say(f"note: that is --bad itself, taken as slow and not measured (every commit before it "
+                 f"passed); `specbench ab {config} --base {src}@{state.good[:10]} "
+                 f"--head {src}@{found.short}` measures it")  # fmt: skip
         raise typer.Exit(0)
     after = state.commits[lo].short if lo >= 0 else state.good[:10]
     _say(

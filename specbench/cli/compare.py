@@ -198,8 +198,12 @@ def compare_cmd(
         str, typer.Option(metavar="CHANGE", help="Relative change that counts: 5% or 0.05.")
     ] = "5%",
     alpha: Annotated[
-        float, typer.Option(metavar="P", help="Significance level of the one-sided Welch t-test.")
-    ] = 0.05,
+        float | None,
+        typer.Option(
+            metavar="P",
+            help="One-sided significance level (default 0.05; one multi-build run: the 95% interval).",
+        ),
+    ] = None,
     metric: Annotated[
         list[str] | None,
         typer.Option(
@@ -236,18 +240,26 @@ def compare_cmd(
     thr = parse_threshold(threshold)
     if current is None or base is not None or head is not None:  # one run, two builds: the paired gate
         from specbench.cli.ab import paired_from_run, show
+        from specbench.gate.baseline import InputError
 
         if current is not None or not Path(baseline).is_dir():
-            from specbench.gate.baseline import InputError
-
             raise InputError(
                 "give BASELINE CURRENT (two runs), or one run folder that measured two builds "
                 "(`specbench compare RUN [--base LABEL --head LABEL]`)"
             )
-        show(paired_from_run(Path(baseline), base, head, metric, thr), fmt)
+        if alpha is not None and not 0 < alpha < 0.5:
+            raise InputError(f"--alpha {alpha}: must be between 0 and 0.5 (e.g. 0.025)")
+        if strict:  # said, not silently ignored
+            say("note: --strict has no effect on one multi-build run: the paired gate has no warnings "
+                "to make failures", err=True)  # fmt: skip
+        options = {"allow_missing": allow_missing, "allow_noisy": allow_noisy}
+        if alpha is not None:  # one-sided alpha: the two-sided interval of 1 - 2 alpha, as compare's
+            options["confidence"] = 1 - 2 * alpha
+        show(paired_from_run(Path(baseline), base, head, metric, thr, **options), fmt)
     sides = load_side(baseline), load_side(current)
     for note in (n for side in sides for n in side.notes):  # stderr: stdout may be JSON
         say(f"note: {note}", err=True)
+    alpha = 0.05 if alpha is None else alpha
     cmp = compare(*sides, metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing, allow_noisy)
     if fmt == Format.json:
         data = cmp.model_dump(mode="json")

@@ -376,6 +376,13 @@ def check_resume_machine(run_dir: Path, force: bool) -> None:
         _check_same_machine(load_manifest(run_dir), run_dir, force)
 
 
+def check_resume_config(run_dir: Path, config: Config) -> None:
+    """``--resume`` (or ``ab --out`` an existing folder) with another config is refused before
+    anything is built; run_benchmark checks again."""
+    if has_manifest(run_dir):
+        _check_same_config(load_manifest(run_dir), config, run_dir)
+
+
 def _check_same_machine(manifest: Manifest, run_dir: Path, force: bool) -> None:
     """Resuming on another machine would mix two machines' numbers in one run: refused, or with
     ``force`` recorded in the manifest (the report then warns)."""

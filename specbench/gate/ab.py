@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pydantic import BaseModel, computed_field
 
 from specbench.errors import SpecbenchError
-from specbench.gate.decision import Status
-from specbench.gate.paired import ACCEPTANCE_POINTS, PairedDecision, decide_points, decide_ratio, exit_code
+from specbench.gate.decision import EXIT_CODES, Status, verdict
+from specbench.gate.paired import ACCEPTANCE_POINTS, CONFIDENCE, PairedDecision, decide_points, decide_ratio
 from specbench.results.cell import baseline_of
 from specbench.results.records import Measurement, Sample
 
@@ -72,12 +72,23 @@ class PairedComparison(BaseModel):
     head: str
     threshold: float
     decisions: list[CellDecision]
+    nothing: list[str] = []  # metrics with no sample on either build (an interrupted or empty run)
+    allow_noisy: bool = False
+    confidence: float = CONFIDENCE
 
     @computed_field
     @property
     def exit_code(self) -> int:
-        """0 pass/improved, 1 any fail, 3 any undecided."""
-        return exit_code([d.status for d in self.decisions]) if self.decisions else 4
+        """0 pass/improved, 1 any fail, 4 a metric with nothing to compare, 3 any undecided (0 with
+        ``allow_noisy``): the order of ``gate.decision.verdict``."""
+        found = {d.status for d in self.decisions}
+        v = verdict(
+            failed=Status.FAIL in found,
+            undecided=Status.TOO_NOISY in found,
+            nothing=bool(self.nothing) or not self.decisions,
+            allow_noisy=self.allow_noisy,
+        )
+        return int(EXIT_CODES[v])
 
     def count(self, status: Status) -> int:
         return sum(d.status == status for d in self.decisions)
@@ -146,6 +157,8 @@ def _baselines(samples: Sequence[Sample]) -> dict[tuple, float]:
 
 
 def _value(s: Sample, metric: str, baselines: dict[tuple, float]) -> float | None:
+    """The sample's value of ``metric``; None when it has none. A t/s of 0 or less is no value: a
+    build that generated nothing has stopped working (a fail), it is not a pair to average."""
     if not _usable(s):
         return None
     if metric == "acceptance":
@@ -155,7 +168,9 @@ def _value(s: Sample, metric: str, baselines: dict[tuple, float]) -> float | Non
         v = s.tps / ref if s.tps and ref else None
     else:
         v = s.tps
-    return float(v) if v is not None and math.isfinite(v) else None
+    if v is None or not math.isfinite(v) or (metric != "acceptance" and v <= 0):
+        return None
+    return float(v)
 
 
 class CellPairs(BaseModel):
@@ -166,6 +181,7 @@ class CellPairs(BaseModel):
     head: list[float]
     n_base: int  # valid values of each build, paired or not
     n_head: int
+    measured_head: int = 0  # samples of head, valid or not (0: head never ran the cell)
 
 
 def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[tuple, CellPairs]:
@@ -176,6 +192,7 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
     baselines = _baselines(samples) if metric == "speedup" else {}
     sides: dict[tuple, dict[str, dict[tuple, float]]] = {}
     labels: dict[tuple, str] = {}
+    measured: dict[tuple, int] = {}
     for s in samples:
         b = build_of(s)
         if s.role != role or b not in (base, head):
@@ -183,6 +200,8 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
         key = _cell(s)
         labels.setdefault(key, _label(s))
         per_build = sides.setdefault(key, {base: {}, head: {}})
+        if b == head:
+            measured[key] = measured.get(key, 0) + 1
         value = _value(s, metric, baselines)
         if value is not None:  # a duplicated sample line replaces, never double-counts
             per_build[b][(s.prompt_id, s.repetition)] = value
@@ -191,17 +210,24 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
         both = sorted(set(per_build[base]) & set(per_build[head]))
         out[key] = CellPairs(
             label=labels[key], n_base=len(per_build[base]), n_head=len(per_build[head]),
+            measured_head=measured.get(key, 0),
             base=[per_build[base][k] for k in both], head=[per_build[head][k] for k in both],
         )  # fmt: skip
     return out
 
 
 def decide(
-    base_values: list[float], head_values: list[float], metric: str, threshold: float
+    base_values: list[float],
+    head_values: list[float],
+    metric: str,
+    threshold: float,
+    confidence: float = CONFIDENCE,
 ) -> PairedDecision:
     if metric == "acceptance":
-        return decide_points(base_values, head_values, points=ACCEPTANCE_POINTS, metric=metric)
-    return decide_ratio(base_values, head_values, threshold=threshold, metric=metric)
+        return decide_points(
+            base_values, head_values, points=ACCEPTANCE_POINTS, metric=metric, confidence=confidence
+        )
+    return decide_ratio(base_values, head_values, threshold=threshold, metric=metric, confidence=confidence)
 
 
 def paired_compare(
@@ -211,20 +237,45 @@ def paired_compare(
     head: str | None = None,
     metrics: Sequence[str] = METRICS,
     threshold: float = 0.05,
+    confidence: float = CONFIDENCE,
+    allow_missing: bool = False,
+    allow_noisy: bool = False,
 ) -> PairedComparison:
-    """Judge head against base in every cell and metric of a multi-build run."""
+    """Judge head against base in every cell and metric of a multi-build run.
+
+    A cell base measured validly and head did not is a fail (head stopped working), or, when head
+    never ran it at all (a run cut short), a missing cell: a fail unless ``allow_missing``. A metric
+    no build has a sample of (an interrupted or empty run) is "nothing to compare", never a pass."""
+    if not samples:
+        return PairedComparison(
+            run=run, base=base or "base", head=head or "head", threshold=threshold, decisions=[],
+            nothing=["the run has no sample yet"], allow_noisy=allow_noisy, confidence=confidence,
+        )  # fmt: skip
     base, head = choose_builds(builds_in(samples), base, head)
-    decisions = []
+    decisions, nothing = [], []
     for metric in dict.fromkeys(metrics):
-        for cp in pairs(samples, metric, base, head).values():
-            d = decide(cp.base, cp.head, metric, threshold)
-            if cp.n_base and not cp.n_head:  # head stopped working where base worked: a regression
-                why = f"{head} has no valid sample where {base} has {cp.n_base} (failed, timed out, no draft)"
+        cells = pairs(samples, metric, base, head)
+        if not cells:
+            role = "baseline" if metric == "baseline_tps" else "speculative"
+            nothing.append(f"{metric}: no {role} sample on either build")
+        for cp in cells.values():
+            d = decide(cp.base, cp.head, metric, threshold, confidence)
+            if cp.n_base and not cp.n_head and not cp.measured_head:  # a run cut short before head ran it
+                why = f"not measured on {head} ({cp.n_base} valid on {base}): the run was cut short"
+                status = Status.PASS if allow_missing else Status.FAIL
+                why += " (--allow-missing)" if allow_missing else "; --allow-missing to accept"
+                d = d.model_copy(update={"status": status, "reason": why})
+            elif cp.n_base and not cp.n_head:  # head stopped working where base worked: a regression
+                why = (f"{head} has no valid sample where {base} has {cp.n_base} (failed, timed out, "
+                       "no draft, or 0 t/s)")  # fmt: skip
                 d = d.model_copy(update={"status": Status.FAIL, "reason": why})
             decisions.append(CellDecision(cell=cp.label, **d.model_dump(exclude={"decision"})))
     order = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.IMPROVED: 2, Status.PASS: 3}
     decisions.sort(key=lambda d: (order.get(d.status, 4), METRICS.index(d.metric), d.cell))
-    return PairedComparison(run=run, base=base, head=head, threshold=threshold, decisions=decisions)
+    return PairedComparison(
+        run=run, base=base, head=head, threshold=threshold, decisions=decisions, nothing=nothing,
+        allow_noisy=allow_noisy, confidence=confidence,
+    )  # fmt: skip
 
 
 def undecided_samples(

@@ -1,11 +1,13 @@
 """``specbench bisect``: which commit made llama.cpp slower, found by paired A/B runs.
 
 The candidates are the first-parent commits after ``good`` up to ``bad`` (``git rev-list
---first-parent good..bad``): merges count as one step, as on a main branch. ``bad`` is taken as
-bad; each step measures the midpoint of the commits still in doubt against ``good`` in one
-interleaved run and lets the paired gate decide: fail -> the midpoint is bad, pass or improved ->
-good. An undecided step (after the extra repetitions of ``repetitions: auto``) stops the search and
-says between which commits the change lies: a guess would send the search the wrong way for good.
+--first-parent good..bad``): merges count as one step, as on a main branch. Each step measures
+the midpoint of the commits still in doubt against ``good`` in one interleaved run and lets the
+paired gate decide: fail -> the midpoint is bad, pass or improved -> good. As in ``git bisect``,
+``bad`` is taken as bad without a step of its own (8 commits: 3 steps); when the search closes on
+it unmeasured, the answer says so. An undecided step (after the extra repetitions of
+``repetitions: auto``) stops the search and says between which commits the change lies: a guess
+would send the search the wrong way for good.
 
 The state lives in ``OUT/bisect.json`` (rewritten after every step), each step's run in
 ``OUT/step-N-<commit>/``; ``--resume`` replays the finished steps and measures only the rest
@@ -99,6 +101,16 @@ class BisectState(BaseModel):
     def first_bad(self) -> Commit | None:
         lo, hi, stopped = self.bounds()
         return self.commits[hi] if stopped is None and hi - lo <= 1 else None
+
+    @property
+    def bad_unmeasured(self) -> bool:
+        """The answer is ``bad`` itself, which no step measured: every commit before it passed (or
+        the range holds one commit), so it rests on ``--bad`` being slow as the user said."""
+        return (
+            self.first_bad is not None
+            and self.first_bad.sha == self.bad
+            and not any(s.commit == self.bad and s.status is not None for s in self.steps)
+        )
 
 
 def _git(source: Path, *args: str) -> str:

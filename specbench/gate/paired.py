@@ -17,8 +17,13 @@ Decisions against a relative ``threshold`` (points for acceptance) follow the ga
 (``specbench.gate.decision.classify``) on the 95% interval: ``fail`` the estimate is a slowdown
 beyond the threshold and the interval excludes no change (significant); ``improved`` the mirror
 image; ``pass`` the interval excludes a slowdown of the threshold; ``undecided`` (the gate's
-``too_noisy``) none of these: more pairs are needed. Fewer than 6 pairs cannot give a
-95% interval (2/2^n > 5%), so they are always undecided.
+``too_noisy``) none of these: more pairs are needed.
+
+Fewer than 6 pairs cannot give a signed-rank 95% interval (2/2^n > 5%). There, as in
+``compare``'s Welch test, the t interval of the mean log ratio decides (2 to 5 pairs; an outlier
+widens it, which can only make a cell undecided, never a false fail), and a single pair is judged
+by the threshold alone: a change beyond it fails, anything else is undecided. So a drop that is
+plain with 2 pairs fails with 2 pairs, and an A/B never passes on less than an interval.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, computed_field
 
-from specbench.gate.decision import EXIT_CODES, Status, classify, verdict
+from specbench.gate.decision import Status, classify
 
 CONFIDENCE = 0.95
 MIN_PAIRS = 6  # the fewest pairs whose signed-rank interval reaches 95% (1 - 2/2^6 = 96.9%)
@@ -41,12 +46,6 @@ ACCEPTANCE_POINTS = 2.0
 def ab_word(status: Status) -> str:
     """The name ``ab`` prints for a decision: the gate's ``too_noisy`` reads ``undecided`` there."""
     return "undecided" if status == Status.TOO_NOISY else str(status)
-
-
-def exit_code(statuses: Sequence[Status | str]) -> int:
-    """0 when everything passed or improved, 1 on any fail, else 3 on any undecided."""
-    found = {Status(s) for s in statuses}
-    return int(EXIT_CODES[verdict(failed=Status.FAIL in found, undecided=Status.TOO_NOISY in found)])
 
 
 class Interval(BaseModel):
@@ -180,6 +179,22 @@ def interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     return Interval(n=n, estimate=est, low=w[c - 1], high=w[len(w) - c], confidence=coverage, p_value=p)
 
 
+def t_interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Mean of the differences with its t interval and two-sided p (for 2 to MIN_PAIRS - 1 pairs,
+    where no signed-rank interval reaches ``confidence``); no interval for one pair."""
+    from scipy.stats import t as student
+
+    d = [float(x) for x in d]
+    n, mean = len(d), sum(d) / len(d)
+    if n < 2:
+        return Interval(n=n, estimate=mean, low=None, high=None, confidence=None, p_value=1.0)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
+    se = sd / math.sqrt(n)
+    reach = float(student.ppf(0.5 + confidence / 2, n - 1)) * se
+    p = 1.0 if mean == 0 else (0.0 if se == 0 else float(2 * student.sf(abs(mean) / se, n - 1)))
+    return Interval(n=n, estimate=mean, low=mean - reach, high=mean + reach, confidence=confidence, p_value=p)
+
+
 def log_ratios(base: Sequence[float], head: Sequence[float]) -> list[float]:
     """log(head/base) per pair; pairs with a non-positive or non-finite side are dropped."""
     if len(base) != len(head):
@@ -216,15 +231,24 @@ def _judge(d: list[float], unit: _Unit, limit: float, metric: str, confidence: f
             reason="no pair with a valid value on both builds",
         )  # fmt: skip
     iv = interval(d, confidence)
+    how = ""
+    if iv.low is None:  # too few pairs for a signed-rank interval: the t interval (or one pair alone)
+        iv, how = t_interval(d, confidence), " (t interval: too few pairs for a signed-rank one)"
     est = unit.scale(iv.estimate)
-    if iv.low is None or iv.high is None:
+    if iv.low is None or iv.high is None:  # one pair: the threshold alone can fail it
+        outcome = classify(unit.change(est), None, None, limit)
+        why = (
+            f"{unit.show(est)} from 1 pair, beyond -{unit.limit}: no noise estimate, the threshold decides"
+            if outcome == Status.FAIL
+            else f"{unit.show(est)} from 1 pair: noise unknown, a {unit.words[0]} of {unit.limit} cannot be "
+            "excluded; more repetitions"
+        )
         return PairedDecision(
-            **open_, n_pairs=iv.n, ratio=est, p_value=iv.p_value, status=Status.TOO_NOISY,
-            reason=f"{unit.show(est)} from {iv.n} pairs: at least {MIN_PAIRS} are needed for a 95% interval",
+            **open_, n_pairs=iv.n, ratio=est, p_value=None, status=outcome, reason=why,
         )  # fmt: skip
     lo, hi = unit.scale(iv.low), unit.scale(iv.high)
     detectable = unit.change(unit.scale((iv.high - iv.low) / 2.0))
-    ci = f"[{unit.bound(lo)}, {unit.bound(hi)}]"
+    ci = f"[{unit.bound(lo)}, {unit.bound(hi)}]{how}"
     worse, better = unit.words
     outcome = classify(unit.change(est), unit.change(lo), unit.change(hi), limit)
     why = {

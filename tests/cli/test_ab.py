@@ -181,3 +181,77 @@ def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
     assert r.exit_code == 0 and measured == [] and f"first bad commit: {shas[2]}" in r.output
     r = runner.invoke(app, args)  # in process: the error is raised, main() would print it in one line
     assert "pass --resume to continue it" in str(r.exception)
+
+
+@needs_build_field
+def test_compare_one_run_honours_the_gate_options(tmp_path):
+    """--allow-noisy, --allow-missing and --alpha mean in a multi-build run what they mean for two
+    runs; --strict, which has nothing to act on there, says so instead of being ignored."""
+    run = multi_build_run(tmp_path, reps=1)  # 4 pairs of baselines, 2 of speculative: t intervals
+    r = specbench("compare", run, "--metric", "spec_tps", "--threshold", "0.5%", cwd=tmp_path)
+    assert r.returncode == 3 and "UNDECIDED" in r.stdout, r.stdout + r.stderr
+    r = specbench("compare", run, "--metric", "spec_tps", "--threshold", "0.5%", "--allow-noisy", cwd=tmp_path)
+    assert r.returncode == 0 and "PASS (--allow-noisy)" in r.stdout, r.stdout + r.stderr
+    r = specbench("compare", run, "--strict", "--alpha", "0.01", cwd=tmp_path)
+    assert "--strict has no effect" in r.stderr and "98% intervals" in r.stdout, r.stdout + r.stderr
+    one_line_error(specbench("compare", run, "--alpha", "5", cwd=tmp_path), "--alpha 5")
+
+
+@needs_build_field
+def test_compare_one_interrupted_run_is_nothing_to_compare(tmp_path):
+    run = multi_build_run(tmp_path)
+    lines = (run / "samples.jsonl").read_text().splitlines()
+    (run / "samples.jsonl").write_text("\n".join(x for x in lines if '"speculative"' not in x) + "\n")
+    r = specbench("compare", run, cwd=tmp_path)
+    assert r.returncode == 4 and "NOTHING TO COMPARE" in r.stdout and "no speculative sample" in r.stdout
+    (run / "samples.jsonl").write_text("")
+    r = specbench("compare", run, "--format", "json", cwd=tmp_path)
+    assert r.returncode == 4 and json.loads(r.stdout)["exit_code"] == 4, r.stdout + r.stderr
+
+
+def _git_repo(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    subprocess.run(["git", "init", "-q"], cwd=path, check=True, env=env)
+    for i, (name, text) in enumerate(files.items()):
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+        subprocess.run(["git", "add", "-f", name], cwd=path, check=True, env=env)
+        subprocess.run(["git", "commit", "-qm", f"c{i}"], cwd=path, check=True, env=env)
+    return path
+
+
+def test_ab_bad_input_is_exit_2_never_the_gates_1_and_leaves_no_folder(tmp_path):
+    """A typo, a missing ref or a tree that does not compile is bad input (2), not a regression (1),
+    and a refused `ab` leaves no empty run folder behind."""
+    cfg = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
+    repo = _git_repo(tmp_path / "repo", {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.14)\nproject(x CXX)\nadd_executable(llama-cli main.cpp)\n",
+        "include/llama.h": "", "ggml/CMakeLists.txt": "", "main.cpp": "int main() { return 0 }\n",
+    })  # fmt: skip
+    home = {"SPECBENCH_HOME": str(tmp_path / "home")}  # the broken tree stays out of the user's cache
+    out = tmp_path / "runs" / "ab"
+    cases = [
+        ((cfg, "--base", f"{repo}@nosuch", "--head", repo), "ref 'nosuch' is not a commit"),
+        ((tmp_path / "none.yaml", "--base", repo, "--head", repo), "does not exist"),
+        ((cfg, "--base", repo, "--head", repo, "--set", "bogus=1"), "bogus"),
+        ((cfg, "--base", f"{repo}@HEAD", "--head", repo), "expected ';'"),  # the compiler's first error
+    ]
+    for args, words in cases:
+        one_line_error(specbench("ab", *args, "-q", "--out", out, cwd=tmp_path, env=home), words)
+        assert not (tmp_path / "runs").exists()
+
+
+def test_bisect_checks_config_and_out_before_anything_even_for_one_commit(tmp_path):
+    cfg = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
+    repo = _git_repo(tmp_path / "repo", {"a.txt": "1", "b.txt": "2"})
+    (tmp_path / "afile").write_text("x")
+    one_commit = ["--source", repo, "--good", "HEAD~1", "--bad", "HEAD", "--metric", "baseline_tps"]
+    for args, words in [
+        ((tmp_path / "none.yaml", *one_commit), "does not exist"),
+        ((cfg, *one_commit, "--set", "bogus=1"), "bogus"),
+        ((cfg, *one_commit, "--out", tmp_path / "afile"), "is a file"),
+    ]:
+        one_line_error(specbench("bisect", *args, cwd=tmp_path), words)
+    assert not (tmp_path / "results").exists()

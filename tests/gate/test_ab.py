@@ -120,14 +120,42 @@ def test_an_a_a_run_passes_and_a_slower_head_fails_baseline_only():
     assert slow.exit_code == 1
 
 
-def test_too_few_pairs_are_undecided_exit_3():
-    cmp = paired_compare(run(reps=2), "r", metrics=["spec_tps"])
+def test_too_few_pairs_are_undecided_exit_3_unless_allowed():
+    cmp = paired_compare(run(reps=1), "r", metrics=["spec_tps"])  # 2 pairs: a t interval of ±13%
     assert [d.decision for d in cmp.decisions] == ["undecided"] and cmp.exit_code == 3
     assert cmp.model_dump(mode="json")["decisions"][0]["decision"] == "undecided"
+    allowed = paired_compare(run(reps=1), "r", metrics=["spec_tps"], allow_noisy=True)
+    assert allowed.exit_code == 0 and allowed.decisions[0].decision == "undecided"
+    # more data never turns a fail into a pass: -99% fails from 2 pairs on, allowed noise or not
+    plain = paired_compare(run(reps=1, head_spec=0.01), "r", metrics=["spec_tps"], allow_noisy=True)
+    assert plain.exit_code == 1 and plain.decisions[0].decision == "fail"
+
+
+def test_a_head_at_zero_tps_fails_and_a_cell_head_never_ran_is_missing():
+    samples = [s for s in run() if not (s.build == "head" and s.role == "speculative")]
+    zero = samples + [sample("head", "speculative", p, r, 0.0, acceptance=0.0)
+                      for p in ("p1", "p2") for r in range(6)]  # fmt: skip
+    cmp = paired_compare(zero, "r", metrics=["spec_tps"])
+    assert cmp.decisions[0].decision == "fail" and "0 t/s" in cmp.decisions[0].reason and cmp.exit_code == 1
+    cut = paired_compare(samples, "r", metrics=["spec_tps"])  # head never ran it: the run was cut short
+    assert cut.decisions[0].decision == "fail" and "--allow-missing" in cut.decisions[0].reason
+    allowed = paired_compare(samples, "r", metrics=["spec_tps"], allow_missing=True)
+    assert allowed.exit_code == 0 and "not measured on head" in allowed.decisions[0].reason
+
+
+def test_nothing_to_compare_is_exit_4_never_a_pass():
+    no_spec = [s for s in run() if s.role == "baseline"]  # interrupted before any speculative sample
+    cmp = paired_compare(no_spec, "r")
+    assert cmp.exit_code == 4 and any("spec_tps" in n for n in cmp.nothing)
+    assert paired_compare(no_spec, "r", metrics=["baseline_tps"]).exit_code == 0
+    slow_no_spec = [s for s in run(head_base=0.5) if s.role == "baseline"]
+    assert paired_compare(slow_no_spec, "r").exit_code == 1  # a fail still wins over nothing
+    empty = paired_compare([], "r")
+    assert empty.exit_code == 4 and empty.nothing == ["the run has no sample yet"]
 
 
 def test_undecided_samples_are_those_of_open_cells():
-    few = run(reps=2)  # 4 pairs a cell: nothing can be decided yet
+    few = run(reps=1)  # 2 pairs a cell: nothing can be decided yet
     assert len(undecided_samples(few, "base", "head", ["spec_tps"], 0.05)) == sum(
         s.role == "speculative" for s in few
     )

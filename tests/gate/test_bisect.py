@@ -86,6 +86,7 @@ def test_finds_the_slow_commit_of_8_in_at_most_3_steps(history, tmp_path, slow):
     state = bisect.run(tmp_path, state, _measure_with_slow(shas, slow, calls))
     assert state.first_bad.sha == shas[slow]
     assert len(calls) <= 3 and shas[0] not in calls
+    assert state.bad_unmeasured == (slow == 8)  # --bad itself, taken as slow: the answer says so
 
 
 def test_an_undecided_step_stops_and_resume_measures_only_the_rest(history, tmp_path):

@@ -16,7 +16,6 @@ from specbench.gate.paired import (
     _signed_rank_cdf,
     decide_points,
     decide_ratio,
-    exit_code,
     hodges_lehmann,
     interval,
 )
@@ -90,10 +89,24 @@ def test_a_significant_drop_smaller_than_the_threshold_is_not_a_fail():
     assert d.ci_high < 1 and d.status == Outcome.PASS
 
 
-def test_too_few_pairs_are_undecided_never_pass():
-    base, head = _noisy(MIN_PAIRS - 1, 1.0, 0.0001, seed=6)
+def test_too_few_pairs_for_signed_ranks_take_the_t_interval():
+    """2-5 pairs: a plain drop beyond the threshold fails (more data never needed to see -99%), an
+    A/A fails at most as often as a 95% interval errs on one side; one pair: the threshold decides."""
+    base, head = _noisy(MIN_PAIRS - 1, 0.01, 0.0001, seed=6)
     d = decide_ratio(base, head)
-    assert d.status == Outcome.UNDECIDED and d.ci_low is None and "at least 6" in d.reason
+    assert d.status == Outcome.FAIL and d.ci_high < 0.02 and "t interval" in d.reason
+    two = decide_ratio([50, 51], [40, 40.9], threshold=0.05)
+    assert two.status == Outcome.FAIL and two.n_pairs == 2
+    fails = 0
+    for seed in range(400):  # A/A, 3 pairs, 1.5% noise, 2% threshold: every fail is a false alarm
+        base, head = _noisy(3, 1.0, 0.015, seed=300 + seed)
+        fails += decide_ratio(base, head, threshold=0.02).status == Outcome.FAIL
+    assert fails <= 0.025 * 400
+    wide = decide_ratio([50, 60, 40], [52, 45, 48], threshold=0.05)
+    assert wide.status == Outcome.UNDECIDED and wide.detectable > 0.05
+    assert decide_ratio([50], [0.5]).status == Outcome.FAIL
+    one = decide_ratio([50], [49])
+    assert one.status == Outcome.UNDECIDED and "1 pair" in one.reason and one.ci_low is None
     assert decide_ratio([], []).status == Outcome.UNDECIDED
 
 
@@ -139,13 +152,6 @@ def test_p_value_matches_scipy():
     assert interval(d).p_value == pytest.approx(wilcoxon(d).pvalue)
     tied = [0.1, 0.1, -0.1, 0.2, 0.3, 0.3, 0.4, 0.5]
     assert interval(tied).p_value == pytest.approx(wilcoxon(tied, method="approx", correction=True).pvalue)
-
-
-def test_exit_codes():
-    assert exit_code([Outcome.PASS, Outcome.IMPROVED]) == 0
-    assert exit_code(["pass", "too_noisy"]) == 3
-    assert exit_code(["too_noisy", "fail", "pass"]) == 1
-    assert exit_code([]) == 0
 
 
 diffs = st.lists(st.floats(-1, 1, allow_nan=False, allow_subnormal=False), min_size=MIN_PAIRS, max_size=40)
