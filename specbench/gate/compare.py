@@ -156,6 +156,9 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
             value = s.tps / ref if s.tps and ref else None
         else:
             value = s.tps
+        if value is not None and metric != "acceptance" and value <= 0:  # nothing generated: no value
+            cell.statuses[-1] = "0 t/s"
+            continue
         if value is not None and math.isfinite(value):  # llama.cpp can print inf/nan t/s
             cell.values.append(float(value))
             cell.repetitions.append(s.repetition)

@@ -188,9 +188,10 @@ def test_compare_one_run_honours_the_gate_options(tmp_path):
     """--allow-noisy, --allow-missing and --alpha mean in a multi-build run what they mean for two
     runs; --strict, which has nothing to act on there, says so instead of being ignored."""
     run = multi_build_run(tmp_path, reps=1)  # 4 pairs of baselines, 2 of speculative: t intervals
-    r = specbench("compare", run, "--metric", "spec_tps", "--threshold", "0.5%", cwd=tmp_path)
+    narrow = ["--metric", "spec_tps", "--threshold", "0.5%"]
+    r = specbench("compare", run, *narrow, cwd=tmp_path)
     assert r.returncode == 3 and "UNDECIDED" in r.stdout, r.stdout + r.stderr
-    r = specbench("compare", run, "--metric", "spec_tps", "--threshold", "0.5%", "--allow-noisy", cwd=tmp_path)
+    r = specbench("compare", run, *narrow, "--allow-noisy", cwd=tmp_path)
     assert r.returncode == 0 and "PASS (--allow-noisy)" in r.stdout, r.stdout + r.stderr
     r = specbench("compare", run, "--strict", "--alpha", "0.01", cwd=tmp_path)
     assert "--strict has no effect" in r.stderr and "98% intervals" in r.stdout, r.stdout + r.stderr
@@ -227,7 +228,8 @@ def test_ab_bad_input_is_exit_2_never_the_gates_1_and_leaves_no_folder(tmp_path)
     and a refused `ab` leaves no empty run folder behind."""
     cfg = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
     repo = _git_repo(tmp_path / "repo", {
-        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.14)\nproject(x CXX)\nadd_executable(llama-cli main.cpp)\n",
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.14)\nproject(x CXX)\n"
+                          "add_executable(llama-cli main.cpp)\n",
         "include/llama.h": "", "ggml/CMakeLists.txt": "", "main.cpp": "int main() { return 0 }\n",
     })  # fmt: skip
     home = {"SPECBENCH_HOME": str(tmp_path / "home")}  # the broken tree stays out of the user's cache

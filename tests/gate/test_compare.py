@@ -136,6 +136,18 @@ def test_a_cell_that_stopped_working_fails(tmp_path):
     assert all("no valid value in current (3 failed)" in c.reason for c in cmp.failed)
 
 
+def test_zero_or_negative_tps_is_no_value_on_either_side(tmp_path):
+    """A hand-edited or broken side (0 t/s, -60 t/s) is not a measurement: the cell fails and says
+    why, never "one repetition" or "+198% at worst"."""
+    a = make_run(tmp_path, "run1", [0.0] * 5, SPEC)
+    b = make_run(tmp_path, "run2", BASE, {4: [-45.0, -44.6, -45.3], 8: SPEC[8]})
+    base_cmp = compare(load_run(a), load_run(b), metrics=["baseline_tps"])
+    assert base_cmp.exit_code == 1 and "no valid value in baseline (5 0 t/s)" in base_cmp.failed[0].reason
+    spec = compare(load_run(b), load_run(a), metrics=["spec_tps"])
+    assert spec.exit_code == 1
+    assert any("no valid value in baseline (3 0 t/s)" in c.reason for c in spec.failed)
+
+
 def test_too_noisy_to_decide_is_its_own_outcome_exit_3(tmp_path):
     a = make_run(tmp_path, "run1", BASE, SPEC)
     b = make_run(tmp_path, "run2", [24.0, 30.0, 36.0], SPEC)  # same mean, CV 20%
