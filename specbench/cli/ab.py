@@ -166,9 +166,11 @@ def run_builds(
     quiet: bool,
     metrics: list[str],
     threshold: float,
+    resume_hint: str | None = None,
 ) -> Path:
     """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
-    with ``repetitions: auto`` the rounds go on while the paired gate leaves a cell undecided."""
+    with ``repetitions: auto`` the rounds go on while the paired gate leaves a cell undecided.
+    ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``)."""
     from specbench.cli.run import (
         ProgressView,
         _outermost_missing,
@@ -202,8 +204,8 @@ def run_builds(
         view.stop()
         err_console.print(
             f"interrupted ({exc.reason}): {exc.n_kept} samples kept in {exc.run_dir}; the same command with "
-            f"--out {exc.run_dir} (bisect: --resume --out) continues it "
-            f"({resume_command(exc.run_dir)}: without the gate)",
+            f"{resume_hint or f'--out {exc.run_dir}'} continues it ({resume_command(exc.run_dir)}: without "
+            "the gate)",
             markup=False, highlight=False, soft_wrap=True,
         )  # fmt: skip
         raise typer.Exit(exc.exit_code) from None
@@ -327,7 +329,9 @@ def bisect_cmd(
     def measure(good_sha: str, mid_sha: str, run_dir: Path) -> bisect.StepResult:
         specs = [("base", str(src), good_sha), ("head", str(src), mid_sha)]
         with measuring_is_input():
-            run_builds(config, list(set_ or []), specs, run_dir, quiet, [metric], thr)
+            run_builds(
+                config, list(set_ or []), specs, run_dir, quiet, [metric], thr, f"--resume --out {out}"
+            )
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
         return bisect.step_result(cmp.decisions)
 

@@ -150,7 +150,7 @@ def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
                                    text=True).stdout.strip())  # fmt: skip
     measured = []
 
-    def fake_run_builds(config, sets, specs, run_dir, quiet, metrics, threshold):
+    def fake_run_builds(config, sets, specs, run_dir, quiet, metrics, threshold, resume_hint=None):
         head_ref = specs[1][2]
         measured.append(head_ref)
         slow = 0.9 if head_ref and shas.index(head_ref) >= 2 else 1.0
@@ -257,3 +257,27 @@ def test_bisect_checks_config_and_out_before_anything_even_for_one_commit(tmp_pa
     ]:
         one_line_error(specbench("bisect", *args, cwd=tmp_path), words)
     assert not (tmp_path / "results").exists()
+
+
+def test_an_interrupted_bisect_says_resume_the_bisect_folder(tmp_path, monkeypatch):
+    """The line after Ctrl-C names what continues the bisect (--resume --out OUT), not the step's
+    run folder, which as --out would start a new bisect inside it."""
+    from typer.testing import CliRunner
+
+    from specbench.cli import app
+    from specbench.execute import benchmark
+    from specbench.execute.runner import RunInterrupted
+
+    repo = _git_repo(tmp_path / "repo", {"a.txt": "1", "b.txt": "2", "c.txt": "3"})
+
+    def interrupted(prepared, run_dir, **kw):
+        raise RunInterrupted(run_dir, 3, "SIGHUP", 129)
+
+    monkeypatch.setattr(benchmark, "prepare", lambda cfg, **kw: None)
+    monkeypatch.setattr(benchmark, "run_benchmark", interrupted)
+    cfg = str(Path(__file__).resolve().parents[2] / "configs" / "ci.yaml")
+    out = tmp_path / "bis"
+    r = CliRunner().invoke(app, ["bisect", cfg, "--source", str(repo), "--good", "HEAD~2", "--bad", "HEAD",
+                                 "--out", str(out), "-q"])  # fmt: skip
+    assert r.exit_code == 129, r.output
+    assert f"the same command with --resume --out {out} continues it" in " ".join(r.output.split())
