@@ -268,6 +268,10 @@ def run(
         raise RunError("--out and --resume name different folders; --resume RUN_DIR continues RUN_DIR")
     if config is None and resume is None:
         raise RunError("give a CONFIG (e.g. configs/quickstart.yaml), or --resume RUN_DIR to continue a run")
+    if resume is not None:
+        from specbench.results.folder import check_not_tune
+
+        check_not_tune(resume)
     if config is None:
         cfg = benchmark.load_resumed(resume, set_ or ())
     else:

@@ -194,12 +194,39 @@ def lock_holder(run_dir: Path) -> int | None:
 
 def finish_hint(run_dir: Path, status: str | None) -> str:
     """What to do about an unfinished run: wait for a live one (the lock refuses a resume while it
-    runs), resume one that stopped."""
+    runs), resume one that stopped (not a tune folder: ``TUNE_NOT_RESUMED``)."""
     if status == "running":
         pid = lock_holder(run_dir)
         who = f"process {pid}" if pid else "a process"
         return f"it is still running ({who} holds {run_dir / LOCK}); wait for it to finish"
+    if made_by(run_dir) == "tune":
+        return f"it is a `specbench tune` folder, which is not resumed ({TUNE_NOT_RESUMED})"
     return f"`specbench run --resume {run_dir}` finishes it"
+
+
+# A tune round pairs each setting's speedup with the baseline measured in the same minutes, and
+# its later rounds are chosen from the earlier ones: `run --resume` would plan the last round's
+# config afresh and pair new samples with old baselines.
+TUNE_NOT_RESUMED = "each round is paired with its own baseline; run `specbench tune` again to measure more"
+
+
+def made_by(run_dir: Path) -> str | None:
+    """The specbench command that wrote the run folder (run, tune, ab, bisect, merge...), from its
+    manifest's command line; None when that is not recorded."""
+    try:
+        line = _manifest_data(run_dir).get("command_line") or []
+    except RunError:
+        return None
+    return str(line[1]) if len(line) > 1 else None
+
+
+def check_not_tune(run_dir: Path) -> None:
+    """``run --resume`` of a tune folder would corrupt it (``TUNE_NOT_RESUMED``): refused."""
+    if made_by(run_dir) == "tune":
+        raise RunError(
+            f"{run_dir} was written by `specbench tune` and is not resumed as a run: {TUNE_NOT_RESUMED} "
+            f"(`specbench report {run_dir}` shows what it measured)"
+        )
 
 
 # --- samples -------------------------------------------------------------------------------------

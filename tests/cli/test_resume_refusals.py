@@ -70,3 +70,17 @@ def test_the_same_machine_resumes_without_force(tmp_path):
     run = _copy(tmp_path, **{"env.hostname": here.hostname, "env.cpu_model": here.cpu_model,
                              "env.gpus": [g.model_dump() for g in here.gpus]})  # fmt: skip
     benchmark.check_resume_machine(run, force=False)
+
+
+def test_resume_refuses_a_tune_folder_and_report_does_not_suggest_it(tmp_path):
+    """A tune round pairs its speedups with its own baseline; `run --resume` would plan the last
+    round afresh against old baselines, so it is refused, and an interrupted tune's report says
+    to run tune again instead."""
+    run = _copy(
+        tmp_path, command_line=["specbench", "tune", "ci.yaml", "--budget", "60"], status="interrupted"
+    )
+    for args in (["run", "--resume", str(run)], ["run", "--resume", str(run), "--dry-run"]):
+        assert_one_line_error(cli(*args), "written by `specbench tune`", "run `specbench tune` again")
+    report = cli("report", str(run), "--out", str(tmp_path / "rep"))
+    assert "specbench run --resume" not in report.stdout + report.stderr
+    assert "run `specbench tune` again" in " ".join((report.stdout + report.stderr).split())
