@@ -294,10 +294,12 @@ def baseline_save(
     """Write results/baselines/NAME.json: the samples and machine facts compare needs. Commit it."""
     from specbench.gate.baseline import save_baseline
 
-    path = save_baseline(run_dir, name, out_dir, force)
-    size = path.stat().st_size / 1024
+    saved = save_baseline(run_dir, name, out_dir, force)
+    for note in saved.notes:
+        say(f"note: {note}", err=True)
+    size = saved.path.stat().st_size / 1024
     console.print(
-        f"saved baseline {name}: {path} ({size:.0f} KiB); commit it",
+        f"saved baseline {saved.path.stem}: {saved.path} ({size:.0f} KiB); commit it",
         markup=False,
         highlight=False,
         soft_wrap=True,
@@ -305,19 +307,23 @@ def baseline_save(
 
 
 @baseline_app.command("list")
-def baseline_list() -> None:
+def baseline_list(
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--dir", metavar="DIR", help="Where the baselines are (default results/baselines)."),
+    ] = None,
+) -> None:
     """List saved baselines."""
-    from specbench.gate.baseline import baselines_dir, load_baseline_file
+    from specbench.gate.baseline import baselines_dir, list_baselines
 
-    files = sorted(baselines_dir().glob("*.json")) if baselines_dir().is_dir() else []
-    if not files:
-        say(f"no baselines in {baselines_dir()}")
+    listed = list_baselines(out_dir)
+    if not listed:
+        say(f"no baselines in {out_dir or baselines_dir()}")
         return
-    for f in files:
-        side = load_baseline_file(f)
-        console.print(
-            f"{f.stem}: {_facts(str(f), side.facts)}", markup=False, highlight=False, soft_wrap=True
-        )
+    for b in listed:
+        what = _facts(str(b.path), b.side.facts) if b.side else f"unreadable: {b.problem}"
+        line = f"{b.name}: {what}"
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def history_cmd(

@@ -72,6 +72,11 @@ def load_baseline_file(path: Path) -> Side:
         base = BaselineFile.model_validate_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:  # a binary file (a database, an image) given by mistake
+        raise InputError(
+            f"{path} is not a specbench baseline (not UTF-8 text); "
+            "create one with `specbench baseline save RUN_DIR --name NAME`"
+        ) from exc
     except ValidationError as exc:
         raise InputError(
             f"{path} is not a specbench baseline ({exc.error_count()} errors); "
@@ -105,8 +110,37 @@ def load_side(ref: str | Path) -> Side:
     raise InputError(f"{ref}: not a run folder, a baseline file, or a baseline name ({hint})")
 
 
-def save_baseline(run_dir: Path, name: str, dest_dir: Path | None = None, force: bool = False) -> Path:
-    """Write ``dest_dir/NAME.json`` (default ``results/baselines``) from a finished run."""
+class SavedBaseline(BaseModel):
+    path: Path
+    notes: list[str] = []  # what reading the run left out (duplicates, a torn last line)
+
+
+class ListedBaseline(BaseModel):
+    name: str
+    path: Path
+    side: Side | None = None  # None: the file could not be read
+    problem: str | None = None  # why, in one line
+
+
+def list_baselines(folder: Path | None = None) -> list[ListedBaseline]:
+    """Every ``*.json`` in ``folder`` (default ``results/baselines``); one unreadable file is named
+    with its problem and does not hide the others."""
+    folder = folder or baselines_dir()
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            out.append(ListedBaseline(name=path.stem, path=path, side=load_baseline_file(path)))
+        except InputError as exc:
+            out.append(ListedBaseline(name=path.stem, path=path, problem=str(exc)))
+    return out
+
+
+def save_baseline(
+    run_dir: Path, name: str, dest_dir: Path | None = None, force: bool = False
+) -> SavedBaseline:
+    """Write ``dest_dir/NAME.json`` (default ``results/baselines``) from a finished run. A NAME
+    ending in ``.json`` is taken without it (compare finds ``NAME`` as ``NAME.json``)."""
+    name = name[: -len(".json")] if name.endswith(".json") and len(name) > len(".json") else name
     if not _NAME.match(name):
         raise InputError(f"--name {shorten(name)!r}: use letters, digits, '.', '_' and '-' (e.g. ci-rtx4090)")
     if len(name) > MAX_NAME:
@@ -149,4 +183,4 @@ def save_baseline(run_dir: Path, name: str, dest_dir: Path | None = None, force:
         write_atomic(dest, text)
     except OSError as exc:
         raise InputError(f"cannot write baseline {os_problem(exc, dest)} (--dir DIR: elsewhere)") from exc
-    return dest
+    return SavedBaseline(path=dest, notes=side.notes)

@@ -16,7 +16,6 @@ The state lives in ``OUT/bisect.json`` (rewritten after every step), each step's
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -188,7 +187,7 @@ def load_state(out: Path) -> BisectState | None:
         return None
     try:
         return BisectState.model_validate_json(path.read_text(encoding="utf-8"))
-    except (ValidationError, json.JSONDecodeError, OSError) as exc:
+    except (ValidationError, ValueError, OSError) as exc:  # ValueError: bad JSON, not UTF-8
         raise BisectError(
             f"{path}: not a bisect state file ({type(exc).__name__}); start afresh in a new --out"
         ) from exc

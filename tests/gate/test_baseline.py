@@ -19,7 +19,7 @@ def results(tmp_path, monkeypatch):
 
 def test_save_is_compact_and_compares_like_the_run(tmp_path, results):
     run = make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2"))
-    path = save_baseline(run, "ci-test")
+    path = save_baseline(run, "ci-test").path
     assert path == results / "baselines" / "ci-test.json"
     data = json.loads(path.read_text())
     assert data["format"] == "specbench-baseline" and data["facts"]["models"]["smol-f32"] == "a" * 64
@@ -46,7 +46,7 @@ def test_existing_baseline_needs_force(tmp_path, results):
     save_baseline(run, "ci-test")
     with pytest.raises(InputError, match="--force"):
         save_baseline(run, "ci-test")
-    assert save_baseline(run, "ci-test", force=True).is_file()
+    assert save_baseline(run, "ci-test", force=True).path.is_file()
 
 
 def test_unknown_side_names_saved_baselines(tmp_path, results):
@@ -72,6 +72,24 @@ def test_bad_inputs(tmp_path, results):
     not_baseline.write_text('{"hello": 1}')
     with pytest.raises(InputError, match="not a specbench baseline"):
         load_side(str(not_baseline))
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\x00\xff\xfe\x01binary")
+    with pytest.raises(InputError, match="not a specbench baseline .not UTF-8"):
+        load_side(str(binary))
+
+
+def test_list_names_an_unreadable_file_and_lists_the_rest(tmp_path, results):
+    from specbench.gate.baseline import baselines_dir, list_baselines
+
+    save_baseline(make_run(tmp_path, "run1", BASE, SPEC), "good.json")  # .json is not doubled
+    (baselines_dir() / "binb.json").write_bytes(b"\x00\xff")
+    (baselines_dir() / "empty.json").write_text("{}")
+    listed = {b.name: b for b in list_baselines()}
+    assert set(listed) == {"good", "binb", "empty"} and listed["good"].side is not None
+    assert "not UTF-8" in listed["binb"].problem and "not a specbench baseline" in listed["empty"].problem
+    elsewhere = tmp_path / "elsewhere"
+    save_baseline(make_run(tmp_path, "run2", BASE, SPEC), "other", dest_dir=elsewhere)
+    assert [b.name for b in list_baselines(elsewhere)] == ["other"]
 
 
 def test_recorded_real_run_round_trips(tmp_path, results):
@@ -79,7 +97,7 @@ def test_recorded_real_run_round_trips(tmp_path, results):
     machine) saved as a baseline and compared with itself: ratio 1 everywhere, no failure; the cells
     whose noise cannot exclude a 5% regression are too noisy to decide (exit 3), not passed."""
     run = Path(__file__).parents[1] / "data" / "runs" / "quick-cpu"
-    path = save_baseline(run, "quick", dest_dir=tmp_path)
+    path = save_baseline(run, "quick", dest_dir=tmp_path).path
     assert path.stat().st_size < (run / "samples.jsonl").stat().st_size  # compact: no logs or metrics
     metrics = ["spec_tps", "baseline_tps", "speedup"]
     cmp = compare(load_side(str(path)), load_side(str(run)), metrics=metrics)

@@ -44,7 +44,9 @@ def test_a_duplicate_counts_once_in_report_history_and_baselines(tmp_path, monke
     record_run(run, db)
     assert {round(p.mean, 6) for p in load_history(db, "baseline_tps")} == {round(sum(BASE) / 3, 6)}
     # a baseline file with a repeated sample (hand-merged) reads once too, with the note
-    path = save_baseline(run, "b")
+    saved = save_baseline(run, "b")  # saving says what it dropped, as report and compare do
+    assert any("2 duplicate samples were dropped" in n for n in saved.notes)
+    path = saved.path
     data = json.loads(path.read_text())
     data["samples"].append(data["samples"][0])
     path.write_text(json.dumps(data))
