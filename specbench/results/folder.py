@@ -110,16 +110,19 @@ def check_writable(run_dir: Path) -> None:
         probe.unlink()
     except OSError as exc:
         raise RunError(
-            f"results folder is not writable: {os_problem(exc, run_dir)} (--out DIR: another)"
+            f"results folder is not writable: {os_problem(exc, run_dir)}; make it writable or choose "
+            "another folder"
         ) from exc
 
 
 def check_fresh(run_dir: Path) -> None:
     """A new run must not append to an old run's samples: that is what --resume is for."""
     if has_samples(run_dir):
-        raise RunError(
-            f"{run_dir} already holds a run; continue it with --resume {run_dir} or choose another --out"
+        by = made_by(run_dir)
+        resume = (
+            f" (or continue that run with `specbench run --resume {run_dir}`)" if by in (None, "run") else ""
         )
+        raise RunError(f"{run_dir} already holds a run; choose another --out{resume}")
 
 
 def check_resumable(run_dir: Path) -> None:

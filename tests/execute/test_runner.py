@@ -6,6 +6,7 @@ The real-binary end-to-end run is in tests/cli/test_run.py.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -133,7 +134,16 @@ def test_second_run_on_a_locked_folder_is_refused(tmp_path, env_info):
 def test_new_run_refuses_a_folder_that_holds_a_run(tmp_path, env_info):
     run_dir = tmp_path / "run"
     execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
-    with pytest.raises(RunError, match="already holds a run; continue it with --resume"):
+    with pytest.raises(
+        RunError, match="already holds a run; choose another --out .or continue that run with"
+    ):
+        execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
+    # a tune or merge folder is not continued with `run --resume`: only another --out is offered
+    data = json.loads((run_dir / "manifest.json").read_text())
+    (run_dir / "manifest.json").write_text(
+        json.dumps({**data, "command_line": ["specbench", "tune", "c.yaml"]})
+    )
+    with pytest.raises(RunError, match=r"choose another --out$"):
         execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
 
 
