@@ -359,7 +359,10 @@ def history_cmd(
     db = db or default_db()
     plot = plot_path(plot) if plot is not None else None  # refuse a bad image name before any work
     for run_dir in add or []:
-        n = record_run(run_dir, db)
+        notes: list[str] = []
+        n = record_run(run_dir, db, notes)
+        for note in notes:
+            say(f"note: {note}", err=True)
         status = read_facts(run_dir, required=False).status
         if n == 0:
             hint = f"; {finish_hint(run_dir, status)}" if status not in (None, "complete") else ""

@@ -134,16 +134,24 @@ def _baseline_index(samples: list[Sample]) -> dict[tuple, float]:
 
 
 def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
-    """Every cell of ``metric`` on one side; a cell whose samples all failed has no values."""
+    """Every cell of ``metric`` on one side; a cell whose samples all failed has no values.
+
+    In a merged sharded run each shard measured the baselines of its own cells, so one baseline
+    (prompt, repetition) can be there once per shard: it counts once (the first shard's), or the
+    cell would have shards x repetitions values and a narrower interval than it measured."""
     if metric not in METRICS:
         raise InputError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
     role = ROLE_OF[metric]
     base_tps = _baseline_index(side.samples) if metric == "speedup" else {}
     cells: dict[CellKey, CellSeries] = {}
+    seen: set[tuple] = set()
     for s in sorted(side.samples, key=lambda x: x.repetition):
         if s.role != role:
             continue
         key = cell_key(s, side.facts)
+        if (key, s.repetition) in seen:  # another shard's measurement of the same baseline
+            continue
+        seen.add((key, s.repetition))
         cell = cells.setdefault(key, CellSeries(key=key, label=cell_label(s), prompt_id=s.prompt_id))
         cell.statuses.append(s.status if not s.valid or s.status != "ok" else "ok")
         if not s.valid:

@@ -100,11 +100,14 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     return conn
 
 
-def record_run(run_dir: Path, db_path: Path | None = None) -> int:
+def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | None = None) -> int:
     """Record (or re-record) one run folder; returns the number of (metric, cell, prompt) rows.
-    A run with no valid value records nothing and leaves what was recorded of it before."""
+    A run with no valid value records nothing and leaves what was recorded of it before. ``notes``
+    gets what reading the run left out (duplicate samples, a torn last line), for the caller to say."""
     db_path = db_path or default_db()
     side = load_run(Path(run_dir))
+    if notes is not None:
+        notes.extend(side.notes)
     facts = side.facts
     run_key = f"{facts.run_id}@{facts.started_at or ''}"
     threads = sorted({str(s.generation.threads or "default") for s in side.samples})

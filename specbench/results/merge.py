@@ -10,7 +10,7 @@ then not complete, as a run with unmeasured cells is not).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from specbench.errors import RunError
@@ -24,6 +24,7 @@ class MergeResult:
     shards: list[MergedShard]
     n_samples: int
     missing_cells: list[str]
+    notes: list[str] = field(default_factory=list)  # what reading the shards left out (duplicates...)
 
     @property
     def complete(self) -> bool:
@@ -81,10 +82,12 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
     folder.check_fresh(out)
     if folder.has_manifest(out):
         raise RunError(f"{out} already holds a run; choose a new --out folder")
-    samples, kept = [], []
+    samples, kept, notes = [], [], []
     for d, m in sorted(manifests, key=lambda dm: int(dm[1].shard.split("/")[0])):
         name = _sub(m.shard)
-        shard_samples = folder.load_samples(d)
+        warnings: list[str] = []
+        shard_samples = folder.load_samples(d, warnings)
+        notes += warnings  # each names its shard folder
         for s in shard_samples:
             samples.append(s.model_copy(update={
                 "stdout_path": folder.raw_in_shard(s.stdout_path, name),
@@ -117,4 +120,4 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
         )
     folder.write_samples(out, samples)
     folder.save_manifest(out, merged)
-    return MergeResult(out, kept, len(samples), missing)
+    return MergeResult(out, kept, len(samples), missing, notes)

@@ -130,3 +130,15 @@ def test_slurm_variables_choose_the_shard(runs):
     assert dry.returncode == 0, dry.stderr
     assert "shard 2/3 (from SLURM_ARRAY_TASK_ID" in dry.stderr
     assert "shard 2/3: 1 of the plan's 3 cells" in dry.stdout
+
+
+def test_merge_says_what_it_dropped_from_a_shard(runs, tmp_path):
+    import shutil
+
+    tmp, _ = runs
+    shards = [Path(shutil.copytree(tmp / f"s{i}", tmp_path / f"s{i}")) for i in (1, 2, 3)]
+    samples = shards[1] / "samples.jsonl"
+    samples.write_text(samples.read_text() + samples.read_text().splitlines()[0] + "\n")
+    merged = cli("merge", *map(str, shards), "--out", str(tmp_path / "merged"))
+    assert merged.returncode == 0, merged.stderr
+    assert "s2/samples.jsonl: 1 duplicate sample was dropped" in " ".join(merged.stderr.split())

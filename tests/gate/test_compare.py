@@ -148,6 +148,23 @@ def test_zero_or_negative_tps_is_no_value_on_either_side(tmp_path):
     assert any("no valid value in baseline (3 0 t/s)" in c.reason for c in spec.failed)
 
 
+def test_a_baseline_every_shard_measured_counts_once_per_repetition(tmp_path):
+    """A merged sharded run: shards 1/2 and 2/2 each ran the target's baseline; compared with an
+    unsharded run it has 3 values a side, not 6 (which would narrow its interval falsely)."""
+    whole = make_run(tmp_path, "run1", BASE, SPEC)
+    merged = make_run(tmp_path, "run2", BASE, {4: SPEC[4]})
+    path = merged / "samples.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    second = [dict(x, shard="2/2", tps=x["tps"] * 1.01) for x in lines if x["role"] == "baseline"]
+    second += [dict(x, shard="2/2", draft_max=8, tps=t) for x, t in
+               zip([x for x in lines if x["role"] == "speculative"], SPEC[8], strict=True)]  # fmt: skip
+    path.write_text("".join(json.dumps(dict(x, shard="1/2")) + "\n" for x in lines)
+                    + "".join(json.dumps(x) + "\n" for x in second))  # fmt: skip
+    cmp = compare(load_run(whole), load_run(merged), metrics=["baseline_tps", "spec_tps"])
+    decisions = [c.decision for m in cmp.metrics for c in m.cells]
+    assert decisions and all(d.n_cur == d.n_base == 3 for d in decisions)
+
+
 def test_too_noisy_to_decide_is_its_own_outcome_exit_3(tmp_path):
     a = make_run(tmp_path, "run1", BASE, SPEC)
     b = make_run(tmp_path, "run2", [24.0, 30.0, 36.0], SPEC)  # same mean, CV 20%

@@ -79,3 +79,12 @@ def test_resume_skips_what_is_recorded_and_counts_duplicates_once(tmp_path):
     result = execute(process(plan), run_dir, man, resume=True)
     assert result.n_new == 1 and [s.prompt_id for s in result.samples] == ["a", "b"]
     assert [s.prompt_id for s in read_run(run_dir, manifest_required=False).samples] == ["a", "b"]
+
+
+def test_history_add_says_it_dropped_duplicates(tmp_path):
+    run = make_run(tmp_path, "run1", BASE, SPEC)
+    duplicate_lines(run, 0)
+    proc = specbench("history", "--add", run, "--db", tmp_path / "h.sqlite", cwd=tmp_path)
+    assert (
+        proc.returncode == 0 and "note: " in proc.stderr and "1 duplicate sample was dropped" in proc.stderr
+    )
