@@ -47,7 +47,8 @@ def mark_partial(run_dir: Path, stems: Iterable[str]) -> list[Path]:
 
 def mark_orphans(run_dir: Path, samples: Iterable[Sample]) -> list[Path]:
     """On --resume: logs of measured invocations that left no sample (the process was killed before
-    it could record one) are partial. Warmups (never recorded) and server logs are kept as they are."""
+    it could record one) are partial. A warmup is never recorded, so its log is partial when it
+    holds no timing lines (llama.cpp prints them as it exits). Server logs are kept as they are."""
     raw = run_dir / RAW
     if not raw.is_dir():
         return []
@@ -55,7 +56,21 @@ def mark_orphans(run_dir: Path, samples: Iterable[Sample]) -> list[Path]:
     orphans = set()
     for path in raw.iterdir():
         stem = _raw_stem(path.name)
-        if stem is None or stem in recorded or stem.endswith("-server") or "-warmup-" in stem:
+        if stem is None or stem in recorded or stem.endswith("-server"):
+            continue
+        if "-warmup-" in stem and (path.suffix != ".stderr" or _finished(path)):
             continue
         orphans.add(stem)
     return mark_partial(run_dir, sorted(orphans))
+
+
+def _finished(stderr: Path) -> bool:
+    """Whether a llama.cpp log got as far as its closing statistics."""
+    from specbench.errors import ParseError
+    from specbench.parse import parse_file
+
+    try:
+        parse_file(stderr)
+    except ParseError:
+        return False
+    return True

@@ -284,13 +284,17 @@ def test_resume_after_a_kill_marks_orphan_logs_and_numbers_on(tmp_path, env_info
     execute(process(plan[:2]), run_dir, man)
     (run_dir / "raw" / "0002-speculative-target-draft-n8-b-r0.stderr").write_text("half a log")
     (run_dir / "raw" / "0002-speculative-target-draft-n8-b-r0.stdout").write_text("half")
+    (warmup,) = (run_dir / "raw").glob("*-warmup-*.stderr")  # finished: kept as it is
+    (run_dir / "raw" / "0003-warmup-target-draft-n8-a-r0.stderr").write_text("a warmup killed early")
     execute(process(plan), run_dir, man, resume=True)
     assert sorted(p.name for p in (run_dir / "raw").glob("*.partial")) == [
         "0002-speculative-target-draft-n8-b-r0.stderr.partial",
         "0002-speculative-target-draft-n8-b-r0.stdout.partial",
+        "0003-warmup-target-draft-n8-a-r0.stderr.partial",
     ]
+    assert warmup.is_file()
     assert [s.prompt_id for s in load_samples(run_dir)] == ["a", "b"]
-    assert all(int(p.name[:4]) >= 3 for p in (run_dir / "raw").glob("*-r0.std*") if "-b-" in p.name
+    assert all(int(p.name[:4]) >= 4 for p in (run_dir / "raw").glob("*-r0.std*") if "-b-" in p.name
                and not p.name.endswith(".partial"))  # fmt: skip
     _raw_names_are_unique(run_dir)
 
