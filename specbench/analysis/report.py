@@ -15,6 +15,7 @@ from specbench.paths import results_dir
 from specbench.results.folder import (
     StoredRun,
     finish_hint,
+    has_manifest,
     has_samples,
     load_calibration,
     read_facts,
@@ -91,11 +92,13 @@ def _mark_best(rows: list[ReportRow], incomplete: set[str] = frozenset()) -> Non
 
 
 def _load(run_dir: Path) -> StoredRun:
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ReportError(f"{run_dir} is a file, not a run folder; pass a folder under results/")
     if not run_dir.is_dir():
         raise ReportError(
             f"run folder {run_dir} does not exist; pass a folder under results/ (see `ls results`)"
         )
-    if not has_samples(run_dir):
+    if not has_samples(run_dir) and not has_manifest(run_dir):
         raise ReportError(
             f"{run_dir} is not a run folder (no {samples_path(run_dir).name}); "
             f"pass a folder written by `specbench run`"

@@ -109,10 +109,10 @@ def paired_from_run(
 ):
     """The paired gate over one run folder; ``options``: confidence, allow_missing, allow_noisy."""
     from specbench.gate.ab import METRICS, paired_compare
-    from specbench.gate.baseline import load_run
+    from specbench.gate.baseline import load_run, running_notes
 
     side = load_run(run_dir)
-    for note in side.notes:  # stderr: stdout may be JSON
+    for note in [*side.notes, *running_notes(side)]:  # stderr: stdout may be JSON
         err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     return paired_compare(side.samples, str(run_dir), base, head, metrics or METRICS, threshold, **options)
 

@@ -233,7 +233,7 @@ def compare_cmd(
     passes only when the data excludes a regression of that size; else it is too noisy to decide.
     A cell with no valid value on a side, or missing from the current run (unless
     --allow-missing), fails."""
-    from specbench.gate.baseline import load_side
+    from specbench.gate.baseline import load_side, running_notes
     from specbench.gate.compare import DEFAULT_METRICS, compare
     from specbench.gate.regression import parse_threshold
 
@@ -257,7 +257,8 @@ def compare_cmd(
             options["confidence"] = 1 - 2 * alpha
         show(paired_from_run(Path(baseline), base, head, metric, thr, **options), fmt)
     sides = load_side(baseline), load_side(current)
-    for note in (n for side in sides for n in side.notes):  # stderr: stdout may be JSON
+    notes = [n for side in sides for n in [*side.notes, *running_notes(side)]]
+    for note in notes:  # stderr: stdout may be JSON
         say(f"note: {note}", err=True)
     alpha = 0.05 if alpha is None else alpha
     cmp = compare(*sides, metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing, allow_noisy)

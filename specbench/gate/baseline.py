@@ -67,6 +67,15 @@ def load_run(run_dir: Path) -> Side:
     return Side(ref=str(run_dir), kind="run", facts=run.facts, samples=run.samples, notes=run.warnings)
 
 
+def running_notes(side: Side) -> list[str]:
+    """A run still being written is compared as far as it got: said, since its cells may be missing."""
+    if side.kind != "run" or side.facts.status != "running":
+        return []
+    return [
+        f"{side.ref} is still running, so its numbers are partial; {finish_hint(Path(side.ref), 'running')}"
+    ]
+
+
 def load_baseline_file(path: Path) -> Side:
     try:
         base = BaselineFile.model_validate_json(path.read_text(encoding="utf-8"))

@@ -309,11 +309,14 @@ def unique_samples(samples: list[Sample], where: str) -> tuple[list[Sample], str
 
 
 def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sample]:
-    """All complete samples of a run, each identity once (``unique_samples``). A torn last line
+    """All complete samples of a run, each identity once (``unique_samples``); none for a run with
+    a manifest that has not recorded one yet (it stopped, or is still warming up). A torn last line
     (crash mid-write) is left out; both are said in ``warnings`` when given. A bad line anywhere
     else is an error naming the field and why."""
     path = run_dir / SAMPLES
     if not path.is_file():
+        if has_manifest(run_dir):  # started, but stopped (or still busy) before its first sample
+            return []
         raise RunError(
             f"{run_dir} is not a specbench run folder (no {SAMPLES}); pass a folder under results/"
         )

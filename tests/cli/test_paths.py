@@ -107,6 +107,29 @@ def test_commands_on_a_run_still_going_say_so(tmp_path, run):
         proc = specbench("report", "run1", cwd=tmp_path)
         assert proc.returncode == 0 and "INCOMPLETE: running" in proc.stdout
         assert "still running" in proc.stdout
+        proc = specbench("compare", "run1", "run1", cwd=tmp_path)  # compared as far as it got, and said
+        assert "note: run1 is still running, so its numbers are partial" in " ".join(proc.stderr.split())
     # the lock is free, the manifest still says running: its process died
     err = one_line_error(specbench("baseline", "save", "run1", "--name", "b", cwd=tmp_path), "interrupted")
     assert "--resume" in err
+
+
+def test_a_run_stopped_before_its_first_sample_is_a_run_with_nothing_yet(tmp_path, run):
+    """A manifest and no samples.jsonl (stopped, or still warming up): every reader knows it as a
+    run that recorded nothing, not as "not a run folder"."""
+    early = tmp_path / "early"
+    early.mkdir()
+    data = json.loads((run / "manifest.json").read_text())
+    (early / "manifest.json").write_text(json.dumps({**data, "status": "interrupted"}))
+    err = one_line_error(specbench("report", "early", cwd=tmp_path), "recorded no sample yet", "--resume")
+    assert "not a run folder" not in err
+    proc = specbench("compare", "run1", "early", cwd=tmp_path)
+    assert proc.returncode == 4 and "NOTHING TO COMPARE" in proc.stdout, proc.stdout + proc.stderr
+    proc = specbench("history", "--add", "early", cwd=tmp_path)
+    assert proc.returncode == 0 and "nothing recorded from early" in proc.stderr
+    one_line_error(specbench("baseline", "save", "early", "--name", "e", cwd=tmp_path), "not complete")
+    (tmp_path / "afile").write_text("x")
+    one_line_error(specbench("report", "afile", cwd=tmp_path), "is a file, not a run folder")
+    with RunLock(early):
+        (early / "manifest.json").write_text(json.dumps({**data, "status": "running"}))
+        one_line_error(specbench("report", "early", cwd=tmp_path), "still running")
