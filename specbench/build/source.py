@@ -142,7 +142,8 @@ def describe_tree(path: Path, origin: str = "") -> SourceTree:
     """Identify a llama.cpp tree: its git commit, a marker specbench wrote, or a fingerprint."""
     path = path.expanduser().resolve()
     if not path.is_dir():
-        raise BuildError(f"--source {path} does not exist; pass the folder of a llama.cpp checkout")
+        what = "is a file, not a folder" if path.exists() else "does not exist"
+        raise BuildError(f"--source {path} {what}; pass the folder of a llama.cpp checkout")
     if not is_llama_tree(path):
         raise BuildError(
             f"{path} is not a llama.cpp tree (no CMakeLists.txt with ggml/ or llama.h); "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
@@ -74,14 +73,30 @@ def default_db() -> Path:
     return results_dir() / "history.sqlite"
 
 
-def _connect(db_path: Path) -> sqlite3.Connection:
+def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
+    """Open (with ``create``: make) the history database. Viewing never writes: an empty file
+    that is not a database is said so, not turned into one."""
     check_path(db_path, "history database")
+    if db_path.is_dir():
+        raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file, e.g. "
+                           f"{shorten(db_path / 'history.sqlite')}")  # fmt: skip
+    existing = next((p for p in [db_path.parent, *db_path.parent.parents] if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise HistoryError(f"--db {shorten(db_path)}: {shorten(existing)} is a file, not a folder")
     try:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(db_path, timeout=30)
+        if create:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(db_path if create else f"file:{db_path}?mode=ro", timeout=30, uri=not create)
         conn.execute("PRAGMA foreign_keys = ON")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == 0 and not conn.execute("SELECT name FROM sqlite_master").fetchall():
+        empty = version == 0 and not conn.execute("SELECT name FROM sqlite_master").fetchall()
+        if empty and not create:
+            conn.close()
+            raise HistoryError(
+                f"{shorten(db_path)} is not a specbench history database (an empty file); "
+                "`specbench history --add RUN_DIR --db FILE` records into it"
+            )
+        if empty:
             conn.executescript(SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
         elif version != SCHEMA_VERSION:
             conn.close()
@@ -92,10 +107,13 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     except OSError as exc:
         raise HistoryError(f"cannot open history database {os_problem(exc, db_path)}") from exc
     except sqlite3.Error as exc:
-        if not db_path.parent.is_dir() or (db_path.exists() and not os.access(db_path, os.W_OK)):
-            raise HistoryError(f"cannot open history database {shorten(db_path)}: {exc}") from exc
-        raise HistoryError(
-            f"cannot open history database {shorten(db_path)}: {exc}; move it aside to start anew"
+        if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+            raise HistoryError(
+                f"cannot open history database {shorten(db_path)}: {exc}; move it aside to start anew"
+            ) from exc
+        raise HistoryError(  # a folder that cannot be written, a locked file...
+            f"cannot open history database {shorten(db_path)}: {exc}; check that its folder exists and "
+            "can be written, or give another --db"
         ) from exc
     return conn
 
@@ -151,7 +169,7 @@ def run_count(db_path: Path | None = None) -> int:
     db_path = db_path or default_db()
     if not db_path.is_file():
         return 0
-    with closing(_connect(db_path)) as conn:
+    with closing(_connect(db_path, create=False)) as conn:
         return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
 
 
@@ -162,9 +180,11 @@ def load_history(
     if metric not in METRICS:
         raise HistoryError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
     db_path = db_path or default_db()
+    if db_path.is_dir():
+        raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file")
     if not db_path.is_file():
         return []
-    with closing(_connect(db_path)) as conn:
+    with closing(_connect(db_path, create=False)) as conn:
         rows = conn.execute(
             "SELECT c.cell, c.label, c.prompts, r.machine, r.run_key, r.run_id, r.started_at,"
             " r.llama_cpp_commit, r.threads, c.repetitions, c.vals"
@@ -265,14 +285,31 @@ def plot_path(path: Path) -> Path:
     the path printed is the file written); a format matplotlib cannot write is refused up front."""
     check_path(path, "--plot")
     suffix = path.suffix.lower().lstrip(".")
-    if not suffix:
-        return path.with_name(path.name + ".png")
-    if suffix not in PLOT_FORMATS:
+    if suffix and suffix not in PLOT_FORMATS:
         raise HistoryError(
             f"--plot {shorten(path)}: cannot draw .{suffix} images; end the name in one of "
             f"{', '.join('.' + f for f in PLOT_FORMATS)}"
         )
-    return path
+    _check_writable_place(path)
+    return path if suffix else path.with_name(path.name + ".png")
+
+
+def _check_writable_place(path: Path) -> None:
+    """The image's folder is, or can be made, and takes a file: found before any work, not after
+    the table (a probe file, since root ignores permission bits)."""
+    import tempfile
+
+    existing = next((p for p in [path.parent, *path.parent.parents] if p.exists()), Path("."))
+    if not existing.is_dir():
+        raise HistoryError(f"--plot {shorten(path)}: {shorten(existing)} is a file, not a folder; "
+                           "give an image path in a folder")  # fmt: skip
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".specbench-probe-"):
+            pass
+    except OSError as exc:
+        raise HistoryError(
+            f"--plot {shorten(path)}: cannot write there: {os_problem(exc, existing)}"
+        ) from exc
 
 
 def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:

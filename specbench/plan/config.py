@@ -353,9 +353,10 @@ def _check_references(cfg: Config, origin: str) -> None:
             )
         if spec.derive is not None and spec.derive.from_ == name:
             raise ConfigError(f"{origin}: models.{name}.derive.from: a model cannot derive from itself")
-        if spec.path is not None and not _resolve(cfg.base_dir, spec.path).exists():
+        if spec.path is not None and not (where := _resolve(cfg.base_dir, spec.path)).is_file():
+            what = "is a folder, not a GGUF file" if where.is_dir() else "does not exist"
             raise ConfigError(
-                f"{origin}: models.{name}.path: {_resolve(cfg.base_dir, spec.path)} does not exist "
+                f"{origin}: models.{name}.path: {where} {what} "
                 "(relative paths start at the config file's folder)"
             )
     for name, pair in cfg.pairs.items():
@@ -368,10 +369,10 @@ def _check_references(cfg: Config, origin: str) -> None:
                 f"{origin}: pairs.{name}: the draft is the target itself; pick a smaller draft model"
             )
     _check_builds(cfg, origin)
-    if cfg.prompts.file is not None and not _resolve(cfg.base_dir, cfg.prompts.file).is_file():
+    if cfg.prompts.file is not None and not (where := _resolve(cfg.base_dir, cfg.prompts.file)).is_file():
+        what = "is a folder, not a prompts file" if where.is_dir() else "does not exist"
         raise ConfigError(
-            f"{origin}: prompts.file: {_resolve(cfg.base_dir, cfg.prompts.file)} does not exist "
-            "(relative paths start at the config file's folder)"
+            f"{origin}: prompts.file: {where} {what} (relative paths start at the config file's folder)"
         )
     try:
         cfg.prompt_list()

@@ -113,6 +113,9 @@ def test_source_that_is_not_a_llama_tree(tmp_path):
     assert_one_line_error(result, "not a llama.cpp tree", str(tmp_path))
     missing = cli("build", "--source", str(tmp_path / "nope"), env={"SPECBENCH_HOME": str(tmp_path)})
     assert_one_line_error(missing, "does not exist")
+    (tmp_path / "afile").write_text("x")
+    a_file = cli("build", "--source", str(tmp_path / "afile"), env={"SPECBENCH_HOME": str(tmp_path)})
+    assert_one_line_error(a_file, "is a file, not a folder")
 
 
 def _git(cwd: Path, *args: str) -> str:

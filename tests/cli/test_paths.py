@@ -133,3 +133,21 @@ def test_a_run_stopped_before_its_first_sample_is_a_run_with_nothing_yet(tmp_pat
     with RunLock(early):
         (early / "manifest.json").write_text(json.dumps({**data, "status": "running"}))
         one_line_error(specbench("report", "early", cwd=tmp_path), "still running")
+
+
+def test_history_db_and_plot_places_are_checked_before_any_work_and_viewing_writes_nothing(tmp_path, run):
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "emptyf").write_text("")
+    for args, words in [
+        (["--db", "adir", "--add", "run1"], ["adir is a folder"]),
+        (["--db", "adir"], ["adir is a folder"]),
+        (["--db", "afile/h.sqlite", "--add", "run1"], ["afile is a file, not a folder"]),
+        (["--db", "emptyf"], ["not a specbench history database"]),
+        (["--plot", "afile/h.png"], ["afile is a file, not a folder"]),  # an empty history too
+        (["--add", "run1", "--db", "h.sqlite", "--plot", "afile/x/h.png"], ["afile is a file"]),
+    ]:
+        proc = specbench("history", *args, cwd=tmp_path)
+        one_line_error(proc, *words)
+        assert "recorded" not in proc.stdout  # refused before the run was recorded or the table drawn
+    assert (tmp_path / "emptyf").read_bytes() == b"" and not (tmp_path / "h.sqlite").exists()

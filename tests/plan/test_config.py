@@ -215,6 +215,11 @@ def test_paths_that_do_not_exist(cfg_dir):
     assert "prompts.file:" in message and "does not exist" in message
     message = error_of(write(cfg_dir, GOOD + "llama_cpp: {source: ../no-llama}\n"))
     assert "llama_cpp.source:" in message and "is not a folder" in message
+    (cfg_dir / "adir").mkdir()  # a folder where a file is needed is said so, not "does not exist"
+    message = error_of(write(cfg_dir, GOOD.replace("sub/small.gguf", "adir")))
+    assert "models.small.path:" in message and "is a folder, not a GGUF file" in message
+    message = error_of(write(cfg_dir, GOOD + "prompts: {file: adir}\n"))
+    assert "prompts.file:" in message and "is a folder, not a prompts file" in message
 
 
 def test_prompts_file_relative_to_config_and_bad_line(cfg_dir, monkeypatch, tmp_path_factory):
