@@ -281,7 +281,7 @@ def run(
     if dry_run:
         prepared = benchmark.prepare(cfg, dry_run=True, build_progress=note, shard=part)
         if resume is not None:
-            benchmark.left_to_run(prepared, resume)
+            benchmark.left_to_run(prepared, resume, force)
         _print_dry_run(prepared)
         return
     run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)

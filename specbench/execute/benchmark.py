@@ -242,16 +242,33 @@ def ignored_settings(config: Config) -> list[str]:
     ]
 
 
-def left_to_run(prepared: Prepared, run_dir: Path) -> None:
-    """A dry run of ``--resume``: the plan keeps only what the run would still measure (the warmups
-    too, when anything is left), with a note saying how much is recorded already."""
-    done = {s.sample_key() for s in load_samples(run_dir)} if has_samples(run_dir) else set()
+def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
+    """A dry run of ``--resume``: the refusals the real resume makes (a run still going, another
+    config, another machine), then the plan keeps only what it would still measure (the warmups
+    too, when anything is left, and with ``repetitions: auto`` the rounds already begun), with a
+    note saying how much is recorded already and what reading the samples left out."""
+    from specbench.results.folder import finish_hint, lock_holder
+
+    if lock_holder(run_dir) is not None:
+        raise RunError(f"{run_dir}: {finish_hint(run_dir, 'running')}; a resume would be refused")
+    if has_manifest(run_dir):
+        manifest = load_manifest(run_dir)
+        _check_same_config(manifest, prepared.config, run_dir)
+        _check_same_machine(manifest, run_dir, force)
+    warnings: list[str] = []
+    samples = load_samples(run_dir, warnings) if has_samples(run_dir) else []
+    done = {s.sample_key() for s in samples}
     plan = prepared.plan
+    if prepared.config.auto_repetitions and samples:  # a round begun before the interruption goes on
+        keys = {i.sample_key() for i in plan.invocations}
+        more = [i for i in _adaptive(prepared).resume_plan(samples) if i.sample_key() not in keys]
+        plan.invocations = [*plan.invocations, *more]
     measured = [i for i in plan.measured if i.sample_key() not in done]
     n_done = len(plan.measured) - len(measured)
     plan.invocations = [
         i for i in plan.invocations if (i.warmup and measured) or not i.warmup and i.sample_key() not in done
     ]
+    plan.notes += warnings  # each names the samples file
     if not measured:
         plan.notes.append(f"{run_dir}: every planned sample is recorded already; nothing left to run")
     else:

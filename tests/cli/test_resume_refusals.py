@@ -84,3 +84,25 @@ def test_resume_refuses_a_tune_folder_and_report_does_not_suggest_it(tmp_path):
     report = cli("report", str(run), "--out", str(tmp_path / "rep"))
     assert "specbench run --resume" not in report.stdout + report.stderr
     assert "run `specbench tune` again" in " ".join((report.stdout + report.stderr).split())
+
+
+def test_a_dry_resume_refuses_what_the_resume_would(tmp_path):
+    """`run --resume DIR --dry-run` makes the real resume's refusals (another config, a run still
+    going, another machine) and says what reading the samples dropped, instead of listing work."""
+    from specbench.build.envinfo import collect
+    from specbench.results.folder import RunLock
+
+    here = collect()
+    run = _copy(tmp_path, **{"env.hostname": here.hostname, "env.cpu_model": here.cpu_model,
+                             "env.gpus": [g.model_dump() for g in here.gpus]})  # fmt: skip
+    lines = (run / "samples.jsonl").read_text().splitlines()
+    (run / "samples.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
+    ok = cli("run", "--resume", str(run), "--dry-run")
+    assert ok.returncode == 0, ok.stderr
+    assert "1 duplicate sample was dropped" in " ".join(ok.stdout.split())
+    assert_one_line_error(cli("run", "--resume", str(run), "--dry-run", "--set", "generation.n_predict=24"),
+                          "different config")  # fmt: skip
+    with RunLock(run):
+        assert_one_line_error(cli("run", "--resume", str(run), "--dry-run"), "still running")
+    elsewhere = _copy(tmp_path / "b", **{"env.hostname": "elsewhere"})
+    assert_one_line_error(cli("run", "--resume", str(elsewhere), "--dry-run"), "another machine")
