@@ -221,7 +221,32 @@ def build_cells(
                 f"({odd[0].model_dump(exclude_defaults=True)} is in one only: their binaries take "
                 "different options); compare builds that both have them"
             )
-    return cells or []
+    cells = cells or []
+    notes += [n for n in unused_settings(config, cells) if n not in notes]
+    return cells
+
+
+def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
+    """Keys set away from their defaults that no cell of this plan uses: a user who set them
+    expects they did something. (Per build option, the notes of ``sweep_cells`` say it.)"""
+    sweep, fields = config.sweep, type(config.sweep).model_fields
+    methods = ", ".join(dict.fromkeys(c.method for c in cells)) or "none"
+    out = []
+    for axis in ("draft_max", "draft_min", "p_min", "ngld"):
+        if getattr(sweep, axis) != fields[axis].default_factory() and all(
+            getattr(c, axis) is None for c in cells
+        ):
+            out.append(f"sweep.{axis} does not apply to this sweep's methods ({methods}): no cell uses it")
+    if not any(ngram_parts(c.method) for c in cells):
+        for axis in ("ngram_size_n", "ngram_size_m"):
+            if getattr(sweep, axis) != [None]:
+                out.append(f"sweep.{axis} is for n-gram methods, and this sweep has none ({methods})")
+    if (
+        config.runner == "server"
+        and config.speculative_binary != type(config).model_fields["speculative_binary"].default
+    ):
+        out.append("speculative_binary picks the process runner's binary; `runner: server` runs llama-server")
+    return out
 
 
 def baseline_groups(cells: list[Cell]) -> dict[tuple, list[Cell]]:

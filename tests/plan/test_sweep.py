@@ -344,3 +344,25 @@ def test_server_dry_run_says_the_configs_warmup(tmp_path, llama_build, warmup, s
     text = make_plan(config, llama_build, MODELS, rendered(config)).describe()
     lines = [x for x in text if "# server (" in x]
     assert lines and all(line.endswith(f"slot(s), {says}):") for line in lines), lines
+
+
+@pytest.mark.parametrize(
+    "sections, words",
+    [
+        ({"sweep": {"method": ["ngram-simple"], "draft_max": [4, 8]}}, "sweep.draft_max does not apply"),
+        ({"sweep": {"method": ["ngram-simple"], "ngld": [1]}}, "sweep.ngld does not apply"),
+        ({"sweep": {"method": ["ngram-simple"], "p_min": [0.5]}}, "sweep.p_min does not apply"),
+        ({"sweep": {"method": ["draft"], "ngram_size_n": [3]}}, "sweep.ngram_size_n is for n-gram methods"),
+        ({"runner": "server", "speculative_binary": "speculative"}, "speculative_binary picks the process"),
+    ],
+)
+def test_a_key_no_cell_uses_is_named_in_a_note(tmp_path, llama_build, sections, words):
+    config = make_config(tmp_path, **sections)
+    notes = make_plan(config, llama_build, MODELS, rendered(config)).notes
+    assert any(words in n for n in notes), notes
+
+
+def test_keys_some_cell_uses_get_no_note(tmp_path, llama_build):
+    config = make_config(tmp_path)  # draft_max [4, 8, 16] with draft and ngram-simple: the draft cells use it
+    notes = make_plan(config, llama_build, MODELS, rendered(config)).notes
+    assert not any("does not apply" in n or "is for n-gram" in n for n in notes), notes
