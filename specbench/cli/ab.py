@@ -177,6 +177,7 @@ def run_builds(
         _remove_empty,
         _status_printer,
         resume_command,
+        say_plan_notes,
     )
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
@@ -193,6 +194,7 @@ def run_builds(
     except BaseException:
         _remove_empty(run_dir, made)
         raise
+    say_plan_notes(prepared)
     view = ProgressView(quiet)
     try:
         base, head = specs[0][0], specs[1][0]

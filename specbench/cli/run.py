@@ -298,6 +298,7 @@ def run(
     finally:
         if bars is not None:
             bars.stop()
+    say_plan_notes(prepared)
     view = ProgressView(quiet)
     try:
         summary = benchmark.run_benchmark(
@@ -333,6 +334,13 @@ def run(
     why = _nothing_measured(summary, report)
     if why is not None:
         raise RunError(why)
+
+
+def say_plan_notes(prepared: Any) -> None:
+    """What the plan noted (a key no cell uses, a chat template missing, an option this build lacks),
+    before the first sample: a real run says what its dry run says."""
+    for note in prepared.plan.notes:
+        say(f"note: {note}", err=True)
 
 
 def _outermost_missing(run_dir: Path) -> Path | None:

@@ -352,3 +352,14 @@ def test_every_shipped_config_dry_runs(tmp_path, llama_build, config):
     assert len(commands) >= loaded.repetitions * len(loaded.prompt_list())
     assert any("-md " in c or "--spec-type" in c for c in commands)
     assert not (tmp_path / "r").exists()
+
+
+def test_a_real_run_says_its_plan_notes_before_the_first_sample(tmp_path, llama_build, smol_f32, smol_q4):
+    """A key no cell uses is named by the run itself, not only by its dry run."""
+    config = one_cell(tmp_path, smol_f32, smol_q4, repetitions=1, warmup=0, precision=0.05,
+                      generation={"n_predict": 8, "threads": 2})  # fmt: skip
+    result = cli("run", str(config), "--set", "sweep.ngram_size_n=[3]", "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    err = " ".join(result.stderr.split())
+    assert "note: sweep.ngram_size_n is for n-gram methods" in err and "note: precision is for" in err
+    assert err.index("note: sweep.ngram_size_n") < err.index("[1/")  # before the first sample
