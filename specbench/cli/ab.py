@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import Format, err_console
+from specbench.cli.common import Col, Format, err_console, fitted_table, print_fitted, table_width
 from specbench.cli.common import table_console as console
 
 STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
@@ -85,15 +85,14 @@ def show(cmp, fmt: Format) -> None:
     elif fmt == Format.md:
         typer.echo(to_markdown(cmp))
     else:
-        from rich.table import Table
-        from rich.text import Text
-
-        table = Table(title=f"{_sides(cmp)} ({cmp.run})", title_justify="left")
-        for col in COLUMNS:
-            table.add_column(col, overflow="fold", no_wrap=col not in ("why", "cell"))
-        for row in _rows(cmp):
-            table.add_row(*map(Text, row), style=STYLE.get(row[0], ""))
-        console.print(table)
+        rows = _rows(cmp)
+        table, dropped = fitted_table(
+            [Col(c, wrap=c in ("why", "cell")) for c in COLUMNS], rows,
+            ("p", "detectable", "pairs", "why", "95% CI"), table_width(),
+            title=f"{_sides(cmp)} ({cmp.run})", title_justify="left",
+            row_styles=[STYLE.get(r[0], "") for r in rows],
+        )  # fmt: skip
+        print_fitted(table, dropped, "--format md shows every column")
         console.print(
             _verdict(cmp), style="bold red" if cmp.exit_code else "bold green", markup=False, soft_wrap=True
         )

@@ -33,3 +33,73 @@ class State:
 
 
 state = State()
+
+
+@dataclass
+class Col:
+    """A column of a fitted table: ``wrap`` columns (free text, long names) may wrap between words;
+    the others stay on one line, whole."""
+
+    header: str
+    wrap: bool = False
+    right: bool = False
+
+
+WRAP_WIDTH = 24  # a free-text column is given at least this much (or its longest text) before wrapping
+
+
+def _min_width(col: Col, cells: list[str]) -> int:
+    """A header wraps between words, never inside one; a one-line column is its widest cell; a
+    free-text column its widest text up to ``WRAP_WIDTH``, so it wraps into lines, not letters."""
+    head = max((len(w) for w in col.header.split()), default=1)
+    widest = max((len(c) for c in cells), default=0)
+    return max(head, min(widest, WRAP_WIDTH) if col.wrap else widest)
+
+
+def fitted_table(
+    cols: list[Col],
+    rows: list[list[str]],
+    drop_order: tuple[str, ...],
+    width: int | None,
+    **table_args: object,
+) -> tuple[object, list[str]]:
+    """A rich Table whose headers and values are never cut: when the terminal (``width``; None:
+    no limit) is too narrow, columns are left out in ``drop_order`` and returned by header, for a
+    line under the table (as ``specbench report`` does). ``row_styles``: one style per row."""
+    from rich.table import Table
+    from rich.text import Text
+
+    styles = table_args.pop("row_styles", None) or [None] * len(rows)
+    keep = list(range(len(cols)))
+    mins = [_min_width(c, [r[i] for r in rows]) for i, c in enumerate(cols)]
+    dropped: list[str] = []
+
+    def need() -> int:
+        return sum(mins[i] + 3 for i in keep) + 1
+
+    for header in drop_order:
+        if width is None or need() <= width:
+            break
+        for i in list(keep):
+            if cols[i].header == header and len(keep) > 1:
+                keep.remove(i)
+                dropped.append(header)
+    table = Table(**table_args)
+    for i in keep:
+        c = cols[i]
+        table.add_column(c.header, justify="right" if c.right else "left", no_wrap=not c.wrap,
+                         overflow="fold", min_width=mins[i])  # fmt: skip
+    for row, style in zip(rows, styles, strict=True):
+        table.add_row(*(Text(row[i]) for i in keep), style=style)  # Text: no markup in names
+    return table, dropped
+
+
+def table_width() -> int | None:
+    """The terminal's width for tables; None when the output is not a terminal (logs keep every column)."""
+    return console.width if console.is_terminal else None
+
+
+def print_fitted(table: object, dropped: list[str], hint: str) -> None:
+    table_console.print(table)
+    if dropped:
+        say(f"left out for the terminal's width: {', '.join(dropped)} ({hint})")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import Format, err_console, say
+from specbench.cli.common import Col, Format, err_console, fitted_table, print_fitted, say, table_width
 from specbench.cli.common import table_console as console
 
 baseline_app = typer.Typer(
@@ -159,8 +159,6 @@ def to_markdown(cmp) -> str:
 
 
 def _print_table(cmp) -> None:
-    from rich.table import Table
-    from rich.text import Text
 
     console.print(
         f"baseline: {_facts(cmp.baseline_ref, cmp.baseline)}", markup=False, highlight=False, soft_wrap=True
@@ -174,12 +172,14 @@ def _print_table(cmp) -> None:
         if m.nothing:
             say(_summary(m))
             continue
-        table = Table(title=f"{m.metric} ({m.unit})", title_justify="left")
-        for col in COLUMNS:
-            table.add_column(col, overflow="fold", no_wrap=col != "why")  # names stay whole, greppable
-        for row in _rows(m):
-            table.add_row(*map(Text, row), style=STATUS_STYLE.get(row[0], ""))  # Text: no markup in names
-        console.print(table)
+        rows = _rows(m)
+        cols = [Col(c, wrap=c in ("cell", "why")) for c in COLUMNS]
+        table, dropped = fitted_table(
+            cols, rows, ("p", "mde", "baseline", "current", "prompt", "why"), table_width(),
+            title=f"{m.metric} ({m.unit})", title_justify="left",
+            row_styles=[STATUS_STYLE.get(r[0], "") for r in rows],
+        )  # fmt: skip
+        print_fitted(table, dropped, "--format md shows every column")
         say(_summary(m))
     say(f"note: {UNPAIRED_NOTE}")  # before the verdict, which stays the last line
     style = {0: "bold green", 1: "bold red"}.get(cmp.exit_code, "bold magenta")
@@ -345,8 +345,6 @@ def history_cmd(
     ] = None,
 ) -> None:
     """Show each cell's value over the recorded runs and llama.cpp commits."""
-    from rich.table import Table
-    from rich.text import Text
 
     from specbench.gate.history import (
         default_db,
@@ -386,9 +384,7 @@ def history_cmd(
             f"no {metric} recorded{what} in {db} yet: each `specbench run` records itself", markup=False
         )
         return
-    table = Table(title=f"{metric} over runs", title_justify="left")
-    for col in ("cell", "started", "run", "llama.cpp", "threads", "mean ± sd", "reps", "prompts"):
-        table.add_column(col, overflow="fold", no_wrap=col != "cell")
+    rows: list[list[str]] = []
     last = None
     for p in points:
         name = f"{p.label} ({p.generation}; prompts {p.prompts}; {p.machine})"
@@ -404,9 +400,15 @@ def history_cmd(
             value,
             str(p.n_reps),
         ]
-        table.add_row(*map(Text, cells), Text(str(p.n_prompts)))
+        rows.append([*cells, str(p.n_prompts)])
         last = name
-    console.print(table)
+    headers = ("cell", "started", "run", "llama.cpp", "threads", "mean ± sd", "reps", "prompts")
+    table, dropped = fitted_table(
+        [Col(h, wrap=h == "cell") for h in headers], rows,
+        ("threads", "reps", "prompts", "run", "started", "llama.cpp"), table_width(),
+        title=f"{metric} over runs", title_justify="left",
+    )  # fmt: skip
+    print_fitted(table, dropped, "a wider terminal, or pipe the output, shows them")
     if plot:
         console.print(
             f"plot: {plot_history(points, plot, metric)}", markup=False, highlight=False, soft_wrap=True

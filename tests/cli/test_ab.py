@@ -273,7 +273,11 @@ def test_an_interrupted_bisect_says_resume_the_bisect_folder(tmp_path, monkeypat
     def interrupted(prepared, run_dir, **kw):
         raise RunInterrupted(run_dir, 3, "SIGHUP", 129)
 
-    monkeypatch.setattr(benchmark, "prepare", lambda cfg, **kw: None)
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(
+        benchmark, "prepare", lambda cfg, **kw: SimpleNamespace(plan=SimpleNamespace(notes=[]))
+    )
     monkeypatch.setattr(benchmark, "run_benchmark", interrupted)
     cfg = str(Path(__file__).resolve().parents[2] / "configs" / "ci.yaml")
     out = tmp_path / "bis"

@@ -1,0 +1,47 @@
+"""Fitted tables (compare, ab, history, models list): at any terminal width every header shown is
+whole, values are not cut, and what did not fit is named."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from rich.console import Console
+
+from specbench.cli.common import Col, fitted_table
+
+COLS = [Col("status"), Col("cell", wrap=True), Col("prompt"), Col("baseline"), Col("current"), Col("p"),
+        Col("mde"), Col("why", wrap=True)]  # fmt: skip
+ROWS = [
+    ["too_noisy", "smol draft draft_max=8 draft_min=0 p_min=0 ngl=0 ngld=0", "code-02", "6.09 ± 3.44 (n=2)",
+     "6.09 ± 3.44 (n=2)", "0.213", "165.1%", "too noisy to decide: +0.0%, could be -165.1%: a -5% drop"],
+    ["pass", "smol_f32 baseline ngl=0", "extr-05", "56.10 ± 0.31 (n=6)", "56.40 ± 0.28 (n=6)", "0.31", "1.0%",
+     "+0.5%, excludes a drop beyond -5% (at worst -0.6%)"],
+]  # fmt: skip
+DROP = ("p", "mde", "baseline", "current", "prompt", "why")
+
+
+def render(width: int | None) -> tuple[str, list[str]]:
+    table, dropped = fitted_table(COLS, ROWS, DROP, width)
+    console = Console(width=width or 400, record=True, color_system=None)
+    console.print(table)
+    return console.export_text(), dropped
+
+
+@pytest.mark.parametrize("width", [60, 90, 120])
+def test_headers_and_values_are_never_cut_and_what_is_left_out_is_named(width):
+    text, dropped = render(width)
+    header = next(line for line in text.splitlines() if "status" in line)
+    shown = [c.header for c in COLS if c.header not in dropped]
+    assert re.findall(r"┃\s*(\S[^┃]*?)\s*(?=┃)", header) == shown  # each header whole, in its own column
+    assert max(len(line) for line in text.splitlines()) <= width
+    for row in ROWS:  # one-line columns keep whole values
+        for col, value in zip(COLS, row, strict=True):
+            if col.header in shown and not col.wrap:
+                assert value in text
+    assert dropped == list(DROP[: len(dropped)])  # left out in the order given
+
+
+def test_no_width_keeps_every_column():
+    text, dropped = render(None)
+    assert dropped == [] and all(c.header in text for c in COLS)
