@@ -84,9 +84,13 @@ def tune(
         RunInterrupted
     ) as exc:  # Ctrl-C, SIGTERM, SIGHUP: the llama.cpp child is gone, the manifest says so
         view.stop()
+        if not exc.run_dir.is_dir():
+            say(f"interrupted ({exc.reason}) before anything was measured; nothing kept", err=True)
+            raise typer.Exit(exc.exit_code) from None
         cal = " and its calibration" if load_calibration(exc.run_dir) is not None else ""
-        say(f"interrupted ({exc.reason}): {exc.n_kept} samples{cal} kept in {exc.run_dir} "
-             f"(specbench report {exc.run_dir} shows them)", err=True)  # fmt: skip
+        shows = f"specbench report {exc.run_dir} shows them" if exc.n_kept else "it recorded no sample yet"
+        say(f"interrupted ({exc.reason}): {exc.n_kept} samples{cal} kept in {exc.run_dir} ({shows})",
+            err=True)  # fmt: skip
         raise typer.Exit(exc.exit_code) from None
     finally:
         view.stop()

@@ -149,10 +149,12 @@ def measure_model(
     reps: int = 2,
     timeout_s: float = 600,
     use_cache: bool = True,
+    limit: str | None = None,
 ) -> tuple[CachedCosts, bool]:
     """One model's pass costs, and whether they came from the cache: they do when it holds this build,
     model, threads, ngl and depth with every k of ``ks``; else they are measured now and not stored
-    (``store`` does that, once the caller knows the machine was quiet)."""
+    (``store`` does that, once the caller knows the machine was quiet). ``limit``: what sets
+    ``timeout_s``, for the message when llama-bench runs past it."""
     if use_cache:
         hit = cached_costs(build.key, sha256, threads, ngl, depth)
         if hit is not None and set(ks) <= set(hit.costs.pass_s):
@@ -164,8 +166,10 @@ def measure_model(
             argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, env=child_env()
         )
     except subprocess.TimeoutExpired as exc:
-        raise RunError(
-            f"llama-bench on {name} ran past {timeout_s:.0f} s; raise timeout_s or lower the depth"
+        raise CalibrationTimeout(
+            f"llama-bench on {name} ran past {timeout_s:.0f} s ("
+            + (limit or "its limit; shorter prompts or n_predict lower the KV depth it fills")
+            + ")"
         ) from exc
     if proc.returncode != 0:
         last = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
@@ -174,6 +178,10 @@ def measure_model(
     entry = CachedCosts(build=build.key, sha256=sha256, threads=threads, ngl=ngl, depth=depth,
                         repetitions=reps, measured_at=at, costs=costs)  # fmt: skip
     return entry, False
+
+
+class CalibrationTimeout(RunError):
+    """llama-bench did not finish in the time it was given."""
 
 
 def store(entry: CachedCosts) -> None:
@@ -203,24 +211,23 @@ def calibrate(
     reps: int = 2,
     level: int = 0,
     timeout_s: float = 600,
+    limit: str | None = None,
 ) -> Calibrated:
-    """Pass costs of each (name, path, sha256, ngl) at ``depth``, the k's of ``level`` up to max_draft+1."""
+    """Pass costs of each (name, path, sha256, ngl) at ``depth``, the k's of ``level`` up to
+    max_draft+1, all of it within ``timeout_s`` (``limit``: what set it, for the message)."""
+    import time
+
     ks = pass_sizes(max_draft, level)
-    entries = [
-        measure_model(
-            build,
-            name,
-            path,
-            sha,
-            ks=ks,
-            depth=depth,
-            threads=threads,
-            ngl=ngl,
-            reps=reps,
-            timeout_s=timeout_s,
-        )  # fmt: skip
-        for name, path, sha, ngl in models
-    ]
+    deadline = time.monotonic() + timeout_s
+    entries = []
+    for name, path, sha, ngl in models:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise CalibrationTimeout(
+                f"calibration ran past {timeout_s:.0f} s before {name} ({limit or 'its limit'})"
+            )
+        entries.append(measure_model(build, name, path, sha, ks=ks, depth=depth, threads=threads, ngl=ngl,
+                                     reps=reps, timeout_s=left, limit=limit))  # fmt: skip
     fresh = [e for e, hit in entries if not hit]
     cal = Calibration(
         build=build.key, threads=threads, depth=depth, repetitions=min(e.repetitions for e, _ in entries),

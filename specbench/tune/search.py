@@ -24,6 +24,7 @@ the draft.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,8 +50,8 @@ from specbench.results.folder import (
     save_manifest,
 )
 from specbench.results.manifest import Manifest, now_iso
-from specbench.tune.budget import Clock, RunCosts, plan_calibration
-from specbench.tune.calibrate import Calibrated, calibrate, pass_sizes, store
+from specbench.tune.budget import BudgetTooSmall, Clock, RunCosts, plan_calibration
+from specbench.tune.calibrate import Calibrated, CalibrationTimeout, calibrate, pass_sizes, store
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
 from specbench.tune.commands import server_command, with_placeholder
 
@@ -180,9 +181,14 @@ def kv_depth(run_dir: Path, n_predict: int) -> int:
     return int(sum(prompt) / len(prompt) if prompt else 0) + n_predict // 2
 
 
-def _mean_wall(run_dir: Path) -> float:
-    walls = [s.wall_s for s in load_samples(run_dir)]
-    return sum(walls) / len(walls) if walls else 5.0
+TAIL_S = 1.0  # the closing noise check (0.5 s of idle sampling) and the manifest's last write
+
+
+def per_run(spent: list[float]) -> float:
+    """Seconds a measured run has cost, everything counted (server starts and model loads, the
+    runner's bookkeeping): the dearest round so far after the first (whose warmups would overprice
+    every later round), so a round priced from it ends in time."""
+    return max(spent[1:] or spent) if spent else 5.0
 
 
 def _look(manifest: Manifest, phase: str) -> list[str]:
@@ -225,8 +231,14 @@ def tune(
     every = candidates(base, ngl, ngld_values, max_draft)
     probe_g = min(PROBE_DRAFT, max_draft)
     probe = [s for s in every if s.ngld == ngld_values[-1] and s.draft_max == max(probe_g, s.draft_min)]
+    made = not run_dir.exists()
     benchmark.prepare_run_dir(run_dir, False)
-    prepared = benchmark.prepare(_round_config(base, probe, 1, base.warmup))
+    try:
+        prepared = benchmark.prepare(_round_config(base, probe, 1, base.warmup))
+        _check_history_floor(clock, prepared, note)
+    except BaseException:  # refused or interrupted before anything ran: leave no empty folder
+        _remove_if_empty(run_dir, made)
+        raise
     manifest = benchmark.make_manifest(prepared, run_dir, command_line or [])
     result = TuneResult(pair, run_dir, [], None, None, None, None, None, None, 0.0)
     try:
@@ -236,6 +248,8 @@ def tune(
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP between the rounds (calibration...)
         reason = interrupts.describe(exc)
         _record_end(run_dir, manifest, "interrupted", reason)
+        if not has_manifest(run_dir):
+            _remove_if_empty(run_dir, made)
         raise RunInterrupted(run_dir, _kept(run_dir), reason, interrupts.exit_code(exc)) from None
     except SpecbenchError as exc:
         _record_end(run_dir, manifest, "failed", str(exc))
@@ -243,6 +257,36 @@ def tune(
     result.busy, result.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
     result.elapsed_s = clock.elapsed()
     return result
+
+
+def _remove_if_empty(run_dir: Path, made: bool) -> None:
+    if made and run_dir.is_dir() and not any(run_dir.iterdir()):
+        run_dir.rmdir()
+
+
+def _check_history_floor(clock: Clock, prepared: benchmark.Prepared, note: Callable[[str], None]) -> None:
+    """Refuse up front a budget below what this machine's history says the probe alone takes; without
+    history, say that the least budget is known after the probe's first prompt."""
+    from specbench.gate.history import history_estimate, speeds_on
+    from specbench.results.manifest import MachineFacts
+
+    try:
+        known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
+    except SpecbenchError:  # an unreadable history only loses the early check
+        known = None
+    runs = [i for i in prepared.plan.measured if i.role in ("baseline", "speculative")]  # tune's probe
+    guesses = [known(i) for i in runs] if known else []
+    if not guesses or any(g is None for g in guesses):
+        note("budget: this machine's history has no run of this pair yet, so the least budget is known "
+             "after the probe's first prompt")  # fmt: skip
+        return
+    probe_s = sum(g for g in guesses if g is not None)
+    if probe_s > clock.left():
+        raise BudgetTooSmall(
+            f"--budget {clock.budget_s:g} is too small for this config here: this machine's history puts "
+            f"the probe alone at about {probe_s:.0f} s; give --budget {math.ceil(probe_s * 3)} or more "
+            "(the probe, a calibration and a round), or fewer prompts"
+        )
 
 
 def _kept(run_dir: Path) -> int:
@@ -265,6 +309,8 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
     rounds: dict[tuple, int] = {}  # setting -> rounds it was measured in
     prompts = prepared.prompts
 
+    spent: list[float] = []  # seconds per measured run of each round, everything counted
+
     def measure(settings: list[Setting], first_round: bool = False, only: list[str] | None = None) -> None:
         rep = len(result.rounds)  # one repetition number per round, the baseline's included
         cfg = _round_config(base, settings, 1, base.warmup if first_round else 0)
@@ -272,7 +318,9 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
         plan = _invocations(cfg, prepared, settings, rep)
         if only is not None:  # the probe in two parts: its first prompt prices the rest of the search
             plan = plan.only([i for i in plan.invocations if i.prompt_id in only])
+        t0 = time.monotonic()
         execute(plan, run_dir, manifest, progress=progress, resume=has_samples(run_dir))
+        spent.append((time.monotonic() - t0) / max(1, len(plan.measured)))
         if only is None or only[-1] == prompts[-1].id:
             for st in settings:
                 rounds[st.key()] = rounds.get(st.key(), 0) + 1
@@ -301,12 +349,30 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
     models = prepared.models
     tm, dm = models[p.target], models[p.draft]
     busy = _look(manifest, "during")  # judges the calibration: it is cached only if the machine is quiet
-    calibrated = calibrate(
-        prepared.build,
-        [(p.target, str(tm.path), getattr(tm, "sha256", None), ngl)]
-        + [(p.draft, str(dm.path), getattr(dm, "sha256", None), nd) for nd in ngld_values],
-        max_draft=max_draft, depth=depth, threads=base.generation.threads, reps=plan.reps, level=plan.level,
-    )  # fmt: skip
+    # llama-bench may take what the budget leaves after one round and the end (its estimate is a
+    # guess, and a busy machine slows it): past that, tune stops and says so rather than overrun
+    one_round = len(prompts) * 2 * per_run(spent)
+    allowed = clock.left() - one_round - TAIL_S
+    if allowed <= 0:
+        least = math.ceil((clock.elapsed() + plan.seconds + one_round + TAIL_S) * 1.1)
+        so_far = clock.elapsed()
+        raise BudgetTooSmall(
+            f"--budget {clock.budget_s:g} is spent before calibration ({so_far:.0f} s so far): give --budget "
+            f"{least} or more"
+        )
+    bench = [(p.target, str(tm.path), getattr(tm, "sha256", None), ngl)]
+    bench += [(p.draft, str(dm.path), getattr(dm, "sha256", None), nd) for nd in ngld_values]
+    try:
+        calibrated = calibrate(
+            prepared.build, bench, max_draft=max_draft, depth=depth, threads=base.generation.threads,
+            reps=plan.reps, level=plan.level, timeout_s=allowed,
+            limit=f"what --budget {clock.budget_s:g} leaves for calibration after the probe",
+        )  # fmt: skip
+    except CalibrationTimeout as exc:
+        raise BudgetTooSmall(
+            f"{exc}; expected about {plan.seconds:.0f} s (a busy machine slows llama-bench): the probe's "
+            f"samples are kept in {run_dir}; give a larger --budget"
+        ) from exc
     cal = calibrated.calibration
     if calibrated.fresh:
         busy += _look(manifest, "during")
@@ -329,10 +395,11 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
         predict(cands, rows, cal, p.target, p.draft, ngl, result.baseline_tps)
 
     update()
-    per_run = _mean_wall(run_dir)
 
     def cost(n_settings: int) -> float:
-        return len(prompts) * (1 + n_settings) * per_run  # each round measures the baseline again
+        """A round (the baseline again and each setting, every prompt) at what rounds cost so far,
+        and the end's noise check: so the command ends within the budget."""
+        return len(prompts) * (1 + n_settings) * per_run(spent) + TAIL_S
 
     ranked = [c.setting for c in sorted(cands.values(), key=lambda c: -(c.model_speedup or 0))]
     k = FIRST_ROUND
@@ -348,7 +415,6 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
         field_ = field_[: max(1, math.ceil(len(field_) / 2))]
         if len(field_) == 1 and rounds[field_[0].setting.key()] >= MAX_REPS:
             break
-        per_run = _mean_wall(run_dir)
         if not clock.affordable(cost(len(field_))):
             break
         measure([c.setting for c in field_])

@@ -52,3 +52,11 @@ def test_a_budget_below_the_minimum_is_refused_naming_the_minimum():
     assert "--budget 30 is too small" in msg and given > least * 1.1
     # the same machine with that budget is not refused
     plan_calibration(clock(given, spent=10), COSTS, 300, 32, 2, runs_left=4, round_runs=6)
+
+
+def test_a_round_is_priced_by_the_dearest_warmup_free_round():
+    from specbench.tune.search import per_run
+
+    assert per_run([]) == 5.0  # nothing measured yet: a guess
+    assert per_run([3.0]) == 3.0  # the probe's first prompt alone (warmups included)
+    assert per_run([3.0, 0.8, 1.1]) == 1.1  # later rounds: server starts and bookkeeping counted

@@ -48,3 +48,15 @@ def test_output_that_is_not_llama_bench_json_is_a_clear_error():
         parse_bench_json('[{"n_prompt": 1}]')
     entries = parse_bench_json('noise\n[{"n_prompt": 4, "n_gen": 0, "n_depth": 10, "avg_ns": 2e6}]')
     assert entries[0].n_prompt == 4 and entries[0].avg_ns == 2e6
+
+
+def test_calibration_stops_at_its_time_and_says_what_set_it(llama_build, smol_q4, monkeypatch, tmp_path):
+    """tune gives llama-bench what the budget leaves it; past that it stops, naming the budget (not a
+    timeout_s the config does not pass)."""
+    from specbench.tune.calibrate import CalibrationTimeout
+
+    monkeypatch.setenv("SPECBENCH_CALIBRATION", str(tmp_path / "cal"))  # nothing cached: it must measure
+    with pytest.raises(CalibrationTimeout, match=r"ran past 0 s \(what --budget 9 leaves for calibration"):
+        model = ("q4", str(smol_q4.path), smol_q4.sha256, 0)
+        calibrate(llama_build, [model], max_draft=4, depth=64, threads=2, reps=1, timeout_s=0.05,
+                  limit="what --budget 9 leaves for calibration")  # fmt: skip
