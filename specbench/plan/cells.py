@@ -241,6 +241,13 @@ def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
         for axis in ("ngram_size_n", "ngram_size_m"):
             if getattr(sweep, axis) != [None]:
                 out.append(f"sweep.{axis} is for n-gram methods, and this sweep has none ({methods})")
+    if sweep.method != fields["method"].default_factory() and all(p.method for p in config.pairs.values()):
+        out.append("sweep.method is not used: every pair names its own `method:`")
+    for name, pair in config.pairs.items():
+        if pair.draft is not None and cells and not any(c.pair == name and c.draft for c in cells):
+            out.append(
+                f"pairs.{name}.draft is not used: no method of this sweep drafts with a model ({methods})"
+            )
     if (
         config.runner == "server"
         and config.speculative_binary != type(config).model_fields["speculative_binary"].default

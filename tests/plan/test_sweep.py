@@ -354,6 +354,14 @@ def test_server_dry_run_says_the_configs_warmup(tmp_path, llama_build, warmup, s
         ({"sweep": {"method": ["ngram-simple"], "p_min": [0.5]}}, "sweep.p_min does not apply"),
         ({"sweep": {"method": ["draft"], "ngram_size_n": [3]}}, "sweep.ngram_size_n is for n-gram methods"),
         ({"runner": "server", "speculative_binary": "speculative"}, "speculative_binary picks the process"),
+        ({"sweep": {"method": ["ngram-simple"]}}, "pairs.p.draft is not used"),
+        (
+            {
+                "sweep": {"method": ["ngram-simple"]},
+                "pairs": {"p": {"target": "big", "draft": "small", "method": "draft"}},
+            },
+            "sweep.method is not used",
+        ),
     ],
 )
 def test_a_key_no_cell_uses_is_named_in_a_note(tmp_path, llama_build, sections, words):
