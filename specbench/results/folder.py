@@ -110,8 +110,8 @@ def check_writable(run_dir: Path) -> None:
         probe.unlink()
     except OSError as exc:
         raise RunError(
-            f"results folder is not writable: {os_problem(exc, run_dir)}; make it writable or choose "
-            "another folder"
+            f"results folder is not writable: {os_problem(exc, run_dir)}; make it writable, or give a new "
+            "run another folder with --out DIR"
         ) from exc
 
 
