@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import Col, Format, err_console, fitted_table, print_fitted, table_width
+from specbench.cli.common import Col, Format, err_console, fitted_table, print_fitted, say_notes, table_width
 from specbench.cli.common import table_console as console
 
 STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
@@ -111,8 +111,7 @@ def paired_from_run(
     from specbench.gate.baseline import load_run, running_notes
 
     side = load_run(run_dir)
-    for note in [*side.notes, *running_notes(side)]:  # stderr: stdout may be JSON
-        err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    say_notes([*side.notes, *running_notes(side)])
     return paired_compare(side.samples, str(run_dir), base, head, metrics or METRICS, threshold, **options)
 
 
@@ -176,7 +175,6 @@ def run_builds(
         _remove_empty,
         _status_printer,
         resume_command,
-        say_plan_notes,
     )
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
@@ -193,7 +191,7 @@ def run_builds(
     except BaseException:
         _remove_empty(run_dir, made)
         raise
-    say_plan_notes(prepared)
+    say_notes(prepared.plan.notes)  # before the first sample, as `run` does
     view = ProgressView(quiet)
     try:
         base, head = specs[0][0], specs[1][0]

@@ -27,6 +27,13 @@ def say(line: str, err: bool = False) -> None:
     (err_console if err else console).print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+def say_notes(notes: list[str]) -> None:
+    """``note: ...`` lines on stderr (stdout may be JSON): what reading a run left out, what a plan
+    noted, what a run still going means for its numbers."""
+    for note in notes:
+        say(f"note: {note}", err=True)
+
+
 @dataclass
 class State:
     debug: bool = False

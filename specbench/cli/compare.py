@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import Col, Format, err_console, fitted_table, print_fitted, say, table_width
+from specbench.cli.common import (
+    Col,
+    Format,
+    err_console,
+    fitted_table,
+    print_fitted,
+    say,
+    say_notes,
+    table_width,
+)
 from specbench.cli.common import table_console as console
 
 baseline_app = typer.Typer(
@@ -159,7 +168,6 @@ def to_markdown(cmp) -> str:
 
 
 def _print_table(cmp) -> None:
-
     console.print(
         f"baseline: {_facts(cmp.baseline_ref, cmp.baseline)}", markup=False, highlight=False, soft_wrap=True
     )
@@ -257,9 +265,7 @@ def compare_cmd(
             options["confidence"] = 1 - 2 * alpha
         show(paired_from_run(Path(baseline), base, head, metric, thr, **options), fmt)
     sides = load_side(baseline), load_side(current)
-    notes = [n for side in sides for n in [*side.notes, *running_notes(side)]]
-    for note in notes:  # stderr: stdout may be JSON
-        say(f"note: {note}", err=True)
+    say_notes([n for side in sides for n in [*side.notes, *running_notes(side)]])
     alpha = 0.05 if alpha is None else alpha
     cmp = compare(*sides, metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing, allow_noisy)
     if fmt == Format.json:
@@ -296,8 +302,7 @@ def baseline_save(
     from specbench.gate.baseline import save_baseline
 
     saved = save_baseline(run_dir, name, out_dir, force)
-    for note in saved.notes:
-        say(f"note: {note}", err=True)
+    say_notes(saved.notes)
     size = saved.path.stat().st_size / 1024
     console.print(
         f"saved baseline {saved.path.stem}: {saved.path} ({size:.0f} KiB); commit it",
@@ -345,7 +350,6 @@ def history_cmd(
     ] = None,
 ) -> None:
     """Show each cell's value over the recorded runs and llama.cpp commits."""
-
     from specbench.gate.history import (
         default_db,
         load_history,
@@ -360,8 +364,7 @@ def history_cmd(
     for run_dir in add or []:
         notes: list[str] = []
         n = record_run(run_dir, db, notes)
-        for note in notes:
-            say(f"note: {note}", err=True)
+        say_notes(notes)
         status = read_facts(run_dir, required=False).status
         if n == 0:
             hint = f"; {finish_hint(run_dir, status)}" if status not in (None, "complete") else ""

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import say
+from specbench.cli.common import say, say_notes
 
 
 def merge(
@@ -25,8 +25,7 @@ def merge(
     for d in [*dirs, out]:
         check_path(d, "folder")
     result = merge_runs(list(dirs), out)
-    for note in result.notes:
-        say(f"note: {note}", err=True)
+    say_notes(result.notes)
     for s in result.shards:
         say(f"shard {s.shard}: {s.n_samples} samples from {s.run_id} ({s.hostname or 'unknown host'})")
     say(f"merged {result.n_samples} samples into {result.out}")

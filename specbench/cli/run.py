@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import console, err_console, say
+from specbench.cli.common import console, err_console, say, say_notes
 from specbench.results.folder import samples_path
 
 
@@ -142,8 +142,7 @@ def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
         err_console.print(f"warning: {summary.n_failed} failed and {summary.n_invalid} invalid samples; "
                           f"their reasons are in {samples_path(summary.run_dir)}", markup=False,
                           highlight=False, soft_wrap=True)  # fmt: skip
-    for note in notes:
-        say(f"note: {note}", err=True)
+    say_notes(notes)
     _print_warnings(summary, report.shown(False) if report is not None else [])
 
 
@@ -151,8 +150,7 @@ def _print_warnings(summary: Any, rows: list) -> None:
     """The quality warnings: a busy machine loudly, then each cell's (short, actionable)."""
     for reason in summary.busy:
         say(f"WARNING: busy machine: {reason}; these numbers may be meaningless (--strict refuses)", err=True)
-    for note in summary.noise_notes:
-        say(f"note: {note}", err=True)
+    say_notes(summary.noise_notes)
     if any(r.precision_met is False for r in rows):
         say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)
     from specbench.analysis.digest import digest
@@ -298,7 +296,7 @@ def run(
     finally:
         if bars is not None:
             bars.stop()
-    say_plan_notes(prepared)
+    say_notes(prepared.plan.notes)  # before the first sample: a real run says what its dry run says
     view = ProgressView(quiet)
     try:
         summary = benchmark.run_benchmark(
@@ -334,13 +332,6 @@ def run(
     why = _nothing_measured(summary, report)
     if why is not None:
         raise RunError(why)
-
-
-def say_plan_notes(prepared: Any) -> None:
-    """What the plan noted (a key no cell uses, a chat template missing, an option this build lacks),
-    before the first sample: a real run says what its dry run says."""
-    for note in prepared.plan.notes:
-        say(f"note: {note}", err=True)
 
 
 def _outermost_missing(run_dir: Path) -> Path | None:

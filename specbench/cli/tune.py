@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import say
+from specbench.cli.common import say, say_notes
 from specbench.errors import RunError
 
 
@@ -96,8 +96,7 @@ def tune(
         view.stop()
     for reason in result.busy:
         say(f"WARNING: busy machine: {reason}; tune's figures may be off", err=True)
-    for line in [*result.noise_notes, *([result.cache_note] if result.cache_note else [])]:
-        say(f"note: {line}", err=True)
+    say_notes([*result.noise_notes, *([result.cache_note] if result.cache_note else [])])
     if as_json:
         typer.echo(json.dumps(result_json(result), indent=2))
     else:
