@@ -184,13 +184,15 @@ def t_interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     where no signed-rank interval reaches ``confidence``); no interval for one pair."""
     from scipy.stats import t as student
 
-    d = [float(x) for x in d]
-    n, mean = len(d), sum(d) / len(d)
-    if n < 2:
+    from specbench.gate.regression import mean_sd
+    from specbench.results.precision import t_quantile
+
+    n = len(d)
+    mean, sd = mean_sd(d)
+    if sd is None:  # one pair
         return Interval(n=n, estimate=mean, low=None, high=None, confidence=None, p_value=1.0)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
     se = sd / math.sqrt(n)
-    reach = float(student.ppf(0.5 + confidence / 2, n - 1)) * se
+    reach = t_quantile(n - 1, confidence) * se
     p = 1.0 if mean == 0 else (0.0 if se == 0 else float(2 * student.sf(abs(mean) / se, n - 1)))
     return Interval(n=n, estimate=mean, low=mean - reach, high=mean + reach, confidence=confidence, p_value=p)
 
