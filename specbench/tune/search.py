@@ -349,12 +349,17 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
     models = prepared.models
     tm, dm = models[p.target], models[p.draft]
     busy = _look(manifest, "during")  # judges the calibration: it is cached only if the machine is quiet
+
+    def cost(n_settings: int) -> float:
+        """A round (the baseline again and each setting, every prompt) at what rounds cost so far,
+        and the end's noise check: so the command ends within the budget."""
+        return len(prompts) * (1 + n_settings) * per_run(spent) + TAIL_S
+
     # llama-bench may take what the budget leaves after one round and the end (its estimate is a
     # guess, and a busy machine slows it): past that, tune stops and says so rather than overrun
-    one_round = len(prompts) * 2 * per_run(spent)
-    allowed = clock.left() - one_round - TAIL_S
+    allowed = clock.left() - cost(1)
     if allowed <= 0:
-        least = math.ceil((clock.elapsed() + plan.seconds + one_round + TAIL_S) * 1.1)
+        least = math.ceil((clock.elapsed() + plan.seconds + cost(1)) * 1.1)
         so_far = clock.elapsed()
         raise BudgetTooSmall(
             f"--budget {clock.budget_s:g} is spent before calibration ({so_far:.0f} s so far): give --budget "
@@ -395,11 +400,6 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
         predict(cands, rows, cal, p.target, p.draft, ngl, result.baseline_tps)
 
     update()
-
-    def cost(n_settings: int) -> float:
-        """A round (the baseline again and each setting, every prompt) at what rounds cost so far,
-        and the end's noise check: so the command ends within the budget."""
-        return len(prompts) * (1 + n_settings) * per_run(spent) + TAIL_S
 
     ranked = [c.setting for c in sorted(cands.values(), key=lambda c: -(c.model_speedup or 0))]
     k = FIRST_ROUND
