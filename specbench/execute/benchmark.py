@@ -29,10 +29,12 @@ from specbench.results.manifest import Manifest, machine_differences
 
 if TYPE_CHECKING:
     from specbench.build.builder import BuildPlan
+    from specbench.execute.adaptive import AdaptivePlan
     from specbench.plan.config import Config
     from specbench.plan.invocation import Plan
     from specbench.plan.prompts import RenderedPrompt
     from specbench.plan.shards import Shard, Sharding
+    from specbench.results.records import Sample
 
 
 class PlannedBuild(BuildInfo):
@@ -251,18 +253,14 @@ def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
 
     if lock_holder(run_dir) is not None:
         raise RunError(f"{run_dir}: {finish_hint(run_dir, 'running')}; a resume would be refused")
-    if has_manifest(run_dir):
-        manifest = load_manifest(run_dir)
-        _check_same_config(manifest, prepared.config, run_dir)
-        _check_same_machine(manifest, run_dir, force)
+    check_resume_config(run_dir, prepared.config)
+    check_resume_machine(run_dir, force)
     warnings: list[str] = []
     samples = load_samples(run_dir, warnings) if has_samples(run_dir) else []
     done = {s.sample_key() for s in samples}
     plan = prepared.plan
     if prepared.config.auto_repetitions and samples:  # a round begun before the interruption goes on
-        keys = {i.sample_key() for i in plan.invocations}
-        more = [i for i in _adaptive(prepared).resume_plan(samples) if i.sample_key() not in keys]
-        plan.invocations = [*plan.invocations, *more]
+        plan.invocations = _with_begun_rounds(plan, _adaptive(prepared), samples).invocations
     measured = [i for i in plan.measured if i.sample_key() not in done]
     n_done = len(plan.measured) - len(measured)
     plan.invocations = [
@@ -359,9 +357,7 @@ def run_benchmark(
         adaptive = _adaptive(prepared)
         adaptive.undecided = undecided
         if resume and has_samples(run_dir):
-            keys = {i.sample_key() for i in plan.invocations}
-            more = [i for i in adaptive.resume_plan(load_samples(run_dir)) if i.sample_key() not in keys]
-            plan = plan.only([*plan.invocations, *more])
+            plan = _with_begun_rounds(plan, adaptive, load_samples(run_dir))
     result = execute(
         plan, run_dir, manifest, progress=progress, resume=resume,
         extend=adaptive.next_round if adaptive else None, observe=watch,
@@ -370,6 +366,13 @@ def run_benchmark(
     summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
     summary.rounds = adaptive.rounds if adaptive else 0
     return summary
+
+
+def _with_begun_rounds(plan: Plan, adaptive: AdaptivePlan, samples: list[Sample]) -> Plan:
+    """``plan`` and the repetitions of ``repetitions: auto`` rounds that an interruption cut short."""
+    keys = {i.sample_key() for i in plan.invocations}
+    more = [i for i in adaptive.resume_plan(samples) if i.sample_key() not in keys]
+    return plan.only([*plan.invocations, *more])
 
 
 def _adaptive(prepared: Prepared):
