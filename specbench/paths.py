@@ -87,3 +87,32 @@ def check_path(path: object, what: str) -> None:
             )
     if len(os.fsencode(text)) > PATH_MAX:
         raise PathError(f"{what} {shorten(text)}: the path is over {PATH_MAX} bytes; choose a shorter one")
+
+
+def nearest_existing(path: Path) -> Path:
+    """The closest folder above ``path`` that exists (a file there means ``path`` cannot be made)."""
+    return next((p for p in [path.parent, *path.parent.parents] if p.exists()), Path("."))
+
+
+def outermost_missing(path: Path) -> Path | None:
+    """The outermost folder of ``path`` that does not exist yet (None: ``path`` exists): what a
+    command that made it must remove again when it is refused before writing anything."""
+    missing = None
+    for folder in [path, *path.parents]:
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def remove_empty(path: Path, made: Path | None) -> None:
+    """Remove the folders a command made, from ``path`` up to ``made``, while they are empty."""
+    if made is None:
+        return
+    for folder in [path, *path.parents]:
+        if folder.is_dir():
+            if any(folder.iterdir()):
+                return
+            folder.rmdir()
+        if folder == made:
+            return

@@ -171,25 +171,24 @@ def run_builds(
     ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``)."""
     from specbench.cli.run import (
         ProgressView,
-        _outermost_missing,
-        _remove_empty,
         _status_printer,
         resume_command,
     )
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
     from specbench.gate.ab import undecided_samples
+    from specbench.paths import outermost_missing, remove_empty
 
     cfg = load_builds_config(config, sets, specs)
     resume = (run_dir / "manifest.json").is_file()
-    made = _outermost_missing(run_dir)  # what a refusal before the first sample must remove again
+    made = outermost_missing(run_dir)  # what a refusal before the first sample must remove again
     benchmark.prepare_run_dir(run_dir, resume)
     try:
         if resume:  # another run's folder (or these builds at other refs): refused before building
             benchmark.check_resume_config(run_dir, cfg)
         prepared = benchmark.prepare(cfg, build_progress=(lambda p: None) if quiet else _status_printer())
     except BaseException:
-        _remove_empty(run_dir, made)
+        remove_empty(run_dir, made)
         raise
     say_notes(prepared.plan.notes)  # before the first sample, as `run` does
     view = ProgressView(quiet)

@@ -257,7 +257,7 @@ def run(
     from specbench.execute.runner import RunInterrupted
     from specbench.execute.watch import BusyMachine
     from specbench.gate.history import record_run
-    from specbench.paths import check_path
+    from specbench.paths import check_path, outermost_missing, remove_empty
 
     for what, path in (("CONFIG", config), ("--out", out), ("--resume", resume)):
         if path is not None:
@@ -283,7 +283,7 @@ def run(
         _print_dry_run(prepared)
         return
     run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
-    made = _outermost_missing(run_dir)  # what a refusal before the first sample must remove again
+    made = outermost_missing(run_dir)  # what a refusal before the first sample must remove again
     benchmark.prepare_run_dir(run_dir, resume is not None)  # unwritable or taken: fail before building
     if resume is not None:
         benchmark.check_resume_machine(run_dir, force)  # another machine: refuse before building
@@ -291,7 +291,7 @@ def run(
     try:
         prepared = benchmark.prepare(cfg, build_progress=note, model_progress=bars, shard=part)
     except BaseException:
-        _remove_empty(run_dir, made)
+        remove_empty(run_dir, made)
         raise
     finally:
         if bars is not None:
@@ -318,7 +318,7 @@ def run(
                           soft_wrap=True)  # fmt: skip
         raise typer.Exit(exc.exit_code) from None
     except BusyMachine:
-        _remove_empty(run_dir, made)  # refused before anything was written: leave no empty run folder
+        remove_empty(run_dir, made)  # refused before anything was written: leave no empty run folder
         raise
     finally:
         view.stop()
@@ -332,29 +332,6 @@ def run(
     why = _nothing_measured(summary, report)
     if why is not None:
         raise RunError(why)
-
-
-def _outermost_missing(run_dir: Path) -> Path | None:
-    """The outermost folder of ``run_dir`` that does not exist yet (None: the run folder exists)."""
-    missing = None
-    for folder in [run_dir, *run_dir.parents]:
-        if folder.exists():
-            break
-        missing = folder
-    return missing
-
-
-def _remove_empty(run_dir: Path, made: Path | None) -> None:
-    """Remove the folders this run made, from ``run_dir`` up to ``made``, while they are empty."""
-    if made is None:
-        return
-    for folder in [run_dir, *run_dir.parents]:
-        if folder.is_dir():
-            if any(folder.iterdir()):
-                return
-            folder.rmdir()
-        if folder == made:
-            return
 
 
 def _reuse_calibration(prepared: Any, run_dir: Path) -> None:

@@ -24,7 +24,7 @@ from specbench.analysis.stats import summarize
 from specbench.errors import SpecbenchError
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import METRICS, cell_label, cell_series
-from specbench.paths import check_path, os_problem, results_dir, shorten
+from specbench.paths import check_path, nearest_existing, os_problem, results_dir, shorten
 from specbench.plan.invocation import Invocation
 from specbench.plan.shards import GUESS_LOAD_S
 from specbench.results import cell
@@ -80,8 +80,8 @@ def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
     if db_path.is_dir():
         raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file, e.g. "
                            f"{shorten(db_path / 'history.sqlite')}")  # fmt: skip
-    existing = next((p for p in [db_path.parent, *db_path.parent.parents] if p.exists()), None)
-    if existing is not None and not existing.is_dir():
+    existing = nearest_existing(db_path)
+    if not existing.is_dir():
         raise HistoryError(f"--db {shorten(db_path)}: {shorten(existing)} is a file, not a folder")
     try:
         if create:
@@ -299,7 +299,7 @@ def _check_writable_place(path: Path) -> None:
     the table (a probe file, since root ignores permission bits)."""
     import tempfile
 
-    existing = next((p for p in [path.parent, *path.parent.parents] if p.exists()), Path("."))
+    existing = nearest_existing(path)
     if not existing.is_dir():
         raise HistoryError(f"--plot {shorten(path)}: {shorten(existing)} is a file, not a folder; "
                            "give an image path in a folder")  # fmt: skip

@@ -37,6 +37,7 @@ from specbench.build import noise
 from specbench.errors import ConfigError, RunError, SpecbenchError
 from specbench.execute import benchmark
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
+from specbench.paths import remove_empty
 from specbench.plan.config import Config
 from specbench.plan.invocation import Plan
 from specbench.plan.sweep import make_plan
@@ -231,13 +232,13 @@ def tune(
     every = candidates(base, ngl, ngld_values, max_draft)
     probe_g = min(PROBE_DRAFT, max_draft)
     probe = [s for s in every if s.ngld == ngld_values[-1] and s.draft_max == max(probe_g, s.draft_min)]
-    made = not run_dir.exists()
+    made = None if run_dir.exists() else run_dir
     benchmark.prepare_run_dir(run_dir, False)
     try:
         prepared = benchmark.prepare(_round_config(base, probe, 1, base.warmup))
         _check_history_floor(clock, prepared, note)
     except BaseException:  # refused or interrupted before anything ran: leave no empty folder
-        _remove_if_empty(run_dir, made)
+        remove_empty(run_dir, made)
         raise
     manifest = benchmark.make_manifest(prepared, run_dir, command_line or [])
     result = TuneResult(pair, run_dir, [], None, None, None, None, None, None, 0.0)
@@ -249,7 +250,7 @@ def tune(
         reason = interrupts.describe(exc)
         _record_end(run_dir, manifest, "interrupted", reason)
         if not has_manifest(run_dir):
-            _remove_if_empty(run_dir, made)
+            remove_empty(run_dir, made)
         raise RunInterrupted(run_dir, _kept(run_dir), reason, interrupts.exit_code(exc)) from None
     except SpecbenchError as exc:
         _record_end(run_dir, manifest, "failed", str(exc))
@@ -257,11 +258,6 @@ def tune(
     result.busy, result.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
     result.elapsed_s = clock.elapsed()
     return result
-
-
-def _remove_if_empty(run_dir: Path, made: bool) -> None:
-    if made and run_dir.is_dir() and not any(run_dir.iterdir()):
-        run_dir.rmdir()
 
 
 def _check_history_floor(clock: Clock, prepared: benchmark.Prepared, note: Callable[[str], None]) -> None:
