@@ -35,6 +35,27 @@ def result_json(result) -> dict:
             for c in result.candidates
         ],
         "elapsed_s": round(result.elapsed_s, 2),
+        **_drift_json(result),
+    }
+
+
+def _drift_json(result) -> dict:
+    """``speedup_range_*``: tune's interval widened to the speedup at the baseline levels this
+    machine's history has (the interval alone without history); ``baseline_history``: those levels."""
+    best, drift = result.best, result.drift
+    low = best.speedup_ci_low if best else None
+    high = best.speedup_ci_high if best else None
+    if drift is None:
+        return {"speedup_range_low": low, "speedup_range_high": high, "baseline_history": None}
+    return {
+        "speedup_range_low": min(x for x in (low, drift.speedup_low) if x is not None),
+        "speedup_range_high": max(x for x in (high, drift.speedup_high) if x is not None),
+        "baseline_history": {
+            "runs": drift.runs,
+            "low_tps": drift.low_tps,
+            "high_tps": drift.high_tps,
+            "tune_tps": drift.tune_tps,
+        },
     }
 
 
@@ -96,7 +117,8 @@ def tune(
         view.stop()
     for reason in result.busy:
         say(f"WARNING: busy machine: {reason}; tune's figures may be off", err=True)
-    say_notes([*result.noise_notes, *([result.cache_note] if result.cache_note else [])])
+    cache = [result.cache_note] if result.cache_note else []
+    say_notes([*result.noise_notes, *cache, *result.history_notes])
     if as_json:
         typer.echo(json.dumps(result_json(result), indent=2))
     else:
@@ -130,6 +152,14 @@ def _print(result) -> None:
     say(f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "
          f"ngld {s.ngld}: "
          f"{_x(best)} measured, {_x(best, modelled=True)} modelled")  # fmt: skip
+    drift = result.drift
+    if drift is not None and drift.outside(best.speedup_ci_low, best.speedup_ci_high):
+        r = _drift_json(result)
+        say(f"  tune's baselines ran at {drift.tune_tps:.1f} t/s; {drift.runs} other run(s) of the same "
+            f"baseline here measured {drift.low_tps:.1f}-{drift.high_tps:.1f} t/s, where this setting's "
+            f"speedup would be {drift.speedup_low:.2f}-{drift.speedup_high:.2f}x if its speculative t/s "
+            f"held: a later run here may measure anywhere in [{r['speedup_range_low']:.2f}, "
+            f"{r['speedup_range_high']:.2f}]")  # fmt: skip
     if result.no_gain:
         say(f"no setting beats the baseline here; the model sees why: {result.no_gain}")
     say("llama-speculative-simple:")

@@ -55,6 +55,7 @@ from specbench.tune.budget import BudgetTooSmall, Clock, RunCosts, plan_calibrat
 from specbench.tune.calibrate import Calibrated, CalibrationTimeout, calibrate, pass_sizes, store
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
 from specbench.tune.commands import server_command, with_placeholder
+from specbench.tune.drift import BaselineDrift, record_and_compare
 
 MAX_DRAFT = 32
 PROBE_DRAFT = 8
@@ -78,6 +79,8 @@ class TuneResult:
     busy: list[str] = field(default_factory=list)  # the noise check's reasons (manifest.noise)
     noise_notes: list[str] = field(default_factory=list)
     cache_note: str | None = None  # why the calibration was not cached
+    drift: BaselineDrift | None = None  # the same baseline in this machine's other runs (history)
+    history_notes: list[str] = field(default_factory=list)  # what recording in history left out or why not
 
 
 def _needed_models(config: Config, names: list[str]) -> dict:
@@ -256,6 +259,11 @@ def tune(
         _record_end(run_dir, manifest, "failed", str(exc))
         raise
     result.busy, result.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
+    try:  # recorded like run's runs; a sweep measured at another baseline level shows here
+        result.drift = record_and_compare(run_dir, result.best.speedup if result.best else None,
+                                          notes=result.history_notes)  # fmt: skip
+    except SpecbenchError as exc:
+        result.history_notes.append(f"not recorded in history: {exc}")
     result.elapsed_s = clock.elapsed()
     return result
 

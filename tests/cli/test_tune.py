@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from specbench.execute.server import post, start_server
+from specbench.gate.history import run_count
 from specbench.parse import parse_text
 from specbench.results.folder import load_samples
 from tests.cli.test_run import short_prompt, write_config
@@ -18,7 +19,8 @@ from tests.fixtures.build import assert_one_line_error, cli
 
 pytestmark = pytest.mark.slow
 KEYS = {"pair", "best", "speedup", "speedup_ci_low", "speedup_ci_high", "predicted_speedup", "command",
-        "server_command", "candidates", "elapsed_s"}  # fmt: skip
+        "server_command", "candidates", "elapsed_s", "speedup_range_low", "speedup_range_high",
+        "baseline_history"}  # fmt: skip
 BEST_KEYS = {"method", "draft_max", "draft_min", "p_min", "ngl", "ngld"}
 
 
@@ -37,11 +39,27 @@ def tiny(tmp: Path, f32, q4) -> Path:
 
 def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, llama_build, smol_f32, smol_q4):
     run_dir = tmp_path / "tuned"
-    result = cli("tune", str(tiny(tmp_path, smol_f32, smol_q4)), "--pair", "smol", "--budget", "900",
-                 "--max-draft", "3", "--json", "--out", str(run_dir), timeout=1800)  # fmt: skip
+    config = tiny(tmp_path, smol_f32, smol_q4)
+    env = {"SPECBENCH_RESULTS": str(tmp_path / "results")}  # a history of its own
+    sweep = cli("run", str(config), "--set", "sweep.draft_max=[2]", "--set", "repetitions=1", "--quiet",
+                "--out", str(tmp_path / "sweep"), env=env, timeout=600)  # fmt: skip
+    assert sweep.returncode == 0, sweep.stderr
+    result = cli("tune", str(config), "--pair", "smol", "--budget", "900",
+                 "--max-draft", "3", "--json", "--out", str(run_dir), env=env, timeout=1800)  # fmt: skip
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert set(out) == KEYS
+    # tune is recorded in history beside the sweep, whose baseline is the same command at another time
+    assert run_count(tmp_path / "results" / "history.sqlite") == 2
+    known = out["baseline_history"]
+    assert known["runs"] == 1 and known["low_tps"] == known["high_tps"] > 0 and known["tune_tps"] > 0
+    at_sweep_level = out["speedup"] * known["tune_tps"] / known["low_tps"]
+    assert out["speedup_range_low"] == pytest.approx(
+        min(out["speedup_ci_low"] or at_sweep_level, at_sweep_level)
+    )
+    assert out["speedup_range_high"] == pytest.approx(
+        max(out["speedup_ci_high"] or at_sweep_level, at_sweep_level)
+    )
     assert out["pair"] == "smol" and set(out["best"]) == BEST_KEYS and out["best"]["method"] == "draft"
     assert [c["settings"]["draft_max"] for c in out["candidates"]] == [1, 2, 3]
     assert all(c["model_speedup"] is not None and c["model_speedup"] > 0 for c in out["candidates"])

@@ -18,7 +18,7 @@ from specbench.results.calibration import PassCosts
 from specbench.results.folder import load_calibration, load_manifest, load_samples
 from specbench.tune.calibrate import CachedCosts, store
 from tests.cli.test_run import one_cell, write_config
-from tests.fixtures.build import cli
+from tests.fixtures.build import assert_one_line_error, cli
 from tests.test_interrupts import processes_with, wait_for
 
 pytestmark = pytest.mark.slow
@@ -95,7 +95,9 @@ def test_tune_on_a_busy_machine_warns_records_it_and_caches_no_calibration(
 def test_a_budget_below_the_minimum_is_refused_with_the_minimum(tmp_path, llama_build, smol_f32, smol_q4):
     config, _ = marked(tmp_path, smol_f32, smol_q4)
     t0 = time.monotonic()
-    result = cli("tune", str(config), "--budget", "1", "--max-draft", "3", "--out", str(tmp_path / "t"))
+    env = {"SPECBENCH_RESULTS": str(tmp_path / "results")}  # no history: refused after the first prompt
+    result = cli("tune", str(config), "--budget", "1", "--max-draft", "3", "--out", str(tmp_path / "t"),
+                 env=env)  # fmt: skip
     assert result.returncode == 1 and "Traceback" not in result.stderr
     [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert "--budget 1 is too small for this config here" in line
@@ -104,6 +106,14 @@ def test_a_budget_below_the_minimum_is_refused_with_the_minimum(tmp_path, llama_
     assert not (tmp_path / "t" / "calibration.json").exists()  # refused before calibrating
     assert load_manifest(tmp_path / "t").status == "failed"
     assert time.monotonic() - t0 < 600
+    # once this machine's history has the probe's cells, the same budget is refused before any warmup
+    ran = cli("run", str(config), "--set", "sweep.draft_max=[3]", "--set", "repetitions=1", "--quiet",
+              "--out", str(tmp_path / "r"), env=env)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    again = cli("tune", str(config), "--budget", "1", "--max-draft", "3", "--out", str(tmp_path / "t2"),
+                env=env)  # fmt: skip
+    assert_one_line_error(again, "--budget 1 is too small", "this machine's history puts the probe alone at")
+    assert not (tmp_path / "t2").exists(), "refused up front: no folder"
 
 
 def test_run_reports_the_model_from_a_calibration_cached_for_its_pair(
