@@ -142,6 +142,14 @@ def load_builds_config(config: Path, sets: list[str], specs: list[tuple[str, str
     return benchmark.load(config, [*sets, override])
 
 
+def _check_paths(config: Path, out: Path) -> None:
+    """A name no filesystem here can hold is bad input, said before anything is built (exit 2)."""
+    from specbench.paths import check_path
+
+    check_path(config, "CONFIG")
+    check_path(out, "--out")
+
+
 @contextmanager
 def measuring_is_input():
     """Until the gate has judged, whatever stops ``ab`` or ``bisect`` (a config, a ref, a build that
@@ -272,6 +280,7 @@ def ab_cmd(
 
         out = results_dir() / make_run_id(f"{config.stem}-ab")
     with measuring_is_input():
+        _check_paths(config, out)
         run_builds(config, list(set_ or []), specs, out, quiet, list(metric or METRICS), thr)
     show(paired_from_run(out, "base", "head", metric, thr, allow_noisy=allow_noisy), fmt)
 
@@ -316,6 +325,7 @@ def bisect_cmd(
         out = results_dir() / make_run_id("bisect")
     src = source.expanduser().resolve()
     with measuring_is_input():  # config, --set and --out are checked before any state is written
+        _check_paths(config, out)
         good_sha, _, _ = bisect.commit_range(src, good, bad)
         specs = [("base", str(src), good_sha), ("head", str(src), good_sha)]
         load_builds_config(config, list(set_ or []), specs)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from specbench.build.source import is_llama_tree
 from specbench.errors import SpecbenchError
 from specbench.files import write_atomic
 from specbench.gate.decision import Status
@@ -173,6 +174,11 @@ def commit_range(source: Path, good: str, bad: str) -> tuple[str, str, list[Comm
         raise BisectError(
             f"no first-parent commits from --good {good} to --bad {bad}: --bad is not on the first-parent "
             f"line after --good (git rev-list --first-parent {good}..{bad} is empty)"
+        )
+    if not is_llama_tree(source):  # else a one-commit range names --bad without building anything
+        raise BisectError(
+            f"--source {source} is not a llama.cpp tree (no CMakeLists.txt with ggml/ or llama.h); "
+            f"give the root folder of a llama.cpp checkout"
         )
     return good_sha, bad_sha, commits
 

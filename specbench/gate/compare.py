@@ -258,6 +258,12 @@ def shown_differences(base: Side, cur: Side) -> list[str]:
 def check_machine(base: Side, cur: Side) -> None:
     """Numbers from two machines measure the machines, not the change: refuse (exit 2)."""
     mb, mc = base.facts.machine, cur.facts.machine
+    for side, m, other in ((base, mb, mc), (cur, mc, mb)):
+        if not m.cpu_model and other.cpu_model:  # a damaged manifest must not pass as the same machine
+            raise NotComparable(
+                f"not comparable: {side.ref} does not say which machine measured it (its manifest.json "
+                f"has no env.cpu_model; damaged?), so it cannot be checked against {other.describe()}"
+            )
     for field in ("cpu_model", "backend"):
         vb, vc = getattr(mb, field), getattr(mc, field)
         if vb and vc and vb != vc:

@@ -108,6 +108,9 @@ def test_ab_and_bisect_bad_input(tmp_path):
         specbench("ab", cfg, "--base", "@a", "--head", "@b", "--metric", "nope", cwd=tmp_path),
         "--metric nope",
     )
+    long_out = str(tmp_path / ("y" * 260))  # bad input (2), never the gate's regression code (1)
+    one_line_error(specbench("ab", cfg, "--base", "@a", "--head", "@b", "--out", long_out, cwd=tmp_path),
+                   "--out", "at most 255 bytes")  # fmt: skip
     repo = tmp_path / "repo"
     repo.mkdir()
     env = {
@@ -120,6 +123,8 @@ def test_ab_and_bisect_bad_input(tmp_path):
         subprocess.run(["git", *args], cwd=repo, check=True, env={"PATH": "/usr/bin:/bin", **env})
     bisect = ["bisect", cfg, "--source", repo, "--metric", "baseline_tps"]
     one_line_error(specbench(*bisect, "--good", "HEAD", "--bad", "HEAD", cwd=tmp_path), "same commit")
+    one_line_error(specbench(*bisect, "--good", "HEAD", "--bad", "HEAD", "--out", long_out, cwd=tmp_path),
+                   "--out", "at most 255 bytes")  # fmt: skip
     one_line_error(
         specbench(*bisect, "--good", "HEAD", "--bad", "v9", cwd=tmp_path), "--bad v9: no such commit"
     )
@@ -143,6 +148,8 @@ def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
     env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
+    (repo / "CMakeLists.txt").write_text("project(llama)\n")  # llama.cpp's shape (bisect checks it)
+    (repo / "llama.h").write_text("\n")
     shas = []
     for i in range(5):
         subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", f"c{i}"], cwd=repo, check=True, env=env)
@@ -210,6 +217,9 @@ def test_compare_one_interrupted_run_is_nothing_to_compare(tmp_path):
     assert r.returncode == 4 and json.loads(r.stdout)["exit_code"] == 4, r.stdout + r.stderr
 
 
+LLAMA_SHAPE = {"CMakeLists.txt": "project(llama)\n", "llama.h": "\n"}  # what bisect checks a source for
+
+
 def _git_repo(path: Path, files: dict[str, str]) -> Path:
     path.mkdir()
     env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
@@ -247,7 +257,7 @@ def test_ab_bad_input_is_exit_2_never_the_gates_1_and_leaves_no_folder(tmp_path)
 
 def test_bisect_checks_config_and_out_before_anything_even_for_one_commit(tmp_path):
     cfg = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
-    repo = _git_repo(tmp_path / "repo", {"a.txt": "1", "b.txt": "2"})
+    repo = _git_repo(tmp_path / "repo", {**LLAMA_SHAPE, "a.txt": "1", "b.txt": "2"})
     (tmp_path / "afile").write_text("x")
     one_commit = ["--source", repo, "--good", "HEAD~1", "--bad", "HEAD", "--metric", "baseline_tps"]
     for args, words in [
@@ -268,7 +278,7 @@ def test_an_interrupted_bisect_says_resume_the_bisect_folder(tmp_path, monkeypat
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
 
-    repo = _git_repo(tmp_path / "repo", {"a.txt": "1", "b.txt": "2", "c.txt": "3"})
+    repo = _git_repo(tmp_path / "repo", {**LLAMA_SHAPE, "a.txt": "1", "b.txt": "2", "c.txt": "3"})
 
     def interrupted(prepared, run_dir, **kw):
         raise RunInterrupted(run_dir, 3, "SIGHUP", 129)

@@ -24,6 +24,9 @@ def history(tmp_path_factory) -> tuple[Path, list[str]]:
     """8 commits c0..c7 on main, plus a merged side branch after c3 (first-parent skips its commit)."""
     repo = tmp_path_factory.mktemp("hist")
     git(repo, "init", "-q", "-b", "main")
+    (repo / "CMakeLists.txt").write_text("project(llama)\n")  # llama.cpp's shape, not its code
+    (repo / "llama.h").write_text("\n")
+    git(repo, "add", "CMakeLists.txt", "llama.h")
     shas = []
     for i in range(8):
         (repo / "f.txt").write_text(f"{i}\n")
@@ -66,6 +69,17 @@ def test_bad_ranges_are_one_line_errors(history, good, bad, words):
 def test_a_folder_that_is_not_a_checkout(tmp_path):
     with pytest.raises(bisect.BisectError, match="not a git checkout"):
         bisect.commit_range(tmp_path, "a", "b")
+
+
+def test_a_checkout_that_is_not_llama_cpp(tmp_path):
+    """Even a one-commit range (whose answer needs no build) is refused: nothing would be measured."""
+    git(tmp_path, "init", "-q", "-b", "main")
+    for i in range(2):
+        (tmp_path / "README").write_text(f"{i}\n")
+        git(tmp_path, "add", "README")
+        git(tmp_path, "commit", "-qm", f"c{i}")
+    with pytest.raises(bisect.BisectError, match="is not a llama.cpp tree"):
+        bisect.commit_range(tmp_path, "main~1", "main")
 
 
 def _measure_with_slow(commits: list[str], slow: int, calls: list):

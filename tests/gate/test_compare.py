@@ -270,6 +270,20 @@ def test_different_machine_is_not_comparable(tmp_path):
         compare(load_run(a), load_run(c))
 
 
+@pytest.mark.parametrize("env", [{}, None, "broken"])
+def test_a_side_whose_machine_is_unknown_is_not_the_same_machine(tmp_path, env):
+    """A damaged manifest (env emptied, null or not an object) must not pass the machine check."""
+    a = make_run(tmp_path, "run1", BASE, SPEC)
+    b = make_run(tmp_path, "run2", BASE, SPEC)
+    data = json.loads((b / "manifest.json").read_text())
+    data["env"] = env
+    (b / "manifest.json").write_text(json.dumps(data))
+    for base, cur in ((a, b), (b, a)):
+        with pytest.raises(NotComparable, match="does not say which machine measured it") as exc:
+            compare(load_run(base), load_run(cur))
+        assert exc.value.exit_code == 2 and str(b) in str(exc.value)
+
+
 def test_different_models_are_not_comparable(tmp_path):
     a = make_run(tmp_path, "run1", BASE, SPEC)
     b = make_run(tmp_path, "run2", BASE, SPEC, models={"smol-f32": "c" * 64, "smol-q4": DRAFT_SHA})
