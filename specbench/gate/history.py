@@ -290,8 +290,13 @@ def plot_path(path: Path) -> Path:
             f"--plot {shorten(path)}: cannot draw .{suffix} images; end the name in one of "
             f"{', '.join('.' + f for f in PLOT_FORMATS)}"
         )
-    _check_writable_place(path)
-    return path if suffix else path.with_name(path.name + ".png")
+    drawn = path if suffix or not path.name else path.with_name(path.name + ".png")
+    for place in dict.fromkeys((path, drawn)):
+        if place.is_dir() or not place.name:
+            raise HistoryError(f"--plot {shorten(place)} is a folder; give an image file's path, e.g. "
+                               f"{shorten(place / 'history.png')}")  # fmt: skip
+    _check_writable_place(drawn)
+    return drawn
 
 
 def _check_writable_place(path: Path) -> None:

@@ -72,6 +72,8 @@ def test_a_config_name_too_long_for_a_run_folder(tmp_path):
         (["history", "--db", "run1/samples.jsonl/h.sqlite", "--add", "run1"], ["is a file, not a folder"]),
         (["history", "--plot", "h.bmp"], [".bmp", ".png"]),
         (["history", "--plot", "h.PPM"], [".ppm", ".svg"]),
+        (["history", "--plot", "run1"], ["--plot run1 is a folder"]),  # was drawn beside it, as run1.png
+        (["history", "--plot", "."], ["is a folder"]),
         (["report", "run1", "--out", "/proc/none/here"], ["/proc/none/here", "does not exist"]),
         (["baseline", "save", "run1", "--name", "b", "--dir", "/proc/none"], ["/proc/none"]),
         (["baseline", "save", "run1", "--name", "a/b"], ["--name"]),
