@@ -142,6 +142,10 @@ def failure_reason(stderr: str, exit_code: int | None, signal_name: str | None) 
     cause = load_cause(stderr)
     if cause:  # the last line only says it did not load ("exiting due to model loading error")
         return f"{how}: the model did not load: {cause}"
+    memory = _ALLOC_ERROR.search(stderr)
+    if memory:  # the last lines say only that the context or model could not be made
+        line = _LOG_PREFIX.sub("", memory.group(0)).strip()[:300]
+        return f"{how}: out of memory: {line}; lower generation.ctx_size, parallel or the GPU layers"
     last = _last_error_line(stderr)
     return f"{how}: {last}" if last else how
 
@@ -151,6 +155,9 @@ def failure_reason(stderr: str, exit_code: int | None, signal_name: str | None) 
 # does not ("exiting due to model loading error", "main: error: unable to load model"); a GGUF it
 # cannot read says so before that ("gguf_init_from_file_impl: invalid magic characters ...").
 _LOAD_ERROR = re.compile(r"error loading model: (.*)")
+# an allocation that failed (a context too large, a model past the GPU's memory), said before the
+# lines that end the run ("failed to create context", "unable to create context", a crash)
+_ALLOC_ERROR = re.compile(r"^.*(?:insufficient memory|out of memory|cudaMalloc failed).*$", re.M | re.I)
 _LOAD_PREFIX = re.compile(r"^(?:error loading model [^:]*: |llama_model_loader: )")
 _GGUF_ERROR = re.compile(r"gguf_init_from_file\w*: (.*)")
 

@@ -125,6 +125,21 @@ def test_a_model_that_does_not_load_names_the_cause_not_only_the_last_line():
     )
 
 
+def test_a_context_no_memory_holds_names_the_allocation_not_the_last_line():
+    """Recorded stderr of both runners' binaries asked for a 50M-token context: the reason is the
+    allocation that failed, not 'unable to create context' or 'exiting due to model loading error'."""
+    from pathlib import Path
+
+    folder = Path(__file__).parents[1] / "data" / "load_errors"
+    for name in ("ctx-too-large.completion.stderr", "ctx-too-large.server.stderr"):
+        reason = failure_reason((folder / name).read_text(), 1, None)
+        assert reason.startswith("exit code 1: out of memory: ggml_aligned_malloc: insufficient memory "
+                                 "(attempted to allocate 1098635.62 MB)"), reason  # fmt: skip
+        assert "generation.ctx_size" in reason
+    crash = "E ggml_cuda_init: found 1 CUDA devices\nCUDA error: out of memory\n  current device: 0\n"
+    assert failure_reason(crash, None, "SIGABRT").startswith("killed by SIGABRT: out of memory: CUDA error")
+
+
 def test_prompt_over_context_is_the_process_runners_limit():
     from specbench.execute.outputs import prompt_over_context
 
