@@ -43,8 +43,14 @@ def _rows(cmp) -> list[list[str]]:
 def _sides(cmp) -> str:
     """``head X vs base Y``; ``head vs base`` when the labels are those words (``specbench ab``)."""
 
-    def side(word: str, label: str) -> str:
-        return label if label == word else f"{word} {label}"
+    def side(word: str, label: str) -> str:  # labels that are the words themselves, swapped: name them
+        return (
+            label
+            if label == word
+            else f"{word} ({label})"
+            if label in ("head", "base")
+            else f"{word} {label}"
+        )
 
     return f"{side('head', cmp.head)} vs {side('base', cmp.base)}"
 
@@ -57,9 +63,17 @@ def _verdict(cmp) -> str:
     )
     parts = [counts] if counts else []
     parts += [f"nothing to compare: {n}" for n in cmp.nothing]
-    word = {0: "PASS", 1: "FAIL", 3: "UNDECIDED", 4: "NOTHING TO COMPARE"}.get(cmp.exit_code, "FAIL")
-    if word == "PASS" and any(d.decision == "undecided" for d in cmp.decisions):
+    word = {0: "PASS", 1: "FAIL", 3: "TOO NOISY", 4: "NOTHING TO COMPARE"}.get(cmp.exit_code, "FAIL")
+    undecided = [d for d in cmp.decisions if d.decision == "undecided"]
+    if word == "PASS" and undecided:
         word = "PASS (--allow-noisy)"
+    if undecided:  # the unpaired gate's wording: what the pairs could have shown
+        parts.append(
+            f"a {cmp.threshold:.1%} regression can be neither shown nor excluded in {len(undecided)}"
+        )
+        known = [d for d in undecided if d.detectable is not None and d.unit != "points"]
+        if known:
+            parts.append(f"smallest detectable change up to ±{max(d.detectable for d in known):.1%}")
     opts = f"threshold {cmp.threshold:.1%}"
     if cmp.confidence != 0.95:
         opts += f", {cmp.confidence:.0%} intervals"
