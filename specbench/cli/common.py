@@ -79,23 +79,33 @@ def fitted_table(
     styles = table_args.pop("row_styles", None) or [None] * len(rows)
     keep = list(range(len(cols)))
     mins = [_min_width(c, [r[i] for r in rows]) for i, c in enumerate(cols)]
+    # the narrowest a free-text column can wrap to: its longest word (a column is left out only
+    # when the others cannot fit even so)
+    floors = [max((len(w) for t in [c.header, *(r[i] for r in rows)] for w in t.split()), default=1)
+              if c.wrap else mins[i] for i, c in enumerate(cols)]  # fmt: skip
     dropped: list[str] = []
 
-    def need() -> int:
-        return sum(mins[i] + 3 for i in keep) + 1
+    def need(widths: list[int]) -> int:
+        return sum(widths[i] + 3 for i in keep) + 1
 
     for header in drop_order:
-        if width is None or need() <= width:
+        if width is None or need(floors) <= width:
             break
         for i in list(keep):
             if cols[i].header == header and len(keep) > 1:
                 keep.remove(i)
                 dropped.append(header)
+    narrowed: set[int] = set()
+    for i in keep:  # free text wraps narrower, down to its longest word, until the table fits
+        if width is not None and cols[i].wrap and need(mins) > width:
+            mins[i] = max(floors[i], mins[i] - (need(mins) - width))
+            narrowed.add(i)
     table = Table(**table_args)
     for i in keep:
         c = cols[i]
         table.add_column(c.header, justify="right" if c.right else "left", no_wrap=not c.wrap,
-                         overflow="fold", min_width=mins[i])  # fmt: skip
+                         overflow="fold", min_width=mins[i],
+                         max_width=mins[i] if i in narrowed else None)  # fmt: skip
     for row, style in zip(rows, styles, strict=True):
         table.add_row(*(Text(row[i]) for i in keep), style=style)  # Text: no markup in names
     return table, dropped

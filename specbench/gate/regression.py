@@ -187,7 +187,8 @@ def decide_throughput(
         return None if x is None else f"{x * 100:+.1f}%"
 
     mde_text = None if mde is None else f"{mde * 100:.1f}%"
-    reason = _reason(status, pct(change), pct(low), mde_text, f"{threshold * 100:g}%", p)
+    shown_low = None if low is None else max(low, -1.0)  # the linear bound can pass -100%; t/s cannot
+    reason = _reason(status, pct(change), pct(shown_low), mde_text, f"{threshold * 100:g}%", p)
     status, reason = _noise(status, reason, d)
     return Decision(status=status, reason=reason, change=change, p_value=p, low=low, high=high, mde=mde, **d)
 

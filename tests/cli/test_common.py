@@ -45,3 +45,27 @@ def test_headers_and_values_are_never_cut_and_what_is_left_out_is_named(width):
 def test_no_width_keeps_every_column():
     text, dropped = render(None)
     assert dropped == [] and all(c.header in text for c in COLS)
+
+
+@pytest.mark.parametrize("width", [50, 60])
+def test_free_text_wraps_to_its_longest_word_before_a_column_is_left_out(width):
+    """At 60 columns the prompt (which tells two rows of one cell apart) and the why stay: the cell
+    and why wrap narrower first; a free-text column never wraps inside a word."""
+    text, dropped = render(width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    if width == 60:
+        assert "prompt" not in dropped and "why" not in dropped and "extr-05" in text
+    for word in ("draft_max=8", "draft_min=0", "smol_f32"):
+        assert word in text  # whole words, not folded letters
+
+
+def test_a_paired_table_of_four_columns_fits_60():
+    """ab's columns that stay (decision, metric, cell, ratio) fit 60 columns once the cell wraps."""
+    cols = [Col("decision"), Col("metric"), Col("cell", wrap=True), Col("head/base"), Col("why", wrap=True)]
+    rows = [["undecided", "baseline_tps", "smol draft draft_max=8 draft_min=0 p_min=0 ngl=0 ngld=0", "0.877",
+             "-12.3% [-26.7%, +5.0%] (t interval: too few pairs for a signed-rank one)"]]  # fmt: skip
+    table, dropped = fitted_table(cols, rows, ("why",), 60)
+    console = Console(width=60, record=True, color_system=None)
+    console.print(table)
+    lines = console.export_text().splitlines()
+    assert dropped == ["why"] and max(len(line) for line in lines) <= 60 and "baseline_tps" in lines[3]

@@ -221,3 +221,10 @@ def test_more_data_never_turns_a_fail_into_a_pass(base, cur, factor, extra_b, ex
         # values at each side's mean: the same drop with less spread
         spread_less = decide_throughput(base + [first.mean_base] * 3, cur + [first.mean_cur] * 3)
         assert spread_less.status in expected
+
+
+def test_a_noisy_bound_is_never_shown_below_minus_100_percent():
+    """The Welch bound is linear and can pass -100%; a t/s cannot fall further than to 0."""
+    d = decide_throughput([100.0, 10.0, 190.0], [40.0, 42.0, 41.0])
+    assert d.low is not None and d.low < -1.0  # the bound itself, as computed
+    assert "could be -100.0%:" in d.reason
