@@ -294,7 +294,8 @@ def parse_file(path: str | Path) -> ParsedLog:
     except FileNotFoundError:
         raise ParseError(f"log file not found: {path}; check the path") from None
     except IsADirectoryError:
-        raise ParseError(f"{path} is a directory; pass the log files in it (e.g. {path}/*.log)") from None
+        logs = f"{path}/raw/*.stderr" if (path / "raw").is_dir() else f"{path}/*.stderr"  # a run folder's
+        raise ParseError(f"{path} is a directory; pass the log files in it (e.g. {logs})") from None
     except OSError as exc:
         raise ParseError(f"cannot read {os_problem(exc, path)}") from None
     with fh:

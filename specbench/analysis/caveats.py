@@ -42,7 +42,8 @@ class RunInfo(BaseModel):
 def generation_text(g: Generation) -> str:
     """The settings that define the work or its speed (compare names the same ones), in words."""
     return (
-        f"n_predict {g.n_predict}, temperature {g.temperature:g}, top_k {g.top_k}, seed {g.seed}, "
+        f"n_predict {g.n_predict}, temperature {g.temperature:g}, "
+        f"top_k {g.top_k if g.top_k is not None else 'default'}, seed {g.seed}, "
         f"threads {g.threads if g.threads is not None else 'default'}, ctx_size {g.ctx_size}"
     )
 

@@ -223,7 +223,7 @@ def run_builds(
     except RunInterrupted as exc:
         view.stop()
         err_console.print(
-            f"interrupted ({exc.reason}): {exc.n_kept} samples kept in {exc.run_dir}; the same command with "
+            f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}; the same command with "
             f"{resume_hint or f'--out {exc.run_dir}'} continues it ({resume_command(exc.run_dir)}: without "
             "the gate)",
             markup=False, highlight=False, soft_wrap=True,

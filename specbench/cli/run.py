@@ -277,6 +277,8 @@ def run(
     part = _shard(shard, resume, shard_cells)
     note = (lambda p: None) if quiet else _status_printer()
     if dry_run:
+        if resume is None:
+            benchmark.new_run_dir(cfg, out)  # a name the real run would refuse is refused here too
         prepared = benchmark.prepare(cfg, dry_run=True, build_progress=note, shard=part)
         if resume is not None:
             benchmark.left_to_run(prepared, resume, force)
@@ -311,7 +313,7 @@ def run(
     except RunInterrupted as exc:
         view.stop()
         err_console.print(
-            f"interrupted ({exc.reason}): {exc.n_kept} samples kept in {exc.run_dir}",
+            f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}",
             markup=False, highlight=False, soft_wrap=True,
         )  # fmt: skip
         err_console.print(f"resume with: {resume_command(exc.run_dir)}", markup=False, highlight=False,

@@ -110,7 +110,7 @@ def tune(
             raise typer.Exit(exc.exit_code) from None
         cal = " and its calibration" if load_calibration(exc.run_dir) is not None else ""
         shows = f"specbench report {exc.run_dir} shows them" if exc.n_kept else "it recorded no sample yet"
-        say(f"interrupted ({exc.reason}): {exc.n_kept} samples{cal} kept in {exc.run_dir} ({shows})",
+        say(f"interrupted ({exc.reason}): {exc.kept}{cal} kept in {exc.run_dir} ({shows})",
             err=True)  # fmt: skip
         raise typer.Exit(exc.exit_code) from None
     finally:

@@ -99,7 +99,8 @@ def never_drafted_reason(inv: Invocation, log: ParsedLog) -> str:
             cuts.append(f"draft_min={inv.draft_min} drops drafts shorter than that")
         if not cuts:
             return reason
-        return f"{reason}: {'; '.join(cuts)}; try lower values (--set sweep.p_min=[0.0] sweep.draft_min=[0])"
+        lower = "--set sweep.p_min=[0.0] --set sweep.draft_min=[0]"
+        return f"{reason}: {'; '.join(cuts)}; try lower values ({lower})"
     n = inv.ngram_size_n or defaults[0]
     m = inv.ngram_size_m or defaults[1]
     history = (log.encoded.tokens if log.encoded and log.encoded.tokens else 0) + (log.n_predict or 0)

@@ -114,9 +114,10 @@ def choose_builds(labels: Sequence[str], base: str | None, head: str | None) -> 
     if base is not None and base == head:
         raise BuildChoiceError(f"--base and --head are both {base}: name two different builds")
     if len(labels) < 2:
+        measured = f"one build ({labels[0]})" if labels else "one build"
         raise BuildChoiceError(
-            f"the run measured {len(labels)} build(s) ({known}): a paired comparison needs two; "
-            "compare two separate runs with `specbench compare BASELINE CURRENT`"
+            f"the run measured {measured}: a paired comparison needs a run of two (`specbench ab`, or "
+            "`llama_cpp:` as a list); compare two separate runs with `specbench compare BASELINE CURRENT`"
         )
     if base is not None and head is not None:
         return base, head

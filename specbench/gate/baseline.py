@@ -20,7 +20,7 @@ from specbench import __version__
 from specbench.errors import PathError, SpecbenchError
 from specbench.files import write_atomic
 from specbench.paths import check_path, os_problem, results_dir, shorten
-from specbench.results.folder import finish_hint, read_run, unique_samples
+from specbench.results.folder import finish_hint, read_run, unique_samples, why_invalid
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
 
@@ -72,7 +72,7 @@ def running_notes(side: Side) -> list[str]:
     if side.kind != "run" or side.facts.status != "running":
         return []
     return [
-        f"{side.ref} is still running, so its numbers are partial; {finish_hint(Path(side.ref), 'running')}"
+        f"{side.ref} is partial: {finish_hint(Path(side.ref), 'running')}"
     ]
 
 
@@ -88,7 +88,7 @@ def load_baseline_file(path: Path) -> Side:
         ) from exc
     except ValidationError as exc:
         raise InputError(
-            f"{path} is not a specbench baseline ({exc.error_count()} errors); "
+            f"{path} is not a specbench baseline ({why_invalid(exc)}); "
             f"create one with `specbench baseline save RUN_DIR --name NAME`"
         ) from exc
     samples, note = unique_samples(base.samples, str(path))

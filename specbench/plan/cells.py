@@ -24,6 +24,7 @@ from specbench.plan.config import Config
 from specbench.plan.methods import (
     DRAFT_METHOD,
     DRAFT_SIMPLE,
+    METHOD_ORDER,
     draft_free,
     is_mtp,
     needs_draft_model,
@@ -132,6 +133,14 @@ def _require_method(spec: BinaryInfo, method: str) -> None:
             if flags.spec_type
             else "no --spec-type at all"
         )
+        import difflib
+
+        names = [t for t in flags.spec_types if t != "none"]
+        unknown = [t for t in missing if t not in (*METHOD_ORDER, DRAFT_SIMPLE)]  # no llama.cpp name we know
+        near = [m for t in unknown for m in difflib.get_close_matches(t, names, n=1, cutoff=0.75)]
+        if near:  # a typo, not an older build
+            raise ConfigError(f"unknown method {', '.join(missing)}: did you mean {', '.join(near)}? "
+                              f"({spec.name} takes: {have})")  # fmt: skip
         raise ConfigError(
             f"this llama.cpp build does not support method {', '.join(missing) or method} ({spec.name} "
             f"takes: {have}); remove it from sweep.method (or the pair) or build a newer llama.cpp"

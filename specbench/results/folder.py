@@ -336,14 +336,14 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
                         f"short) was left out; `specbench run --resume {run_dir}` measures it again"
                     )
                 break
-            raise RunError(f"{path}:{lineno}: not a valid sample ({_why(exc)})") from exc
+            raise RunError(f"{path}:{lineno}: not a valid sample ({why_invalid(exc)})") from exc
     samples, note = unique_samples(samples, str(path))
     if note and warnings is not None:
         warnings.append(note)
     return samples
 
 
-def _why(exc: ValidationError) -> str:
+def why_invalid(exc: ValidationError) -> str:
     """pydantic's first error as ``field: reason`` (plus how many more)."""
     errors = exc.errors()
     first = errors[0]
@@ -374,7 +374,7 @@ def load_manifest(run_dir: Path) -> Manifest:
         return Manifest.model_validate(data)
     except ValidationError as exc:  # the field and why, not pydantic's "1 validation error for Manifest"
         raise RunError(
-            f"{run_dir / MANIFEST} is not a valid manifest ({_why(exc)}); {_MANIFEST_FIX}"
+            f"{run_dir / MANIFEST} is not a valid manifest ({why_invalid(exc)}); {_MANIFEST_FIX}"
         ) from exc
 
 

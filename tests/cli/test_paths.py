@@ -63,6 +63,7 @@ def test_a_config_name_too_long_for_a_run_folder(tmp_path):
     (tmp_path / "sub" / "small.gguf").write_bytes(b"GGUF")
     (tmp_path / "c.yaml").write_text(GOOD.replace("name: t", f"name: {LONG}", 1))
     one_line_error(specbench("run", "c.yaml", cwd=tmp_path), "255 bytes", "--out DIR")
+    one_line_error(specbench("run", "c.yaml", "--dry-run", cwd=tmp_path), "255 bytes", "--out DIR")
     assert not (tmp_path / "results").exists()
 
 
@@ -110,7 +111,7 @@ def test_commands_on_a_run_still_going_say_so(tmp_path, run):
         assert proc.returncode == 0 and "INCOMPLETE: running" in proc.stdout
         assert "still running" in proc.stdout
         proc = specbench("compare", "run1", "run1", cwd=tmp_path)  # compared as far as it got, and said
-        assert "note: run1 is still running, so its numbers are partial" in " ".join(proc.stderr.split())
+        assert "note: run1 is partial: it is still running" in " ".join(proc.stderr.split())
     # the lock is free, the manifest still says running: its process died
     err = one_line_error(specbench("baseline", "save", "run1", "--name", "b", cwd=tmp_path), "interrupted")
     assert "--resume" in err

@@ -374,3 +374,11 @@ def test_keys_some_cell_uses_get_no_note(tmp_path, llama_build):
     config = make_config(tmp_path)  # draft_max [4, 8, 16] with draft and ngram-simple: the draft cells use it
     notes = make_plan(config, llama_build, MODELS, rendered(config)).notes
     assert not any("does not apply" in n or "is for n-gram" in n for n in notes), notes
+
+
+def test_a_misspelt_method_is_named_with_the_build_method_it_resembles(tmp_path, llama_build):
+    """A name llama.cpp never had, close to one the build takes: a typo, not 'build a newer llama.cpp'."""
+    config = make_config(tmp_path, sweep={"method": ["draft", "ngram-simpel"]})
+    with pytest.raises(ConfigError, match="unknown method ngram-simpel: did you mean ngram-simple") as info:
+        make_plan(config, llama_build, MODELS, rendered(config))
+    assert "newer" not in str(info.value)
