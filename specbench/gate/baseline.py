@@ -71,9 +71,7 @@ def running_notes(side: Side) -> list[str]:
     """A run still being written is compared as far as it got: said, since its cells may be missing."""
     if side.kind != "run" or side.facts.status != "running":
         return []
-    return [
-        f"{side.ref} is partial: {finish_hint(Path(side.ref), 'running')}"
-    ]
+    return [f"{side.ref} is partial: {finish_hint(Path(side.ref), 'running')}"]
 
 
 def load_baseline_file(path: Path) -> Side:
