@@ -269,8 +269,9 @@ def tune(
 
 
 def _check_history_floor(clock: Clock, prepared: benchmark.Prepared, note: Callable[[str], None]) -> None:
-    """Refuse up front a budget below what this machine's history says the probe alone takes; without
-    history, say that the least budget is known after the probe's first prompt."""
+    """Refuse up front a budget below what this machine's history says the least tune takes (priced
+    as the check after the probe's first prompt prices it, so the two agree); without history, say
+    that the least budget is known after the probe's first prompt."""
     from specbench.gate.history import history_estimate, speeds_on
     from specbench.results.manifest import MachineFacts
 
@@ -278,18 +279,25 @@ def _check_history_floor(clock: Clock, prepared: benchmark.Prepared, note: Calla
         known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
     except SpecbenchError:  # an unreadable history only loses the early check
         known = None
-    runs = [i for i in prepared.plan.measured if i.role in ("baseline", "speculative")]  # tune's probe
+    runs = [i for i in prepared.plan.invocations if i.role in ("baseline", "speculative")]  # tune's probe
     guesses = [known(i) for i in runs] if known else []
     if not guesses or any(g is None for g in guesses):
         note("budget: this machine's history has no run of this pair yet, so the least budget is known "
              "after the probe's first prompt")  # fmt: skip
         return
-    probe_s = sum(g for g in guesses if g is not None)
-    if probe_s > clock.left():
+    probe_s = sum(g for g in guesses if g is not None)  # its warmups included
+    measured = [g for i, g in zip(runs, guesses, strict=True) if not i.warmup and g is not None]
+    run_s = sum(measured) / max(1, len(measured))
+    # what the check after the probe's first prompt asks for: the probe, one round of a setting
+    # (a baseline and a speculative run a prompt), the cheapest calibration (about a run for each
+    # model, llama-bench's loads and passes), the closing check; its 10% margin, and 10% for the
+    # runs' own bookkeeping that history's t/s does not see
+    least = (probe_s + 2 * len(prepared.prompts) * run_s + 2 * run_s + TAIL_S) * 1.1 * 1.1
+    if least > clock.left():
         raise BudgetTooSmall(
             f"--budget {clock.budget_s:g} is too small for this config here: this machine's history puts "
-            f"the probe alone at about {probe_s:.0f} s; give --budget {math.ceil(probe_s * 3)} or more "
-            "(the probe, a calibration and a round), or fewer prompts"
+            f"the probe, the cheapest calibration and one round at about {least:.0f} s; give --budget "
+            f"{math.ceil(least)} or more, or fewer prompts"
         )
 
 
