@@ -326,6 +326,8 @@ def run(
         view.stop()
     _reuse_calibration(prepared, summary.run_dir)
     report, notes = closing_report(summary.run_dir)
+    if resume is not None and summary.n_new == 0:
+        notes.insert(0, f"{summary.run_dir}: every planned sample is recorded already; nothing was run")
     try:
         record_run(summary.run_dir)
     except SpecbenchError as exc:

@@ -180,8 +180,8 @@ def execute(
     with RunLock(run_dir):
         done_samples = load_samples(run_dir) if resume and has_samples(run_dir) else []
         done = {s.sample_key() for s in done_samples}
-        if resume:
-            manifest.resumed_at.append(now_iso())
+        if resume and any(not i.warmup and i.sample_key() not in done for i in plan.invocations):
+            manifest.resumed_at.append(now_iso())  # a resume that had nothing left is no resume
         manifest.plan_size = len(plan.invocations)
         manifest.n_samples_planned = sum(not inv.warmup for inv in plan.invocations)
         manifest.status, manifest.finished_at, manifest.status_reason = "running", None, None

@@ -266,6 +266,9 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
     assert json.loads((run_dir / "manifest.json").read_text())["run_id"] == "run"
     done = cli("run", "--resume", str(run_dir), "--dry-run")
     assert "nothing left to run" in done.stdout and "\n# rep " not in done.stdout, done.stdout
+    again = cli("run", "--resume", str(run_dir), "--quiet")  # for real: says so, and is no resume
+    assert again.returncode == 0 and "nothing was run" in again.stderr + again.stdout, again.stderr
+    assert len(load_manifest(run_dir).resumed_at) == 1 and len(load_samples(run_dir)) == 4
     # every whole log is a recorded sample's, under a number of its own; the cut one is marked
     logs = sorted(run_dir.glob("raw/*.stderr"))
     assert len(logs) == 4 and len({p.name[:4] for p in logs}) == 4
