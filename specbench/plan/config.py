@@ -343,7 +343,7 @@ def _resolve(base: Path, p: Path | str) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def _check_references(cfg: Config, origin: str) -> None:
+def _check_references(cfg: Config, origin: str, overridden: set[str] = frozenset()) -> None:
     """Names that must point at other entries of the config, and paths that must exist."""
     known = ", ".join(cfg.models)
     for name, spec in cfg.models.items():
@@ -376,8 +376,9 @@ def _check_references(cfg: Config, origin: str) -> None:
         )
     try:
         cfg.prompt_list()
-    except ConfigError as exc:
-        raise ConfigError(f"{origin}: {exc}") from exc
+    except ConfigError as exc:  # blamed on the --set that chose the prompts, if one did
+        sources = sorted(k for k in overridden if k == "prompts" or k.startswith("prompts."))
+        raise ConfigError(f"{', '.join(f'--set {k}' for k in sources) or origin}: {exc}") from exc
 
 
 def _check_builds(cfg: Config, origin: str) -> None:
@@ -426,7 +427,7 @@ def config_from_mapping(
             build.source = _resolve(base_dir, build.source)
     if cfg.prompts.file is not None:
         cfg.prompts.file = _resolve(base_dir, cfg.prompts.file)
-    _check_references(cfg, origin)
+    _check_references(cfg, origin, overridden)
     return cfg
 
 
