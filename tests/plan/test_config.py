@@ -105,7 +105,7 @@ def test_overrides_apply_before_validation(cfg_dir):
             "--set sweep.draft_max: sweep.draft_max: must be a list of numbers, not true",
         ),
         ("sweep.p_min=[off]", "sweep.p_min: must be a list of numbers, not false"),
-        ("prompts.ids=[nope-01]", "--set prompts.ids: prompts.ids: unknown prompt id 'nope-01'"),  # not the file
+        ("prompts.ids=[nope-01]", "--set prompts.ids: prompts.ids: unknown prompt id 'nope-01'"),
     ],
 )
 def test_bad_overrides(cfg_dir, override, expected):
