@@ -78,6 +78,7 @@ def tune(
         int, typer.Option("--max-draft", help="Longest draft_max to consider.", min=1, max=64)
     ] = 32,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
     from specbench.build.envinfo import collect
@@ -96,10 +97,10 @@ def tune(
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)
     gpu = bool(collect().gpus) and cfg.builds[0].backend != "cpu"
-    view = ProgressView(quiet=as_json)
+    view = ProgressView(quiet=as_json or quiet)
+    note = (lambda line: None) if as_json or quiet else (lambda line: say(line, err=True))
     try:
-        result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view,
-                          note=(lambda line: None) if as_json else (lambda line: say(line, err=True)),
+        result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view, note=note,
                           command_line=["specbench", *sys.argv[1:]])  # fmt: skip
     except (
         RunInterrupted
