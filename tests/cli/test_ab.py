@@ -87,7 +87,7 @@ def test_three_builds_need_base_and_head(tmp_path):
 
 
 def test_compare_one_run_with_one_build_or_a_name(tmp_path):
-    one_line_error(specbench("compare", DATA, cwd=tmp_path), "needs two")
+    one_line_error(specbench("compare", DATA, cwd=tmp_path), "needs a run of two")
     one_line_error(specbench("compare", "no-such-baseline", cwd=tmp_path), "two builds")
 
 

@@ -64,7 +64,8 @@ def test_a_signal_during_tune_kills_llama_records_the_run_and_says_what_was_kept
     assert "Traceback" not in err
     [line] = [ln for ln in err.splitlines() if ln.startswith("interrupted")]
     kept = len(load_samples(run_dir))
-    assert line.startswith(f"interrupted ({sig.name}): {kept} samples") and str(run_dir) in line
+    noun = "sample" if kept == 1 else "samples"
+    assert line.startswith(f"interrupted ({sig.name}): {kept} {noun} kept") and str(run_dir) in line
     assert wait_for(lambda: not processes_with(marker), 10), "llama.cpp outlived tune"
     man = load_manifest(run_dir)
     assert man.status == "interrupted" and man.status_reason == sig.name

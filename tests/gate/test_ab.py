@@ -68,7 +68,7 @@ def test_builds_come_in_config_order_and_base_head_labels_win():
         (["a", "b", "c"], None, None, "pass --base LABEL --head LABEL"),
         (["a", "b"], "x", None, "--base x: no build of that label"),
         (["a", "b"], "a", "a", "both a"),
-        (["a"], None, None, "needs two"),
+        (["a"], None, None, "needs a run of two"),
     ],
 )
 def test_bad_build_choices_are_one_line_errors(labels, base, head, words):
