@@ -326,6 +326,7 @@ def bisect_cmd(
     from specbench.gate import bisect
     from specbench.gate.ab import METRICS, BuildChoiceError
     from specbench.gate.regression import parse_threshold
+    from specbench.plan.shards import config_hash
     from specbench.results.folder import check_writable, make_run_id
 
     if metric not in METRICS:
@@ -342,9 +343,10 @@ def bisect_cmd(
         _check_paths(config, out)
         good_sha, _, _ = bisect.commit_range(src, good, bad)
         specs = [("base", str(src), good_sha), ("head", str(src), good_sha)]
-        load_builds_config(config, list(set_ or []), specs)
+        resolved = load_builds_config(config, list(set_ or []), specs)
         check_writable(out)
-    state = bisect.start(out, src, good, bad, metric, thr, resume)
+        ident = config_hash(resolved.model_dump(mode="json", exclude={"path", "base_dir"}))
+        state = bisect.start(out, src, good, bad, metric, thr, resume, ident)
     _say(f"bisect {metric}: {len(state.commits)} first-parent commits after {state.good[:10]} up to "
          f"{state.bad[:10]}; results in {out}")  # fmt: skip
 

@@ -74,6 +74,7 @@ class BisectState(BaseModel):
     threshold: float
     commits: list[Commit]  # after good, up to and including bad, oldest first
     steps: list[Step] = []
+    config: str | None = None  # the resolved config's hash (--set applied): steps measured alike
 
     def bounds(self) -> tuple[int, int, Step | None]:
         """(last known good index, first known bad index, the undecided step if one stopped it);
@@ -200,9 +201,17 @@ def load_state(out: Path) -> BisectState | None:
 
 
 def start(
-    out: Path, source: Path, good: str, bad: str, metric: str, threshold: float, resume: bool
+    out: Path,
+    source: Path,
+    good: str,
+    bad: str,
+    metric: str,
+    threshold: float,
+    resume: bool,
+    config: str | None = None,
 ) -> BisectState:
-    """A new search, or with ``resume`` the one in ``out`` (which must be for the same range)."""
+    """A new search, or with ``resume`` the one in ``out`` (which must be for the same range, and
+    measure as its finished steps did: the same config and --set, the same threshold)."""
     good_sha, bad_sha, commits = commit_range(source, good, bad)
     old = load_state(out)
     if old is not None and not resume:
@@ -213,10 +222,27 @@ def start(
                 f"--resume: {out / STATE} is a bisect of {old.good[:10]}..{old.bad[:10]} on {old.metric}, "
                 f"not of {good_sha[:10]}..{bad_sha[:10]} on {metric}"
             )
+        if old.config is not None and config is not None and old.config != config:
+            raise BisectError(
+                f"--resume: {out / STATE} was measured with another config (or other --set values); its "
+                "finished steps would be judged beside steps measured differently: give the same CONFIG "
+                "and --set, or another --out for a new bisect"
+            )
+        if old.threshold != threshold:
+            raise BisectError(
+                f"--resume: {out / STATE} decided its steps at --threshold {old.threshold:.1%}, not "
+                f"{threshold:.1%}: give the same threshold, or another --out for a new bisect"
+            )
         old.steps = [s for s in old.steps if s.status is not None]  # unfinished steps are measured again
         return old
     return BisectState(
-        source=str(source), good=good_sha, bad=bad_sha, metric=metric, threshold=threshold, commits=commits
+        source=str(source),
+        good=good_sha,
+        bad=bad_sha,
+        metric=metric,
+        threshold=threshold,
+        commits=commits,
+        config=config,
     )
 
 

@@ -126,3 +126,16 @@ def test_an_undecided_step_stops_and_resume_measures_only_the_rest(history, tmp_
     assert first not in calls and resumed.first_bad.sha == shas[2]
     with pytest.raises(bisect.BisectError, match="not of"):
         bisect.start(tmp_path, repo, shas[1], shas[-1], "spec_tps", 0.05, resume=True)
+
+
+def test_resume_refuses_another_config_or_threshold(history, tmp_path):
+    """Finished steps are reused only when the rest would be measured and judged as they were."""
+    repo, shas = history
+    state = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, False, config="cfg-a")
+    bisect.save_state(tmp_path, state)
+    with pytest.raises(bisect.BisectError, match="another config"):
+        bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, True, config="cfg-b")
+    with pytest.raises(bisect.BisectError, match="--threshold 5.0%, not 2.0%"):
+        bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.02, True, config="cfg-a")
+    again = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, True, config="cfg-a")
+    assert again.config == "cfg-a"
