@@ -74,7 +74,14 @@ def _verdict(cmp) -> str:
         known = [d for d in undecided if d.detectable is not None and d.unit != "points"]
         if known:
             parts.append(f"smallest detectable change up to ±{max(d.detectable for d in known):.1%}")
-    opts = f"threshold {cmp.threshold:.1%}"
+    from specbench.gate.decision import ACCEPTANCE_POINTS
+
+    points = (
+        f" ({ACCEPTANCE_POINTS:g} points for acceptance)"
+        if any(d.unit == "points" for d in cmp.decisions)
+        else ""
+    )
+    opts = f"threshold {cmp.threshold:.1%}{points}"
     if cmp.confidence != 0.95:
         opts += f", {cmp.confidence:.0%} intervals"
     return f"{word}: {'; '.join(parts) or 'no cell'} ({_sides(cmp)}, {opts})"

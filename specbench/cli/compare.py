@@ -106,10 +106,15 @@ def _n(count: int, what: str) -> str:
 
 def _verdict(cmp) -> str:
     """The last line: the verdict, what made it, and what to do."""
-    from specbench.gate.decision import Verdict
+    from specbench.gate.decision import ACCEPTANCE_POINTS, Verdict
 
     flags = [f for f, on in (("strict", cmp.strict), ("allow-noisy", cmp.allow_noisy)) if on]
-    opts = f"threshold {cmp.threshold:.1%}, alpha {cmp.alpha:g}" + "".join(f", {f}" for f in flags)
+    points = (
+        f" ({ACCEPTANCE_POINTS:g} points for acceptance)"
+        if any(m.metric == "acceptance" for m in cmp.metrics)
+        else ""
+    )
+    opts = f"threshold {cmp.threshold:.1%}{points}, alpha {cmp.alpha:g}" + "".join(f", {f}" for f in flags)
     noisy = cmp.undecided
     spans = []
     for m in cmp.metrics:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from enum import IntEnum, StrEnum
 
+ACCEPTANCE_POINTS = 2.0  # the acceptance change (percentage points) that counts, whatever --threshold
+
 
 class Status(StrEnum):
     """One cell's decision."""

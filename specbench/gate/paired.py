@@ -35,12 +35,11 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, computed_field
 
-from specbench.gate.decision import Status, classify
+from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 
 CONFIDENCE = 0.95
 MIN_PAIRS = 6  # the fewest pairs whose signed-rank interval reaches 95% (1 - 2/2^6 = 96.9%)
 EXACT_UP_TO = 200  # pairs; beyond this the signed-rank distribution is taken as normal
-ACCEPTANCE_POINTS = 2.0
 
 
 def ab_word(status: Status) -> str:

@@ -17,13 +17,12 @@ from pydantic import BaseModel
 
 from specbench.analysis.stats import summarize
 from specbench.errors import SpecbenchError
-from specbench.gate.decision import Status, classify
+from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 from specbench.results.precision import t_quantile
 
 __all__ = ["Decision", "Status", "decide_acceptance", "decide_throughput", "parse_threshold"]
 
 NOISY_CV = 0.10  # coefficient of variation above which a side is called noisy (a pass becomes warn)
-ACCEPTANCE_POINTS = 2.0  # acceptance change (percentage points) that counts
 
 
 class Decision(BaseModel):
