@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from specbench.errors import RunError
+from specbench.errors import RunError, SpecbenchError
+from specbench.execute import benchmark
 from specbench.results.records import Sample
 from specbench.tune.calibrate import GRIDS, pass_sizes
 
@@ -103,3 +104,46 @@ def plan_calibration(
         if s <= allowed:
             return CalibrationPlan(level, reps, s)
     return CalibrationPlan(last, one, cheapest)
+
+
+TAIL_S = 1.0  # the closing noise check (0.5 s of idle sampling) and the manifest's last write
+
+
+def per_run(spent: list[float]) -> float:
+    """Seconds a measured run has cost, everything counted (server starts and model loads, the
+    runner's bookkeeping): the dearest round so far after the first (whose warmups would overprice
+    every later round), so a round priced from it ends in time."""
+    return max(spent[1:] or spent) if spent else 5.0
+
+
+def check_history_floor(clock: Clock, prepared: benchmark.Prepared, note: Callable[[str], None]) -> None:
+    """Refuse up front a budget below what this machine's history says the least tune takes (priced
+    as the check after the probe's first prompt prices it, so the two agree); without history, say
+    that the least budget is known after the probe's first prompt."""
+    from specbench.gate.history import history_estimate, speeds_on
+    from specbench.results.manifest import MachineFacts
+
+    try:
+        known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
+    except SpecbenchError:  # an unreadable history only loses the early check
+        known = None
+    runs = [i for i in prepared.plan.invocations if i.role in ("baseline", "speculative")]  # tune's probe
+    guesses = [known(i) for i in runs] if known else []
+    if not guesses or any(g is None for g in guesses):
+        note("budget: this machine's history has no run of this pair yet, so the least budget is known "
+             "after the probe's first prompt")  # fmt: skip
+        return
+    probe_s = sum(g for g in guesses if g is not None)  # its warmups included
+    measured = [g for i, g in zip(runs, guesses, strict=True) if not i.warmup and g is not None]
+    run_s = sum(measured) / max(1, len(measured))
+    # what the check after the probe's first prompt asks for: the probe, one round of a setting
+    # (a baseline and a speculative run a prompt), the cheapest calibration (about a run for each
+    # model, llama-bench's loads and passes), the closing check; its 10% margin, and 10% for the
+    # runs' own bookkeeping that history's t/s does not see
+    least = (probe_s + 2 * len(prepared.prompts) * run_s + 2 * run_s + TAIL_S) * 1.1 * 1.1
+    if least > clock.left():
+        raise BudgetTooSmall(
+            f"--budget {clock.budget_s:g} is too small for this config here: this machine's history puts "
+            f"the probe, the cheapest calibration and one round at about {least:.0f} s; give --budget "
+            f"{math.ceil(least)} or more, or fewer prompts"
+        )

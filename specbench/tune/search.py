@@ -51,7 +51,15 @@ from specbench.results.folder import (
     save_manifest,
 )
 from specbench.results.manifest import Manifest, now_iso
-from specbench.tune.budget import BudgetTooSmall, Clock, RunCosts, plan_calibration
+from specbench.tune.budget import (
+    TAIL_S,
+    BudgetTooSmall,
+    Clock,
+    RunCosts,
+    check_history_floor,
+    per_run,
+    plan_calibration,
+)
 from specbench.tune.calibrate import Calibrated, CalibrationTimeout, calibrate, pass_sizes, store
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
 from specbench.tune.commands import server_command, with_placeholder
@@ -185,16 +193,6 @@ def kv_depth(run_dir: Path, n_predict: int) -> int:
     return int(sum(prompt) / len(prompt) if prompt else 0) + n_predict // 2
 
 
-TAIL_S = 1.0  # the closing noise check (0.5 s of idle sampling) and the manifest's last write
-
-
-def per_run(spent: list[float]) -> float:
-    """Seconds a measured run has cost, everything counted (server starts and model loads, the
-    runner's bookkeeping): the dearest round so far after the first (whose warmups would overprice
-    every later round), so a round priced from it ends in time."""
-    return max(spent[1:] or spent) if spent else 5.0
-
-
 def _look(manifest: Manifest, phase: str) -> list[str]:
     """A noise snapshot (specbench idle: CPU sampled) into the manifest; what makes the machine busy now."""
     snap = noise.snapshot(phase, now_iso(), idle=True)
@@ -239,7 +237,7 @@ def tune(
     benchmark.prepare_run_dir(run_dir, False)
     try:
         prepared = benchmark.prepare(_round_config(base, probe, 1, base.warmup))
-        _check_history_floor(clock, prepared, note)
+        check_history_floor(clock, prepared, note)
     except BaseException:  # refused or interrupted before anything ran: leave no empty folder
         remove_empty(run_dir, made)
         raise
@@ -266,39 +264,6 @@ def tune(
         result.history_notes.append(f"not recorded in history: {exc}")
     result.elapsed_s = clock.elapsed()
     return result
-
-
-def _check_history_floor(clock: Clock, prepared: benchmark.Prepared, note: Callable[[str], None]) -> None:
-    """Refuse up front a budget below what this machine's history says the least tune takes (priced
-    as the check after the probe's first prompt prices it, so the two agree); without history, say
-    that the least budget is known after the probe's first prompt."""
-    from specbench.gate.history import history_estimate, speeds_on
-    from specbench.results.manifest import MachineFacts
-
-    try:
-        known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
-    except SpecbenchError:  # an unreadable history only loses the early check
-        known = None
-    runs = [i for i in prepared.plan.invocations if i.role in ("baseline", "speculative")]  # tune's probe
-    guesses = [known(i) for i in runs] if known else []
-    if not guesses or any(g is None for g in guesses):
-        note("budget: this machine's history has no run of this pair yet, so the least budget is known "
-             "after the probe's first prompt")  # fmt: skip
-        return
-    probe_s = sum(g for g in guesses if g is not None)  # its warmups included
-    measured = [g for i, g in zip(runs, guesses, strict=True) if not i.warmup and g is not None]
-    run_s = sum(measured) / max(1, len(measured))
-    # what the check after the probe's first prompt asks for: the probe, one round of a setting
-    # (a baseline and a speculative run a prompt), the cheapest calibration (about a run for each
-    # model, llama-bench's loads and passes), the closing check; its 10% margin, and 10% for the
-    # runs' own bookkeeping that history's t/s does not see
-    least = (probe_s + 2 * len(prepared.prompts) * run_s + 2 * run_s + TAIL_S) * 1.1 * 1.1
-    if least > clock.left():
-        raise BudgetTooSmall(
-            f"--budget {clock.budget_s:g} is too small for this config here: this machine's history puts "
-            f"the probe, the cheapest calibration and one round at about {least:.0f} s; give --budget "
-            f"{math.ceil(least)} or more, or fewer prompts"
-        )
 
 
 def _kept(run_dir: Path) -> int:

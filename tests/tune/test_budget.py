@@ -55,7 +55,7 @@ def test_a_budget_below_the_minimum_is_refused_naming_the_minimum():
 
 
 def test_a_round_is_priced_by_the_dearest_warmup_free_round():
-    from specbench.tune.search import per_run
+    from specbench.tune.budget import per_run
 
     assert per_run([]) == 5.0  # nothing measured yet: a guess
     assert per_run([3.0]) == 3.0  # the probe's first prompt alone (warmups included)
