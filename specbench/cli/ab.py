@@ -14,7 +14,16 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import Col, Format, err_console, fitted_table, print_fitted, say_notes, table_width
+from specbench.cli.common import (
+    Col,
+    Format,
+    err_console,
+    fitted_table,
+    print_fitted,
+    say,
+    say_notes,
+    table_width,
+)
 from specbench.cli.common import table_console as console
 
 STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
@@ -223,7 +232,7 @@ def run_builds(
     view = ProgressView(quiet)
     try:
         base, head = specs[0][0], specs[1][0]
-        benchmark.run_benchmark(
+        summary = benchmark.run_benchmark(
             prepared, run_dir, resume=resume, progress=view, command_line=["specbench", *sys.argv[1:]],
             undecided=lambda samples: undecided_samples(samples, base, head, metrics, threshold),
         )  # fmt: skip
@@ -238,6 +247,9 @@ def run_builds(
         raise typer.Exit(exc.exit_code) from None
     finally:
         view.stop()
+    for reason in summary.busy:  # as `run` says it: a paired gate on a busy machine decides little
+        say(f"WARNING: busy machine: {reason}; the pairs may be too noisy to decide (measure on a quiet "
+            "machine)", err=True)  # fmt: skip
     return run_dir
 
 
