@@ -47,9 +47,10 @@ def _drift_json(result) -> dict:
     high = best.speedup_ci_high if best else None
     if drift is None:
         return {"speedup_range_low": low, "speedup_range_high": high, "baseline_history": None}
+    range_low, range_high = drift.widened(low, high)
     return {
-        "speedup_range_low": min(x for x in (low, drift.speedup_low) if x is not None),
-        "speedup_range_high": max(x for x in (high, drift.speedup_high) if x is not None),
+        "speedup_range_low": range_low,
+        "speedup_range_high": range_high,
         "baseline_history": {
             "runs": drift.runs,
             "low_tps": drift.low_tps,
@@ -155,12 +156,11 @@ def _print(result) -> None:
          f"{_x(best)} measured, {_x(best, modelled=True)} modelled")  # fmt: skip
     drift = result.drift
     if drift is not None and drift.outside(best.speedup_ci_low, best.speedup_ci_high):
-        r = _drift_json(result)
+        low, high = drift.widened(best.speedup_ci_low, best.speedup_ci_high)
         say(f"  tune's baselines ran at {drift.tune_tps:.1f} t/s; {drift.runs} other run(s) of the same "
             f"baseline here measured {drift.low_tps:.1f}-{drift.high_tps:.1f} t/s, where this setting's "
             f"speedup would be {drift.speedup_low:.2f}-{drift.speedup_high:.2f}x if its speculative t/s "
-            f"held: a later run here may measure anywhere in [{r['speedup_range_low']:.2f}, "
-            f"{r['speedup_range_high']:.2f}]")  # fmt: skip
+            f"held: a later run here may measure anywhere in [{low:.2f}, {high:.2f}]")  # fmt: skip
     if result.no_gain:
         say(f"no setting beats the baseline here; the model sees why: {result.no_gain}")
     say("llama-speculative-simple:")

@@ -35,6 +35,11 @@ class BaselineDrift:
             return True
         return self.speedup_low < ci_low or self.speedup_high > ci_high
 
+    def widened(self, ci_low: float | None, ci_high: float | None) -> tuple[float, float]:
+        """Tune's interval widened to the speedup at those levels: what a later run here may measure."""
+        low = min(x for x in (ci_low, self.speedup_low) if x is not None)
+        return low, max(x for x in (ci_high, self.speedup_high) if x is not None)
+
 
 def record_and_compare(run_dir: Path, speedup: float | None, db_path: Path | None = None,
                        notes: list[str] | None = None) -> BaselineDrift | None:  # fmt: skip

@@ -43,3 +43,11 @@ def test_another_series_is_not_the_same_baseline(tmp_path):
     record_and_compare(make_run(tmp_path, "sweep3", [90.0], SPEC, cpu="Other CPU"), None, db)  # other machine
     record_and_compare(make_run(tmp_path, "sweep5", [90.0], SPEC, commit="beef"), None, db)  # other llama.cpp
     assert record_and_compare(make_run(tmp_path, "tune4", [45.0], SPEC), 1.2, db) is None
+
+
+def test_the_widened_range_holds_the_interval_and_the_other_levels(tmp_path):
+    db = tmp_path / "h.sqlite"
+    record_and_compare(make_run(tmp_path, "sweep1", [90.0, 90.0], SPEC), None, db)
+    drift = record_and_compare(make_run(tmp_path, "tune2", [45.0, 45.0], SPEC), 1.2, db)
+    assert drift.widened(1.1, 1.3) == (pytest.approx(0.6), 1.3)
+    assert drift.widened(None, None) == (pytest.approx(0.6), pytest.approx(0.6))
