@@ -58,7 +58,7 @@ def specbench(
 def empty_build_cache(where: Path) -> Path:
     """A SPECBENCH_HOME with no build and no work area, sharing the user's models and sources: the
     first build of a bisect there compiles everything, so later builds can be timed against it."""
-    from specbench import paths
+    from specbench.base import paths
 
     where.mkdir(parents=True, exist_ok=True)
     for name, target in (("models", paths.models_dir()), ("sources", paths.sources_dir())):

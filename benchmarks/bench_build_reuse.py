@@ -43,7 +43,7 @@ def main() -> None:
     history = make_history(scratch / "llama.cpp", tree, [0, 0, SLOW_US])
     os.environ["SPECBENCH_HOME"] = str(home)
 
-    from specbench.build.builder import ensure_build
+    from specbench.builder.builder import ensure_build
 
     rows = []
     for label, sha in (("commit 0 (first)", history.shas[0]), ("commit 2 (decode)", history.shas[2]),

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specbench.parse import parse_file, parse_text
+from specbench.parse.process import parse_file, parse_text
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "logs" / "real"
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from specbench.analysis import stats
 from specbench.analysis.quality import assess
 from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
-from specbench.parsed import SpecCounters
+from specbench.parse.parsed import SpecCounters
 from specbench.plan.methods import draft_free
 from specbench.results import cell
 from specbench.results.calibration import Calibration

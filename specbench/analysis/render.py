@@ -16,7 +16,7 @@ from typing import get_args
 
 from specbench.analysis.cells import ALL, CONTRACT_KEYS, ROW_CELL, ReportRow
 from specbench.analysis.report import Report
-from specbench.paths import os_problem
+from specbench.base.paths import os_problem
 
 BEST = "★"
 IMPRECISE = "†"  # repetitions: auto stopped at max_repetitions without meeting `precision`
@@ -343,7 +343,7 @@ def write_report(report: Report, out_dir: Path, by_category: bool = False) -> Re
     """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
     from specbench.analysis.curveplots import curve_plots
     from specbench.analysis.plots import make_plots
-    from specbench.errors import SpecbenchError
+    from specbench.base.errors import SpecbenchError
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

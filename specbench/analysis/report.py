@@ -10,8 +10,8 @@ from pydantic import BaseModel
 from specbench.analysis.caveats import RunInfo, caveats, generation_text
 from specbench.analysis.cells import ALL, ReportRow, cell_name, is_invalid, run_rows, sort_key
 from specbench.analysis.published import published_note
-from specbench.errors import RunError, SpecbenchError
-from specbench.paths import results_dir
+from specbench.base.errors import RunError, SpecbenchError
+from specbench.base.paths import results_dir
 from specbench.results.folder import (
     StoredRun,
     finish_hint,

@@ -14,9 +14,10 @@ from typing import Any
 
 import typer
 
-from specbench import __version__, interrupts
+from specbench import __version__
+from specbench.base import interrupts
+from specbench.base.errors import SpecbenchError
 from specbench.cli.common import err_console, say, state
-from specbench.errors import SpecbenchError
 
 app = typer.Typer(
     name="specbench",
@@ -54,7 +55,7 @@ for _name in COMMAND_MODULES:
 
 
 def _interruptible(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Ctrl-C, SIGTERM or SIGHUP inside a command (specbench.interrupts): one line saying what was kept,
+    """Ctrl-C, SIGTERM or SIGHUP inside a command (specbench.base.interrupts): one line saying what was kept,
     exit 128 + the signal's number. Here, because typer turns any KeyboardInterrupt into a bare exit 130
     before ``main`` could see it. A command with more to say catches its own interruption first."""
 
@@ -84,7 +85,7 @@ _wrap_commands(app)  # every command, the ones modules above register in the fut
 
 
 def main() -> None:
-    interrupts.install()  # SIGTERM/SIGHUP end every command as Ctrl-C does (specbench.interrupts)
+    interrupts.install()  # SIGTERM/SIGHUP end every command as Ctrl-C does (specbench.base.interrupts)
     try:
         app()
     except SpecbenchError as exc:
@@ -95,7 +96,7 @@ def main() -> None:
     except OSError as exc:  # a path the system refused that no check foresaw: still one line
         if state.debug or "--debug" in sys.argv:
             raise
-        from specbench.paths import os_problem
+        from specbench.base.paths import os_problem
 
         say(f"error: {os_problem(exc)}", err=True)
         sys.exit(1)

@@ -174,7 +174,7 @@ def load_builds_config(config: Path, sets: list[str], specs: list[tuple[str, str
 
 def _check_paths(config: Path, out: Path) -> None:
     """A name no filesystem here can hold is bad input, said before anything is built (exit 2)."""
-    from specbench.paths import check_path
+    from specbench.base.paths import check_path
 
     check_path(config, "CONFIG")
     check_path(out, "--out")
@@ -184,7 +184,7 @@ def _check_paths(config: Path, out: Path) -> None:
 def measuring_is_input():
     """Until the gate has judged, whatever stops ``ab`` or ``bisect`` (a config, a ref, a build that
     does not compile, a busy machine) is not a regression: exit 2, never the gate's 1."""
-    from specbench.errors import SpecbenchError
+    from specbench.base.errors import SpecbenchError
 
     try:
         yield
@@ -207,6 +207,7 @@ def run_builds(
     """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
     with ``repetitions: auto`` the rounds go on while the paired gate leaves a cell undecided.
     ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``)."""
+    from specbench.base.paths import outermost_missing, remove_empty
     from specbench.cli.run import (
         ProgressView,
         _status_printer,
@@ -215,7 +216,6 @@ def run_builds(
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
     from specbench.gate.ab import undecided_samples
-    from specbench.paths import outermost_missing, remove_empty
 
     cfg = load_builds_config(config, sets, specs)
     resume = (run_dir / "manifest.json").is_file()
@@ -309,7 +309,7 @@ def ab_cmd(
 
             raise BuildChoiceError(f"--metric {m}: choose one of {', '.join(METRICS)}")
     if out is None:
-        from specbench.paths import results_dir
+        from specbench.base.paths import results_dir
 
         out = results_dir() / make_run_id(f"{config.stem}-ab")
     with measuring_is_input():
@@ -354,7 +354,7 @@ def bisect_cmd(
     if out is None:
         if resume:
             raise bisect.BisectError("--resume needs --out DIR: the folder of the bisect to continue")
-        from specbench.paths import results_dir
+        from specbench.base.paths import results_dir
 
         out = results_dir() / make_run_id("bisect")
     src = source.expanduser().resolve()

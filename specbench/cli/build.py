@@ -49,8 +49,8 @@ def build(
     """Get llama.cpp (pinned commit, or --source) and build the binaries specbench runs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from specbench.build.builder import BUILD_JSON, build_dir_for, ensure_build
-    from specbench.build.cmake import CompileError
+    from specbench.builder.builder import BUILD_JSON, build_dir_for, ensure_build
+    from specbench.builder.cmake import CompileError
 
     start = time.monotonic()
     bar = Progress(

@@ -13,7 +13,7 @@ def env(
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Show OS, CPU, RAM, GPUs, versions, the backend `build --backend auto` picks, and cached builds."""
-    from specbench.build.envinfo import collect
+    from specbench.builder.envinfo import collect
 
     info = collect(builds=True)
     if as_json:

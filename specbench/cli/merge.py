@@ -17,9 +17,9 @@ def merge(
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The merged run folder (new).")],
 ) -> None:
     """Merge the run folders of `run --shard i/N` into one run folder (report, compare, history read it)."""
-    from specbench.errors import RunError
+    from specbench.base.errors import RunError
+    from specbench.base.paths import check_path
     from specbench.gate.history import record_run
-    from specbench.paths import check_path
     from specbench.results.merge import merge_runs
 
     for d in [*dirs, out]:

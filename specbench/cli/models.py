@@ -69,7 +69,7 @@ def _build_if_needed(cfg, only: list[str] | None = None):
 
     if not any(cfg.models[name].derive is not None for name in needed_models(cfg.models, only)):
         return None
-    from specbench.build.builder import ensure_build
+    from specbench.builder.builder import ensure_build
 
     lc = cfg.builds[0]  # models are derived with the first build's llama-quantize, as in a run
     return ensure_build(lc.backend, lc.source, lc.jobs, lc.cmake_args, ref=lc.ref)
@@ -176,7 +176,7 @@ class _Models:
         self.cfg = None
 
     def path(self, arg: str) -> Path:
-        from specbench.errors import ModelError
+        from specbench.base.errors import ModelError
 
         if self.config_path is not None and self.cfg is None:
             from specbench.plan.config import load_config

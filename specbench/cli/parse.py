@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
+from specbench.base.errors import ParseError
 from specbench.cli.common import console, say, state
-from specbench.errors import ParseError
 
 _SUMMARY = ("n_draft", "n_predict", "n_drafted", "n_accept")
 
@@ -59,7 +59,7 @@ def parse(
 
     Parses every file; each one that fails is reported on stderr and the exit code is 1.
     """
-    from specbench.parse import parse_file
+    from specbench.parse.process import parse_file
 
     parsed, failed = [], 0
     for path in logs:

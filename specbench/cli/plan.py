@@ -27,9 +27,9 @@ def plan(
     ] = False,
 ) -> None:
     """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
+    from specbench.base.paths import check_path
     from specbench.execute import benchmark
     from specbench.gate.history import history_estimate, speeds_on
-    from specbench.paths import check_path
     from specbench.plan.shards import guess_s, matrix
     from specbench.results.manifest import MachineFacts
 

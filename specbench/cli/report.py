@@ -49,7 +49,7 @@ def report(
     """Aggregate samples into speedup tables and plots; write report.md/.html/.csv/.json and PNGs."""
     from specbench.analysis.render import csv_text, html, json_text, markdown, table, write_report
     from specbench.analysis.report import build_report, latest_run
-    from specbench.paths import check_path
+    from specbench.base.paths import check_path
 
     for path in run_dirs or []:
         check_path(path, "run folder")

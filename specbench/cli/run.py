@@ -251,13 +251,13 @@ def run(
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_report
+    from specbench.base.errors import RunError, SpecbenchError
+    from specbench.base.paths import check_path, outermost_missing, remove_empty
     from specbench.cli.models import _Bars  # the download bars of `specbench models pull`
-    from specbench.errors import RunError, SpecbenchError
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
     from specbench.execute.watch import BusyMachine
     from specbench.gate.history import record_run
-    from specbench.paths import check_path, outermost_missing, remove_empty
 
     for what, path in (("CONFIG", config), ("--out", out), ("--resume", resume)):
         if path is not None:
@@ -349,7 +349,7 @@ def _reuse_calibration(prepared: Any, run_dir: Path) -> None:
 
 def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> Any:
     """The shard to run: --shard, the resumed run's own, or a Slurm array task's (said on stderr)."""
-    from specbench.errors import RunError
+    from specbench.base.errors import RunError
     from specbench.execute import benchmark
     from specbench.plan.shards import parse_shard, shard_from_env, with_cells
 

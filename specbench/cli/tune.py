@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
+from specbench.base.errors import RunError
 from specbench.cli.common import say, say_notes
-from specbench.errors import RunError
 
 
 def result_json(result) -> dict:
@@ -82,11 +82,11 @@ def tune(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
-    from specbench.build.envinfo import collect
+    from specbench.base.paths import check_path
+    from specbench.builder.envinfo import collect
     from specbench.cli.run import ProgressView
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
-    from specbench.paths import check_path
     from specbench.results.folder import load_calibration
     from specbench.tune.search import pick_pair, tune_config
     from specbench.tune.search import tune as run_tune

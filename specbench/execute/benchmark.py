@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specbench.build.buildinfo import BinaryInfo, BuildInfo
-from specbench.errors import BuildError, ModelError, RunError
+from specbench.base.errors import BuildError, ModelError, RunError
+from specbench.builder.buildinfo import BinaryInfo, BuildInfo
 from specbench.execute.runner import ProgressFn, RunResult, execute, prepare_run_dir
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
@@ -28,7 +28,7 @@ from specbench.results.folder import (
 from specbench.results.manifest import Manifest, machine_differences
 
 if TYPE_CHECKING:
-    from specbench.build.builder import BuildPlan
+    from specbench.builder.builder import BuildPlan
     from specbench.execute.adaptive import AdaptivePlan
     from specbench.plan.config import Config
     from specbench.plan.invocation import Plan
@@ -92,7 +92,7 @@ class RunSummary:
 
 def _planned_build(preview: BuildPlan) -> BuildInfo:
     """A BuildInfo for a build that is not there: paths where it will be, flags from a cached one."""
-    from specbench import paths
+    from specbench.base import paths
 
     infos = BuildInfo.load_all(paths.builds_dir())
     same_tree = [i for i in infos if i.source == str(preview.tree.path)]
@@ -280,7 +280,7 @@ def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
 
 def new_run_dir(config: Config, out: Path | None) -> Path:
     """``results/<YYYYmmdd-HHMMSS>-<name>/`` unless ``--out`` says otherwise."""
-    from specbench.paths import check_path, results_dir
+    from specbench.base.paths import check_path, results_dir
 
     if out is not None:
         return Path(out)
@@ -290,7 +290,7 @@ def new_run_dir(config: Config, out: Path | None) -> Path:
 
 
 def make_manifest(prepared: Prepared, run_dir: Path, command_line: list[str]) -> Manifest:
-    from specbench.build.envinfo import collect
+    from specbench.builder.envinfo import collect
 
     cfg = prepared.config
     return Manifest(
@@ -406,7 +406,7 @@ def check_resume_config(run_dir: Path, config: Config) -> None:
 def _check_same_machine(manifest: Manifest, run_dir: Path, force: bool) -> None:
     """Resuming on another machine would mix two machines' numbers in one run: refused, or with
     ``force`` recorded in the manifest (the report then warns)."""
-    from specbench.build.envinfo import collect
+    from specbench.builder.envinfo import collect
 
     differ = machine_differences(manifest.env, collect())
     if not differ:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specbench.build.builder import BUILD_JSON, BuildPlan, ensure_build, plan_build
-from specbench.build.buildinfo import BuildInfo
-from specbench.build.cmake import BuildProgress, CompileError
-from specbench.errors import BuildError
+from specbench.base.errors import BuildError
+from specbench.builder.builder import BUILD_JSON, BuildPlan, ensure_build, plan_build
+from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.cmake import BuildProgress, CompileError
 
 if TYPE_CHECKING:
     from specbench.plan.config import Config, LlamaCppConfig
@@ -91,7 +91,7 @@ def describe_builds(builds: dict[Label, BuildInfo]) -> list[str]:
 def check_same_builds(then: dict[str, BuildInfo], now: dict[Label, BuildInfo], run_dir: Path) -> None:
     """``--resume`` of a multi-build run must measure the builds it began with: a ref that moved
     (a branch with new commits) or a work tree edited since would mix two commits under one label."""
-    from specbench.errors import RunError
+    from specbench.base.errors import RunError
 
     for label, before in then.items():
         after = now.get(label)

@@ -13,11 +13,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from specbench.errors import ParseError
+from specbench.base.errors import ParseError
 from specbench.execute.judge import Outcome
 from specbench.execute.outputs import decode_output, failure_reason
 from specbench.execute.process import run_command
-from specbench.parse import ParsedLog, parse_text
+from specbench.parse.process import ParsedLog, parse_text
 from specbench.results.folder import raw_paths
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from specbench.execute.outputs import continuation, prompt_over_context, sha256_text
-from specbench.parse import ParsedLog
-from specbench.parsed import SpecCounters
+from specbench.parse.parsed import SpecCounters
+from specbench.parse.process import ParsedLog
 from specbench.results.records import Measurement, Sample, ServerTimings
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@
   (SIGTERM, then SIGKILL after a grace period), so helper processes die with it.
 * stdout and stderr go to separate files: generated text on one, statistics on the other.
 * ``LC_ALL=C`` so numbers print with a decimal point; secrets (HF_TOKEN...) are not passed on
-  (``specbench.childenv``), so a binary that echoes its environment cannot write them into the raw logs.
+  (``specbench.base.childenv``), so a binary that echoes its environment cannot write them into the raw logs.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from specbench import interrupts
-from specbench.childenv import child_env
-from specbench.errors import RunError
+from specbench.base import interrupts
+from specbench.base.childenv import child_env
+from specbench.base.errors import RunError
 
 KILL_GRACE_S = 2.0
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specbench.errors import RunError, SpecbenchError
+from specbench.base.errors import RunError, SpecbenchError
 from specbench.execute.executor import Executor, ProcessExecutor, raw_stem, read_output
 from specbench.execute.judge import Measured, judge
 from specbench.execute.outputs import compare, continuation

@@ -20,8 +20,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench.childenv import child_env
-from specbench.errors import RunError
+from specbench.base.childenv import child_env
+from specbench.base.errors import RunError
 from specbench.execute.outputs import failure_reason
 from specbench.execute.process import kill_group
 

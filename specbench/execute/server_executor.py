@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specbench.errors import ParseError
+from specbench.base.errors import ParseError
 from specbench.execute.executor import raw_stem
 from specbench.execute.judge import Outcome
 from specbench.execute.server import (
@@ -31,9 +31,9 @@ from specbench.execute.server import (
     speculative_slots,
     start_server,
 )  # fmt: skip
-from specbench.parse import ParsedLog, Perf, PerfBlocks, Throughput
-from specbench.parse_server import parse_metrics
-from specbench.parsed import SpecCounters
+from specbench.parse.parsed import SpecCounters
+from specbench.parse.process import ParsedLog, Perf, PerfBlocks, Throughput
+from specbench.parse.server import parse_metrics
 from specbench.results.folder import response_paths, server_log_paths, write_raw
 from specbench.results.records import ServerTimings
 

@@ -3,13 +3,13 @@
 A busy machine (another benchmark, other GPU work, CPU load while we are idle, throttling) is a
 warning by default, printed at the end of the run and in the report; with ``--strict`` it is an
 error: before the first sample it refuses the run, during it stops the run (finished samples
-are kept). The snapshots themselves are in ``specbench.build.noise``.
+are kept). The snapshots themselves are in ``specbench.builder.noise``.
 """
 
 from __future__ import annotations
 
-from specbench.build import noise
-from specbench.errors import RunError
+from specbench.base.errors import RunError
+from specbench.builder import noise
 from specbench.results.manifest import Manifest, now_iso
 
 DURING_EVERY = 10  # samples between two snapshots during the run

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, computed_field
 
-from specbench.errors import SpecbenchError
+from specbench.base.errors import SpecbenchError
 from specbench.gate.decision import EXIT_CODES, Status, verdict
 from specbench.gate.paired import ACCEPTANCE_POINTS, CONFIDENCE, PairedDecision, decide_points, decide_ratio
 from specbench.results.cell import baseline_of

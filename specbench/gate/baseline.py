@@ -17,9 +17,9 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from specbench import __version__
-from specbench.errors import PathError, SpecbenchError
-from specbench.files import write_atomic
-from specbench.paths import check_path, os_problem, results_dir, shorten
+from specbench.base.errors import PathError, SpecbenchError
+from specbench.base.files import write_atomic
+from specbench.base.paths import check_path, os_problem, results_dir, shorten
 from specbench.results.folder import finish_hint, read_run, unique_samples, why_invalid
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample

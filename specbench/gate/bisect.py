@@ -24,9 +24,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from specbench.build.source import is_llama_tree
-from specbench.errors import SpecbenchError
-from specbench.files import write_atomic
+from specbench.base.errors import SpecbenchError
+from specbench.base.files import write_atomic
+from specbench.builder.source import is_llama_tree
 from specbench.gate.decision import Status
 
 STATE = "bisect.json"

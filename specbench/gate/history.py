@@ -21,10 +21,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from specbench.analysis.stats import summarize
-from specbench.errors import SpecbenchError
+from specbench.base.errors import SpecbenchError
+from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import METRICS, cell_label, cell_series
-from specbench.paths import check_path, nearest_existing, os_problem, results_dir, shorten
 from specbench.plan.invocation import Invocation
 from specbench.plan.shards import GUESS_LOAD_S
 from specbench.results import cell

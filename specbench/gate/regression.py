@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from specbench.analysis.stats import summarize
-from specbench.errors import SpecbenchError
+from specbench.base.errors import SpecbenchError
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 from specbench.results.precision import t_quantile
 

@@ -19,9 +19,9 @@ import os
 import shutil
 from pathlib import Path
 
-from specbench import paths
-from specbench.errors import ModelError
-from specbench.files import write_atomic
+from specbench.base import paths
+from specbench.base.errors import ModelError
+from specbench.base.files import write_atomic
 
 _CHUNK = 1 << 20
 

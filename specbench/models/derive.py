@@ -14,10 +14,10 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from specbench.build.buildinfo import BuildInfo
-from specbench.childenv import child_env
-from specbench.errors import ModelError
-from specbench.files import TMP_PREFIX, publish, write_atomic
+from specbench.base.childenv import child_env
+from specbench.base.errors import ModelError
+from specbench.base.files import TMP_PREFIX, publish, write_atomic
+from specbench.builder.buildinfo import BuildInfo
 from specbench.models import cache
 from specbench.models.gguffile import split_info
 from specbench.models.meta import GGUFMeta, read_metadata

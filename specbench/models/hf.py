@@ -21,8 +21,8 @@ from pathlib import Path
 from pydantic import BaseModel
 from tqdm.auto import tqdm as _tqdm
 
-from specbench.errors import ModelError
-from specbench.files import write_atomic
+from specbench.base.errors import ModelError
+from specbench.base.files import write_atomic
 from specbench.models import cache
 from specbench.models.gguffile import split_name
 from specbench.models.spec import HfSource, ProgressFn

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from specbench.errors import ModelError
+from specbench.base.errors import ModelError
 from specbench.models import cache
 from specbench.models.gguffile import split_info
 from specbench.models.meta import GGUFMeta, read_metadata

@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 
 from filelock import FileLock
 
-from specbench.errors import ModelError
-from specbench.files import TMP_PREFIX, publish, write_atomic
+from specbench.base.errors import ModelError
+from specbench.base.files import TMP_PREFIX, publish, write_atomic
 from specbench.models import cache
 from specbench.models.spec import ProgressFn, PypiSource
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specbench.build.buildinfo import BuildInfo
-from specbench.errors import ModelError
+from specbench.base.errors import ModelError
+from specbench.builder.buildinfo import BuildInfo
 from specbench.models import cache
 from specbench.models.derive import derive, derived_path
 from specbench.models.gguffile import check_shards

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from itertools import product
 from pathlib import Path
 
-from specbench.build.buildinfo import BinaryInfo, FlagSpelling
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
+from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.plan.config import Config
 from specbench.plan.methods import (
     DRAFT_METHOD,

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 from specbench.models.spec import ModelSpec
 from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml
 from specbench.plan.methods import draft_free, needs_draft_model, parse_method
@@ -384,9 +384,9 @@ def _check_references(cfg: Config, origin: str, overridden: set[str] = frozenset
 def _check_builds(cfg: Config, origin: str) -> None:
     """Every build's source is a folder; a ref names a commit of a git checkout (asked of git, which
     reads and changes nothing), so a typo fails before the first build, not after it."""
-    from specbench.build.gitref import resolve_ref
-    from specbench.build.source import pinned_checkout
-    from specbench.errors import BuildError
+    from specbench.base.errors import BuildError
+    from specbench.builder.gitref import resolve_ref
+    from specbench.builder.source import pinned_checkout
 
     many = isinstance(cfg.llama_cpp, list)
     for i, build in enumerate(cfg.builds):

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 
 
 class _NoDuplicatesLoader(yaml.SafeLoader):

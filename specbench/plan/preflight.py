@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 from specbench.models.meta import SpecFacts, read_spec_facts
 from specbench.plan.config import Config, PairConfig
 from specbench.plan.methods import DRAFT_ARCH, DRAFT_METHOD, MTP_METHOD, parts

@@ -22,7 +22,7 @@ from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from specbench.errors import ConfigError, ModelError
+from specbench.base.errors import ConfigError, ModelError
 
 CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from specbench.build.buildinfo import BinaryInfo
+from specbench.builder.buildinfo import BinaryInfo
 from specbench.plan.cells import (
     baseline_groups,
     build_order,

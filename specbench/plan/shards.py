@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.results.cell import alone_of, baseline_of, cell_of, draft_alone_of, label_parts

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from specbench.build.buildinfo import BinaryInfo, BuildInfo
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
+from specbench.builder.buildinfo import BinaryInfo, BuildInfo
 from specbench.plan.cells import (
     baseline_groups,
     build_cells,

@@ -25,9 +25,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specbench import __version__
-from specbench.errors import RunError
-from specbench.files import write_atomic
-from specbench.paths import os_problem
+from specbench.base.errors import RunError
+from specbench.base.files import write_atomic
+from specbench.base.paths import os_problem
 from specbench.results.calibration import Calibration
 from specbench.results.manifest import FORMAT_VERSION, Manifest, RunFacts, facts_from_manifest
 from specbench.results.rawlogs import PARTIAL, mark_orphans, mark_partial, next_raw_number  # noqa: F401

@@ -13,10 +13,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from specbench import __version__
-from specbench.build import envinfo
-from specbench.build.buildinfo import BuildInfo
-from specbench.build.envinfo import EnvInfo
-from specbench.build.noise import NoiseRecord
+from specbench.builder import envinfo
+from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.envinfo import EnvInfo
+from specbench.builder.noise import NoiseRecord
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
 from specbench.results.expect import Expectation

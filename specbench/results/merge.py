@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench.errors import RunError
+from specbench.base.errors import RunError
 from specbench.results import folder
 from specbench.results.manifest import MergedShard, now_iso
 

@@ -66,8 +66,8 @@ def mark_orphans(run_dir: Path, samples: Iterable[Sample]) -> list[Path]:
 
 def _finished(stderr: Path) -> bool:
     """Whether a llama.cpp log got as far as its closing statistics."""
-    from specbench.errors import ParseError
-    from specbench.parse import parse_file
+    from specbench.base.errors import ParseError
+    from specbench.parse.process import parse_file
 
     try:
         parse_file(stderr)

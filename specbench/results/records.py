@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specbench.parse import ParsedLog
-from specbench.parsed import SpecCounters
+from specbench.parse.parsed import SpecCounters
+from specbench.parse.process import ParsedLog
 from specbench.results import cell
 from specbench.results.cell import Cell
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from specbench.errors import RunError, SpecbenchError
+from specbench.base.errors import RunError, SpecbenchError
 from specbench.execute import benchmark
 from specbench.results.records import Sample
 from specbench.tune.calibrate import GRIDS, pass_sizes

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from specbench import paths
-from specbench.build.buildinfo import BuildInfo
-from specbench.childenv import child_env
-from specbench.errors import RunError
-from specbench.files import write_atomic
+from specbench.base import paths
+from specbench.base.childenv import child_env
+from specbench.base.errors import RunError
+from specbench.base.files import write_atomic
+from specbench.builder.buildinfo import BuildInfo
 from specbench.results.calibration import Calibration, PassCosts
 from specbench.results.manifest import now_iso
 

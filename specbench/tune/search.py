@@ -29,15 +29,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench import interrupts
 from specbench.analysis.cells import ALL, ReportRow
 from specbench.analysis.report import aggregate
 from specbench.analysis.speedmodel import diagnose
-from specbench.build import noise
-from specbench.errors import ConfigError, RunError, SpecbenchError
+from specbench.base import interrupts
+from specbench.base.errors import ConfigError, RunError, SpecbenchError
+from specbench.base.paths import remove_empty
+from specbench.builder import noise
 from specbench.execute import benchmark
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
-from specbench.paths import remove_empty
 from specbench.plan.config import Config
 from specbench.plan.invocation import Plan
 from specbench.plan.sweep import make_plan

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.childenv import child_env
+from specbench.base.childenv import child_env
 from specbench.models.meta import read_metadata
-from specbench.parse import parse_text
+from specbench.parse.process import parse_text
 from specbench.results.folder import load_samples
 from tests.fixtures.build import cli
 

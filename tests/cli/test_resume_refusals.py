@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.errors import RunError
+from specbench.base.errors import RunError
 from specbench.execute import benchmark
 from specbench.results.folder import load_manifest, load_samples
 from specbench.results.manifest import FORMAT_VERSION
@@ -64,7 +64,7 @@ def test_force_resumes_elsewhere_and_the_manifest_says_so(tmp_path):
 
 
 def test_the_same_machine_resumes_without_force(tmp_path):
-    from specbench.build.envinfo import collect
+    from specbench.builder.envinfo import collect
 
     here = collect()
     run = _copy(tmp_path, **{"env.hostname": here.hostname, "env.cpu_model": here.cpu_model,
@@ -89,7 +89,7 @@ def test_resume_refuses_a_tune_folder_and_report_does_not_suggest_it(tmp_path):
 def test_a_dry_resume_refuses_what_the_resume_would(tmp_path):
     """`run --resume DIR --dry-run` makes the real resume's refusals (another config, a run still
     going, another machine) and says what reading the samples dropped, instead of listing work."""
-    from specbench.build.envinfo import collect
+    from specbench.builder.envinfo import collect
     from specbench.results.folder import RunLock
 
     here = collect()

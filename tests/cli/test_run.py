@@ -296,7 +296,7 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
 
     from rich.console import Console
 
-    from specbench.build.envinfo import collect
+    from specbench.builder.envinfo import collect
     from specbench.cli import common
     from specbench.cli import run as run_cli
     from specbench.execute.runner import execute

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from specbench.results.folder import load_manifest, load_samples
-from tests.build.test_noise import start_foreign
+from tests.builder.test_noise import start_foreign
 from tests.fixtures.build import assert_one_line_error, cli
 
 pytestmark = pytest.mark.slow

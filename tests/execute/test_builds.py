@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.build.test_builder import FAKE_MAIN
+from tests.builder.test_builder import FAKE_MAIN
 from tests.fixtures.build import assert_one_line_error, cli, fake_llama_tree
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
@@ -42,7 +42,7 @@ def test_identical_labels_are_refused_before_building(tmp_path):
 
 
 def test_resume_refuses_a_build_whose_ref_moved(tmp_path, llama_build):
-    from specbench.errors import RunError
+    from specbench.base.errors import RunError
     from specbench.execute.builds import check_same_builds
 
     moved = llama_build.model_copy(update={"key": "ffffffffffff-cpu-0000000000", "commit": "f" * 40})

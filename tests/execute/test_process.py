@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from specbench.childenv import child_env
-from specbench.errors import RunError
+from specbench.base.childenv import child_env
+from specbench.base.errors import RunError
 from specbench.execute.process import run_command
 
 FAKEBINS = Path(__file__).parents[1] / "fakebins"

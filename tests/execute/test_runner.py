@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from specbench.build.buildinfo import BuildInfo
-from specbench.build.envinfo import collect
-from specbench.errors import RunError
+from specbench.base.errors import RunError
+from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.envinfo import collect
 from specbench.execute.runner import RunInterrupted, execute
 from specbench.plan.invocation import Invocation, Plan
 from specbench.results.folder import RunLock, load_manifest, load_samples

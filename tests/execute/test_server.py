@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.build.envinfo import collect
+from specbench.builder.envinfo import collect
 from specbench.execute.judge import judge
 from specbench.execute.runner import execute
 from specbench.execute.server import ServerError, start_server

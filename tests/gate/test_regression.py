@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from specbench.errors import SpecbenchError
+from specbench.base.errors import SpecbenchError
 from specbench.gate.regression import (
     Status,
     cv,

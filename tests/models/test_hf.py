@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.errors import ModelError
+from specbench.base.errors import ModelError
 from specbench.models import HfSource, ModelSpec, hf_cache_dir, resolve_models
 from tests.models.tiny_gguf import write_tiny_gguf
 

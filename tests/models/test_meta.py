@@ -8,7 +8,7 @@ import time
 import pytest
 from gguf import GGUFReader
 
-from specbench.errors import ModelError
+from specbench.base.errors import ModelError
 from specbench.models import read_chat_template, read_metadata, read_token_texts
 from tests.models.tiny_gguf import vocab, write_tiny_gguf
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.errors import ModelError
+from specbench.base.errors import ModelError
 from specbench.models import ModelSpec, PypiSource, resolve_models
 from specbench.models.cache import models_dir
 from tests.fixtures.models import GEMMA_SHA256

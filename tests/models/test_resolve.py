@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.errors import ModelError
+from specbench.base.errors import ModelError
 from specbench.models import DeriveSource, ModelSpec, resolve_models
 from specbench.models.cache import models_dir
 

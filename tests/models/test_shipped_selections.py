@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from specbench.errors import ConfigError, ModelError
+from specbench.base.errors import ConfigError, ModelError
 from specbench.models import HfSource
 from specbench.models.gguffile import split_name
 from specbench.models.hf import RemoteFile, select_files

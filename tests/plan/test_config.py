@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 from specbench.plan.config import load_config
 from specbench.results.records import Generation
 

@@ -119,6 +119,6 @@ def test_a_ref_in_a_tree_that_is_not_a_git_checkout(cfg_dir, tmp_path_factory): 
 
 
 def test_a_ref_without_a_source_needs_a_git_checkout(cfg_dir, monkeypatch):  # noqa: F811
-    monkeypatch.setattr("specbench.build.source.pinned_checkout", lambda: None)
+    monkeypatch.setattr("specbench.builder.source.pinned_checkout", lambda: None)
     message = error_of(with_builds(cfg_dir, "llama_cpp: {ref: main}\n"))
     assert "llama_cpp.ref: a ref needs a `source` git checkout" in message

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 from specbench.plan.methods import parse_method, spec_type_names
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import draft_alone_of

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from specbench.build.probe import flags_from_help, probe_binary
+from specbench.builder.probe import flags_from_help, probe_binary
 from specbench.execute.judge import never_drafted_reason
-from specbench.parse import ParsedLog
+from specbench.parse.process import ParsedLog
 from specbench.plan.sweep import make_plan
 from tests.plan.test_sweep import MODELS, make_config, pairs, rendered
 

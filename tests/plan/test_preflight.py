@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 from specbench.models.meta import SpecFacts
 from specbench.plan.config import PairConfig
 from specbench.plan.preflight import misfit, pair_methods

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from specbench.errors import ConfigError, ModelError
+from specbench.base.errors import ConfigError, ModelError
 from specbench.plan.prompts import (
     CATEGORIES,
     ChatFormat,

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 from specbench.plan.shards import (
     Shard,
     assign,

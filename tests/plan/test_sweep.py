@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from specbench.build.buildinfo import BuildInfo, FlagSpelling
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
+from specbench.builder.buildinfo import BuildInfo, FlagSpelling
 from specbench.execute.outputs import continuation
-from specbench.parse import parse_text
+from specbench.parse.process import parse_text
 from specbench.plan.config import Config, config_from_mapping
 from specbench.plan.invocation import Invocation
 from specbench.plan.prompts import render, render_all

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import baseline_of, cell_of
 from tests.plan.test_sweep import MODELS, make_config, rendered, with_flags

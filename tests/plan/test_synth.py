@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.errors import ConfigError
+from specbench.base.errors import ConfigError
 from specbench.plan.sweep import make_plan
 from tests.plan.test_sweep import MODELS, make_config, pairs, rendered
 

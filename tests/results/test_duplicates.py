@@ -66,7 +66,7 @@ def test_compare_says_it_dropped_duplicates_and_counts_each_once(tmp_path):
 
 def test_resume_skips_what_is_recorded_and_counts_duplicates_once(tmp_path):
     """--resume rebuilds what is done from the samples: a duplicate neither runs again nor counts twice."""
-    from specbench.build.envinfo import collect
+    from specbench.builder.envinfo import collect
     from specbench.execute.runner import execute
     from tests.execute.test_runner import inv, manifest, process
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from specbench import __version__
-from specbench.errors import RunError
+from specbench.base.errors import RunError
 from specbench.results.folder import append_sample, load_manifest, load_samples, read_run, save_manifest
 from specbench.results.manifest import FORMAT_VERSION
 from specbench.results.records import Sample

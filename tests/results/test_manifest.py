@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specbench.build.envinfo import EnvInfo, GpuInfo
+from specbench.builder.envinfo import EnvInfo, GpuInfo
 from specbench.results.manifest import machine_differences
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from specbench.errors import RunError
+from specbench.base.errors import RunError
 from specbench.tune.calibrate import calibrate, measure_model, parse_bench_json, pass_sizes, store
 
 pytestmark = pytest.mark.slow

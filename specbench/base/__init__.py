@@ -1,0 +1,1 @@
+"""The floor every stage stands on: errors, paths, atomic files, the child environment, signals."""

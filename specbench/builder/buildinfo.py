@@ -1,0 +1,109 @@
+"""What a build is: the contract between ``specbench build`` and the runner (``build.json``).
+
+The runner never guesses flag spellings: it asks the BuildInfo, which probed each binary's
+``--help`` once at build time. That is how one runner speaks to 2023 and 2026 llama.cpp trees.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from specbench.base.errors import BuildError
+from specbench.base.files import write_atomic
+
+# Roles specbench runs, in the order it prefers names for them (newest first).
+ROLE_NAMES: dict[str, list[str]] = {
+    "completion": ["llama-completion", "llama-cli", "main"],
+    "speculative": ["llama-speculative", "speculative"],
+    "speculative_simple": ["llama-speculative-simple"],
+    "server": ["llama-server", "server"],
+    "quantize": ["llama-quantize", "quantize"],
+    "bench": ["llama-bench"],
+}
+
+
+class NgramSizeFlags(BaseModel):
+    """How one n-gram method's lookup (n) and draft (m) lengths are spelled; None: no such option."""
+
+    n: str | None = None  # e.g. --spec-ngram-simple-size-n
+    m: str | None = None  # e.g. --spec-ngram-simple-size-m
+
+
+class FlagSpelling(BaseModel):
+    """How one binary spells the options specbench passes; None when it has no such option."""
+
+    draft_max: str | None = None  # --spec-draft-n-max | --draft-max | --draft
+    draft_min: str | None = None  # --spec-draft-n-min | --draft-min
+    p_min: str | None = None  # --spec-draft-p-min | --draft-p-min
+    ngld: str | None = None  # -ngld | --gpu-layers-draft | --spec-draft-ngl
+    spec_type: str | None = None  # --spec-type when the binary has it
+    spec_types: list[str] = Field(default_factory=list)  # values --spec-type accepts
+    model_draft: str | None = None  # -md
+    no_display_prompt: str | None = None  # --no-display-prompt (llama-completion)
+    no_conversation: str | None = None  # -no-cnv (llama-completion; chat mode is auto-on with a template)
+    no_escape: str | None = None  # --no-escape (prompts are passed verbatim; escapes default on since 2024)
+    ngram_sizes: dict[str, NgramSizeFlags] | None = None  # by method; None: probed before specbench knew
+    parallel: str | None = None  # -np (llama-server slots)
+    cache_ram: str | None = None  # --cache-ram (llama-server's prompt cache in RAM; 0 turns it off)
+
+
+class BinaryInfo(BaseModel):
+    role: str
+    name: str
+    path: str
+    version: str = ""
+    flags: FlagSpelling = Field(default_factory=FlagSpelling)
+
+
+class BuildInfo(BaseModel):
+    key: str
+    source: str
+    commit: str | None = None
+    backend: str  # cpu | cuda | metal
+    cmake_args: list[str]
+    compiler: str = ""
+    built_at: str = ""
+    bin_dir: str
+    binaries: dict[str, BinaryInfo]  # by role
+    origin: str = ""  # where the source came from: submodule | sdist | git | marker | tree
+    log: str = ""  # the full cmake/compiler log of this build
+    probe_version: int = 0  # which probe read the flags (specbench.builder.probe.PROBE_VERSION)
+    ref: str | None = None  # the git ref built (a commit exported from ``source``); None: the tree as it was
+    build_s: float | None = None  # wall seconds of the build that made it (configure + compile + probe)
+    build_steps: int | None = None  # compile/link steps the build ran (ninja's total; 0: nothing to do)
+    work_area: str = ""  # the folder it was compiled in (reused by the next build of these arguments)
+    ccache: str | None = None  # the ccache the compiler ran through, when one was found
+
+    def binary(self, role: str) -> BinaryInfo:
+        info = self.binaries.get(role)
+        if info is None or not Path(info.path).is_file():
+            raise BuildError(
+                f"this llama.cpp build has no {role} binary ({', '.join(ROLE_NAMES.get(role, [role]))}); "
+                f"rebuild with `specbench build --force`"
+            )
+        return info
+
+    def save(self, path: Path) -> None:
+        """Atomically: a crash mid-save leaves the old build.json, never half of one."""
+        write_atomic(path, self.model_dump_json(indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> BuildInfo:
+        try:
+            return cls.model_validate(json.loads(path.read_text()))
+        except (OSError, ValueError) as exc:
+            raise BuildError(f"cannot read {path}: {exc}; rebuild with `specbench build --force`") from exc
+
+    @classmethod
+    def load_all(cls, builds_dir: Path) -> list[BuildInfo]:
+        """Every readable ``build.json`` in the cache; a broken one is skipped (``--force`` redoes it)."""
+        infos = []
+        for path in sorted(builds_dir.glob("*/build.json")):
+            try:
+                infos.append(cls.load(path))
+            except BuildError:
+                continue
+        return infos

@@ -1,0 +1,224 @@
+"""What machine the numbers come from: OS, CPU, RAM, GPUs, versions. Stored in every run's manifest.
+
+Everything is read from the OS (``/proc``, ``sysctl``, ``nvidia-smi``, ``system_profiler``); a tool
+that is missing or fails leaves its fields empty rather than failing the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from specbench import __version__
+from specbench.base import paths
+from specbench.base.childenv import child_env
+from specbench.builder.buildinfo import BuildInfo
+
+TOOL_TIMEOUT_S = 15
+
+
+class GpuInfo(BaseModel):
+    name: str
+    driver: str = ""
+    memory_mb: int | None = None
+    compute_cap: str | None = None  # NVIDIA only, e.g. "8.9"
+
+
+class CachedBuild(BaseModel):
+    """A summary of one build.json in the cache."""
+
+    key: str
+    commit: str | None = None
+    backend: str
+    source: str
+    built_at: str = ""
+    bin_dir: str
+    roles: list[str] = Field(default_factory=list)
+
+
+class EnvInfo(BaseModel):
+    hostname: str | None = None  # None in manifests written before it was recorded
+    os: str
+    arch: str
+    cpu_model: str
+    cpu_cores: int  # logical CPUs this process may use
+    ram_gb: float | None = None
+    gpus: list[GpuInfo] = Field(default_factory=list)
+    python: str
+    specbench_version: str
+    backend: str  # what `specbench build --backend auto` picks here
+    builds: list[CachedBuild] = Field(default_factory=list)  # filled for `specbench env` only
+
+
+def tool_output(cmd: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> str | None:
+    """stdout of a tool, or None when it is missing, fails or hangs."""
+    exe = shutil.which(cmd[0])
+    if exe is None:
+        return None
+    try:
+        result = subprocess.run(
+            [exe, *cmd[1:]],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            env=child_env(),
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
+def os_name() -> str:
+    """Kernel plus distribution (Linux) or product version (macOS)."""
+    base = f"{platform.system()} {platform.release()}"
+    if sys.platform == "darwin":
+        return f"macOS {platform.mac_ver()[0]} ({base})"
+    try:
+        m = re.search(r'^PRETTY_NAME="?([^"\n]+)"?$', Path("/etc/os-release").read_text(), re.M)
+    except OSError:
+        m = None
+    return f"{base} ({m.group(1)})" if m else base
+
+
+def cpu_model() -> str:
+    if sys.platform == "darwin":
+        out = tool_output(["sysctl", "-n", "machdep.cpu.brand_string"])
+        if out and out.strip():
+            return out.strip()
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    for key in ("model name", "Hardware", "cpu model", "Processor"):
+        m = re.search(rf"^{key}\s*:\s*(.+)$", text, re.M)
+        if m:
+            return m.group(1).strip()
+    out = tool_output(["lscpu"])
+    m = re.search(r"^Model name:\s*(.+)$", out or "", re.M)
+    return m.group(1).strip() if m else (platform.processor() or platform.machine())
+
+
+def cpu_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def ram_gb() -> float | None:
+    if sys.platform == "darwin":
+        out = tool_output(["sysctl", "-n", "hw.memsize"])
+        return round(int(out) / 2**30, 1) if out and out.strip().isdigit() else None
+    try:
+        m = re.search(r"^MemTotal:\s*(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
+    except OSError:
+        return None
+    return round(int(m.group(1)) / 2**20, 1) if m else None
+
+
+def parse_nvidia_smi(csv: str) -> list[GpuInfo]:
+    """Rows of ``--query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader,nounits``."""
+    gpus = []
+    for line in csv.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) < 3 or not cells[0]:
+            continue
+        mem = cells[2]
+        cap = cells[3] if len(cells) > 3 and re.fullmatch(r"\d+\.\d+", cells[3]) else None
+        gpus.append(
+            GpuInfo(
+                name=cells[0], driver=cells[1], memory_mb=int(mem) if mem.isdigit() else None, compute_cap=cap
+            )
+        )
+    return gpus
+
+
+def nvidia_gpus() -> list[GpuInfo]:
+    fields = "name,driver_version,memory.total,compute_cap"
+    out = tool_output(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"])
+    if out is None:  # drivers older than compute_cap support
+        out = tool_output(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"]
+        )
+    return parse_nvidia_smi(out or "")
+
+
+def parse_system_profiler(text: str) -> list[GpuInfo]:
+    """GPUs from ``system_profiler SPDisplaysDataType -json`` (Apple silicon shares system memory)."""
+    try:
+        items = json.loads(text).get("SPDisplaysDataType", [])
+    except (ValueError, AttributeError):
+        return []
+    gpus = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        vram = str(item.get("spdisplays_vram") or item.get("spdisplays_vram_shared") or "")
+        m = re.match(r"(\d+)\s*(GB|MB)", vram)
+        mem = (int(m.group(1)) * (1024 if m.group(2) == "GB" else 1)) if m else None
+        driver = str(item.get("spdisplays_mtlgpufamilysupport") or item.get("spdisplays_metal") or "")
+        gpus.append(
+            GpuInfo(
+                name=str(item.get("sppci_model") or item.get("_name") or "GPU"), driver=driver, memory_mb=mem
+            )
+        )
+    return gpus
+
+
+def gpus() -> list[GpuInfo]:
+    if sys.platform == "darwin":
+        return parse_system_profiler(tool_output(["system_profiler", "SPDisplaysDataType", "-json"]) or "")
+    return nvidia_gpus()
+
+
+def detect_backend(found_gpus: list[GpuInfo] | None = None) -> str:
+    """``auto``: CUDA with nvcc and an NVIDIA GPU, Metal on Apple silicon, else CPU."""
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        return "metal"
+    if shutil.which("nvcc") and shutil.which("nvidia-smi"):
+        if found_gpus is None:
+            found_gpus = nvidia_gpus()
+        if found_gpus:
+            return "cuda"
+    return "cpu"
+
+
+def cached_builds() -> list[CachedBuild]:
+    return [
+        CachedBuild(
+            key=info.key,
+            commit=info.commit,
+            backend=info.backend,
+            source=info.source,
+            built_at=info.built_at,
+            bin_dir=info.bin_dir,
+            roles=sorted(info.binaries),
+        )
+        for info in BuildInfo.load_all(paths.builds_dir())
+    ]
+
+
+def collect(builds: bool = False) -> EnvInfo:
+    """Describe this machine. ``builds=True`` also lists the cached llama.cpp builds."""
+    found = gpus()
+    return EnvInfo(
+        hostname=platform.node() or None,
+        os=os_name(),
+        arch=platform.machine(),
+        cpu_model=cpu_model(),
+        cpu_cores=cpu_cores(),
+        ram_gb=ram_gb(),
+        gpus=found,
+        python=platform.python_version(),
+        specbench_version=__version__,
+        backend=detect_backend(found if sys.platform != "darwin" else None),
+        builds=cached_builds() if builds else [],
+    )

@@ -1,0 +1,314 @@
+"""Is the machine quiet enough to measure on? A system-noise check taken before, during and after
+a run, stored in the manifest's ``noise`` record.
+
+It lives next to ``envinfo`` (what the machine is) because it reads the same OS sources and the
+manifest, which sits further down the pipeline, stores its typed record. Signals, each only where
+the OS offers it (a missing source leaves its field empty, never fails the run):
+
+* another specbench run or llama.cpp binary on the machine (``/proc``; ``ps`` elsewhere), other
+  than our own process tree: two benchmarks at once make both meaningless;
+* how busy the CPUs are while specbench itself is idle (``/proc/stat`` over a short interval) and
+  the 1-minute load average against the core count;
+* other processes on the GPU and GPU utilisation (``nvidia-smi``);
+* the CPU frequency governor (``powersave``/``ondemand`` let clocks wander);
+* thermal throttling events (``thermal_throttle/*_count`` rising during the run).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from specbench.builder.envinfo import cpu_cores, tool_output
+
+TOOL_TIMEOUT_S = 10
+CPU_SAMPLE_S = 0.5  # how long the idle CPU usage is sampled
+BUSY_CPU_FRACTION = 0.25  # share of all cores busy with other work, specbench idle
+BUSY_GPU_UTIL = 10  # % utilisation of a GPU while specbench runs nothing on it
+LLAMA_PREFIX = "llama-"  # llama.cpp binaries: llama-completion, llama-server, llama-bench, ...
+LLAMA_NAMES = {"main", "server", "speculative", "lookup"}  # pre-2024 names, only with a llama.cpp path
+STEADY_GOVERNORS = {"performance"}
+
+
+class GpuLoad(BaseModel):
+    index: int
+    utilization: int | None = None  # percent
+    memory_used_mb: int | None = None
+
+
+class ForeignProcess(BaseModel):
+    """A process that competes with the measurement."""
+
+    pid: int
+    command: str  # shortened command line
+
+    def describe(self) -> str:
+        return f"pid {self.pid} {self.command}"
+
+
+class NoiseSnapshot(BaseModel):
+    """The machine at one moment of the run."""
+
+    phase: str  # before | during | after
+    at: str  # ISO time
+    cpu_count: int
+    load_1m: float | None = None
+    cpu_busy: float | None = None  # fraction of all cores busy over CPU_SAMPLE_S (before/after only)
+    governors: list[str] = Field(default_factory=list)  # distinct scaling_governor values
+    throttle_count: int | None = None  # sum of thermal_throttle counters over all CPUs
+    gpus: list[GpuLoad] = Field(default_factory=list)
+    gpu_processes: list[ForeignProcess] = Field(default_factory=list)  # other processes on a GPU
+    concurrent: list[ForeignProcess] = Field(default_factory=list)  # other specbench / llama.cpp runs
+
+
+class NoiseRecord(BaseModel):
+    """Every snapshot of a run and what made the machine busy (empty: quiet)."""
+
+    snapshots: list[NoiseSnapshot] = Field(default_factory=list)
+    busy: list[str] = Field(default_factory=list)  # one short reason each, e.g. "another llama.cpp ..."
+    notes: list[str] = Field(default_factory=list)  # facts worth knowing that are not "busy"
+
+
+# ---------------------------------------------------------------- processes
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _processes() -> dict[int, tuple[int, list[str]]]:
+    """pid -> (parent pid, argv) of every process we can see."""
+    procs: dict[int, tuple[int, list[str]]] = {}
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            raw, stat = _read(entry / "cmdline"), _read(entry / "stat")
+            if not raw or not stat:
+                continue  # kernel threads have no command line; a process may have just exited
+            try:
+                ppid = int(stat.rsplit(b")", 1)[1].split()[1])
+            except (IndexError, ValueError):
+                continue
+            argv = [a.decode("utf-8", "replace") for a in raw.rstrip(b"\0").split(b"\0")]
+            procs[int(entry.name)] = (ppid, argv)
+        return procs
+    out = tool_output(["ps", "-axo", "pid=,ppid=,args="], TOOL_TIMEOUT_S)
+    for line in (out or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].isdigit() and parts[1].isdigit():
+            procs[int(parts[0])] = (int(parts[1]), parts[2:])
+    return procs
+
+
+def _family(procs: dict[int, tuple[int, list[str]]], me: int) -> set[int]:
+    """Our own process, its ancestors and all its descendants (the llama.cpp runs we started)."""
+    ours = {me}
+    pid = me
+    while pid in procs and procs[pid][0] not in ours and procs[pid][0] > 0:
+        pid = procs[pid][0]
+        ours.add(pid)
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    stack = [me]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in ours:
+                ours.add(child)
+                stack.append(child)
+    return ours
+
+
+def is_benchmark_process(argv: list[str]) -> bool:
+    """A llama.cpp binary (argv[0] ``llama-*``, or an old name under a llama.cpp path) or a
+    ``specbench run`` or ``tune`` (the script, or ``python -m specbench run``)."""
+    if not argv:
+        return False
+    exe = argv[0]
+    name = os.path.basename(exe)
+    if name.startswith(LLAMA_PREFIX) or (name in LLAMA_NAMES and "llama" in exe.lower()):
+        return True
+    for i, arg in enumerate(argv):
+        is_script = os.path.basename(arg) == "specbench"
+        is_module = arg == "-m" and argv[i + 1 : i + 2] in (["specbench"], ["specbench.cli"])
+        if is_script or is_module:
+            rest = [a for a in argv[i + (2 if is_module else 1) :] if not a.startswith("-")]
+            return rest[:1] in (["run"], ["tune"])
+    return False
+
+
+def _short(argv: list[str], limit: int = 80) -> str:
+    text = " ".join([os.path.basename(argv[0]), *argv[1:]]) if argv else "?"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def concurrent_processes(me: int | None = None) -> list[ForeignProcess]:
+    """Other specbench runs and llama.cpp binaries on this machine, outside our own process tree."""
+    procs = _processes()
+    ours = _family(procs, me if me is not None else os.getpid())
+    return [
+        ForeignProcess(pid=pid, command=_short(argv))
+        for pid, (_, argv) in sorted(procs.items())
+        if pid not in ours and is_benchmark_process(argv)
+    ]
+
+
+# ---------------------------------------------------------------- CPU and GPU
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies over all CPUs from /proc/stat."""
+    raw = _read(Path("/proc/stat"))
+    if not raw:
+        return None
+    fields = raw.split(b"\n", 1)[0].split()[1:]
+    try:
+        values = [int(v) for v in fields]
+    except ValueError:
+        return None
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    total = sum(values[:8])  # guest time is already inside user
+    return total - idle, total
+
+
+def cpu_busy(seconds: float = CPU_SAMPLE_S) -> float | None:
+    """Fraction of all cores busy over ``seconds`` (call it while specbench itself is idle)."""
+    first = _cpu_times()
+    if first is None:
+        return None
+    time.sleep(seconds)
+    second = _cpu_times()
+    if second is None or second[1] <= first[1]:
+        return None
+    return round((second[0] - first[0]) / (second[1] - first[1]), 3)
+
+
+def _glob_text(pattern: str) -> list[str]:
+    out = []
+    for path in sorted(Path("/sys/devices/system/cpu").glob(pattern)):
+        raw = _read(path)
+        if raw is not None:
+            out.append(raw.decode(errors="replace").strip())
+    return out
+
+
+def governors() -> list[str]:
+    return sorted(set(_glob_text("cpu[0-9]*/cpufreq/scaling_governor")))
+
+
+def throttle_count() -> int | None:
+    values = [int(v) for v in _glob_text("cpu[0-9]*/thermal_throttle/*_throttle_count") if v.isdigit()]
+    return sum(values) if values else None
+
+
+def _ints(text: str) -> list[int | None]:
+    return [int(v) if v.strip().isdigit() else None for v in text.split(",")]
+
+
+def gpu_state(ours: Iterable[int] = ()) -> tuple[list[GpuLoad], list[ForeignProcess]]:
+    """GPU utilisation and the compute processes on the GPUs that are not ours (nvidia-smi)."""
+    out = tool_output(
+        ["nvidia-smi", "--query-gpu=index,utilization.gpu,memory.used", "--format=csv,noheader,nounits"],
+        TOOL_TIMEOUT_S,
+    )
+    if out is None:
+        return [], []
+    loads = []
+    for line in out.strip().splitlines():
+        values = _ints(line)
+        if len(values) >= 3 and values[0] is not None:
+            loads.append(GpuLoad(index=values[0], utilization=values[1], memory_used_mb=values[2]))
+    apps = (
+        tool_output(
+            ["nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader"], TOOL_TIMEOUT_S
+        )
+        or ""
+    )
+    mine = set(ours)
+    others = []
+    for line in apps.strip().splitlines():
+        pid, _, name = line.partition(",")
+        if pid.strip().isdigit() and int(pid) not in mine:
+            others.append(ForeignProcess(pid=int(pid), command=name.strip()))
+    return loads, others
+
+
+# ---------------------------------------------------------------- the check
+
+
+def snapshot(phase: str, at: str, idle: bool = False) -> NoiseSnapshot:
+    """The machine now; ``idle``: specbench runs nothing, so CPU usage is sampled (takes 0.5 s)."""
+    ours = _family(_processes(), os.getpid())
+    loads, gpu_others = gpu_state(ours)
+    try:
+        load = round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        load = None
+    return NoiseSnapshot(
+        phase=phase, at=at, cpu_count=cpu_cores(), load_1m=load, cpu_busy=cpu_busy() if idle else None,
+        governors=governors(), throttle_count=throttle_count(), gpus=loads, gpu_processes=gpu_others,
+        concurrent=concurrent_processes(),
+    )  # fmt: skip
+
+
+def judge(snap: NoiseSnapshot, first: NoiseSnapshot | None = None) -> list[str]:
+    """What makes the machine busy at this snapshot (``first``: the run's first one, for throttling)."""
+    busy = []
+    if snap.concurrent:
+        kinds = ", ".join(p.describe() for p in snap.concurrent[:3])
+        more = f" and {len(snap.concurrent) - 3} more" if len(snap.concurrent) > 3 else ""
+        busy.append(f"another benchmark is running ({kinds}{more})")
+    if snap.cpu_busy is not None and snap.cpu_busy > BUSY_CPU_FRACTION:
+        busy.append(
+            f"other work kept {snap.cpu_busy:.0%} of the {snap.cpu_count} cores busy while specbench "
+            f"was idle (load average {snap.load_1m})"
+        )
+    if snap.gpu_processes:
+        busy.append(
+            "other processes on the GPU (" + ", ".join(p.describe() for p in snap.gpu_processes[:3]) + ")"
+        )
+    elif snap.phase == "before":  # later, nvidia-smi's utilisation window still holds our own work
+        hot = [g for g in snap.gpus if g.utilization is not None and g.utilization > BUSY_GPU_UTIL]
+        if hot:
+            busy.append("GPU " + ", ".join(f"{g.index} at {g.utilization}%" for g in hot) + " busy")
+    if first is not None and first.throttle_count is not None and snap.throttle_count is not None:
+        rise = snap.throttle_count - first.throttle_count
+        if rise > 0:
+            busy.append(f"the CPU was thermally throttled {rise} times during the run")
+    return busy
+
+
+def governor_note(snap: NoiseSnapshot) -> str | None:
+    unsteady = [g for g in snap.governors if g not in STEADY_GOVERNORS]
+    if not unsteady:
+        return None
+    return (
+        f"CPU frequency governor {', '.join(unsteady)}: clocks may vary between samples; "
+        "the `performance` governor gives steadier numbers"
+    )
+
+
+def _kind(reason: str) -> str:
+    return reason.split(" (")[0].split(" kept ")[0]
+
+
+def record(noise: NoiseRecord, snap: NoiseSnapshot) -> list[str]:
+    """Add a snapshot to the record; returns the busy reasons it brought that are new."""
+    first = next((s for s in reversed(noise.snapshots) if s.phase == "before"), None)  # this process's
+    noise.snapshots.append(snap)
+    kinds = {_kind(reason) for reason in noise.busy}  # one reason of each kind (pids change)
+    new = [reason for reason in judge(snap, first) if _kind(reason) not in kinds]
+    noise.busy += new
+    note = governor_note(snap)
+    if note and note not in noise.notes:
+        noise.notes.append(note)
+    return new

@@ -1,0 +1,185 @@
+"""Learn how a llama.cpp binary spells its options by reading its ``--help`` once, at build time.
+
+llama.cpp renamed the speculative options several times (``--draft`` -> ``--draft-max`` ->
+``--spec-draft-n-max``) and keeps removed names in the help only to abort with an error, so the
+probe prefers the newest spelling that is not marked removed.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specbench.base.childenv import child_env
+from specbench.base.errors import BuildError
+from specbench.builder.buildinfo import BinaryInfo, FlagSpelling, NgramSizeFlags
+
+PROBE_TIMEOUT_S = 20
+
+# For each FlagSpelling field, the spellings to look for, newest first.
+PREFERENCES: dict[str, list[str]] = {
+    "draft_max": ["--spec-draft-n-max", "--draft-max", "--draft-n", "--draft"],
+    "draft_min": ["--spec-draft-n-min", "--draft-min", "--draft-n-min"],
+    "p_min": ["--spec-draft-p-min", "--draft-p-min"],
+    "ngld": ["--spec-draft-ngl", "-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft"],
+    "spec_type": ["--spec-type"],
+    "model_draft": ["--spec-draft-model", "-md", "--model-draft"],
+    "no_display_prompt": ["--no-display-prompt"],
+    "no_conversation": ["-no-cnv", "--no-conversation"],
+    "no_escape": ["--no-escape"],
+    "parallel": ["-np", "--parallel"],
+    "cache_ram": ["--cache-ram", "-cram"],
+}
+
+_OPTION = re.compile(r"^-{1,2}[A-Za-z0-9][\w.-]*$")
+_REMOVED = re.compile(r"\b(has been removed|was removed|no longer (supported|available))\b", re.I)
+_VALUE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+@dataclass
+class HelpOption:
+    """One entry of a help text: its spellings, the value placeholder, and its description."""
+
+    names: list[str]
+    metavar: str = ""
+    description: list[str] = field(default_factory=list)
+
+    @property
+    def removed(self) -> bool:
+        return bool(_REMOVED.search(" ".join(self.description)))
+
+
+def _parse_header(line: str) -> HelpOption:
+    """``-md FNAME, --model-draft FNAME  draft model...`` -> names, metavar, description words."""
+    tokens = line.split()
+    names: list[str] = []
+    metavar = ""
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if not _OPTION.match(tok.rstrip(",")):
+            break
+        names.append(tok.rstrip(","))
+        i += 1
+        if tok.endswith(","):
+            continue  # another spelling follows
+        if i < len(tokens) and not _OPTION.match(tokens[i].rstrip(",")):
+            metavar = metavar or tokens[i].rstrip(",")
+            i += 1
+            if tokens[i - 1].endswith(","):
+                continue  # `-ngld N, --n-gpu-layers-draft N`
+        break
+    return HelpOption(names=names, metavar=metavar, description=[" ".join(tokens[i:])])
+
+
+def parse_help(text: str) -> list[HelpOption]:
+    """Split a ``--help`` text of any era into option entries.
+
+    An entry starts with a line whose first non-blank character is ``-`` and that is indented less
+    than the description column; deeper-indented lines continue the entry before them.
+    """
+    entries: list[HelpOption] = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        stripped = line.lstrip()
+        if not stripped:
+            continue
+        indent = len(line) - len(stripped)
+        if stripped.startswith("-") and indent < 8 and not stripped.startswith("---"):
+            entry = _parse_header(stripped)
+            if entry.names:
+                entries.append(entry)
+                continue
+        if entries and indent >= 8:
+            entries[-1].description.append(stripped)
+    return entries
+
+
+def _spec_values(entry: HelpOption) -> list[str]:
+    """The values ``--spec-type`` takes: from ``a,b,c`` / ``[a|b]`` metavars or a listed description."""
+    candidates = [entry.metavar] + [
+        m.group(1) for m in re.finditer(r"[\[{(]([a-z0-9_|,-]+)[\]})]", " ".join(entry.description))
+    ]
+    for cand in candidates:
+        values = [v.strip() for v in re.split(r"[,|]", cand.strip("[]{}()<>")) if v.strip()]
+        if len(values) > 1 and all(_VALUE.match(v) for v in values):
+            return values
+    return []
+
+
+def _ngram_sizes(methods: list, usable: dict[str, HelpOption]) -> dict[str, NgramSizeFlags]:
+    """``--spec-<method>-size-n``/``-m`` of each n-gram method that has them (the pinned build:
+    ngram-simple, ngram-map-k, ngram-map-k4v)."""
+    sizes = {}
+    for method in methods:
+        if not str(method).startswith("ngram-"):
+            continue
+        n, m = (f"--spec-{method}-size-{x}" for x in ("n", "m"))
+        flags = NgramSizeFlags(n=n if n in usable else None, m=m if m in usable else None)
+        if flags.n or flags.m:
+            sizes[str(method)] = flags
+    return sizes
+
+
+def flags_from_help(text: str) -> FlagSpelling:
+    """How a binary spells each option specbench passes, read from its help text."""
+    usable: dict[str, HelpOption] = {}
+    for entry in parse_help(text):
+        if entry.removed:
+            continue
+        for name in entry.names:
+            usable.setdefault(name, entry)
+    found: dict[str, object] = {}
+    for key, spellings in PREFERENCES.items():
+        if key in FlagSpelling.model_fields:
+            found[key] = next((s for s in spellings if s in usable), None)
+    if found["spec_type"]:
+        found["spec_types"] = _spec_values(usable[str(found["spec_type"])])
+    found["ngram_sizes"] = _ngram_sizes(found.get("spec_types") or [], usable)
+    return FlagSpelling.model_validate(found)
+
+
+def _run(path: Path, arg: str) -> subprocess.CompletedProcess[str]:
+    env = {**child_env(), "LANG": "C"}
+    try:
+        return subprocess.run(
+            [str(path), arg],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=PROBE_TIMEOUT_S,
+            env=env,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise BuildError(f"{path} {arg} did not finish in {PROBE_TIMEOUT_S} s; rebuild with --force") from exc
+    except OSError as exc:
+        raise BuildError(f"cannot run {path}: {exc}; rebuild with `specbench build --force`") from exc
+
+
+def binary_version(path: Path) -> str:
+    """The binary's ``version: N (sha)`` and ``built with`` lines; '' for binaries without --version."""
+    result = _run(path, "--version")
+    text = (result.stdout + result.stderr).strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return "\n".join(ln for ln in lines if ln.startswith(("version:", "built with")))
+
+
+# Raised whenever the probe learns new options, so a cached build.json is re-probed (not rebuilt):
+# 1 n-gram size options, 2 llama-server's -np and --cache-ram.
+PROBE_VERSION = 2
+
+
+def probe_binary(role: str, path: Path) -> BinaryInfo:
+    """Version and flag spellings of one built binary."""
+    result = _run(path, "--help")
+    if result.returncode < 0:
+        raise BuildError(
+            f"{path} --help was killed by signal {-result.returncode}; rebuild with `specbench build --force`"
+        )
+    text = result.stdout + "\n" + result.stderr
+    return BinaryInfo(
+        role=role, name=path.name, path=str(path), version=binary_version(path), flags=flags_from_help(text)
+    )

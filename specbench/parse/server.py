@@ -1,0 +1,145 @@
+"""Parse what the server runner keeps in ``raw/``: a llama-server log and a response's JSON. Pure.
+
+A llama-server log holds one block per request, printed by the slot that served it::
+
+    slot print_timing: id  0 | task 5 | prompt eval time = 42.47 ms / 13 tokens (... 306.12 tokens ...)
+    slot print_timing: id  0 | task 5 |        eval time = 310.20 ms / 64 tokens (... 206.32 tokens ...)
+    slot print_timing: id  0 | task 5 |       total time = 352.67 ms / 77 tokens
+    slot print_timing: id  0 | task 5 | draft acceptance = 0.61905 (39 accepted / 63 generated), ...
+
+(older servers print the lines after a ``print_timing`` header of their own). As with several runs
+in one process log, the last request's block is the one reported. A response (``.response.json``)
+carries the same numbers as its ``timings`` object. Both come out as the ``ParsedLog`` a process run
+would have given: ``encoded``/``decoded`` and the draft counters when it drafted, the target's
+perf block otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from specbench.base.errors import ParseError
+from specbench.parse.parsed import ParsedLog, Perf, PerfBlocks, SpecCounters, Throughput
+
+_NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|inf|nan|-nan)"
+_TIME = re.compile(
+    rf"(?P<what>prompt eval|eval|total) time\s*=\s*(?P<ms>{_NUM})\s*ms\s*/\s*(?P<n>\d+)\s*tokens"
+    rf"(?:\s*\(\s*{_NUM}\s*ms per token,\s*(?P<tps>{_NUM})\s*tokens per second\))?"
+)
+# /metrics (Prometheus text): `llamacpp:NAME VALUE` or `llamacpp:NAME{position="i"} VALUE`
+_METRIC = re.compile(rf'^llamacpp:(?P<name>\w+)(?:\{{position="(?P<pos>\d+)"\}})?\s+(?P<v>{_NUM})\s*$')
+_COUNTERS = {
+    "spec_decode_num_drafts_total": "steps",
+    "spec_decode_num_draft_tokens_total": "drafted",
+    "spec_decode_num_accepted_tokens_total": "accepted",
+}
+_PER_POS = "spec_decode_num_accepted_tokens_per_pos_total"
+_DRAFT = re.compile(
+    rf"draft acceptance\s*=\s*(?P<r>{_NUM})\s*\(\s*(?P<a>\d+)\s*accepted\s*/\s*(?P<d>\d+)\s*generated"
+)
+
+
+def looks_like_server_log(text: str) -> bool:
+    """A llama-server log: its lines name the server (``srv``) or a slot; a process log does not."""
+    return "print_timing" in text or ("srv " in text and "slot " in text)
+
+
+def parse_server_log(text: str, file: str | None = None) -> ParsedLog:
+    """The last request's statistics in a llama-server log."""
+    blocks: list[dict] = []
+    current: dict = {}
+    for line in text.splitlines():
+        if "time =" in line and (m := _TIME.search(line)):
+            what = m["what"]
+            if what == "prompt eval" and current:  # the next request's block begins
+                blocks.append(current)
+                current = {}
+            current[what] = (float(m["ms"]), int(m["n"]), float(m["tps"]) if m["tps"] else None)
+        elif "draft acceptance" in line and (m := _DRAFT.search(line)):
+            current["draft"] = (int(m["a"]), int(m["d"]))
+    if current:
+        blocks.append(current)
+    blocks = [b for b in blocks if "eval" in b]
+    if not blocks:
+        where = file or "the log"
+        raise ParseError(
+            f"no request statistics in {where} (a llama-server log with no finished request: no "
+            "'eval time' line); parse the log of a server that answered a request"
+        )
+    last = blocks[-1]
+    prompt, gen = last.get("prompt eval"), last["eval"]
+    draft = last.get("draft")
+    timings = {
+        "prompt_n": prompt[1] if prompt else None, "prompt_ms": prompt[0] if prompt else None,
+        "prompt_per_second": prompt[2] if prompt else None, "predicted_n": gen[1], "predicted_ms": gen[0],
+        "predicted_per_second": gen[2], "draft_n": draft[1] if draft else None,
+        "draft_n_accepted": draft[0] if draft else None,
+    }  # fmt: skip
+    return timings_log(timings, file, speculative=draft is not None)
+
+
+def parse_response(text: str, file: str | None = None) -> ParsedLog:
+    """The statistics of one ``/completion`` response (its ``timings``)."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ParseError(f"{file or 'the response'} is not valid JSON ({exc})") from None
+    timings = data.get("timings") if isinstance(data, dict) else None
+    if not isinstance(timings, dict) or timings.get("predicted_n") is None:
+        raise ParseError(
+            f"no 'timings' in {file or 'the response'}; pass a llama-server /completion response "
+            "(raw/*.response.json)"
+        )
+    return timings_log(timings, file, speculative=timings.get("draft_n") is not None)
+
+
+def timings_log(timings: dict, file: str | None = None, speculative: bool = False) -> ParsedLog:
+    """llama-server ``timings`` as the statistics a process would have printed: ``encoded``,
+    ``decoded`` and the draft counters for a speculative request, the target's perf block otherwise
+    (eval runs: one token of a generation comes from the prompt pass)."""
+    t = timings
+    n_gen, prompt_n = t.get("predicted_n"), t.get("prompt_n")
+    prompt_s = t["prompt_ms"] / 1000 if t.get("prompt_ms") is not None else None
+    gen_s = t["predicted_ms"] / 1000 if t.get("predicted_ms") is not None else None
+    if speculative:
+        drafted, accepted = t.get("draft_n") or 0, t.get("draft_n_accepted") or 0
+        return ParsedLog(
+            file=file, kind="speculative", n_predict=n_gen, n_drafted=drafted, n_accept=accepted,
+            accept=accepted / drafted if drafted else None,
+            encoded=Throughput(tokens=prompt_n, seconds=prompt_s, tps=t.get("prompt_per_second")),
+            decoded=Throughput(tokens=n_gen, seconds=gen_s, tps=t.get("predicted_per_second")),
+        )  # fmt: skip
+    perf = Perf(
+        prompt_eval_ms=t.get("prompt_ms"), prompt_eval_tokens=prompt_n,
+        prompt_eval_tps=t.get("prompt_per_second"), eval_ms=t.get("predicted_ms"),
+        eval_runs=n_gen - 1 if n_gen else None, eval_tps=t.get("predicted_per_second"),
+    )  # fmt: skip
+    return ParsedLog(file=file, kind="completion", perf=PerfBlocks(target=perf))
+
+
+def parse_metrics(text: str, file: str | None = None) -> SpecCounters:
+    """The speculative counters of a llama-server ``/metrics`` response (started with ``--metrics``).
+
+    The pinned build prints ``llamacpp:spec_decode_num_drafts_total`` (verification steps),
+    ``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total`` and, after the first
+    verification step, one ``..._num_accepted_tokens_per_pos_total{position="i"}`` per draft position.
+    """
+    found: dict[str, int] = {}
+    per_pos: dict[int, int] = {}
+    for line in text.splitlines():
+        m = _METRIC.match(line.strip())
+        if m is None:
+            continue
+        value = float(m["v"])
+        if m["name"] == _PER_POS and m["pos"] is not None:
+            per_pos[int(m["pos"])] = int(value)
+        elif m["name"] in _COUNTERS:
+            found[_COUNTERS[m["name"]]] = int(value)
+    if "steps" not in found:
+        raise ParseError(
+            f"no llamacpp:spec_decode_num_drafts_total in {file or 'the /metrics response'}; pass the "
+            "/metrics text of a llama-server started with --metrics (a build with speculative counters)"
+        )
+    positions = [per_pos.get(i, 0) for i in range(max(per_pos) + 1)] if per_pos else []
+    return SpecCounters(**found, accepted_per_pos=positions)

@@ -1,0 +1,298 @@
+"""specbench.builder.builder: cmake arguments as data, the cache, errors with fake trees, one real build."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from specbench.base.errors import BuildError
+from specbench.builder.builder import (
+    BUILD_JSON,
+    backend_switch,
+    build_dir_for,
+    build_key,
+    configure_args,
+    cuda_arch,
+    ensure_build,
+)
+from specbench.builder.cmake import CompileError
+from specbench.builder.source import PINNED_COMMIT
+from tests.fixtures.build import assert_one_line_error, cli, fake_llama_tree
+
+
+def _defines(args: list[str]) -> dict[str, str]:
+    return dict(a[2:].split("=", 1) for a in args if a.startswith("-D"))
+
+
+# --- cmake arguments, as data -------------------------------------------------------------------
+
+
+def test_cpu_args_are_release_static_offline():
+    d = _defines(configure_args("cpu"))
+    assert d["CMAKE_BUILD_TYPE"] == "Release"
+    assert d["LLAMA_CURL"] == "OFF"
+    assert d["LLAMA_BUILD_TESTS"] == "OFF"
+    assert d["BUILD_SHARED_LIBS"] == "OFF"
+    assert d["LLAMA_USE_PREBUILT_UI"] == "OFF"  # no web-UI download from the Hub while building
+    assert "GGML_CUDA" not in d and "GGML_METAL" not in d
+
+
+@pytest.mark.parametrize(
+    ("cap", "arch"), [("8.9", "89"), ("8.6", "86"), ("9.0", "90"), ("12.0", "120"), ("7.5", "75")]
+)
+def test_cuda_arch_from_compute_capability(cap, arch):
+    assert cuda_arch(cap) == arch
+
+
+def test_cuda_args_target_the_gpus_found():
+    d = _defines(configure_args("cuda", compute_caps=["8.9"]))
+    assert d["GGML_CUDA"] == "ON"
+    assert d["CMAKE_CUDA_ARCHITECTURES"] == "89"
+    mixed = _defines(configure_args("cuda", compute_caps=["8.9", "8.6", "8.9"]))
+    assert mixed["CMAKE_CUDA_ARCHITECTURES"] == "86;89"
+    no_gpu = _defines(configure_args("cuda"))  # built here to run elsewhere: llama.cpp's portable list
+    assert "CMAKE_CUDA_ARCHITECTURES" not in no_gpu and no_gpu["GGML_NATIVE"] == "OFF"
+    assert "GGML_NATIVE" not in _defines(configure_args("cuda", compute_caps=["8.9"]))
+
+
+def test_user_cmake_arg_overrides_the_detected_architecture():
+    args = configure_args("cuda", extra=["-DCMAKE_CUDA_ARCHITECTURES=75"], compute_caps=["8.9"])
+    assert [a for a in args if "CMAKE_CUDA_ARCHITECTURES" in a] == ["-DCMAKE_CUDA_ARCHITECTURES=75"]
+    typed = _defines(configure_args("cpu", extra=["-DGGML_NATIVE:BOOL=OFF"]))
+    assert typed["GGML_NATIVE"] == "OFF"
+
+
+def test_metal_args():
+    d = _defines(configure_args("metal"))
+    assert d["GGML_METAL"] == "ON" and "GGML_CUDA" not in d
+
+
+def test_older_trees_get_their_own_backend_switch(tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "CMakeLists.txt").write_text(
+        'option(LLAMA_CUBLAS "llama: use CUDA" OFF)\noption(LLAMA_METAL "m" OFF)\n'
+    )
+    assert backend_switch(old, "cuda") == "LLAMA_CUBLAS" and backend_switch(old, "metal") == "LLAMA_METAL"
+    d = _defines(configure_args("cuda", compute_caps=["8.9"], switch="LLAMA_CUBLAS"))
+    assert d["LLAMA_CUBLAS"] == "ON" and "GGML_CUDA" not in d and d["CMAKE_CUDA_ARCHITECTURES"] == "89"
+    assert backend_switch(old, "cpu") is None
+    new = fake_llama_tree(tmp_path / "new")
+    (new / "ggml" / "CMakeLists.txt").write_text('option(GGML_CUDA "ggml: use CUDA" OFF)\n')
+    assert backend_switch(new, "cuda") == "GGML_CUDA"
+
+
+def test_commit_is_named_for_trees_without_git():
+    d = _defines(configure_args("cpu", build_commit=PINNED_COMMIT))
+    assert d["LLAMA_BUILD_COMMIT"] == PINNED_COMMIT[:7]
+
+
+@pytest.mark.parametrize(
+    ("backend", "extra", "words"),
+    [
+        ("cpu", ["-DCMAKE_BUILD_TYPE=Debug"], ["Debug", "optimised"]),
+        ("cpu", ["-DLLAMA_SANITIZE_ADDRESS=ON"], ["sanitizer"]),
+        ("cpu", ["-DGGML_CUDA=ON"], ["--backend cuda"]),
+        ("rocm", [], ["unknown backend", "rocm"]),
+        ("cpu", ["-GNinja"], ["-DNAME=VALUE"]),
+    ],
+)
+def test_bad_arguments_are_refused(backend, extra, words):
+    with pytest.raises(BuildError) as exc:
+        configure_args(backend, extra=extra)
+    message = str(exc.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message
+
+
+def test_build_key_changes_with_what_changes_the_binaries():
+    args = configure_args("cpu")
+    key = build_key(PINNED_COMMIT, "cpu", args)
+    assert key.startswith(PINNED_COMMIT[:12] + "-cpu-")
+    assert key == build_key(PINNED_COMMIT, "cpu", list(args))
+    assert key != build_key("f" * 40, "cpu", args)
+    assert key != build_key(PINNED_COMMIT, "cpu", configure_args("cpu", extra=["-DGGML_NATIVE=OFF"]))
+    assert build_key("tree-abc", "cpu", args).startswith("tree-cpu-")
+
+
+# --- bad input, with a tiny fake tree -------------------------------------------------------------
+
+
+def test_compile_error_names_the_error_and_keeps_the_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
+    tree = fake_llama_tree(tmp_path / "broken", "int main() { return undeclared_thing; }\n")
+    with pytest.raises(CompileError) as exc:
+        ensure_build(backend="cpu", source=tree)
+    err = exc.value
+    assert err.log.is_file() and str(err.log) in str(err)
+    assert "undeclared_thing" in str(err) and "\n" not in str(err)
+    assert any("error:" in line and "undeclared_thing" in line for line in err.details)
+    assert "undeclared_thing" in err.log.read_text()
+    assert not (err.log.parent / BUILD_JSON).exists()  # a failed build is never taken for a cached one
+
+    result = cli(
+        "build", "--backend", "cpu", "--source", str(tree), env={"SPECBENCH_HOME": str(tmp_path / "home")}
+    )
+    last = assert_one_line_error(result, "compiling llama.cpp failed", "build.log")
+    assert "undeclared_thing" in last
+    assert "main.cpp:1" in result.stderr  # the compiler's error lines are shown above the error
+
+
+FAKE_MAIN = r"""#include <cstdio>
+#include <cstring>
+int main(int argc, char ** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "--version") == 0) {
+        std::printf("version: 1 (abc1234)\nbuilt with fake for test\n");
+        return 0;
+    }
+    std::printf("--draft-max, --draft N   number of tokens to draft\n");
+    std::printf("-md,   --model-draft FNAME   draft model\n");
+    return 0;
+}
+"""
+
+
+def test_fake_tree_builds_probes_and_caches(tmp_path, monkeypatch):
+    """The whole pipeline on a one-file tree: steps reported, binary probed, build.json, then cached."""
+    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
+    tree = fake_llama_tree(tmp_path / "tree", FAKE_MAIN)
+    seen = []
+    info = ensure_build(backend="cpu", source=tree, jobs=1, progress=seen.append)
+    steps = [p for p in seen if p.phase == "build" and p.done is not None]
+    assert steps and steps[-1].done == steps[-1].total
+    assert [p.phase for p in seen if p.done is None][:2] == ["configure", "build"]
+    completion = info.binary("completion")
+    assert completion.version == "version: 1 (abc1234)\nbuilt with fake for test"
+    assert (completion.flags.draft_max, completion.flags.model_draft) == ("--draft-max", "-md")
+    assert set(info.binaries) == {"completion"}
+    assert info.commit is None and info.key.startswith("tree-cpu-")
+    assert "undeclared" not in Path(info.log).read_text() and "[2/2]" in Path(info.log).read_text()
+    again = cli(
+        "build",
+        "--backend",
+        "cpu",
+        "--source",
+        str(tree),
+        env={"SPECBENCH_HOME": str(tmp_path / "home"), "PATH": _path_with(tmp_path, "git")},
+    )
+    assert again.returncode == 0 and "cached" in again.stdout  # no cmake on PATH: the cache answered
+    with pytest.raises(BuildError, match="no server binary"):
+        info.binary("server")
+    Path(completion.path).unlink()
+    with pytest.raises(BuildError, match="no completion binary"):
+        info.binary("completion")
+
+
+def _path_with(tmp_path: Path, *tools: str) -> str:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in tools:
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    return str(bin_dir)
+
+
+def test_missing_cmake_is_one_line(tmp_path):
+    tree = fake_llama_tree(tmp_path / "tree")
+    env = {"SPECBENCH_HOME": str(tmp_path / "home"), "PATH": _path_with(tmp_path, "git")}
+    assert_one_line_error(cli("build", "--backend", "cpu", "--source", str(tree), env=env), "cmake not found")
+
+
+def test_missing_compiler_is_one_line(tmp_path):
+    if shutil.which("cmake") is None:
+        pytest.skip("needs cmake")
+    tree = fake_llama_tree(tmp_path / "tree")
+    env = {
+        "SPECBENCH_HOME": str(tmp_path / "home"),
+        "PATH": _path_with(tmp_path, "cmake", "ninja", "git"),
+        "CXX": "",
+        "CC": "",
+    }
+    assert_one_line_error(cli("build", "--backend", "cpu", "--source", str(tree), env=env), "no C++ compiler")
+
+
+def test_unknown_backend_is_one_line(tmp_path):
+    result = cli("build", "--backend", "rocm", env={"SPECBENCH_HOME": str(tmp_path)})
+    assert_one_line_error(result, "unknown backend", "rocm")
+
+
+def test_debug_build_is_refused_by_the_cli(tmp_path):
+    tree = fake_llama_tree(tmp_path / "tree")
+    result = cli(
+        "build",
+        "--backend",
+        "cpu",
+        "--source",
+        str(tree),
+        "--cmake-arg",
+        "-DCMAKE_BUILD_TYPE=Debug",
+        env={"SPECBENCH_HOME": str(tmp_path / "home")},
+    )
+    assert_one_line_error(result, "Debug")
+
+
+# --- the real build --------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_real_cpu_build_runs(llama_build):
+    """The CPU targets of the pinned tree, built (or found cached), run and report their version."""
+    assert llama_build.backend == "cpu"
+    completion = Path(llama_build.binary("completion").path)
+    result = subprocess.run(
+        [str(completion), "--version"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 0
+    out = result.stdout + result.stderr
+    assert "version:" in out
+    for role in ("completion", "speculative", "speculative_simple", "server", "quantize", "bench"):
+        assert Path(llama_build.binary(role).path).is_file()
+    saved = json.loads((build_dir_for(llama_build.key) / BUILD_JSON).read_text())
+    assert saved["key"] == llama_build.key and saved["compiler"]
+    if llama_build.commit == PINNED_COMMIT:
+        assert PINNED_COMMIT[:7] in out
+        assert llama_build.binaries["completion"].name == "llama-completion"
+
+
+@pytest.mark.slow
+def test_second_build_is_a_cached_no_op(llama_build, tmp_path):
+    """`specbench build` again prints the binaries and never runs cmake (it is not on PATH) nor rewrites
+    build.json: proved by what it does, not by a timing (the machine may be busy)."""
+    info_file = build_dir_for(llama_build.key) / BUILD_JSON
+    before = info_file.stat().st_mtime_ns
+    env = {"PATH": _path_with(tmp_path, "git")}
+    result = cli("build", "--backend", "cpu", env=env)
+    assert result.returncode == 0, result.stderr
+    assert llama_build.bin_dir in result.stdout.replace("\n", "")
+    assert "cached" in result.stdout
+    assert info_file.stat().st_mtime_ns == before
+
+
+def test_a_build_probed_by_an_older_specbench_is_reprobed_not_rebuilt(tmp_path, llama_build):
+    """build.json from before the probe knew n-gram sizes and llama-server's -np: reading the cache
+    re-reads the real binaries' --help and writes the flags back."""
+    from specbench.builder.builder import _cached
+    from specbench.builder.buildinfo import BuildInfo
+    from specbench.builder.probe import PROBE_VERSION
+
+    old = llama_build.model_copy(deep=True)
+    old.probe_version = 0
+    for b in old.binaries.values():
+        b.flags.ngram_sizes = None
+        b.flags.parallel = b.flags.cache_ram = None
+    path = tmp_path / "build.json"
+    old.save(path)
+    fresh = _cached(path)
+    assert fresh is not None and fresh.probe_version == PROBE_VERSION
+    assert (fresh.binaries["server"].flags.parallel, fresh.binaries["server"].flags.cache_ram) == (
+        "-np", "--cache-ram"
+    )  # fmt: skip
+    sizes = fresh.binaries["speculative_simple"].flags.ngram_sizes
+    assert sizes is not None and sizes["ngram-simple"].n == "--spec-ngram-simple-size-n"
+    assert BuildInfo.load(path).probe_version == PROBE_VERSION  # written back: probed once

@@ -1,0 +1,35 @@
+"""specbench.builder.cmake: what a failed build log shows the user, and progress from ninja/make output."""
+
+import sys
+
+from specbench.builder.cmake import error_lines, parse_step, stream_step
+
+
+def test_cmake_errors_keep_their_message():
+    log = 'CMake Error at x/CMakeLists.txt:178 (target_link_libraries):\n  Target "ggml-cuda" links to:\n\n'
+    log += "    CUDA::cublas\n\n  but the target was not found.\n-- Configuring incomplete\n"
+    [line] = error_lines(log)
+    assert "CUDA::cublas" in line and "but the target was not found." in line and "incomplete" not in line
+
+
+def test_error_lines_keep_the_last_compiler_errors():
+    log = "[1/3] ok\nfoo.cpp:1:2: error: first\nwarning: meh\nFAILED: foo.o\nbar.cpp:3:4: error: second\n"
+    assert error_lines(log) == ["foo.cpp:1:2: error: first", "FAILED: foo.o", "bar.cpp:3:4: error: second"]
+    assert error_lines(log, limit=1) == ["bar.cpp:3:4: error: second"]
+
+
+def test_progress_steps_from_ninja_and_make():
+    assert parse_step("[12/222] Building CXX object src/CMakeFiles/llama.dir/llama.cpp.o") == (12, 222)
+    assert parse_step("[ 45%] Building C object ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o") == (45, 100)
+    assert parse_step("-- Configuring done") is None
+
+
+def test_a_build_step_gets_no_secret_and_the_c_locale(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_buildSECRET")
+    monkeypatch.setenv("GITHUB_TOKEN", "gh_buildSECRET")
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    log = tmp_path / "build.log"
+    show = "import os; print(sorted(os.environ.items()))"
+    assert stream_step([sys.executable, "-c", show], log, None, "build") == 0
+    text = log.read_text()
+    assert "buildSECRET" not in text and "('LC_ALL', 'C')" in text and "NINJA_STATUS" in text

@@ -1,0 +1,101 @@
+"""The log parser on files: errors for what is not a log, encodings, very long lines, large files."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specbench.base.errors import ParseError
+from specbench.parse.process import ParsedLog, parse_file, parse_text
+from tests.parse.test_process import EXPECTED, INF, LOGS
+
+
+def one_line_error(path: Path, *words: str) -> None:
+    with pytest.raises(ParseError) as exc:
+        parse_file(path)
+    msg = str(exc.value)
+    assert "\n" not in msg and str(path) in msg
+    for w in words:
+        assert w in msg
+
+
+def test_empty_file(tmp_path):
+    (tmp_path / "empty.log").write_bytes(b"")
+    one_line_error(tmp_path / "empty.log", "empty")
+
+
+def test_binary_file(tmp_path):
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(range(256)) * 40)
+    one_line_error(path, "binary")
+
+
+def test_missing_file_and_directory(tmp_path):
+    one_line_error(tmp_path / "nope.log", "not found")
+    one_line_error(tmp_path, "directory")
+
+
+def test_utf16_log_from_windows_powershell(tmp_path):
+    path = tmp_path / "ps.log"
+    text = (LOGS / "synthetic/2024-cli-decimal-comma.log").read_text(encoding="utf-8")
+    path.write_text(text.replace("\n", "\r\n"), encoding="utf-16")  # with its byte-order mark
+    assert parse_file(path).perf == parse_text(text).perf
+
+
+def test_invalid_utf8_is_replaced_not_fatal(tmp_path):
+    path = tmp_path / "latin1.log"
+    path.write_bytes("Die Stadt hat 2,1 Millionen Einwohner \xe4\xf6\n".encode("latin-1") +
+                     (LOGS / "synthetic/2024-cli-decimal-comma.log").read_bytes())  # fmt: skip
+    assert parse_file(path).perf.target.load_ms == 3868.88
+
+
+def test_overlong_line_keeps_glued_statistics(tmp_path):
+    """3 MB of text without a newline, then a stamped statistic glued to it: found, memory bounded."""
+    path = tmp_path / "long.log"
+    stderr = (LOGS / "real/spec-simple-draft.stderr").read_text()
+    head, _, tail = stderr.partition("0.02.632.759 I encoded")
+    path.write_text(head + "x" * 3_000_000 + "0.02.632.759 I encoded" + tail)
+    assert parse_file(path) == parse_file(LOGS / "real/spec-simple-draft.stderr").model_copy(
+        update={"file": str(path)}
+    )
+
+
+def test_large_file_is_streamed_in_bounded_memory(tmp_path):
+    """200 MB of real log content: parsed by a fresh process whose peak memory stays far below the size."""
+    unit = b"".join((LOGS / n).read_bytes() for n in sorted(EXPECTED) if n.startswith("real/"))
+    unit += (LOGS / "real/speculative-draft-verbose.mixed.log").read_bytes()  # ends with the verbose run
+    path = tmp_path / "big.log"
+    reps = 200_000_000 // len(unit) + 1
+    with open(path, "wb") as fh:
+        for _ in range(reps):
+            fh.write(unit)
+    code = (
+        # VmHWM, not ru_maxrss: Linux carries the parent's (pytest's) peak into ru_maxrss across exec.
+        "import sys; from specbench.parse.process import parse_file; "
+        "log = parse_file(sys.argv[1]); "
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]; "
+        "print(hwm.split()[1]); print(log.model_dump_json())"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    peak_kib, dumped = out.stdout.splitlines()
+    size = path.stat().st_size
+    assert size > 200_000_000
+    assert int(peak_kib) * 1024 < 150_000_000, (
+        f"peak RSS {int(peak_kib) // 1024} MiB for a {size >> 20} MiB log"
+    )
+    # values are those of the last run in the file
+    want = parse_file(LOGS / "real/speculative-draft-verbose.mixed.log").model_copy(
+        update={"file": str(path)}
+    )
+    assert ParsedLog.model_validate_json(dumped) == want
+
+
+def test_json_keeps_inf_and_nan():
+    log = parse_file(LOGS / "synthetic/2024-inf-nan.log")
+    again = ParsedLog.model_validate_json(log.model_dump_json())
+    assert again.encoded.tps == INF and math.isnan(again.accept) and math.isnan(again.perf.draft.eval_tps)
