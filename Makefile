@@ -1,10 +1,12 @@
 # Two commands set up a fresh machine: `make demo` and `make test`.
 PYTHON ?= python3
+# mkdocs-material prints a banner about its successor on every build; keep `make lint` quiet.
+export NO_MKDOCS_2_WARNING := 1
 VENV := .venv
 BIN := $(VENV)/bin
 SPECBENCH := $(BIN)/specbench
 
-.PHONY: setup build demo test lint clean
+.PHONY: setup build demo test lint docs clean
 
 setup: $(VENV)/.installed
 
@@ -29,6 +31,11 @@ lint: setup
 	$(BIN)/ruff format --check specbench tests
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/mkdocs build --strict --quiet
+
+# The docs site (mkdocs-material) into site/; strict: a broken link, anchor or nav entry fails.
+docs: setup
+	$(BIN)/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .import_linter_cache site

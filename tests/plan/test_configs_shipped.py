@@ -137,10 +137,10 @@ def test_the_70b_pair_offloads_part_of_the_target(llama_build):
     assert "Llama-3.2-1B" in config.models[config.pairs["llama70b-1b"].draft].hf.file
 
 
-def test_readme_example_is_the_quickstart(tmp_path):
-    """The README documents the config format with the quickstart itself."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Config format", 1)[1]
+def test_docs_example_is_the_quickstart(tmp_path):
+    """The docs' config page documents the config format with the quickstart itself."""
+    page = (ROOT / "docs" / "config.md").read_text()
+    section = page.split("# Config format", 1)[1]
     block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     example = tmp_path / "quickstart.yaml"
     example.write_text(block)

@@ -1,0 +1,164 @@
+"""The docs' reference pages, generated: the config keys from the config's JSON Schema (itself from the
+pydantic models) and the commands from the typer app, so the reference cannot drift from the code.
+``make docs`` writes them into the site at build time (docs/hooks/reference.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import typer
+
+from specbench.plan.schema import config_schema
+
+
+def _ref(schema: dict, node: dict) -> dict:
+    if "$ref" in node:
+        return schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    return node
+
+
+def _alternatives(node: dict) -> list[dict]:
+    return node.get("anyOf") or node.get("oneOf") or [node]
+
+
+def _type(schema: dict, node: dict) -> str:
+    """`list of integer`, `integer | "auto"`, `mapping of NAME -> pair` in words."""
+    parts = []
+    for alt in _alternatives(node):
+        if "$ref" in alt:
+            parts.append("mapping (below)")
+        elif "const" in alt:
+            parts.append(json.dumps(alt["const"]))
+        elif "enum" in alt:
+            parts.append(" | ".join(json.dumps(v) for v in alt["enum"]))
+        elif alt.get("type") == "array":
+            item = _type(schema, alt.get("items", {}))
+            parts.append(f"list of ({item})" if " | " in item else f"list of {item}")
+        elif alt.get("type") == "object" and isinstance(alt.get("additionalProperties"), dict):
+            parts.append(f"mapping of NAME -> {_type(schema, alt['additionalProperties'])}")
+        elif "type" in alt:
+            parts.append(str(alt["type"]))
+    return " | ".join(dict.fromkeys(parts)) or "any"
+
+
+def _bounds(node: dict) -> str:
+    """Allowed values beyond the type: ranges, patterns, sizes (of the node and its list items)."""
+    out = []
+    for alt in _alternatives(node):
+        for sub, prefix in ((alt, ""), (alt.get("items") or {}, "each ")):
+            for item in _alternatives(sub):
+                for key, word in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
+                                  ("exclusiveMaximum", "<")):  # fmt: skip
+                    if key in item:
+                        out.append(f"{prefix}{word} {item[key]}")
+                if "pattern" in item:
+                    out.append(f"{prefix}matches `{item['pattern']}`")
+                if "enum" in item and prefix:
+                    out.append(f"{prefix}one of {', '.join(json.dumps(v) for v in item['enum'])}")
+        if alt.get("minItems"):
+            out.append(f"at least {alt['minItems']} item(s)")
+        if alt.get("minProperties"):
+            out.append(f"at least {alt['minProperties']} entry")
+    return ", ".join(dict.fromkeys(out))
+
+
+def config_keys(schema: dict | None = None) -> Iterator[tuple[str, dict, bool]]:
+    """Every key of a config file, as (dotted key, its schema, required), parents before children."""
+    schema = schema or config_schema()
+    walked: dict[str, set[str]] = {}
+
+    def walk(prefix: str, model: dict) -> Iterator[tuple[str, dict, bool]]:
+        required = set(model.get("required", []))
+        for name, prop in model.get("properties", {}).items():
+            key = f"{prefix}{name}"
+            yield key, prop, name in required
+            for alt in _alternatives(prop):
+                target = alt.get("additionalProperties") if alt.get("type") == "object" else None
+                if alt.get("type") == "array":
+                    target, suffix = alt.get("items", {}), "[]"
+                else:
+                    suffix = ".NAME" if target else ""
+                    target = target if isinstance(target, dict) else alt
+                if "$ref" in target and target["$ref"] not in walked.get(key, set()):
+                    walked.setdefault(key, set()).add(target["$ref"])  # llama_cpp: one build or a list
+                    yield from walk(f"{key}{suffix}.", _ref(schema, target))
+
+    yield from walk("", schema)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def config_reference() -> str:
+    """Markdown: one table row per config key."""
+    schema = config_schema()
+    lines = [
+        "# Config reference",
+        "",
+        "Generated from the pydantic models that validate a config (`specbench/plan/config.py`,",
+        "`specbench/models/spec.py`, `specbench/results/expect.py`) when the site is built;",
+        "`specbench schema` prints the same models as a JSON Schema.",
+        "`NAME` stands for a name you choose (a model, a pair);",
+        "`[]` marks the entries of a list (`llama_cpp` is one build or a list of labelled builds).",
+        "",
+        "| key | type | default | allowed | description |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for key, prop, required in config_keys(schema):
+        default = (
+            "required" if required else (f"`{json.dumps(prop['default'])}`" if "default" in prop else "-")
+        )
+        lines.append(
+            f"| `{key}` | {_cell(_type(schema, prop))} | {_cell(default)} | {_cell(_bounds(prop)) or '-'} "
+            f"| {_cell(prop.get('description', ''))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def commands(app: typer.Typer) -> Iterator[tuple[str, Any]]:
+    """Every command of the app as ("specbench models pull", its click command), groups first."""
+
+    def walk(path: str, cmd: Any) -> Iterator[tuple[str, Any]]:
+        yield path, cmd
+        for name in sorted(getattr(cmd, "commands", {})):  # a group (typer vendors its own click)
+            yield from walk(f"{path} {name}", cmd.commands[name])
+
+    yield from walk("specbench", typer.main.get_command(app))
+
+
+def parameters(cmd: Any) -> list[Any]:
+    """A command's options and arguments, as --help lists them (``--help`` itself left out)."""
+    return [p for p in cmd.params if p.name != "help"]
+
+
+def context(cmd: Any, path: str) -> Any:
+    """The click context --help renders a command in."""
+    return cmd.context_class(cmd, info_name=path)
+
+
+def cli_reference(app: typer.Typer) -> str:
+    """Markdown: each command's usage, what it does, and its options and arguments as --help shows them."""
+    lines = [
+        "# Command reference",
+        "",
+        "Generated from the typer app (`specbench/cli/`) when the site is built: the same text as",
+        "`specbench COMMAND --help`. `--debug` before a command shows the traceback behind an error.",
+        "",
+    ]
+    for path, cmd in commands(app):
+        ctx = context(cmd, path)
+        lines += [f"{'#' * min(path.count(' ') + 1, 4)}# `{path}`", ""]
+        if cmd.help:
+            lines += [cmd.help.strip(), ""]
+        lines += ["```", cmd.get_usage(ctx).removeprefix("Usage: "), "```", ""]
+        if params := parameters(cmd):
+            lines += ["| option | description |", "| --- | --- |"]
+            for param in params:
+                names, text = param.get_help_record(ctx) or (param.name, "")
+                kind = " (argument)" if param.param_type_name == "argument" else ""
+                lines.append(f"| `{_cell(names)}`{kind} | {_cell(text)} |")
+            lines.append("")
+    return "\n".join(lines)
