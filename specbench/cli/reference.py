@@ -101,8 +101,8 @@ def config_reference() -> str:
         "Generated from the pydantic models that validate a config (`specbench/plan/config.py`,",
         "`specbench/models/spec.py`, `specbench/results/expect.py`) when the site is built;",
         "`specbench schema` prints the same models as a JSON Schema.",
-        "`NAME` stands for a name you choose (a model, a pair);",
-        "`[]` marks the entries of a list (`llama_cpp` is one build or a list of labelled builds).",
+        "`NAME` stands for a name you choose (a model, a pair). `llama_cpp` is one build or a list of",
+        "builds, each with the `llama_cpp.*` keys below (in a list, each needs a `label`).",
         "",
         "| key | type | default | allowed | description |",
         "| --- | --- | --- | --- | --- |",
@@ -162,3 +162,17 @@ def cli_reference(app: typer.Typer) -> str:
                 lines.append(f"| `{_cell(names)}`{kind} | {_cell(text)} |")
             lines.append("")
     return "\n".join(lines)
+
+
+def undocumented_keys(schema: dict | None = None) -> list[str]:
+    """Config keys without a description: the reference would show them blank."""
+    return [key for key, prop, _ in config_keys(schema) if not prop.get("description", "").strip()]
+
+
+def undocumented_options(app: typer.Typer) -> list[str]:
+    """Commands without help and options or arguments without help, as ``specbench run --out``."""
+    missing = [path for path, cmd in commands(app) if not (cmd.help or "").strip()]
+    for path, cmd in commands(app):
+        missing += [f"{path} {p.opts[0] if p.opts else p.name}" for p in parameters(cmd)
+                    if not (getattr(p, "help", None) or "").strip()]  # fmt: skip
+    return missing

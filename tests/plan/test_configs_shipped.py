@@ -69,7 +69,7 @@ def test_config_loads_and_plans(path, llama_build):
 
 @pytest.mark.parametrize("path", SEEDS, ids=lambda p: p.name)
 def test_every_seed_names_its_original_and_published_figure(path):
-    text, config = path.read_text(), load_config(path)
+    text, config = path.read_text().split("\n", 1)[1], load_config(path)  # after the schema line
     assert text.startswith(f"# Seed {path.name[:3]}. Original setup: ")
     assert "Published" in text.split("\n#\n")[0]
     assert config.expect is not None and config.expect.source
