@@ -28,7 +28,7 @@ def _type(schema: dict, node: dict) -> str:
     parts = []
     for alt in _alternatives(node):
         if "$ref" in alt:
-            parts.append("mapping (below)")
+            parts.append("mapping")
         elif "const" in alt:
             parts.append(json.dumps(alt["const"]))
         elif "enum" in alt:
@@ -103,18 +103,24 @@ def config_reference() -> str:
         "`specbench schema` prints the same models as a JSON Schema.",
         "`NAME` stands for a name you choose (a model, a pair). `llama_cpp` is one build or a list of",
         "builds, each with the `llama_cpp.*` keys below (in a list, each needs a `label`).",
-        "",
-        "| key | type | default | allowed | description |",
-        "| --- | --- | --- | --- | --- |",
+        "A mapping's keys are in the table of that mapping's name.",
     ]
+    tables: dict[str, list[str]] = {}  # one table per mapping: the top level, llama_cpp, models.NAME.hf, ...
     for key, prop, required in config_keys(schema):
         default = (
             "required" if required else (f"`{json.dumps(prop['default'])}`" if "default" in prop else "-")
         )
-        lines.append(
+        tables.setdefault(key.rsplit(".", 1)[0] if "." in key else "", []).append(
             f"| `{key}` | {_cell(_type(schema, prop))} | {_cell(default)} | {_cell(_bounds(prop)) or '-'} "
             f"| {_cell(prop.get('description', ''))} |"
         )
+    for parent, rows in tables.items():
+        lines += ["", f"## `{parent}`" if parent else "## Top level", ""]
+        lines += [
+            "| key | type | default | allowed | description |",
+            "| --- | --- | --- | --- | --- |",
+            *rows,
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -159,7 +165,7 @@ def cli_reference(app: typer.Typer) -> str:
             for param in params:
                 names, text = param.get_help_record(ctx) or (param.name, "")
                 kind = " (argument)" if param.param_type_name == "argument" else ""
-                lines.append(f"| `{_cell(names)}`{kind} | {_cell(text)} |")
+                lines.append(f"| `{names}`{kind} | {_cell(text)} |")  # a | in a code span splits no cell
             lines.append("")
     return "\n".join(lines)
 
