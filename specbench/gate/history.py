@@ -17,6 +17,7 @@ from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -98,6 +99,12 @@ def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
             )
         if empty:
             conn.executescript(SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
+        elif version > SCHEMA_VERSION:  # refused as a newer run folder is: misreading it is worse
+            conn.close()
+            raise HistoryError(
+                f"{shorten(db_path)} was written by a newer specbench (history schema {version}; this "
+                f"specbench reads schema {SCHEMA_VERSION}): upgrade specbench to read it"
+            )
         elif version != SCHEMA_VERSION:
             conn.close()
             raise HistoryError(
@@ -226,6 +233,47 @@ def load_history(
         points.append(point.model_copy(update=dict(mean=summary.mean, sd=summary.sd, n_reps=summary.n)))
     points.sort(key=lambda p: (*series_of(p), p.started_at or "", p.run_id))
     return points
+
+
+class StoredRow(NamedTuple):
+    """One (metric, cell, prompt) of one run as stored, with its run's columns (for ``publish``)."""
+
+    metric: str
+    cell_id: str
+    label: str
+    prompts: str
+    machine: str
+    run_key: str
+    run_id: str
+    started_at: str | None
+    commit: str | None
+    run_dir: str | None
+    repetitions: str  # JSON lists, parsed by the reader that needs them
+    vals: str
+
+
+def stored_rows(db_path: Path) -> list[StoredRow]:
+    """Every stored value, oldest run first, read-only; [] when there is no database file."""
+    if db_path.is_dir():
+        raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file")
+    if not db_path.is_file():
+        return []
+    with closing(_connect(db_path, create=False)) as conn:
+        rows = conn.execute(
+            "SELECT c.metric, c.cell, c.label, c.prompts, r.machine, r.run_key, r.run_id, r.started_at,"
+            " r.llama_cpp_commit, r.run_dir, c.repetitions, c.vals"
+            " FROM cells c JOIN runs r USING (run_key) ORDER BY r.started_at, r.run_id"
+        ).fetchall()
+    return [StoredRow(*r) for r in rows]
+
+
+def stored_key(cell_id: str, machine: str) -> dict:
+    """The cell axes (target/draft sha, method, draft_max, ngl, ...) of a stored cell id."""
+    return _stored_key(cell_id, machine)
+
+
+def generation_text(key: dict) -> str:
+    return _generation(key)
 
 
 def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str]:

@@ -1,0 +1,70 @@
+"""`specbench publish`: a static results site from history and run folders; --serve shows it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from specbench.cli.common import say, say_notes
+
+
+def publish(
+    out: Annotated[Path, typer.Option("--out", metavar="SITE", help="Folder to write the site into.")],
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", metavar="FILE", help="History database (default results/history.sqlite)."),
+    ] = None,
+    runs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--runs",
+            metavar="DIR",
+            help="Run, ab or bisect folders, or folders of them (repeatable) "
+            "[default: the history's folder and the paths it recorded].",
+        ),
+    ] = None,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Then serve the site on http://127.0.0.1:PORT/.")
+    ] = False,
+    port: Annotated[
+        int, typer.Option("--port", help="Port for --serve (0: any free one).", min=0, max=65535)
+    ] = 8000,
+) -> None:
+    """Write a static results site (index, trends, runs, ab, bisect, best settings); opens from file://."""
+    from specbench.base.paths import check_path
+    from specbench.gate.history import default_db
+    from specbench.publish.site import publish as write_site
+
+    db = db or default_db()
+    check_path(db, "--db")
+    roots = list(runs) if runs else [db.parent]
+    for root in roots:
+        check_path(root, "--runs")
+        if not root.is_dir():
+            from specbench.publish.site import PublishError
+
+            raise PublishError(f"--runs {root}: no such folder; give run folders or a folder of them")
+    done = write_site(db, roots, out)
+    say_notes(done.notes)
+    if done.empty:
+        say(f"note: no run recorded in {db} yet; the site says so", err=True)
+    say(
+        f"site: {done.out / 'index.html'} ({done.pages} pages, {done.runs} runs, {done.series} series, "
+        f"index {done.index_bytes / 1024:.0f} KiB, {done.total_bytes / 1e6:.1f} MB in all, "
+        f"{done.seconds:.1f} s)"
+    )
+    if serve:
+        from specbench.publish.serve import server
+
+        httpd = server(done.out, port)
+        say(f"serving http://127.0.0.1:{httpd.server_address[1]}/ (Ctrl-C stops)")
+        try:
+            httpd.serve_forever()
+        finally:
+            httpd.server_close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("publish")(publish)

@@ -1,0 +1,176 @@
+"""The run folders the site links to: plain runs, ``ab`` runs (two builds), ``bisect`` folders.
+
+Found under the ``--runs`` folders (a run folder, a bisect folder, or a folder of them, one level
+down) and at the paths history recorded. Nothing is written to them; a folder that cannot be read
+is noted and left out, never fatal (one moved or half-copied folder must not stop a nightly site).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from specbench.base.errors import SpecbenchError
+from specbench.gate.ab import PairedComparison, paired_compare
+from specbench.gate.bisect import STATE, BisectState
+from specbench.gate.decision import Status
+from specbench.results.folder import MANIFEST, load_samples, read_facts
+
+REPORT_HTML = Path("report") / "report.html"
+
+
+@dataclass
+class RunFolder:
+    path: Path
+    run_id: str
+    started_at: str
+    machine: str
+    commit: str
+    made_by: str | None  # run, tune, ab, bisect, merge...
+    command_line: list[str]
+    config_path: str | None
+    pairs: dict  # the resolved config's pairs (to reproduce one pair's cell)
+    builds: dict[str, str]  # label -> commit, for a run of several builds
+
+    @property
+    def key(self) -> str:
+        """history's run key: the same run wherever its folder lies now."""
+        return f"{self.run_id}@{self.started_at}"
+
+
+@dataclass
+class AbRun:
+    run: RunFolder
+    comparison: PairedComparison | None
+    problem: str = ""  # why there is no comparison
+
+    def worst(self, pair: str | None = None) -> str | None:
+        """The decision ``ab`` printed for the whole run (or for one pair's cells)."""
+        if self.comparison is None:
+            return None
+        found = {d.status for d in self.comparison.decisions if pair is None or d.cell.split(" ")[0] == pair}
+        for status, word in (
+            (Status.FAIL, "fail"),
+            (Status.TOO_NOISY, "undecided"),
+            (Status.IMPROVED, "improved"),
+            (Status.PASS, "pass"),
+        ):
+            if status in found:
+                return word
+        return None
+
+
+@dataclass
+class BisectRun:
+    path: Path
+    state: BisectState
+
+
+@dataclass
+class Folders:
+    runs: dict[str, RunFolder] = field(default_factory=dict)  # by run key
+    abs: list[AbRun] = field(default_factory=list)
+    bisects: list[BisectRun] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def read_run_folder(path: Path) -> RunFolder:
+    facts = read_facts(path)
+    data = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    builds = data.get("builds") if isinstance(data.get("builds"), dict) else {}
+    line = [str(a) for a in data.get("command_line") or []]
+    return RunFolder(
+        path=path,
+        run_id=facts.run_id,
+        started_at=facts.started_at or "",
+        machine=facts.machine.describe(),
+        commit=facts.llama_cpp_commit or "unknown",
+        made_by=line[1] if len(line) > 1 else None,
+        command_line=line,
+        config_path=data.get("config_path"),
+        pairs=(data.get("config") or {}).get("pairs") or {},
+        builds={str(k): str((v or {}).get("commit") or "?") for k, v in builds.items()},
+    )
+
+
+def _candidates(roots: list[Path]) -> list[Path]:
+    found: list[Path] = []
+    for root in roots:
+        if (root / MANIFEST).is_file() or (root / STATE).is_file():
+            found.append(root)
+        elif root.is_dir():
+            found += [p for p in sorted(root.iterdir()) if (p / MANIFEST).is_file() or (p / STATE).is_file()]
+    return found
+
+
+def scan(roots: list[Path], recorded: list[str]) -> Folders:
+    """Every readable run, ab run and bisect under ``roots`` and at history's ``recorded`` paths."""
+    out = Folders()
+    seen: set[Path] = set()
+    todo = _candidates(roots) + [Path(p) for p in recorded if (Path(p) / MANIFEST).is_file()]
+    while todo:
+        path = todo.pop(0)
+        real = path.resolve()
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            if (path / STATE).is_file():
+                state = BisectState.model_validate_json((path / STATE).read_text(encoding="utf-8"))
+                out.bisects.append(BisectRun(path=path, state=state))
+                todo += [
+                    Path(s.run_dir) if Path(s.run_dir).is_absolute() else path / Path(s.run_dir).name
+                    for s in state.steps
+                ]
+                continue
+            if not (path / MANIFEST).is_file():
+                continue
+            run = read_run_folder(path)
+        except (SpecbenchError, OSError, ValueError, ValidationError) as exc:
+            out.notes.append(f"left out {path}: {str(exc).splitlines()[0]}")
+            continue
+        out.runs.setdefault(run.key, run)
+        if len(run.builds) >= 2:
+            out.abs.append(_ab(run))
+    out.abs.sort(key=lambda a: a.run.started_at)
+    return out
+
+
+def _ab(run: RunFolder) -> AbRun:
+    try:
+        samples = load_samples(run.path)
+        return AbRun(run=run, comparison=paired_compare(samples, run.run_id))
+    except SpecbenchError as exc:
+        return AbRun(run=run, comparison=None, problem=str(exc))
+
+
+def reproduce(run: RunFolder | None, pair: str, key: dict) -> str:
+    """``specbench run`` of the run's config with this one cell: its pair and settings by --set."""
+    config = "CONFIG"
+    if run is not None and run.config_path:
+        config = run.config_path
+    elif run is not None and len(run.command_line) > 2 and run.command_line[2].endswith((".yaml", ".yml")):
+        config = run.command_line[2]
+    argv = ["specbench", "run", config]
+    if run is not None and pair in run.pairs:
+        argv += ["--set", "pairs=" + json.dumps({pair: run.pairs[pair]}, separators=(",", ":"))]
+    for axis in (
+        "method",
+        "draft_max",
+        "draft_min",
+        "p_min",
+        "ngram_size_n",
+        "ngram_size_m",
+        "ngl",
+        "ngld",
+        "parallel",
+    ):
+        if key.get(axis) is not None:
+            argv += ["--set", f"sweep.{axis}=[{key[axis]}]"]
+    if key.get("runner") and key["runner"] != "process":
+        argv += ["--set", f"runner={key['runner']}"]
+    return shlex.join(argv)

@@ -1,0 +1,392 @@
+"""What each page shows, from the series and the folders: plain data for the templates, no I/O."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from specbench.publish.folders import AbRun, BisectRun, Folders, reproduce
+from specbench.publish.series import SETTING_AXES, THRESHOLD, Point, Series
+from specbench.publish.svg import Marker, axis, color, sparkline, trend_svg
+
+TITLES = {
+    "speedup": ("speedup", "x"),
+    "spec_tps": ("speculative t/s", "t/s"),
+    "baseline_tps": ("baseline t/s (the target alone)", "t/s"),
+    "acceptance": ("acceptance", "fraction"),
+}
+DETECTION = (
+    "Flagged points: a point that `specbench compare PREVIOUS THIS` would fail (ringed red: regression) or "
+    "call improved (ringed green) against the previous point of its series: the gate's rule, one-sided "
+    f"Welch bounds over the repetitions at alpha 0.05 and a {THRESHOLD:.0%} threshold (2 points for "
+    "acceptance). Bars are 95% t intervals over repetitions. Dashed lines are ab runs on this machine."
+)
+
+ENV = Environment(
+    loader=PackageLoader("specbench.publish", "templates"), autoescape=select_autoescape(["html"])
+)
+
+
+def render(name: str, **context: object) -> str:
+    return ENV.get_template(f"{name}.html").render(**context)
+
+
+@lru_cache(maxsize=65536)
+def slug(text: str) -> str:
+    readable = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40]
+    return f"{readable}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+
+
+def run_page(run_key: str) -> str:
+    return f"runs/{hashlib.sha1(run_key.encode()).hexdigest()[:12]}.html"
+
+
+def _n(v: float | None, digits: str = ".1f") -> str:
+    return "-" if v is None else format(v, digits)
+
+
+def _ci(p: Point, digits: str = ".2f") -> str:
+    return f" [{p.low:{digits}}, {p.high:{digits}}]" if p.low is not None and p.high is not None else ""
+
+
+@dataclass
+class Model:
+    """The series indexed the ways the pages look them up."""
+
+    series: list[Series]
+    folders: Folders
+    by_cell: dict[tuple[str, str], Series] = field(default_factory=dict)  # (metric, cell id)
+    baselines: dict[tuple, list[Series]] = field(default_factory=lambda: defaultdict(list))
+    pages: dict[tuple[str, str, str], list[Series]] = field(default_factory=lambda: defaultdict(list))
+
+    def __post_init__(self) -> None:
+        for s in self.series:
+            self.by_cell[(s.metric, s.cell_id)] = s
+            if s.metric == "baseline_tps":
+                self.baselines[_baseline_match(s)].append(s)
+            elif s.method != "none":
+                self.pages[(s.machine, s.pair, s.method)].append(s)
+
+    def baseline_of(self, s: Series) -> list[Series]:
+        return self.baselines.get(_baseline_match(s), [])
+
+    def pairs(self) -> dict[tuple[str, str], list[Series]]:
+        out: dict[tuple[str, str], list[Series]] = defaultdict(list)
+        for (machine, pair, _), found in sorted(self.pages.items()):
+            out[(machine, pair)] += found
+        return out
+
+
+def _baseline_match(s: Series) -> tuple:
+    """What a speculative cell shares with its baseline (``results.cell.BASELINE_FIELDS`` as history
+    stores them), plus how it was measured."""
+    k = s.key
+    return (
+        s.machine,
+        k.get("target"),
+        k.get("ngl"),
+        k.get("build"),
+        k.get("runner", "process"),
+        k.get("parallel", 1),
+        s.generation,
+        s.prompts,
+    )
+
+
+def ab_markers(folders: Folders, machine: str, pair: str) -> list[Marker]:
+    out = []
+    for ab in folders.abs:
+        word = ab.worst(pair)
+        if ab.run.machine != machine or word is None:
+            continue
+        head = ab.comparison.head if ab.comparison else "head"
+        out.append(
+            Marker(
+                started_at=ab.run.started_at,
+                commit=ab.run.builds.get(head, "?"),
+                text=f"ab {word}: {ab.run.run_id}",
+                href=f"../ab/{slug(ab.run.key)}.html",
+                bad=word == "fail",
+            )
+        )
+    return out
+
+
+def _order(s: Series) -> tuple:
+    return tuple(
+        (v is None, v if isinstance(v, int | float) else str(v)) for v in (s.key.get(a) for a in SETTING_AXES)
+    )
+
+
+def names(shown: list[Series]) -> list[str]:
+    """Each series by the settings that differ between the series of one plot (all of them when one)."""
+    varying = [a for a in SETTING_AXES if len({repr(s.key.get(a)) for s in shown}) > 1]
+    if not varying:
+        return [s.setting for s in shown]
+    return [
+        " ".join(f"{a}={s.key.get(a)}" for a in varying)
+        + ("" if len({s.prompts for s in shown}) < 2 else f" [{s.prompts}]")
+        for s in shown
+    ]
+
+
+def trend_page(model: Model, machine: str, pair: str, method: str) -> str:
+    spec = sorted(model.pages[(machine, pair, method)], key=_order)
+    link: Callable[[Point], str] = lambda p: "../" + run_page(p.run_key)  # noqa: E731
+    markers = ab_markers(model.folders, machine, pair)
+    everything = spec + [b for s in spec if s.metric == "spec_tps" for b in model.baseline_of(s)]
+    by_time, by_commit = axis(everything, markers, "time"), axis(everything, markers, "commit")
+    metrics, flagged = [], []
+    for metric in ("speedup", "spec_tps", "baseline_tps", "acceptance"):
+        if metric == "baseline_tps":
+            found = {id(b): b for s in spec if s.metric == "spec_tps" for b in model.baseline_of(s)}
+            shown = sorted(found.values(), key=_order)
+        else:
+            shown = [s for s in spec if s.metric == metric]
+        if not shown:
+            continue
+        title, unit = TITLES[metric]
+        called = names(shown) if metric != "baseline_tps" else [s.label for s in shown]
+        metrics.append(
+            dict(
+                title=title,
+                legend=[(name, color(i)) for i, name in enumerate(called)],
+                plot=trend_svg(shown, called, link, (by_time, by_commit), unit, markers),
+            )
+        )
+        flagged += [
+            dict(
+                metric=metric,
+                setting=name,
+                run=p.run_id,
+                href=link(p),
+                commit=p.commit[:10],
+                flag=p.flag,
+                why=p.why,
+            )
+            for s, name in zip(shown, called, strict=True)
+            for p in s.points
+            if p.flag
+        ]
+    return render(
+        "trend",
+        title=f"{pair} {method}",
+        root="../",
+        pair=pair,
+        method=method,
+        machine=machine,
+        detection=DETECTION,
+        metrics=metrics,
+        flagged=flagged,
+    )
+
+
+def trend_href(machine: str, pair: str, method: str) -> str:
+    return f"trend/{slug(machine + '|' + pair + '|' + method)}.html"
+
+
+def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
+    speedups = [s for s in found if s.metric == "speedup"]
+    per_run: dict[str, tuple[str, float, Series, Point]] = {}
+    for s in speedups:
+        for p in s.points:
+            best = per_run.get(p.run_key)
+            if best is None or p.mean > best[1]:
+                per_run[p.run_key] = (p.started_at, p.mean, s, p)
+    ordered = sorted(per_run.values(), key=lambda t: t[0])
+    card = dict(
+        pair=pair,
+        speedup="-",
+        cell="-",
+        spec="-",
+        baseline="-",
+        spark="",
+        n_runs=len(ordered),
+        gate="no earlier run",
+        gate_class="muted",
+        ab=None,
+        trends=[
+            (m, trend_href(machine, pair, m)) for (mc, pr, m) in model.pages if (mc, pr) == (machine, pair)
+        ],
+    )
+    if ordered:
+        _, value, s, p = ordered[-1]
+        card.update(speedup=f"{value:.2f}x{_ci(p)}", cell=s.setting, spark=sparkline([t[1] for t in ordered]))
+        spec = model.by_cell.get(("spec_tps", s.cell_id))
+        sp = next((q for q in spec.points if q.run_key == p.run_key), None) if spec else None
+        card["spec"] = _n(sp.mean) if sp else "-"
+        bases = [
+            q for b in (model.baseline_of(spec) if spec else []) for q in b.points if q.run_key == p.run_key
+        ]
+        card["baseline"] = _n(bases[0].mean) if bases else "-"
+        latest = [q for x in found for q in x.points if q.run_key == p.run_key]
+        if len(ordered) > 1 or any(len(x.points) > 1 for x in found):
+            bad = [q for q in latest if q.flag == "regression"]
+            good = [q for q in latest if q.flag == "improvement"]
+            card["gate"], card["gate_class"] = (
+                (f"fail ({len(bad)} regressions flagged)", "fail")
+                if bad
+                else (f"improved ({len(good)} cells)", "improved")
+                if good
+                else ("pass: no change beyond the noise", "pass")
+            )
+    for ab in reversed(model.folders.abs):
+        word = ab.worst(pair)
+        if ab.run.machine == machine and word is not None:
+            card.update(ab=word, ab_when=ab.run.started_at[:16], ab_href=f"ab/{slug(ab.run.key)}.html")
+            break
+    return card
+
+
+def index_page(model: Model, summary: str, empty: str, notes: list[str]) -> str:
+    machines: dict[str, list[dict]] = defaultdict(list)
+    for (machine, pair), found in model.pairs().items():
+        machines[machine].append(_card(model, machine, pair, found))
+    abs_ = [
+        dict(
+            run=a.run.run_id,
+            href=f"ab/{slug(a.run.key)}.html",
+            machine=a.run.machine,
+            builds=", ".join(f"{k} {v[:10]}" for k, v in a.run.builds.items()),
+            decision=a.worst() or "-",
+        )
+        for a in reversed(model.folders.abs)
+    ]
+    bisects = [
+        dict(
+            name=b.path.name,
+            href=f"bisect/{slug(str(b.path))}.html",
+            metric=b.state.metric,
+            result=bisect_result(b)[0],
+        )
+        for b in model.folders.bisects
+    ]
+    return render(
+        "index",
+        title="results",
+        root="",
+        summary=summary,
+        empty=empty,
+        machines=sorted(machines.items()),
+        abs=abs_,
+        bisects=bisects,
+        notes=notes,
+    )
+
+
+def ab_page(ab: AbRun) -> str:
+    c = ab.comparison
+    rows = []
+    for d in c.decisions if c else []:
+        pts = d.unit == "points"
+        fmt = (lambda v: f"{v:+.1f} pt") if pts else (lambda v: f"{v:.3f}")
+        rows.append(
+            dict(
+                cell=d.cell,
+                metric=d.metric,
+                ratio="-" if d.ratio is None else fmt(d.ratio),
+                ci="-" if d.ci_low is None or d.ci_high is None else f"[{fmt(d.ci_low)}, {fmt(d.ci_high)}]",
+                p="-" if d.p_value is None else f"{d.p_value:.3g}",
+                n=d.n_pairs,
+                decision=d.decision,
+                reason=d.reason,
+            )
+        )
+    base, head = (c.base, c.head) if c else ("base", "head")
+    return render(
+        "ab",
+        title=f"ab {ab.run.run_id}",
+        root="../",
+        run_id=ab.run.run_id,
+        machine=ab.run.machine,
+        base=f"{base} ({ab.run.builds.get(base, '?')[:10]})",
+        head=f"{head} ({ab.run.builds.get(head, '?')[:10]})",
+        threshold=f"{c.threshold:.0%}" if c else "-",
+        decision=ab.worst() or "-",
+        problem=ab.problem,
+        rows=rows,
+        run_href="../" + run_page(ab.run.key),
+    )
+
+
+def bisect_result(b: BisectRun) -> tuple[str, str]:
+    st = b.state
+    lo, hi, stopped = st.bounds()
+    if st.first_bad is not None:
+        note = " (not measured: every commit before it passed)" if st.bad_unmeasured else ""
+        return f"first bad commit: {st.first_bad.short} {st.first_bad.subject}{note}", "fail"
+    if stopped is not None:
+        left = st.commits[lo].short if lo >= 0 else st.good[:10]
+        return (
+            f"undecided at {stopped.commit[:10]}: the change lies after {left}, up to {st.commits[hi].short}",
+            "undecided",
+        )
+    return f"unfinished: {len([s for s in st.steps if s.status is not None])} steps done", "undecided"
+
+
+def bisect_page(b: BisectRun, ab_keys: dict[str, str]) -> str:
+    st = b.state
+    subjects = {c.sha: c.subject for c in st.commits}
+    steps = []
+    for n, s in enumerate(st.steps, 1):
+        ci = "-" if s.ci_low is None or s.ci_high is None else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
+        step_dir = Path(s.run_dir) if Path(s.run_dir).is_absolute() else b.path / Path(s.run_dir).name
+        href = ab_keys.get(str(step_dir.resolve()))
+        steps.append(
+            dict(
+                n=n,
+                commit=s.commit[:10],
+                subject=subjects.get(s.commit, ""),
+                ratio=_n(s.ratio, ".3f"),
+                ci=ci,
+                decision=s.word,
+                href=href and "../" + href,
+            )
+        )
+    result, cls = bisect_result(b)
+    return render(
+        "bisect",
+        title=f"bisect {b.path.name}",
+        root="../",
+        name=b.path.name,
+        source=st.source,
+        good=st.good[:10],
+        bad=st.bad[:10],
+        metric=st.metric,
+        threshold=f"{st.threshold:.0%}",
+        n_commits=len(st.commits),
+        steps=steps,
+        result=result,
+        result_class=cls,
+    )
+
+
+def best_page(model: Model) -> str:
+    machines: dict[str, list[dict]] = defaultdict(list)
+    for (machine, pair), found in model.pairs().items():
+        latest = [(s, s.latest) for s in found if s.metric == "spec_tps"]
+        if not latest:
+            continue
+        s, p = max(latest, key=lambda t: t[1].mean)
+        sp = model.by_cell.get(("speedup", s.cell_id))
+        q = next((x for x in sp.points if x.run_key == p.run_key), None) if sp else None
+        machines[machine].append(
+            dict(
+                pair=pair,
+                method=s.method,
+                setting=s.setting,
+                spec=f"{p.mean:.1f}{_ci(p, '.1f')}",
+                speedup=f"{q.mean:.2f}x{_ci(q)}" if q else "-",
+                run=p.run_id,
+                href=run_page(p.run_key),
+                command=reproduce(model.folders.runs.get(p.run_key), pair, s.key),
+            )
+        )
+    return render("best", title="best settings", root="", machines=sorted(machines.items()))

@@ -1,0 +1,216 @@
+"""The history as the site shows it: one series per machine, cell and metric, one point per run.
+
+A point is what ``specbench history`` shows (per repetition the mean over prompts, then mean and
+95% t interval over repetitions). Each point is compared with the previous point of its series by
+the rule of ``specbench compare`` (``gate.regression``: one-sided Welch bounds at alpha 0.05,
+5% threshold, 2 points for acceptance): ``fail`` flags a regression, ``improved`` an improvement.
+Only points whose mean moved by more than the threshold are tested, since the rule cannot fail or
+improve anything closer (this keeps a 1,000-run history fast).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
+from specbench.gate.history import generation_text, stored_key, stored_rows
+from specbench.gate.regression import NOISY_CV
+
+THRESHOLD = 0.05  # the gate's default --threshold
+METRICS = ("spec_tps", "baseline_tps", "speedup", "acceptance")
+# The cell axes a series is told apart by within one pair and method (shown as its name).
+SETTING_AXES = (
+    "draft_max",
+    "draft_min",
+    "p_min",
+    "ngram_size_n",
+    "ngram_size_m",
+    "ngl",
+    "ngld",
+    "runner",
+    "parallel",
+    "build",
+    "synth_len",
+)
+
+
+@dataclass
+class Point:
+    run_key: str
+    run_id: str
+    started_at: str
+    commit: str
+    run_dir: str | None
+    mean: float
+    low: float | None  # 95% t interval over repetitions (None with one repetition)
+    high: float | None
+    n_reps: int
+    reps: list[float]  # per repetition: the mean over prompts
+    flag: str | None = None  # "regression" | "improvement" (vs the previous point of the series)
+    why: str = ""
+
+
+@dataclass
+class Series:
+    machine: str
+    metric: str
+    label: str
+    cell_id: str  # history's cell identity (machine|axes|prompts): the same cell across metrics
+    pair: str  # the pair name (speculative) or the model (baseline)
+    method: str  # "none" for the baseline
+    setting: str  # "draft_max=8 ngl=0": what tells this series from the others of its page
+    prompts: str
+    generation: str
+    key: dict
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def latest(self) -> Point:
+        return self.points[-1]
+
+
+@lru_cache(maxsize=256)
+def _t975(df: int) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df))
+
+
+def _summary(reps: list[float]) -> tuple[float, float | None, float | None]:
+    n = len(reps)
+    mean = math.fsum(reps) / n
+    if n < 2:
+        return mean, None, None
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in reps) / (n - 1))
+    half = _t975(n - 1) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def _setting(key: dict) -> str:
+    parts = []
+    for name in SETTING_AXES:
+        v = key.get(name)
+        if v is None or (name, v) in (("runner", "process"), ("parallel", 1)):
+            continue
+        parts.append(f"{name}={v:g}" if isinstance(v, float) else f"{name}={v}")
+    return " ".join(parts) or "default"
+
+
+def load_series(db_path: Path) -> list[Series]:
+    """Every series of the history (read-only), points oldest first, flags set."""
+    found: dict[tuple[str, str], Series] = {}
+    by_rep: dict[tuple[str, str], dict[str, dict[int, list[float]]]] = defaultdict(dict)
+    runs: dict[str, tuple] = {}
+    for row in stored_rows(db_path):
+        if row.metric not in METRICS:
+            continue
+        sid = (row.metric, row.cell_id)
+        series = found.get(sid)
+        if series is None:
+            key = stored_key(row.cell_id, row.machine)
+            method = str(key.get("method") or "none")
+            pair = row.label.split(" ", 1)[0]
+            series = Series(
+                machine=row.machine,
+                metric=row.metric,
+                label=row.label,
+                cell_id=row.cell_id,
+                pair=pair,
+                method=method,
+                setting=_setting(key),
+                prompts=row.prompts,
+                generation=generation_text(key),
+                key=key,
+            )
+            found[sid] = series
+        runs[row.run_key] = (row.run_id, row.started_at or "", row.commit or "unknown", row.run_dir)
+        reps = by_rep[sid].setdefault(row.run_key, defaultdict(list))
+        for rep, value in zip(json.loads(row.repetitions), json.loads(row.vals), strict=True):
+            reps[rep].append(value)
+    for sid, series in found.items():
+        for run_key, reps in by_rep[sid].items():  # insertion order: oldest run first
+            per_rep = [math.fsum(v) / len(v) for _, v in sorted(reps.items()) if v]
+            if not per_rep:
+                continue
+            mean, low, high = _summary(per_rep)
+            run_id, started, commit, run_dir = runs[run_key]
+            series.points.append(
+                Point(
+                    run_key=run_key,
+                    run_id=run_id,
+                    started_at=started,
+                    commit=commit,
+                    run_dir=run_dir,
+                    mean=mean,
+                    low=low,
+                    high=high,
+                    n_reps=len(per_rep),
+                    reps=per_rep,
+                )
+            )
+        flag_changes(series)
+    return [s for s in found.values() if s.points]
+
+
+def _welch(prev: list[float], cur: list[float], scale: float) -> tuple[float | None, float | None]:
+    """The one-sided 95% Welch bounds of mean(cur) - mean(prev), times ``scale`` (``gate.regression.
+    welch_interval``'s arithmetic, the t quantile cached: a long history asks for it thousands of times)."""
+    if len(prev) < 2 or len(cur) < 2:
+        return None, None
+    mp, mc = math.fsum(prev) / len(prev), math.fsum(cur) / len(cur)
+    vp = math.fsum((x - mp) ** 2 for x in prev) / (len(prev) - 1) / len(prev)
+    vc = math.fsum((x - mc) ** 2 for x in cur) / (len(cur) - 1) / len(cur)
+    diff = mc - mp
+    if vp + vc == 0:
+        return diff * scale, diff * scale
+    df = (vp + vc) ** 2 / (vp**2 / (len(prev) - 1) + vc**2 / (len(cur) - 1))
+    reach = _t95(round(df, 2)) * math.sqrt(vp + vc)
+    return (diff - reach) * scale, (diff + reach) * scale
+
+
+@lru_cache(maxsize=4096)
+def _t95(df: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(0.95, df))
+
+
+def _cv(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    m = math.fsum(values) / len(values)
+    sd = math.sqrt(math.fsum((x - m) ** 2 for x in values) / (len(values) - 1))
+    return sd / abs(m) if m else 0.0
+
+
+def flag_changes(series: Series, threshold: float = THRESHOLD) -> None:
+    """Mark each point that ``specbench compare PREVIOUS THIS`` would fail (``regression``) or call
+    improved (``improvement``; a noisy side makes that a warn there, so no flag) against the one before:
+    ``gate.decision.classify`` on one-sided 95% Welch bounds, relative for t/s, in points for acceptance
+    (exact at temperature 0). A change within the threshold can neither fail nor improve: not tested."""
+    acceptance = series.metric == "acceptance"
+    exact = acceptance and not series.key.get("temperature")
+    for prev, cur in zip(series.points, series.points[1:], strict=False):
+        if acceptance:
+            change, limit, scale = (cur.mean - prev.mean) * 100, ACCEPTANCE_POINTS, 100.0
+        elif prev.mean:
+            change, limit, scale = cur.mean / prev.mean - 1, threshold, 1 / abs(prev.mean)
+        else:
+            continue
+        if abs(change) <= limit:
+            continue
+        low, high = (change, change) if exact else _welch(prev.reps, cur.reps, scale)
+        status = classify(change, low, high, limit)
+        if status == Status.IMPROVED and max(_cv(prev.reps), _cv(cur.reps)) > NOISY_CV:
+            continue
+        unit = (lambda v: f"{v:+.1f} points") if acceptance else (lambda v: f"{v:+.1%}")
+        bounds = f" (95% bounds {unit(low)} to {unit(high)})" if low is not None and not exact else ""
+        if status == Status.FAIL:
+            cur.flag, cur.why = "regression", f"{unit(change)} vs {prev.run_id}{bounds}"
+        elif status == Status.IMPROVED:
+            cur.flag, cur.why = "improvement", f"{unit(change)} vs {prev.run_id}{bounds}"

@@ -1,0 +1,218 @@
+"""``specbench publish``: write the static site (index, trend, run, ab, bisect and best-setting pages).
+
+The site is built in a sibling temporary folder and moved into place at the end, so a failed
+publish leaves the previous site whole. A folder given as ``--out`` that holds something else
+than a site this command wrote (no ``.specbench-site`` marker) is refused rather than replaced.
+The history is opened read-only and the run folders are only read.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specbench.base.errors import SpecbenchError
+from specbench.base.paths import check_path, nearest_existing, os_problem, shorten
+from specbench.publish import pages
+from specbench.publish.folders import REPORT_HTML, RunFolder, scan
+from specbench.publish.series import Series, load_series
+
+MARKER = ".specbench-site"
+ASSETS = Path(__file__).parent / "assets"
+
+
+class PublishError(SpecbenchError):
+    """The site cannot be written where asked."""
+
+    exit_code = 2
+
+
+@dataclass
+class Published:
+    out: Path
+    pages: int
+    index_bytes: int
+    total_bytes: int
+    runs: int
+    series: int
+    seconds: float
+    empty: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def check_out(out: Path) -> None:
+    check_path(out, "--out")
+    if out.exists() and not out.is_dir():
+        raise PublishError(
+            f"--out {shorten(out)} is a file; give a folder for the site (it is made if missing)"
+        )
+    existing = nearest_existing(out)
+    if not existing.is_dir():
+        raise PublishError(f"--out {shorten(out)}: {shorten(existing)} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise PublishError(
+            f"--out {shorten(out)} is a folder with other files in it; give a new or empty "
+            "folder, or one an earlier `specbench publish` wrote"
+        )
+
+
+def publish(db: Path, roots: list[Path], out: Path) -> Published:
+    start = time.perf_counter()
+    check_out(out)
+    series = load_series(db)
+    recorded = sorted({p.run_dir for s in series for p in s.points if p.run_dir})
+    folders = scan(roots, recorded)
+    model = pages.Model(series=series, folders=folders)
+    notes = list(folders.notes)
+    runs = {p.run_key: p for s in series for p in s.points}
+    empty = ""
+    if not series:
+        empty = (
+            f"No run is recorded in {db} yet: `specbench run CONFIG` records each run there "
+            "(`specbench history --add RUN_DIR` records one made elsewhere)."
+        )
+    out_parent = nearest_existing(out.parent if out.name else out)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name or 'site'}.", dir=out_parent))
+        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the site from a web server's user
+    except OSError as exc:
+        raise PublishError(f"cannot write the site: {os_problem(exc, out_parent)}") from exc
+    try:
+        files = _write_all(tmp, model, series, runs, notes, empty, db)
+        _swap(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    index = (out / "index.html").stat().st_size
+    total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    return Published(
+        out=out,
+        pages=files,
+        index_bytes=index,
+        total_bytes=total,
+        runs=len(runs) or 0,
+        series=len(series),
+        seconds=time.perf_counter() - start,
+        empty=bool(empty),
+        notes=notes,
+    )
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _write_all(
+    tmp: Path, model: pages.Model, series: list[Series], runs: dict, notes: list[str], empty: str, db: Path
+) -> int:
+    folders = model.folders
+    n = 0
+    shutil.copytree(ASSETS, tmp / "assets")  # the stylesheet and the x-axis toggle: nothing from a network
+    (tmp / MARKER).write_text("written by specbench publish\n", encoding="utf-8")
+    for machine, pair, method in model.pages:
+        _write(tmp, pages.trend_href(machine, pair, method), pages.trend_page(model, machine, pair, method))
+        n += 1
+    ab_by_key = {a.run.key: a for a in folders.abs}
+    ab_paths: dict[str, str] = {}
+    for a in folders.abs:
+        href = f"ab/{pages.slug(a.run.key)}.html"
+        _write(tmp, href, pages.ab_page(a))
+        ab_paths[str(a.run.path.resolve())] = href
+        n += 1
+    for b in folders.bisects:
+        _write(tmp, f"bisect/{pages.slug(str(b.path))}.html", pages.bisect_page(b, ab_paths))
+        n += 1
+    keys = list(runs) + [k for k in folders.runs if k not in runs]
+    for key in keys:
+        _write(
+            tmp,
+            pages.run_page(key),
+            _run_page(tmp, key, runs.get(key), folders.runs.get(key), ab_by_key, notes),
+        )
+        n += 1
+    _write(tmp, "best.html", pages.best_page(model))
+    summary = (
+        f"{len(keys)} runs, {len(series)} series from {db}; {len(folders.abs)} ab runs, "
+        f"{len(folders.bisects)} bisects; published {time.strftime('%Y-%m-%d %H:%M %Z')}"
+    )
+    _write(tmp, "index.html", pages.index_page(model, summary, empty, notes))
+    return n + 2
+
+
+def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: dict, notes: list[str]) -> str:
+    """A run's facts and its HTML report (copied, or made from the folder when it has none)."""
+    rel = pages.run_page(key)
+    report, generated, missing = None, False, ""
+    if folder is not None:
+        dest = tmp / rel.replace(".html", "-report.html")
+        src = folder.path / REPORT_HTML
+        try:
+            if src.is_file():
+                shutil.copyfile(src, dest)
+            else:
+                dest.write_text(_report_html(folder.path), encoding="utf-8")
+                generated = True
+            report = dest.name
+        except (SpecbenchError, OSError) as exc:
+            missing = f"no report: {str(exc).splitlines()[0]}"
+            notes.append(f"run {folder.run_id}: {missing}")
+    else:
+        where = point.run_dir if point is not None and point.run_dir else "its folder"
+        missing = (
+            f"run folder missing: {where} is not there any more (moved or deleted). The numbers on the "
+            "trend pages come from the history; `specbench publish --runs NEW_PLACE` links it again."
+        )
+    run_id = folder.run_id if folder else point.run_id
+    facts = [
+        ("run", run_id),
+        ("started", folder.started_at if folder else point.started_at),
+        ("llama.cpp", folder.commit if folder else point.commit),
+    ]
+    if folder is not None:
+        facts += [
+            ("machine", folder.machine),
+            ("folder", str(folder.path)),
+            ("made by", folder.made_by or "?"),
+        ]
+        if folder.builds:
+            facts.append(("builds", ", ".join(f"{k} {v[:10]}" for k, v in folder.builds.items())))
+    ab = f"../ab/{pages.slug(key)}.html" if key in ab_by_key else None
+    return pages.render(
+        "run",
+        title=f"run {run_id}",
+        root="../",
+        run_id=run_id,
+        facts=facts,
+        report=report,
+        generated=generated,
+        missing=missing,
+        ab=ab,
+    )
+
+
+def _report_html(run_dir: Path) -> str:
+    from specbench.analysis.render import html
+    from specbench.analysis.report import build_report
+
+    return html(build_report([run_dir]))
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    """Put the new site in place of the old one (which is removed only once the new one is there)."""
+    old = None
+    try:
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{time.time_ns()}")
+            out.rename(old)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.rename(out)
+    except OSError as exc:
+        if old is not None and not out.exists():
+            old.rename(out)
+        raise PublishError(f"cannot write the site: {os_problem(exc, out)}") from exc
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
