@@ -12,9 +12,11 @@ from specbench.cli.common import say, say_notes
 
 def publish(
     out: Annotated[Path, typer.Option("--out", metavar="SITE", help="Folder to write the site into.")],
-    db: Annotated[
-        Path | None,
-        typer.Option("--db", metavar="FILE", help="History database (default results/history.sqlite)."),
+    dbs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--db", metavar="FILE", help="History database (repeatable) [default: results/history.sqlite]."
+        ),
     ] = None,
     runs: Annotated[
         list[Path] | None,
@@ -37,19 +39,20 @@ def publish(
     from specbench.gate.history import default_db
     from specbench.publish.site import publish as write_site
 
-    db = db or default_db()
-    check_path(db, "--db")
-    roots = list(runs) if runs else [db.parent]
-    for root in roots:
+    dbs = list(dbs) if dbs else [default_db()]
+    for db in dbs:
+        check_path(db, "--db")
+    for root in runs or []:
         check_path(root, "--runs")
         if not root.is_dir():
             from specbench.publish.site import PublishError
 
             raise PublishError(f"--runs {root}: no such folder; give run folders or a folder of them")
-    done = write_site(db, roots, out)
+    roots = list(runs) if runs else [db.parent for db in dbs if db.parent.is_dir()]
+    done = write_site(dbs, roots, out)
     say_notes(done.notes)
     if done.empty:
-        say(f"note: no run recorded in {db} yet; the site says so", err=True)
+        say(f"note: no run recorded in {', '.join(map(str, dbs))} yet; the site says so", err=True)
     say(
         f"site: {done.out / 'index.html'} ({done.pages} pages, {done.runs} runs, {done.series} series, "
         f"index {done.index_bytes / 1024:.0f} KiB, {done.total_bytes / 1e6:.1f} MB in all, "

@@ -101,12 +101,14 @@ def _setting(key: dict) -> str:
     return " ".join(parts) or "default"
 
 
-def load_series(db_path: Path) -> list[Series]:
-    """Every series of the history (read-only), points oldest first, flags set."""
+def load_series(db_paths: list[Path]) -> list[Series]:
+    """Every series of the histories (read-only; one per machine in CI, say), points oldest first,
+    flags set. A run recorded in two of them (the same run key) is one point."""
     found: dict[tuple[str, str], Series] = {}
     by_rep: dict[tuple[str, str], dict[str, dict[int, list[float]]]] = defaultdict(dict)
     runs: dict[str, tuple] = {}
-    for row in stored_rows(db_path):
+    rows = (row for db in db_paths for row in stored_rows(db))
+    for row in rows:
         if row.metric not in METRICS:
             continue
         sid = (row.metric, row.cell_id)
@@ -153,6 +155,7 @@ def load_series(db_path: Path) -> list[Series]:
                     reps=per_rep,
                 )
             )
+        series.points.sort(key=lambda p: (p.started_at, p.run_id))
         flag_changes(series)
     return [s for s in found.values() if s.points]
 

@@ -59,10 +59,11 @@ def check_out(out: Path) -> None:
         )
 
 
-def publish(db: Path, roots: list[Path], out: Path) -> Published:
+def publish(dbs: list[Path], roots: list[Path], out: Path) -> Published:
     start = time.perf_counter()
     check_out(out)
-    series = load_series(db)
+    series = load_series(dbs)
+    db = ", ".join(str(d) for d in dbs)
     recorded = sorted({p.run_dir for s in series for p in s.points if p.run_dir})
     folders = scan(roots, recorded)
     model = pages.Model(series=series, folders=folders)
@@ -107,7 +108,7 @@ def _write(root: Path, rel: str, text: str) -> None:
 
 
 def _write_all(
-    tmp: Path, model: pages.Model, series: list[Series], runs: dict, notes: list[str], empty: str, db: Path
+    tmp: Path, model: pages.Model, series: list[Series], runs: dict, notes: list[str], empty: str, db: str
 ) -> int:
     folders = model.folders
     n = 0

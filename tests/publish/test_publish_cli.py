@@ -119,10 +119,10 @@ def test_serve_answers_on_localhost(tmp_path):
 
 def test_the_gate_rule_flags_a_drop_beyond_the_noise_and_not_the_noise(tmp_path):
     db = _history(tmp_path)
-    spec = [s for s in load_series(db) if s.metric == "spec_tps"]
+    spec = [s for s in load_series([db]) if s.metric == "spec_tps"]
     assert spec and all(s.points[1].flag == "regression" for s in spec)  # 30% slower, 3 reps of 1% noise
     assert all(s.points[0].flag is None for s in spec)
-    base = [s for s in load_series(db) if s.metric == "baseline_tps"]
+    base = [s for s in load_series([db]) if s.metric == "baseline_tps"]
     assert base and all(p.flag is None for s in base for p in s.points)  # the same numbers: nothing flagged
 
     def point(i, reps):

@@ -136,7 +136,7 @@ def test_every_page_linked_from_the_index_loads_without_console_errors(site, bro
 
 def test_the_trend_plot_draws_every_point_and_switches_its_x_axis(site, browser):
     root, out = site
-    series = load_series(root / "results" / "history.sqlite")
+    series = load_series([root / "results" / "history.sqlite"])
     page = next((out / "trend").glob("*.html"))
     shown = [s for s in series if s.metric != "baseline_tps"] + [
         s for s in series if s.metric == "baseline_tps"
