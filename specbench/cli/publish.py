@@ -31,7 +31,8 @@ def publish(
         bool, typer.Option("--serve", help="Then serve the site on http://127.0.0.1:PORT/.")
     ] = False,
     port: Annotated[
-        int, typer.Option("--port", help="Port for --serve (0: any free one).", min=0, max=65535)
+        int,
+        typer.Option("--port", metavar="PORT", help="Port for --serve (0: any free one).", min=0, max=65535),
     ] = 8000,
 ) -> None:
     """Write a static results site (index, trends, runs, ab, bisect, best settings); opens from file://."""

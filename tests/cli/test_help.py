@@ -7,7 +7,7 @@ import sys
 import pytest
 
 COMMANDS = [["run"], ["report"], ["compare"], ["history"], ["baseline", "save"], ["models", "check"],
-            ["models", "pull"]]  # fmt: skip
+            ["models", "pull"], ["publish"]]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

@@ -42,6 +42,16 @@ def test_publish_reads_history_without_writing_it(tmp_path):
     assert again.returncode == 0, again.stderr
 
 
+def test_an_unreadable_run_folder_is_left_out_with_a_note(tmp_path):
+    db = _history(tmp_path)
+    newer = tmp_path / "results" / "from-the-future"
+    newer.mkdir()
+    (newer / "manifest.json").write_text('{"format_version": 99, "run_id": "x", "specbench_version": "9.0"}')
+    r = specbench("publish", "--db", db, "--out", tmp_path / "site", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"note: left out .*from-the-future: .*upgrade specbench", r.stderr)
+
+
 def test_a_missing_history_gives_a_site_that_says_so(tmp_path):
     r = specbench("publish", "--db", tmp_path / "none.sqlite", "--out", tmp_path / "site", cwd=tmp_path)
     assert r.returncode == 0, r.stderr

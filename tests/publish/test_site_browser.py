@@ -35,7 +35,7 @@ CHEAP = [
     "--set",
     "generation.n_predict=16",
     "--set",
-    "repetitions=2",
+    "repetitions=1",
     "--set",
     "warmup=0",
     "--quiet",
