@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -153,16 +155,25 @@ def main() -> int:
     empty = args.out / "no-runs"
     empty.mkdir(exist_ok=True)
     exe = Path(sys.executable).parent / "specbench"
-    t = time.perf_counter()
+    t, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         [str(exe), "publish", "--db", str(db), "--runs", str(empty), "--out", str(args.out / "site")],
         capture_output=True,
         text=True,
     )
     wall = time.perf_counter() - t
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").is_file() else "?"
     print(done.stdout.strip() or done.stderr.strip())
     index = (args.out / "site" / "index.html").stat().st_size if done.returncode == 0 else 0
     ok = done.returncode == 0 and wall < 30 and index < 2e6
+    pages = sorted((args.out / "site" / "trend").glob("*.html"))
+    biggest = max((p.stat().st_size for p in pages), default=0)
+    print(
+        f"cpu {cpu:.1f} s (user + system of the publish process), load average {load} on "
+        f"{os.cpu_count()} cores; largest trend page {biggest / 1e6:.1f} MB"
+    )
     print(
         f"publish: exit {done.returncode}, {wall:.1f} s wall (goal < 30 s), index {index / 1e3:.0f} kB "
         f"(goal < 2 MB): {'MET' if ok else 'NOT MET'}"

@@ -38,6 +38,8 @@ CHEAP = [
     "repetitions=1",
     "--set",
     "warmup=0",
+    "--set",
+    "generation.threads=1",
     "--quiet",
 ]
 LINKS = "Array.from(document.querySelectorAll('a')).map(a => a.getAttribute('href') || a.href.baseVal)"
