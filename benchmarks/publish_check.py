@@ -62,9 +62,7 @@ def main() -> int:
             trend = max((p for p in points if p.parent.name == "trend"), key=lambda p: points[p])
             browser.open(trend.as_uri())
             browser.screenshot(args.shots / "publish-trend.png", height=1100)
-            print(
-                f"screenshots: {args.shots / 'publish-index.png'}, {args.shots / 'publish-trend.png'} ({trend.name})"
-            )
+            print(f"screenshots in {args.shots}: publish-index.png, publish-trend.png ({trend.name})")
     finally:
         browser.close()
     print(f"{len(seen)} pages, {bad} with errors; {len(list(site.rglob('*.html')))} pages in the site")
