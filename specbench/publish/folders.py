@@ -111,6 +111,7 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
     """Every readable run, ab run and bisect under ``roots`` and at history's ``recorded`` paths."""
     out = Folders()
     seen: set[Path] = set()
+    thresholds: dict[Path, float] = {}  # a bisect step is judged at its bisect's --threshold
     todo = _candidates(roots) + [Path(p) for p in recorded if (Path(p) / MANIFEST).is_file()]
     while todo:
         path = todo.pop(0)
@@ -122,10 +123,12 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
             if (path / STATE).is_file():
                 state = BisectState.model_validate_json((path / STATE).read_text(encoding="utf-8"))
                 out.bisects.append(BisectRun(path=path, state=state))
-                todo += [
+                steps = [
                     Path(s.run_dir) if Path(s.run_dir).is_absolute() else path / Path(s.run_dir).name
                     for s in state.steps
                 ]
+                thresholds.update({step.resolve(): state.threshold for step in steps})
+                todo += steps
                 continue
             if not (path / MANIFEST).is_file():
                 continue
@@ -135,15 +138,16 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
             continue
         out.runs.setdefault(run.key, run)
         if len(run.builds) >= 2:
-            out.abs.append(_ab(run))
+            out.abs.append(_ab(run, thresholds.get(real)))
     out.abs.sort(key=lambda a: a.run.started_at)
     return out
 
 
-def _ab(run: RunFolder) -> AbRun:
+def _ab(run: RunFolder, threshold: float | None) -> AbRun:
+    """The paired gate as ``specbench compare RUN`` gives it (5%), or at its bisect's threshold."""
     try:
         samples = load_samples(run.path)
-        return AbRun(run=run, comparison=paired_compare(samples, run.run_id))
+        return AbRun(run=run, comparison=paired_compare(samples, run.run_id, threshold=threshold or 0.05))
     except SpecbenchError as exc:
         return AbRun(run=run, comparison=None, problem=str(exc))
 

@@ -34,8 +34,8 @@ ENV = Environment(
 )
 
 
-def render(name: str, **context: object) -> str:
-    return ENV.get_template(f"{name}.html").render(**context)
+def render(template: str, **context: object) -> str:
+    return ENV.get_template(f"{template}.html").render(**context)
 
 
 @lru_cache(maxsize=65536)

@@ -75,7 +75,7 @@ def publish(dbs: list[Path], roots: list[Path], out: Path) -> Published:
             f"No run is recorded in {db} yet: `specbench run CONFIG` records each run there "
             "(`specbench history --add RUN_DIR` records one made elsewhere)."
         )
-    out_parent = nearest_existing(out.parent if out.name else out)
+    out_parent = nearest_existing(out)  # the new site is made beside --out, then renamed into place
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name or 'site'}.", dir=out_parent))
         tmp.chmod(0o755)  # mkdtemp's 0700 would hide the site from a web server's user
@@ -150,6 +150,7 @@ def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: d
     report, generated, missing = None, False, ""
     if folder is not None:
         dest = tmp / rel.replace(".html", "-report.html")
+        dest.parent.mkdir(parents=True, exist_ok=True)
         src = folder.path / REPORT_HTML
         try:
             if src.is_file():
