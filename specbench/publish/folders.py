@@ -152,29 +152,51 @@ def _ab(run: RunFolder, threshold: float | None) -> AbRun:
         return AbRun(run=run, comparison=None, problem=str(exc))
 
 
+def _kept_sets(line: list[str], replaced: set[str]) -> list[str]:
+    """The run's own ``--set KEY=VALUE`` (prompts, generation, repetitions...) but those replaced."""
+    out, i = [], 0
+    while i < len(line):
+        arg = line[i]
+        value = arg[len("--set=") :] if arg.startswith("--set=") else line[i + 1] if arg == "--set" else None
+        if value is not None and i + 1 <= len(line):
+            if value.split("=", 1)[0].strip() not in replaced:
+                out += ["--set", value]
+            i += 1 if arg.startswith("--set=") else 2
+            continue
+        i += 1
+    return out
+
+
 def reproduce(run: RunFolder | None, pair: str, key: dict) -> str:
-    """``specbench run`` of the run's config with this one cell: its pair and settings by --set."""
+    """``specbench run`` of the run's config (and its own --set values) with this one cell: its pair
+    and its settings by --set."""
     config = "CONFIG"
     if run is not None and run.config_path:
         config = run.config_path
     elif run is not None and len(run.command_line) > 2 and run.command_line[2].endswith((".yaml", ".yml")):
         config = run.command_line[2]
     argv = ["specbench", "run", config]
+    mine: list[str] = []
     if run is not None and pair in run.pairs:
-        argv += ["--set", "pairs=" + json.dumps({pair: run.pairs[pair]}, separators=(",", ":"))]
-    for axis in (
-        "method",
-        "draft_max",
-        "draft_min",
-        "p_min",
-        "ngram_size_n",
-        "ngram_size_m",
-        "ngl",
-        "ngld",
-        "parallel",
-    ):
+        mine += ["--set", "pairs=" + json.dumps({pair: run.pairs[pair]}, separators=(",", ":"))]
+    for axis in AXES:
         if key.get(axis) is not None:
-            argv += ["--set", f"sweep.{axis}=[{key[axis]}]"]
+            mine += ["--set", f"sweep.{axis}=[{key[axis]}]"]
     if key.get("runner") and key["runner"] != "process":
-        argv += ["--set", f"runner={key['runner']}"]
-    return shlex.join(argv)
+        mine += ["--set", f"runner={key['runner']}"]
+    replaced = {"pairs", "runner", *(f"sweep.{a}" for a in AXES)}
+    kept = _kept_sets(run.command_line, replaced) if run is not None else []
+    return shlex.join(argv + kept + mine)
+
+
+AXES = (
+    "method",
+    "draft_max",
+    "draft_min",
+    "p_min",
+    "ngram_size_n",
+    "ngram_size_m",
+    "ngl",
+    "ngld",
+    "parallel",
+)

@@ -206,3 +206,21 @@ def test_a_moved_run_folder_keeps_its_points_and_its_page_says_missing(site, bro
         )
     finally:
         shutil.move(moved / "r1", root / "results" / "r1")
+
+
+def test_the_best_settings_command_line_plans_that_cell(site):
+    import html
+    import re
+    import shlex
+
+    root, out = site
+    commands = [
+        html.unescape(c) for c in re.findall(r"<code>(.*?)</code>", (out / "best.html").read_text(), re.S)
+    ]
+    assert len(commands) == 1
+    argv = shlex.split(commands[0])
+    assert argv[:2] == ["specbench", "run"] and "generation.n_predict=16" in argv  # the run's own --set kept
+    r = specbench(*argv[1:], "--dry-run", cwd=root, env={"SPECBENCH_RESULTS": str(root / "dry")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    planned = [ln for ln in r.stdout.splitlines() if ln.startswith("# rep ") and " speculative " in ln]
+    assert planned and all("smol draft draft_max=8" in ln and "code-02" in ln for ln in planned), planned
