@@ -142,9 +142,12 @@ def trend_svg(
     for ax in axes:  # dates fit level; commit labels are tilted to fit more of them
         hidden = ' style="display:none"' if ax.kind == "commit" else ""
         out.append(f'<g class="ax" data-axis="{ax.kind}"{hidden}>')
-        for xv, label in ax.ticks:
+        for i, (xv, label) in enumerate(ax.ticks):
             x, y = LEFT + pw * xv, TOP + ph + 16
-            turn = f' transform="rotate(-30 {x:.1f} {y})" text-anchor="end"' if ax.kind == "commit" else ""
+            ends = {0: "start", len(ax.ticks) - 1: "end"} if len(ax.ticks) > 1 else {}
+            turn = f' text-anchor="{ends.get(i, "middle")}"'
+            if ax.kind == "commit":
+                turn = f' transform="rotate(-30 {x:.1f} {y})" text-anchor="end"'
             out.append(f'<text x="{x:.1f}" y="{y}" class="xl"{turn}>{escape(label)}</text>')
         out.append("</g>")
     out.append(
@@ -156,7 +159,9 @@ def trend_svg(
         cls = "mk bad" if m.bad else "mk"
         out.append(
             f'<a href="{escape(m.href)}"><line x1="{x:.1f}" x2="{x:.1f}" data-c="{xc:.1f}" y1="{TOP}" '
-            f'y2="{TOP + ph}" class="{cls}"><title>{escape(m.text)}</title></line></a>'
+            f'y2="{TOP + ph}" class="{cls}"><title>{escape(m.text)}</title></line>'
+            f'<text x="{x + 3:.1f}" data-c="{xc + 3:.1f}" y="{TOP + 10}" class="mkl">'
+            f"{escape(m.text.split(':')[0])}</text></a>"
         )
     for i, s in enumerate(series):
         c = color(i)

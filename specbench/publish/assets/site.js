@@ -1,5 +1,6 @@
 // The x axis toggle of trend pages. Each plot is drawn over time; what moves keeps its x over
-// llama.cpp commits in data-c, and switching swaps the two (cx of points, x1/x2 of bars, points of lines).
+// llama.cpp commits in data-c, and switching swaps the two (cx of points, x1/x2 of bars, x of labels,
+// points of lines).
 var current = 'time';
 function swap(el) {
   var other = el.getAttribute('data-c');
@@ -10,6 +11,9 @@ function swap(el) {
     el.setAttribute('data-c', el.getAttribute('x1'));
     el.setAttribute('x1', other);
     el.setAttribute('x2', other);
+  } else if (el.tagName === 'text') {
+    el.setAttribute('data-c', el.getAttribute('x'));
+    el.setAttribute('x', other);
   } else if (el.tagName === 'polyline') {
     el.setAttribute('data-c', el.getAttribute('points'));
     el.setAttribute('points', other);
