@@ -23,9 +23,9 @@ TITLES = {
     "acceptance": ("acceptance", "fraction"),
 }
 DETECTION = (
-    "Flagged points: a point that `specbench compare PREVIOUS THIS` would fail (ringed red: regression) or "
-    "call improved (ringed green) against the previous point of its series: the gate's rule, one-sided "
-    f"Welch bounds over the repetitions at alpha 0.05 and a {THRESHOLD:.0%} threshold (2 points for "
+    "Flagged points: a point that the rule of `specbench compare` fails (ringed red: regression) or calls "
+    "improved (ringed green) against the previous point of its series: one-sided Welch bounds over the "
+    f"repetitions (each the mean over prompts) at alpha 0.05 and a {THRESHOLD:.0%} threshold (2 points for "
     "acceptance). Bars are 95% t intervals over repetitions. Dashed lines are ab runs on this machine."
 )
 

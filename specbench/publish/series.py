@@ -192,7 +192,7 @@ def _cv(values: list[float]) -> float:
 
 
 def flag_changes(series: Series, threshold: float = THRESHOLD) -> None:
-    """Mark each point that ``specbench compare PREVIOUS THIS`` would fail (``regression``) or call
+    """Mark each point that the rule of ``specbench compare`` fails (``regression``) or calls
     improved (``improvement``; a noisy side makes that a warn there, so no flag) against the one before:
     ``gate.decision.classify`` on one-sided 95% Welch bounds, relative for t/s, in points for acceptance
     (exact at temperature 0). A change within the threshold can neither fail nor improve: not tested."""
