@@ -206,11 +206,11 @@ def load_history(
             continue
         point = grouped.get((cell_id, run_key))
         if point is None:
-            key = _stored_key(cell_id, machine)
+            key = stored_key(cell_id, machine)
             point = HistoryPoint(
                 label=label,
                 machine=machine,
-                generation=_generation(key),
+                generation=generation_text(key),
                 runner=key.get("runner", "process"),
                 parallel=key.get("parallel", 1),
                 prompts=prompts,
@@ -267,15 +267,6 @@ def stored_rows(db_path: Path) -> list[StoredRow]:
     return [StoredRow(*r) for r in rows]
 
 
-def stored_key(cell_id: str, machine: str) -> dict:
-    """The cell axes (target/draft sha, method, draft_max, ngl, ...) of a stored cell id."""
-    return _stored_key(cell_id, machine)
-
-
-def generation_text(key: dict) -> str:
-    return _generation(key)
-
-
 def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str]:
     """What makes points one series: the same cell measured the same way (compare would match them)."""
     return (p.machine, p.label, p.runner, p.parallel, p.generation, p.prompts)
@@ -284,7 +275,7 @@ def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str]:
 _GENERATION = ("n_predict", "temperature", "top_k", "seed", "ctx_size")
 
 
-def _stored_key(cell_id: str, machine: str) -> dict:
+def stored_key(cell_id: str, machine: str) -> dict:
     """The CellKey fields of a stored cell id (MACHINE|KEY JSON|PROMPTS); {} when unreadable."""
     try:
         key = json.loads(cell_id[len(machine) + 1 :].rsplit("|", 1)[0])
@@ -293,7 +284,7 @@ def _stored_key(cell_id: str, machine: str) -> dict:
     return key if isinstance(key, dict) else {}
 
 
-def _generation(key: dict) -> str:
+def generation_text(key: dict) -> str:
     """The generation settings of a stored cell key: runs that differ in them are separate series,
     as ``compare`` (same CellKey) refuses to compare them."""
     return ", ".join(f"{k} {key[k]:g}" if isinstance(key.get(k), float) else f"{k} {key.get(k)}"
@@ -318,7 +309,7 @@ def history_estimate(
     time); None when this machine never measured the cell this way."""
 
     def estimate(inv: Invocation) -> float | None:
-        gen = _generation(inv.generation.model_dump())
+        gen = generation_text(inv.generation.model_dump())
         tps = speeds.get((cell_label(inv), gen, inv.runner, inv.parallel))
         return GUESS_LOAD_S + inv.generation.n_predict / tps if tps else None
 
