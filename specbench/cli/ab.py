@@ -25,6 +25,7 @@ from specbench.cli.common import (
     table_width,
 )
 from specbench.cli.common import table_console as console
+from specbench.gate.decision import Status
 
 STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
 COLUMNS = ["decision", "metric", "cell", "head/base", "95% CI", "p", "pairs", "detectable", "why"]
@@ -203,10 +204,13 @@ def run_builds(
     metrics: list[str],
     threshold: float,
     resume_hint: str | None = None,
-) -> Path:
+    budget_s: float | None = None,
+):
     """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
-    with ``repetitions: auto`` the rounds go on while the paired gate leaves a cell undecided.
-    ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``)."""
+    whatever ``repetitions`` says, rounds go on while the paired gate leaves a cell undecided, up to
+    ``max_repetitions`` or ``budget_s`` (issue 32: decide by default, as Pinpoint does).
+    ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``).
+    Returns the run's ``RunSummary`` (its extra rounds, whether the budget stopped them)."""
     from specbench.base.paths import outermost_missing, remove_empty
     from specbench.cli.run import (
         ProgressView,
@@ -228,13 +232,14 @@ def run_builds(
     except BaseException:
         remove_empty(run_dir, made)
         raise
-    say_notes(prepared.plan.notes)  # before the first sample, as `run` does
+    say_notes(_round_notes(prepared.plan.notes, cfg, budget_s))  # before the first sample, as `run` does
     view = ProgressView(quiet)
     try:
         base, head = specs[0][0], specs[1][0]
         summary = benchmark.run_benchmark(
             prepared, run_dir, resume=resume, progress=view, command_line=["specbench", *sys.argv[1:]],
             undecided=lambda samples: undecided_samples(samples, base, head, metrics, threshold),
+            budget_s=budget_s,
         )  # fmt: skip
     except RunInterrupted as exc:
         view.stop()
@@ -250,7 +255,30 @@ def run_builds(
     for reason in summary.busy:  # as `run` says it: a paired gate on a busy machine decides little
         say(f"WARNING: busy machine: {reason}; the pairs may be too noisy to decide (measure on a quiet "
             "machine)", err=True)  # fmt: skip
-    return run_dir
+    return summary
+
+
+def _round_notes(notes: list[str], cfg, budget_s: float | None) -> list[str]:
+    """The plan's notes with the rounds of ``ab`` said in place of those of ``run`` (the precision
+    rule of ``repetitions: auto``, max_repetitions "ignored" with a fixed count): neither applies."""
+    from specbench.execute.benchmark import ignored_settings
+
+    run_only = set(ignored_settings(cfg))
+    kept = [n for n in notes if n not in run_only and not n.startswith("repetitions: auto:")]
+    budget = f" or --budget {budget_s:g} s" if budget_s is not None else ""
+    return [
+        *kept,
+        f"round 1 is {cfg.first_repetitions} repetitions; cells the paired gate leaves undecided "
+        f"get one more repetition a round, up to {cfg.most_repetitions} (max_repetitions){budget}",
+    ]
+
+
+def rounds_end(summary, budget_s: float | None) -> str:
+    """Why an undecided cell got no more pairs: the budget was spent, or max_repetitions reached."""
+    extra = f"{summary.rounds} round{'s' * (summary.rounds != 1)} after the first"
+    if summary.budget_spent:
+        return f"--budget {budget_s:g} s spent ({extra})"
+    return f"max_repetitions ({summary.most_repetitions}) reached ({extra}; --set max_repetitions=N for more)"
 
 
 Threshold = Annotated[str, typer.Option(metavar="CHANGE", help="Relative slowdown that counts: 5% or 0.05.")]
@@ -258,6 +286,14 @@ Sets = Annotated[
     list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help="Override a config value (repeatable).")
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+Budget = Annotated[
+    str | None,
+    typer.Option(
+        metavar="SECONDS",
+        help="Stop adding rounds to undecided cells after this long (600, 10m, 1h; bisect: per step); "
+        "default: until decided or max_repetitions.",
+    ),
+]
 
 
 def ab_cmd(
@@ -292,16 +328,18 @@ def ab_cmd(
     allow_noisy: Annotated[
         bool, typer.Option(help="Pass cells too noisy to decide (default: exit 3).")
     ] = False,
+    budget: Budget = None,
 ) -> None:
     """Run CONFIG with two builds interleaved (labels base, head), then gate head against base.
 
     Exit 0 pass/improved, 1 a fail, 2 bad input (config, refs, a build that does not compile),
     3 undecided (too noisy), 4 nothing to compare."""
     from specbench.gate.ab import METRICS, parse_build_spec
-    from specbench.gate.regression import parse_threshold
+    from specbench.gate.regression import parse_budget, parse_threshold
     from specbench.results.folder import make_run_id
 
     thr = parse_threshold(threshold)
+    budget_s = parse_budget(budget) if budget is not None else None
     specs = [("base", *parse_build_spec(base, "--base")), ("head", *parse_build_spec(head, "--head"))]
     for m in metric or []:
         if m not in METRICS:
@@ -314,8 +352,13 @@ def ab_cmd(
         out = results_dir() / make_run_id(f"{config.stem}-ab")
     with measuring_is_input():
         _check_paths(config, out)
-        run_builds(config, list(set_ or []), specs, out, quiet, list(metric or METRICS), thr)
-    show(paired_from_run(out, "base", "head", metric, thr, allow_noisy=allow_noisy), fmt)
+        summary = run_builds(
+            config, list(set_ or []), specs, out, quiet, list(metric or METRICS), thr, budget_s=budget_s
+        )
+    cmp = paired_from_run(out, "base", "head", metric, thr, allow_noisy=allow_noisy)
+    if cmp.count(Status.TOO_NOISY):
+        say(f"undecided cells: {rounds_end(summary, budget_s)}", err=True)
+    show(cmp, fmt)
 
 
 def bisect_cmd(
@@ -338,19 +381,21 @@ def bisect_cmd(
     ] = False,
     set_: Sets = None,
     quiet: Quiet = False,
+    budget: Budget = None,
 ) -> None:
     """Find the first commit between --good and --bad that made METRIC slower: each step an
     interleaved A/B of the midpoint against --good (--bad is taken as slow, as in git bisect).
     Exit 0 found, 2 bad input, 3 a step stayed undecided."""
     from specbench.gate import bisect
     from specbench.gate.ab import METRICS, BuildChoiceError
-    from specbench.gate.regression import parse_threshold
+    from specbench.gate.regression import parse_budget, parse_threshold
     from specbench.plan.shards import config_hash
     from specbench.results.folder import check_writable, make_run_id
 
     if metric not in METRICS:
         raise BuildChoiceError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
     thr = parse_threshold(threshold)
+    budget_s = parse_budget(budget) if budget is not None else None
     if out is None:
         if resume:
             raise bisect.BisectError("--resume needs --out DIR: the folder of the bisect to continue")
@@ -372,11 +417,15 @@ def bisect_cmd(
     def measure(good_sha: str, mid_sha: str, run_dir: Path) -> bisect.StepResult:
         specs = [("base", str(src), good_sha), ("head", str(src), mid_sha)]
         with measuring_is_input():
-            run_builds(
-                config, list(set_ or []), specs, run_dir, quiet, [metric], thr, f"--resume --out {out}"
-            )
+            summary = run_builds(
+                config, list(set_ or []), specs, run_dir, quiet, [metric], thr, f"--resume --out {out}",
+                budget_s=budget_s,
+            )  # fmt: skip
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
-        return bisect.step_result(cmp.decisions)
+        result = bisect.step_result(cmp.decisions)
+        if result.status == Status.TOO_NOISY:  # undecided only once the rounds are spent: say which
+            result.reason += f"; {rounds_end(summary, budget_s)}"
+        return result
 
     def on_step(step: bisect.Step) -> None:
         commit = state.commits[step.index]
@@ -398,7 +447,8 @@ def bisect_cmd(
     after = state.commits[lo].short if lo >= 0 else state.good[:10]
     _say(
         f"undecided: step at {stopped.commit[:10]} could not be decided; the first bad commit is after "
-        f"{after} and at or before {state.commits[hi].short} (more repetitions, or a higher --threshold)"
+        f"{after} and at or before {state.commits[hi].short} (--set max_repetitions=N or a longer --budget "
+        "for more pairs, or a higher --threshold)"
     )
     raise typer.Exit(3)
 

@@ -9,12 +9,17 @@ and prompt, the baseline right before its speculative cells; a cell that runs a 
 its baseline (and its draft model alone) of the same repetition with it, since speedups and
 output checks pair them by repetition.
 
+``specbench ab`` and ``bisect`` use these rounds whatever ``repetitions`` says (a fixed count is
+then the first round), with the paired gate's ``undecided`` cells as the stop rule and an optional
+``deadline`` (``--budget``): no round starts after it, so a run ends at most one round past it.
+
 The runner loop stays generic: it asks ``next_round`` for more once its plan is done; resume
 plans with ``resume_plan``, which first finishes the repetitions already planned.
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +77,9 @@ class AdaptivePlan:
     # Another stop rule (``specbench ab``: the paired gate): the samples of every cell still
     # undecided; those cells, and no others, get another repetition. None: the precision rule.
     undecided: Callable[[Sequence[Sample]], Sequence[Sample]] | None = None
+    # ``time.monotonic()`` after which no round starts (``--budget``); None: rounds until the maximum.
+    deadline: float | None = None
+    budget_spent: bool = False  # a round was wanted when the deadline had passed
 
     def precise(self, state: CellState) -> bool:
         return stratified(list(state.by_prompt.values())).meets(self.precision)
@@ -120,8 +128,12 @@ class AdaptivePlan:
         ]
 
     def next_round(self, samples: Sequence[Sample]) -> list[Invocation]:
-        """One more repetition of every cell (and baseline) that misses the precision; [] when done."""
+        """One more repetition of every cell (and baseline) that misses the precision (or that
+        ``undecided`` names); [] when done, at the maximum, or past the deadline."""
         plan = self._cut(samples, grow=True)
+        if plan and self.deadline is not None and time.monotonic() >= self.deadline:
+            self.budget_spent = True
+            return []
         if plan:
             self.rounds += 1
         return plan

@@ -87,7 +87,9 @@ class RunSummary:
     n_invalid: int
     busy: list[str] = field(default_factory=list)  # why the noise check found the machine busy
     noise_notes: list[str] = field(default_factory=list)  # e.g. an unsteady CPU frequency governor
-    rounds: int = 0  # extra rounds of `repetitions: auto`
+    rounds: int = 0  # extra rounds of `repetitions: auto` (of `ab`: of the paired gate)
+    budget_spent: bool = False  # `ab --budget`: a round was wanted when the budget was spent
+    most_repetitions: int = 0  # the most a cell could get in rounds (0: no rounds)
 
 
 def _planned_build(preview: BuildPlan) -> BuildInfo:
@@ -329,13 +331,16 @@ def run_benchmark(
     strict: bool = False,
     undecided: Any = None,
     force: bool = False,
+    budget_s: float | None = None,
 ) -> RunSummary:
     """Execute a prepared plan into ``run_dir`` (or continue it) and summarise it.
 
     ``strict``: a busy machine (the noise check) is an error, not a warning. With ``repetitions:
     auto`` the plan is the first round and more rounds follow (``specbench.execute.adaptive``);
     ``undecided`` replaces their precision rule (``specbench ab``: the cells its paired gate leaves
-    undecided get the next round). ``force``: resume a run made on another machine.
+    undecided get the next round), and with it the rounds follow whatever ``repetitions`` says (a
+    fixed count is the first round), up to ``max_repetitions`` or ``budget_s`` seconds of this
+    call (no round starts after it). ``force``: resume a run made on another machine.
     """
     from specbench.execute.builds import check_same_builds
     from specbench.execute.watch import NoiseWatch
@@ -353,9 +358,13 @@ def run_benchmark(
     watch = NoiseWatch(manifest, strict)
     watch.check("before")  # --strict refuses before anything is written
     plan, adaptive = prepared.plan, None
-    if prepared.config.auto_repetitions:
+    if prepared.config.auto_repetitions or undecided is not None:
         adaptive = _adaptive(prepared)
         adaptive.undecided = undecided
+        if budget_s is not None:
+            import time
+
+            adaptive.deadline = time.monotonic() + budget_s
         if resume and has_samples(run_dir):
             plan = _with_begun_rounds(plan, adaptive, load_samples(run_dir))
     result = execute(
@@ -365,6 +374,8 @@ def run_benchmark(
     summary = summarize(result)
     summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
     summary.rounds = adaptive.rounds if adaptive else 0
+    if adaptive:
+        summary.budget_spent, summary.most_repetitions = adaptive.budget_spent, adaptive.maximum
     return summary
 
 
@@ -376,17 +387,18 @@ def _with_begun_rounds(plan: Plan, adaptive: AdaptivePlan, samples: list[Sample]
 
 
 def _adaptive(prepared: Prepared):
-    """The plan of every repetition up to max_repetitions, to cut rounds from."""
+    """The plan of every repetition up to ``Config.most_repetitions``, to cut rounds from."""
     from specbench.execute.adaptive import AdaptivePlan
     from specbench.plan.sweep import make_plan
 
     cfg = prepared.config
-    full = make_plan(cfg, prepared.builds, prepared.models, prepared.prompts, repetitions=cfg.max_repetitions)
+    most = cfg.most_repetitions
+    full = make_plan(cfg, prepared.builds, prepared.models, prepared.prompts, repetitions=most)
     if prepared.sharding is not None:  # the later rounds of a shard repeat its own cells only
         from specbench.plan.shards import restrict
 
         full = restrict(full, prepared.sharding.shard, prepared.sharding.cells)
-    return AdaptivePlan(full.measured, cfg.precision, cfg.max_repetitions)
+    return AdaptivePlan(full.measured, cfg.precision, most)
 
 
 def check_resume_machine(run_dir: Path, force: bool) -> None:

@@ -70,6 +70,30 @@ def parse_threshold(text: str | float) -> float:
     return value
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_budget(text: str) -> float:
+    """``--budget``: ``"600"``, ``"600s"``, ``"10m"`` or ``"1.5h"`` -> seconds (more than 0)."""
+    raw = str(text).strip()
+    number, scale = raw, 1.0
+    if raw[-1:].lower() in _UNITS:
+        number, scale = raw[:-1].strip(), _UNITS[raw[-1].lower()]
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise SpecbenchError(
+            f"--budget {raw!r}: not a number of seconds; write e.g. 600, 600s, 10m or 1h", exit_code=2
+        ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise SpecbenchError(
+            f"--budget {raw}: must be more than 0 seconds; write e.g. 600, 10m or 1h, or leave it out "
+            "(rounds until decided or max_repetitions)",
+            exit_code=2,
+        )
+    return value
+
+
 def mean_sd(values: Sequence[float]) -> tuple[float, float | None]:
     """Mean and sample standard deviation (n - 1; None for a single value), from the report's stats."""
     s = summarize(values)

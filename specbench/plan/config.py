@@ -339,6 +339,12 @@ class Config(_Strict):
         """Repetitions of the first (with a fixed count: the only) round."""
         return self.min_repetitions if self.repetitions == "auto" else int(self.repetitions)
 
+    @property
+    def most_repetitions(self) -> int:
+        """The most a cell gets in rounds (``repetitions: auto``; ``ab`` and ``bisect`` always):
+        ``max_repetitions``, or a fixed ``repetitions`` above it (the first round is never cut)."""
+        return max(self.first_repetitions, self.max_repetitions)
+
     @field_validator("models", "pairs")
     @classmethod
     def _names(cls, v: dict) -> dict:

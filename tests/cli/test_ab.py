@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.execute.benchmark import RunSummary
 from specbench.results.records import Sample
 from tests.cli.test_compare import specbench
 
@@ -157,7 +158,9 @@ def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
                                    text=True).stdout.strip())  # fmt: skip
     measured = []
 
-    def fake_run_builds(config, sets, specs, run_dir, quiet, metrics, threshold, resume_hint=None):
+    def fake_run_builds(
+        config, sets, specs, run_dir, quiet, metrics, threshold, resume_hint=None, budget_s=None
+    ):
         head_ref = specs[1][2]
         measured.append(head_ref)
         slow = 0.9 if head_ref and shas.index(head_ref) >= 2 else 1.0
@@ -165,7 +168,7 @@ def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
         made = multi_build_run(run_dir.parent / "tmp-make", slow={"head": slow})
         made.rename(run_dir)
         (run_dir.parent / "tmp-make").rmdir()
-        return run_dir
+        return RunSummary(run_dir=run_dir, run_id=run_dir.name, n_samples=0, n_new=0, n_failed=0, n_invalid=0)
 
     monkeypatch.setattr(ab_cli, "run_builds", fake_run_builds)
     runner = CliRunner()
