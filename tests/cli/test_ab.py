@@ -133,6 +133,12 @@ def test_ab_and_bisect_bad_input(tmp_path):
         specbench("bisect", cfg, "--source", tmp_path / "nope", "--good", "a", "--bad", "b", cwd=tmp_path),
         "not a folder",
     )
+    for value, words in (("0", "more than 0"), ("-5", "more than 0"), ("-1m", "more than 0"),
+                         ("soon", "not a number"), ("nan", "more than 0"), ("", "not a number")):  # fmt: skip
+        for cmd in (["ab", cfg, "--base", "@a", "--head", "@b"],
+                    [*bisect, "--good", "HEAD", "--bad", "HEAD"]):  # fmt: skip
+            one_line_error(specbench(*cmd, "--budget", value, cwd=tmp_path), "--budget", value, words)
+    assert not (tmp_path / "results").exists()
 
 
 @needs_build_field

@@ -39,7 +39,8 @@ def test_real_ab_fails_the_slow_commit_and_passes_a_code_identical_one(tmp_path,
     data = json.loads(slow.stdout)
     by = {d["metric"]: d for d in data["decisions"]}
     assert by["baseline_tps"]["decision"] == "fail" and by["baseline_tps"]["ratio"] < 0.8
-    assert by["baseline_tps"]["n_pairs"] == 6  # 2 prompts x 3 repetitions, each on both builds
+    # 2 prompts x 3 repetitions, each on both builds; rounds of 2 more while another metric is undecided
+    assert by["baseline_tps"]["n_pairs"] >= 6 and by["baseline_tps"]["n_pairs"] % 2 == 0
     samples = [json.loads(x) for x in (tmp_path / "slow" / "samples.jsonl").read_text().splitlines()]
     assert {s["build"] for s in samples} == {"base", "head"}
     # the notes-only commit compiles to the same code: an A/A that must not fail

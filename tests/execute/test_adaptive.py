@@ -117,3 +117,33 @@ def test_another_stop_rule_repeats_only_the_cells_it_leaves_open():
     ]  # fmt: skip  (the noisy ngram-simple cell is not repeated: the rule says it is decided)
     samples += record(more)
     assert plan.next_round(samples) == [] and asked == [12, 16]
+
+
+def test_no_round_starts_after_the_deadline_and_the_plan_says_the_budget_stopped_it():
+    """``ab --budget``: a round wanted after the deadline is not started, and ``budget_spent`` says
+    why the cells stay undecided (not max_repetitions); before the deadline rounds go on as usual."""
+    import time
+
+    always = lambda samples: samples  # noqa: E731  (every cell undecided)
+    plan = AdaptivePlan(full_plan(5), precision=0.03, maximum=5, undecided=always)
+    plan.deadline = time.monotonic() + 3600
+    samples = record([i for i in plan.full if i.repetition < 2])
+    more = plan.next_round(samples)
+    assert more and {i.repetition for i in more} == {2} and not plan.budget_spent
+    plan.deadline = time.monotonic() - 1
+    assert plan.next_round(samples + record(more)) == [] and plan.budget_spent and plan.rounds == 1
+    # at the maximum nothing is wanted, so a passed deadline is not what stopped it
+    done = AdaptivePlan(
+        full_plan(2), precision=0.03, maximum=2, undecided=always, deadline=time.monotonic() - 1
+    )
+    assert done.next_round(record(done.full)) == [] and not done.budget_spent
+
+
+def test_a_fixed_count_is_the_first_round_and_never_cut_by_max_repetitions():
+    from specbench.plan.config import Config
+
+    base = {"models": {"m": {"path": "m.gguf"}}, "pairs": {"p": {"target": "m", "draft": "m"}}}
+    assert Config.model_validate({**base, "repetitions": 3}).most_repetitions == 10  # the default maximum
+    assert Config.model_validate({**base, "repetitions": 12}).most_repetitions == 12
+    cfg = Config.model_validate({**base, "repetitions": "auto", "max_repetitions": 6})
+    assert (cfg.first_repetitions, cfg.most_repetitions) == (3, 6)
