@@ -268,8 +268,9 @@ def _round_notes(notes: list[str], cfg, budget_s: float | None) -> list[str]:
     budget = f" or --budget {budget_s:g} s" if budget_s is not None else ""
     return [
         *kept,
-        f"round 1 is {cfg.first_repetitions} repetitions; cells the paired gate leaves undecided "
-        f"get one more repetition a round, up to {cfg.most_repetitions} (max_repetitions){budget}",
+        f"round 1 is {cfg.first_repetitions} repetition{'s' * (cfg.first_repetitions != 1)}; cells the "
+        f"paired gate leaves undecided get one more repetition a round, up to {cfg.most_repetitions} "
+        f"(max_repetitions){budget}",
     ]
 
 
