@@ -10,8 +10,9 @@ it unmeasured, the answer says so. An undecided step (after the extra repetition
 would send the search the wrong way for good.
 
 The state lives in ``OUT/bisect.json`` (rewritten after every step), each step's run in
-``OUT/step-N-<commit>/``; ``--resume`` replays the finished steps and measures only the rest
-(builds come from the build cache).
+``OUT/step-N-<commit>/``; ``--resume`` replays the decided steps and measures only the rest
+(builds come from the build cache); an undecided step's run goes on, so a step that a ``--budget``
+stopped can be given more time.
 """
 
 from __future__ import annotations
@@ -233,7 +234,9 @@ def start(
                 f"--resume: {out / STATE} decided its steps at --threshold {old.threshold:.1%}, not "
                 f"{threshold:.1%}: give the same threshold, or another --out for a new bisect"
             )
-        old.steps = [s for s in old.steps if s.status is not None]  # unfinished steps are measured again
+        # unfinished steps are measured again, and so is an undecided one: its run goes on where it
+        # stopped, with the rounds a new --budget (or the rest of max_repetitions) allows
+        old.steps = [s for s in old.steps if s.status not in (None, Status.TOO_NOISY)]
         return old
     return BisectState(
         source=str(source),

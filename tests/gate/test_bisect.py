@@ -128,6 +128,29 @@ def test_an_undecided_step_stops_and_resume_measures_only_the_rest(history, tmp_
         bisect.start(tmp_path, repo, shas[1], shas[-1], "spec_tps", 0.05, resume=True)
 
 
+def test_resume_measures_an_undecided_step_again_in_its_own_run_folder(history, tmp_path):
+    """A step stopped undecided (say by --budget) goes on when resumed: the same commit, the same run
+    folder (its samples kept, more rounds added), and the search continues from its decision."""
+    repo, shas = history
+    state = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, resume=False)
+    seen: list[tuple[str, Path]] = []
+
+    def undecided(good, mid, run_dir):
+        seen.append((mid, run_dir))
+        return bisect.StepResult(status=Status.TOO_NOISY, reason="noisy; --budget 60 s spent")
+
+    bisect.run(tmp_path, state, undecided)
+    resumed = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, resume=True)
+    assert resumed.steps == []
+
+    def decided(good, mid, run_dir):
+        seen.append((mid, run_dir))
+        return _measure_with_slow(shas, 2, [])(good, mid, run_dir)
+
+    resumed = bisect.run(tmp_path, resumed, decided)
+    assert seen[1] == seen[0] and resumed.first_bad.sha == shas[2]
+
+
 def test_resume_refuses_another_config_or_threshold(history, tmp_path):
     """Finished steps are reused only when the rest would be measured and judged as they were."""
     repo, shas = history
