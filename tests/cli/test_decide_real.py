@@ -1,10 +1,11 @@
 """`ab` and `bisect` decide by default (issue 32), on real builds of tests/fixtures/llama_history.
 
-The config's fixed ``repetitions: 1`` with one prompt gives one pair a round, and one pair can
-never pass (no noise estimate), so the first round is always undecided: what follows is the
-rounds ``ab`` adds on its own, or the ``--budget`` that stops them. The pair compared is the
-pinned tree against a notes-only commit (the same code): an A/A of 16 tokens, judged at a 30%
-threshold so noise cannot fail it and a few pairs pass it."""
+The config's fixed ``repetitions: 1`` with one prompt gives one pair a round. The pair compared is
+the pinned tree against a notes-only commit (the same code), judged at a 95% threshold: one pair
+can never pass (no noise estimate) and an A/A cannot be 95% slower, so the first round is always
+undecided, and two or three pairs of an A/A give a t interval inside 95%, so a round or two
+later it passes. What happens after round 1 is the rounds ``ab`` adds on its own, or the
+``--budget`` that stops them; neither depends on how loaded the machine is."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "ci.yaml"
 ONE_PAIR_A_ROUND = ["--set", "prompts.ids=[code-02]", "--set", "repetitions=1", "--set", "warmup=0",
-                    "--set", "generation.n_predict=16", "--metric", "baseline_tps", "--threshold", "30%",
+                    "--set", "generation.n_predict=16", "--metric", "baseline_tps", "--threshold", "95%",
                     "--quiet"]  # fmt: skip
 
 
@@ -46,7 +47,7 @@ def test_a_fixed_count_is_only_the_first_round_ab_adds_rounds_until_decided(
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert "round 1 is 1 repetition;" in r.stderr  # the plan's note: rounds follow, up to max_repetitions
     (d,) = json.loads(r.stdout)["decisions"]
-    assert d["decision"] == "pass" and d["n_pairs"] >= 2  # more than the config's one repetition
+    assert d["decision"] == "pass" and d["n_pairs"] >= 2, d  # more than the config's one repetition
     from specbench.gate.ab import decide
     from specbench.gate.decision import Status
 
@@ -55,7 +56,7 @@ def test_a_fixed_count_is_only_the_first_round_ab_adds_rounds_until_decided(
     # it stopped at the first round that decided: every shorter prefix was undecided
     for k in range(1, len(values)):
         base, head = zip(*values[:k], strict=True)
-        assert decide(list(base), list(head), "baseline_tps", 0.30).status == Status.TOO_NOISY, k
+        assert decide(list(base), list(head), "baseline_tps", 0.95).status == Status.TOO_NOISY, k
 
 
 def test_budget_stops_the_rounds_and_the_cell_is_reported_undecided(tmp_path, llama_history, smol_f32):
