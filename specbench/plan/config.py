@@ -251,8 +251,8 @@ class Config(_Strict):
     """auto: the 95% CI half-width, relative to the mean, to reach."""
     min_repetitions: int = Field(default=3, ge=2)  # auto: the first round (a CI needs 2)
     """auto: repetitions of the first round."""
-    max_repetitions: int = Field(default=10, ge=2)  # auto: the most any cell gets
-    """auto: the most repetitions any cell gets."""
+    max_repetitions: int = Field(default=10, ge=2)  # auto, and ab/bisect always: the most any cell gets
+    """auto (and `ab`/`bisect` whatever `repetitions` says): the most repetitions any cell gets."""
     min_decode_s: float = Field(default=1.0, ge=0.0)  # decode windows shorter than this get a warning
     """A side whose mean decode time is below this gets a warning (seconds)."""
     warmup: int = Field(default=1, ge=0)
