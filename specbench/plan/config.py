@@ -267,6 +267,9 @@ class Config(_Strict):
     """process: one llama.cpp process per sample; server: one llama-server per setting."""
     runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)  # shards: runner labels by ngl
     """Shards: CI runner labels for cells, by the target's ngl."""
+    workarounds: bool = True  # false: run each build as built, without its self-test's workaround
+    """false: run each build as built, without the workaround its self-test found (e.g. repacking off on
+    AMX CPUs); `specbench run --no-workarounds` sets it."""
     base_dir: Path = Field(default=Path("."), exclude=True)
     path: Path | None = Field(default=None, exclude=True)  # the config file
 
