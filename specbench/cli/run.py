@@ -177,8 +177,22 @@ def _nothing_measured(summary: Any, report: Any) -> str | None:
     names = ", ".join(shown) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
     return (
         f"{len(empty)} of {len(report.shown(False))} cells have no valid sample ({names}); their samples "
-        f"failed, timed out or never speculated: the reasons are in {samples_path(summary.run_dir)}"
+        f"failed, timed out or never speculated{_main_reason(summary.run_dir)}: the reasons are in "
+        f"{samples_path(summary.run_dir)}"
     )
+
+
+def _main_reason(run_dir: Path) -> str:
+    """`` (most often: <reason with its cure>)`` over the run's failed samples, or ''."""
+    from collections import Counter
+
+    from specbench.results.folder import load_samples
+
+    reasons = Counter(
+        (s.invalid_reason or "").removeprefix("not run: its warmup failed: ")
+        for s in load_samples(run_dir) if s.status in ("failed", "timeout") and s.invalid_reason
+    )  # fmt: skip
+    return f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
 
 
 def resume_command(run_dir: Path) -> str:
