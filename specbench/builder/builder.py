@@ -318,7 +318,7 @@ def checked(info: BuildInfo, info_path: Path, progress: ProgressFn | None = None
         return info
     say = (lambda msg: progress(BuildProgress("selftest", msg))) if progress else None
     if say:
-        say(f"self-test: decoding a few tokens of {', '.join(selftest.WEIGHT_TYPES)} on this machine")
+        say(f"decoding a few tokens of {', '.join(selftest.WEIGHT_TYPES)} on this machine")
     info.selftest = selftest.run_selftest(info, say)
     try:
         info.save(info_path)

@@ -214,7 +214,7 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
             continue
         check = decode(completion, model, wtype, ngl, [], facts)
         if say:
-            say(f"self-test {wtype}: {check.outcome}{f' ({check.reason})' if check.reason else ''}")
+            say(f"{wtype}: {check.outcome}{f' ({check.reason})' if check.reason else ''}")
         record.checks.append(check)
         record.command = decode_argv(completion, model, ngl, [])
     flag = completion.flags.no_repack
@@ -224,7 +224,7 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
             model = tiny_models_dir() / f"tiny-{c.wtype}.gguf"
             c.workaround_outcome = decode(completion, model, c.wtype, ngl, [flag], facts).outcome
             if say:
-                say(f"self-test {c.wtype} with {flag}: {c.workaround_outcome}")
+                say(f"{c.wtype} with {flag}: {c.workaround_outcome}")
         if all(c.workaround_outcome == "ok" for c in broken):
             sig = ", ".join(sorted({c.signal or "crash" for c in broken}))
             record.workaround = Workaround(
