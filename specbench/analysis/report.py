@@ -124,6 +124,13 @@ def build_report(run_dirs: list[Path]) -> Report:
         infos.append(info)
         cal = load_calibration(run_dir)
         run_rows_ = run_rows(info.run, run.samples, run.facts, cal)
+        if run.facts.workarounds:  # every row of such a run says so: its builds ran another code path
+            for r in run_rows_:
+                r.warnings.append(f"workaround {', '.join(run.facts.workarounds)}")
+            warnings.append(
+                f"{info.run}: run with the self-test's workaround ({', '.join(run.facts.workarounds)}; "
+                "see the manifest's build.selftest); `specbench run --no-workarounds` runs as built"
+            )
         rows.extend(run_rows_)
         if cal is not None and any(r.model_calibration == cal.describe() for r in run_rows_):
             warnings.append(f"model column of {info.run}: {cal.describe()}")

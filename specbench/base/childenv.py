@@ -20,3 +20,17 @@ def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
         env.pop(name, None)
     env["LC_ALL"] = "C"
     return env
+
+
+# Variables that change what llama.cpp does (it reads every option from LLAMA_ARG_*), which device it
+# sees, or how its threads run: provenance, recorded in the manifest as the child sees them.
+_PROVENANCE = re.compile(
+    r"^(?:LLAMA_\w*|GGML_\w*|OMP_\w*|KMP_\w*|GOMP_\w*|CUDA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES"
+    r"|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|CUDA_LAUNCH_BLOCKING|MTL_\w*|OPENBLAS_NUM_THREADS"
+    r"|MKL_NUM_THREADS|ONEAPI_DEVICE_SELECTOR|ZES_ENABLE_SYSMAN)$"
+)
+
+
+def provenance_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables of ``child_env(base)`` that can change a llama.cpp run, secrets never included."""
+    return {k: v for k, v in sorted(child_env(base).items()) if _PROVENANCE.match(k)}

@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 
 from specbench.base import paths
 from specbench.base.errors import BuildError
-from specbench.builder import cmake, envinfo, workarea
+from specbench.builder import cmake, envinfo, selftest, workarea
 from specbench.builder.buildinfo import ROLE_NAMES, BinaryInfo, BuildInfo
 from specbench.builder.cmake import BuildProgress, ProgressFn
 from specbench.builder.gitref import GitRef, commit_entries, resolve_ref, short_ref
@@ -129,17 +129,30 @@ def backend_switch(tree: Path, backend: str) -> str | None:
     return next((name for name in SWITCH_NAMES[backend] if re.search(rf"\b{name}\b", text)), None)
 
 
-def build_key(tree_ident: str, backend: str, args: Sequence[str]) -> str:
-    """Cache folder name: readable commit prefix, backend, and a hash of everything that matters."""
-    payload = json.dumps(
-        {
-            "source": tree_ident,
-            "backend": backend,
-            "args": list(args),
-            "host": [platform.system(), platform.machine()],
-        },
-        sort_keys=True,
-    )
+def is_native(args: Sequence[str]) -> bool:
+    """llama.cpp compiles for the CPU it is built on (``-march=native``) unless GGML_NATIVE is off."""
+    for arg in args:
+        name, _, value = arg.partition("=")
+        if name in ("-DGGML_NATIVE", "-DGGML_NATIVE:BOOL") and value.upper() in {"OFF", "0", "FALSE", "NO"}:
+            return False
+    return True
+
+
+def build_key(tree_ident: str, backend: str, args: Sequence[str], isa: Sequence[str] | None = None) -> str:
+    """Cache folder name: readable commit prefix, backend, and a hash of everything that matters.
+
+    A native build also keys on the CPU's instruction-set flags (``isa``, default: this CPU's), so a
+    cache shared by machines (a cluster's home folder) never hands one CPU's binary to another (SIGILL).
+    """
+    fields: dict[str, object] = {
+        "source": tree_ident,
+        "backend": backend,
+        "args": list(args),
+        "host": [platform.system(), platform.machine()],
+    }
+    if is_native(args):
+        fields["isa"] = list(envinfo.cpu_isa() if isa is None else isa)
+    payload = json.dumps(fields, sort_keys=True)
     digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
     head = tree_ident[:12] if not tree_ident.startswith("tree-") else "tree"
     if "-dirty-" in tree_ident:
@@ -290,12 +303,28 @@ def ensure_build(
     plan = plan_build(backend, source, cmake_args, report, ref)
     info_path = plan.build_dir / BUILD_JSON
     if not force and (info := _cached(info_path)) is not None:
-        return _as_asked(info, plan)
+        return _as_asked(checked(info, info_path, progress), plan)
     paths.builds_dir().mkdir(parents=True, exist_ok=True)
     with _locked(plan.build_dir, f"another specbench process is building {plan.key}; waiting", progress):
         if not force and (info := _cached(info_path)) is not None:
-            return _as_asked(info, plan)  # built by another process while we waited
-        return _build(plan, jobs, force, progress)
+            return _as_asked(checked(info, info_path, progress), plan)  # built by another process meanwhile
+        return checked(_build(plan, jobs, force, progress), info_path, progress)
+
+
+def checked(info: BuildInfo, info_path: Path, progress: ProgressFn | None = None) -> BuildInfo:
+    """``info`` with a self-test made on this machine: after a build, and the first time a cached
+    build is used where the CPU or GPUs differ from where it was checked (seconds; saved in build.json)."""
+    if not selftest.needs_selftest(info):
+        return info
+    say = (lambda msg: progress(BuildProgress("selftest", msg))) if progress else None
+    if say:
+        say(f"decoding a few tokens of {', '.join(selftest.WEIGHT_TYPES)} on this machine")
+    info.selftest = selftest.run_selftest(info, say)
+    try:
+        info.save(info_path)
+    except OSError:
+        pass  # a read-only cache: this process still runs with the fresh record
+    return info
 
 
 def _as_asked(info: BuildInfo, plan: BuildPlan) -> BuildInfo:

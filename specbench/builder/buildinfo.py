@@ -48,6 +48,7 @@ class FlagSpelling(BaseModel):
     ngram_sizes: dict[str, NgramSizeFlags] | None = None  # by method; None: probed before specbench knew
     parallel: str | None = None  # -np (llama-server slots)
     cache_ram: str | None = None  # --cache-ram (llama-server's prompt cache in RAM; 0 turns it off)
+    no_repack: str | None = None  # --no-repack (weights stay in their type: no AMX/CPU repacked buffers)
 
 
 class BinaryInfo(BaseModel):
@@ -56,6 +57,51 @@ class BinaryInfo(BaseModel):
     path: str
     version: str = ""
     flags: FlagSpelling = Field(default_factory=FlagSpelling)
+
+
+class TypeCheck(BaseModel):
+    """The self-test of one weight type: a few tokens decoded from a tiny model of that type."""
+
+    wtype: str  # F16 | Q4_0 | Q4_1 | Q8_0 | Q4_K | IQ4_NL
+    outcome: str  # ok | crashed | failed | skipped
+    rc: int | None = None  # exit code; None when a signal ended it
+    signal: str | None = None  # e.g. SIGSEGV
+    reason: str | None = None  # one line: why it is not ok
+    wall_s: float | None = None
+    workaround_outcome: str | None = None  # the same decode with the workaround's flags, when it was tried
+
+
+class Workaround(BaseModel):
+    """What every invocation of a build gets so it works on this machine, and why."""
+
+    name: str  # repack-off
+    flag: str  # the option that turns it on, as the binaries spell it (``--no-repack``)
+    reason: str  # one line, for the manifest and notes
+
+
+class SelfTest(BaseModel):
+    """The build checked on one machine (``fingerprint``: specbench.builder.envinfo.fingerprint)."""
+
+    fingerprint: str
+    machine: str  # CPU model / GPUs, for people
+    checked_at: str
+    checks: list[TypeCheck] = Field(default_factory=list)
+    workaround: Workaround | None = None
+    command: list[str] = Field(default_factory=list)  # one decode's command line (of the last type)
+
+    @property
+    def crashed(self) -> list[str]:
+        return [c.wtype for c in self.checks if c.outcome == "crashed"]
+
+    def summary(self) -> str:
+        """``F16 ok, Q4_0 crashed (SIGSEGV) -> ok with --no-repack, ...``"""
+        parts = []
+        for c in self.checks:
+            text = f"{c.wtype} {c.outcome}" + (f" ({c.signal or f'rc {c.rc}'})" if c.outcome != "ok" else "")
+            if c.workaround_outcome and self.workaround:
+                text += f" -> {c.workaround_outcome} with {self.workaround.flag}"
+            parts.append(text)
+        return ", ".join(parts)
 
 
 class BuildInfo(BaseModel):
@@ -76,6 +122,13 @@ class BuildInfo(BaseModel):
     build_steps: int | None = None  # compile/link steps the build ran (ninja's total; 0: nothing to do)
     work_area: str = ""  # the folder it was compiled in (reused by the next build of these arguments)
     ccache: str | None = None  # the ccache the compiler ran through, when one was found
+    selftest: SelfTest | None = None  # the last self-test (specbench.builder.selftest), on this machine
+    workarounds_off: bool = False  # `--no-workarounds`: run as built even where the self-test found one
+
+    @property
+    def workaround(self) -> Workaround | None:
+        """The workaround every invocation of this build gets (None: none found, or turned off)."""
+        return None if self.workarounds_off or self.selftest is None else self.selftest.workaround
 
     def binary(self, role: str) -> BinaryInfo:
         info = self.binaries.get(role)

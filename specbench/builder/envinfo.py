@@ -6,6 +6,7 @@ that is missing or fails leaves its fields empty rather than failing the run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -19,8 +20,8 @@ from pydantic import BaseModel, Field
 
 from specbench import __version__
 from specbench.base import paths
-from specbench.base.childenv import child_env
-from specbench.builder.buildinfo import BuildInfo
+from specbench.base.childenv import child_env, provenance_env
+from specbench.builder.buildinfo import BuildInfo, SelfTest
 
 TOOL_TIMEOUT_S = 15
 
@@ -42,6 +43,7 @@ class CachedBuild(BaseModel):
     built_at: str = ""
     bin_dir: str
     roles: list[str] = Field(default_factory=list)
+    selftest: SelfTest | None = None  # the build's self-test record (on the machine it names)
 
 
 class EnvInfo(BaseModel):
@@ -56,6 +58,9 @@ class EnvInfo(BaseModel):
     specbench_version: str
     backend: str  # what `specbench build --backend auto` picks here
     builds: list[CachedBuild] = Field(default_factory=list)  # filled for `specbench env` only
+    cpu_isa: list[str] = Field(default_factory=list)  # the CPU's instruction-set flags (avx2, amx_int8...)
+    # the variables that change llama.cpp (LLAMA_ARG_*, GGML_*, CUDA_VISIBLE_DEVICES...) as children see them
+    variables: dict[str, str] = Field(default_factory=dict)
 
 
 def tool_output(cmd: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> str | None:
@@ -105,6 +110,37 @@ def cpu_model() -> str:
     out = tool_output(["lscpu"])
     m = re.search(r"^Model name:\s*(.+)$", out or "", re.M)
     return m.group(1).strip() if m else (platform.processor() or platform.machine())
+
+
+# Instruction-set flags a -march=native build can use (x86 /proc/cpuinfo "flags", arm "Features",
+# macOS sysctl): a binary built where one of them exists dies of SIGILL where it does not.
+_ISA = re.compile(
+    r"^(?:sse\w*|ssse3|avx\w*|fma\w*|f16c|bmi\w*|amx\w*|vnni\w*|popcnt|movbe|aes|sha\w*|vaes|vpclmulqdq"
+    r"|gfni|asimd\w*|neon|fphp|sve\w*|sme\d?|i8mm|dotprod|bf16|fp16|fhm|lse|crc32)$",
+    re.I,
+)
+
+
+def cpu_isa() -> list[str]:
+    """This CPU's instruction-set flags, sorted (empty when the OS does not say)."""
+    words: list[str] = []
+    if sys.platform == "darwin":
+        for key in ("machdep.cpu.features", "machdep.cpu.leaf7_features", "hw.optional"):
+            words += (tool_output(["sysctl", "-n", key]) or "").split()
+    else:
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            text = ""
+        m = re.search(r"^(?:flags|Features)\s*:\s*(.*)$", text, re.M)
+        words = m.group(1).split() if m else []
+    return sorted({w.lower().rstrip(".") for w in words if _ISA.match(w.rstrip("."))})
+
+
+def fingerprint(isa: list[str], gpus: list[GpuInfo]) -> str:
+    """What a build's self-test is valid for: the CPU's instruction sets, CPU model, and GPUs."""
+    payload = json.dumps({"cpu": cpu_model(), "isa": isa, "gpus": [[g.name, g.compute_cap] for g in gpus]})
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def cpu_cores() -> int:
@@ -201,6 +237,7 @@ def cached_builds() -> list[CachedBuild]:
             built_at=info.built_at,
             bin_dir=info.bin_dir,
             roles=sorted(info.binaries),
+            selftest=info.selftest,
         )
         for info in BuildInfo.load_all(paths.builds_dir())
     ]
@@ -221,4 +258,6 @@ def collect(builds: bool = False) -> EnvInfo:
         specbench_version=__version__,
         backend=detect_backend(found if sys.platform != "darwin" else None),
         builds=cached_builds() if builds else [],
+        cpu_isa=cpu_isa(),
+        variables=provenance_env(),
     )

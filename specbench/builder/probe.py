@@ -31,6 +31,7 @@ PREFERENCES: dict[str, list[str]] = {
     "no_escape": ["--no-escape"],
     "parallel": ["-np", "--parallel"],
     "cache_ram": ["--cache-ram", "-cram"],
+    "no_repack": ["--no-repack", "-nr"],
 }
 
 _OPTION = re.compile(r"^-{1,2}[A-Za-z0-9][\w.-]*$")
@@ -168,8 +169,8 @@ def binary_version(path: Path) -> str:
 
 
 # Raised whenever the probe learns new options, so a cached build.json is re-probed (not rebuilt):
-# 1 n-gram size options, 2 llama-server's -np and --cache-ram.
-PROBE_VERSION = 2
+# 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack.
+PROBE_VERSION = 3
 
 
 def probe_binary(role: str, path: Path) -> BinaryInfo:

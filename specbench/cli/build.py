@@ -105,6 +105,24 @@ def build(
     for role, b in sorted(info.binaries.items()):
         console.print(f"  {role:<19} {b.name}", highlight=False)
     console.print(f"build.json: {build_dir_for(info.key) / BUILD_JSON}", highlight=False, soft_wrap=True)
+    for line in selftest_lines(info.selftest):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+def selftest_lines(st) -> list[str]:
+    """The self-test record as `build` and `env` print it: per type, and the workaround with its reason."""
+    if st is None:
+        return ["self-test: none recorded"]
+    lines = [f"self-test ({st.machine}, {st.checked_at}): {st.summary()}"]
+    for c in st.checks:
+        if c.outcome != "ok" and c.reason:
+            lines.append(f"  {c.wtype}: {c.reason}")
+    if st.workaround is not None:
+        lines.append(
+            f"workaround: every run of this build gets {st.workaround.flag} ({st.workaround.reason}); "
+            "`specbench run --no-workarounds` runs it as built"
+        )
+    return lines
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ def env(
 ) -> None:
     """Show OS, CPU, RAM, GPUs, versions, the backend `build --backend auto` picks, and cached builds."""
     from specbench.builder.envinfo import collect
+    from specbench.cli.build import selftest_lines
 
     info = collect(builds=True)
     if as_json:
@@ -31,6 +32,9 @@ def env(
     ]
     for k, v in rows:
         console.print(f"{k:<15} {v}", highlight=False)
+    if info.variables:
+        listed = ", ".join(f"{k}={v}" for k, v in info.variables.items())
+        console.print(f"{'llama env':<15} {listed} (every llama.cpp binary sees them)", highlight=False)
     if not info.gpus:
         console.print(f"{'gpus':<15} none found", highlight=False)
     for gpu in info.gpus:
@@ -46,6 +50,8 @@ def env(
         line = f"  {b.key}  ({b.backend}, {commit}, built {b.built_at})"
         console.print(line, highlight=False, soft_wrap=True)
         console.print(f"    {b.bin_dir}", highlight=False, soft_wrap=True)
+        for text in selftest_lines(b.selftest):
+            console.print(f"    {text}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -34,7 +34,7 @@ class ProgressView:
             return
         if self.tty:
             self._bar(event)
-        elif event.kind in ("sample", "warmup"):
+        elif event.kind in ("sample", "warmup", "dropped"):
             self._line(event)
 
     def _bar(self, event: Any) -> None:
@@ -62,7 +62,9 @@ class ProgressView:
             return
         if self.bar is None:
             return
-        if event.kind == "skipped":
+        if event.kind == "dropped":
+            self.bar.console.print(self._describe(event), markup=False, highlight=False, soft_wrap=True)
+        elif event.kind == "skipped":
             self.skipped += 1
             self.bar.update(self.task, total=event.total - self.skipped)
         elif event.kind == "begin":
@@ -76,9 +78,11 @@ class ProgressView:
             self.stop()
 
     def _describe(self, event: Any) -> str:
+        if event.kind == "dropped":
+            return f"[{event.done}/{event.total}] {event.message}"
         s = event.sample
         what = event.invocation.label()
-        if s is None:
+        if s is None or (event.kind == "warmup" and s.status == "ok"):
             return f"[{event.done}/{event.total}] {what}: done"
         if s.status != "ok":
             return f"[{event.done}/{event.total}] {what}: {s.status.upper()}: {s.invalid_reason}"
@@ -173,8 +177,22 @@ def _nothing_measured(summary: Any, report: Any) -> str | None:
     names = ", ".join(shown) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
     return (
         f"{len(empty)} of {len(report.shown(False))} cells have no valid sample ({names}); their samples "
-        f"failed, timed out or never speculated: the reasons are in {samples_path(summary.run_dir)}"
+        f"failed, timed out or never speculated{_main_reason(summary.run_dir)}: the reasons are in "
+        f"{samples_path(summary.run_dir)}"
     )
+
+
+def _main_reason(run_dir: Path) -> str:
+    """`` (most often: <reason with its cure>)`` over the run's failed samples, or ''."""
+    from collections import Counter
+
+    from specbench.results.folder import load_samples
+
+    reasons = Counter(
+        (s.invalid_reason or "").removeprefix("not run: its warmup failed: ")
+        for s in load_samples(run_dir) if s.status in ("failed", "timeout") and s.invalid_reason
+    )  # fmt: skip
+    return f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
 
 
 def resume_command(run_dir: Path) -> str:
@@ -238,6 +256,14 @@ def run(
             "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set).",
         ),
     ] = None,
+    no_workarounds: Annotated[
+        bool,
+        typer.Option(
+            "--no-workarounds",
+            help="Run each build as built, without the workaround its self-test found (e.g. repacking "
+            "off on AMX CPUs): to reproduce the crash. Same as --set workarounds=false.",
+        ),
+    ] = False,
     shard_cells: Annotated[
         str | None,
         typer.Option(
@@ -270,6 +296,8 @@ def run(
         from specbench.results.folder import check_not_tune
 
         check_not_tune(resume)
+    if no_workarounds:
+        set_ = [*(set_ or []), "workarounds=false"]
     if config is None:
         cfg = benchmark.load_resumed(resume, set_ or ())
     else:

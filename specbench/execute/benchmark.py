@@ -192,13 +192,13 @@ def prepare(
     preview, previews = None, {}
     if dry_run:
         both = preview_builds(config, _planned_build)
-        builds = {label: info for label, (_, info) in both.items()}
+        builds = _as_configured(config, {label: info for label, (_, info) in both.items()})
         previews = {label: pv for label, (pv, _) in both.items()}
         preview = next(iter(previews.values()))
         build = next(iter(builds.values()))
         models = _dry_models(config, build)
     else:
-        builds = ensure_builds(config, build_progress)
+        builds = _as_configured(config, ensure_builds(config, build_progress))
         build = next(iter(builds.values()))  # the first build derives models (llama-quantize)
         models = resolve_models(config.models, config.base_dir, build, progress=model_progress)
     checks = check_pairs(config, models)
@@ -220,12 +220,32 @@ def prepare(
             f"{config.max_repetitions}"
         )
     plan.notes += ignored_settings(config)
+    plan.notes += env_notes()
     for name in sorted(targets.keys() - here.keys()):
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
     return Prepared(
         config, build, preview, models, checks, prompts, plan, builds, previews, sharding=sharding
     )
+
+
+def _as_configured(config: Config, builds: dict[str | None, BuildInfo]) -> dict[str | None, BuildInfo]:
+    """``workarounds: false`` (``--no-workarounds``): builds run as built; the manifest says so."""
+    if config.workarounds:
+        return builds
+    return {label: b.model_copy(update={"workarounds_off": True}) for label, b in builds.items()}
+
+
+def env_notes() -> list[str]:
+    """Variables that change llama.cpp (it reads every option from LLAMA_ARG_*) reach every binary
+    started: named, since they are recorded in the manifest and make runs differ."""
+    from specbench.base.childenv import provenance_env
+
+    found = provenance_env()
+    if not found:
+        return []
+    listed = ", ".join(f"{k}={v}" for k, v in found.items())
+    return [f"environment: {listed} reach every llama.cpp binary (recorded in the manifest's env)"]
 
 
 def ignored_settings(config: Config) -> list[str]:

@@ -17,6 +17,7 @@ from specbench.base.errors import ParseError
 from specbench.execute.judge import Outcome
 from specbench.execute.outputs import decode_output, failure_reason
 from specbench.execute.process import run_command
+from specbench.parse.crash import CrashFacts
 from specbench.parse.process import ParsedLog, parse_text
 from specbench.results.folder import raw_paths
 
@@ -81,8 +82,9 @@ def _parse(stderr: str, stdout: str, name: str) -> ParsedLog | None:
 class ProcessExecutor:
     """One llama.cpp process per invocation: stdout/stderr to raw logs, statistics parsed from them."""
 
-    def __init__(self) -> None:
+    def __init__(self, facts: CrashFacts | None = None) -> None:
         self.model_loads = 0
+        self.facts = facts  # what names a crash's cause beside its log (specbench.parse.crash)
 
     def run(self, batch: list[tuple[int, Invocation]], run_dir: Path) -> list[Outcome]:
         """Processes run one at a time (the config refuses parallel > 1 for this runner)."""
@@ -97,7 +99,7 @@ class ProcessExecutor:
         if res.timed_out:
             error = f"timed out after {inv.timeout_s:g} s (process group killed)"
         elif res.exit_code != 0:
-            error = failure_reason(stderr, res.exit_code, res.signal)
+            error = failure_reason(stderr, res.exit_code, res.signal, self.facts)
         log = None  # a process that exited with a code printed its statistics, a failed one's are kept
         if res.exit_code is not None:
             log = _parse(stderr, stdout, str(stderr_path.relative_to(run_dir)))

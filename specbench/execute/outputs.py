@@ -13,6 +13,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from specbench.parse.crash import CrashFacts, classify
+
 END_OF_TEXT = " [end of text]"
 
 # Special/control tokens as chat templates spell them: <|im_start|>, <|eot_id|>, <start_of_turn>,
@@ -132,9 +134,12 @@ def prompt_over_context(prompt_tokens: int | None, ctx_size: int) -> str | None:
     )
 
 
-def failure_reason(stderr: str, exit_code: int | None, signal_name: str | None) -> str:
-    """One line saying why a run failed: the prompt-too-long case named as such, else the signal or
-    exit code with llama.cpp's last error line."""
+def failure_reason(
+    stderr: str, exit_code: int | None, signal_name: str | None, facts: CrashFacts | None = None
+) -> str:
+    """One line saying why a run failed: the prompt-too-long case and the known crash classes
+    (``specbench.parse.crash``: with their cure) named as such, else the signal or exit code with
+    llama.cpp's last error line. ``facts``: this CPU's flags and the build's self-test record."""
     too_long = _PROMPT_TOO_LONG.search(stderr)
     how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
     if too_long:
@@ -142,10 +147,9 @@ def failure_reason(stderr: str, exit_code: int | None, signal_name: str | None) 
     cause = load_cause(stderr)
     if cause:  # the last line only says it did not load ("exiting due to model loading error")
         return f"{how}: the model did not load: {cause}"
-    memory = _ALLOC_ERROR.search(stderr)
-    if memory:  # the last lines say only that the context or model could not be made
-        line = _LOG_PREFIX.sub("", memory.group(0)).strip()[:300]
-        return f"{how}: out of memory: {line}; lower generation.ctx_size, parallel or the GPU layers"
+    known = classify(stderr, exit_code, signal_name, facts)
+    if known is not None:
+        return f"{how}: {known.line}"
     last = _last_error_line(stderr)
     return f"{how}: {last}" if last else how
 
@@ -155,9 +159,6 @@ def failure_reason(stderr: str, exit_code: int | None, signal_name: str | None) 
 # does not ("exiting due to model loading error", "main: error: unable to load model"); a GGUF it
 # cannot read says so before that ("gguf_init_from_file_impl: invalid magic characters ...").
 _LOAD_ERROR = re.compile(r"error loading model: (.*)")
-# an allocation that failed (a context too large, a model past the GPU's memory), said before the
-# lines that end the run ("failed to create context", "unable to create context", a crash)
-_ALLOC_ERROR = re.compile(r"^.*(?:insufficient memory|out of memory|cudaMalloc failed).*$", re.M | re.I)
 _LOAD_PREFIX = re.compile(r"^(?:error loading model [^:]*: |llama_model_loader: )")
 _GGUF_ERROR = re.compile(r"gguf_init_from_file\w*: (.*)")
 

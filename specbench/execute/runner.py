@@ -4,10 +4,12 @@ An executor (``specbench.execute.executor``) runs each invocation and reports wh
 one judge (``specbench.execute.judge``) turns that into a sample, which is appended to the run
 folder and fsynced before the next one starts, so a crash, a full disk or Ctrl-C loses at most the
 invocation in flight. A failed or invalid sample is recorded with its reason and the run goes on:
-a benchmark reports what happened, it does not stop at the first bad cell. Warmups run but are
-never judged nor recorded. Invocations planned to be in flight together (the server runner's
-``parallel`` requests share a ``batch``) go to the executor at once; their samples are appended
-when the batch finishes.
+a benchmark reports what happened, it does not stop at the first bad cell. Warmups are judged
+but not recorded: one that fails (crash, exit code, no statistics, timeout) drops the cells that
+need its model or setting at once (their samples recorded ``failed`` with its reason, not run),
+and when no cell is left the run stops before measuring. Invocations planned to be in flight
+together (the server runner's ``parallel`` requests share a ``batch``) go to the executor at once;
+their samples are appended when the batch finishes.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from specbench.execute.executor import Executor, ProcessExecutor, raw_stem, read
 from specbench.execute.judge import Measured, judge
 from specbench.execute.outputs import compare, continuation
 from specbench.execute.server_executor import ServerExecutor
+from specbench.parse.crash import CrashFacts
 from specbench.results.cell import baseline_of
 from specbench.results.folder import (
     RunLock,
@@ -62,12 +65,13 @@ class RunInterrupted(RunError):
 class ProgressEvent:
     """What the CLI needs to draw progress; ``sample`` is None for warmups and skipped samples."""
 
-    kind: str  # start | begin | warmup | sample | skipped
+    kind: str  # start | begin | warmup (its judged sample: not recorded) | sample | skipped | dropped
     done: int  # invocations finished (or skipped) so far, warmups included
     total: int  # invocations in the plan
     invocation: Invocation | None = None
     sample: Sample | None = None
     last_tps: float | None = None
+    message: str | None = None  # dropped: the one line naming the cells a failed warmup took out
 
 
 ProgressFn = Callable[[ProgressEvent], None]
@@ -144,13 +148,13 @@ def prepare_run_dir(run_dir: Path, resume: bool) -> None:
         check_fresh(run_dir)
 
 
-def executor_for(plan: Plan) -> Executor:
+def executor_for(plan: Plan, facts: CrashFacts | None = None) -> Executor:
     """The executor of the plan's runner: a llama.cpp process per invocation, or a llama-server per
-    server setting (``runner: server``)."""
+    server setting (``runner: server``). ``facts``: what names a crash's cause (this CPU, the build)."""
     if plan.runner == "server":
         return ServerExecutor(warmup=plan.server_warmup)
     if plan.runner == "process":
-        return ProcessExecutor()
+        return ProcessExecutor(facts)
     raise RunError(f"no executor for runner {plan.runner!r}; this is a bug in the plan")
 
 
@@ -175,7 +179,7 @@ def execute(
     run_dir = Path(run_dir)
     prepare_run_dir(run_dir, resume)
     notify = progress or (lambda event: None)
-    executor = executor_for(plan)
+    executor = executor_for(plan, crash_facts(manifest))
     manifest.runner = plan.runner
     with RunLock(run_dir):
         done_samples = load_samples(run_dir) if resume and has_samples(run_dir) else []
@@ -196,7 +200,7 @@ def execute(
         new: list[Sample] = []
         queue = list(plan.invocations)
         left = sum(not inv.warmup and inv.sample_key() not in done for inv in queue)
-        total, count, last_tps = len(queue), 0, None
+        total, count, last_tps, ran = len(queue), 0, None, 0  # ran: measured samples this session ran
         look = observe or (lambda phase, n: None)
         notify(ProgressEvent("start", 0, total))
         loads_before = manifest.model_loads
@@ -223,9 +227,23 @@ def execute(
                         in_flight.pop(0)
                         count += 1
                         if b.warmup:
-                            notify(ProgressEvent("warmup", count, total, b, last_tps=last_tps))
+                            verdict = judge(b, outcome, manifest.run_id, started_at).sample
+                            notify(ProgressEvent("warmup", count, total, b, verdict, last_tps))
+                            if verdict.status in ("failed", "timeout"):
+                                dropped = _drop_dead(b, verdict, queue, done, run_dir, manifest.run_id)
+                                new += dropped
+                                left -= len(dropped)
+                                if dropped:
+                                    notify(ProgressEvent("dropped", count, total, b, message=_dropped_line(
+                                        b, verdict, dropped)))  # fmt: skip
+                                if left == 0 and ran == 0:
+                                    raise RunError(
+                                        f"every cell's warmup failed ({verdict.invalid_reason}); nothing "
+                                        f"was measured: the reasons are in {run_dir / 'samples.jsonl'}"
+                                    )
                             continue
                         sample = _check_output(b, judge(b, outcome, manifest.run_id, started_at), outputs)
+                        ran += 1
                         append_sample(run_dir, sample)
                         new.append(sample)
                         done.add(sample.sample_key())
@@ -265,6 +283,60 @@ def execute(
         manifest.model_loads = loads_before + executor.model_loads
         _finish(manifest, run_dir, "complete", None)
     return RunResult(run_dir, manifest.run_id, [*done_samples, *new], len(new))
+
+
+def crash_facts(manifest: Manifest) -> CrashFacts:
+    """This CPU's flags, the build's self-test crashes and whether its workaround is on: what
+    ``specbench.parse.crash`` reads beside a crashed run's log."""
+    build = manifest.build
+    st = build.selftest
+    return CrashFacts(
+        cpu_flags=frozenset(manifest.env.cpu_isa), selftest_crashed=tuple(st.crashed) if st else (),
+        workaround_on=build.workaround is not None, backend=build.backend,
+    )  # fmt: skip
+
+
+def _needs(warmup: Invocation, inv: Invocation) -> bool:
+    """Whether ``inv`` needs what ``warmup`` found broken: the model it ran alone (a baseline or a
+    draft alone: every run that loads it), or its speculative setting (binary, models and method)."""
+    if inv.warmup or inv.build != warmup.build:
+        return False
+    if warmup.role != "speculative":
+        return warmup.model in (inv.model, inv.draft)
+    return (inv.binary_role, inv.model, inv.draft, inv.method) == (
+        warmup.binary_role, warmup.model, warmup.draft, warmup.method,
+    )  # fmt: skip
+
+
+def _drop_dead(
+    warmup: Invocation, verdict: Sample, queue: Sequence[Invocation], done: set[tuple], run_dir: Path,
+    run_id: str,
+) -> list[Sample]:  # fmt: skip
+    """The samples of every invocation still to run that needs what the warmup found broken,
+    recorded ``failed`` with the warmup's reason (not run)."""
+    reason = f"not run: its warmup failed: {verdict.invalid_reason}"
+    out = []
+    for inv in queue:
+        if not _needs(warmup, inv) or inv.sample_key() in done:
+            continue
+        sample = Sample(
+            **inv.model_dump(include=set(Measurement.model_fields)), run_id=run_id, status="failed",
+            valid=False, invalid_reason=reason, cmd=list(inv.argv), started_at=now_iso(), wall_s=0.0,
+        )  # fmt: skip
+        append_sample(run_dir, sample)
+        done.add(sample.sample_key())
+        out.append(sample)
+    return out
+
+
+def _dropped_line(warmup: Invocation, verdict: Sample, dropped: list[Sample]) -> str:
+    """One line: which cells are out of the run, and why."""
+    cells = sorted({s.pair if s.role == "speculative" else f"{s.role} {s.model}" for s in dropped} - {None})
+    what = f"model {warmup.model}" if warmup.role != "speculative" else f"{warmup.pair} {warmup.method}"
+    return (
+        f"dropped {len(dropped)} sample(s) of {', '.join(str(c) for c in cells)}: the warmup of {what} "
+        f"failed ({verdict.invalid_reason})"
+    )
 
 
 def _batch(plan: Sequence[Invocation], i: int, done: set[tuple]) -> tuple[list[tuple[int, Invocation]], int]:

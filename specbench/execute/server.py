@@ -70,7 +70,11 @@ class RunningServer:
         code = self.proc.returncode
         sig = None
         if code is not None and code < 0:
-            sig, code = f"signal {-code}", None
+            try:
+                sig = signal.Signals(-code).name  # SIGSEGV, as the crash classes name it
+            except ValueError:
+                sig = f"signal {-code}"
+            code = None
         return f"llama-server exited ({failure_reason(_tail(self.stderr_path), code, sig)})"
 
     def stop(self) -> None:

@@ -153,8 +153,12 @@ class ServerExecutor:
             reply = post(server, "/completion", inv.request.body(), inv.timeout_s)
             if reply.error is not None:
                 reason = f"warmup request failed: {reply.error}"
+                died = server.proc.poll() is not None
+                if died:  # it crashed on its first request: every request of this setting would
+                    time.sleep(0.2)  # let the dying server's log reach the disk
+                    reason = f"warmup request failed: {server.exit_reason()}"
                 self._stop()
-                if reply.timed_out:
+                if reply.timed_out or died:
                     self._failed[key] = reason
                 return reason
         return None

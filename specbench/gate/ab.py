@@ -183,6 +183,7 @@ class CellPairs(BaseModel):
     n_base: int  # valid values of each build, paired or not
     n_head: int
     measured_head: int = 0  # samples of head, valid or not (0: head never ran the cell)
+    head_failure: str | None = None  # why head's samples failed (the first reason; a crash names its cure)
 
 
 def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[tuple, CellPairs]:
@@ -194,6 +195,7 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
     sides: dict[tuple, dict[str, dict[tuple, float]]] = {}
     labels: dict[tuple, str] = {}
     measured: dict[tuple, int] = {}
+    failures: dict[tuple, str] = {}
     for s in samples:
         b = build_of(s)
         if s.role != role or b not in (base, head):
@@ -203,6 +205,8 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
         per_build = sides.setdefault(key, {base: {}, head: {}})
         if b == head:
             measured[key] = measured.get(key, 0) + 1
+            if s.status in ("failed", "timeout") and s.invalid_reason:
+                failures.setdefault(key, s.invalid_reason)
         value = _value(s, metric, baselines)
         if value is not None:  # a duplicated sample line replaces, never double-counts
             per_build[b][(s.prompt_id, s.repetition)] = value
@@ -211,7 +215,7 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
         both = sorted(set(per_build[base]) & set(per_build[head]))
         out[key] = CellPairs(
             label=labels[key], n_base=len(per_build[base]), n_head=len(per_build[head]),
-            measured_head=measured.get(key, 0),
+            measured_head=measured.get(key, 0), head_failure=failures.get(key),
             base=[per_build[base][k] for k in both], head=[per_build[head][k] for k in both],
         )  # fmt: skip
     return out
@@ -269,6 +273,8 @@ def paired_compare(
             elif cp.n_base and not cp.n_head:  # head stopped working where base worked: a regression
                 why = (f"{head} has no valid sample where {base} has {cp.n_base} (failed, timed out, "
                        "no draft, or 0 t/s)")  # fmt: skip
+                if cp.head_failure:
+                    why += f": {cp.head_failure}"
                 d = d.model_copy(update={"status": Status.FAIL, "reason": why})
             decisions.append(CellDecision(cell=cp.label, **d.model_dump(exclude={"decision"})))
     order = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.IMPROVED: 2, Status.PASS: 3}

@@ -252,6 +252,13 @@ def shown_differences(base: Side, cur: Side) -> list[str]:
     for name, b, c in pairs:
         if b != c:
             out.append(f"{name}: {b or 'unknown'} -> {c or 'unknown'}")
+    vb, vc = base.facts.env_vars, cur.facts.env_vars
+    for k in sorted(set(vb) | set(vc)):
+        if vb.get(k) != vc.get(k):
+            out.append(
+                f"WARNING: environment {k}: {vb.get(k, 'unset')} -> {vc.get(k, 'unset')} "
+                "(llama.cpp reads it: the sides may not have run the same options)"
+            )
     return out
 
 
@@ -271,6 +278,13 @@ def check_machine(base: Side, cur: Side) -> None:
                 f"not comparable: different machine ({mb.describe()} vs {mc.describe()}); "
                 f"compare with a baseline saved on this machine"
             )
+    wb, wc = base.facts.workarounds, cur.facts.workarounds
+    if wb != wc:  # repacking off on one side only: other code paths, as another machine would run
+        raise NotComparable(
+            f"not comparable: workaround on one side only ({', '.join(wb) or 'none'} vs "
+            f"{', '.join(wc) or 'none'}): the builds ran different code paths; measure both sides alike "
+            "(both with the self-test's workaround, or both with --no-workarounds)"
+        )
     if sorted(mb.gpus) != sorted(mc.gpus):
         raise NotComparable(
             f"not comparable: different GPUs ({mb.describe()} vs {mc.describe()}); "

@@ -256,7 +256,7 @@ class Config(_Strict):
     min_decode_s: float = Field(default=1.0, ge=0.0)  # decode windows shorter than this get a warning
     """A side whose mean decode time is below this gets a warning (seconds)."""
     warmup: int = Field(default=1, ge=0)
-    """Warmup runs per binary and model, never recorded."""
+    """Warmup runs per binary and model: judged (a failed one drops the cells that need it), not recorded."""
     timeout_s: float = Field(default=600.0, gt=0)
     """Seconds per invocation before its process group is killed."""
     speculative_binary: Literal["speculative-simple", "speculative"] = "speculative-simple"
@@ -267,6 +267,9 @@ class Config(_Strict):
     """process: one llama.cpp process per sample; server: one llama-server per setting."""
     runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)  # shards: runner labels by ngl
     """Shards: CI runner labels for cells, by the target's ngl."""
+    workarounds: bool = True  # false: run each build as built, without its self-test's workaround
+    """false: run each build as built, without the workaround its self-test found (e.g. repacking off on
+    AMX CPUs); `specbench run --no-workarounds` sets it."""
     base_dir: Path = Field(default=Path("."), exclude=True)
     path: Path | None = Field(default=None, exclude=True)  # the config file
 

@@ -32,6 +32,7 @@ from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.preflight import pair_methods, read_facts
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.serverplan import server_plan
+from specbench.plan.workarounds import with_workarounds, workaround_notes
 from specbench.results.cell import Cell, cell_dict
 from specbench.results.records import Generation
 
@@ -127,7 +128,10 @@ def make_plan(
     reps = repetitions if repetitions is not None else config.first_repetitions
     if config.runner == "server":
         servers = {b: builds[b].binary("server") for b in labels}
-        return server_plan(config, servers, models, targets, by_target, cells, notes, reps)
+        notes += workaround_notes(builds)
+        plan = server_plan(config, servers, models, targets, by_target, cells, notes, reps)
+        plan.invocations = with_workarounds(plan.invocations, builds)
+        return plan
     make = {
         b: _Factory(config, builds[b].binary("completion"), builds[b].binary(config.speculative_role), models)
         for b in labels
@@ -145,7 +149,9 @@ def make_plan(
                     measured += [make[b].speculative(with_build(c, b), prompt, rep) for b in order]
                 for draft in draft_alone_cells(group, alone_done, order):
                     measured.append(make[draft.build].alone("draft", draft, prompt, rep))
-    return Plan(runner="process", invocations=_warmups(measured, config.warmup) + measured, notes=notes)
+    notes += workaround_notes(builds)
+    invocations = with_workarounds(_warmups(measured, config.warmup) + measured, builds)
+    return Plan(runner="process", invocations=invocations, notes=notes)
 
 
 @dataclass

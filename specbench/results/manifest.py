@@ -137,6 +137,9 @@ class RunFacts(BaseModel):
     busy: list[str] = Field(default_factory=list)  # the noise check's reasons the machine was busy
     other_machines: list[str] = Field(default_factory=list)  # forced resumes elsewhere: what differed
     shard_machines: dict[str, str] = Field(default_factory=dict)  # merged shards: shard -> hostname
+    # what the builds ran with so they work here (``repack-off: --no-repack``), from their self-test
+    workarounds: list[str] = Field(default_factory=list)
+    env_vars: dict[str, str] = Field(default_factory=dict)  # LLAMA_ARG_*, GGML_*... as the binaries saw them
 
     def model_id(self, name: str | None) -> str | None:
         """A model's identity for matching: its sha256, or ``name:NAME`` when the sha is unknown."""
@@ -186,7 +189,20 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         busy=[b for b in (_value(manifest, "noise", "busy") or []) if isinstance(b, str)],
         other_machines=[m for m in (manifest.get("other_machines") or []) if isinstance(m, str)],
         shard_machines=_shard_machines(manifest),
+        workarounds=_workarounds(manifest),
+        env_vars={str(k): str(v) for k, v in (env.get("variables") or {}).items()},
     )
+
+
+def _workarounds(manifest: dict) -> list[str]:
+    """``name: flag`` of each build's workaround that was on (self-test record, not turned off)."""
+    builds = [manifest.get("build"), *((manifest.get("builds") or {}).values())]
+    found = set()
+    for b in builds:
+        wa = _value(b, "selftest", "workaround")
+        if isinstance(wa, dict) and not (isinstance(b, dict) and b.get("workarounds_off")):
+            found.add(f"{wa.get('name')}: {wa.get('flag')}")
+    return sorted(found)
 
 
 def _shard_machines(manifest: dict) -> dict[str, str]:

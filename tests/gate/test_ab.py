@@ -161,3 +161,17 @@ def test_undecided_samples_are_those_of_open_cells():
     )
     enough = run(reps=6)
     assert undecided_samples(enough, "base", "head", ["baseline_tps", "spec_tps"], 0.05) == []
+
+
+def test_a_head_that_crashes_where_base_works_fails_with_the_crash_named():
+    why = "not run: its warmup failed: killed by SIGSEGV: probably llama.cpp's AMX repack crash"
+    samples = [
+        s if s.build == "base" or s.role == "baseline"
+        else s.model_copy(update={"status": "failed", "valid": False, "tps": None, "acceptance": None,
+                                  "invalid_reason": why})
+        for s in run()
+    ]  # fmt: skip
+    result = paired_compare(samples, metrics=("spec_tps",), run="r")
+    [d] = [d for d in result.decisions if d.metric == "spec_tps"]
+    assert d.status == Status.FAIL and d.reason.endswith(f": {why}")
+    assert "head has no valid sample where base has" in d.reason

@@ -1,0 +1,243 @@
+"""Does this build work on this machine? Decode a few tokens with a tiny model of each weight type.
+
+llama.cpp has code paths per weight type and CPU (repacked buffers, the AMX buffer type, GPU
+kernels) that a build can compile and still crash in on a given machine: on CPUs with AMX the pinned
+llama.cpp dies of SIGSEGV in ``ggml_backend_amx_mul_mat`` on the first decode of any quantized model
+(llama.cpp issue 20824). A tiny random llama model (written with ``gguf``, then quantized by the
+build's own llama-quantize, cached in SPECBENCH_HOME) is decoded for 8 tokens per type, under the
+environment and flags a sweep uses; seconds in all. A type that crashes is tried again with
+repacking off; where that cures every crash, the build gets the workaround (``Workaround``), which
+every invocation of it then carries (specbench.plan.sweep).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from specbench.base.childenv import child_env
+from specbench.base.errors import ParseError
+from specbench.base.files import atomic_path
+from specbench.base.paths import models_dir
+from specbench.builder import envinfo
+from specbench.builder.buildinfo import BinaryInfo, BuildInfo, SelfTest, TypeCheck, Workaround
+from specbench.parse.crash import CrashFacts, classify
+from specbench.parse.process import parse_text
+
+WEIGHT_TYPES = ("F16", "Q4_0", "Q4_1", "Q8_0", "Q4_K", "IQ4_NL")  # each has its own CPU/GPU code paths
+LAYOUT = 1  # bump when the tiny model changes: cached copies are rewritten
+DECODE_TIMEOUT_S = 60
+QUANTIZE_TIMEOUT_S = 120
+N_EMBD, N_HEAD, N_FF, N_LAYER = 256, 4, 256, 1  # rows of 256: Q4_K's block, so every type is used as asked
+PIECES = ["▁Hello", "▁world", "▁the", "▁a", "▁is", "▁of"]
+
+Say = Callable[[str], None]
+
+
+def _vocab() -> tuple[list[str], list[float], list[int]]:
+    """A SentencePiece vocabulary: specials, the 256 byte tokens (byte fallback), a few words."""
+    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256)), *PIECES]
+    types = [2, 3, 3, *([6] * 256), *([1] * len(PIECES))]  # unknown, control, byte, normal
+    scores = [0.0] * (3 + 256) + [-float(i) for i in range(len(PIECES))]
+    return tokens, scores, types
+
+
+def write_tiny_llama(out: Path, seed: int = 0) -> Path:
+    """A 1-layer llama GGUF in F32 with random weights (about 1 MB): loads and decodes anywhere."""
+    from gguf import GGUFWriter
+
+    rng = np.random.default_rng(seed)
+    tokens, scores, types = _vocab()
+
+    def mat(n_in: int, n_out: int) -> np.ndarray:
+        return (rng.standard_normal((n_out, n_in)) * 0.05).astype(np.float32)
+
+    with atomic_path(out) as tmp:
+        w = GGUFWriter(tmp, "llama")
+        w.add_name("specbench self-test model")
+        w.add_context_length(256)
+        w.add_embedding_length(N_EMBD)
+        w.add_block_count(N_LAYER)
+        w.add_feed_forward_length(N_FF)
+        w.add_head_count(N_HEAD)
+        w.add_head_count_kv(N_HEAD)
+        w.add_layer_norm_rms_eps(1e-5)
+        w.add_rope_dimension_count(N_EMBD // N_HEAD)
+        w.add_vocab_size(len(tokens))
+        w.add_file_type(0)  # ALL_F32
+        w.add_tokenizer_model("llama")
+        w.add_token_list(tokens)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
+        w.add_unk_token_id(0)
+        w.add_tensor("token_embd.weight", mat(N_EMBD, len(tokens)))
+        w.add_tensor("output_norm.weight", np.ones(N_EMBD, dtype=np.float32))
+        w.add_tensor("output.weight", mat(N_EMBD, len(tokens)))
+        for i in range(N_LAYER):
+            b = f"blk.{i}"
+            w.add_tensor(f"{b}.attn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
+            for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+                w.add_tensor(f"{b}.{name}.weight", mat(N_EMBD, N_EMBD))
+            w.add_tensor(f"{b}.ffn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
+            w.add_tensor(f"{b}.ffn_gate.weight", mat(N_EMBD, N_FF))
+            w.add_tensor(f"{b}.ffn_up.weight", mat(N_EMBD, N_FF))
+            w.add_tensor(f"{b}.ffn_down.weight", mat(N_FF, N_EMBD))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+    return out
+
+
+def tiny_models_dir() -> Path:
+    return models_dir() / "selftest" / f"v{LAYOUT}"
+
+
+def tiny_model(wtype: str, quantize: BinaryInfo | None) -> tuple[Path | None, str | None]:
+    """The cached tiny model of ``wtype`` (written/quantized now when missing), or why there is none."""
+    folder = tiny_models_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    f32 = folder / "tiny-F32.gguf"
+    if not f32.is_file():
+        write_tiny_llama(f32)
+    out = folder / f"tiny-{wtype}.gguf"
+    if out.is_file():
+        return out, None
+    if quantize is None:
+        return None, "the build has no llama-quantize to make it"
+    with atomic_path(out) as tmp:
+        try:
+            res = subprocess.run(
+                [quantize.path, str(f32), str(tmp), wtype], stdin=subprocess.DEVNULL, capture_output=True,
+                text=True, errors="replace", timeout=QUANTIZE_TIMEOUT_S, env=child_env(),
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"llama-quantize failed: {exc}"
+        if res.returncode != 0 or not tmp.is_file():
+            last = (res.stderr.strip().splitlines() or [f"rc {res.returncode}"])[-1][:200]
+            return None, f"llama-quantize to {wtype} failed: {last}"
+    return out, None
+
+
+def decode_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]) -> list[str]:
+    """The command a sweep would run for the model alone, 8 tokens (flags as the binary spells them)."""
+    f = binary.flags
+    argv = [binary.path, "-m", str(model), "-p", "Hello world", "-n", "8", "--temp", "0", "-s", "1"]
+    argv += ["-c", "256", "-ngl", str(ngl)]
+    argv += [x for x in (f.no_escape, f.no_conversation, f.no_display_prompt) if x]
+    return argv + extra
+
+
+def decode(
+    binary: BinaryInfo, model: Path, wtype: str, ngl: int, extra: list[str], facts: CrashFacts
+) -> TypeCheck:
+    """Decode a few tokens; ok needs exit 0 and llama.cpp's eval statistics. A clean exit without
+    them is tried once more: llama.cpp logs from a thread, and a process this short can exit before
+    the last lines are written (seen here about 1 run in 6)."""
+    check = _decode_once(binary, model, wtype, ngl, extra, facts)
+    if check.outcome == "failed" and check.rc == 0:
+        check = _decode_once(binary, model, wtype, ngl, extra, facts)
+    return check
+
+
+def _decode_once(
+    binary: BinaryInfo, model: Path, wtype: str, ngl: int, extra: list[str], facts: CrashFacts
+) -> TypeCheck:
+    argv = decode_argv(binary, model, ngl, extra)
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=DECODE_TIMEOUT_S,
+                env=child_env(), start_new_session=True,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return TypeCheck(wtype=wtype, outcome="failed", reason=f"no answer in {DECODE_TIMEOUT_S} s")
+        except OSError as exc:
+            return TypeCheck(wtype=wtype, outcome="failed", reason=f"cannot run {binary.name}: {exc}")
+        err.seek(0)
+        stderr = err.read().decode("utf-8", errors="replace")
+    wall = round(time.monotonic() - start, 2)
+    code = proc.returncode
+    if code < 0:
+        try:
+            sig = signal.Signals(-code).name
+        except ValueError:
+            sig = f"signal {-code}"
+        known = classify(stderr, None, sig, facts)
+        reason = f"killed by {sig}" + (f": {known.line}" if known else "")
+        return TypeCheck(wtype=wtype, outcome="crashed", signal=sig, reason=reason, wall_s=wall)
+    if code != 0:
+        known = classify(stderr, code, None, facts)
+        last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
+        reason = f"exit code {code}: {known.line if known else last[:200]}"
+        return TypeCheck(wtype=wtype, outcome="failed", rc=code, reason=reason, wall_s=wall)
+    try:
+        log = parse_text(stderr, file=f"self-test {wtype}")
+    except ParseError:
+        log = None
+    perf = log.perf.target if log is not None and log.perf else None
+    if perf is None or not perf.eval_runs:
+        return TypeCheck(wtype=wtype, outcome="failed", rc=0, reason="no decode statistics", wall_s=wall)
+    return TypeCheck(wtype=wtype, outcome="ok", rc=0, wall_s=wall)
+
+
+def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...] = WEIGHT_TYPES) -> SelfTest:
+    """Check ``info`` on this machine: each weight type decoded; crashes retried with repacking off."""
+    isa = envinfo.cpu_isa()
+    gpus = envinfo.gpus()
+    facts = CrashFacts(cpu_flags=frozenset(isa), backend=info.backend)
+    ngl = 0 if info.backend == "cpu" else 99
+    completion = info.binaries.get("completion")
+    machine = f"{envinfo.cpu_model()} / {', '.join(g.name for g in gpus) or 'no GPU'}"
+    record = SelfTest(
+        fingerprint=envinfo.fingerprint(isa, gpus), machine=machine,
+        checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )  # fmt: skip
+    if completion is None or not Path(completion.path).is_file():
+        record.checks = [TypeCheck(wtype=t, outcome="skipped", reason="no llama-completion") for t in types]
+        return record
+    quantize = info.binaries.get("quantize")
+    for wtype in types:
+        model, why = tiny_model(wtype, quantize)
+        if model is None:
+            record.checks.append(TypeCheck(wtype=wtype, outcome="skipped", reason=why))
+            continue
+        check = decode(completion, model, wtype, ngl, [], facts)
+        if say:
+            say(f"{wtype}: {check.outcome}{f' ({check.reason})' if check.reason else ''}")
+        record.checks.append(check)
+        record.command = decode_argv(completion, model, ngl, [])
+    flag = completion.flags.no_repack
+    broken = [c for c in record.checks if c.outcome == "crashed"]
+    if broken and flag:
+        for c in broken:
+            model = tiny_models_dir() / f"tiny-{c.wtype}.gguf"
+            c.workaround_outcome = decode(completion, model, c.wtype, ngl, [flag], facts).outcome
+            if say:
+                say(f"{c.wtype} with {flag}: {c.workaround_outcome}")
+        if all(c.workaround_outcome == "ok" for c in broken):
+            sig = ", ".join(sorted({c.signal or "crash" for c in broken}))
+            record.workaround = Workaround(
+                name="repack-off", flag=flag,
+                reason=f"the build's self-test crashed ({sig}) on {', '.join(c.wtype for c in broken)} "
+                f"and decoded with {flag}"
+                + (" (llama.cpp's AMX repack crash, issue 20824)" if "amx_int8" in isa else ""),
+            )  # fmt: skip
+    return record
+
+
+def needs_selftest(info: BuildInfo) -> bool:
+    """No record, or one made on a machine whose CPU or GPUs differ from this one's."""
+    if info.selftest is None:
+        return True
+    return info.selftest.fingerprint != envinfo.fingerprint(envinfo.cpu_isa(), envinfo.gpus())

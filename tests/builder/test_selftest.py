@@ -1,0 +1,108 @@
+"""The build self-test on the real build (issue 31): a few tokens of each weight type decoded on
+this machine, recorded in build.json, re-run where the CPU or GPUs differ; a type that crashes and
+decodes with repacking off gives the build a workaround that every invocation then carries.
+
+The AMX crash cannot happen on a CPU without AMX, so its stand-in is the real binary behind a
+wrapper that dies of SIGSEGV on a Q4_1 model unless ``--no-repack`` is passed (what the pinned
+llama.cpp does on an AMX machine); everything else (probe, quantize, decode, plan, run, report) is
+real. One test runs the real thing where the CPU has AMX, and is skipped elsewhere."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from specbench.builder import envinfo, selftest
+from specbench.builder.builder import BUILD_JSON, build_dir_for, build_key, checked
+from specbench.builder.buildinfo import BuildInfo
+from tests.fixtures.build import cli
+
+pytestmark = pytest.mark.slow
+
+HAS_AMX = "amx_int8" in envinfo.cpu_isa()
+
+
+def crashing_on_q4_1(info: BuildInfo, folder: Path) -> BuildInfo:
+    """``info`` with every binary behind a wrapper that segfaults on a Q4_1 model without --no-repack."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = info.model_copy(deep=True)
+    for role, b in out.binaries.items():
+        wrapper = folder / b.name
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            'case " $* " in *Q4_1*) case " $* " in *" --no-repack "*) ;; *) kill -SEGV $$ ;; esac ;; esac\n'
+            f'exec "{b.path}" "$@"\n'
+        )
+        wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+        out.binaries[role] = b.model_copy(update={"path": str(wrapper)})
+    out.bin_dir, out.selftest = str(folder), None
+    return out
+
+
+def test_the_build_records_its_self_test_and_the_cli_prints_it(llama_build):
+    st = llama_build.selftest
+    assert st is not None and st.fingerprint == envinfo.fingerprint(envinfo.cpu_isa(), envinfo.gpus())
+    assert [c.wtype for c in st.checks] == list(selftest.WEIGHT_TYPES)
+    if not HAS_AMX:
+        assert all(c.outcome == "ok" for c in st.checks), st.summary()
+        assert st.workaround is None
+    on_disk = json.loads((build_dir_for(llama_build.key) / BUILD_JSON).read_text())
+    assert [c["wtype"] for c in on_disk["selftest"]["checks"]] == list(selftest.WEIGHT_TYPES)
+    assert {"outcome", "signal", "rc", "reason"} <= set(on_disk["selftest"]["checks"][0])
+    for p in ("F32", *selftest.WEIGHT_TYPES):  # the tiny models are cached for the next check
+        assert (selftest.tiny_models_dir() / f"tiny-{p}.gguf").is_file()
+    built = cli("build", "--backend", "cpu", env={"COLUMNS": "200"})
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert f"self-test ({st.machine}" in built.stdout and "Q4_K " in built.stdout
+    shown = cli("env", env={"COLUMNS": "200"})
+    assert shown.returncode == 0 and "self-test (" in shown.stdout
+
+
+def test_a_cached_build_is_checked_again_on_another_machine_only(tmp_path, llama_build):
+    info = llama_build.model_copy(deep=True)
+    info.selftest = info.selftest.model_copy(update={"fingerprint": "another-machine", "checked_at": "then"})
+    path = tmp_path / BUILD_JSON
+    info.save(path)
+    again = checked(BuildInfo.load(path), path)
+    assert again.selftest.fingerprint == envinfo.fingerprint(envinfo.cpu_isa(), envinfo.gpus())
+    assert again.selftest.checked_at != "then"
+    assert BuildInfo.load(path).selftest.checked_at == again.selftest.checked_at  # written back
+    assert checked(BuildInfo.load(path), path).selftest.checked_at == again.selftest.checked_at  # not re-run
+
+
+def test_native_build_keys_carry_the_cpu_instruction_sets():
+    args = ["-DCMAKE_BUILD_TYPE=Release"]
+    assert build_key("a" * 40, "cpu", args, isa=["avx2"]) != build_key(
+        "a" * 40, "cpu", args, isa=["avx2", "amx"]
+    )
+    portable = [*args, "-DGGML_NATIVE=OFF"]
+    assert build_key("a" * 40, "cpu", portable, isa=["avx2"]) == build_key(
+        "a" * 40, "cpu", portable, isa=["amx"]
+    )
+
+
+def test_a_type_that_crashes_without_repacking_gets_the_workaround(tmp_path, llama_build):
+    wrapped = crashing_on_q4_1(llama_build, tmp_path / "bin")
+    st = selftest.run_selftest(wrapped)
+    q4_1 = next(c for c in st.checks if c.wtype == "Q4_1")
+    assert (q4_1.outcome, q4_1.signal, q4_1.rc, q4_1.workaround_outcome) == ("crashed", "SIGSEGV", None, "ok")
+    assert all(c.outcome == "ok" for c in st.checks if c.wtype != "Q4_1")
+    assert (
+        st.workaround is not None and st.workaround.flag == "--no-repack"
+    )  # as the binary's --help spells it
+    assert "Q4_1" in st.workaround.reason and "SIGSEGV" in st.workaround.reason
+
+
+@pytest.mark.skipif(
+    not HAS_AMX, reason="this CPU has no AMX (no amx_int8 in its flags): the crash cannot happen"
+)
+def test_on_an_amx_cpu_the_real_crash_is_worked_around(llama_build):
+    st = selftest.run_selftest(llama_build)
+    if st.crashed:  # the machine-dependent llama.cpp bug (issue 20824) showed: repacking off cures it
+        assert st.workaround is not None and st.workaround.flag == "--no-repack"
+        assert all(c.workaround_outcome == "ok" for c in st.checks if c.outcome == "crashed")
+    else:
+        assert st.workaround is None  # an AMX CPU where the bug does not show: nothing to work around

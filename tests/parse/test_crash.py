@@ -1,0 +1,72 @@
+"""The crash classifier on recorded text: each known class named with its cure, from the exit
+signal, the log and what is known about the machine (issue 31)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specbench.execute.outputs import failure_reason
+from specbench.parse.crash import CrashFacts, classify
+
+LOGS = Path(__file__).parents[1] / "data" / "crash_logs"
+PLAIN_CPU = frozenset({"avx2", "avx512f", "fma"})
+
+
+def _amx_flags() -> frozenset[str]:
+    words = (LOGS / "system-info.txt").read_text().split()
+    return frozenset(w for w in words if w.startswith(("amx", "avx")))
+
+
+@pytest.mark.parametrize("name", ["draft-alone-sigsegv.stderr", "warmup-speculative-sigsegv.stderr"])
+def test_the_recorded_amx_crash_is_named_with_its_cure(name):
+    text = (LOGS / name).read_text()
+    found = classify(text, None, "SIGSEGV", CrashFacts(cpu_flags=_amx_flags(), selftest_crashed=("Q4_1",)))
+    assert found is not None and found.kind == "amx-repack"
+    assert "LLAMA_ARG_REPACK=false" in found.line and "--no-workarounds" in found.line
+    assert "the self-test crashed on Q4_1" in found.evidence
+    reason = failure_reason(text, None, "SIGSEGV", CrashFacts(cpu_flags=_amx_flags()))
+    assert reason.startswith("killed by SIGSEGV: probably llama.cpp's AMX repack crash")
+    assert "\n" not in reason
+
+
+def test_a_segfault_is_not_blamed_on_amx_without_amx_or_with_the_workaround_on():
+    text = (LOGS / "draft-alone-sigsegv.stderr").read_text()
+    assert classify(text, None, "SIGSEGV", CrashFacts(cpu_flags=PLAIN_CPU)) is None
+    on = CrashFacts(cpu_flags=_amx_flags(), workaround_on=True)
+    assert classify(text, None, "SIGSEGV", on) is None
+    plain = failure_reason(text, None, "SIGSEGV", CrashFacts(cpu_flags=PLAIN_CPU))
+    assert plain.startswith("killed by SIGSEGV") and "AMX" not in plain
+
+
+def test_illegal_instruction_names_a_rebuild():
+    found = classify("0.00.001 I llama_completion: llama backend init\n", None, "SIGILL")
+    assert found is not None and found.kind == "sigill" and "specbench build --force" in found.line
+
+
+@pytest.mark.parametrize(
+    ("log", "kind", "cure"),
+    [
+        ("ggml_cuda_compute_forward: CUDA error: no kernel image is available for execution on the device\n"
+         "  current device: 0", "gpu-arch", "CMAKE_CUDA_ARCHITECTURES"),
+        ("ggml_cuda_init: failed to initialize CUDA: CUDA driver version is insufficient for CUDA runtime "
+         "version\n", "gpu-driver", "update the driver"),
+        ("ggml_cuda_init: failed to initialize CUDA: unknown error\n", "gpu-init", "--set ngl=0"),
+        ("ggml_metal_init: error: failed to create command queue\n", "metal", "--backend cpu"),
+        ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 9663676416\n"
+         "llama_init_from_model: failed to initialize the context: out of memory\n", "oom", "ctx_size"),
+        ("CUDA error: out of memory\n  current device: 0\n", "oom", "GPU layers"),
+    ],
+)  # fmt: skip
+def test_gpu_backend_and_memory_failures_are_recognised_from_the_log(log, kind, cure):
+    found = classify(log, 1, None)
+    assert found is not None and found.kind == kind and cure in found.line
+    assert "\n" not in found.line
+
+
+def test_an_unknown_failure_keeps_the_generic_reason():
+    assert classify("main: error: something else\n", 1, None) is None
+    assert failure_reason("0.00.001.000 E main: error: something else\n", 1, None) == (
+        "exit code 1: main: error: something else"
+    )
