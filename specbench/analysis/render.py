@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
-from specbench.analysis.cells import ALL, CONTRACT_KEYS, ROW_CELL, ReportRow
+from specbench.analysis.cells import ALL, CONTRACT_KEYS, ROW_CELL, ROW_NAMES, ReportRow
 from specbench.analysis.report import Report
 from specbench.base.paths import os_problem
+from specbench.results.cell import OPTION_FIELDS
 
 BEST = "★"
 IMPRECISE = "†"  # repetitions: auto stopped at max_repetitions without meeting `precision`
@@ -82,7 +83,22 @@ _OWN_COLUMNS = ("pair", "target", "draft", "method", "draft_max", "draft_min", "
 
 
 def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
     return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+_OPTIONS = tuple(ROW_NAMES.get(f, f) for f in OPTION_FIELDS)
+
+
+def options_line(rows: list[ReportRow]) -> str | None:
+    """The llama.cpp options every row shares (not a column: shown once, above the table)."""
+    parts = []
+    for key in _OPTIONS:
+        values = {getattr(r, key) for r in rows}
+        if len(values) == 1 and (value := next(iter(values))) is not None:
+            parts.append(f"{key}={_text(value)}")
+    return "llama.cpp options of every row: " + " ".join(parts) if parts else None
 
 
 def columns(rows: list[ReportRow], runs: int) -> list[Column]:
@@ -104,6 +120,8 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     if varies("p_min"):
         cols.append(Column("p_min", lambda r: _num(r.p_min, "g"), True))
     for key in ROW_CELL:  # any other axis (n-gram sizes, build, ...) wherever a row sets it
+        if key in _OPTIONS and len({getattr(r, key) for r in rows}) < 2:
+            continue  # a llama.cpp option the rows share: once, above the table (options_line)
         if key not in _OWN_COLUMNS and any(getattr(r, key) is not None for r in rows):
             cols.append(Column(key, lambda r, key=key: _text(getattr(r, key)), True))
     if any(r.machine for r in rows):  # a merged sharded sweep: which machine measured the row
@@ -193,7 +211,8 @@ def table(report: Report, by_category: bool = False, width: int | None = None):
     caption = [i.caption() for i in report.runs]
     if dropped:
         caption.append(f"left out for the terminal's width: {', '.join(dropped)} (see report.md)")
-    t = Table(title="specbench report", caption="\n".join(caption), show_lines=False)
+    title = "\n".join(filter(None, ["specbench report", options_line(rows)]))
+    t = Table(title=title, caption="\n".join(caption), show_lines=False)
     for c in cols:  # never narrower than a whole cell or header word: wider than the terminal, not cut
         t.add_column(
             c.header, justify="right" if c.numeric else "left", overflow="fold", min_width=min_width(c, rows)
@@ -236,7 +255,8 @@ def markdown(
 def _markdown(report: Report, rows: list[ReportRow], images: list[Path], dropped: int) -> str:
     out = ["## specbench report", ""]
     out += [f"- {_md_escape(i.caption())}" for i in report.runs]
-    out += ["", *_md_table(rows, len(report.runs)), ""]
+    shared = options_line(rows)
+    out += ["", *([_md_escape(shared), ""] if shared else []), *_md_table(rows, len(report.runs)), ""]
     if dropped:
         out += [f"_{dropped} more rows in report.csv (left out to fit a GitHub comment)._", ""]
     out += [f"<sub>{LEGEND}</sub>", ""]

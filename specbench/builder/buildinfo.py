@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from specbench.base.errors import BuildError
 from specbench.base.files import write_atomic
+from specbench.builder.options import OptionFlag
 
 # Roles specbench runs, in the order it prefers names for them (newest first).
 ROLE_NAMES: dict[str, list[str]] = {
@@ -49,6 +50,8 @@ class FlagSpelling(BaseModel):
     parallel: str | None = None  # -np (llama-server slots)
     cache_ram: str | None = None  # --cache-ram (llama-server's prompt cache in RAM; 0 turns it off)
     no_repack: str | None = None  # --no-repack (weights stay in their type: no AMX/CPU repacked buffers)
+    # the tuned options (specbench.builder.options) by key; None: probed before specbench read them
+    options: dict[str, OptionFlag] | None = None
 
 
 class BinaryInfo(BaseModel):

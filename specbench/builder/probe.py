@@ -15,6 +15,7 @@ from pathlib import Path
 from specbench.base.childenv import child_env
 from specbench.base.errors import BuildError
 from specbench.builder.buildinfo import BinaryInfo, FlagSpelling, NgramSizeFlags
+from specbench.builder.options import probe_options
 
 PROBE_TIMEOUT_S = 20
 
@@ -139,6 +140,7 @@ def flags_from_help(text: str) -> FlagSpelling:
     if found["spec_type"]:
         found["spec_types"] = _spec_values(usable[str(found["spec_type"])])
     found["ngram_sizes"] = _ngram_sizes(found.get("spec_types") or [], usable)
+    found["options"] = probe_options(usable)
     return FlagSpelling.model_validate(found)
 
 
@@ -169,8 +171,9 @@ def binary_version(path: Path) -> str:
 
 
 # Raised whenever the probe learns new options, so a cached build.json is re-probed (not rebuilt):
-# 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack.
-PROBE_VERSION = 3
+# 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack, 4 the tuned options
+# (specbench.builder.options).
+PROBE_VERSION = 4
 
 
 def probe_binary(role: str, path: Path) -> BinaryInfo:

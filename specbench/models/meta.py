@@ -158,6 +158,7 @@ class SpecFacts(BaseModel):
     architecture: str | None = None  # general.architecture: llama, eagle3, dflash, glm4moe, ...
     nextn_layers: int = 0  # <arch>.nextn_predict_layers: next-token-prediction (MTP) layers
     markov_head: bool = False  # a `markov_w1` tensor: a DSpark drafter (a dflash GGUF with a Markov head)
+    experts: int = 0  # <arch>.expert_count: a MoE model's experts (0: dense; n_cpu_moe does nothing)
 
 
 def read_spec_facts(path: Path) -> SpecFacts:
@@ -166,4 +167,6 @@ def read_spec_facts(path: Path) -> SpecFacts:
     arch = _scalar(reader.fields, "general.architecture")
     nextn = _scalar(reader.fields, f"{arch}.nextn_predict_layers") if arch else None
     markov = any(t.name == "markov_w1.weight" for t in reader.tensors)
-    return SpecFacts(architecture=arch, nextn_layers=int(nextn or 0), markov_head=markov)
+    experts = _scalar(reader.fields, f"{arch}.expert_count") if arch else None
+    return SpecFacts(architecture=arch, nextn_layers=int(nextn or 0), markov_head=markov,
+                     experts=int(experts or 0))  # fmt: skip

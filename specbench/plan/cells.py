@@ -20,6 +20,7 @@ from pathlib import Path
 
 from specbench.base.errors import ConfigError
 from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
+from specbench.builder.options import OptionError, option_argv
 from specbench.plan.config import Config
 from specbench.plan.methods import (
     DRAFT_METHOD,
@@ -31,7 +32,15 @@ from specbench.plan.methods import (
     ngram_parts,
     spec_type_names,
 )
-from specbench.results.cell import Cell, baseline_of, draft_alone_of
+from specbench.plan.options import OPTION_KEYS
+from specbench.results.cell import (
+    DRAFT_OPTIONS,
+    MODEL_OPTIONS,
+    Cell,
+    baseline_of,
+    draft_alone_cell,
+    draft_alone_of,
+)
 
 
 def fmt_num(x: float) -> str:
@@ -78,10 +87,15 @@ def sweep_cells(
                     if dmin <= dmax
                 ]
             sizes = _ngram_axes(config, spec, method, notes)
-            for ngl, (ngld, dmax, dmin, pmin), (size_n, size_m) in product(sweep.ngl, draft_axes, sizes):
+            options = option_axes(config, pname, notes)
+            for ngl, (ngld, dmax, dmin, pmin), (size_n, size_m), opts in product(
+                sweep.ngl, draft_axes, sizes, options
+            ):
+                if draft is None:  # no draft model: the draft's options do not apply
+                    opts = {**opts, **dict.fromkeys(DRAFT_OPTIONS)}
                 cell = Cell(pair=pname, model=pair.target, draft=draft, method=method, ngl=ngl, ngld=ngld,
                             draft_max=dmax, draft_min=dmin, p_min=pmin, ngram_size_n=size_n,
-                            ngram_size_m=size_m)  # fmt: skip
+                            ngram_size_m=size_m, **opts)  # fmt: skip
                 if draft is None:
                     key = cell.model_dump(exclude={"pair"})
                     if tuple(key.items()) in owned:
@@ -89,6 +103,56 @@ def sweep_cells(
                     owned.add(tuple(key.items()))
                 cells.append(cell)
     return cells + synth_cells(config, cells, notes)
+
+
+def option_axes(config: Config, pname: str, notes: list[str]) -> list[dict]:
+    """The llama.cpp options of a pair's cells: each combination of the swept ones. A pair's own
+    value pins a key for it; the whole config's value applies where neither pins nor sweeps it.
+    ``args``: the name of a ``sweep.args`` set, prefixed by the pair's name when it has ``args:``."""
+    pair = config.pairs[pname]
+    axes: dict[str, list] = {}
+    for key in OPTION_KEYS:
+        swept, pinned = getattr(config.sweep, key), getattr(pair, key)
+        if pinned is not None and swept:
+            note = f"pairs.{pname}.{key} pins {key} for that pair: sweep.{key} does not apply to it"
+            if note not in notes:
+                notes.append(note)
+        axes[key] = [pinned] if pinned is not None else list(swept) or [getattr(config, key)]
+    own = [pname] if pair.args else []
+    axes["args"] = [":".join([*own, n.label]) for n in config.sweep.args] or [pname if own else None]
+    return [dict(zip(axes, combo, strict=True)) for combo in product(*axes.values())]
+
+
+def free_args(config: Config, cell: Cell) -> list[str]:
+    """The free arguments of an invocation: the build's, the whole config's, then the cell's named
+    set (``option_axes``: a pair's own, then a ``sweep.args`` set)."""
+    build = next((b for b in config.builds if b.label == cell.build), config.builds[0])
+    sets = {n.label: n.args for n in config.sweep.args}
+    argv = [*build.args, *config.args]
+    parts = cell.args.split(":") if cell.args else []
+    own = parts[0] in config.pairs and config.pairs[parts[0]].args if parts else False
+    if own and (len(parts) == 2 or parts[0] not in sets):
+        argv += config.pairs[parts.pop(0)].args
+    for part in parts:
+        argv += sets[part]
+    return argv
+
+
+def option_flags(spec: BinaryInfo, cell: Cell, extra: list[str] = ()) -> list[str]:
+    """The cell's llama.cpp options as this binary spells them (its model's, then its draft
+    model's when it has one), then the free arguments ``extra``; ConfigError when the binary
+    cannot take one (an older build without the option: named, with the build's binary)."""
+    spelling = spec.flags.options
+    keys = [k for k in MODEL_OPTIONS if k != "args"] + (list(DRAFT_OPTIONS) if cell.draft else [])
+    argv: list[str] = []
+    try:
+        for key in keys:
+            argv += option_argv(spelling, key, getattr(cell, key), spec.name)
+    except OptionError as exc:
+        old = spelling is None
+        hint = " (its build.json predates option probing: `specbench build --force`)" if old else ""
+        raise ConfigError(f"{exc}{hint}") from exc
+    return argv + list(extra)
 
 
 def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cell]:
@@ -312,5 +376,5 @@ def draft_alone_cells(group: list[Cell], done: set[tuple], order: list[str | Non
         key = draft_alone_of(c)
         if key is not None and key not in done:
             done.add(key)
-            alone += [Cell(build=b, model=c.draft, ngl=c.ngld or 0) for b in order]
+            alone += [draft_alone_cell(c, b) for b in order]
     return alone

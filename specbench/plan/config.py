@@ -28,6 +28,7 @@ from specbench.models.spec import ModelSpec
 from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml
 from specbench.plan.methods import draft_free, needs_draft_model, parse_method
 from specbench.plan.numbers import refuse_bool_number
+from specbench.plan.options import Arg, OptionValues, SweepOptions, check_options
 from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
 from specbench.results.expect import Expectation
 from specbench.results.records import Generation
@@ -67,6 +68,9 @@ class LlamaCppConfig(_Strict):
     """Extra -DNAME=VALUE cmake arguments (debug and sanitizer builds refused)."""
     jobs: int | None = Field(default=None, ge=1)
     """Parallel compile jobs (unset: cmake's choice)."""
+    args: list[Arg] = Field(
+        default_factory=list, description="Extra arguments for every llama.cpp invocation of this build."
+    )
 
     def describe(self) -> str:
         """``base: ../llama.cpp@main (cpu)`` for messages."""
@@ -97,7 +101,7 @@ class RunsOnConfig(_Strict):
     """Runner label(s) of the cells whose target runs at this ngl: {0: ubuntu-latest}."""
 
 
-class PairConfig(_Strict):
+class PairConfig(_Strict, OptionValues):
     """A target plus a draft model (run with every sweep.method), or a target with one pinned
     method (``method:``; with the ``draft:`` it needs, if any: see specbench.plan.methods)."""
 
@@ -154,7 +158,7 @@ NUMBER_LISTS = (
 )  # fmt: skip
 
 
-class SweepConfig(_Strict):
+class SweepConfig(_Strict, SweepOptions):
     """Lists expanded as a cartesian product (see specbench.plan.sweep for which cells apply where)."""
 
     method: list[Method] = Field(default_factory=lambda: ["draft"], min_length=1)
@@ -228,7 +232,7 @@ class StrictGeneration(Generation):
     """Context size per sequence (-c)."""
 
 
-class Config(_Strict):
+class Config(_Strict, OptionValues):
     """A validated run config. ``base_dir`` is the config file's folder (relative paths resolve there)."""
 
     name: str = Field(default="run", pattern=NAME_PATTERN)
@@ -373,6 +377,11 @@ class Config(_Strict):
                 "llama-cli take --spec-synth-len, not llama-speculative-simple); set runner: server "
                 "or drop sweep.synth_len"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _options(self) -> Config:
+        check_options(self)
         return self
 
     @property

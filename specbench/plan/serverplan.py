@@ -18,7 +18,9 @@ from specbench.plan.cells import (
     baseline_groups,
     build_order,
     draft_alone_cells,
+    free_args,
     model_path,
+    option_flags,
     speculative_flags,
     with_build,
 )
@@ -26,7 +28,7 @@ from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.request import CompletionRequest
-from specbench.results.cell import Cell, cell_dict
+from specbench.results.cell import Cell, baseline_cell, cell_dict
 from specbench.results.records import Generation
 
 HOST = "127.0.0.1"
@@ -109,7 +111,9 @@ def server_plan(
         role: str, c: Cell, par: int, p: RenderedPrompt, rep: int, argv: list[str] | None = None
     ) -> Invocation:
         """``c``: the cell (speculative) or the model alone (its build, model and ngl)."""
-        argv = argv or server_argv(servers[c.build], model_path(models, c.model), gen, c.ngl, par)
+        if argv is None:
+            argv = server_argv(servers[c.build], model_path(models, c.model), gen, c.ngl, par)
+            argv += option_flags(servers[c.build], c, free_args(config, c))
         return Invocation(
             role=role, **cell_dict(c.model_copy(update={"runner": "server", "parallel": par})),
             binary_role="server", argv=argv, prompt_echoed=False, request=request_for(gen, p.text),
@@ -121,10 +125,11 @@ def server_plan(
         server = servers[c.build]
         base = server_argv(server, model_path(models, c.model), gen, c.ngl, parallel)
         draft = model_path(models, c.draft) if c.draft else None
-        return make("speculative", c, parallel, p, rep, argv=base + speculative_flags(server.flags, c, draft))
+        flags = speculative_flags(server.flags, c, draft) + option_flags(server, c, free_args(config, c))
+        return make("speculative", c, parallel, p, rep, argv=base + flags)
 
     def alone(model: Cell) -> Cell:
-        return Cell(build=model.build, model=model.model, ngl=model.ngl)
+        return baseline_cell(model)
 
     groups = order_for_server(
         config, targets, by_target, cells,

@@ -23,7 +23,9 @@ from specbench.plan.cells import (
     build_order,
     draft_alone_cells,
     fmt_num,
+    free_args,
     model_path,
+    option_flags,
     speculative_flags,
     with_build,
 )
@@ -33,7 +35,7 @@ from specbench.plan.preflight import pair_methods, read_facts
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.serverplan import server_plan
 from specbench.plan.workarounds import with_workarounds, workaround_notes
-from specbench.results.cell import Cell, cell_dict
+from specbench.results.cell import Cell, baseline_cell, cell_dict
 from specbench.results.records import Generation
 
 # Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
@@ -61,10 +63,12 @@ def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl
     return argv
 
 
-def _spec_argv(binary: BinaryInfo, cell: Cell, models: Mapping[str, object], gen: Generation, prompt: str):
+def _spec_argv(config: Config, binary: BinaryInfo, cell: Cell, models: Mapping[str, object], prompt: str):
     draft = model_path(models, cell.draft) if cell.draft else None
+    gen = config.generation
     argv = [binary.path, "-m", model_path(models, cell.model), *_common(binary, gen, prompt, cell.ngl)]
-    return argv + speculative_flags(binary.flags, cell, draft)
+    argv += speculative_flags(binary.flags, cell, draft)
+    return argv + option_flags(binary, cell, free_args(config, cell))
 
 
 def _prompts_by_target(prompts: list[RenderedPrompt], targets: list[str]) -> dict[str, list[RenderedPrompt]]:
@@ -113,8 +117,10 @@ def make_plan(
     targets = config.targets()
     by_target = _prompts_by_target(prompts, targets)
     binary = "server" if config.runner == "server" else config.speculative_role  # the one that speculates
-    runs = pair_methods(config, read_facts(config, models), notes)  # refuses a method its files lack
+    facts = read_facts(config, models)
+    runs = pair_methods(config, facts, notes)  # refuses a method its files lack
     cells = build_cells(config, {b: builds[b].binary(binary) for b in labels}, notes, runs)
+    notes += _dense_moe_notes(cells, facts)
     for t in targets:
         fallback = [p.id for p in by_target[t] if p.rendering == "fallback"]
         if fallback:
@@ -144,7 +150,8 @@ def make_plan(
             alone_done: set[tuple] = set()
             for group in groups.values():  # each baseline right before the cells measured against it
                 prompt = by_target[group[0].model][index]
-                measured += [make[b].alone("baseline", with_build(group[0], b), prompt, rep) for b in order]
+                base = baseline_cell(group[0])
+                measured += [make[b].alone("baseline", with_build(base, b), prompt, rep) for b in order]
                 for c in group:
                     measured += [make[b].speculative(with_build(c, b), prompt, rep) for b in order]
                 for draft in draft_alone_cells(group, alone_done, order):
@@ -152,6 +159,19 @@ def make_plan(
     notes += workaround_notes(builds)
     invocations = with_workarounds(_warmups(measured, config.warmup) + measured, builds)
     return Plan(runner="process", invocations=invocations, notes=notes)
+
+
+def _dense_moe_notes(cells: list[Cell], facts: Mapping[str, object]) -> list[str]:
+    """n_cpu_moe on a model without experts: llama.cpp ignores it, so say so (not an error)."""
+    out = []
+    for c in cells:
+        for model, value in ((c.model, c.n_cpu_moe), (c.draft, c.n_cpu_moe_draft)):
+            fact = facts.get(model) if model else None
+            if value and fact is not None and not getattr(fact, "experts", 0):
+                note = f"n_cpu_moe on {model}, a dense model (no MoE experts): llama.cpp ignores it"
+                if note not in out:
+                    out.append(note)
+    return out
 
 
 @dataclass
@@ -175,14 +195,13 @@ class _Factory:
 
     def alone(self, role: str, model: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
         """The target (``baseline``) or a draft model (``draft``) alone, with llama-completion.
-        ``model``: its build, model and ngl (a baseline's: the cell's ``baseline_of`` fields)."""
+        ``model``: its build, model, ngl and options (``baseline_cell`` / ``draft_alone_cell``)."""
         gen = self.config.generation
         argv = _alone_argv(self.completion, model_path(self.models, model.model), gen, prompt.text, model.ngl)
+        argv += option_flags(self.completion, model, free_args(self.config, model))
         return Invocation(
             role=role,
-            build=model.build,
-            model=model.model,
-            ngl=model.ngl,
+            **cell_dict(model),
             binary_role="completion",
             argv=argv,
             prompt_echoed=self.completion.flags.no_display_prompt is None,
@@ -194,7 +213,7 @@ class _Factory:
             role="speculative",
             **cell_dict(c),
             binary_role=self.config.speculative_role,
-            argv=_spec_argv(self.spec, c, self.models, self.config.generation, prompt.text),
+            argv=_spec_argv(self.config, self.spec, c, self.models, prompt.text),
             prompt_echoed=True,
             **self._base(prompt, rep),
         )

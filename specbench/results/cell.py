@@ -35,6 +35,30 @@ class Cell(BaseModel):
     ngram_size_m: int | None = None  # n-gram methods: draft length (None: llama.cpp's default)
     ngl: int | None = None  # GPU layers of `model`
     ngld: int | None = None  # GPU layers of the draft model
+    # llama.cpp options (specbench.builder.options: spellings; plan.options: config keys). None: not
+    # passed (llama.cpp's default). A draft model run alone carries its *_draft values in the plain fields.
+    flash_attn: str | None = None  # on | off | auto
+    cache_type_k: str | None = None  # KV cache types: f16, q8_0, q4_0, ...
+    cache_type_v: str | None = None
+    cache_type_k_draft: str | None = None
+    cache_type_v_draft: str | None = None
+    n_cpu_moe: int | None = None  # the first N layers' MoE experts on the CPU
+    n_cpu_moe_draft: int | None = None
+    override_tensor: str | None = None  # <tensor regex>=<buffer type>,...
+    override_tensor_draft: str | None = None
+    batch_size: int | None = None
+    ubatch_size: int | None = None
+    threads_batch: int | None = None
+    split_mode: str | None = None  # none | layer | row | tensor
+    tensor_split: str | None = None  # e.g. 3,1
+    main_gpu: int | None = None
+    device: str | None = None  # e.g. CUDA0
+    device_draft: str | None = None
+    load_mode: str | None = None  # auto | none | mmap | mlock | mmap+mlock | dio
+    kv_offload: bool | None = None
+    repack: bool | None = None
+    poll: int | None = None  # 0..100
+    args: str | None = None  # the name of a `sweep.args` set of free arguments
     runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
     parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)
     shard: str | None = None  # "i/N" of a sharded sweep (specbench.plan.shards; None: not sharded)
@@ -44,9 +68,14 @@ class Cell(BaseModel):
 
 
 CELL_FIELDS: tuple[str, ...] = tuple(Cell.model_fields)
+# The llama.cpp options among the axes: the draft's own values (``*_draft``), and the rest, which a
+# model alone runs with too (a baseline with the target's, a draft alone with the draft's).
+OPTION_FIELDS: tuple[str, ...] = CELL_FIELDS[CELL_FIELDS.index("flash_attn") : CELL_FIELDS.index("args") + 1]
+DRAFT_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f.endswith("_draft"))
+MODEL_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f not in DRAFT_OPTIONS)
 # What a speculative cell shares with the baseline it is measured against: the same target on the
-# same build, at the same GPU layers, run the same way, on the same machine (shard).
-BASELINE_FIELDS: tuple[str, ...] = ("build", "model", "ngl", "runner", "parallel", "shard")
+# same build, at the same GPU layers and options, run the same way, on the same machine (shard).
+BASELINE_FIELDS: tuple[str, ...] = ("build", "model", "ngl", *MODEL_OPTIONS, "runner", "parallel", "shard")
 MODEL_FIELDS = ("model", "draft")  # model names: identities across runs use their sha256 instead
 # Names given by one config or one sweep: identities across runs leave them out (a merged sharded
 # run compares with an unsharded one).
@@ -80,20 +109,37 @@ def baseline_of(m: Any) -> tuple:
     return ("baseline", *values(m, BASELINE_FIELDS))
 
 
+def draft_options(m: Any) -> dict[str, Any]:
+    """The options a cell's draft model runs with alone: the shared ones, and its ``*_draft`` values
+    in place of the target's (``cache_type_k`` = the cell's ``cache_type_k_draft``)."""
+    return {f: getattr(m, f"{f}_draft" if f"{f}_draft" in DRAFT_OPTIONS else f) for f in MODEL_OPTIONS}
+
+
 def draft_alone_of(m: Any) -> tuple | None:
-    """The draft-alone runs a cell's cost ratio comes from: its draft model on its build at ngld (or 0).
-    Only a draft-simple draft (method ``draft``, alone or in a ``+`` combination) runs alone: an
-    EAGLE-3 head, a DFlash drafter or an MTP sidecar needs the target's features (None)."""
+    """The draft-alone runs a cell's cost ratio comes from: its draft model on its build at ngld (or 0),
+    with the draft's options. Only a draft-simple draft (method ``draft``, alone or in a ``+``
+    combination) runs alone: an EAGLE-3 head, a DFlash drafter or an MTP sidecar needs the target's
+    features (None)."""
     if m.draft is None or "draft" not in str(m.method).split("+"):
         return None
-    return ("draft", m.build, m.draft, m.ngld or 0, m.shard)
+    return ("draft", m.build, m.draft, m.ngld or 0, *draft_options(m).values(), m.shard)
 
 
 def alone_of(m: Any) -> tuple:
     """A baseline or draft-alone sample's key, as ``baseline_of`` / ``draft_alone_of`` name it."""
     if m.role == "draft":
-        return ("draft", m.build, m.model, m.ngl or 0, m.shard)
+        return ("draft", m.build, m.model, m.ngl or 0, *values(m, MODEL_OPTIONS), m.shard)
     return baseline_of(m)
+
+
+def draft_alone_cell(m: Any, build: str | None) -> Cell:
+    """The draft model of cell ``m`` run alone on ``build``: at ngld, with the draft's options."""
+    return Cell(build=build, model=m.draft, ngl=m.ngld or 0, **draft_options(m))
+
+
+def baseline_cell(m: Any) -> Cell:
+    """The baseline of cell ``m`` as a cell of its own (its target, build, ngl and options)."""
+    return Cell(**{f: getattr(m, f) for f in BASELINE_FIELDS if f not in ("runner", "parallel")})
 
 
 def cell_dict(m: Any) -> dict[str, Any]:

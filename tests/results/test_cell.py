@@ -20,6 +20,7 @@ from specbench.results.manifest import RunFacts
 from specbench.results.records import Generation, Sample
 
 REPO = Path(__file__).resolve().parents[2]
+NO_OPTIONS = (None,) * len(cell.MODEL_OPTIONS)  # a baseline at llama.cpp's defaults
 COMMON = dict(category="chat", generation=Generation(), run_id="r", wall_s=1.0, started_at="t", status="ok")
 
 
@@ -73,7 +74,7 @@ def test_sample_keys_identities_labels_and_rounds_tell_builds_apart():
     states = cell_states(two_builds())
     assert len(states) == 4  # two speculative cells and two baselines, one of each per build
     assert {k for k in states if k[0] == "baseline"} == {
-        ("baseline", b, "smol-f32", 0, "process", 1, None) for b in "ab"
+        ("baseline", b, "smol-f32", 0, *NO_OPTIONS, "process", 1, None) for b in "ab"
     }
 
 
@@ -88,7 +89,9 @@ def test_outputs_are_checked_against_the_baseline_of_the_same_build():
 def test_the_plan_groups_cells_by_baseline_build_included():
     cells = [cell.Cell(build=b, model="t", method="draft", ngl=n) for b in ("a", "b") for n in (0, 99)]
     groups = baseline_groups(cells)
-    assert list(groups) == [("baseline", b, "t", n, "process", 1, None) for b in ("a", "b") for n in (0, 99)]
+    assert list(groups) == [
+        ("baseline", b, "t", n, *NO_OPTIONS, "process", 1, None) for b in ("a", "b") for n in (0, 99)
+    ]
 
 
 def test_an_axis_added_in_one_place_reaches_everything(tmp_path):

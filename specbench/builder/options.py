@@ -1,0 +1,188 @@
+"""The llama.cpp options a user tunes (flash attention, KV cache types, MoE offload, batch sizes,
+devices, ...): how each is spelled, declared once, and read from a binary's ``--help``.
+
+Each option has a specbench key named as llama-bench names its test parameter (``flash_attn``,
+``cache_type_k``, ``n_cpu_moe``, ...). The probe records, per binary, the spelling the binary has
+(``OptionFlag``); ``option_argv`` turns a value into that binary's arguments, and refuses a value
+the binary cannot take (an older build without the option, a cache type it does not list).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Kind = Literal["value", "tristate", "toggle", "load_mode"]
+
+
+@dataclass(frozen=True)
+class LlamaOption:
+    """One option: its key, its spellings newest first (``off``: the negative switch of a toggle),
+    llama-bench's spelling, and the key of the draft's own value (``cache_type_k`` -> ``_draft``)."""
+
+    key: str
+    spellings: tuple[str, ...]
+    kind: Kind = "value"
+    off: tuple[str, ...] = ()
+    bench: str | None = None  # llama-bench's test parameter (None: it has none)
+    draft: bool = False  # the draft model's value (the speculative binaries' -ctkd, -devd, ...)
+
+
+OPTIONS: tuple[LlamaOption, ...] = (  # fmt: skip
+    LlamaOption("flash_attn", ("-fa", "--flash-attn"), "tristate", bench="-fa"),
+    LlamaOption("cache_type_k", ("-ctk", "--cache-type-k"), bench="-ctk"),
+    LlamaOption("cache_type_v", ("-ctv", "--cache-type-v"), bench="-ctv"),
+    LlamaOption("cache_type_k_draft", ("--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"), draft=True),
+    LlamaOption("cache_type_v_draft", ("--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"), draft=True),
+    LlamaOption("n_cpu_moe", ("-ncmoe", "--n-cpu-moe"), bench="-ncmoe"),
+    LlamaOption("n_cpu_moe_draft", ("--spec-draft-n-cpu-moe", "-ncmoed", "--n-cpu-moe-draft"), draft=True),
+    LlamaOption("override_tensor", ("-ot", "--override-tensor"), bench="-ot"),
+    LlamaOption(
+        "override_tensor_draft",
+        ("--spec-draft-override-tensor", "-otd", "--override-tensor-draft"),
+        draft=True,
+    ),
+    LlamaOption("batch_size", ("-b", "--batch-size"), bench="-b"),
+    LlamaOption("ubatch_size", ("-ub", "--ubatch-size"), bench="-ub"),
+    LlamaOption("threads_batch", ("-tb", "--threads-batch")),
+    LlamaOption("split_mode", ("-sm", "--split-mode"), bench="-sm"),
+    LlamaOption("tensor_split", ("-ts", "--tensor-split"), bench="-ts"),
+    LlamaOption("main_gpu", ("-mg", "--main-gpu"), bench="-mg"),
+    LlamaOption("device", ("-dev", "--device"), bench="-dev"),
+    LlamaOption("device_draft", ("--spec-draft-device", "-devd", "--device-draft"), draft=True),
+    LlamaOption("load_mode", ("-lm", "--load-mode"), "load_mode", bench="-lm"),
+    LlamaOption(
+        "kv_offload", ("-kvo", "--kv-offload"), "toggle", off=("-nkvo", "--no-kv-offload"), bench="-nkvo"
+    ),
+    LlamaOption("repack", ("--repack",), "toggle", off=("-nr", "--no-repack"), bench="--repack"),
+    LlamaOption("poll", ("--poll",), bench="--poll"),
+)
+BY_KEY = {o.key: o for o in OPTIONS}
+# The draft's own value of a target option (its counterpart for a draft model run alone).
+DRAFT_KEYS: dict[str, str] = {o.key: f"{o.key}_draft" for o in OPTIONS if f"{o.key}_draft" in BY_KEY}
+LOAD_MODES = ("auto", "none", "mmap", "mlock", "mmap+mlock", "dio")
+# Before -lm (2026), loading was two switches: each mode as those switches (None: no such mode).
+_OLD_LOAD = {"auto": [], "mmap": [], "none": ["--no-mmap"], "mlock": ["--no-mmap", "--mlock"],
+             "mmap+mlock": ["--mlock"], "dio": None}  # fmt: skip
+
+
+class OptionFlag(BaseModel):
+    """How one binary spells one option: the switch or value option, and what its help lists."""
+
+    flag: str  # the spelling to pass (e.g. -fa); for a toggle, its positive switch or ""
+    off: str | None = None  # a toggle's negative switch (-nkvo)
+    takes_value: bool = True  # False: an old on-only switch (-fa before it took on|off|auto)
+    values: list[str] = Field(default_factory=list)  # values the help lists (cache types, split modes)
+    old_load: list[str] = Field(default_factory=list)  # --no-mmap / --mlock (builds without -lm)
+
+
+def _listed(description: str) -> list[str]:
+    """``allowed values: f32, f16, q8_0`` or ``{none,layer,row}`` / ``[on|off|auto]`` in a help entry."""
+    m = re.search(r"allowed values:\s*([\w.+-]+(?:,\s*[\w.+-]+)+)", description)
+    if m:
+        return [v.strip() for v in m.group(1).split(",")]
+    return []
+
+
+def _metavar_values(metavar: str) -> list[str]:
+    parts = [v for v in re.split(r"[|,/]", metavar.strip("[]{}<>()")) if v]
+    return parts if len(parts) > 1 and all(re.match(r"^[\w.+-]+$", v) for v in parts) else []
+
+
+def probe_options(usable: dict) -> dict[str, OptionFlag]:
+    """Each option's spelling in one binary (``usable``: help entries by name, removed ones left out)."""
+    found: dict[str, OptionFlag] = {}
+    for opt in OPTIONS:
+        name = next((s for s in opt.spellings if s in usable), None)
+        off = next((s for s in opt.off if s in usable), None)
+        if opt.kind == "load_mode" and name is None:
+            old = [s for s in ("--no-mmap", "--mlock") if s in usable]
+            if old:
+                found[opt.key] = OptionFlag(flag="", takes_value=False, old_load=old)
+            continue
+        if name is None and off is None:
+            continue
+        entry = usable[name] if name else usable[off]
+        values = _listed(" ".join(entry.description)) or _metavar_values(entry.metavar)
+        takes = bool(entry.metavar) and opt.kind != "toggle"
+        found[opt.key] = OptionFlag(flag=name or "", off=off, takes_value=takes, values=values)
+    return found
+
+
+class OptionError(ValueError):
+    """A value the binary cannot take; the message names the flag and what to do."""
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def option_argv(spelling: dict[str, OptionFlag] | None, key: str, value: object, binary: str) -> list[str]:
+    """The arguments that give ``key`` the value ``value`` in a binary that spells its options as
+    ``spelling`` (its probed --help); OptionError when it cannot."""
+    if value is None:
+        return []
+    opt = BY_KEY[key]
+    flag = (spelling or {}).get(key)
+    if flag is None:
+        raise OptionError(f"{binary} of this build has no option for {key} ({opt.spellings[0]}); "
+                          f"remove {key} from the config or build a newer llama.cpp")  # fmt: skip
+    if opt.kind == "toggle":
+        if value:
+            return [flag.flag] if flag.flag else []  # on is every build's default when only -nkvo exists
+        if not flag.off:
+            raise OptionError(f"{binary} of this build cannot turn {key} off (no {opt.off[0]})")
+        return [flag.off]
+    if opt.kind == "load_mode" and not flag.flag:
+        old = _OLD_LOAD.get(str(value))
+        if old is None or any(s not in flag.old_load for s in old):
+            raise OptionError(f"{binary} of this build has no -lm/--load-mode, and load_mode {value} has no "
+                              f"older spelling; use one of auto, none, mmap, mlock, mmap+mlock")  # fmt: skip
+        return old
+    text = _text(value)
+    if opt.kind == "tristate" and not flag.takes_value:  # an old on-only switch
+        if text == "on":
+            return [flag.flag]
+        if text == "off":
+            return []
+        raise OptionError(f"{binary} of this build takes {flag.flag} as a switch (on or off), not {text}")
+    if flag.values and text not in flag.values and key.startswith(("cache_type", "split_mode", "flash")):
+        raise OptionError(f"{key}: {binary} of this build does not take {text!r} (it lists: "
+                          f"{', '.join(flag.values)})")  # fmt: skip
+    return [flag.flag, text]
+
+
+def bench_argv(spelling: dict[str, OptionFlag] | None, values: dict[str, object]) -> list[str]:
+    """The same options as llama-bench test parameters (its own spellings: -fa on|off or 0|1,
+    -nkvo 0|1, --repack 0|1, several tensor splits and overrides with ``/`` and ``;``)."""
+    argv: list[str] = []
+    for key, value in values.items():
+        opt = BY_KEY[key]
+        if value is None or opt.draft:
+            continue
+        if opt.bench is None:
+            raise OptionError(f"llama-bench has no test parameter for {key}; tune cannot calibrate with it")
+        flag = (spelling or {}).get(key)
+        if flag is None:
+            raise OptionError(f"llama-bench of this build has no {opt.bench}; tune cannot calibrate {key}")
+        if opt.kind == "tristate":
+            text = _text(value)
+            if not any(v in flag.values for v in ("on", "auto")):  # an older llama-bench: -fa 0|1
+                text = {"on": "1", "off": "0"}.get(text, text)
+            argv += [flag.flag, text]
+        elif key == "kv_offload":
+            argv += [flag.off or flag.flag, "0" if value else "1"]
+        elif key == "repack":
+            argv += [flag.flag, "1" if value else "0"]
+        elif key == "tensor_split" or key == "device":
+            argv += [flag.flag, str(value).replace(",", "/")]
+        elif key == "override_tensor":
+            argv += [flag.flag, str(value).replace(",", ";")]
+        else:
+            argv += [flag.flag, _text(value)]
+    return argv

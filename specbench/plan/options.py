@@ -1,0 +1,226 @@
+"""The config keys of the llama.cpp options a user tunes, and free arguments.
+
+Each option (``specbench.builder.options``: how every binary spells it) is a key of the whole
+config, of a pair (which pins it for that pair) and a ``sweep:`` axis with several values; the
+names and value spellings are llama-bench's. ``args:`` passes arguments specbench has no key for,
+to every llama.cpp invocation (whole config, pair, build), and ``sweep.args`` is an axis of named
+argument sets. An argument specbench sets itself is refused with the key to use instead.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
+
+from specbench.builder.options import BY_KEY
+from specbench.plan.prompts import NAME_PATTERN
+
+# llama.cpp's KV cache types (common/arg.cpp kv_cache_types); a build's --help may list fewer.
+CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+LOAD_MODES = ("auto", "none", "mmap", "mlock", "mmap+mlock", "dio")
+
+# Flags specbench sets itself, by every spelling llama.cpp has had, with the key that sets them.
+RESERVED: dict[str, str] = {
+    **dict.fromkeys(("-m", "--model", "-hf", "--hf-repo", "-mu", "--model-url"), "models and pairs.*.target"),
+    **dict.fromkeys(("-md", "--model-draft", "--spec-draft-model", "-hfd", "--hf-repo-draft"),
+                    "pairs.*.draft"),
+    **dict.fromkeys(("-n", "--n-predict", "--predict"), "generation.n_predict"),
+    **dict.fromkeys(("-p", "--prompt", "-f", "--file", "-sys", "--system-prompt"), "prompts"),
+    **dict.fromkeys(("--port", "--host"), "nothing (specbench picks the server's address)"),
+    **dict.fromkeys(("-c", "--ctx-size"), "generation.ctx_size"),
+    **dict.fromkeys(("-t", "--threads"), "generation.threads"),
+    **dict.fromkeys(("-s", "--seed"), "generation.seed"),
+    **dict.fromkeys(("--temp", "--temperature"), "generation.temperature"),
+    **dict.fromkeys(("--top-k",), "generation.top_k"),
+    **dict.fromkeys(("-ngl", "--gpu-layers", "--n-gpu-layers"), "sweep.ngl"),
+    **dict.fromkeys(("-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"),
+                    "sweep.ngld"),
+    **dict.fromkeys(("--draft", "--draft-n", "--draft-max", "--spec-draft-n-max"), "sweep.draft_max"),
+    **dict.fromkeys(("--draft-min", "--draft-n-min", "--spec-draft-n-min"), "sweep.draft_min"),
+    **dict.fromkeys(("--draft-p-min", "--spec-draft-p-min"), "sweep.p_min"),
+    **dict.fromkeys(("--spec-type",), "sweep.method"),
+    **dict.fromkeys(("--spec-synth-len",), "sweep.synth_len"),
+    **dict.fromkeys(("-np", "--parallel"), "sweep.parallel"),
+    **dict.fromkeys(("--cache-ram", "-cram", "--metrics", "--no-cache-prompt", "--cache-prompt"),
+                    "nothing (the server runner sets it to measure each request alone)"),
+    **dict.fromkeys(("-no-cnv", "--no-conversation", "-cnv", "--conversation", "--no-display-prompt",
+                     "--no-escape", "-e", "--escape"),
+                    "nothing (specbench sets it so the output can be read)"),
+}  # fmt: skip
+
+
+def _on_off(v: Any) -> Any:
+    """YAML reads on/off as booleans: ``flash_attn: on`` is the string llama.cpp takes."""
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, str) and v.lower() in ("on", "off", "auto"):
+        return v.lower()
+    raise ValueError(f"must be on, off or auto (got {v!r})")
+
+
+def _switch(v: Any) -> Any:
+    if isinstance(v, str) and v.lower() in ("on", "off", "true", "false", "yes", "no"):
+        return v.lower() in ("on", "true", "yes")
+    if not isinstance(v, bool):
+        raise ValueError(f"must be on or off (got {v!r})")
+    return v
+
+
+def _cache_type(v: Any) -> Any:
+    if not isinstance(v, str) or v.lower() not in CACHE_TYPES:
+        raise ValueError(f"unknown cache type {v!r} (llama.cpp takes: {', '.join(CACHE_TYPES)})")
+    return v.lower()
+
+
+def _joined(sep: str):
+    """A list (of patterns, devices or proportions) as llama.cpp's one comma-separated value."""
+
+    def join(v: Any) -> Any:
+        if isinstance(v, list):
+            if not v or any(isinstance(x, (bool, dict, list)) or x is None for x in v):
+                raise ValueError("must be a text or a non-empty list of texts or numbers")
+            return sep.join(f"{x:g}" if isinstance(x, float) else str(x) for x in v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return f"{v:g}"
+        return v
+
+    return join
+
+
+def _arg(v: Any) -> Any:
+    if not isinstance(v, str):
+        if isinstance(v, bool):  # YAML read on/off/yes/no/true/false as a boolean
+            raise ValueError(f"must be a string, not {str(v).lower()}; quote it ('on', 'off', ...) so YAML "
+                             "keeps it as text")  # fmt: skip
+        raise ValueError(f"must be a string, not {v!r}; quote it ('{v}') so YAML keeps it as text")
+    return v
+
+
+FlashAttn = Annotated[Literal["on", "off", "auto"], BeforeValidator(_on_off)]
+Switch = Annotated[bool, BeforeValidator(_switch)]
+CacheType = Annotated[str, BeforeValidator(_cache_type)]
+Joined = Annotated[str, BeforeValidator(_joined(",")), Field(min_length=1)]
+Arg = Annotated[str, BeforeValidator(_arg)]
+Count = Annotated[int, Field(ge=0)]
+Positive = Annotated[int, Field(ge=1)]
+
+# key -> (type, description): the one list of the option keys (a scalar here, a list in sweep:)
+OPTION_KEYS: dict[str, tuple[Any, str]] = {
+    "flash_attn": (FlashAttn, "Flash attention: on, off or auto (llama.cpp -fa)."),
+    "cache_type_k": (CacheType, "KV cache type of K, e.g. f16, q8_0, q4_0 (-ctk)."),
+    "cache_type_v": (CacheType, "KV cache type of V (-ctv; a quantized V needs flash_attn on)."),
+    "cache_type_k_draft": (CacheType, "The draft model's KV cache type of K (-ctkd)."),
+    "cache_type_v_draft": (CacheType, "The draft model's KV cache type of V (-ctvd)."),
+    "n_cpu_moe": (Count, "Keep the MoE experts of the target's first N layers on the CPU (-ncmoe)."),
+    "n_cpu_moe_draft": (Count, "Keep the MoE experts of the draft's first N layers on the CPU (-ncmoed)."),
+    "override_tensor": (Joined, "Tensor buffer overrides of the target, e.g. exps=CPU (-ot)."),
+    "override_tensor_draft": (Joined, "Tensor buffer overrides of the draft model (-otd)."),
+    "batch_size": (Positive, "Logical batch size (-b)."),
+    "ubatch_size": (Positive, "Physical batch size (-ub)."),
+    "threads_batch": (Positive, "Threads for prompt and batch processing (-tb)."),
+    "split_mode": (Literal["none", "layer", "row", "tensor"], "How to split the model over GPUs (-sm)."),
+    "tensor_split": (Joined, "Share of the model per GPU, e.g. 3,1 (-ts)."),
+    "main_gpu": (Count, "The GPU for the whole model or its intermediate results (-mg)."),
+    "device": (Joined, "Devices of the target, e.g. CUDA0 or CUDA0,CUDA1 (-dev)."),
+    "device_draft": (Joined, "Devices of the draft model (-devd)."),
+    "load_mode": (Literal[LOAD_MODES], "Model loading: auto, none, mmap, mlock, mmap+mlock or dio (-lm)."),
+    "kv_offload": (Switch, "KV cache on the GPU: on (llama.cpp's default) or off (-nkvo)."),
+    "repack": (Switch, "Weight repacking for the CPU: on (default) or off (--no-repack)."),
+    "poll": (Annotated[int, Field(ge=0, le=100)], "Polling level while waiting for work, 0-100 (--poll)."),
+}
+ARGS_DESCRIPTION = "Extra arguments for every llama.cpp invocation (for what has no key); one string each."
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _scalar_fields() -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        key: (kind | None, Field(default=None, description=desc)) for key, (kind, desc) in OPTION_KEYS.items()
+    }
+    fields["args"] = (list[Arg], Field(default_factory=list, description=ARGS_DESCRIPTION))
+    return fields
+
+
+# The option keys once (the whole config, or a pair: a pair's value pins the key for that pair).
+OptionValues = create_model(
+    "OptionValues", __base__=_Strict, __doc__="llama.cpp options set once.", **_scalar_fields()
+)
+
+
+class NamedArgs(_Strict):
+    """One value of the ``sweep.args`` axis: a name (the cell's label) and its arguments."""
+
+    label: str = Field(pattern=NAME_PATTERN, description="The set's name, shown in the report's args column.")
+    args: list[Arg] = Field(min_length=1, description="The set's extra llama.cpp arguments, one string each.")
+
+
+def _sweep_fields() -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        key: (list[kind], Field(default_factory=list, description=f"Sweep axis (one cell per value): {desc}"))
+        for key, (kind, desc) in OPTION_KEYS.items()
+    }
+    fields["args"] = (
+        list[NamedArgs],
+        Field(default_factory=list, description="Sweep axis of named argument sets: [{label, args}, ...]."),
+    )
+    return fields
+
+
+def _unique_options(cls: type, v: list) -> list:
+    keys = [x.label if isinstance(x, NamedArgs) else x for x in v]
+    dupes = sorted({str(x) for x in keys if keys.count(x) > 1})
+    if dupes:
+        raise ValueError(f"lists {', '.join(dupes)} more than once")
+    return v
+
+
+SweepOptions = create_model(
+    "SweepOptions",
+    __base__=_Strict,
+    __doc__="llama.cpp options swept: [] is not swept.",
+    __validators__={"unique_options": field_validator(*OPTION_KEYS, "args")(_unique_options)},
+    **_sweep_fields(),
+)
+
+
+def flag_name(arg: str) -> str:
+    """``--flag=value`` -> ``--flag``."""
+    return arg.split("=", 1)[0]
+
+
+def check_args(args: list[str], where: str, keys_set: set[str]) -> None:
+    """Refuse an argument specbench sets itself, or one of an option key the config sets."""
+    spelled = {s: key for key, o in BY_KEY.items() for s in (*o.spellings, *o.off)}
+    for i, arg in enumerate(args):
+        if not arg.startswith("-") or arg.lstrip("-")[:1].isdigit():
+            continue  # a value, or a negative number
+        name = flag_name(arg)
+        if name in RESERVED:
+            raise ValueError(f"{where}[{i}]: {name} is set by specbench; use {RESERVED[name]} instead")
+        key = spelled.get(name)
+        if key is not None and key in keys_set:
+            raise ValueError(f"{where}[{i}]: {name} is also set by the key {key}; give it once, as {key}")
+
+
+def keys_set(config: Any) -> set[str]:
+    """The option keys the config gives a value anywhere (whole config, a pair, the sweep)."""
+    out = {k for k in OPTION_KEYS if getattr(config, k) is not None or getattr(config.sweep, k)}
+    return out | {k for p in config.pairs.values() for k in OPTION_KEYS if getattr(p, k) is not None}
+
+
+def check_options(config: Any) -> None:
+    """A key set once and swept is ambiguous; free arguments must not collide (see ``check_args``)."""
+    for key in OPTION_KEYS:
+        if getattr(config, key) is not None and getattr(config.sweep, key):
+            raise ValueError(f"{key} is set for the whole config and swept (sweep.{key}); keep one of them")
+    given = keys_set(config)
+    check_args(config.args, "args", given)
+    for name, pair in config.pairs.items():
+        check_args(pair.args, f"pairs.{name}.args", given)
+    for i, build in enumerate(config.builds):
+        check_args(build.args, f"llama_cpp[{i}].args" if len(config.builds) > 1 else "llama_cpp.args", given)
+    for i, named in enumerate(config.sweep.args):
+        check_args(named.args, f"sweep.args[{i}].args", given)
