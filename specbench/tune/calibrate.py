@@ -80,14 +80,17 @@ def costs_from_entries(model: str, sha256: str | None, ngl: int, entries: list[B
 
 
 def bench_argv(
-    build: BuildInfo, model_path: str, ks: list[int], depth: int, threads: int | None, ngl: int, reps: int
-) -> list[str]:
+    build: BuildInfo, model_path: str, ks: list[int], depth: int, threads: int | None, ngl: int, reps: int,
+    options: list[str] = (),
+) -> list[str]:  # fmt: skip
+    """llama-bench over passes of ``ks`` tokens at ``depth``; ``options``: the run's llama.cpp options in
+    llama-bench's spelling (``specbench.builder.options.bench_argv``), so it times the same setting."""
     argv = [build.binary("bench").path, "-m", model_path, "-p", ",".join(map(str, ks)),
             "-n", str(DECODE_TOKENS), "-d", str(depth), "-r", str(reps),
             "-ngl", str(ngl), "-o", "json"]  # fmt: skip
     if threads is not None:
         argv += ["-t", str(threads)]
-    return argv
+    return argv + list(options)
 
 
 class CachedCosts(BaseModel):
@@ -101,12 +104,21 @@ class CachedCosts(BaseModel):
     repetitions: int
     measured_at: str
     costs: PassCosts
+    options: list[str] = []  # llama-bench's arguments for the run's llama.cpp options (flash_attn, ...)
 
 
-def _cache_file(build: BuildInfo | str, sha: str | None, threads: int | None, ngl: int, depth: int) -> Path:
+def _cache_file(
+    build: BuildInfo | str,
+    sha: str | None,
+    threads: int | None,
+    ngl: int,
+    depth: int,
+    options: list[str] = (),
+) -> Path:
     key = build if isinstance(build, str) else build.key
+    opts = f"|o{' '.join(options)}" if options else ""  # without options: the digests of older entries
     digest = hashlib.sha256(
-        f"{key}|{sha}|t{threads}|ngl{ngl}|d{depth}|tg{DECODE_TOKENS}".encode()
+        f"{key}|{sha}|t{threads}|ngl{ngl}|d{depth}|tg{DECODE_TOKENS}{opts}".encode()
     ).hexdigest()
     return paths.calibration_dir() / f"{digest[:16]}.json"
 
@@ -122,16 +134,18 @@ def _read_cached(path: Path) -> CachedCosts | None:
 
 
 def cached_costs(
-    build: str, sha256: str | None, threads: int | None, ngl: int, depth: int, depth_tolerance: float = 0.0
-) -> CachedCosts | None:
+    build: str, sha256: str | None, threads: int | None, ngl: int, depth: int, depth_tolerance: float = 0.0,
+    options: list[str] = (),
+) -> CachedCosts | None:  # fmt: skip
     """The cached costs of a model at ``depth``; with ``depth_tolerance`` (a fraction) the entry of the
     nearest depth within it (a run's prompts fill the KV cache about as deep as tune's)."""
-    exact = _read_cached(_cache_file(build, sha256, threads, ngl, depth))
+    exact = _read_cached(_cache_file(build, sha256, threads, ngl, depth, options))
     if exact is not None or depth_tolerance <= 0:
         return exact
     folder = paths.calibration_dir()
     near = [e for f in sorted(folder.glob("*.json")) if (e := _read_cached(f)) is not None
             and (e.build, e.sha256, e.threads, e.ngl) == (build, sha256, threads, ngl)
+            and e.options == list(options)
             and abs(e.depth - depth) <= depth_tolerance * max(depth, 1)]  # fmt: skip
     return min(near, key=lambda e: abs(e.depth - depth), default=None)
 
@@ -150,16 +164,17 @@ def measure_model(
     timeout_s: float = 600,
     use_cache: bool = True,
     limit: str | None = None,
+    options: list[str] = (),
 ) -> tuple[CachedCosts, bool]:
     """One model's pass costs, and whether they came from the cache: they do when it holds this build,
     model, threads, ngl and depth with every k of ``ks``; else they are measured now and not stored
     (``store`` does that, once the caller knows the machine was quiet). ``limit``: what sets
     ``timeout_s``, for the message when llama-bench runs past it."""
     if use_cache:
-        hit = cached_costs(build.key, sha256, threads, ngl, depth)
+        hit = cached_costs(build.key, sha256, threads, ngl, depth, options=options)
         if hit is not None and set(ks) <= set(hit.costs.pass_s):
             return hit.model_copy(update={"costs": hit.costs.model_copy(update={"model": name})}), True
-    argv = bench_argv(build, path, ks, depth, threads, ngl, reps)
+    argv = bench_argv(build, path, ks, depth, threads, ngl, reps, options)
     at = now_iso()
     try:
         proc = subprocess.run(
@@ -176,7 +191,7 @@ def measure_model(
         raise RunError(f"llama-bench on {name} failed (exit {proc.returncode}): {last[0]}")
     costs = costs_from_entries(name, sha256, ngl, parse_bench_json(proc.stdout))
     entry = CachedCosts(build=build.key, sha256=sha256, threads=threads, ngl=ngl, depth=depth,
-                        repetitions=reps, measured_at=at, costs=costs)  # fmt: skip
+                        repetitions=reps, measured_at=at, costs=costs, options=list(options))  # fmt: skip
     return entry, False
 
 
@@ -186,7 +201,7 @@ class CalibrationTimeout(RunError):
 
 def store(entry: CachedCosts) -> None:
     """Write one model's costs to the cache (atomically: a crash leaves the old entry or none)."""
-    cache = _cache_file(entry.build, entry.sha256, entry.threads, entry.ngl, entry.depth)
+    cache = _cache_file(entry.build, entry.sha256, entry.threads, entry.ngl, entry.depth, entry.options)
     write_atomic(cache, entry.model_dump_json())
 
 
@@ -203,7 +218,7 @@ class Calibrated:
 
 def calibrate(
     build: BuildInfo,
-    models: list[tuple[str, str, str | None, int]],
+    models: list[tuple],
     *,
     max_draft: int,
     depth: int,
@@ -213,21 +228,22 @@ def calibrate(
     timeout_s: float = 600,
     limit: str | None = None,
 ) -> Calibrated:
-    """Pass costs of each (name, path, sha256, ngl) at ``depth``, the k's of ``level`` up to
-    max_draft+1, all of it within ``timeout_s`` (``limit``: what set it, for the message)."""
+    """Pass costs of each (name, path, sha256, ngl[, llama-bench options]) at ``depth``, the k's of
+    ``level`` up to max_draft+1, all of it within ``timeout_s`` (``limit``: what set it, for the message)."""
     import time
 
     ks = pass_sizes(max_draft, level)
     deadline = time.monotonic() + timeout_s
     entries = []
-    for name, path, sha, ngl in models:
+    for name, path, sha, ngl, *rest in models:
+        options = rest[0] if rest else []
         left = deadline - time.monotonic()
         if left <= 0:
             raise CalibrationTimeout(
                 f"calibration ran past {timeout_s:.0f} s before {name} ({limit or 'its limit'})"
             )
         entries.append(measure_model(build, name, path, sha, ks=ks, depth=depth, threads=threads, ngl=ngl,
-                                     reps=reps, timeout_s=left, limit=limit))  # fmt: skip
+                                     reps=reps, timeout_s=left, limit=limit, options=options))  # fmt: skip
     fresh = [e for e, hit in entries if not hit]
     cal = Calibration(
         build=build.key, threads=threads, depth=depth, repetitions=min(e.repetitions for e, _ in entries),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from specbench.execute import benchmark
-from specbench.plan.cells import speculative_flags
+from specbench.plan.cells import free_args, option_axes, option_flags, speculative_flags
 from specbench.plan.config import Config
 from specbench.results.cell import Cell
 from specbench.tune.candidates import Setting
@@ -15,8 +15,9 @@ def with_placeholder(argv: list[str], prompt: str) -> str:
     return shlex.join(["PROMPT" if a == prompt else a for a in argv]).replace("PROMPT", '"$PROMPT"')
 
 
-def server_command(prepared: benchmark.Prepared, base: Config, s: Setting, target: str, draft: str) -> str:
-    """llama-server with the same models and settings (its flag spellings come from its --help)."""
+def server_command(prepared: benchmark.Prepared, base: Config, s: Setting, pair: str) -> str:
+    """llama-server with the same models, settings and llama.cpp options (spelled as its --help does)."""
+    target, draft = base.pairs[pair].target, base.pairs[pair].draft
     server = prepared.build.binaries.get("server")
     spec = prepared.build.binary(base.speculative_role)
     f = server.flags if server is not None and server.flags.draft_max else spec.flags
@@ -26,5 +27,8 @@ def server_command(prepared: benchmark.Prepared, base: Config, s: Setting, targe
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
     cell = Cell(model=target, draft=draft, method=s.method, draft_max=s.draft_max, draft_min=s.draft_min,
-                p_min=s.p_min, ngl=s.ngl, ngld=s.ngld)  # fmt: skip
-    return shlex.join(argv + speculative_flags(f, cell, str(prepared.models[draft].path)))
+                p_min=s.p_min, ngl=s.ngl, ngld=s.ngld, **option_axes(base, pair, [])[0])  # fmt: skip
+    argv += speculative_flags(f, cell, str(prepared.models[draft].path))
+    if server is not None:
+        argv += option_flags(server, cell, free_args(base, cell))
+    return shlex.join(argv)

@@ -33,7 +33,7 @@ from specbench.analysis.cells import ALL, ReportRow
 from specbench.analysis.report import aggregate
 from specbench.analysis.speedmodel import diagnose
 from specbench.base import interrupts
-from specbench.base.errors import ConfigError, RunError, SpecbenchError
+from specbench.base.errors import RunError, SpecbenchError
 from specbench.base.paths import remove_empty
 from specbench.builder import noise
 from specbench.execute import benchmark
@@ -64,6 +64,7 @@ from specbench.tune.calibrate import Calibrated, CalibrationTimeout, calibrate, 
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
 from specbench.tune.commands import server_command, with_placeholder
 from specbench.tune.drift import BaselineDrift, record_and_compare
+from specbench.tune.setup import bench_options, choose_options, option_combinations, pick_pair, tune_config
 
 MAX_DRAFT = 32
 PROBE_DRAFT = 8
@@ -91,58 +92,6 @@ class TuneResult:
     history_notes: list[str] = field(default_factory=list)  # what recording in history left out or why not
 
 
-def _needed_models(config: Config, names: list[str]) -> dict:
-    """The pair's models and whatever they are derived from."""
-    keep: dict = {}
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        if name in keep:
-            continue
-        spec = config.models[name]
-        keep[name] = spec
-        if spec.derive is not None:
-            todo.append(spec.derive.from_)
-    return {n: config.models[n] for n in config.models if n in keep}
-
-
-def pick_pair(config: Config, pair: str | None) -> str:
-    drafts = [n for n, p in config.pairs.items() if p.draft is not None]
-    if pair is None:
-        if not drafts:
-            raise ConfigError("tune needs a pair with a draft model; this config has only n-gram pairs")
-        return drafts[0]
-    if pair not in config.pairs:
-        raise ConfigError(f"--pair {pair}: no such pair (pairs: {', '.join(config.pairs)})")
-    if config.pairs[pair].draft is None:
-        raise ConfigError(
-            f"--pair {pair}: it has no draft model to tune (pairs with one: {', '.join(drafts)})"
-        )
-    return pair
-
-
-def tune_config(config: Config, pair: str) -> Config:
-    """The config the rounds derive from: one pair, its models, the draft method only."""
-    if len(config.builds) > 1:
-        raise ConfigError(
-            f"tune tunes one llama.cpp build, and the config lists {len(config.builds)} "
-            f"({', '.join(str(b.label) for b in config.builds)}); keep one in llama_cpp (or use "
-            "--set 'llama_cpp={backend: ...}')"
-        )
-    p = config.pairs[pair]
-    sweep = config.sweep.model_copy(
-        update={"method": ["draft"], "ngl": config.sweep.ngl[:1], "parallel": config.sweep.parallel[:1]}
-    )
-    return config.model_copy(
-        update={
-            "pairs": {pair: p},
-            "models": _needed_models(config, [p.target, p.draft]),
-            "sweep": sweep,
-            "name": f"{config.name}-tune",
-        }  # fmt: skip
-    )
-
-
 def _round_config(base: Config, settings: list[Setting], reps: int, warmup: int) -> Config:
     sweep = base.sweep.model_copy(
         update={
@@ -168,8 +117,10 @@ def _invocations(cfg: Config, prepared: benchmark.Prepared, settings: list[Setti
     ])  # fmt: skip
 
 
-def _rows(run_dir: Path) -> dict[tuple, ReportRow]:
-    rows = [r for r in aggregate([run_dir]) if r.category == ALL and r.method == "draft"]
+def _rows(run_dir: Path, combo: dict | None = None) -> dict[tuple, ReportRow]:
+    """The draft rows of the run by setting (``combo``: only those of these llama.cpp options)."""
+    rows = [r for r in aggregate([run_dir]) if r.category == ALL and r.method == "draft"
+            and all(getattr(r, k) == v for k, v in (combo or {}).items())]  # fmt: skip
     return {Setting.of(r).key(): r for r in rows}
 
 
@@ -306,6 +257,12 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
 
     _look(manifest, "before")  # the CLI prints what the noise check found (manifest.noise) at the end
     probed = ", ".join(st.label() for st in probe)
+    if len(combos := option_combinations(base, pair)) > 1:  # llama.cpp options first (tune.setup)
+        note(f"options: baseline and {probed} for each of {len(combos)} combinations of llama.cpp options")
+        measure(probe, first_round=True)
+        base, choice = choose_options(base, pair, run_dir)
+        rounds.clear()
+        note("options: chose " + " ".join(f"{k}={v}" for k, v in choice.items()) + " (fastest spec t/s)")
     note(f"probe: baseline and {probed} over {len(prompts)} prompt(s)")
     measure(probe, first_round=True, only=[prompts[0].id])
     if not any(s.valid for s in load_samples(run_dir)):  # not one sample: no budget to plan from either
@@ -317,7 +274,8 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
     if len(prompts) > 1:
         measure(probe, only=[q.id for q in prompts[1:]])
     depth = kv_depth(run_dir, base.generation.n_predict)
-    rows = _rows(run_dir)
+    combo = option_combinations(base, pair)[0]
+    rows = _rows(run_dir, combo)
     if not any(r.speedup is not None for r in rows.values()):
         raise RunError(nothing_measured(run_dir))  # before calibrating: there is nothing to tune
     note(f"calibrate: llama-bench passes of {len(pass_sizes(max_draft, plan.level))} sizes up to "
@@ -342,8 +300,9 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
             f"--budget {clock.budget_s:g} is spent before calibration ({so_far:.0f} s so far): give --budget "
             f"{least} or more"
         )
-    bench = [(p.target, str(tm.path), getattr(tm, "sha256", None), ngl)]
-    bench += [(p.draft, str(dm.path), getattr(dm, "sha256", None), nd) for nd in ngld_values]
+    opts_t, opts_d = bench_options(base, pair, prepared.build)  # llama-bench times the same options
+    bench = [(p.target, str(tm.path), getattr(tm, "sha256", None), ngl, opts_t)]
+    bench += [(p.draft, str(dm.path), getattr(dm, "sha256", None), nd, opts_d) for nd in ngld_values]
     try:
         calibrated = calibrate(
             prepared.build, bench, max_draft=max_draft, depth=depth, threads=base.generation.threads,
@@ -370,7 +329,7 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
     cands = {s.key(): Candidate(s) for s in every}
 
     def update() -> None:
-        rows.update(_rows(run_dir))
+        rows.update(_rows(run_dir, combo))
         measured = [r for r in rows.values() if r.tokens_per_pass is not None]
         bases = [r.baseline_tps for r in measured if r.baseline_tps]
         result.baseline_tps = sum(bases) / len(bases) if bases else None
@@ -416,7 +375,7 @@ def _finish(result: TuneResult, base: Config, prepared: benchmark.Prepared, cand
     plan = _invocations(cfg, prepared, [best.setting])
     spec = next(i for i in plan.invocations if i.role == "speculative")
     result.command = with_placeholder(spec.argv, spec.prompt_text)
-    result.server_command = server_command(prepared, base, best.setting, p.target, p.draft)
+    result.server_command = server_command(prepared, base, best.setting, result.pair)
     if best.speedup <= 1.0:
         target, draft = cal.costs(p.target, ngl), cal.costs(p.draft, best.setting.ngld)
         top = max(cands.values(), key=lambda c: c.model_speedup or 0)

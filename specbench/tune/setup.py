@@ -1,0 +1,113 @@
+"""The config tune derives from: one pair, its models, the draft method; and the llama.cpp options
+(flash_attn, cache types, ...) it chooses when the config sweeps several values of them.
+
+Options change the baseline as much as the speculative runs, so they are chosen first, on the
+probe setting (draft_max 8), by the speculative t/s each combination gives (the speed the user
+gets; a speedup over a slower baseline would favour the slower option), and fixed for the search
+that follows; llama-bench then calibrates with them.
+"""
+
+from __future__ import annotations
+
+from specbench.analysis.cells import ALL
+from specbench.analysis.report import aggregate
+from specbench.base.errors import ConfigError
+from specbench.builder.options import OptionError
+from specbench.builder.options import bench_argv as option_bench_argv
+from specbench.plan.cells import option_axes
+from specbench.plan.config import Config
+from specbench.plan.options import OPTION_KEYS
+from specbench.results.cell import MODEL_OPTIONS, Cell, draft_options
+
+
+def _needed_models(config: Config, names: list[str]) -> dict:
+    """The pair's models and whatever they are derived from."""
+    keep: dict = {}
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        spec = config.models[name]
+        keep[name] = spec
+        if spec.derive is not None:
+            todo.append(spec.derive.from_)
+    return {n: config.models[n] for n in config.models if n in keep}
+
+
+def pick_pair(config: Config, pair: str | None) -> str:
+    drafts = [n for n, p in config.pairs.items() if p.draft is not None]
+    if pair is None:
+        if not drafts:
+            raise ConfigError("tune needs a pair with a draft model; this config has only n-gram pairs")
+        return drafts[0]
+    if pair not in config.pairs:
+        raise ConfigError(f"--pair {pair}: no such pair (pairs: {', '.join(config.pairs)})")
+    if config.pairs[pair].draft is None:
+        raise ConfigError(
+            f"--pair {pair}: it has no draft model to tune (pairs with one: {', '.join(drafts)})"
+        )
+    return pair
+
+
+def tune_config(config: Config, pair: str) -> Config:
+    """The config the rounds derive from: one pair, its models, the draft method only."""
+    if len(config.builds) > 1:
+        raise ConfigError(
+            f"tune tunes one llama.cpp build, and the config lists {len(config.builds)} "
+            f"({', '.join(str(b.label) for b in config.builds)}); keep one in llama_cpp (or use "
+            "--set 'llama_cpp={backend: ...}')"
+        )
+    p = config.pairs[pair]
+    sweep = config.sweep.model_copy(
+        update={"method": ["draft"], "ngl": config.sweep.ngl[:1], "parallel": config.sweep.parallel[:1]}
+    )
+    return config.model_copy(
+        update={
+            "pairs": {pair: p},
+            "models": _needed_models(config, [p.target, p.draft]),
+            "sweep": sweep,
+            "name": f"{config.name}-tune",
+        }  # fmt: skip
+    )
+
+
+def option_combinations(config: Config, pair: str) -> list[dict]:
+    """The pair's combinations of llama.cpp options (one when nothing is swept)."""
+    return option_axes(config, pair, [])
+
+
+def swept_keys(config: Config, pair: str) -> list[str]:
+    combos = option_combinations(config, pair)
+    return [k for k in (*OPTION_KEYS, "args") if len({str(c[k]) for c in combos}) > 1]
+
+
+def choose_options(config: Config, pair: str, run_dir) -> tuple[Config, dict]:
+    """The combination whose probe cell decoded fastest (speculative t/s), fixed in the config."""
+    keys = swept_keys(config, pair)
+    rows = [r for r in aggregate([run_dir]) if r.category == ALL and r.method == "draft" and r.spec_tps]
+    if not rows:
+        raise ConfigError("tune measured no valid speculative sample for any option combination")
+    best = max(rows, key=lambda r: r.spec_tps or 0)
+    choice = {k: getattr(best, k) for k in keys}
+    sweep = config.sweep.model_copy(
+        update={**{k: [] for k in keys if k != "args"},
+                **({"args": [n for n in config.sweep.args if n.label == str(choice["args"]).split(":")[-1]]}
+                   if "args" in keys else {})}
+    )  # fmt: skip
+    fixed = {k: v for k, v in choice.items() if k != "args"}
+    return config.model_copy(update={**fixed, "sweep": sweep}), choice
+
+
+def bench_options(config: Config, pair: str, build) -> tuple[list[str], list[str]]:
+    """llama-bench's arguments for the target's and the draft's options (one combination)."""
+    combo = option_combinations(config, pair)[0]
+    cell = Cell(model=config.pairs[pair].target, draft=config.pairs[pair].draft, **combo)
+    spelling = build.binary("bench").flags.options
+    keys = [k for k in MODEL_OPTIONS if k != "args"]
+    try:
+        target = option_bench_argv(spelling, {k: getattr(cell, k) for k in keys})
+        draft = option_bench_argv(spelling, {k: v for k, v in draft_options(cell).items() if k != "args"})
+    except OptionError as exc:
+        raise ConfigError(str(exc)) from exc
+    return target, draft

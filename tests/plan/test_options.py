@@ -1,0 +1,163 @@
+"""llama.cpp options (flash_attn, cache types, MoE offload, ...) and free arguments: config keys,
+sweep axes, their spelling per binary from the real build's --help, and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specbench.base.errors import ConfigError
+from specbench.builder.options import OPTIONS, bench_argv, option_argv
+from specbench.plan.config import SweepConfig
+from specbench.plan.options import OPTION_KEYS, OptionValues
+from specbench.plan.sweep import make_plan
+from specbench.results import cell
+from tests.plan.test_sweep import MODELS, make_config, rendered, with_flags
+
+
+def test_every_option_is_a_cell_axis_a_config_key_and_described():
+    keys = [o.key for o in OPTIONS]
+    assert keys == list(OPTION_KEYS) and set(keys) | {"args"} == set(cell.OPTION_FIELDS)
+    for model in (OptionValues, SweepConfig):
+        for key in [*keys, "args"]:
+            assert model.model_fields[key].description, f"{model.__name__}.{key} has no description"
+    # the target's options reach its baseline; the draft's own values do not
+    assert "flash_attn" in cell.BASELINE_FIELDS and "cache_type_k_draft" not in cell.BASELINE_FIELDS
+
+
+def _plan(tmp_path, build, runner="process", **sections):
+    sections.setdefault("sweep", {"method": ["draft"], "draft_max": [4]})
+    config = make_config(tmp_path, runner=runner, repetitions=1, **sections)
+    return make_plan(config, build, MODELS, rendered(config))
+
+
+@pytest.mark.parametrize("runner", ["process", "server"])
+def test_swept_options_are_cells_and_every_command_line_has_them(tmp_path, llama_build, runner):
+    sweep = {
+        "method": ["draft"],
+        "draft_max": [4],
+        "flash_attn": ["off", "on"],
+        "cache_type_k": ["f16", "q8_0"],
+    }
+    plan = _plan(tmp_path, llama_build, runner, sweep=sweep, cache_type_v_draft="q8_0")
+    spec = [i for i in plan.measured if i.role == "speculative"]
+    assert {(i.flash_attn, i.cache_type_k) for i in spec} == {
+        (f, c) for f in ("off", "on") for c in ("f16", "q8_0")
+    }
+    for inv in plan.measured:
+        argv = inv.argv
+        assert argv[argv.index("-fa") + 1] == inv.flash_attn  # shared by the target and the draft
+        # the target's K cache type; a draft alone runs with the draft's own (unset: llama.cpp's f16)
+        assert argv[argv.index("-ctk") + 1] == inv.cache_type_k if inv.role != "draft" else "-ctk" not in argv
+        # the draft's own cache type: on the speculative run, and as the draft-alone run's own -ctv
+        if inv.role == "speculative":
+            assert argv[argv.index("--spec-draft-type-v") + 1] == "q8_0" and "-ctv" not in argv
+        elif inv.role == "draft":
+            assert argv[argv.index("-ctv") + 1] == "q8_0"
+        else:
+            assert "-ctv" not in argv and "--spec-draft-type-v" not in argv
+    # each speculative cell is measured against the baseline with its own target options
+    baselines = {(i.flash_attn, i.cache_type_k) for i in plan.measured if i.role == "baseline"}
+    assert len(baselines) == 4
+    assert any("-fa on -ctk q8_0" in line for line in plan.describe())
+
+
+def test_named_argument_sets_are_an_axis_labelled_by_name(tmp_path, llama_build):
+    sets = [{"label": "ub64", "args": ["-ub", "64"]}, {"label": "ub256", "args": ["-ub", "256"]}]
+    plan = _plan(tmp_path, llama_build, sweep={"method": ["draft"], "draft_max": [4], "args": sets},
+                 args=["--no-warmup"], llama_cpp={"args": ["--prio", "0"]})  # fmt: skip
+    for inv in plan.measured:
+        assert inv.args in ("ub64", "ub256")
+        tail = inv.argv[-6:]
+        assert tail == ["--prio", "0", "--no-warmup", "-ub", inv.args[2:]] or tail[1:] == [
+            "--prio", "0", "--no-warmup", "-ub", inv.args[2:]
+        ]  # fmt: skip
+
+
+def test_a_pair_pins_an_option_and_says_so(tmp_path, llama_build):
+    pairs = {"p": {"target": "big", "draft": "small", "flash_attn": "on"}}
+    plan = _plan(tmp_path, llama_build, pairs=pairs, sweep={"method": ["draft"], "draft_max": [4],
+                                                            "flash_attn": ["off", "on"]})  # fmt: skip
+    assert {i.flash_attn for i in plan.measured} == {"on"}
+    assert any("pairs.p.flash_attn pins flash_attn" in n for n in plan.notes)
+
+
+@pytest.mark.parametrize(
+    ("sections", "words"),
+    [
+        ({"flash_attn": "maybe"}, ["flash_attn", "on, off or auto", "maybe"]),
+        ({"sweep": {"cache_type_k": ["q9_0"]}}, ["sweep.cache_type_k[0]", "unknown cache type", "q8_0"]),
+        ({"args": ["-ub", 512]}, ["args[1]", "must be a string", "'512'"]),
+        ({"args": ["-m", "x.gguf"]}, ["args[0]", "-m is set by specbench", "pairs.*.target"]),
+        ({"args": ["--spec-draft-n-max=4"]}, ["--spec-draft-n-max", "sweep.draft_max"]),
+        ({"flash_attn": "on", "args": ["-fa", "off"]}, ["-fa is also set by the key flash_attn"]),
+        ({"flash_attn": "on", "sweep": {"flash_attn": ["off"]}}, ["set for the whole config and swept"]),
+        ({"sweep": {"args": [{"label": "a", "args": ["--port", "1"]}]}}, ["sweep.args[0].args[0]", "--port"]),
+    ],
+)
+def test_bad_option_input_is_one_line_naming_the_key(tmp_path, sections, words):
+    with pytest.raises(ConfigError) as exc:
+        make_config(tmp_path, **sections)
+    message = str(exc.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_a_build_without_the_option_is_refused_before_anything_runs(tmp_path, llama_build):
+    old = with_flags(llama_build, "speculative_simple", **llama_build.binaries["speculative_simple"].flags.model_dump(
+        exclude={"options"}), options={})  # fmt: skip
+    with pytest.raises(
+        ConfigError, match=r"llama-speculative-simple of this build has no option for flash_attn"
+    ):
+        _plan(tmp_path, old, flash_attn="on")
+
+
+def test_spellings_of_older_builds():
+    old = {"flash_attn": {"flag": "-fa", "takes_value": False}, "kv_offload": {"flag": "", "off": "-nkvo",
+           "takes_value": False}, "load_mode": {"flag": "", "takes_value": False, "old_load": ["--no-mmap", "--mlock"]}}  # fmt: skip
+    from specbench.builder.options import OptionFlag, OptionError
+
+    spelling = {k: OptionFlag(**v) for k, v in old.items()}
+    assert option_argv(spelling, "flash_attn", "on", "x") == ["-fa"]
+    assert option_argv(spelling, "flash_attn", "off", "x") == []
+    with pytest.raises(OptionError, match="switch"):
+        option_argv(spelling, "flash_attn", "auto", "x")
+    assert option_argv(spelling, "kv_offload", False, "x") == ["-nkvo"]
+    assert option_argv(spelling, "kv_offload", True, "x") == []
+    assert option_argv(spelling, "load_mode", "mmap+mlock", "x") == ["--mlock"]
+
+
+def test_llama_bench_spells_them_its_own_way(llama_build):
+    spelling = llama_build.binary("bench").flags.options
+    argv = bench_argv(spelling, {"flash_attn": "on", "cache_type_k": "q8_0", "kv_offload": False,
+                                 "tensor_split": "3,1", "override_tensor": "a=CPU,b=CPU", "repack": True})  # fmt: skip
+    assert argv == [
+        "-fa",
+        "on",
+        "-ctk",
+        "q8_0",
+        "-nkvo",
+        "1",
+        "-ts",
+        "3/1",
+        "-ot",
+        "a=CPU;b=CPU",
+        "--repack",
+        "1",
+    ]
+
+
+def test_dense_models_note_n_cpu_moe(tmp_path, llama_build, smol_q4, smol_f32):
+    data = {
+        "models": {"t": {"path": str(smol_f32.path)}, "d": {"path": str(smol_q4.path)}},
+        "pairs": {"p": {"target": "t", "draft": "d"}},
+        "prompts": {"ids": ["code-02"]},
+        "sweep": {"method": ["draft"], "draft_max": [4], "n_cpu_moe": [0, 4]},
+        "repetitions": 1,
+    }
+    from specbench.plan.config import config_from_mapping
+
+    config = config_from_mapping(data, Path(tmp_path), "t.yaml")
+    plan = make_plan(config, llama_build, {"t": smol_f32, "d": smol_q4}, rendered(config))
+    assert any("n_cpu_moe on t, a dense model" in n for n in plan.notes)
+    assert {i.n_cpu_moe for i in plan.measured if i.role != "draft"} == {0, 4}
