@@ -11,6 +11,7 @@ import pytest
 from specbench.plan.config import load_config
 from specbench.plan.prompts import render
 from specbench.plan.sweep import make_plan
+from specbench.results.cell import BASELINE_FIELDS
 
 ROOT = Path(__file__).parents[2]
 CONFIGS = sorted([*(ROOT / "configs").glob("*.yaml"), *(ROOT / "configs" / "seeds").glob("*.yaml")])
@@ -24,6 +25,7 @@ EXPECTED = {
     "rtx4090-llama70b-1b.yaml",
     "rtx4090-mtp-qwen36-27b.yaml",
     "rtx4090-qwen3-14b.yaml",
+    "rtx4090-qwen3-30b-a3b-moe.yaml",
     "seeds/000-llama3-70b-4090.yaml",
     "seeds/001-llama-30b-7b.yaml",
     "seeds/002-gpt2-355m-124m.yaml",
@@ -54,7 +56,9 @@ def test_config_loads_and_plans(path, llama_build):
     assert config.name == path.stem
     measured = plan.measured
     n_prompts = len(config.prompt_list())
-    assert sum(i.role == "baseline" for i in measured) == n_prompts * config.repetitions
+    # one baseline per target, ngl and llama.cpp options
+    groups = len({tuple(getattr(i, f) for f in BASELINE_FIELDS) for i in measured if i.role == "baseline"})
+    assert sum(i.role == "baseline" for i in measured) == n_prompts * config.repetitions * groups
     assert sum(i.role == "speculative" for i in measured) >= n_prompts * config.repetitions
     assert all(i.generation == config.generation for i in plan.invocations)
     # GPU configs offload (fully unless the target is too big) and fetch from the Hub (or derive
@@ -167,3 +171,24 @@ def test_the_mtp_config_runs_the_targets_own_layers(llama_build):
     assert all(
         "--spec-draft-model" not in i.argv and opts(i.argv)["--spec-type"] == "draft-mtp" for i in spec
     )
+
+
+def test_rtx4090_configs_run_with_flash_attention(llama_build):
+    for path in (ROOT / "configs").glob("rtx4090-*.yaml"):
+        config, plan = plan_for(path, llama_build)
+        if config.sweep.flash_attn:  # the MoE config measures both
+            continue
+        assert config.flash_attn == "on", path.name
+        assert all(opts(i.argv)["-fa"] == "on" for i in plan.measured), path.name
+
+
+def test_the_moe_config_sweeps_expert_offload_flash_attention_and_a_q8_0_k_cache(llama_build):
+    config, plan = plan_for(ROOT / "configs" / "rtx4090-qwen3-30b-a3b-moe.yaml", llama_build)
+    spec = [i for i in plan.measured if i.role == "speculative"]
+    assert {(i.n_cpu_moe, i.flash_attn, i.cache_type_k) for i in spec} == {
+        (n, fa, k) for n in (0, 12, 24) for fa in ("off", "on") for k in ("f16", "q8_0")
+    }
+    for i in spec:
+        o = opts(i.argv)
+        assert (o["-ncmoe"], o["-fa"], o["-ctk"]) == (str(i.n_cpu_moe), i.flash_attn, i.cache_type_k)
+    assert "Qwen3-30B-A3B" in config.models["qwen3_30b_a3b"].hf.repo

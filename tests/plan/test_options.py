@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import ConfigError
-from specbench.builder.options import OPTIONS, bench_argv, option_argv
+from specbench.builder.options import OPTIONS, OptionError, OptionFlag, bench_argv, option_argv
 from specbench.plan.config import SweepConfig
 from specbench.plan.options import OPTION_KEYS, OptionValues
 from specbench.plan.sweep import make_plan
@@ -104,8 +104,8 @@ def test_bad_option_input_is_one_line_naming_the_key(tmp_path, sections, words):
 
 
 def test_a_build_without_the_option_is_refused_before_anything_runs(tmp_path, llama_build):
-    old = with_flags(llama_build, "speculative_simple", **llama_build.binaries["speculative_simple"].flags.model_dump(
-        exclude={"options"}), options={})  # fmt: skip
+    flags = llama_build.binaries["speculative_simple"].flags.model_dump(exclude={"options"})
+    old = with_flags(llama_build, "speculative_simple", **flags, options={})
     with pytest.raises(
         ConfigError, match=r"llama-speculative-simple of this build has no option for flash_attn"
     ):
@@ -113,9 +113,11 @@ def test_a_build_without_the_option_is_refused_before_anything_runs(tmp_path, ll
 
 
 def test_spellings_of_older_builds():
-    old = {"flash_attn": {"flag": "-fa", "takes_value": False}, "kv_offload": {"flag": "", "off": "-nkvo",
-           "takes_value": False}, "load_mode": {"flag": "", "takes_value": False, "old_load": ["--no-mmap", "--mlock"]}}  # fmt: skip
-    from specbench.builder.options import OptionFlag, OptionError
+    old = {
+        "flash_attn": {"flag": "-fa", "takes_value": False},
+        "kv_offload": {"flag": "", "off": "-nkvo", "takes_value": False},
+        "load_mode": {"flag": "", "takes_value": False, "old_load": ["--no-mmap", "--mlock"]},
+    }
 
     spelling = {k: OptionFlag(**v) for k, v in old.items()}
     assert option_argv(spelling, "flash_attn", "on", "x") == ["-fa"]
@@ -129,8 +131,9 @@ def test_spellings_of_older_builds():
 
 def test_llama_bench_spells_them_its_own_way(llama_build):
     spelling = llama_build.binary("bench").flags.options
-    argv = bench_argv(spelling, {"flash_attn": "on", "cache_type_k": "q8_0", "kv_offload": False,
-                                 "tensor_split": "3,1", "override_tensor": "a=CPU,b=CPU", "repack": True})  # fmt: skip
+    values = {"flash_attn": "on", "cache_type_k": "q8_0", "kv_offload": False}
+    values |= {"tensor_split": "3,1", "override_tensor": "a=CPU,b=CPU", "repack": True}
+    argv = bench_argv(spelling, values)
     assert argv == [
         "-fa",
         "on",
