@@ -25,7 +25,7 @@ from specbench.execute.judge import Measured, judge
 from specbench.execute.outputs import compare, continuation
 from specbench.execute.server_executor import ServerExecutor
 from specbench.parse.crash import CrashFacts
-from specbench.results.cell import baseline_of
+from specbench.results.cell import baseline_of, cell_record
 from specbench.results.folder import (
     RunLock,
     append_sample,
@@ -188,6 +188,8 @@ def execute(
             manifest.resumed_at.append(now_iso())  # a resume that had nothing left is no resume
         manifest.plan_size = len(plan.invocations)
         manifest.n_samples_planned = sum(not inv.warmup for inv in plan.invocations)
+        records = [*manifest.cells, *map(cell_record, plan.measured)]  # tune's rounds add theirs
+        manifest.cells = list({str(r): r for r in records}.values())
         manifest.status, manifest.finished_at, manifest.status_reason = "running", None, None
         save_manifest(run_dir, manifest)
         prepare_raw(run_dir)

@@ -142,6 +142,11 @@ def baseline_cell(m: Any) -> Cell:
     return Cell(**{f: getattr(m, f) for f in BASELINE_FIELDS if f not in ("runner", "parallel")})
 
 
+def cell_record(m: Any) -> dict[str, Any]:
+    """A measurement's role and every axis it sets, llama.cpp options included (for the manifest)."""
+    return {"role": m.role, **{f: v for f in CELL_FIELDS if (v := getattr(m, f)) is not None}}
+
+
 def cell_dict(m: Any) -> dict[str, Any]:
     """The axes of ``m`` by name (to build an Invocation or a row from a cell)."""
     return {f: getattr(m, f) for f in CELL_FIELDS}

@@ -75,6 +75,9 @@ class Manifest(BaseModel):
     plan_cells: list[str] = Field(default_factory=list)
     plan_id: str | None = None  # the whole plan's config hash: shards of other configs do not merge
     merged_from: list[MergedShard] = Field(default_factory=list)  # `specbench merge`: the shards it took
+    # every planned cell (baselines and drafts alone too) with every axis it sets, llama.cpp options
+    # included (results.cell.cell_record)
+    cells: list[dict[str, Any]] = Field(default_factory=list)
 
     def mark_finished(self, status: Status, reason: str | None = None) -> None:
         self.status = status
