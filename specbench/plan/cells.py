@@ -314,6 +314,11 @@ def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
         for axis in ("ngram_size_n", "ngram_size_m"):
             if getattr(sweep, axis) != [None]:
                 out.append(f"sweep.{axis} is for n-gram methods, and this sweep has none ({methods})")
+    if cells and not any(c.draft for c in cells):
+        for key in DRAFT_OPTIONS:
+            given = getattr(config, key) is not None or getattr(sweep, key)
+            if given or any(getattr(p, key) is not None for p in config.pairs.values()):
+                out.append(f"{key} is for a draft model, and no cell of this sweep has one ({methods})")
     if sweep.method != fields["method"].default_factory() and all(p.method for p in config.pairs.values()):
         out.append("sweep.method is not used: every pair names its own `method:`")
     for name, pair in config.pairs.items():

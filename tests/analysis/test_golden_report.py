@@ -4,12 +4,14 @@ code wrote (see tests/analysis/golden_report.py)."""
 
 import json
 
+from specbench.results.cell import OPTION_FIELDS
 from tests.analysis.golden_report import GOLDEN, report_numbers
 
 # fields rows gained since; the fixture runs have them at their default
 NEW_KEYS = {
     "build": None, "shard": None, "machine": None, "model_calibration": None,
     "synth_len": None, "synthetic": False, "accept_len": None, "accept_by_pos": None,
+    **dict.fromkeys(OPTION_FIELDS),  # llama.cpp options: not passed (the default)
 }  # fmt: skip
 
 

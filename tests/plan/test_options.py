@@ -164,3 +164,22 @@ def test_dense_models_note_n_cpu_moe(tmp_path, llama_build, smol_q4, smol_f32):
     plan = make_plan(config, llama_build, {"t": smol_f32, "d": smol_q4}, rendered(config))
     assert any("n_cpu_moe on t, a dense model" in n for n in plan.notes)
     assert {i.n_cpu_moe for i in plan.measured if i.role != "draft"} == {0, 4}
+
+
+def test_draft_options_without_a_draft_model_are_named_in_a_note(tmp_path, llama_build):
+    sweep = {"method": ["ngram-simple"], "cache_type_k_draft": ["q8_0"]}
+    plan = _plan(tmp_path, llama_build, sweep=sweep)
+    assert any("cache_type_k_draft is for a draft model" in n for n in plan.notes)
+    assert all("--spec-draft-type-k" not in i.argv for i in plan.measured)
+
+
+def test_the_manifest_records_every_option_of_every_cell(tmp_path, llama_build):
+    from specbench.results.cell import cell_record
+
+    plan = _plan(
+        tmp_path, llama_build, sweep={"method": ["draft"], "draft_max": [4], "flash_attn": ["off", "on"]}
+    )
+    records = {str(r): r for r in map(cell_record, plan.measured)}
+    assert {(r["role"], r["flash_attn"]) for r in records.values()} == {
+        (role, fa) for role in ("baseline", "speculative", "draft") for fa in ("off", "on")
+    }
