@@ -183,3 +183,70 @@ def test_the_manifest_records_every_option_of_every_cell(tmp_path, llama_build):
     assert {(r["role"], r["flash_attn"]) for r in records.values()} == {
         (role, fa) for role in ("baseline", "speculative", "draft") for fa in ("off", "on")
     }
+
+
+def test_a_new_option_is_declared_in_three_places_and_reaches_everything(tmp_path, llama_build):
+    """A copy of the package with one more option (``cpu_strict``: llama-bench's --cpu-strict) in
+    results/cell.py, builder/options.py and plan/options.py, nothing else: it is a config key and
+    a sweep axis, spelled from the probed --help, a cell axis with its own baselines, and a column."""
+    import shutil
+    import subprocess
+    import sys
+    import textwrap
+
+    root = Path(__file__).resolve().parents[2]
+    shutil.copytree(root / "specbench", tmp_path / "specbench", ignore=shutil.ignore_patterns("__pycache__"))
+    edits = {
+        "results/cell.py": ("    poll: int | None = None", "    cpu_strict: int | None = None"),
+        "builder/options.py": (
+            '    LlamaOption("poll",',
+            '    LlamaOption("cpu_strict", ("--cpu-strict",), bench="--cpu-strict"),',
+        ),
+        "plan/options.py": (
+            '    "poll": (',
+            '    "cpu_strict": (Annotated[int, Field(ge=0, le=1)], "Strict CPU placement."),',
+        ),
+    }
+    for module, (anchor, line) in edits.items():
+        path = tmp_path / "specbench" / module
+        text = path.read_text()
+        assert text.count(anchor) == 1, module
+        path.write_text(text.replace(anchor, line + "\n" + anchor, 1))
+    spec = llama_build.binary("speculative_simple")
+    comp = llama_build.binary("completion")
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from specbench.builder.buildinfo import BuildInfo
+        from specbench.builder.probe import probe_binary
+        from specbench.plan.config import config_from_mapping
+        from specbench.plan.prompts import render
+        from specbench.plan.sweep import make_plan
+
+        build = BuildInfo.load(Path({str(Path(spec.path).parents[1] / "build.json")!r}))
+        build.binaries["speculative_simple"] = probe_binary("speculative_simple", Path({spec.path!r}))
+        build.binaries["completion"] = probe_binary("completion", Path({comp.path!r}))
+        for p in ("t", "d"):
+            Path(p + ".gguf").write_bytes(b"GGUF")
+        config = config_from_mapping({{
+            "models": {{"t": {{"path": "t.gguf"}}, "d": {{"path": "d.gguf"}}}},
+            "pairs": {{"p": {{"target": "t", "draft": "d"}}}}, "prompts": {{"ids": ["code-02"]}},
+            "sweep": {{"method": ["draft"], "draft_max": [4], "cpu_strict": [0, 1]}}, "repetitions": 1,
+        }}, Path("."), "t.yaml")
+        assert config.sweep.model_fields["cpu_strict"].description
+        prompts = [render(p, "t", None) for p in config.prompt_list()]
+        plan = make_plan(config, build, {{"t": Path("/absent/t.gguf"), "d": Path("/absent/d.gguf")}}, prompts)
+        spec = [i for i in plan.measured if i.role == "speculative"]
+        assert sorted(i.cpu_strict for i in spec) == [0, 1]
+        for i in plan.measured:
+            assert i.argv[i.argv.index("--cpu-strict") + 1] == str(i.cpu_strict)
+        assert sorted(i.cpu_strict for i in plan.measured if i.role == "baseline") == [0, 1]
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ok"
