@@ -43,7 +43,7 @@ def with_builds(cfg_dir: Path, builds: str) -> Path:  # noqa: F811
 def test_one_build_is_one_unlabelled_build(cfg_dir):  # noqa: F811
     cfg = load_config(with_builds(cfg_dir, "llama_cpp: {backend: cpu}\n"))
     assert [b.backend for b in cfg.builds] == ["cpu"] and cfg.build_labels == [None]
-    assert cfg.dump()["llama_cpp"] == {"backend": "cpu", "cmake_args": []}
+    assert cfg.dump()["llama_cpp"] == {"backend": "cpu", "cmake_args": [], "args": []}
 
 
 @needs_git
