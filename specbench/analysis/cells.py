@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from specbench.analysis import stats
 from specbench.analysis.quality import assess
 from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
+from specbench.analysis.speedup import Pair, paired_speedup
 from specbench.parse.parsed import SpecCounters
 from specbench.plan.methods import draft_free
 from specbench.results import cell
@@ -86,6 +87,12 @@ class ReportRow(_RowCell):
     # the share of steps that accepted the token there
     accept_len: float | None = None
     accept_by_pos: list[float] | None = None
+    # the speedup's paired statistics (specbench.analysis.speedup): repetitions behind its interval
+    # (1: no interval, the report says n=1), and the range of per-prompt speedups over its prompts
+    speedup_repetitions: int = 0
+    speedup_prompts: int = 0
+    speedup_prompt_low: float | None = None
+    speedup_prompt_high: float | None = None
 
     def cell(self) -> tuple:
         """Every axis, in axis order, without run and category: rows of different runs line up on it."""
@@ -181,6 +188,18 @@ def cost_ratio_of(
     return stats.cost_ratio(target_tps, draft_tps)
 
 
+def _pairs(spec: list[Sample], base: list[Sample]) -> list[Pair]:
+    """Each speculative sample with each baseline of its prompt and repetition (normally one)."""
+    by_key: dict[tuple, list[float]] = {}
+    for b in base:
+        by_key.setdefault((b.prompt_id, b.repetition), []).append(b.tps)
+    return [
+        Pair(s.prompt_id, s.repetition, s.tps, b)
+        for s in spec
+        for b in by_key.get((s.prompt_id, s.repetition), [])
+    ]
+
+
 def _row(
     run: str,
     category: str,
@@ -196,7 +215,7 @@ def _row(
     base_used = [s for s in base if _usable(s)]
     b = stats.summarize([s.tps for s in base_used])
     p = stats.summarize([s.tps for s in used])
-    ratio = stats.ratio_of_means([s.tps for s in used], [s.tps for s in base_used])
+    ratio = paired_speedup(_pairs(used, base_used))
     acceptance = _pooled(used, "n_accept", "n_drafted")
     draft_tps = stats.summarize([s.tps for s in drafts if _usable(s)]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
@@ -218,6 +237,8 @@ def _row(
         **axes, run=run, category=category,
         baseline_tps=b.mean, baseline_tps_sd=b.sd, spec_tps=p.mean, spec_tps_sd=p.sd,
         speedup=ratio.value, speedup_ci_low=ratio.ci_low, speedup_ci_high=ratio.ci_high,
+        speedup_repetitions=ratio.repetitions, speedup_prompts=ratio.prompts,
+        speedup_prompt_low=ratio.prompt_low, speedup_prompt_high=ratio.prompt_high,
         acceptance=acceptance, tokens_per_pass=tpp, predicted_speedup=predicted,
         outputs_match=all(compared) if compared else None,
         valid=len(used) == len(spec) and len(base_used) == len(base) and bool(base),

@@ -83,7 +83,7 @@ def _groups(rows: list[ReportRow], key: Callable) -> dict:
 
 
 def _err(rows: list[ReportRow]) -> list[list[float]]:
-    """Asymmetric error bars from the speedup CI; 0 where the CI is unknown or unbounded."""
+    """Asymmetric error bars from the speedup CI; 0 where there is none (one repetition)."""
     low = [r.speedup - r.speedup_ci_low if r.speedup_ci_low is not None else 0.0 for r in rows]
     high = [r.speedup_ci_high - r.speedup if r.speedup_ci_high is not None else 0.0 for r in rows]
     return [low, high]
@@ -148,7 +148,7 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
             _speedup_limits(ax, prs)
             for r in prs:
                 if r.draft_max is not None and r.speedup_ci_low is None:
-                    why = "n < 2" if r.n < 2 else "95% CI unbounded"
+                    why = f"n={r.speedup_repetitions}: no interval"  # one repetition (analysis.speedup)
                     ax.annotate(
                         why, (r.draft_max, r.speedup), textcoords="offset points", xytext=(6, 6), fontsize=7
                     )

@@ -24,7 +24,10 @@ IMPRECISE = "†"  # repetitions: auto stopped at max_repetitions without meetin
 MD_LIMIT = 60_000  # GitHub comments take 65,536 characters; leave room for a header
 LEGEND = (
     f"{BEST} best setting of its pair (highest measured speedup). t/s: decode tokens/s, mean ± sd. "
-    "speedup: speculative / baseline mean t/s with a 95% Fieller interval. predicted: Leviathan et al. "
+    "speedup: speculative / baseline t/s paired by prompt and repetition, the geometric mean over "
+    "prompts (each weighted equally), with a 95% interval from repetition noise alone (n=1: one "
+    "repetition, no noise estimate, no interval). per prompt: the slowest and the fastest prompt's "
+    "speedup (prompts differ on purpose: their spread is not noise). predicted: Leviathan et al. "
     "2023 model from the measured acceptance, draft length and draft/target cost ratio, with the draft "
     "length it predicts fastest (g=∞: longer always looks better; n-gram methods have no draft length "
     "and no prediction). model: the calibrated speed model (measured pass costs, see README), "
@@ -48,8 +51,18 @@ def _tps(mean: float | None, sd: float | None) -> str:
 def _speedup(r: ReportRow) -> str:
     if r.speedup is None:
         return "-"
-    ci = f" [{r.speedup_ci_low:.2f}, {r.speedup_ci_high:.2f}]" if r.speedup_ci_low is not None else ""
+    if r.speedup_ci_low is not None and r.speedup_ci_high is not None:
+        ci = f" [{r.speedup_ci_low:.2f}, {r.speedup_ci_high:.2f}]"
+    else:  # one repetition: no estimate of its noise
+        ci = f" n={r.speedup_repetitions}"
     return f"{r.speedup:.2f}x{ci}" + (f" {IMPRECISE}" if r.precision_met is False else "")
+
+
+def _per_prompt(r: ReportRow) -> str:
+    """The range of the row's per-prompt speedups; ``-`` with fewer than two prompts."""
+    if r.speedup_prompts < 2 or r.speedup_prompt_low is None or r.speedup_prompt_high is None:
+        return "-"
+    return f"{r.speedup_prompt_low:.2f}–{r.speedup_prompt_high:.2f}x"
 
 
 def _predicted(r: ReportRow) -> str:
@@ -134,6 +147,10 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
         Column("baseline t/s", lambda r: _tps(r.baseline_tps, r.baseline_tps_sd), True),
         Column("spec t/s", lambda r: _tps(r.spec_tps, r.spec_tps_sd), True),
         Column("speedup [95% CI]", lambda r: (f"{BEST} " if r.best else "") + _speedup(r), True),
+    ]
+    if any(r.speedup_prompts > 1 for r in rows):
+        cols.append(Column("per prompt", _per_prompt, True))
+    cols += [
         Column("predicted", _predicted, True),
     ]
     if any(r.model_speedup is not None for r in rows):  # runs with a calibration (specbench tune)
@@ -164,8 +181,8 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
 # Left out first when a terminal is too narrow for every column (numbers are never cut).
 # "[95% CI]" shortens the speedup column to the speedup alone.
 DROP_ORDER = (
-    "predicted", "ttft ms", "acc len", "tok/pass", "draft_min", "p_min", "[95% CI]", "ngl/ngld", "accept",
-    "baseline t/s", "throughput t/s", "match", "valid", "runner", "spec t/s",
+    "predicted", "ttft ms", "acc len", "tok/pass", "draft_min", "p_min", "[95% CI]", "per prompt",
+    "ngl/ngld", "accept", "baseline t/s", "throughput t/s", "match", "valid", "runner", "spec t/s",
 )  # fmt: skip
 KEPT = ("pair", "method", "draft_max", "speedup")  # what a row is and its answer: kept at any width
 SHORT_SPEEDUP = Column(

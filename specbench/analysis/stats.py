@@ -1,16 +1,13 @@
-"""The statistics a report rests on: mean, sd, confidence intervals, the speedup ratio and the
-speedup model. Pure functions over floats; the t quantile and the confidence level are
-``results/precision``'s, so every interval specbench prints uses one definition.
+"""The statistics a report rests on: mean, sd, confidence intervals and the speedup model. Pure
+functions over floats; the t quantile and the confidence level are ``results/precision``'s, so
+every interval specbench prints uses one definition.
 
 Choices (documented here because they change the numbers a person reads):
 
 * Confidence intervals are 95% two-sided, from the t distribution with n - 1 degrees of freedom.
-* The speedup is a ratio of means, mean(speculative t/s) / mean(baseline t/s). Its interval comes
-  from **Fieller's theorem** for two independent means, with Welch-Satterthwaite degrees of freedom
-  for the linearised variance. Fieller is exact under normality and, unlike the delta method, stays
-  honest when the denominator is noisy: if the baseline mean is not clearly non-zero the interval
-  is unbounded (returned as None). The samples are treated as independent, not paired by prompt:
-  variation across prompts is part of what a setting's speedup is, so it widens the interval.
+* A row's speedup pairs each speculative sample with the baseline of its prompt and repetition;
+  its statistics are ``specbench.analysis.speedup``'s (prompt-to-prompt spread is shown, not
+  counted as noise; the interval is on the log scale, so always above zero).
 * The speedup model is Leviathan et al. 2023 ("Fast Inference from Transformers via Speculative
   Decoding", eq. 1 and Thm. 3.8): with per-token acceptance a, draft length g and cost ratio
   c = (time of one draft step) / (time of one target step), the expected speedup is
@@ -58,41 +55,6 @@ def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summar
     sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
     half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
     return Summary(n, mean, sd, mean - half, mean + half)
-
-
-@dataclass(frozen=True)
-class Ratio:
-    """A ratio of two means with its Fieller interval (bounds None when not bounded or n < 2)."""
-
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-
-
-def ratio_of_means(num: Sequence[float], den: Sequence[float], confidence: float = CONFIDENCE) -> Ratio:
-    """mean(num) / mean(den) with a Fieller interval for independent samples.
-
-    Let A, B be the means, va = sd_a^2 / n_a and vb = sd_b^2 / n_b their variances, R = A / B,
-    g = t^2 vb / B^2. The interval is (R +- (t / |B|) sqrt(va (1 - g) + R^2 vb)) / (1 - g); when
-    g >= 1 the denominator's interval contains 0 and the ratio is unbounded.
-    """
-    a, b = summarize(num), summarize(den)
-    if a.mean is None or b.mean is None or b.mean == 0:
-        return Ratio(None, None, None)
-    r = a.mean / b.mean
-    if a.sd is None or b.sd is None:
-        return Ratio(r, None, None)
-    va, vb = a.sd**2 / a.n, b.sd**2 / b.n
-    lin_a, lin_b = va, r * r * vb  # the two terms of the delta-method variance of R * B
-    if lin_a + lin_b == 0:
-        return Ratio(r, r, r)
-    df = (lin_a + lin_b) ** 2 / (lin_a**2 / (a.n - 1) + lin_b**2 / (b.n - 1))
-    t = t_quantile(df, confidence)
-    g = t * t * vb / (b.mean * b.mean)
-    if g >= 1:
-        return Ratio(r, None, None)
-    half = (t / abs(b.mean)) * math.sqrt(va * (1 - g) + r * r * vb)
-    return Ratio(r, (r - half) / (1 - g), (r + half) / (1 - g))
 
 
 def expected_tokens_per_pass(a: float, g: int) -> float:

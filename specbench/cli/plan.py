@@ -25,6 +25,12 @@ def plan(
     as_json: Annotated[
         bool, typer.Option("--json", help='Print {"include": [...]}, a GitHub Actions matrix as is.')
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="The matrix or table alone, without plan's notes (as `run --quiet`)."
+        ),
+    ] = False,
 ) -> None:
     """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
     from specbench.base.paths import check_path
@@ -51,6 +57,8 @@ def plan(
         table.add_row(e["shard"], "\n".join(e["cells"]), f"{e['est_s']:.0f} s",
                       ", ".join(runs_on) if isinstance(runs_on, list) else runs_on)  # fmt: skip
     console.print(table)
+    if quiet:  # a script passing run's flags to every command gets the table and nothing else
+        return
     say(f"estimated times: {from_history} of {len(runs)} runs from this machine's history, others from sizes")
     say(f"run each with: specbench run {config} --shard I/{shards} --shard-cells '<its cells as JSON>'; "
         "then: specbench merge DIR... --out DIR")  # fmt: skip

@@ -130,12 +130,15 @@ def tune(
 
 
 def _x(c, modelled: bool = False) -> str:
-    """``1.23x [1.10, 1.36]``; ``-`` for what is not known (an interval needs two samples)."""
+    """``1.23x [1.10, 1.36]``, as the report writes it (``1.23x n=1`` from one repetition: no
+    interval); ``-`` for what is not known."""
     value = c.model_speedup if modelled else c.speedup
     if value is None:
         return "-"
-    if modelled or c.speedup_ci_low is None or c.speedup_ci_high is None:
+    if modelled:
         return f"{value:.2f}x"
+    if c.speedup_ci_low is None or c.speedup_ci_high is None:
+        return f"{value:.2f}x n={c.repetitions}"
     return f"{value:.2f}x [{c.speedup_ci_low:.2f}, {c.speedup_ci_high:.2f}]"
 
 
@@ -146,7 +149,7 @@ def _print(result) -> None:
         say(f"  {line}")
     measured = sorted((c for c in result.candidates if c.speedup is not None), key=lambda c: c.setting.key())
     for c in measured:
-        say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} (n={c.n}), "
+        say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} ({c.n} samples), "
              f"model {_x(c, modelled=True)}")  # fmt: skip
     if best is None:
         return

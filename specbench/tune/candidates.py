@@ -54,6 +54,7 @@ class Candidate:
     speedup_ci_low: float | None = None
     speedup_ci_high: float | None = None
     n: int = 0  # valid speculative samples measured
+    repetitions: int = 0  # repetitions behind the speedup's interval (1: none, as the report's n=1)
     tokens: float | None = None  # the model's tokens per step (measured where measured)
     drafted: float | None = None  # the model's drafts verified per step (g unless p_min cuts drafts)
 
@@ -90,8 +91,9 @@ def predict(cands: dict, rows: dict, cal: Calibration, target_name: str, draft_n
         if c.tokens is not None and c.drafted is not None and target and draft:
             c.model_speedup = model_speedup(target, draft, c.drafted, c.tokens, baseline_tps)
         if row is not None:
-            c.speedup, c.speedup_ci_low, c.speedup_ci_high, c.n = (
-                row.speedup, row.speedup_ci_low, row.speedup_ci_high, row.n)  # fmt: skip
+            c.speedup, c.speedup_ci_low, c.speedup_ci_high = (row.speedup, row.speedup_ci_low,
+                                                              row.speedup_ci_high)  # fmt: skip
+            c.n, c.repetitions = row.n, row.speedup_repetitions
 
 
 def _drafted(r: ReportRow) -> float:

@@ -2,7 +2,8 @@
 
 ``tests/data/golden/report-before-cell.json`` was written by this function running on main's
 code before the cell redesign (issue 20): ``PYTHONPATH=<old checkout> python -m
-tests.analysis.golden_report``. test_golden_report compares today's numbers with it.
+tests.analysis.golden_report``; issue 36 replaced its speedup numbers and notes with the paired
+speedup's (test_golden_report says which). test_golden_report compares today's numbers with it.
 """
 
 from __future__ import annotations

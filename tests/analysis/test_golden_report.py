@@ -1,6 +1,13 @@
 """The fixture runs give the same report as before the cell redesign (issue 20): every row's every
 number, the notes, the row order and each sample's history identity, against a JSON file the old
-code wrote (see tests/analysis/golden_report.py)."""
+code wrote (see tests/analysis/golden_report.py).
+
+Issue 36 changed what a row's speedup is (paired by prompt and repetition, the geometric mean over
+prompts, an interval from repetition noise on the log scale: specbench.analysis.speedup), so in
+that file, and only there, ``speedup``, ``speedup_ci_low``, ``speedup_ci_high`` and the notes that
+quote a speedup carry the new numbers, and the rows gained ``speedup_repetitions``,
+``speedup_prompts``, ``speedup_prompt_low`` and ``speedup_prompt_high``; every other number is
+still the old code's. (The old interval of ngl-sweep-cpu's ngl 0 cell was [-0.19, 9.27].)"""
 
 import json
 

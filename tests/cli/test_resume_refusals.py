@@ -34,6 +34,17 @@ def _copy(tmp_path: Path, **changes) -> Path:
     return run
 
 
+def _here(**changes) -> dict:
+    """This machine's hostname, CPU and GPUs as manifest changes, with ``changes`` on top: the
+    recorded run was made on another CPU (an AMD EPYC), so a test meaning one difference (a
+    hostname) must not inherit that one too (issue 36: it failed on an Intel machine)."""
+    from specbench.builder.envinfo import collect
+
+    here = collect()
+    return {"env.hostname": here.hostname, "env.cpu_model": here.cpu_model,
+            "env.gpus": [g.model_dump() for g in here.gpus], **changes}  # fmt: skip
+
+
 def test_resume_refuses_a_folder_from_a_newer_specbench(tmp_path):
     run = _copy(tmp_path, format_version=FORMAT_VERSION + 1, specbench_version="9.0.0")
     for args in (["run", "--resume", str(run)], ["report", str(run)]):
@@ -44,7 +55,7 @@ def test_resume_refuses_a_folder_from_a_newer_specbench(tmp_path):
 
 def test_resume_refuses_a_folder_made_on_another_machine(tmp_path):
     here = platform.node()
-    run = _copy(tmp_path, **{"env.hostname": f"not-{here}", "env.cpu_model": "Some Other CPU"})
+    run = _copy(tmp_path, **_here(**{"env.hostname": f"not-{here}", "env.cpu_model": "Some Other CPU"}))
     samples = load_samples(run)
     result = cli("run", "--resume", str(run))
     assert_one_line_error(result, "was made on another machine", f"hostname not-{here}, here {here}",
@@ -54,7 +65,7 @@ def test_resume_refuses_a_folder_made_on_another_machine(tmp_path):
 
 
 def test_force_resumes_elsewhere_and_the_manifest_says_so(tmp_path):
-    run = _copy(tmp_path, **{"env.hostname": "elsewhere"})
+    run = _copy(tmp_path, **_here(**{"env.hostname": "elsewhere"}))
     manifest = load_manifest(run)
     with pytest.raises(RunError, match="hostname elsewhere, here"):
         benchmark.check_resume_machine(run, force=False)
@@ -64,11 +75,7 @@ def test_force_resumes_elsewhere_and_the_manifest_says_so(tmp_path):
 
 
 def test_the_same_machine_resumes_without_force(tmp_path):
-    from specbench.builder.envinfo import collect
-
-    here = collect()
-    run = _copy(tmp_path, **{"env.hostname": here.hostname, "env.cpu_model": here.cpu_model,
-                             "env.gpus": [g.model_dump() for g in here.gpus]})  # fmt: skip
+    run = _copy(tmp_path, **_here())
     benchmark.check_resume_machine(run, force=False)
 
 
@@ -89,12 +96,9 @@ def test_resume_refuses_a_tune_folder_and_report_does_not_suggest_it(tmp_path):
 def test_a_dry_resume_refuses_what_the_resume_would(tmp_path):
     """`run --resume DIR --dry-run` makes the real resume's refusals (another config, a run still
     going, another machine) and says what reading the samples dropped, instead of listing work."""
-    from specbench.builder.envinfo import collect
     from specbench.results.folder import RunLock
 
-    here = collect()
-    run = _copy(tmp_path, **{"env.hostname": here.hostname, "env.cpu_model": here.cpu_model,
-                             "env.gpus": [g.model_dump() for g in here.gpus]})  # fmt: skip
+    run = _copy(tmp_path, **_here())
     lines = (run / "samples.jsonl").read_text().splitlines()
     (run / "samples.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
     ok = cli("run", "--resume", str(run), "--dry-run")
@@ -104,5 +108,6 @@ def test_a_dry_resume_refuses_what_the_resume_would(tmp_path):
                           "different config")  # fmt: skip
     with RunLock(run):
         assert_one_line_error(cli("run", "--resume", str(run), "--dry-run"), "still running")
-    elsewhere = _copy(tmp_path / "b", **{"env.hostname": "elsewhere"})
-    assert_one_line_error(cli("run", "--resume", str(elsewhere), "--dry-run"), "another machine")
+    elsewhere = _copy(tmp_path / "b", **_here(**{"env.hostname": "elsewhere"}))
+    assert_one_line_error(cli("run", "--resume", str(elsewhere), "--dry-run"), "another machine",
+                          "(hostname elsewhere, here")  # fmt: skip

@@ -142,3 +142,19 @@ def test_merge_says_what_it_dropped_from_a_shard(runs, tmp_path):
     merged = cli("merge", *map(str, shards), "--out", str(tmp_path / "merged"))
     assert merged.returncode == 0, merged.stderr
     assert "s2/samples.jsonl: 1 duplicate sample was dropped" in " ".join(merged.stderr.split())
+
+
+def test_plan_takes_quiet_as_run_does(llama_build, tmp_path):
+    """A CI script passes the same flags to every command: `plan --quiet` is the table (or the
+    matrix) without plan's notes, and `--quiet --json` is exactly the matrix `--json` prints."""
+    env = {"SPECBENCH_RESULTS": str(tmp_path)}
+    loud = cli("plan", QUICK, *CHEAP, "--shards", "2", env=env)
+    quiet = cli("plan", QUICK, *CHEAP, "--shards", "2", "--quiet", env=env)
+    assert loud.returncode == 0 and quiet.returncode == 0, loud.stderr + quiet.stderr
+    assert "estimated times" in loud.stdout and "run each with" in loud.stdout
+    assert "estimated times" not in quiet.stdout and "run each with" not in quiet.stdout
+    assert "1/2" in quiet.stdout and "2/2" in quiet.stdout  # the table itself stays
+    matrix = cli("plan", QUICK, *CHEAP, "--shards", "2", "--json", env=env)
+    both = cli("plan", QUICK, *CHEAP, "--shards", "2", "--quiet", "--json", env=env)
+    assert both.returncode == 0, both.stderr
+    assert json.loads(both.stdout) == json.loads(matrix.stdout) and both.stderr == ""

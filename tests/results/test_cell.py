@@ -60,7 +60,8 @@ def test_the_baseline_of_a_cell_is_the_baseline_on_its_build():
         r = rows[build]
         assert r.baseline_tps == 10 * speed and r.baseline_n == 2  # its own build's baseline only
         assert r.draft_tps == 40 * speed  # and its own build's draft alone
-        assert r.speedup is not None and abs(r.speedup - 1.575) < 1e-9  # (15 + 16.5) / 2 / 10
+        # the geometric mean of its two paired ratios, 15/10 and 16.5/10
+        assert r.speedup is not None and abs(r.speedup - (1.5 * 1.65) ** 0.5) < 1e-9
 
 
 def test_sample_keys_identities_labels_and_rounds_tell_builds_apart():

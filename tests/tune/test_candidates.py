@@ -40,3 +40,32 @@ def test_the_grid_covers_every_draft_min_and_p_min_of_the_config_with_draft_min_
     assert all(s.draft_min <= s.draft_max <= 5 for s in grid)
     assert sorted(s.draft_max for s in grid if (s.draft_min, s.p_min) == (3, 0.5)) == [3, 4, 5]
     assert len(grid) == len({s.key() for s in grid}) == 2 * 5 + 2 * 3
+
+
+class _NoCalibration:
+    def costs(self, model, layers):
+        return None
+
+
+def test_tune_writes_a_measured_speedup_as_the_report_does():
+    """Tune's candidates read the report's rows, and print them the same: an interval from two
+    repetitions of the recorded run, ``n=1`` from one (issue 36)."""
+    from pathlib import Path
+
+    from specbench.analysis.cells import ALL, run_rows
+    from specbench.analysis.render import _speedup
+    from specbench.cli.tune import _x
+    from specbench.results.folder import read_run
+    from specbench.tune.candidates import Candidate, predict
+
+    samples = read_run(Path(__file__).resolve().parents[1] / "data/runs/quick-cpu").samples
+    for reps, shown in ((2, "["), (1, "n=1")):
+        rows = [r for r in run_rows("r", [s for s in samples if s.repetition < reps])
+                if r.category == ALL and r.method == "draft"]  # fmt: skip
+        by_key = {Setting.of(r).key(): r for r in rows}
+        cands = {k: Candidate(Setting.of(r)) for k, r in by_key.items()}
+        predict(cands, by_key, _NoCalibration(), "smol_f32", "smol_q4", 0, None)
+        assert len(cands) == 2
+        for key, c in cands.items():
+            assert c.speedup == by_key[key].speedup and shown in _x(c)
+            assert _x(c) == _speedup(by_key[key])
