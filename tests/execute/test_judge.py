@@ -132,6 +132,7 @@ def test_what_left_nothing_to_judge_is_failed_or_timeout_with_its_reason():
 def test_an_infinite_speed_is_no_measurement():
     out = server("server-baseline", "baseline")
     out.log.perf.target.eval_tps = float("inf")
+    out.timings.predicted_ms = 0.0  # a zero-length span: the same-span rate would be infinite
     sample = judge(inv("x", role="baseline", prompt_text=PROMPT, runner="server"), out, "r", "now").sample
     assert sample.status == "failed" and sample.tps is None
     assert sample.invalid_reason == "no decode speed in the response"
