@@ -13,7 +13,7 @@ PROMPT = "Write a Python function that returns the sum of a list of numbers."
 
 def test_a_real_baseline_is_timed_from_its_first_generated_token_to_its_last(tmp_path, llama_build, smol_q4):
     argv = [llama_build.binary("completion").path, "-m", str(smol_q4.path), "-no-cnv", "-n", "24",
-            "--temp", "0", "-t", "2", "-c", "512", "--seed", "42", "-p", PROMPT]  # fmt: skip
+            "--temp", "0", "-t", "1", "-c", "512", "--seed", "42", "-p", PROMPT]  # fmt: skip
     invocation = inv("x", role="baseline", argv=argv, prompt_text=PROMPT, timeout_s=600.0)
     out = ProcessExecutor().run([(1, invocation)], tmp_path)[0]
     sample = judge(invocation, out, "r", "now").sample
