@@ -29,32 +29,27 @@ def baseline_outside(s: Sample) -> float | None:
     return 1.0 - perf.eval_ms / (s.span_s * 1000.0)
 
 
-def spec_outside(s: Sample, base: Sample | None) -> float | None:
+def spec_outside(s: Sample) -> float | None:
     """Share of a speculative run's ``decoded`` span outside the target's passes. The target counts
-    its verification passes as prompt eval together with the prompt's pass, which is outside the
-    span; that pass is estimated from the paired baseline's prompt eval (the same prompt, one token
-    more), so the share is an estimate. The draft model's time counts as outside."""
+    its verification passes as prompt eval together with the prompt's own pass, which is outside
+    the span; the ``encoded`` line times that pass (with a draft model, the draft's prompt pass
+    too, so the passes come out short and the share is an upper bound; without one it is exact up
+    to the sampler's and speculator's set-up). Drafting counts as outside."""
     log = s.metrics
     perf = log.perf.target if log and log.perf else None
-    if log is None or perf is None or log.decoded is None or not log.decoded.seconds or base is None:
+    if log is None or perf is None or not (log.decoded and log.decoded.seconds) or log.encoded is None:
         return None
-    bperf = base.metrics.perf.target if base.metrics and base.metrics.perf else None
-    if bperf is None or bperf.prompt_eval_ms is None or not bperf.prompt_eval_tokens:
+    if log.encoded.seconds is None or perf.prompt_eval_ms is None:
         return None
-    n = bperf.prompt_eval_tokens
-    prompt_pass = bperf.prompt_eval_ms * (n - 1) / n
-    passes = (perf.prompt_eval_ms or 0.0) + (perf.eval_ms or 0.0) - prompt_pass
+    passes = perf.prompt_eval_ms + (perf.eval_ms or 0.0) - log.encoded.seconds * 1000.0
     return 1.0 - passes / (log.decoded.seconds * 1000.0)
 
 
 def span_fields(spec: list[Sample], base: list[Sample]) -> dict[str, float | None]:
     """The report row's ``baseline_decode_tps``, ``baseline_outside`` and ``spec_outside`` (means
-    over the cell's usable samples; a speculative sample pairs with the baseline of its prompt
-    and repetition)."""
-    by_key = {(b.prompt_id, b.repetition, b.build): b for b in base}
-    paired = [spec_outside(s, by_key.get((s.prompt_id, s.repetition, s.build))) for s in spec]
+    over the cell's usable samples)."""
     return {
         "baseline_decode_tps": _mean([b.decode_tps for b in base if b.decode_tps is not None]),
         "baseline_outside": _mean([baseline_outside(b) for b in base]),
-        "spec_outside": _mean(paired),
+        "spec_outside": _mean([spec_outside(s) for s in spec]),
     }
