@@ -176,8 +176,8 @@ def main() -> None:
     ap.add_argument("--parts", default="aa,slow,bisect", help="which measurements, comma-separated")
     ap.add_argument(
         "--slow-metric", action="append", default=None, metavar="METRIC",
-        help="what the slowdown runs decide (ab --metric; repeatable; default baseline_tps: a slower "
-        "decode step, as a user asks 'did decoding get slower?')",
+        help="what the slowdown runs decide (ab --metric; repeatable; default baseline_tps and spec_tps: "
+        "a slower generation step must show on both sides, wherever the delay is)",
     )  # fmt: skip
     ap.add_argument(
         "--delay-us", type=int, help="the slow commit's delay (default: --delay-frac of the A/A step)"
@@ -187,7 +187,7 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="prove the script works; numbers mean nothing")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
-    args.slow_metric = args.slow_metric or ["baseline_tps"]
+    args.slow_metric = args.slow_metric or ["baseline_tps", "spec_tps"]
     from tests.fixtures.llama_history import pinned_tree
 
     # Rounds until the paired gate decides (6 pairs, ci.yaml's 2 prompts x 3 repetitions, give an
