@@ -47,7 +47,10 @@ def spec_outside(s: Sample) -> float | None:
 
 def span_fields(spec: list[Sample], base: list[Sample]) -> dict[str, float | None]:
     """The report row's ``baseline_decode_tps``, ``baseline_outside`` and ``spec_outside`` (means
-    over the cell's usable samples)."""
+    over the cell's usable samples); the shares only for a run that timed its baselines' spans
+    (run folder format 2): older reports stay as they were."""
+    if not any(b.span_s for b in base):
+        return {"baseline_decode_tps": None, "baseline_outside": None, "spec_outside": None}
     return {
         "baseline_decode_tps": _mean([b.decode_tps for b in base if b.decode_tps is not None]),
         "baseline_outside": _mean([baseline_outside(b) for b in base]),

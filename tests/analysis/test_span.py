@@ -33,5 +33,11 @@ def test_the_speculative_share_takes_the_prompt_pass_out_of_the_targets_prompt_e
     passes = log.perf.target.prompt_eval_ms + log.perf.target.eval_ms - log.encoded.seconds * 1000
     assert spec_outside(s) == pytest.approx(1 - passes / (log.decoded.seconds * 1000))
     assert 0 < spec_outside(s) < 1
-    fields = span_fields([s], [sample("baseline", "completion-f32.stderr", decode_tps=28.26)])
-    assert fields == {"baseline_decode_tps": 28.26, "baseline_outside": None, "spec_outside": spec_outside(s)}
+    base = sample("baseline", "completion-f32.stderr", decode_tps=28.26, span_s=2.3)
+    fields = span_fields([s], [base])
+    assert fields == {
+        "baseline_decode_tps": 28.26,
+        "baseline_outside": baseline_outside(base),
+        "spec_outside": spec_outside(s),
+    }
+    assert set(span_fields([s], [sample("baseline", "completion-f32.stderr")]).values()) == {None}  # old runs
