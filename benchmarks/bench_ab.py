@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_ab.py [--config configs/ci.yaml] [--out results/bench-ab]
         [--aa-runs 5] [--slow-runs 10] [--delay-frac 0.05] [--threshold 2%]
         [--bisect-commits 8] [--slow-commit 5] [--parts aa,slow,bisect] [--delay-us N] [--tiny]
-        [--set KEY=VALUE ...]
+        [--where decode,entry] [--bisect-where decode|entry] [--set KEY=VALUE ...]
 
 Four measurements, each with ``specbench`` as a user runs it, with ``repetitions=auto`` (rounds
 until the paired gate decides, up to the config's ``max_repetitions``; ``--set`` options go to
@@ -14,7 +14,11 @@ every run and come after it):
 2. **A real slowdown**: a git history of the pinned tree whose second commit sleeps
    ``--delay-frac`` of a decode step (measured in the A/A runs' baselines) per decode step;
    ``ab`` of commit 0 vs commit 1, ``--slow-runs`` times: how many ``baseline_tps`` decisions
-   fail, and each decision's wall time once both builds exist.
+   fail, and each decision's wall time once both builds exist. Two places (``--where``): ``decode``,
+   inside the span llama.cpp times as ``eval time``; ``entry``, at the start of ``llama_process``
+   (the public decode entry), before that timer starts: only a metric timed over the whole
+   generation span (``baseline_tps`` and ``spec_tps`` since run folder format 2, docs/timing.md)
+   sees it, ``baseline_decode_tps`` (llama.cpp's own rate) does not. The table shows both.
 3. **The same pairs through two-run ``compare``**: each A/A and slowdown run split into its two
    builds' samples, compared as two separate runs (Welch per prompt): false alarms, detections and
    too-noisy rates side by side with the paired gate's.
@@ -172,16 +176,18 @@ def main() -> None:
     ap.add_argument("--parts", default="aa,slow,bisect", help="which measurements, comma-separated")
     ap.add_argument(
         "--slow-metric", action="append", default=None, metavar="METRIC",
-        help="what the slowdown runs decide (ab --metric; repeatable; default baseline_tps: a slower "
-        "decode step, as a user asks 'did decoding get slower?')",
+        help="what the slowdown runs decide (ab --metric; repeatable; default baseline_tps and spec_tps: "
+        "a slower generation step must show on both sides, wherever the delay is)",
     )  # fmt: skip
     ap.add_argument(
         "--delay-us", type=int, help="the slow commit's delay (default: --delay-frac of the A/A step)"
     )
+    ap.add_argument("--where", default="decode,entry", help="where the slow commit sleeps: decode, entry")
+    ap.add_argument("--bisect-where", default="decode", choices=("decode", "entry"))
     ap.add_argument("--tiny", action="store_true", help="prove the script works; numbers mean nothing")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
-    args.slow_metric = args.slow_metric or ["baseline_tps"]
+    args.slow_metric = args.slow_metric or ["baseline_tps", "spec_tps"]
     from tests.fixtures.llama_history import pinned_tree
 
     # Rounds until the paired gate decides (6 pairs, ci.yaml's 2 prompts x 3 repetitions, give an
@@ -224,39 +230,57 @@ def main() -> None:
             "decode_step_ms": step_ms,
         }
     if "slow" in parts:
-        result["slow"] = slowdown(args, tree, delay_us, sets)
+        result["slow"] = {w: slowdown(args, tree, delay_us, sets, w) for w in args.where.split(",")}
     if "bisect" in parts:
         result["bisect"] = bisect(args, tree, delay_us, sets)
     (args.out / "bench-ab.json").write_text(json.dumps(result, indent=2))
     show(result, args, delay_us)
 
 
-def slowdown(args, tree: str, delay_us: int, sets: list[str]) -> dict:
-    """ab of a commit with ``delay_us`` per decode step against its parent, and the same pairs
-    through two-run compare."""
+def slowdown(args, tree: str, delay_us: int, sets: list[str], where: str) -> dict:
+    """ab of a commit with ``delay_us`` per decode step (at ``where``) against its parent, and the
+    same pairs through two-run compare."""
     from tests.fixtures.llama_history import make_history
 
-    hist = make_history(args.out / "history-slow" / "llama.cpp", Path(tree), [0, delay_us])
+    hist = make_history(args.out / f"history-slow-{where}" / "llama.cpp", Path(tree), [0, delay_us], where)
     base, head = f"{hist.repo}@{hist.shas[0]}", f"{hist.repo}@{hist.shas[1]}"
     for sha in hist.shas:  # both builds exist before the first timed decision
         res = specbench("build", "--source", hist.repo, "--ref", sha, timeout=7200)
         if res.returncode:
             sys.exit(f"specbench build --ref {sha} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
-    slow, slow_two, walls = [], [], []
+    slow, slow_two, walls, decode_ratios = [], [], [], []
     for i in range(args.slow_runs):
-        run = args.out / f"slow-{i}"
+        run = args.out / f"slow-{where}-{i}"
         data, wall = ab(args.config, base, head, run, sets, args.threshold, args.slow_metric)
         slow += data["decisions"]
         walls.append(wall)
         slow_two += two_run(run, args.out / "split", args.threshold)
-        bt = [d for d in data["decisions"] if d["metric"] == "baseline_tps"]
-        shown = [(round(d["ratio"] or 0, 3), d["decision"]) for d in bt]
-        print(f"slow {i + 1}/{args.slow_runs}: baseline_tps {shown} ({wall:.0f} s)", flush=True)
+        decided = data["decisions"]
+        shown = {m: [(round(d["ratio"] or 0, 3), d["decision"]) for d in decided if d["metric"] == m]
+                 for m in ("baseline_tps", "spec_tps")}  # fmt: skip
+        decode_only = decode_only_ratio(run)
+        print(f"slow ({where}) {i + 1}/{args.slow_runs}: {shown}, baseline_decode_tps head/base "
+              f"{decode_only:.3f} ({wall:.0f} s)", flush=True)  # fmt: skip
+        decode_ratios.append(decode_only)
     return {
-        "delay_us": delay_us, "paired_baseline_tps": rates(slow, "baseline_tps"),
+        "where": where, "delay_us": delay_us, "paired_baseline_tps": rates(slow, "baseline_tps"),
+        "paired_spec_tps": rates(slow, "spec_tps"), "baseline_decode_tps_ratio": decode_ratios,
         "paired_all": rates(slow), "two_run_baseline_tps": rates(slow_two, "baseline_tps", key="status"),
         "wall_s_after_builds": walls,
     }  # fmt: skip
+
+
+def decode_only_ratio(run: Path) -> float:
+    """head/base of the median ``baseline_decode_tps`` (llama.cpp's eval-time rate) of one ab run."""
+    from specbench.results.folder import load_samples
+
+    by_build: dict[str, list[float]] = {}
+    for s in load_samples(run):
+        if s.role == "baseline" and s.valid and s.decode_tps:
+            by_build.setdefault(s.build or "", []).append(s.decode_tps)
+    if not by_build.get("head") or not by_build.get("base"):
+        return float("nan")
+    return statistics.median(by_build["head"]) / statistics.median(by_build["base"])
 
 
 def bisect(args, tree: str, delay_us: int, sets: list[str]) -> dict:
@@ -266,7 +290,7 @@ def bisect(args, tree: str, delay_us: int, sets: list[str]) -> dict:
     delays = [0] * args.bisect_commits
     for i in range(args.slow_commit, args.bisect_commits):
         delays[i] = delay_us
-    bhist = make_history(args.out / "history-bisect" / "llama.cpp", Path(tree), delays)
+    bhist = make_history(args.out / "history-bisect" / "llama.cpp", Path(tree), delays, args.bisect_where)
     bout = args.out / "bisect"
     t0 = time.monotonic()
     good, bad = bhist.shas[0], bhist.shas[-1]
@@ -293,12 +317,17 @@ def show(r: dict, args, delay_us: int | None) -> None:
     print("| --- | --- | --- |")
     if "aa" in r:
         print(f"| A/A: decisions, fail / undecided | {r['aa']['paired']} | {r['aa']['two_run']} |")
-    if "slow" in r:
-        print(f"| {args.delay_frac:.0%} slower head ({delay_us} us/token): baseline_tps | "
-              f"{r['slow']['paired_baseline_tps']} | {r['slow']['two_run_baseline_tps']} |")  # fmt: skip
-        walls_after = r["slow"]["wall_s_after_builds"]
-        if walls_after:
-            print(f"| ab wall time once built (max) | {max(walls_after):.0f} s | - |")
+    for where, slow in r.get("slow", {}).items():
+        place = "in decode's timer" if where == "decode" else "at llama_process entry, outside eval time"
+        ratios = [x for x in slow["baseline_decode_tps_ratio"] if x == x]
+        print(f"| +{delay_us} us/step {place}: baseline_tps | {slow['paired_baseline_tps']} | "
+              f"{slow['two_run_baseline_tps']} |")  # fmt: skip
+        print(f"| the same runs: spec_tps | {slow['paired_spec_tps']} | - |")
+        if ratios:
+            print(f"| the same runs: baseline_decode_tps head/base (median) | "
+                  f"{statistics.median(ratios):.3f} | - |")  # fmt: skip
+        if slow["wall_s_after_builds"]:
+            print(f"| ab wall time once built (max) | {max(slow['wall_s_after_builds']):.0f} s | - |")
     if "bisect" in r:
         b = r["bisect"]
         found = f"{b['steps']} steps, named the slow commit: {b['correct']}"

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from specbench.analysis import stats
 from specbench.analysis.quality import assess
+from specbench.analysis.span import span_fields
 from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
 from specbench.analysis.speedup import Pair, paired_speedup
 from specbench.parse.parsed import SpecCounters
@@ -93,6 +94,11 @@ class ReportRow(_RowCell):
     speedup_prompts: int = 0
     speedup_prompt_low: float | None = None
     speedup_prompt_high: float | None = None
+    # the same-span timing (specbench.analysis.span, docs/timing.md): llama.cpp's decode-only rate of the
+    # baseline, and the share of each side's span outside the target's decode step
+    baseline_decode_tps: float | None = None
+    baseline_outside: float | None = None
+    spec_outside: float | None = None
 
     def cell(self) -> tuple:
         """Every axis, in axis order, without run and category: rows of different runs line up on it."""
@@ -253,7 +259,7 @@ def _row(
         ttft_ms=stats.summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,
         machine=facts.shard_machines.get(first.shard) if facts and first.shard else None,
         synthetic=first.synth_len is not None, accept_len=counters.accept_len() if counters else None,
-        accept_by_pos=counters.accept_by_pos() if counters else None,
+        accept_by_pos=counters.accept_by_pos() if counters else None, **span_fields(used, base_used),
     )  # fmt: skip
 
 

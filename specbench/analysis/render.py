@@ -72,6 +72,15 @@ def _predicted(r: ReportRow) -> str:
     return f"{r.predicted_speedup:.2f}x (g={g})"
 
 
+def _outside(r: ReportRow) -> str:
+    """Share of the baseline's / speculative run's span outside the target's decode step."""
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.0f}%"
+
+    return f"{pct(r.baseline_outside)}/{pct(r.spec_outside)}"
+
+
 def _match(r: ReportRow) -> str:
     if r.synthetic:
         return "synthetic"  # drafts accepted at random: the output is not valid, never compared
@@ -153,6 +162,8 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     cols += [
         Column("predicted", _predicted, True),
     ]
+    if any(r.baseline_outside is not None or r.spec_outside is not None for r in rows):
+        cols.append(Column("outside decode b/s", _outside, True))  # docs/timing.md
     if any(r.model_speedup is not None for r in rows):  # runs with a calibration (specbench tune)
         cols.append(
             Column("model", lambda r: "-" if r.model_speedup is None else f"{r.model_speedup:.2f}x", True)
@@ -181,7 +192,8 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
 # Left out first when a terminal is too narrow for every column (numbers are never cut).
 # "[95% CI]" shortens the speedup column to the speedup alone.
 DROP_ORDER = (
-    "predicted", "ttft ms", "acc len", "tok/pass", "draft_min", "p_min", "[95% CI]", "per prompt",
+    "outside decode b/s", "predicted", "ttft ms", "acc len", "tok/pass", "draft_min", "p_min", "[95% CI]",
+    "per prompt",
     "ngl/ngld", "accept", "baseline t/s", "throughput t/s", "match", "valid", "runner", "spec t/s",
 )  # fmt: skip
 KEPT = ("pair", "method", "draft_max", "speedup")  # what a row is and its answer: kept at any width

@@ -10,7 +10,11 @@ but the draft's decodes. llama-speculative-simple's step (pinned llama.cpp, read
   tokens: it re-evaluates the accepted tokens, so its KV cache follows the target's,
 - sampling and output: the per-token overhead the baseline shows (its measured time per token minus
   llama-bench's decode time), once per token the step yields (the draft's top-k 10 sampler is left
-  out: it is a partial sort, small next to a pass).
+  out: it is a partial sort, small next to a pass). Since run folder format 2 the baseline's t/s is
+  timed over the generation span (docs/timing.md), so o holds what that span adds to a decode:
+  sampling, batch preparation, the decode entry, printing. Before, the baseline's t/s was
+  llama.cpp's ``eval time`` rate, which leaves exactly those out, so o was close to 0 and the
+  model priced a step's sampling at nothing.
 
 So  T_step(g) = g·d + D(g+1) + T(g+1) + o·E, and the speedup is E·(T(1) + o) / T_step(g), where d is
 the draft's decode time per token, D(k) and T(k) the draft's and target's pass over k tokens

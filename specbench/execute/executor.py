@@ -19,6 +19,7 @@ from specbench.execute.outputs import decode_output, failure_reason
 from specbench.execute.process import run_command
 from specbench.parse.crash import CrashFacts
 from specbench.parse.process import ParsedLog, parse_text
+from specbench.parse.span import format_stamps
 from specbench.results.folder import raw_paths
 
 if TYPE_CHECKING:
@@ -93,7 +94,12 @@ class ProcessExecutor:
     def _run_one(self, inv: Invocation, index: int, run_dir: Path) -> Outcome:
         stdout_path, stderr_path = raw_paths(run_dir, raw_stem(index, inv))
         self.model_loads += 1
-        res = run_command(list(inv.argv), stdout_path, stderr_path, timeout_s=inv.timeout_s)
+        plain = inv.role != "speculative"  # llama-completion: its generation is timed from stdout
+        res = run_command(
+            list(inv.argv), stdout_path, stderr_path, timeout_s=inv.timeout_s, stamp_stdout=plain
+        )
+        if res.stdout_times is not None:
+            stdout_path.with_suffix(".times").write_text(format_stamps(res.stdout_times), encoding="utf-8")
         stdout, stderr = read_output(res.stdout_path), read_log(res.stderr_path)
         error = None
         if res.timed_out:
@@ -106,7 +112,7 @@ class ProcessExecutor:
         return Outcome(
             wall_s=res.wall_s, error=error, timed_out=res.timed_out, output=stdout, echoed=inv.prompt_echoed,
             log=log, exit_code=res.exit_code, stdout_path=str(stdout_path.relative_to(run_dir)),
-            stderr_path=str(stderr_path.relative_to(run_dir)),
+            stderr_path=str(stderr_path.relative_to(run_dir)), stdout_times=res.stdout_times,
         )  # fmt: skip
 
     def close(self) -> None:

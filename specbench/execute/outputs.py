@@ -62,6 +62,17 @@ def continuation(stdout: str, prompt: str, echoed: bool = True) -> str | None:
     return rest
 
 
+def generation_offset(stdout: str, prompt: str, echoed: bool = True) -> int | None:
+    """The stdout byte where the generated text begins (after the prompt's echo); None when the
+    echo is not found. Used to time generation from the first generated token."""
+    if not echoed or not prompt:
+        return 0
+    rest = _after_prompt(stdout, prompt)
+    if rest is None:
+        return None
+    return len(output_bytes(stdout)) - len(output_bytes(rest))
+
+
 def _after_prompt(stdout: str, prompt: str) -> str | None:
     for candidate in (prompt, _SPECIAL.sub("", prompt)):
         idx = stdout.find(candidate) if candidate else -1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ class ProcessResult:
     wall_s: float
     stdout_path: Path
     stderr_path: Path
+    # ``stamp_stdout``: (seconds since start, stdout bytes so far) at each read of the child's stdout
+    stdout_times: list[tuple[float, int]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -82,8 +85,13 @@ def run_command(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     grace_s: float = KILL_GRACE_S,
+    stamp_stdout: bool = False,
 ) -> ProcessResult:
-    """Run ``argv`` to completion or timeout; KeyboardInterrupt kills the group and propagates."""
+    """Run ``argv`` to completion or timeout; KeyboardInterrupt kills the group and propagates.
+
+    ``stamp_stdout``: stdout goes through a pipe and every read is time-stamped, a wall clock under
+    our control over the generated tokens (llama.cpp flushes stdout after each one): see docs/timing.md.
+    """
     if not argv:
         raise RunError("empty command line; this is a bug in the plan")
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +104,7 @@ def run_command(
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
-                stdout=out,
+                stdout=subprocess.PIPE if stamp_stdout else out,
                 stderr=err,
                 env=child_env(env),
                 cwd=cwd,
@@ -110,6 +118,13 @@ def run_command(
         except BaseException:
             interrupts.child_started()
             raise
+        times: list[tuple[float, int]] | None = None
+        reader = None
+        if stamp_stdout:
+            times = []
+            args = (proc.stdout, out, start, times)
+            reader = threading.Thread(target=_copy_stamped, args=args, daemon=True)
+            reader.start()
         try:
             interrupts.child_started()  # inside the try: a signal that came meanwhile kills the group below
             proc.wait(timeout=timeout_s)
@@ -119,6 +134,10 @@ def run_command(
         except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: never leave it running
             kill_group(proc, grace_s=0.5)
             raise
+        finally:
+            if reader is not None:
+                reader.join(timeout=grace_s + 1.0)  # EOF once the group is gone
+                proc.stdout.close()
         wall_s = time.monotonic() - start
         if not timed_out and _group_alive(proc.pid):
             # The leader exited but left helpers behind in its group: they must not outlive it.
@@ -136,4 +155,20 @@ def run_command(
         code = None
     if timed_out:
         code, sig = None, None
-    return ProcessResult(list(argv), code, sig, timed_out, wall_s, stdout_path, stderr_path)
+    return ProcessResult(list(argv), code, sig, timed_out, wall_s, stdout_path, stderr_path, times)
+
+
+def _copy_stamped(pipe, out, start: float, times: list[tuple[float, int]]) -> None:
+    """Copy the child's stdout to ``out`` as it comes, noting when each read returned."""
+    fd, total = pipe.fileno(), 0
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:
+            return
+        if not data:
+            return
+        now = time.monotonic()
+        out.write(data)
+        total += len(data)
+        times.append((now - start, total))

@@ -346,6 +346,7 @@ def compare(
     if not 0 < alpha < 1:
         raise InputError(f"--alpha {alpha}: must be between 0 and 1 (e.g. 0.05)")
     check_machine(base, cur)
+    check_timing(base, cur, metrics)
     results = []
     for m in dict.fromkeys(metrics):
         b, c = cell_series(base, m), cell_series(cur, m)
@@ -369,6 +370,25 @@ def compare(
         differences=shown_differences(base, cur),
         metrics=results,
     )  # fmt: skip
+
+
+# the metrics whose meaning changed with run folder format 2 (a baseline's t/s is timed over the
+# same span as the speculative one): docs/timing.md
+SPAN_METRICS = ("baseline_tps", "speedup")
+
+
+def check_timing(base: Side, cur: Side, metrics: tuple[str, ...] | list[str]) -> None:
+    """Refuse to compare a baseline t/s timed over the generation span with one timed inside
+    llama.cpp's decode call only: they differ by the sampling and bookkeeping of every token."""
+    mixed = [m for m in metrics if m in SPAN_METRICS]
+    if not mixed or base.facts.timing == cur.facts.timing:
+        return
+    old = base if base.facts.timing == "decode-only" else cur
+    raise InputError(
+        f"not comparable: {old.ref} times baseline t/s inside llama.cpp's decode call only (run folder "
+        f"format before 2), the other over the whole generation span ({', '.join(mixed)} changed meaning); "
+        "measure the baseline again with this specbench, or compare --metric spec_tps only (docs/timing.md)"
+    )
 
 
 def _status(side: Side) -> str:

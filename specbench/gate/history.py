@@ -25,7 +25,7 @@ from specbench.analysis.stats import summarize
 from specbench.base.errors import SpecbenchError
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
 from specbench.gate.baseline import load_run
-from specbench.gate.compare import METRICS, cell_label, cell_series
+from specbench.gate.compare import METRICS, SPAN_METRICS, cell_label, cell_series
 from specbench.plan.invocation import Invocation
 from specbench.plan.shards import GUESS_LOAD_S
 from specbench.results import cell
@@ -60,6 +60,9 @@ class HistoryPoint(BaseModel):
     prompts: str  # the prompt set (part of the series identity)
     runner: str = "process"  # a server's t/s is not a process's (part of the series identity)
     parallel: int = 1  # requests in flight (part of the series identity)
+    # what a baseline t/s timed (docs/timing.md): a baseline_tps or speedup point recorded from a
+    # run folder of format 2 on is "same-span" and starts a series of its own (part of the identity)
+    timing: str = "decode-only"
     run_id: str
     started_at: str | None
     commit: str | None
@@ -149,7 +152,8 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
             # The prompt set is part of the series identity: means over other prompts are not comparable.
             cell = _cell_id(key, machine)
             prompts = ",".join(sorted(prompts_by_cell[cell]))
-            rows.append((run_key, metric, cell + "|" + prompts, s.label, prompts, key.prompt_id,
+            mark = _SAME_SPAN if metric in SPAN_METRICS and facts.timing == "same-span" else ""
+            rows.append((run_key, metric, cell + "|" + prompts + mark, s.label, prompts, key.prompt_id,
                          json.dumps(s.repetitions), json.dumps(s.values)))  # fmt: skip
     if not rows:  # a run that measured nothing (yet) must not replace the points it recorded before
         return 0
@@ -213,6 +217,7 @@ def load_history(
                 generation=generation_text(key),
                 runner=key.get("runner", "process"),
                 parallel=key.get("parallel", 1),
+                timing="same-span" if cell_id.endswith(_SAME_SPAN) else "decode-only",
                 prompts=prompts,
                 run_id=run_id,
                 started_at=started,
@@ -267,9 +272,14 @@ def stored_rows(db_path: Path) -> list[StoredRow]:
     return [StoredRow(*r) for r in rows]
 
 
-def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str]:
+def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str, str]:
     """What makes points one series: the same cell measured the same way (compare would match them)."""
-    return (p.machine, p.label, p.runner, p.parallel, p.generation, p.prompts)
+    return (p.machine, p.label, p.runner, p.parallel, p.generation, p.prompts, p.timing)
+
+
+# Marks a stored baseline_tps/speedup cell of a same-span run: rows recorded before (by an older
+# specbench, or from older run folders) timed the baseline inside the decode call only
+_SAME_SPAN = " (same-span)"
 
 
 _GENERATION = ("n_predict", "temperature", "top_k", "seed", "ctx_size")

@@ -27,7 +27,11 @@ Status = Literal["running", "complete", "interrupted", "failed"]
 # older specbench misread a folder (a field renamed or meaning something else; a new optional field
 # does not count): an older specbench then refuses the folder instead of misreading it. Folders
 # written before formats were numbered have none and read as format 0.
-FORMAT_VERSION = 1
+# Format 2: a plain run's `tps` (baseline_tps) is timed over the same span as the speculative one,
+# from the first generated token to the last (docs/timing.md); before, it was llama.cpp's `eval time`
+# rate. `SAME_SPAN_FORMAT` marks that definition: compare and history refuse to mix the two.
+FORMAT_VERSION = 2
+SAME_SPAN_FORMAT = 2
 
 
 def now_iso() -> str:
@@ -143,6 +147,10 @@ class RunFacts(BaseModel):
     # what the builds ran with so they work here (``repack-off: --no-repack``), from their self-test
     workarounds: list[str] = Field(default_factory=list)
     env_vars: dict[str, str] = Field(default_factory=dict)  # LLAMA_ARG_*, GGML_*... as the binaries saw them
+    # what a baseline's t/s times (docs/timing.md): "same-span" (format 2 on, or any server run: its
+    # `timings` were always one span) or "decode-only" (older process runs: llama.cpp's eval time).
+    # A stored baseline file without it was written before format 2.
+    timing: str = "decode-only"
 
     def model_id(self, name: str | None) -> str | None:
         """A model's identity for matching: its sha256, or ``name:NAME`` when the sha is unknown."""
@@ -159,6 +167,13 @@ def _value(data: object, *keys: str) -> Any:
             return None
         data = data.get(key)
     return data
+
+
+def timing_of(manifest: dict) -> str:
+    """What the run's baseline t/s times: the same span as the speculative side, or decode only."""
+    version = manifest.get("format_version", 0)
+    same = isinstance(version, int) and version >= SAME_SPAN_FORMAT or manifest.get("runner") == "server"
+    return "same-span" if same else "decode-only"
 
 
 def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
@@ -194,6 +209,7 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         shard_machines=_shard_machines(manifest),
         workarounds=_workarounds(manifest),
         env_vars={str(k): str(v) for k, v in (env.get("variables") or {}).items()},
+        timing=timing_of(manifest),
     )
 
 

@@ -52,7 +52,12 @@ class Sample(Measurement):
     valid: bool
     invalid_reason: str | None = None
     metrics: ParsedLog | None = None
-    tps: float | None = None  # decode t/s: `decoded` line (speculative) or target eval t/s
+    # t/s over the generation span, the same work on both sides (docs/timing.md): the `decoded` line
+    # (speculative), the time-stamped stdout of llama-completion (span_s over eval runs) or the
+    # server's predicted_per_second. Run folders before format 2 held the target's eval t/s here.
+    tps: float | None = None
+    decode_tps: float | None = None  # llama.cpp's decode-only rate: a plain run's `eval time` t/s
+    span_s: float | None = None  # a plain run: seconds from its first generated token to its last
     acceptance: float | None = None  # n_accept / n_drafted
     tokens_per_pass: float | None = None  # n_predict / (n_predict - n_accept)
     n_generated: int | None = None

@@ -31,11 +31,17 @@ def _pids(stdout: Path) -> dict[str, int]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("stubborn", [False, True], ids=["sigterm", "sigkill"])
-def test_timeout_kills_the_whole_process_group(tmp_path, monkeypatch, stubborn):
+@pytest.mark.parametrize("stamp", [False, True], ids=["file", "stamped-pipe"])
+def test_timeout_kills_the_whole_process_group(tmp_path, monkeypatch, stubborn, stamp):
+    """Also when stdout is a time-stamped pipe, which the helper left behind holds open."""
     if stubborn:
         monkeypatch.setenv("FAKEBIN_STUBBORN", "1")  # ignores SIGTERM: only SIGKILL ends it
     t0 = time.monotonic()
-    res = run_command([str(FAKEBINS / "sleeper")], tmp_path / "o", tmp_path / "e", timeout_s=1.0, grace_s=0.5)
+    res = run_command([str(FAKEBINS / "sleeper")], tmp_path / "o", tmp_path / "e", timeout_s=1.0, grace_s=0.5,
+                      stamp_stdout=stamp)  # fmt: skip
+    if stamp:  # both lines came through the pipe, stamped with the bytes read so far
+        assert res.stdout_times and res.stdout_times[-1][1] == res.stdout_path.stat().st_size
+        assert all(0 <= t < 1.5 for t, _ in res.stdout_times)
     elapsed = time.monotonic() - t0
     assert res.timed_out and not res.ok
     assert res.exit_code is None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.gate.baseline import load_run
+from specbench.gate.baseline import InputError, load_run
 from specbench.gate.compare import NotComparable, cell_series, compare
 from specbench.gate.regression import Status
 from specbench.results.folder import append_sample
@@ -16,9 +16,17 @@ TARGET_SHA = "a" * 64
 DRAFT_SHA = "b" * 64
 
 
-def manifest(run_id: str, cpu: str = "Test CPU 2-core", gpus=(), commit: str = "c0ffee", models=None) -> dict:
+def manifest(
+    run_id: str,
+    cpu: str = "Test CPU 2-core",
+    gpus=(),
+    commit: str = "c0ffee",
+    models=None,
+    format_version=None,
+) -> dict:
     models = models or {"smol-f32": TARGET_SHA, "smol-q4": DRAFT_SHA}
     return {
+        **({"format_version": format_version} if format_version is not None else {}),
         "run_id": run_id,
         "started_at": f"2026-01-01T00:00:0{run_id[-1]}+00:00",
         "models": {n: {"name": n, "sha256": sha, "path": f"/m/{n}.gguf"} for n, sha in models.items()},
@@ -335,3 +343,18 @@ def test_cells_sort_numerically(tmp_path):
     a, b = make_run(tmp_path, "run1", BASE, spec), make_run(tmp_path, "run2", BASE, spec)
     labels = [c.label for c in compare(load_run(a), load_run(b), metrics=["spec_tps"]).metrics[0].cells]
     assert labels == [f"smol draft draft_max={n}" for n in (4, 8, 16)]
+
+
+def test_a_decode_only_baseline_is_not_compared_with_a_same_span_one(tmp_path):
+    """Run folders before format 2 timed baseline t/s inside llama.cpp's decode call only: its
+    baseline_tps and speedup mean something else, so compare refuses them (spec_tps alone is fine)."""
+    old = load_run(make_run(tmp_path, "run1", BASE, SPEC))
+    new = load_run(make_run(tmp_path, "run2", BASE, SPEC, format_version=2))
+    assert (old.facts.timing, new.facts.timing) == ("decode-only", "same-span")
+    with pytest.raises(InputError, match=r"not comparable: .*run1.* decode call only.*docs/timing.md"):
+        compare(old, new)
+    with pytest.raises(InputError, match="speedup"):
+        compare(new, old, metrics=("speedup",))
+    assert compare(old, new, metrics=("spec_tps",)).exit_code == 0
+    both_new = load_run(make_run(tmp_path, "run3", BASE, SPEC, format_version=2))
+    assert compare(new, both_new).exit_code == 0

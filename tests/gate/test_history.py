@@ -121,3 +121,21 @@ def test_runner_and_parallel_are_separate_series(tmp_path):
     assert {(p.runner, p.parallel) for p in points} == {("process", 1), ("server", 1), ("server", 2)}
     plot = plot_history(points, tmp_path / "h.png", "spec_tps")
     assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_same_span_baselines_start_a_series_of_their_own(tmp_path):
+    """baseline_tps and speedup of format-2 runs (same span as the speculative side) are never one
+    series with earlier runs' decode-only ones; spec_tps, unchanged, continues its series."""
+    db = tmp_path / "h.sqlite"
+    record_run(make_run(tmp_path, "run1", BASE, SPEC), db)
+    record_run(make_run(tmp_path, "run2", BASE, SPEC, format_version=2), db)
+    for metric in ("baseline_tps", "speedup"):
+        points = load_history(db, metric)
+        by_series = {}
+        for p in points:
+            by_series.setdefault(series_of(p), []).append(p.run_id)
+        assert all(len(ids) == 1 for ids in by_series.values()), metric  # one run per series
+        assert sorted(ids[0] for ids in by_series.values()).count("run2") == len(by_series) // 2
+        assert {p.timing for p in points if p.run_id == "run2"} == {"same-span"}
+    spec = load_history(db, "spec_tps", cell="draft_max=8")
+    assert [p.run_id for p in spec] == ["run1", "run2"] and len({series_of(p) for p in spec}) == 1
