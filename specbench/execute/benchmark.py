@@ -90,6 +90,8 @@ class RunSummary:
     rounds: int = 0  # extra rounds of `repetitions: auto` (of `ab`: of the paired gate)
     budget_spent: bool = False  # `ab --budget`: a round was wanted when the budget was spent
     most_repetitions: int = 0  # the most a cell could get in rounds (0: no rounds)
+    speed_moved: list[str] = field(default_factory=list)  # the speed sentinel's warnings
+    sentinel_cost_s: float = 0.0  # what its readings took (all of this run's, resumed ones too)
 
 
 def _planned_build(preview: BuildPlan) -> BuildInfo:
@@ -363,6 +365,7 @@ def run_benchmark(
     call (no round starts after it). ``force``: resume a run made on another machine.
     """
     from specbench.execute.builds import check_same_builds
+    from specbench.execute.sentinel import Sentinel
     from specbench.execute.watch import NoiseWatch
 
     prepare_run_dir(run_dir, resume)
@@ -375,9 +378,11 @@ def run_benchmark(
         manifest.builds = {label: b for label, b in prepared.builds.items() if label is not None}
     else:
         manifest = make_manifest(prepared, run_dir, command_line or [])
-    watch = NoiseWatch(manifest, strict)
-    watch.check("before")  # --strict refuses before anything is written
     plan, adaptive = prepared.plan, None
+    speed = manifest.noise.speed
+    sentinel = Sentinel(plan.sentinel, run_dir, speed, prepared.config.precision, manifest.run_id)
+    watch = NoiseWatch(manifest, strict, sentinel=sentinel)
+    watch.check("before")  # --strict refuses before anything is written
     if prepared.config.auto_repetitions or undecided is not None:
         adaptive = _adaptive(prepared)
         adaptive.undecided = undecided
@@ -393,6 +398,7 @@ def run_benchmark(
     )  # fmt: skip
     summary = summarize(result)
     summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
+    summary.speed_moved, summary.sentinel_cost_s = list(speed.warnings), speed.cost_s()
     summary.rounds = adaptive.rounds if adaptive else 0
     if adaptive:
         summary.budget_spent, summary.most_repetitions = adaptive.budget_spent, adaptive.maximum

@@ -56,6 +56,9 @@ class Plan(BaseModel):
     invocations: list[Invocation]
     notes: list[str] = Field(default_factory=list)
     server_warmup: int = 0  # server runner: discarded requests after each server start (config `warmup`)
+    # the speed sentinel's fixed reference: a short decode of the first target with llama-completion,
+    # re-measured at the start, at intervals and at the end (specbench.execute.sentinel)
+    sentinel: Invocation | None = None
 
     @model_validator(mode="after")
     def _one_runner(self) -> Plan:
@@ -67,7 +70,7 @@ class Plan(BaseModel):
     def only(self, invocations: list[Invocation]) -> Plan:
         """The same plan (runner, settings) over other invocations, e.g. a subset of these."""
         return Plan(runner=self.runner, invocations=invocations, notes=self.notes,
-                    server_warmup=self.server_warmup)  # fmt: skip
+                    server_warmup=self.server_warmup, sentinel=self.sentinel)  # fmt: skip
 
     @property
     def measured(self) -> list[Invocation]:
