@@ -50,6 +50,18 @@ class SpeedRecord(BaseModel):
     def cost_s(self) -> float:
         return sum(r.wall_s for r in self.readings)
 
+    def describe(self, run_s: float | None = None) -> str | None:
+        """One line for the end of a run: what was read, its range, and what it cost."""
+        values = [tps for _, tps in self.series()]
+        if not self.readings:
+            return None
+        spread = f"{min(values):.1f}-{max(values):.1f} t/s" if values else "no reading measured"
+        share = f" = {self.cost_s() / run_s:.1%} of the run" if run_s else ""
+        return (
+            f"speed sentinel: {len(self.readings)} readings of {self.reference}, {spread}; "
+            f"they took {self.cost_s():.1f} s{share}"
+        )
+
     def series(self) -> list[tuple[str, float]]:
         """(ISO time, t/s) of every reading that measured something, in order."""
         return [(r.at, r.tps) for r in self.readings if r.tps is not None]

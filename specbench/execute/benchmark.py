@@ -8,6 +8,7 @@ seconds, not an hour in.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -392,13 +393,17 @@ def run_benchmark(
             adaptive.deadline = time.monotonic() + budget_s
         if resume and has_samples(run_dir):
             plan = _with_begun_rounds(plan, adaptive, load_samples(run_dir))
+    started = time.monotonic()
     result = execute(
         plan, run_dir, manifest, progress=progress, resume=resume,
         extend=adaptive.next_round if adaptive else None, observe=watch,
     )  # fmt: skip
+    run_s = time.monotonic() - started
     summary = summarize(result)
     summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
     summary.speed_moved, summary.sentinel_cost_s = list(speed.warnings), speed.cost_s()
+    line = speed.describe(run_s if not resume else None)  # a resumed run's readings span several runs
+    summary.noise_notes += [line] if line else []
     summary.rounds = adaptive.rounds if adaptive else 0
     if adaptive:
         summary.budget_spent, summary.most_repetitions = adaptive.budget_spent, adaptive.maximum
