@@ -84,6 +84,10 @@ class Sentinel:
         self.interval = max(MIN_INTERVAL_S, wall / SHARE)
         return reading
 
+    def last_wall(self) -> float:
+        """What the last reading took: the price of the next one (0 before any)."""
+        return self.record.readings[-1].wall_s if self.inv is not None and self.record.readings else 0.0
+
     def due(self) -> bool:
         return self.inv is not None and time.monotonic() - self.last >= self.interval
 
