@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from specbench.plan.request import CompletionRequest
+from specbench.results.bracket import AFTER
 from specbench.results.cell import label_parts
 from specbench.results.records import Measurement
 
@@ -88,7 +89,13 @@ class Plan(BaseModel):
             f"{sum(i.role == 'baseline' for i in self.measured)} baseline, {n_spec} speculative, "
             f"{sum(i.role == 'draft' for i in self.measured)} draft-alone"
         ]
+        after = sum(i.role == AFTER for i in self.measured)
+        if after:
+            lines[0] += f", {after} baseline again after the speculative servers"
         lines += [f"# note: {n}" for n in self.notes]
+        if self.sentinel is not None:
+            lines.append("# speed sentinel (at the start, at intervals, at the end):")
+            lines.append(self.sentinel.command_line(max_prompt_chars))
         server: list[str] | None = None
         for inv in self.invocations:
             if inv.request is None:
