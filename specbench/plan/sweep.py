@@ -136,8 +136,9 @@ def make_plan(
     first = next(iter(baseline_groups(cells).values()), None)
     sentinel = None
     if first is not None:
+        tokens = min(SENTINEL_TOKENS, config.generation.n_predict)  # never dearer than a baseline sample
         fixed = config.model_copy(update={"generation": config.generation.model_copy(
-            update={"n_predict": SENTINEL_TOKENS})})  # fmt: skip
+            update={"n_predict": tokens})})  # fmt: skip
         alone = _Factory(fixed, completion, completion, models)
         sentinel = alone.alone("sentinel", with_build(first[0], labels[0]), by_target[first[0].model][0], 0)
         sentinel = with_workarounds([sentinel], builds)[0]  # it runs the build's binary as samples do

@@ -2,8 +2,10 @@
 halfway through: CPU-spinning processes of the test's own (bounded in time, two per core) start
 when the first speculative sample is recorded, inside the first setting group, and run to the end.
 The run must warn that the machine's speed moved, by how much, and mark the cells whose baseline
-windows straddle the change. Timing-robust: the spinners take about two thirds of every core, a
-slowdown far beyond the 3% precision, and the assertions ask for a warning, not a number.
+windows straddle the change. Timing-robust: on a quiet machine the spinners (three per core) take
+three quarters of every core, a slowdown far beyond the 3% precision; on a machine others load
+too, the move is smaller and its sign is theirs as much as ours, so the assertions ask for a
+warning and a mark, not a number or a direction.
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ def test_a_slowed_phase_warns_and_marks_the_cells_across_it(tmp_path, llama_buil
         name="phase", runner="server",
         models={"f32": {"path": str(smol_f32.path)}, "q4": {"path": str(smol_q4.path)}},
         pairs={"smol": {"target": "f32", "draft": "q4"}}, prompts={"file": str(prompts_file(tmp_path))},
-        sweep={"draft_max": [4, 8], "parallel": [1]},
-        generation={"n_predict": 32, "threads": 2, "ctx_size": 512}, repetitions=2, warmup=1, timeout_s=300,
+        sweep={"draft_max": [8], "parallel": [1]},  # one thread: a shared machine slows it less unevenly
+        generation={"n_predict": 32, "threads": 1, "ctx_size": 512}, repetitions=1, warmup=1, timeout_s=600,
     )  # fmt: skip
     config = tmp_path / "phase.yaml"
     config.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -76,7 +78,7 @@ def test_a_slowed_phase_warns_and_marks_the_cells_across_it(tmp_path, llama_buil
         while run.poll() is None and not _first_speculative(run_dir) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert run.poll() is None, "the run ended before its speculative servers: nothing was slowed"
-        spinners = _spinners(2 * (os.cpu_count() or 2))
+        spinners = _spinners(3 * (os.cpu_count() or 2))
         out, err = run.communicate(timeout=1500)
     finally:
         for p in spinners:
@@ -89,22 +91,22 @@ def test_a_slowed_phase_warns_and_marks_the_cells_across_it(tmp_path, llama_buil
     found = MOVED.search(err)
     assert found, err[-3000:]
     move, start, end = int(found.group(1)), float(found.group(2)), float(found.group(3))
-    assert move < 0 and end < start
+    assert move != 0 and end != start
     speed = load_manifest(run_dir).noise.speed
     assert speed.readings[0].phase == "before" and speed.readings[-1].phase == "after"
-    assert speed.moved is not None and speed.moved < -speed.precision and speed.warnings
+    assert speed.moved is not None and abs(speed.moved) > speed.precision and speed.warnings
     # 2. the bracket: the one group's baseline windows straddle the change, so its cells are marked
     (window,) = speed.windows
-    assert window.after_tps < window.before_tps
+    assert abs(window.moved) > speed.precision, window
     report = subprocess.run(
         [sys.executable, "-m", "specbench", "report", str(run_dir), "--format", "json", "--out",
          str(tmp_path / "rep")], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert report.returncode == 0, report.stderr[-2000:]
     rows = [r for r in json.loads(report.stdout) if r["category"] == "all"]
-    assert len(rows) == 2
+    assert len(rows) == 1
     for r in rows:
-        assert any(w.startswith("speed moved: the baseline moved -") for w in r["warnings"]), r["warnings"]
+        assert any(w.startswith("speed moved: the baseline moved ") for w in r["warnings"]), r["warnings"]
         assert r["baseline_window"] in ("before", "after")
     samples = load_samples(run_dir)
     assert {s.role for s in samples} == {"baseline", "baseline-after", "speculative", "draft"}
