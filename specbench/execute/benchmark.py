@@ -381,7 +381,8 @@ def run_benchmark(
         manifest = make_manifest(prepared, run_dir, command_line or [])
     plan, adaptive = prepared.plan, None
     speed = manifest.noise.speed
-    sentinel = Sentinel(plan.sentinel, run_dir, speed, prepared.config.precision, manifest.run_id)
+    reference = None if _nothing_left(plan, run_dir, resume, prepared.config) else plan.sentinel
+    sentinel = Sentinel(reference, run_dir, speed, prepared.config.precision, manifest.run_id)
     watch = NoiseWatch(manifest, strict, sentinel=sentinel)
     watch.check("before")  # --strict refuses before anything is written
     if prepared.config.auto_repetitions or undecided is not None:
@@ -408,6 +409,15 @@ def run_benchmark(
     if adaptive:
         summary.budget_spent, summary.most_repetitions = adaptive.budget_spent, adaptive.maximum
     return summary
+
+
+def _nothing_left(plan: Plan, run_dir: Path, resume: bool, config: Config) -> bool:
+    """A resume with every planned sample recorded (and no later round to plan): nothing to read
+    the machine's speed for."""
+    if not resume or config.auto_repetitions or not has_samples(run_dir):
+        return False
+    done = {s.sample_key() for s in load_samples(run_dir)}
+    return all(i.warmup or i.sample_key() in done for i in plan.invocations)
 
 
 def _with_begun_rounds(plan: Plan, adaptive: AdaptivePlan, samples: list[Sample]) -> Plan:
