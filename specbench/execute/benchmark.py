@@ -389,8 +389,6 @@ def run_benchmark(
         adaptive = _adaptive(prepared)
         adaptive.undecided = undecided
         if budget_s is not None:
-            import time
-
             adaptive.deadline = time.monotonic() + budget_s
         if resume and has_samples(run_dir):
             plan = _with_begun_rounds(plan, adaptive, load_samples(run_dir))
