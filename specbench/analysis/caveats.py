@@ -28,6 +28,12 @@ class RunInfo(BaseModel):
     n_invalid: int = 0
     status: str | None = None  # the manifest's: complete, interrupted, failed, running
     generation: list[str] = []  # the generation settings its samples used, one text each
+    # the speed sentinel (specbench.builder.speed): seconds since the first reading, t/s, the verdict
+    speed_s: list[float] = []
+    speed_tps: list[float] = []
+    speed_reference: str | None = None
+    speed_precision: float | None = None  # the threshold its verdict used
+    speed_warnings: list[str] = []
 
     @property
     def incomplete(self) -> bool:
@@ -60,6 +66,11 @@ def caveats(infos: list[RunInfo]) -> list[str]:
             notes.append(
                 f"Run {info.run} samples at temperature > 0: outputs differ by design, so `match` is `-` "
                 "(outputs are compared with the baseline's only at temperature 0)."
+            )
+        for warning in info.speed_warnings:
+            notes.append(
+                f"Run {info.run}: {warning}: cells measured on either side of the change ran at different "
+                "machine speeds; compare its speedups with care, or measure again when the host is steady."
             )
     if len({tuple(i.generation) for i in infos}) > 1:
         settings = "; ".join(f"{i.run}: {' | '.join(i.generation)}" for i in infos)

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from specbench.analysis import stats
-from specbench.analysis.quality import assess
+from specbench.analysis.quality import DEFAULT_PRECISION, assess
 from specbench.analysis.span import span_fields
 from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
 from specbench.analysis.speedup import Pair, paired_speedup
 from specbench.parse.parsed import SpecCounters
 from specbench.plan.methods import draft_free
-from specbench.results import cell
+from specbench.results import bracket, cell
 from specbench.results.calibration import Calibration
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
@@ -99,6 +99,9 @@ class ReportRow(_RowCell):
     baseline_decode_tps: float | None = None
     baseline_outside: float | None = None
     spec_outside: float | None = None
+    # server runner: the baseline window the row is judged against, before or after the speculative
+    # servers (specbench.results.bracket; None: the run has one window)
+    baseline_window: str | None = None
 
     def cell(self) -> tuple:
         """Every axis, in axis order, without run and category: rows of different runs line up on it."""
@@ -275,6 +278,7 @@ def run_rows(
         if s.role == "speculative":
             cells.setdefault(cell.cell_of(s), []).append(s)
     baselines = [s for s in samples if s.role == "baseline"]
+    afters = [s for s in samples if s.role == bracket.AFTER]  # the server runner's second window
     drafts = [s for s in samples if s.role == "draft"]
     rows = []
     for spec in cells.values():
@@ -282,7 +286,11 @@ def run_rows(
         keys = {(s.prompt_id, s.repetition) for s in spec}
         base_key, alone_key = cell.baseline_of(first), cell.draft_alone_of(first)
         base = [b for b in baselines if cell.alone_of(b) == base_key and (b.prompt_id, b.repetition) in keys]
+        late = [b for b in afters if cell.alone_of(b) == base_key and (b.prompt_id, b.repetition) in keys]
+        moved = bracket_warning(base, late, facts)
+        base, is_after = bracket.nearer(spec, base, late)
         alone = [d for d in drafts if cell.alone_of(d) == alone_key and (d.prompt_id, d.repetition) in keys]
+        first_row = len(rows)
         rows.append(_row(run, ALL, spec, base, alone, facts, cal))
         for category in sorted({s.category for s in spec}):
             rows.append(
@@ -292,8 +300,30 @@ def run_rows(
                     facts, cal,
                 )
             )  # fmt: skip
+        for r in rows[first_row:]:
+            r.baseline_window = ("after" if is_after else "before") if late else None
+            if moved:
+                r.warnings.append(moved.format(window=r.baseline_window))
     _use_curve(rows)
     return rows
+
+
+def bracket_warning(before: list[Sample], after: list[Sample], facts: RunFacts | None) -> str | None:
+    """The mark of a cell measured across a change of the machine's speed: its baseline's two
+    windows (server runner) differ beyond the run's precision. ``{window}`` is the one it is judged
+    against."""
+    means = bracket.window_means(before, after)
+    if means is None or not means[0]:
+        return None
+    limit = (facts.precision if facts else None) or DEFAULT_PRECISION
+    move = (means[1] - means[0]) / means[0]
+    if abs(move) <= limit:
+        return None
+    return (
+        f"speed moved: the baseline moved {move:+.0%} between its windows before and after the "
+        f"speculative servers ({means[0]:.1f} to {means[1]:.1f} t/s), beyond the precision {limit:.0%}; "
+        "judged against the nearer ({window}) window"
+    )
 
 
 def step_len(r: ReportRow) -> float | None:

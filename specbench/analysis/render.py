@@ -392,11 +392,12 @@ def write_report(report: Report, out_dir: Path, by_category: bool = False) -> Re
     """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
     from specbench.analysis.curveplots import curve_plots
     from specbench.analysis.plots import make_plots
+    from specbench.analysis.speedplot import speed_plots
     from specbench.base.errors import SpecbenchError
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        plots = make_plots(report, out_dir) + curve_plots(report, out_dir)
+        plots = make_plots(report, out_dir) + curve_plots(report, out_dir) + speed_plots(report, out_dir)
         files = ReportFiles(
             out_dir,
             out_dir / "report.md",

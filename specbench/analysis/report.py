@@ -3,6 +3,7 @@ captions, the best setting per pair, and the findings worth a sentence."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -60,6 +61,8 @@ def run_info(run: StoredRun) -> RunInfo:
     """Caption facts from the manifest (build: backend, commit; env: cpu_model, gpus)."""
     facts, samples = run.facts, run.samples
     machine = facts.machine.cpu_model or "unknown CPU"
+    series = facts.speed.series()
+    start = datetime.fromisoformat(series[0][0]) if series else None
     if facts.machine.gpus:
         machine = f"{machine} + {', '.join(facts.machine.gpus)}"
     return RunInfo(
@@ -74,6 +77,11 @@ def run_info(run: StoredRun) -> RunInfo:
         n_invalid=sum(is_invalid(s) for s in samples),
         status=facts.status,
         generation=sorted({generation_text(s.generation) for s in samples}),
+        speed_s=[(datetime.fromisoformat(at) - start).total_seconds() for at, _ in series] if start else [],
+        speed_tps=[tps for _, tps in series],
+        speed_reference=facts.speed.reference,
+        speed_warnings=facts.speed.warnings,
+        speed_precision=facts.speed.precision,
     )
 
 

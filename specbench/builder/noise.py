@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from specbench.builder.envinfo import cpu_cores, tool_output
+from specbench.builder.speed import SpeedRecord
 
 TOOL_TIMEOUT_S = 10
 CPU_SAMPLE_S = 0.5  # how long the idle CPU usage is sampled
@@ -71,6 +72,7 @@ class NoiseRecord(BaseModel):
     snapshots: list[NoiseSnapshot] = Field(default_factory=list)
     busy: list[str] = Field(default_factory=list)  # one short reason each, e.g. "another llama.cpp ..."
     notes: list[str] = Field(default_factory=list)  # facts worth knowing that are not "busy"
+    speed: SpeedRecord = Field(default_factory=SpeedRecord)  # the speed sentinel (older runs: empty)
 
 
 # ---------------------------------------------------------------- processes

@@ -255,6 +255,8 @@ def run_builds(
     for reason in summary.busy:  # as `run` says it: a paired gate on a busy machine decides little
         say(f"WARNING: busy machine: {reason}; the pairs may be too noisy to decide (measure on a quiet "
             "machine)", err=True)  # fmt: skip
+    for warning in summary.speed_moved:  # the builds alternate, so both sides saw it; the noise did grow
+        say(f"WARNING: {warning}; pairs measured across it are noisier", err=True)
     return summary
 
 

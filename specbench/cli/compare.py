@@ -408,15 +408,19 @@ def history_cmd(
             value,
             str(p.n_reps),
         ]
-        rows.append([*cells, str(p.n_prompts)])
+        speed = "" if p.speed_moved is None else f"{p.speed_moved:+.0%}{' !' if p.speed_warned else ''}"
+        rows.append([*cells, str(p.n_prompts), speed])
         last = name
-    headers = ("cell", "started", "run", "llama.cpp", "threads", "mean ± sd", "reps", "prompts")
+    headers = ("cell", "started", "run", "llama.cpp", "threads", "mean ± sd", "reps", "prompts", "speed")
     table, dropped = fitted_table(
         [Col(h, wrap=h == "cell") for h in headers], rows,
         ("threads", "reps", "prompts", "run", "started", "llama.cpp"), table_width(),
         title=f"{metric} over runs", title_justify="left",
     )  # fmt: skip
     print_fitted(table, dropped, "a wider terminal, or pipe the output, shows them")
+    if any(p.speed_warned for p in points):
+        say("speed: how far the machine's own speed moved during the run (speed sentinel); '!': beyond the "
+            "run's precision, so its points may sit off the trend (a slow phase of the host)")  # fmt: skip
     if plot:
         console.print(
             f"plot: {plot_history(points, plot, metric)}", markup=False, highlight=False, soft_wrap=True

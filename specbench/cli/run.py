@@ -154,6 +154,9 @@ def _print_warnings(summary: Any, rows: list) -> None:
     """The quality warnings: a busy machine loudly, then each cell's (short, actionable)."""
     for reason in summary.busy:
         say(f"WARNING: busy machine: {reason}; these numbers may be meaningless (--strict refuses)", err=True)
+    for warning in summary.speed_moved:
+        say(f"WARNING: {warning}; the cells measured on either side of it ran on a different machine speed "
+            "(--strict refuses)", err=True)  # fmt: skip
     say_notes(summary.noise_notes)
     if any(r.precision_met is False for r in rows):
         say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)

@@ -119,6 +119,8 @@ def tune(
         view.stop()
     for reason in result.busy:
         say(f"WARNING: busy machine: {reason}; tune's figures may be off", err=True)
+    for warning in result.speed_moved:
+        say(f"WARNING: {warning}; tune's rounds measured on either side of it are not comparable", err=True)
     cache = [result.cache_note] if result.cache_note else []
     say_notes([*result.noise_notes, *cache, *result.history_notes])
     if as_json:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from specbench.results import cell
+from specbench.results.bracket import AFTER
 from specbench.results.precision import stratified
 from specbench.results.records import Measurement, Sample
 
@@ -108,7 +109,7 @@ class AdaptivePlan:
     def _needed(self, inv: Invocation, targets: dict[tuple, int], spec_cells: dict[tuple, Invocation]) -> int:
         if inv.role == "speculative":
             return targets.get(cell_of(inv), 0)
-        if inv.role == "baseline":
+        if inv.role in ("baseline", AFTER):  # the server runner's bracket repeats with its baseline
             group = _group_of(inv)
             cells = [targets.get(k, 0) for k, c in spec_cells.items() if _group_of(c) == group]
             return max([targets.get(group, 0), *cells])

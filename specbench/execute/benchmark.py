@@ -8,6 +8,7 @@ seconds, not an hour in.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,8 @@ class RunSummary:
     rounds: int = 0  # extra rounds of `repetitions: auto` (of `ab`: of the paired gate)
     budget_spent: bool = False  # `ab --budget`: a round was wanted when the budget was spent
     most_repetitions: int = 0  # the most a cell could get in rounds (0: no rounds)
+    speed_moved: list[str] = field(default_factory=list)  # the speed sentinel's warnings
+    sentinel_cost_s: float = 0.0  # what its readings took (all of this run's, resumed ones too)
 
 
 def _planned_build(preview: BuildPlan) -> BuildInfo:
@@ -363,6 +366,7 @@ def run_benchmark(
     call (no round starts after it). ``force``: resume a run made on another machine.
     """
     from specbench.execute.builds import check_same_builds
+    from specbench.execute.sentinel import Sentinel
     from specbench.execute.watch import NoiseWatch
 
     prepare_run_dir(run_dir, resume)
@@ -375,28 +379,43 @@ def run_benchmark(
         manifest.builds = {label: b for label, b in prepared.builds.items() if label is not None}
     else:
         manifest = make_manifest(prepared, run_dir, command_line or [])
-    watch = NoiseWatch(manifest, strict)
-    watch.check("before")  # --strict refuses before anything is written
     plan, adaptive = prepared.plan, None
+    speed = manifest.noise.speed
+    reference = None if _nothing_left(plan, run_dir, resume, prepared.config) else plan.sentinel
+    sentinel = Sentinel(reference, run_dir, speed, prepared.config.precision, manifest.run_id)
+    watch = NoiseWatch(manifest, strict, sentinel=sentinel)
+    watch.check("before")  # --strict refuses before anything is written
     if prepared.config.auto_repetitions or undecided is not None:
         adaptive = _adaptive(prepared)
         adaptive.undecided = undecided
         if budget_s is not None:
-            import time
-
             adaptive.deadline = time.monotonic() + budget_s
         if resume and has_samples(run_dir):
             plan = _with_begun_rounds(plan, adaptive, load_samples(run_dir))
+    started = time.monotonic()
     result = execute(
         plan, run_dir, manifest, progress=progress, resume=resume,
         extend=adaptive.next_round if adaptive else None, observe=watch,
     )  # fmt: skip
+    run_s = time.monotonic() - started
     summary = summarize(result)
     summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
+    summary.speed_moved, summary.sentinel_cost_s = list(speed.warnings), speed.cost_s()
+    line = speed.describe(run_s if not resume else None)  # a resumed run's readings span several runs
+    summary.noise_notes += [line] if line else []
     summary.rounds = adaptive.rounds if adaptive else 0
     if adaptive:
         summary.budget_spent, summary.most_repetitions = adaptive.budget_spent, adaptive.maximum
     return summary
+
+
+def _nothing_left(plan: Plan, run_dir: Path, resume: bool, config: Config) -> bool:
+    """A resume with every planned sample recorded (and no later round to plan): nothing to read
+    the machine's speed for."""
+    if not resume or config.auto_repetitions or not has_samples(run_dir):
+        return False
+    done = {s.sample_key() for s in load_samples(run_dir)}
+    return all(i.warmup or i.sample_key() in done for i in plan.invocations)
 
 
 def _with_begun_rounds(plan: Plan, adaptive: AdaptivePlan, samples: list[Sample]) -> Plan:

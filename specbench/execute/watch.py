@@ -1,15 +1,19 @@
-"""The noise check during a run: snapshots of the machine into the manifest's ``noise`` record.
+"""The noise check during a run: snapshots of the machine into the manifest's ``noise`` record,
+and the speed sentinel's readings beside them (``specbench.execute.sentinel``).
 
 A busy machine (another benchmark, other GPU work, CPU load while we are idle, throttling) is a
 warning by default, printed at the end of the run and in the report; with ``--strict`` it is an
 error: before the first sample it refuses the run, during it stops the run (finished samples
-are kept). The snapshots themselves are in ``specbench.builder.noise``.
+are kept). The snapshots themselves are in ``specbench.builder.noise``. A machine whose own speed
+moved beyond the run's precision (the sentinel) is the same kind of warning, with ``--strict`` an
+error as soon as a reading shows it (at the end too: the samples are kept, the command fails).
 """
 
 from __future__ import annotations
 
 from specbench.base.errors import RunError
 from specbench.builder import noise
+from specbench.execute.sentinel import Sentinel, SpeedMoved, strict_message
 from specbench.results.manifest import Manifest, now_iso
 
 DURING_EVERY = 10  # samples between two snapshots during the run
@@ -22,8 +26,11 @@ class BusyMachine(RunError):
 class NoiseWatch:
     """Called by the runner (``observe``): before, every ``every`` samples, and after."""
 
-    def __init__(self, manifest: Manifest, strict: bool = False, every: int = DURING_EVERY):
-        self.manifest, self.strict, self.every = manifest, strict, every
+    def __init__(
+        self, manifest: Manifest, strict: bool = False, every: int = DURING_EVERY,
+        sentinel: Sentinel | None = None,
+    ):  # fmt: skip
+        self.manifest, self.strict, self.every, self.sentinel = manifest, strict, every, sentinel
         self.new: list[str] = []  # busy reasons found by this process
 
     def check(self, phase: str) -> None:
@@ -37,8 +44,20 @@ class NoiseWatch:
             )
 
     def __call__(self, phase: str, n_samples: int) -> None:
-        if phase == "before" and any(s.phase == "before" for s in self.manifest.noise.snapshots[-1:]):
-            return  # taken already, before the run folder's manifest was written
-        if phase == "during" and (n_samples == 0 or n_samples % self.every):
+        taken = phase == "before" and any(s.phase == "before" for s in self.manifest.noise.snapshots[-1:])
+        skip = phase == "during" and (n_samples == 0 or n_samples % self.every)
+        if not taken and not skip:  # before: taken already, before the run folder's manifest was written
+            self.check(phase)
+        self.speed(phase)
+
+    def speed(self, phase: str) -> None:
+        """The sentinel's reading of this phase (during: when one is due)."""
+        if self.sentinel is None:
             return
-        self.check(phase)
+        reading = self.sentinel.maybe() if phase == "during" else self.sentinel.read(phase)
+        self.raise_if_moved(reading is not None)
+
+    def raise_if_moved(self, fresh: bool = True) -> None:
+        warnings = self.manifest.noise.speed.warnings
+        if fresh and warnings and self.strict:
+            raise SpeedMoved(strict_message(warnings[0]))

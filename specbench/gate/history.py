@@ -5,6 +5,12 @@ adds one row per run and one per (metric, cell, prompt) with its per-repetition 
 the same run again replaces its rows (idempotent per run id, so a resumed run is recorded whole).
 A cell's value in a run is the mean over prompts of each repetition, then mean and sd over
 repetitions: a different prompt set is a different series (the cell key includes the prompts).
+
+Each run also keeps what its speed sentinel saw (``specbench.builder.speed``): ``speed_moved``, the
+largest relative move of the machine's speed during the run (signed; NULL: not measured), and
+``speed_warned``, 1 when that move was beyond the run's precision (the run warned), else 0. Every
+``HistoryPoint`` carries both, so a trend line is not read from a slow phase; a results site reads
+them from the ``runs`` table or from ``load_history``.
 """
 
 from __future__ import annotations
@@ -32,11 +38,12 @@ from specbench.results import cell
 
 # A run is identified by its id (the folder name) and start time: `--out results/ci` reuses the
 # name every time, and each of those runs is a point of its own; a resumed run keeps its start.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, started_at TEXT, recorded_at TEXT, run_dir TEXT,
-    llama_cpp_commit TEXT, machine TEXT, drivers TEXT, threads TEXT, specbench_version TEXT
+    llama_cpp_commit TEXT, machine TEXT, drivers TEXT, threads TEXT, specbench_version TEXT,
+    speed_moved REAL, speed_warned INTEGER
 );
 CREATE TABLE IF NOT EXISTS cells (
     run_key TEXT NOT NULL REFERENCES runs(run_key) ON DELETE CASCADE,
@@ -45,6 +52,11 @@ CREATE TABLE IF NOT EXISTS cells (
     PRIMARY KEY (run_key, metric, cell, prompt_id)
 );
 """
+
+
+MIGRATE_1_2 = (
+    "ALTER TABLE runs ADD COLUMN speed_moved REAL; ALTER TABLE runs ADD COLUMN speed_warned INTEGER;"
+)
 
 
 class HistoryError(SpecbenchError):
@@ -71,6 +83,10 @@ class HistoryPoint(BaseModel):
     sd: float | None
     n_reps: int
     n_prompts: int
+    # the run's speed sentinel: largest relative move of the machine's speed (None: not measured),
+    # and whether it was beyond the run's precision (the run warned; its points may be off the trend)
+    speed_moved: float | None = None
+    speed_warned: bool | None = None
 
 
 def default_db() -> Path:
@@ -108,7 +124,9 @@ def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
                 f"{shorten(db_path)} was written by a newer specbench (history schema {version}; this "
                 f"specbench reads schema {SCHEMA_VERSION}): upgrade specbench to read it"
             )
-        elif version != SCHEMA_VERSION:
+        elif version == 1 and create:  # the sentinel's columns joined in version 2: older runs get NULL
+            conn.executescript(MIGRATE_1_2 + f"PRAGMA user_version = {SCHEMA_VERSION};")
+        elif version != SCHEMA_VERSION and not (version == 1 and not create):  # viewing reads v1 as is
             conn.close()
             raise HistoryError(
                 f"{db_path} is not a specbench history database of this version (schema {version}, "
@@ -160,9 +178,12 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
     with closing(_connect(db_path)) as conn, conn:
         conn.execute("DELETE FROM runs WHERE run_key = ?", (run_key,))
         recorded = datetime.now(UTC).isoformat(timespec="seconds")
+        speed = facts.speed
+        warned = None if speed.moved is None else int(bool(speed.warnings))
         run_row = (run_key, facts.run_id, facts.started_at, recorded, str(run_dir), facts.llama_cpp_commit,
-                   machine, ", ".join(facts.drivers), ",".join(threads), facts.specbench_version)  # fmt: skip
-        conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
+                   machine, ", ".join(facts.drivers), ",".join(threads), facts.specbench_version,
+                   speed.moved, warned)  # fmt: skip
+        conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
         conn.executemany("INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     return len(rows)
 
@@ -196,16 +217,20 @@ def load_history(
     if not db_path.is_file():
         return []
     with closing(_connect(db_path, create=False)) as conn:
+        names = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        columns = "r.speed_moved, r.speed_warned" if "speed_moved" in names else "NULL, NULL"  # version 1
         rows = conn.execute(
             "SELECT c.cell, c.label, c.prompts, r.machine, r.run_key, r.run_id, r.started_at,"
-            " r.llama_cpp_commit, r.threads, c.repetitions, c.vals"
+            f" r.llama_cpp_commit, r.threads, c.repetitions, c.vals, {columns}"
             " FROM cells c JOIN runs r USING (run_key) WHERE c.metric = ?"
             " ORDER BY r.started_at, r.run_id",
             (metric,),
         ).fetchall()
     grouped: dict[tuple[str, str], HistoryPoint] = {}
     by_rep: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for cell_id, label, prompts, machine, run_key, run_id, started, commit, threads, reps, vals in rows:
+    for row in rows:
+        cell_id, label, prompts, machine, run_key, run_id, started, commit, threads, reps, vals = row[:11]
+        speed = row[11:]  # the run's sentinel: move, warned
         if cell and cell.lower() not in label.lower():
             continue
         point = grouped.get((cell_id, run_key))
@@ -227,6 +252,8 @@ def load_history(
                 sd=None,
                 n_reps=0,
                 n_prompts=0,
+                speed_moved=speed[0],
+                speed_warned=None if speed[1] is None else bool(speed[1]),
             )
             grouped[(cell_id, run_key)] = point
         point.n_prompts += 1
@@ -389,7 +416,9 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
             xs, [p.mean for p in pts], yerr=[p.sd or 0 for p in pts], marker="o", capsize=3, label=label
         )
     ax.set_xticks(range(len(runs)))
-    ax.set_xticklabels([f"{s[:16]}\n{(c or '?')[:8]}\nthreads {t}" for s, _, c, t in runs], fontsize=7)
+    moved = {p.run_id for p in points if p.speed_warned}  # the sentinel saw the machine's speed move
+    ax.set_xticklabels([f"{s[:16]}\n{(c or '?')[:8]}\nthreads {t}" + ("\nspeed moved!" if r in moved else "")
+                        for s, r, c, t in runs], fontsize=7)  # fmt: skip
     ax.set_ylabel({"speedup": "speedup (x)", "acceptance": "acceptance"}.get(metric, f"{metric} (t/s)"))
     ax.set_title(f"specbench history: {metric}")
     ax.grid(alpha=0.3)

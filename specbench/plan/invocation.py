@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from specbench.plan.request import CompletionRequest
+from specbench.results.bracket import AFTER
 from specbench.results.cell import label_parts
 from specbench.results.records import Measurement
 
@@ -56,6 +57,9 @@ class Plan(BaseModel):
     invocations: list[Invocation]
     notes: list[str] = Field(default_factory=list)
     server_warmup: int = 0  # server runner: discarded requests after each server start (config `warmup`)
+    # the speed sentinel's fixed reference: a short decode of the first target with llama-completion,
+    # re-measured at the start, at intervals and at the end (specbench.execute.sentinel)
+    sentinel: Invocation | None = None
 
     @model_validator(mode="after")
     def _one_runner(self) -> Plan:
@@ -67,7 +71,7 @@ class Plan(BaseModel):
     def only(self, invocations: list[Invocation]) -> Plan:
         """The same plan (runner, settings) over other invocations, e.g. a subset of these."""
         return Plan(runner=self.runner, invocations=invocations, notes=self.notes,
-                    server_warmup=self.server_warmup)  # fmt: skip
+                    server_warmup=self.server_warmup, sentinel=self.sentinel)  # fmt: skip
 
     @property
     def measured(self) -> list[Invocation]:
@@ -85,7 +89,13 @@ class Plan(BaseModel):
             f"{sum(i.role == 'baseline' for i in self.measured)} baseline, {n_spec} speculative, "
             f"{sum(i.role == 'draft' for i in self.measured)} draft-alone"
         ]
+        after = sum(i.role == AFTER for i in self.measured)
+        if after:
+            lines[0] += f", {after} baseline again after the speculative servers"
         lines += [f"# note: {n}" for n in self.notes]
+        if self.sentinel is not None:
+            lines.append("# speed sentinel (at the start, at intervals, at the end):")
+            lines.append(self.sentinel.command_line(max_prompt_chars))
         server: list[str] | None = None
         for inv in self.invocations:
             if inv.request is None:

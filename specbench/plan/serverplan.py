@@ -5,8 +5,10 @@ speculative cells draft, method, draft_max, draft_min, p_min, ngld): the pinned 
 per-request speculative fields, so each setting needs its own server, but one server serves every
 prompt and repetition of its setting. Order: per target, ngl and parallel, the plain baseline server
 first (speculative outputs are compared with its outputs), then each speculative setting, then the
-draft models alone. Consecutive requests of a setting are grouped in batches of ``parallel``
-requests that are in flight together. Warmups are sent by the executor, once per server start.
+baseline server again (role ``baseline-after``: the bracket of ``specbench.results.bracket``, so a
+change of the machine's speed between the windows shows), then the draft models alone. Consecutive
+requests of a setting are grouped in batches of ``parallel`` requests that are in flight together.
+Warmups are sent by the executor, once per server start.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.request import CompletionRequest
+from specbench.results.bracket import AFTER
 from specbench.results.cell import Cell, baseline_cell, cell_dict
 from specbench.results.records import Generation
 
@@ -68,8 +71,10 @@ def order_for_server(
     draft_alone: Callable[[Cell, int, RenderedPrompt, int], object],
     repetitions: int,
     labels: tuple[str | None, ...] | list[str | None] = (None,),
+    baseline_after: Callable[[Cell, int, RenderedPrompt, int], object] | None = None,
 ) -> list[list]:
-    """The measured invocations grouped by server setting, baselines before what compares with them.
+    """The measured invocations grouped by server setting, baselines before what compares with them
+    (and, with ``baseline_after``, again after it).
 
     Returns one list per server, each in (repetition, prompt) order. The draft models run alone
     only at the sweep's first ``parallel`` value: their speed is the cost ratio, a property of the pair.
@@ -94,6 +99,9 @@ def order_for_server(
                         for b in order:
                             cell = with_build(c, b)
                             groups.append([speculative(cell, parallel, p, r) for r in reps for p in prompts])
+                    for b in order if baseline_after is not None else []:
+                        base = with_build(group[0], b)
+                        groups.append([baseline_after(base, parallel, p, r) for r in reps for p in prompts])
                     for draft in draft_alone_cells(group, alone_done, order):
                         groups.append([draft_alone(draft, parallel, p, r) for r in reps for p in prompts])
     return groups
@@ -137,6 +145,7 @@ def server_plan(
         speculative=speculative,
         draft_alone=lambda d, par, p, rep: make("draft", d, par, p, rep),
         repetitions=repetitions, labels=list(servers),
+        baseline_after=lambda c, par, p, rep: make(AFTER, alone(c), par, p, rep),
     )  # fmt: skip
     measured: list[Invocation] = []
     batch = 0
@@ -148,4 +157,8 @@ def server_plan(
             batch += 1
     if config.warmup:
         notes.append(f"server runner: {config.warmup} discarded warmup request(s) per server start")
+    notes.append(
+        "server runner: each baseline is measured before and after its speculative servers (A B A); "
+        "a cell is judged against the nearer window"
+    )
     return Plan(runner="server", invocations=measured, notes=notes, server_warmup=config.warmup)

@@ -40,6 +40,7 @@ from specbench.results.records import Generation
 
 # Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
 MAX_PROMPT_BYTES = 100_000
+SENTINEL_TOKENS = 64  # the speed sentinel's decode: short (its cost), long enough to time (~1 s on a CPU)
 
 
 def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int) -> list[str]:
@@ -132,12 +133,21 @@ def make_plan(
         notes.append("llama-cli of this build has no -no-cnv; it is run with stdin closed")
 
     reps = repetitions if repetitions is not None else config.first_repetitions
+    first = next(iter(baseline_groups(cells).values()), None)
+    sentinel = None
+    if first is not None:
+        tokens = min(SENTINEL_TOKENS, config.generation.n_predict)  # never dearer than a baseline sample
+        fixed = config.model_copy(update={"generation": config.generation.model_copy(
+            update={"n_predict": tokens})})  # fmt: skip
+        alone = _Factory(fixed, completion, completion, models)
+        sentinel = alone.alone("sentinel", with_build(first[0], labels[0]), by_target[first[0].model][0], 0)
+        sentinel = with_workarounds([sentinel], builds)[0]  # it runs the build's binary as samples do
     if config.runner == "server":
         servers = {b: builds[b].binary("server") for b in labels}
         notes += workaround_notes(builds)
         plan = server_plan(config, servers, models, targets, by_target, cells, notes, reps)
         plan.invocations = with_workarounds(plan.invocations, builds)
-        return plan
+        return plan.model_copy(update={"sentinel": sentinel})
     make = {
         b: _Factory(config, builds[b].binary("completion"), builds[b].binary(config.speculative_role), models)
         for b in labels
@@ -158,7 +168,7 @@ def make_plan(
                     measured.append(make[draft.build].alone("draft", draft, prompt, rep))
     notes += workaround_notes(builds)
     invocations = with_workarounds(_warmups(measured, config.warmup) + measured, builds)
-    return Plan(runner="process", invocations=invocations, notes=notes)
+    return Plan(runner="process", invocations=invocations, notes=notes, sentinel=sentinel)
 
 
 def _dense_moe_notes(cells: list[Cell], facts: Mapping[str, object]) -> list[str]:

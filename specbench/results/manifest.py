@@ -17,6 +17,7 @@ from specbench.builder import envinfo
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.envinfo import EnvInfo
 from specbench.builder.noise import NoiseRecord
+from specbench.builder.speed import SpeedRecord
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
 from specbench.results.expect import Expectation
@@ -142,6 +143,7 @@ class RunFacts(BaseModel):
     precision: float | None = None  # config `precision`
     min_decode_s: float | None = None  # config `min_decode_s`
     busy: list[str] = Field(default_factory=list)  # the noise check's reasons the machine was busy
+    speed: SpeedRecord = Field(default_factory=SpeedRecord)  # the speed sentinel (older runs: empty)
     other_machines: list[str] = Field(default_factory=list)  # forced resumes elsewhere: what differed
     shard_machines: dict[str, str] = Field(default_factory=dict)  # merged shards: shard -> hostname
     # what the builds ran with so they work here (``repack-off: --no-repack``), from their self-test
@@ -205,6 +207,7 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         precision=_number(_value(manifest, "config", "precision")),
         min_decode_s=_number(_value(manifest, "config", "min_decode_s")),
         busy=[b for b in (_value(manifest, "noise", "busy") or []) if isinstance(b, str)],
+        speed=_speed(_value(manifest, "noise", "speed")),
         other_machines=[m for m in (manifest.get("other_machines") or []) if isinstance(m, str)],
         shard_machines=_shard_machines(manifest),
         workarounds=_workarounds(manifest),
@@ -222,6 +225,14 @@ def _workarounds(manifest: dict) -> list[str]:
         if isinstance(wa, dict) and not (isinstance(b, dict) and b.get("workarounds_off")):
             found.add(f"{wa.get('name')}: {wa.get('flag')}")
     return sorted(found)
+
+
+def _speed(data: object) -> SpeedRecord:
+    """The sentinel's record, or an empty one where it is missing or unreadable (older runs)."""
+    try:
+        return SpeedRecord.model_validate(data) if isinstance(data, dict) else SpeedRecord()
+    except ValidationError:
+        return SpeedRecord()
 
 
 def _shard_machines(manifest: dict) -> dict[str, str]:

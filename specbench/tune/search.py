@@ -38,6 +38,7 @@ from specbench.base.paths import remove_empty
 from specbench.builder import noise
 from specbench.execute import benchmark
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
+from specbench.execute.sentinel import Sentinel
 from specbench.plan.config import Config
 from specbench.plan.invocation import Plan
 from specbench.plan.sweep import make_plan
@@ -87,6 +88,7 @@ class TuneResult:
     rounds: list[str] = field(default_factory=list)
     busy: list[str] = field(default_factory=list)  # the noise check's reasons (manifest.noise)
     noise_notes: list[str] = field(default_factory=list)
+    speed_moved: list[str] = field(default_factory=list)  # the speed sentinel's warnings
     cache_note: str | None = None  # why the calibration was not cached
     drift: BaselineDrift | None = None  # the same baseline in this machine's other runs (history)
     history_notes: list[str] = field(default_factory=list)  # what recording in history left out or why not
@@ -208,6 +210,9 @@ def tune(
         _record_end(run_dir, manifest, "failed", str(exc))
         raise
     result.busy, result.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
+    result.speed_moved = list(manifest.noise.speed.warnings)
+    line = manifest.noise.speed.describe(clock.elapsed())
+    result.noise_notes += [line] if line else []
     try:  # recorded like run's runs; a sweep measured at another baseline level shows here
         result.drift = record_and_compare(run_dir, result.best.speedup if result.best else None,
                                           notes=result.history_notes)  # fmt: skip
@@ -238,6 +243,9 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
     prompts = prepared.prompts
 
     spent: list[float] = []  # seconds per measured run of each round, everything counted
+    sentinel = Sentinel(
+        prepared.plan.sentinel, run_dir, manifest.noise.speed, base.precision, manifest.run_id
+    )
 
     def measure(settings: list[Setting], first_round: bool = False, only: list[str] | None = None) -> None:
         rep = len(result.rounds)  # one repetition number per round, the baseline's included
@@ -247,7 +255,8 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
         if only is not None:  # the probe in two parts: its first prompt prices the rest of the search
             plan = plan.only([i for i in plan.invocations if i.prompt_id in only])
         t0 = time.monotonic()
-        execute(plan, run_dir, manifest, progress=progress, resume=has_samples(run_dir))
+        execute(plan, run_dir, manifest, progress=progress, resume=has_samples(run_dir),
+                observe=lambda phase, n: sentinel.maybe() if phase == "during" else None)  # fmt: skip
         spent.append((time.monotonic() - t0) / max(1, len(plan.measured)))
         if only is None or only[-1] == prompts[-1].id:
             for st in settings:
@@ -256,6 +265,7 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
             result.rounds.append(f"round {rep + 1}: baseline and {names}")
 
     _look(manifest, "before")  # the CLI prints what the noise check found (manifest.noise) at the end
+    sentinel.read("before")
     probed = ", ".join(st.label() for st in probe)
     if len(combos := option_combinations(base, pair)) > 1:  # llama.cpp options first (tune.setup)
         note(f"options: baseline and {probed} for each of {len(combos)} combinations of llama.cpp options")
@@ -287,8 +297,8 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
 
     def cost(n_settings: int) -> float:
         """A round (the baseline again and each setting, every prompt) at what rounds cost so far,
-        and the end's noise check: so the command ends within the budget."""
-        return len(prompts) * (1 + n_settings) * per_run(spent) + TAIL_S
+        and the end's noise check and sentinel reading: so the command ends within the budget."""
+        return len(prompts) * (1 + n_settings) * per_run(spent) + TAIL_S + sentinel.last_wall()
 
     # llama-bench may take what the budget leaves after one round and the end (its estimate is a
     # guess, and a busy machine slows it): past that, tune stops and says so rather than overrun
@@ -356,6 +366,7 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
         measure([c.setting for c in field_])
         update()
     _look(manifest, "after")
+    sentinel.read("after")
     save_manifest(run_dir, manifest)
     _finish(result, base, prepared, cands, cal, ngl)
 

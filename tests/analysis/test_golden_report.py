@@ -19,6 +19,7 @@ NEW_KEYS = {
     "build": None, "shard": None, "machine": None, "model_calibration": None,
     "synth_len": None, "synthetic": False, "accept_len": None, "accept_by_pos": None,
     **dict.fromkeys(OPTION_FIELDS),  # llama.cpp options: not passed (the default)
+    "baseline_window": None,
 }  # fmt: skip
 SPAN_KEYS = {"baseline_decode_tps", "baseline_outside", "spec_outside"}
 

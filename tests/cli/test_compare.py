@@ -302,3 +302,12 @@ def test_history_add_warns_on_an_interrupted_run(tmp_path):
     r = specbench("history", "--add", run, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "warning:" in r.stderr and "is interrupted, not complete" in r.stderr and "--resume" in r.stderr
+
+
+def test_history_marks_runs_whose_machine_speed_moved(tmp_path):
+    from tests.gate.test_history import _with_speed
+
+    run = _with_speed(make_run(tmp_path, "slow", BASE, SPEC), -0.25, True)
+    r = specbench("history", "--add", run, "--metric", "baseline_tps", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "-25% !" in r.stdout and "speed sentinel" in r.stdout

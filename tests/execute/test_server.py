@@ -98,8 +98,22 @@ def test_server_run_matches_baseline_with_one_load_per_setting(server_run):
     assert len({s.batch for s in pairs}) == 1 and len({s.batch_wall_s for s in pairs}) == 1
     settings = {tuple(s.cmd) for s in samples}
     assert len(settings) == 5  # baseline and draft cell at P=1 and P=2, the draft alone once
+    # the bracket: the baseline server again after the speculative one, the same requests
+    after = [s for s in samples if s.role == "baseline-after"]
+    before = [s for s in samples if s.role == "baseline"]
+
+    def where(xs):
+        return sorted((s.parallel, s.prompt_id) for s in xs)
+
+    assert where(after) == where(before)
+    assert {tuple(s.cmd) for s in after} == {tuple(s.cmd) for s in before}
+    assert min(s.started_at for s in after) >= max(s.started_at for s in spec if s.parallel == 1)
     manifest = load_manifest(run_dir)
-    assert manifest.runner == "server" and 0 < manifest.model_loads <= len(settings)
+    loads = len(settings) + 2  # the baseline server starts again after the speculative one, at P=1 and 2
+    assert manifest.runner == "server" and 0 < manifest.model_loads <= loads
+    speed = manifest.noise.speed  # the sentinel: a llama-completion decode at the start and the end
+    assert [r.phase for r in speed.readings][:1] == ["before"] and speed.readings[-1].phase == "after"
+    assert all(r.tps and r.tps > 0 for r in speed.readings) and len(speed.windows) == 2
     server_logs = list((run_dir / "raw").glob("*-server.stderr"))
     assert len(server_logs) == manifest.model_loads
 
@@ -115,6 +129,7 @@ def test_server_report_rows_carry_runner_parallel_throughput(server_run):
         assert r["runner"] == "server" and r["valid"] and r["outputs_match"] is True
         assert r["throughput_tps"] > 0 and r["baseline_throughput_tps"] > 0 and r["ttft_ms"] > 0
         assert r["spec_tps"] > 0 and r["baseline_tps"] > 0
+        assert r["baseline_window"] in ("before", "after")  # the nearer of the bracket's two windows
     # the closing table of `run` (the same one `report` prints) shows the server's columns
     assert "throughput t/s" in result.stdout and "parallel" in result.stdout
 
@@ -126,8 +141,9 @@ def test_dry_run_shows_server_commands_and_requests(server_run):
     lines = result.stdout.splitlines()
     servers = [ln for ln in lines if "llama-server" in ln and not ln.startswith("#")]
     requests = [ln for ln in lines if ln.startswith("POST /completion ")]
-    assert len(servers) == 5 and all("--port 0" in ln and "-np" in ln for ln in servers)
-    assert len(requests) == 10
+    # baseline, draft cell, baseline again (the bracket) at P=1 and P=2, the draft alone once
+    assert len(servers) == 7 and all("--port 0" in ln and "-np" in ln for ln in servers)
+    assert len(requests) == 14
     body = json.loads(requests[0].removeprefix("POST /completion "))
     assert body["cache_prompt"] is False and body["temperature"] == 0 and body["n_predict"] == 16
 

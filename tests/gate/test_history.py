@@ -139,3 +139,48 @@ def test_same_span_baselines_start_a_series_of_their_own(tmp_path):
         assert {p.timing for p in points if p.run_id == "run2"} == {"same-span"}
     spec = load_history(db, "spec_tps", cell="draft_max=8")
     assert [p.run_id for p in spec] == ["run1", "run2"] and len({series_of(p) for p in spec}) == 1
+
+
+def _with_speed(run, moved: float, warned: bool):
+    """The run's manifest as the speed sentinel leaves it (specbench.builder.speed)."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    text = f"machine speed moved by {moved:+.0%} during the run (from 40.0 to 30.0 t/s)"
+    warnings = [text] if warned else []
+    manifest["noise"] = {"speed": {"moved": moved, "precision": 0.03, "warnings": warnings}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def test_runs_whose_machine_speed_moved_are_marked(tmp_path):
+    db = tmp_path / "h.sqlite"
+    record_run(_with_speed(make_run(tmp_path / "a", "quiet", BASE, SPEC), 0.01, False), db)
+    slow = make_run(tmp_path / "b", "slow", BASE, SPEC)
+    manifest = json.loads((slow / "manifest.json").read_text())
+    (slow / "manifest.json").write_text(json.dumps({**manifest, "started_at": "2026-02-01T00:00:00+00:00"}))
+    record_run(_with_speed(slow, -0.25, True), db)
+    record_run(make_run(tmp_path / "c", "old", BASE, SPEC, commit="cccc"), db)  # before the sentinel
+    marks = {p.run_id: (p.speed_moved, p.speed_warned) for p in load_history(db, "baseline_tps")}
+    assert marks == {"quiet": (0.01, False), "slow": (-0.25, True), "old": (None, None)}
+    with sqlite3.connect(db) as conn:  # the column a results site reads
+        rows = dict(conn.execute("SELECT run_id, speed_warned FROM runs").fetchall())
+    assert rows == {"quiet": 0, "slow": 1, "old": None}
+
+
+def test_a_version_1_database_is_read_as_is_and_migrated_on_write(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with sqlite3.connect(db) as conn:  # the schema before the sentinel's columns
+        conn.executescript(
+            "CREATE TABLE runs (run_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, started_at TEXT, recorded_at "
+            "TEXT, run_dir TEXT, llama_cpp_commit TEXT, machine TEXT, drivers TEXT, threads TEXT, "
+            "specbench_version TEXT); CREATE TABLE cells (run_key TEXT NOT NULL REFERENCES runs(run_key) "
+            "ON DELETE CASCADE, metric TEXT NOT NULL, cell TEXT NOT NULL, label TEXT NOT NULL, prompts TEXT "
+            "NOT NULL, prompt_id TEXT NOT NULL, repetitions TEXT NOT NULL, vals TEXT NOT NULL, PRIMARY KEY "
+            "(run_key, metric, cell, prompt_id)); PRAGMA user_version = 1;"
+        )
+        conn.execute("INSERT INTO runs (run_key, run_id, machine) VALUES ('old@', 'old', 'm')")
+        conn.execute("INSERT INTO cells VALUES ('old@', 'spec_tps', 'm|{}|p', 'x', 'p', 'p', '[0]', '[5.0]')")
+    (point,) = load_history(db, "spec_tps")  # viewing never writes
+    assert point.speed_moved is None and sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 1
+    record_run(_with_speed(make_run(tmp_path, "new", BASE, SPEC), -0.2, True), db)
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 2
+    assert {p.run_id: p.speed_warned for p in load_history(db, "spec_tps")}["new"] is True

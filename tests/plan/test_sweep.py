@@ -290,12 +290,21 @@ def test_server_plan_groups_by_setting_and_batches_by_parallel(tmp_path, llama_b
     servers = list(dict.fromkeys(tuple(i.argv) for i in measured))
     # per parallel: baseline, 2 draft cells; the draft alone once (at parallel 1)
     assert len(servers) == 2 * 3 + 1
-    for argv in servers:  # every request of a setting in a row: its server starts once
-        idx = [n for n, i in enumerate(measured) if tuple(i.argv) == argv]
-        assert idx == list(range(idx[0], idx[0] + len(idx))) and len(idx) == 3 * 2  # prompts x repetitions
-    assert [i.role for i in measured[:: 3 * 2]] == ["baseline", "speculative", "speculative", "draft"] + [
-        "baseline", "speculative", "speculative"
+    for argv in servers:  # every request of a setting in a row: its server starts once per window
+        for role in ("baseline", "baseline-after", "speculative", "draft"):
+            idx = [n for n, i in enumerate(measured) if tuple(i.argv) == argv and i.role == role]
+            assert not idx or (idx == list(range(idx[0], idx[0] + len(idx))) and len(idx) == 3 * 2)
+    # the baseline again after the speculative servers of its group (the bracket), then the draft alone
+    assert [i.role for i in measured[:: 3 * 2]] == [
+        "baseline", "speculative", "speculative", "baseline-after", "draft",
+        "baseline", "speculative", "speculative", "baseline-after",
     ]  # fmt: skip
+    after = [i for i in measured if i.role == "baseline-after"]
+    assert [i.argv for i in after] == [i.argv for i in measured if i.role == "baseline"]
+    assert (
+        plan.sentinel is not None and plan.sentinel.role == "sentinel" and plan.sentinel.runner == "process"
+    )
+    assert Path(plan.sentinel.argv[0]).name == "llama-completion" and plan.sentinel.generation.n_predict == 64
     for inv in measured:
         opts = pairs(inv.argv)
         assert Path(inv.argv[0]).name == "llama-server" and inv.runner == "server"

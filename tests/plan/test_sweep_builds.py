@@ -74,19 +74,21 @@ def test_server_runner_one_server_per_build_and_setting_each_repetition(tmp_path
     config = make_config(tmp_path, llama_cpp=TWO, runner="server", repetitions=2)
     builds = {"a": llama_build, "b": other_build(llama_build, tmp_path)}
     plan = make_plan(config, builds, MODELS, rendered(config))
-    runs: list[tuple] = []  # consecutive requests to one server: (build, repetition, argv)
+    runs: list[tuple] = []  # consecutive requests to one server: (build, repetition, after?, argv)
     for m in plan.measured:
-        key = (m.build, m.repetition, tuple(m.argv))
+        key = (m.build, m.repetition, m.role == "baseline-after", tuple(m.argv))
         if not runs or runs[-1] != key:
             runs.append(key)
         assert m.argv[0] == builds[m.build].binary("server").path
     assert len(runs) == len(set(runs))  # a server serves one build, setting and repetition in a row
-    settings = {r[2][1:] for r in runs}
-    assert len(runs) == 2 * 2 * len(settings)  # every setting, every build, every repetition
+    settings = {r[3][1:] for r in runs}
+    again = {r[3][1:] for r in runs if r[2]}  # the bracket: each baseline's server once more, after
+    assert again and again < settings
+    assert len(runs) == 2 * 2 * (len(settings) + len(again))  # every setting, build, repetition
     for rep, order in ((0, ["a", "b"]), (1, ["b", "a"])):
         mine = [r for r in runs if r[1] == rep]
         assert [r[0] for r in mine] == order * (len(mine) // 2)  # the builds alternate setting by setting
-        assert all(mine[i][2][1:] == mine[i + 1][2][1:] for i in range(0, len(mine), 2))
+        assert all(mine[i][3][1:] == mine[i + 1][3][1:] for i in range(0, len(mine), 2))
     # repetition 0 ends with build b; repetition 1 starts with it (ABBA), never the same server twice
     assert runs[len(runs) // 2 - 1][0] == runs[len(runs) // 2][0] == "b"
 
