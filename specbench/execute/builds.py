@@ -18,7 +18,8 @@ from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.cmake import BuildProgress, CompileError
 
 if TYPE_CHECKING:
-    from specbench.plan.config import Config, LlamaCppConfig
+    from specbench.plan.config import Config
+    from specbench.plan.sections import LlamaCppConfig
 
 Label = str | None  # a build's label: the samples' `build` axis (None: a run's one unlabelled build)
 
