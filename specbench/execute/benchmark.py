@@ -23,7 +23,7 @@ from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 
 if TYPE_CHECKING:
-    from specbench.builder.builder import BuildPlan
+    from specbench.builder.buildplan import BuildPlan
     from specbench.execute.adaptive import AdaptivePlan
     from specbench.plan.config import Config
     from specbench.plan.invocation import Plan

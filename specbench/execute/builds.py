@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specbench.base.errors import BuildError
-from specbench.builder.builder import BUILD_JSON, BuildPlan, ensure_build, plan_build
+from specbench.builder.builder import ensure_build
 from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.buildplan import BUILD_JSON, BuildPlan, plan_build
 from specbench.builder.cmake import BuildProgress, CompileError
 
 if TYPE_CHECKING:
