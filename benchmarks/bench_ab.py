@@ -99,7 +99,8 @@ def ab(
 
 def split_run(run: Path, dest: Path) -> tuple[Path, Path]:
     """The two builds' samples of one ab run as two single-build run folders (for two-run compare)."""
-    from specbench.results.folder import append_sample, load_manifest, load_samples, save_manifest
+    from specbench.results.manifestfile import load_manifest, save_manifest
+    from specbench.results.samplelog import append_sample, load_samples
 
     manifest, samples = load_manifest(run), load_samples(run)
     out = []
@@ -140,7 +141,7 @@ def rates(rows: list[dict], metric: str | None = None, key: str = "decision") ->
 
 def baseline_step_ms(run: Path) -> float:
     """The median decode step of the pinned build's baseline samples (ms per token)."""
-    from specbench.results.folder import load_samples
+    from specbench.results.samplelog import load_samples
 
     tps = [s.tps for s in load_samples(run) if s.role == "baseline" and s.valid and s.tps]
     if not tps:

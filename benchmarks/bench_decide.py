@@ -45,7 +45,8 @@ def measure_step_ms(config: str, out: Path, sets: list[str]) -> float:
 
 def step_pairs(run_dir: Path, metric: str) -> int | None:
     """Pairs the step's gate judged: head's valid samples of the metric's role (one per pair)."""
-    from specbench.results.folder import has_samples, load_samples
+    from specbench.results.folder import has_samples
+    from specbench.results.samplelog import load_samples
 
     if not has_samples(run_dir):
         return None

@@ -34,7 +34,7 @@ from specbench.execute import benchmark
 from specbench.execute.process import child_env
 from specbench.execute.runner import execute
 from specbench.plan.sweep import make_plan
-from specbench.results.folder import load_samples
+from specbench.results.samplelog import load_samples
 from specbench.tune.calibrate import bench_argv
 from specbench.tune.search import tune_config
 

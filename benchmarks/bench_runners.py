@@ -23,8 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from specbench.results.folder import load_manifest, load_samples
+from specbench.results.manifestfile import load_manifest
 from specbench.results.records import Sample
+from specbench.results.samplelog import load_samples
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from specbench.results.folder import finish_hint
+from specbench.results.runstate import finish_hint
 
 if TYPE_CHECKING:
     from specbench.results.records import Generation

@@ -13,17 +13,11 @@ from specbench.analysis.cells import ALL, ReportRow, cell_name, is_invalid, run_
 from specbench.analysis.published import published_note
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.base.paths import results_dir
-from specbench.results.folder import (
-    StoredRun,
-    finish_hint,
-    has_manifest,
-    has_samples,
-    load_calibration,
-    read_facts,
-    read_run,
-    run_folders,
-    samples_path,
-)  # fmt: skip
+from specbench.results.calibfile import load_calibration
+from specbench.results.folder import has_manifest, has_samples, run_folders, samples_path
+from specbench.results.manifestfile import read_facts
+from specbench.results.runstate import finish_hint
+from specbench.results.stored import StoredRun, read_run
 
 GAP_FACTOR = 0.7  # measured below this fraction of the prediction is a finding worth a sentence
 

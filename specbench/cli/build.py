@@ -49,7 +49,8 @@ def build(
     """Get llama.cpp (pinned commit, or --source) and build the binaries specbench runs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from specbench.builder.builder import BUILD_JSON, build_dir_for, ensure_build
+    from specbench.builder.builder import ensure_build
+    from specbench.builder.buildplan import BUILD_JSON, build_dir_for
     from specbench.builder.cmake import CompileError
 
     start = time.monotonic()

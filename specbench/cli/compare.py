@@ -362,7 +362,8 @@ def history_cmd(
         plot_path,
         record_run,
     )
-    from specbench.results.folder import finish_hint, read_facts
+    from specbench.results.manifestfile import read_facts
+    from specbench.results.runstate import finish_hint
 
     db = db or default_db()
     plot = plot_path(plot) if plot is not None else None  # refuse a bad image name before any work

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from specbench.cli.common import console as _console
 from specbench.cli.common import err_console
+from specbench.results.folder import REPORT
 
 
 class Format(StrEnum):
@@ -28,7 +29,7 @@ class By(StrEnum):
 def default_out(run_dirs: list[Path]) -> Path:
     """<run>/report for one run; a sibling folder naming every run for several."""
     if len(run_dirs) == 1:
-        return run_dirs[0] / "report"
+        return run_dirs[0] / REPORT
     return run_dirs[0].parent / ("report-" + "+".join(p.name for p in run_dirs))
 
 

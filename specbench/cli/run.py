@@ -189,7 +189,7 @@ def _main_reason(run_dir: Path) -> str:
     """`` (most often: <reason with its cure>)`` over the run's failed samples, or ''."""
     from collections import Counter
 
-    from specbench.results.folder import load_samples
+    from specbench.results.samplelog import load_samples
 
     reasons = Counter(
         (s.invalid_reason or "").removeprefix("not run: its warmup failed: ")
@@ -296,7 +296,7 @@ def run(
     if config is None and resume is None:
         raise RunError("give a CONFIG (e.g. configs/quickstart.yaml), or --resume RUN_DIR to continue a run")
     if resume is not None:
-        from specbench.results.folder import check_not_tune
+        from specbench.results.runstate import check_not_tune
 
         check_not_tune(resume)
     if no_workarounds:
@@ -371,7 +371,7 @@ def run(
 
 def _reuse_calibration(prepared: Any, run_dir: Path) -> None:
     """A calibration `specbench tune` cached for these models here gives the report its model column."""
-    from specbench.results.folder import load_calibration, save_calibration
+    from specbench.results.calibfile import load_calibration, save_calibration
     from specbench.tune.reuse import cached_calibration
 
     if load_calibration(run_dir) is None and (cal := cached_calibration(prepared, run_dir)) is not None:

@@ -87,7 +87,7 @@ def tune(
     from specbench.cli.run import ProgressView
     from specbench.execute import benchmark
     from specbench.execute.runner import RunInterrupted
-    from specbench.results.folder import load_calibration
+    from specbench.results.calibfile import load_calibration
     from specbench.tune.search import pick_pair, tune_config
     from specbench.tune.search import tune as run_tune
 

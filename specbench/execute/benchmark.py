@@ -18,18 +18,13 @@ from specbench.builder.buildinfo import BinaryInfo, BuildInfo
 from specbench.execute.runner import ProgressFn, RunResult, execute, prepare_run_dir
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
-from specbench.results.folder import (
-    has_manifest,
-    has_samples,
-    load_manifest,
-    load_samples,
-    make_run_id,
-    manifest_path,
-)  # fmt: skip
+from specbench.results.folder import has_manifest, has_samples, make_run_id, manifest_path
 from specbench.results.manifest import Manifest, machine_differences
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 
 if TYPE_CHECKING:
-    from specbench.builder.builder import BuildPlan
+    from specbench.builder.buildplan import BuildPlan
     from specbench.execute.adaptive import AdaptivePlan
     from specbench.plan.config import Config
     from specbench.plan.invocation import Plan
@@ -274,7 +269,8 @@ def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
     config, another machine), then the plan keeps only what it would still measure (the warmups
     too, when anything is left, and with ``repetitions: auto`` the rounds already begun), with a
     note saying how much is recorded already and what reading the samples left out."""
-    from specbench.results.folder import finish_hint, lock_holder
+    from specbench.results.runlock import lock_holder
+    from specbench.results.runstate import finish_hint
 
     if lock_holder(run_dir) is not None:
         raise RunError(f"{run_dir}: {finish_hint(run_dir, 'running')}; a resume would be refused")

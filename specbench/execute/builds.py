@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specbench.base.errors import BuildError
-from specbench.builder.builder import BUILD_JSON, BuildPlan, ensure_build, plan_build
+from specbench.builder.builder import ensure_build
 from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.buildplan import BUILD_JSON, BuildPlan, plan_build
 from specbench.builder.cmake import BuildProgress, CompileError
 
 if TYPE_CHECKING:
-    from specbench.plan.config import Config, LlamaCppConfig
+    from specbench.plan.config import Config
+    from specbench.plan.sections import LlamaCppConfig
 
 Label = str | None  # a build's label: the samples' `build` axis (None: a run's one unlabelled build)
 

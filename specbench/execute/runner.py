@@ -26,22 +26,14 @@ from specbench.execute.outputs import compare, continuation
 from specbench.execute.server_executor import ServerExecutor
 from specbench.parse.crash import CrashFacts
 from specbench.results.cell import baseline_of, cell_record
-from specbench.results.folder import (
-    RunLock,
-    append_sample,
-    check_fresh,
-    check_resumable,
-    check_writable,
-    has_samples,
-    load_samples,
-    mark_orphans,
-    mark_partial,
-    next_raw_number,
-    prepare_raw,
-    save_manifest,
-)  # fmt: skip
+from specbench.results.folder import check_writable, has_samples, prepare_raw
 from specbench.results.manifest import Manifest, now_iso
+from specbench.results.manifestfile import save_manifest
+from specbench.results.rawlogs import mark_orphans, mark_partial, next_raw_number
 from specbench.results.records import Measurement, Sample
+from specbench.results.runlock import RunLock
+from specbench.results.runstate import check_fresh, check_resumable
+from specbench.results.samplelog import append_sample, load_samples
 
 if TYPE_CHECKING:
     from specbench.plan.invocation import Invocation, Plan

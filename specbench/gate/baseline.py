@@ -20,9 +20,11 @@ from specbench import __version__
 from specbench.base.errors import PathError, SpecbenchError
 from specbench.base.files import write_atomic
 from specbench.base.paths import check_path, os_problem, results_dir, shorten
-from specbench.results.folder import finish_hint, read_run, unique_samples, why_invalid
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
+from specbench.results.runstate import finish_hint
+from specbench.results.samplelog import unique_samples, why_invalid
+from specbench.results.stored import read_run
 
 FORMAT = "specbench-baseline"
 FORMAT_VERSION = 1

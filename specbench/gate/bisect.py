@@ -29,8 +29,9 @@ from specbench.base.errors import SpecbenchError
 from specbench.base.files import write_atomic
 from specbench.builder.source import is_llama_tree
 from specbench.gate.decision import Status
+from specbench.results.folder import BISECT
 
-STATE = "bisect.json"
+STATE = BISECT
 
 
 class BisectError(SpecbenchError):

@@ -27,6 +27,7 @@ from specbench.gate.baseline import InputError, Side
 from specbench.gate.decision import EXIT_CODES, Status, Verdict, verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
 from specbench.results import cell
+from specbench.results.folder import MANIFEST
 from specbench.results.identity import CellKey, cell_key
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
@@ -268,7 +269,7 @@ def check_machine(base: Side, cur: Side) -> None:
     for side, m, other in ((base, mb, mc), (cur, mc, mb)):
         if not m.cpu_model and other.cpu_model:  # a damaged manifest must not pass as the same machine
             raise NotComparable(
-                f"not comparable: {side.ref} does not say which machine measured it (its manifest.json "
+                f"not comparable: {side.ref} does not say which machine measured it (its {MANIFEST} "
                 f"has no env.cpu_model; damaged?), so it cannot be checked against {other.describe()}"
             )
     for field in ("cpu_model", "backend"):

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from specbench.base.errors import ConfigError
 from specbench.models.meta import SpecFacts, read_spec_facts
-from specbench.plan.config import Config, PairConfig
+from specbench.plan.config import Config
 from specbench.plan.methods import DRAFT_ARCH, DRAFT_METHOD, MTP_METHOD, parts
+from specbench.plan.sections import PairConfig
 
 HEADS = {
     "draft-eagle3": "an EAGLE-3 head",

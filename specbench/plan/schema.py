@@ -11,7 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from specbench.plan.config import Config, StrictGeneration
+from specbench.plan.config import Config
+from specbench.plan.sections import StrictGeneration
 
 # Where the shipped configs' `# yaml-language-server: $schema=...` line points (tests check it is current).
 SCHEMA_FILE = "configs/specbench.schema.json"

@@ -18,9 +18,11 @@ from specbench.base.errors import SpecbenchError
 from specbench.gate.ab import PairedComparison, paired_compare
 from specbench.gate.bisect import STATE, BisectState
 from specbench.gate.decision import Status
-from specbench.results.folder import MANIFEST, load_samples, read_facts
+from specbench.results.folder import MANIFEST, REPORT, REPORT_PAGE
+from specbench.results.manifestfile import read_facts
+from specbench.results.samplelog import load_samples
 
-REPORT_HTML = Path("report") / "report.html"
+REPORT_HTML = Path(REPORT) / REPORT_PAGE
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """What a calibration is: the measured cost of each forward pass a speculative step makes.
 
 Written by ``specbench tune`` (``specbench.tune.calibrate``) into the run folder, read by the report
-to compute ``model_speedup``. Records only: files are ``specbench.results.folder``'s business.
+to compute ``model_speedup``. Records only: the file is ``results.calibfile``'s business.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``Manifest`` is what the runner writes (strict); ``RunFacts`` is what readers take from any stored
 manifest (tolerant). Holds no secrets: the config is data (no environment), and the command line
-is the one typed. ``specbench.results.folder`` does the reading and writing.
+is the one typed. ``results.manifestfile`` does the reading and writing.
 """
 
 from __future__ import annotations

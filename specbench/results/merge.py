@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specbench.base.errors import RunError
-from specbench.results import folder
+from specbench.results import folder, manifestfile, runstate, samplelog, shardcopy
 from specbench.results.manifest import MergedShard, now_iso
 
 
@@ -50,13 +50,15 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
         raise RunError(f"--out {out} is one of the shards; merge into a new folder")
     manifests = []
     for d in dirs:
-        m = folder.load_manifest(d)
+        m = manifestfile.load_manifest(d)
         if m.shard is None:
             raise RunError(f"{d} is not a shard (it was run without --shard); merge only the folders of "
                            "`specbench run CONFIG --shard i/N`")  # fmt: skip
-        status = folder.read_facts(d).status
+        status = manifestfile.read_facts(d).status
         if status != "complete":
-            raise RunError(f"shard {m.shard} in {d} is {status}: {folder.finish_hint(d, status)}, then merge")
+            raise RunError(
+                f"shard {m.shard} in {d} is {status}: {runstate.finish_hint(d, status)}, then merge"
+            )
         manifests.append((d, m))
     first_dir, first = manifests[0]
     by_label: dict[str, Path] = {}
@@ -79,21 +81,21 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
                                "the shards overlap, merge shards of one plan")  # fmt: skip
             owner[c] = m.shard
     folder.check_writable(out)
-    folder.check_fresh(out)
+    runstate.check_fresh(out)
     if folder.has_manifest(out):
         raise RunError(f"{out} already holds a run; choose a new --out folder")
     samples, kept, notes = [], [], []
     for d, m in sorted(manifests, key=lambda dm: int(dm[1].shard.split("/")[0])):
         name = _sub(m.shard)
         warnings: list[str] = []
-        shard_samples = folder.load_samples(d, warnings)
+        shard_samples = samplelog.load_samples(d, warnings)
         notes += warnings  # each names its shard folder
         for s in shard_samples:
             samples.append(s.model_copy(update={
                 "stdout_path": folder.raw_in_shard(s.stdout_path, name),
                 "stderr_path": folder.raw_in_shard(s.stderr_path, name),
             }))  # fmt: skip
-        folder.keep_shard(d, out, name)
+        shardcopy.keep_shard(d, out, name)
         kept.append(MergedShard(shard=m.shard, run_id=m.run_id, hostname=m.env.hostname, status="complete",
                                 n_samples=len(shard_samples)))  # fmt: skip
     missing = [c for c in first.plan_cells if c not in owner]
@@ -118,6 +120,6 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
             f"{len(missing)} cell(s) of the plan are in no merged shard ({', '.join(missing)}); "
             "run the missing shards and merge again"
         )
-    folder.write_samples(out, samples)
-    folder.save_manifest(out, merged)
+    samplelog.write_samples(out, samples)
+    manifestfile.save_manifest(out, merged)
     return MergeResult(out, kept, len(samples), missing, notes)

@@ -1,6 +1,6 @@
 """Raw logs of a run folder (``raw/``): names that stay unique across --resume, and the logs of an
-invocation cut short marked ``.partial``. Part of the run-folder layer (``results.folder`` re-exports
-these); nothing outside ``specbench.results`` touches the files."""
+invocation cut short marked ``.partial``. Part of the run-folder layer (``results.folder`` names the
+folder); nothing outside ``specbench.results`` touches the files."""
 
 from __future__ import annotations
 
@@ -8,17 +8,14 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from specbench.results.folder import PARTIAL, RAW, RAW_SUFFIXES
 from specbench.results.records import Sample
 
-RAW = "raw"
-
-PARTIAL = ".partial"  # appended to the raw logs of a sample that never finished
-_RAW_SUFFIXES = (".response.json", ".stdout", ".stderr")
 _RAW_NUMBER = re.compile(r"(\d+)-")
 
 
 def _raw_stem(name: str) -> str | None:
-    return next((name[: -len(s)] for s in _RAW_SUFFIXES if name.endswith(s)), None)
+    return next((name[: -len(s)] for s in RAW_SUFFIXES if name.endswith(s)), None)
 
 
 def next_raw_number(run_dir: Path) -> int:
@@ -34,7 +31,7 @@ def mark_partial(run_dir: Path, stems: Iterable[str]) -> list[Path]:
     half a run, and ``specbench parse raw/*.stderr`` must not read them as whole ones."""
     marked = []
     for stem in stems:
-        for suffix in _RAW_SUFFIXES:
+        for suffix in RAW_SUFFIXES:
             path = run_dir / RAW / f"{stem}{suffix}"
             if path.is_file():
                 try:

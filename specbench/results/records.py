@@ -1,6 +1,6 @@
 """What one measurement is and what it produced: the records a run folder stores.
 
-These models know nothing of files; ``specbench.results.folder`` reads and writes them.
+These models know nothing of files; ``results.samplelog`` and ``results.manifestfile`` read and write them.
 """
 
 from __future__ import annotations

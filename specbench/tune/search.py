@@ -42,16 +42,12 @@ from specbench.execute.sentinel import Sentinel
 from specbench.plan.config import Config
 from specbench.plan.invocation import Plan
 from specbench.plan.sweep import make_plan
+from specbench.results.calibfile import save_calibration
 from specbench.results.calibration import Calibration
-from specbench.results.folder import (
-    has_manifest,
-    has_samples,
-    load_samples,
-    samples_path,
-    save_calibration,
-    save_manifest,
-)
+from specbench.results.folder import has_manifest, has_samples, samples_path
 from specbench.results.manifest import Manifest, now_iso
+from specbench.results.manifestfile import save_manifest
+from specbench.results.samplelog import load_samples
 from specbench.tune.budget import (
     TAIL_S,
     BudgetTooSmall,

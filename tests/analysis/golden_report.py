@@ -22,8 +22,8 @@ def report_numbers() -> dict:
     """Every report row (all fields), the notes, and the history identity of every sample."""
     from specbench.analysis.report import build_report
     from specbench.gate.history import _cell_id
-    from specbench.results.folder import read_run
     from specbench.results.identity import cell_key
+    from specbench.results.stored import read_run
 
     here = Path.cwd()
     os.chdir(REPO)  # relative run paths: the notes name them

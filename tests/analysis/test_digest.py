@@ -29,7 +29,7 @@ def test_one_line_per_kind_naming_the_cells(tmp_path):
 
 
 def test_cells_that_differ_only_in_parallel_are_told_apart(tmp_path):
-    from specbench.results.folder import append_sample, load_samples
+    from specbench.results.samplelog import append_sample, load_samples
 
     run = make_run(tmp_path, "run1", BASE, {4: SPEC[16]})
     for s in load_samples(run):
@@ -43,7 +43,7 @@ def test_cells_that_differ_only_in_parallel_are_told_apart(tmp_path):
 
 def test_compare_labels_name_the_servers_parallel(tmp_path):
     from specbench.gate.compare import cell_label
-    from specbench.results.folder import load_samples
+    from specbench.results.samplelog import load_samples
 
     spec = next(s for s in load_samples(make_run(tmp_path, "r", BASE, SPEC)) if s.role == "speculative")
     labels = {cell_label(spec.model_copy(update={"runner": "server", "parallel": p})) for p in (1, 2)}

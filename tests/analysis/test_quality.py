@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from specbench.analysis.quality import assess
-from specbench.results.folder import read_facts
 from specbench.results.manifest import RunFacts
+from specbench.results.manifestfile import read_facts
 from specbench.results.records import Generation, Sample
 
 REPO = Path(__file__).resolve().parents[2]

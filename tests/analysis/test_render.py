@@ -129,7 +129,7 @@ def test_headers_wrap_between_words_never_inside_one(tmp_path, width):
     at any width each header shows whole words ("throughpu" is no header) and lines fit."""
     from rich.console import Console
 
-    from specbench.results.folder import append_sample, load_samples
+    from specbench.results.samplelog import append_sample, load_samples
     from tests.gate.test_compare import BASE, SPEC, make_run
 
     server = make_run(tmp_path, "server-run-with-a-long-name", BASE, SPEC)

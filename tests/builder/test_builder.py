@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import BuildError
-from specbench.builder.builder import (
+from specbench.builder.builder import ensure_build
+from specbench.builder.buildplan import (
     BUILD_JSON,
     backend_switch,
     build_dir_for,
     build_key,
     configure_args,
     cuda_arch,
-    ensure_build,
 )
 from specbench.builder.cmake import CompileError
 from specbench.builder.source import PINNED_COMMIT
@@ -277,8 +277,8 @@ def test_second_build_is_a_cached_no_op(llama_build, tmp_path):
 def test_a_build_probed_by_an_older_specbench_is_reprobed_not_rebuilt(tmp_path, llama_build):
     """build.json from before the probe knew n-gram sizes and llama-server's -np: reading the cache
     re-reads the real binaries' --help and writes the flags back."""
-    from specbench.builder.builder import _cached
     from specbench.builder.buildinfo import BuildInfo
+    from specbench.builder.buildplan import load_cached as _cached
     from specbench.builder.probe import PROBE_VERSION
 
     old = llama_build.model_copy(deep=True)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import BuildError
-from specbench.builder.builder import BUILD_JSON, build_dir_for, ensure_build
+from specbench.builder.builder import ensure_build
+from specbench.builder.buildplan import BUILD_JSON, build_dir_for
 from specbench.builder.cmake import CompileError
 from specbench.builder.gitref import commit_entries, resolve_ref
 from specbench.builder.workarea import dir_entries, sync_tree

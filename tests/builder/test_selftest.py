@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from specbench.builder import envinfo, selftest
-from specbench.builder.builder import BUILD_JSON, build_dir_for, build_key, checked
+from specbench.builder.builder import checked
 from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.buildplan import BUILD_JSON, build_dir_for, build_key
 from tests.fixtures.build import cli
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from specbench.results.folder import append_sample, load_manifest, load_samples, save_manifest
+from specbench.results.manifestfile import load_manifest, save_manifest
+from specbench.results.samplelog import append_sample, load_samples
 from tests.gate.test_compare import BASE, SPEC, make_run
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,7 +28,7 @@ ONE_PAIR_A_ROUND = ["--set", "prompts.ids=[code-02]", "--set", "repetitions=1", 
 def _baseline_pairs(run: Path) -> list[tuple[float, float]]:
     """(base, head) baseline t/s per repetition, in repetition order."""
     from specbench.gate.ab import pairs
-    from specbench.results.folder import load_samples
+    from specbench.results.samplelog import load_samples
 
     samples = load_samples(run)
     (cell,) = pairs(samples, "baseline_tps", "base", "head").values()

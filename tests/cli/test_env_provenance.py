@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.results.folder import load_manifest
+from specbench.results.manifestfile import load_manifest
 from tests.cli.test_run_faults import ngram_config
 from tests.fixtures.build import cli
 

@@ -17,7 +17,7 @@ import yaml
 from specbench.base.childenv import child_env
 from specbench.models.meta import read_metadata
 from specbench.parse.process import parse_text
-from specbench.results.folder import load_samples
+from specbench.results.samplelog import load_samples
 from tests.fixtures.build import cli
 
 pytestmark = pytest.mark.slow

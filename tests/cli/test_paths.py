@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specbench.results.folder import RunLock
+from specbench.results.runlock import RunLock
 from tests.cli.test_compare import specbench
 from tests.gate.test_compare import BASE, SPEC, make_run
 

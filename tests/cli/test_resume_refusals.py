@@ -14,8 +14,9 @@ import pytest
 
 from specbench.base.errors import RunError
 from specbench.execute import benchmark
-from specbench.results.folder import load_manifest, load_samples
 from specbench.results.manifest import FORMAT_VERSION
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 from tests.fixtures.build import assert_one_line_error, cli
 
 QUICK = Path(__file__).resolve().parents[1] / "data/runs/quick-cpu"
@@ -96,7 +97,7 @@ def test_resume_refuses_a_tune_folder_and_report_does_not_suggest_it(tmp_path):
 def test_a_dry_resume_refuses_what_the_resume_would(tmp_path):
     """`run --resume DIR --dry-run` makes the real resume's refusals (another config, a run still
     going, another machine) and says what reading the samples dropped, instead of listing work."""
-    from specbench.results.folder import RunLock
+    from specbench.results.runlock import RunLock
 
     run = _copy(tmp_path, **_here())
     lines = (run / "samples.jsonl").read_text().splitlines()

@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from specbench.plan.config import load_config
-from specbench.results.folder import load_manifest, load_samples
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 from tests.fixtures.build import assert_one_line_error, cli
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from specbench.results.cell import baseline_of
-from specbench.results.folder import load_manifest, load_samples
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 from tests.cli.test_run import one_cell
 from tests.fixtures.build import cli
 

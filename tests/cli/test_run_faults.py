@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.results.folder import load_manifest, load_samples
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 from tests.cli.test_run import start_and_signal
 from tests.fixtures.build import assert_one_line_error, cli
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.results.folder import load_manifest, load_samples
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 from tests.builder.test_noise import start_foreign
 from tests.fixtures.build import assert_one_line_error, cli
 

@@ -13,7 +13,7 @@ import yaml
 from specbench.execute.server import post, start_server
 from specbench.gate.history import run_count
 from specbench.parse.process import parse_text
-from specbench.results.folder import load_samples
+from specbench.results.samplelog import load_samples
 from tests.cli.test_run import short_prompt, write_config
 from tests.fixtures.build import assert_one_line_error, cli
 

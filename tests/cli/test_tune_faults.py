@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from specbench.results.calibfile import load_calibration
 from specbench.results.calibration import PassCosts
-from specbench.results.folder import load_calibration, load_manifest, load_samples
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 from specbench.tune.calibrate import CachedCosts, store
 from tests.base.test_interrupts import processes_with, wait_for
 from tests.cli.test_run import one_cell, write_config

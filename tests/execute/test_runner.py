@@ -21,9 +21,11 @@ from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.envinfo import collect
 from specbench.execute.runner import RunInterrupted, execute
 from specbench.plan.invocation import Invocation, Plan
-from specbench.results.folder import RunLock, load_manifest, load_samples
 from specbench.results.manifest import Manifest
+from specbench.results.manifestfile import load_manifest
 from specbench.results.records import Generation
+from specbench.results.runlock import RunLock
+from specbench.results.samplelog import load_samples
 
 FAKEBINS = Path(__file__).parents[1] / "fakebins"
 PROMPT = "<|im_start|>user\nSay hello.<|im_end|>\n<|im_start|>assistant\n"

@@ -28,9 +28,10 @@ from specbench.plan.config import config_from_mapping
 from specbench.plan.prompts import render
 from specbench.plan.serverplan import server_argv
 from specbench.plan.sweep import make_plan
-from specbench.results.folder import load_manifest, load_samples
 from specbench.results.manifest import Manifest
+from specbench.results.manifestfile import load_manifest
 from specbench.results.records import Generation
+from specbench.results.samplelog import load_samples
 from tests.fixtures.build import cli
 from tests.models.tiny_gguf import write_tiny_gguf
 

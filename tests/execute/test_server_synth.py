@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from specbench.results.folder import load_samples
+from specbench.results.samplelog import load_samples
 from tests.execute.test_server import server_config
 from tests.fixtures.build import assert_one_line_error, cli
 

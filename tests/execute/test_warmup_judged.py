@@ -9,7 +9,8 @@ import pytest
 
 from specbench.base.errors import RunError
 from specbench.execute.runner import execute
-from specbench.results.folder import load_manifest, load_samples
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 from tests.execute.test_runner import env_info, inv, manifest, process  # noqa: F401 (fixture)
 
 

@@ -12,7 +12,8 @@ from specbench.analysis.report import build_report
 from specbench.base.errors import RunError
 from specbench.builder import selftest
 from specbench.execute import benchmark
-from specbench.results.folder import load_manifest, load_samples
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 from tests.builder.test_selftest import crashing_on_q4_1
 from tests.cli.test_run_faults import ngram_config
 

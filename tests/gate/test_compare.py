@@ -9,8 +9,8 @@ import pytest
 from specbench.gate.baseline import InputError, load_run
 from specbench.gate.compare import NotComparable, cell_series, compare
 from specbench.gate.regression import Status
-from specbench.results.folder import append_sample
 from specbench.results.records import Generation, Sample
+from specbench.results.samplelog import append_sample
 
 TARGET_SHA = "a" * 64
 DRAFT_SHA = "b" * 64

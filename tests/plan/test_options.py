@@ -9,8 +9,8 @@ import pytest
 
 from specbench.base.errors import ConfigError
 from specbench.builder.options import OPTIONS, OptionError, OptionFlag, bench_argv, option_argv
-from specbench.plan.config import SweepConfig
 from specbench.plan.options import OPTION_KEYS, OptionValues
+from specbench.plan.sections import SweepConfig
 from specbench.plan.sweep import make_plan
 from specbench.results import cell
 from tests.plan.test_sweep import MODELS, make_config, rendered, with_flags

@@ -6,8 +6,8 @@ import pytest
 
 from specbench.base.errors import ConfigError
 from specbench.models.meta import SpecFacts
-from specbench.plan.config import PairConfig
 from specbench.plan.preflight import misfit, pair_methods
+from specbench.plan.sections import PairConfig
 from tests.plan.test_sweep import make_config
 
 LLAMA = SpecFacts(architecture="llama")

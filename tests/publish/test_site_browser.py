@@ -14,7 +14,8 @@ import pytest
 from specbench.gate.bisect import STATE, BisectState, Commit, Step
 from specbench.gate.decision import Status
 from specbench.publish.series import load_series
-from specbench.results.folder import append_sample, load_manifest, load_samples, save_manifest
+from specbench.results.manifestfile import load_manifest, save_manifest
+from specbench.results.samplelog import append_sample, load_samples
 from tests.cli.test_compare import specbench
 from tests.publish.browser import CHROMIUM, Browser
 

@@ -8,7 +8,8 @@ import json
 from specbench.analysis.report import build_report
 from specbench.gate.baseline import load_side, save_baseline
 from specbench.gate.history import load_history, record_run
-from specbench.results.folder import load_samples, read_run
+from specbench.results.samplelog import load_samples
+from specbench.results.stored import read_run
 from tests.cli.test_compare import specbench
 from tests.gate.test_compare import BASE, SPEC, make_run
 

@@ -8,9 +8,11 @@ import pytest
 
 from specbench import __version__
 from specbench.base.errors import RunError
-from specbench.results.folder import append_sample, load_manifest, load_samples, read_run, save_manifest
 from specbench.results.manifest import FORMAT_VERSION
+from specbench.results.manifestfile import load_manifest, save_manifest
 from specbench.results.records import Sample
+from specbench.results.samplelog import append_sample, load_samples
+from specbench.results.stored import read_run
 
 QUICK = Path(__file__).resolve().parents[1] / "data/runs/quick-cpu"
 
@@ -126,7 +128,7 @@ def test_a_format_version_that_is_not_a_number_is_refused(tmp_path):
 )
 def test_a_damaged_manifest_names_the_field_and_why(tmp_path, damage, words):
     """--resume reads the manifest strictly: the message names the field and the reason, whole."""
-    from specbench.results.folder import load_manifest
+    from specbench.results.manifestfile import load_manifest
 
     text = (QUICK / "manifest.json").read_text()
     data = damage(json.loads(text))

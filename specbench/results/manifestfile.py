@@ -1,0 +1,88 @@
+"""The manifest file: written atomically, read strictly (for --resume) or tolerantly (for reports),
+and refused when a newer specbench wrote it (its format version).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from specbench import __version__
+from specbench.base.errors import RunError
+from specbench.base.files import write_atomic
+from specbench.results.folder import MANIFEST, has_manifest
+from specbench.results.manifest import FORMAT_VERSION, Manifest, RunFacts, facts_from_manifest
+from specbench.results.records import Sample
+from specbench.results.runlock import lock_holder
+from specbench.results.samplelog import why_invalid
+
+
+def save_manifest(run_dir: Path, manifest: Manifest) -> None:
+    """Write atomically: the old manifest stays whole until the new one is complete."""
+    path = run_dir / MANIFEST
+    try:
+        write_atomic(path, manifest.model_dump_json(indent=2))
+    except OSError as exc:
+        raise RunError(
+            f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions "
+            f"(samples already in {run_dir} are intact)"
+        ) from exc
+
+
+def load_manifest(run_dir: Path) -> Manifest:
+    """The strict manifest, for --resume (which must rebuild exactly what was run)."""
+    data = manifest_data(run_dir)
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:  # the field and why, not pydantic's "1 validation error for Manifest"
+        raise RunError(
+            f"{run_dir / MANIFEST} is not a valid manifest ({why_invalid(exc)}); {_MANIFEST_FIX}"
+        ) from exc
+
+
+_MANIFEST_FIX = "restore it from a copy; a run cannot be resumed without its manifest"
+
+
+def manifest_data(run_dir: Path) -> dict:
+    path = run_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise RunError(f"{run_dir} has no {MANIFEST}; is it a specbench run folder?") from exc
+    except ValueError as exc:
+        raise RunError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RunError(f"{path} is not a JSON object; is it a specbench run folder?")
+    _check_format(data, path)
+    return data
+
+
+def _check_format(data: dict, path: Path) -> None:
+    """Refuse a folder from a newer specbench rather than misread it; older ones load as they are."""
+    found = data.get("format_version", 0)
+    if isinstance(found, bool) or not isinstance(found, int):
+        raise RunError(f"{path} is not a valid manifest: format_version {found!r} is not a whole number")
+    if found > FORMAT_VERSION:
+        writer = data.get("specbench_version")
+        raise RunError(
+            f"{path.parent} is run folder format {found} (written by specbench {writer or 'unknown'}); "
+            f"this specbench {__version__} reads formats up to {FORMAT_VERSION}: upgrade specbench to read it"
+        )
+
+
+def read_facts(run_dir: Path, samples: list[Sample] | None = None, required: bool = True) -> RunFacts:
+    """The facts of a run's manifest, tolerant of older and hand-made ones; without a manifest
+    (``required=False``) only the run id is known."""
+    fallback = samples[0].run_id if samples else run_dir.name
+    running = lock_holder(run_dir) is not None
+    if not required and not has_manifest(run_dir):
+        return RunFacts(run_id=fallback, status="running" if running else None)
+    facts = facts_from_manifest(manifest_data(run_dir), fallback)
+    if running:
+        facts.status = "running"
+    elif facts.status == "running":  # nobody holds the lock: the run's process died mid-run
+        facts.status = "interrupted"
+        facts.status_reason = "its process ended without recording how (killed, or the machine stopped)"
+    return facts

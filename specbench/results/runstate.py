@@ -1,0 +1,64 @@
+"""What a run folder allows: a new run only in a fresh folder, a resume only of a run folder that
+``specbench tune`` did not write, and for an unfinished one, what to do about it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specbench.base.errors import RunError
+from specbench.results.folder import LOCK, MANIFEST, SAMPLES, has_manifest, has_samples
+from specbench.results.manifestfile import manifest_data
+from specbench.results.runlock import lock_holder
+
+
+def check_fresh(run_dir: Path) -> None:
+    """A new run must not append to an old run's samples: that is what --resume is for."""
+    if has_samples(run_dir):
+        by = made_by(run_dir)
+        resume = (
+            f" (or continue that run with `specbench run --resume {run_dir}`)" if by in (None, "run") else ""
+        )
+        raise RunError(f"{run_dir} already holds a run; choose another --out{resume}")
+
+
+def check_resumable(run_dir: Path) -> None:
+    if not has_samples(run_dir) and not has_manifest(run_dir):
+        raise RunError(f"{run_dir} is not a run folder to resume (no {SAMPLES} or {MANIFEST})")
+
+
+def finish_hint(run_dir: Path, status: str | None) -> str:
+    """What to do about an unfinished run: wait for a live one (the lock refuses a resume while it
+    runs), resume one that stopped (not a tune folder: ``TUNE_NOT_RESUMED``)."""
+    if status == "running":
+        pid = lock_holder(run_dir)
+        who = f"process {pid}" if pid else "a process"
+        return f"it is still running ({who} holds {run_dir / LOCK}); wait for it to finish"
+    if made_by(run_dir) == "tune":
+        return f"it is a `specbench tune` folder, which is not resumed ({TUNE_NOT_RESUMED})"
+    return f"`specbench run --resume {run_dir}` finishes it"
+
+
+# A tune round pairs each setting's speedup with the baseline measured in the same minutes, and
+# its later rounds are chosen from the earlier ones: `run --resume` would plan the last round's
+# config afresh and pair new samples with old baselines.
+TUNE_NOT_RESUMED = "each round is paired with its own baseline; run `specbench tune` again to measure more"
+
+
+def made_by(run_dir: Path) -> str | None:
+    """The specbench command that wrote the run folder (run, tune, ab, bisect, merge...), from its
+    manifest's command line; None when that is not recorded."""
+    try:
+        line = manifest_data(run_dir).get("command_line") or []
+    except RunError:
+        return None
+    return str(line[1]) if len(line) > 1 else None
+
+
+def check_not_tune(run_dir: Path) -> None:
+    """``run --resume`` of a tune folder would corrupt it (``TUNE_NOT_RESUMED``): refused."""
+    if made_by(run_dir) == "tune":
+        raise RunError(
+            f"{run_dir} was written by `specbench tune` and is not resumed as a run: {TUNE_NOT_RESUMED} "
+            f"(`specbench report {run_dir}` shows what it measured)"
+        )
