@@ -273,7 +273,7 @@ def slowdown(args, tree: str, delay_us: int, sets: list[str], where: str) -> dic
 
 def decode_only_ratio(run: Path) -> float:
     """head/base of the median ``baseline_decode_tps`` (llama.cpp's eval-time rate) of one ab run."""
-    from specbench.results.folder import load_samples
+    from specbench.results.samplelog import load_samples
 
     by_build: dict[str, list[float]] = {}
     for s in load_samples(run):

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specbench.results.folder import load_manifest
+from specbench.results.manifestfile import load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 

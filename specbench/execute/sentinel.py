@@ -20,8 +20,9 @@ from specbench.builder.speed import SpeedReading, SpeedRecord, judge_speed
 from specbench.execute.executor import ProcessExecutor
 from specbench.execute.judge import judge
 from specbench.results.bracket import baseline_windows
-from specbench.results.folder import has_samples, load_samples
+from specbench.results.folder import has_samples
 from specbench.results.manifest import now_iso
+from specbench.results.samplelog import load_samples
 
 if TYPE_CHECKING:
     from specbench.plan.invocation import Invocation

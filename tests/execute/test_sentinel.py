@@ -25,8 +25,10 @@ from specbench.builder.noise import NoiseRecord
 from specbench.builder.speed import SpeedReading, SpeedRecord
 from specbench.execute.sentinel import SpeedMoved
 from specbench.execute.watch import NoiseWatch
-from specbench.results.folder import load_manifest, load_samples, samples_path
+from specbench.results.folder import samples_path
 from specbench.results.manifest import Manifest
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
 from tests.execute.test_server import prompts_file
 
 SPIN_S = 400  # the spinners' own bound: they end by themselves even if the test dies
