@@ -116,8 +116,9 @@ def test_spec_facts_of_real_and_generated_files(smol_q4, smol_eagle3, tiny_mtp):
     from specbench.models.meta import read_spec_facts
 
     assert read_spec_facts(smol_q4.path).model_dump() == {
-        "architecture": "llama", "nextn_layers": 0, "markov_head": False,
+        "architecture": "llama", "nextn_layers": 0, "markov_head": False, "experts": 0,
     }  # fmt: skip
     assert read_spec_facts(smol_eagle3).architecture == "eagle3"
     mtp = read_spec_facts(tiny_mtp)
     assert mtp.architecture == "glm4moe" and mtp.nextn_layers == 1
+    assert mtp.experts > 0  # a MoE target: n_cpu_moe means something there (a note on a dense one)
