@@ -25,8 +25,9 @@ TITLES = {
 DETECTION = (
     "Flagged points: a point that the rule of `specbench compare` fails (ringed red: regression) or calls "
     "improved (ringed green) against the previous point of its series: one-sided Welch bounds over the "
-    f"repetitions (each the mean over prompts) at alpha 0.05 and a {THRESHOLD:.0%} threshold (2 points for "
-    "acceptance). Bars are 95% t intervals over repetitions. Dashed lines are ab runs on this machine."
+    f"repetitions (each the centre over prompts) at alpha 0.05 and a {THRESHOLD:.0%} threshold (2 points for "
+    "acceptance). Bars are 95% t intervals over repetitions (log scale for t/s and speedup). "
+    "Dashed lines are ab runs on this machine."
 )
 
 ENV = Environment(

@@ -1,8 +1,9 @@
 """The history as the site shows it: one series per machine, cell and metric, one point per run.
 
-A point is what ``specbench history`` shows (per repetition the mean over prompts, then mean and
-95% t interval over repetitions). Each point is compared with the previous point of its series by
-the rule of ``specbench compare`` (``gate.regression``: one-sided Welch bounds at alpha 0.05,
+A point is one run: per repetition the centre over prompts, then the centre and a 95% t interval
+over repetitions; for t/s and speedup both on the log scale (geometric means, positive bounds, as
+the report's speedup), for acceptance arithmetic. Each point is compared with the previous point of
+its series by the rule of ``specbench compare`` (``gate.regression``: one-sided Welch bounds at alpha 0.05,
 5% threshold, 2 points for acceptance): ``fail`` flags a regression, ``improved`` an improvement.
 Only points whose mean moved by more than the threshold are tested, since the rule cannot fail or
 improve anything closer (this keeps a 1,000-run history fast).
@@ -47,7 +48,9 @@ class Point:
     commit: str
     run_dir: str | None
     mean: float
-    low: float | None  # 95% t interval over repetitions (None with one repetition)
+    low: (
+        float | None
+    )  # 95% t interval over repetitions, on the log scale for rates and ratios (None with one repetition)
     high: float | None
     n_reps: int
     reps: list[float]  # per repetition: the mean over prompts
@@ -81,14 +84,29 @@ def _t975(df: int) -> float:
     return float(stats.t.ppf(0.975, df))
 
 
-def _summary(reps: list[float]) -> tuple[float, float | None, float | None]:
-    n = len(reps)
-    mean = math.fsum(reps) / n
+# Rates and ratios are summarised on the log scale (geometric means, intervals exp(mean +- half)), as
+# the report's speedup is (docs/report-speedup.md): their bounds stay positive. Acceptance is a share.
+LOG_SCALE = frozenset({"spec_tps", "baseline_tps", "speedup"})
+
+
+def _summary(reps: list[float], log: bool = False) -> tuple[float, float | None, float | None]:
+    log = log and all(x > 0 for x in reps)
+    xs = [math.log(x) for x in reps] if log else reps
+    back = math.exp if log else float
+    n = len(xs)
+    mean = math.fsum(xs) / n
     if n < 2:
-        return mean, None, None
-    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in reps) / (n - 1))
+        return back(mean), None, None
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
     half = _t975(n - 1) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
+    return back(mean), back(mean - half), back(mean + half)
+
+
+def _centre(values: list[float], log: bool) -> float:
+    """One repetition's value over its prompts: the geometric mean for rates and ratios."""
+    if log and all(v > 0 for v in values):
+        return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+    return math.fsum(values) / len(values)
 
 
 def _setting(key: dict) -> str:
@@ -136,10 +154,11 @@ def load_series(db_paths: list[Path]) -> list[Series]:
             reps[rep].append(value)
     for sid, series in found.items():
         for run_key, reps in by_rep[sid].items():  # insertion order: oldest run first
-            per_rep = [math.fsum(v) / len(v) for _, v in sorted(reps.items()) if v]
+            log = series.metric in LOG_SCALE
+            per_rep = [_centre(v, log) for _, v in sorted(reps.items()) if v]
             if not per_rep:
                 continue
-            mean, low, high = _summary(per_rep)
+            mean, low, high = _summary(per_rep, log)
             run_id, started, commit, run_dir = runs[run_key]
             series.points.append(
                 Point(
