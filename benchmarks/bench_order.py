@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 
 from specbench.analysis import stats
-from specbench.execute import benchmark
+from specbench.execute import benchmark, preparation
 from specbench.execute.process import child_env
 from specbench.execute.runner import execute
 from specbench.plan.sweep import make_plan
@@ -52,9 +52,9 @@ def main() -> None:
     ap.add_argument("--out", default=f"results/bench-order-{datetime.now():%Y%m%d-%H%M%S}")
     args = ap.parse_args()
     out = Path(args.out)
-    cfg = benchmark.load(Path(args.config), [f"sweep.draft_max=[{args.draft_max}]", "warmup=0", *args.sets])
+    cfg = preparation.load(Path(args.config), [f"sweep.draft_max=[{args.draft_max}]", "warmup=0", *args.sets])
     base = tune_config(cfg, args.pair)
-    prepared = benchmark.prepare(base)
+    prepared = preparation.prepare(base)
     full = make_plan(base, prepared.build, prepared.models, prepared.prompts[:1], repetitions=1)
     plan = full.invocations
     baseline = next(i for i in plan if i.role == "baseline")

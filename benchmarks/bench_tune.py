@@ -27,7 +27,7 @@ from pathlib import Path
 
 from specbench.analysis.cells import ALL
 from specbench.analysis.report import aggregate
-from specbench.execute import benchmark
+from specbench.execute import preparation
 from specbench.results.calibfile import save_calibration
 from specbench.tune.calibrate import calibrate
 from specbench.tune.search import kv_depth, tune_config
@@ -63,9 +63,9 @@ def main() -> None:
 
     sweep_dir = out / "sweep"
     _, sweep_s = specbench("run", args.config, *sets, "--out", str(sweep_dir), "--quiet")
-    cfg = benchmark.load(Path(args.config), overrides)
+    cfg = preparation.load(Path(args.config), overrides)
     base = tune_config(cfg, args.pair)
-    prepared = benchmark.prepare(base)
+    prepared = preparation.prepare(base)
     p = base.pairs[args.pair]
     t, d = prepared.models[p.target], prepared.models[p.draft]
     ngl, ngld = base.sweep.ngl[0], base.sweep.ngld[0]

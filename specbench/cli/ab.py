@@ -166,11 +166,11 @@ def _build_entries(cfg, specs: list[tuple[str, str | None, str | None]]) -> list
 def load_builds_config(config: Path, sets: list[str], specs: list[tuple[str, str | None, str | None]]):
     """CONFIG with its ``llama_cpp`` replaced by these builds (label, source, ref): checked before
     anything is built or written, so a typo is one line and nothing to clean up."""
-    from specbench.execute import benchmark
+    from specbench.execute import preparation
 
-    cfg = benchmark.load(config, sets)
+    cfg = preparation.load(config, sets)
     override = "llama_cpp=" + json.dumps(_build_entries(cfg, specs))
-    return benchmark.load(config, [*sets, override])
+    return preparation.load(config, [*sets, override])
 
 
 def _check_paths(config: Path, out: Path) -> None:
@@ -217,7 +217,7 @@ def run_builds(
         _status_printer,
         resume_command,
     )
-    from specbench.execute import benchmark
+    from specbench.execute import benchmark, preparation, resumecheck
     from specbench.execute.runner import RunInterrupted
     from specbench.gate.ab import undecided_samples
 
@@ -227,8 +227,8 @@ def run_builds(
     benchmark.prepare_run_dir(run_dir, resume)
     try:
         if resume:  # another run's folder (or these builds at other refs): refused before building
-            benchmark.check_resume_config(run_dir, cfg)
-        prepared = benchmark.prepare(cfg, build_progress=(lambda p: None) if quiet else _status_printer())
+            resumecheck.check_resume_config(run_dir, cfg)
+        prepared = preparation.prepare(cfg, build_progress=(lambda p: None) if quiet else _status_printer())
     except BaseException:
         remove_empty(run_dir, made)
         raise
@@ -263,7 +263,7 @@ def run_builds(
 def _round_notes(notes: list[str], cfg, budget_s: float | None) -> list[str]:
     """The plan's notes with the rounds of ``ab`` said in place of those of ``run`` (the precision
     rule of ``repetitions: auto``, max_repetitions "ignored" with a fixed count): neither applies."""
-    from specbench.execute.benchmark import ignored_settings
+    from specbench.execute.preparation import ignored_settings
 
     run_only = set(ignored_settings(cfg))
     kept = [n for n in notes if n not in run_only and not n.startswith("repetitions: auto:")]

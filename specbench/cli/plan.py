@@ -34,14 +34,14 @@ def plan(
 ) -> None:
     """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
     from specbench.base.paths import check_path
-    from specbench.execute import benchmark
+    from specbench.execute import preparation
     from specbench.gate.history import history_estimate, speeds_on
     from specbench.plan.shards import guess_s, matrix
     from specbench.results.manifest import MachineFacts
 
     check_path(config, "CONFIG")
-    cfg = benchmark.load(config, set_ or ())
-    prepared = benchmark.prepare(cfg, dry_run=True)
+    cfg = preparation.load(config, set_ or ())
+    prepared = preparation.prepare(cfg, dry_run=True)
     known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
     result = matrix(prepared.plan, cfg, shards, estimate=lambda inv: known(inv) or guess_s(inv))
     if as_json:

@@ -99,7 +99,7 @@ class ProgressView:
 
 
 def _print_dry_run(prepared: Any) -> None:
-    from specbench.execute.benchmark import PlannedModel
+    from specbench.execute.preparation import PlannedModel
 
     for label, pv in prepared.build_previews.items():
         name = f"build {label}" if label is not None else "build"
@@ -283,7 +283,7 @@ def run(
     from specbench.base.errors import RunError, SpecbenchError
     from specbench.base.paths import check_path, outermost_missing, remove_empty
     from specbench.cli.models import _Bars  # the download bars of `specbench models pull`
-    from specbench.execute import benchmark
+    from specbench.execute import benchmark, preparation, resumecheck
     from specbench.execute.runner import RunInterrupted
     from specbench.execute.watch import BusyMachine
     from specbench.gate.history import record_run
@@ -302,15 +302,15 @@ def run(
     if no_workarounds:
         set_ = [*(set_ or []), "workarounds=false"]
     if config is None:
-        cfg = benchmark.load_resumed(resume, set_ or ())
+        cfg = preparation.load_resumed(resume, set_ or ())
     else:
-        cfg = benchmark.load(config, set_ or ())
+        cfg = preparation.load(config, set_ or ())
     part = _shard(shard, resume, shard_cells)
     note = (lambda p: None) if quiet else _status_printer()
     if dry_run:
         if resume is None:
             benchmark.new_run_dir(cfg, out)  # a name the real run would refuse is refused here too
-        prepared = benchmark.prepare(cfg, dry_run=True, build_progress=note, shard=part)
+        prepared = preparation.prepare(cfg, dry_run=True, build_progress=note, shard=part)
         if resume is not None:
             benchmark.left_to_run(prepared, resume, force)
         _print_dry_run(prepared)
@@ -319,10 +319,10 @@ def run(
     made = outermost_missing(run_dir)  # what a refusal before the first sample must remove again
     benchmark.prepare_run_dir(run_dir, resume is not None)  # unwritable or taken: fail before building
     if resume is not None:
-        benchmark.check_resume_machine(run_dir, force)  # another machine: refuse before building
+        resumecheck.check_resume_machine(run_dir, force)  # another machine: refuse before building
     bars = None if quiet else _Bars()
     try:
-        prepared = benchmark.prepare(cfg, build_progress=note, model_progress=bars, shard=part)
+        prepared = preparation.prepare(cfg, build_progress=note, model_progress=bars, shard=part)
     except BaseException:
         remove_empty(run_dir, made)
         raise
@@ -381,14 +381,14 @@ def _reuse_calibration(prepared: Any, run_dir: Path) -> None:
 def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> Any:
     """The shard to run: --shard, the resumed run's own, or a Slurm array task's (said on stderr)."""
     from specbench.base.errors import RunError
-    from specbench.execute import benchmark
+    from specbench.execute import resumecheck
     from specbench.plan.shards import parse_shard, shard_from_env, with_cells
 
     if cells is not None and text is None and resume is None and shard_from_env() is None:
         raise RunError("--shard-cells goes with --shard I/N (the matrix entry's shard and cells)")
     asked = parse_shard(text) if text is not None else None
     if resume is not None:
-        kept = benchmark.resumed_shard(resume)
+        kept = resumecheck.resumed_shard(resume)
         if asked is not None and asked != kept:
             raise RunError(f"{resume} measures shard {kept.label if kept else 'none (the whole plan)'}; "
                            "resume it without --shard")  # fmt: skip

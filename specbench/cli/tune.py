@@ -85,7 +85,7 @@ def tune(
     from specbench.base.paths import check_path
     from specbench.builder.envinfo import collect
     from specbench.cli.run import ProgressView
-    from specbench.execute import benchmark
+    from specbench.execute import benchmark, preparation
     from specbench.execute.runner import RunInterrupted
     from specbench.results.calibfile import load_calibration
     from specbench.tune.search import pick_pair, tune_config
@@ -94,7 +94,7 @@ def tune(
     for what, path in (("CONFIG", config), ("--out", out)):
         if path is not None:
             check_path(path, what)
-    cfg = benchmark.load(config, set_ or ())
+    cfg = preparation.load(config, set_ or ())
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)
     gpu = bool(collect().gpus) and cfg.builds[0].backend != "cpu"

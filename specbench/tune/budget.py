@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from specbench.base.errors import RunError, SpecbenchError
-from specbench.execute import benchmark
+from specbench.execute import preparation
 from specbench.results.records import Sample
 from specbench.tune.calibrate import GRIDS, pass_sizes
 
@@ -116,7 +116,7 @@ def per_run(spent: list[float]) -> float:
     return max(spent[1:] or spent) if spent else 5.0
 
 
-def check_history_floor(clock: Clock, prepared: benchmark.Prepared, note: Callable[[str], None]) -> None:
+def check_history_floor(clock: Clock, prepared: preparation.Prepared, note: Callable[[str], None]) -> None:
     """Refuse up front a budget below what this machine's history says the least tune takes (priced
     as the check after the probe's first prompt prices it, so the two agree); without history, say
     that the least budget is known after the probe's first prompt."""

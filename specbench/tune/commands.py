@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from specbench.execute import benchmark
+from specbench.execute import preparation
 from specbench.plan.cells import free_args, option_axes, option_flags, speculative_flags
 from specbench.plan.config import Config
 from specbench.results.cell import Cell
@@ -15,7 +15,7 @@ def with_placeholder(argv: list[str], prompt: str) -> str:
     return shlex.join(["PROMPT" if a == prompt else a for a in argv]).replace("PROMPT", '"$PROMPT"')
 
 
-def server_command(prepared: benchmark.Prepared, base: Config, s: Setting, pair: str) -> str:
+def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pair: str) -> str:
     """llama-server with the same models, settings and llama.cpp options (spelled as its --help does)."""
     target, draft = base.pairs[pair].target, base.pairs[pair].draft
     server = prepared.build.binaries.get("server")

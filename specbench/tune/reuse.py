@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specbench.execute.benchmark import Prepared
+from specbench.execute.preparation import Prepared
 from specbench.results.calibration import Calibration
 from specbench.tune.calibrate import cached_costs
 from specbench.tune.search import kv_depth

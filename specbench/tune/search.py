@@ -36,7 +36,7 @@ from specbench.base import interrupts
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.base.paths import remove_empty
 from specbench.builder import noise
-from specbench.execute import benchmark
+from specbench.execute import benchmark, preparation
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
 from specbench.execute.sentinel import Sentinel
 from specbench.plan.config import Config
@@ -102,7 +102,7 @@ def _round_config(base: Config, settings: list[Setting], reps: int, warmup: int)
     return base.model_copy(update={"sweep": sweep, "repetitions": reps, "warmup": warmup})
 
 
-def _invocations(cfg: Config, prepared: benchmark.Prepared, settings: list[Setting], rep: int = 0) -> Plan:
+def _invocations(cfg: Config, prepared: preparation.Prepared, settings: list[Setting], rep: int = 0) -> Plan:
     """The round's plan (the config's runner) without draft-alone runs and cells outside ``settings``,
     as repetition ``rep``."""
     wanted = {s.key() for s in settings}
@@ -185,7 +185,7 @@ def tune(
     made = None if run_dir.exists() else run_dir
     benchmark.prepare_run_dir(run_dir, False)
     try:
-        prepared = benchmark.prepare(_round_config(base, probe, 1, base.warmup))
+        prepared = preparation.prepare(_round_config(base, probe, 1, base.warmup))
         check_history_floor(clock, prepared, note)
     except BaseException:  # refused or interrupted before anything ran: leave no empty folder
         remove_empty(run_dir, made)
@@ -229,8 +229,8 @@ def _record_end(run_dir: Path, manifest: Manifest, status: str, reason: str | No
     save_manifest(run_dir, manifest)
 
 
-def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, result: TuneResult, clock: Clock,
-            every: list[Setting], probe: list[Setting], ngld_values: list[int], max_draft: int,
+def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, result: TuneResult,
+            clock: Clock, every: list[Setting], probe: list[Setting], ngld_values: list[int], max_draft: int,
             progress: ProgressFn | None, note: Callable[[str], None]) -> None:  # fmt: skip
     run_dir, pair = result.run_dir, result.pair
     p = base.pairs[pair]
@@ -367,7 +367,7 @@ def _search(base: Config, prepared: benchmark.Prepared, manifest: Manifest, resu
     _finish(result, base, prepared, cands, cal, ngl)
 
 
-def _finish(result: TuneResult, base: Config, prepared: benchmark.Prepared, cands: dict, cal: Calibration,
+def _finish(result: TuneResult, base: Config, prepared: preparation.Prepared, cands: dict, cal: Calibration,
             ngl: int) -> None:  # fmt: skip
     measured = [c for c in cands.values() if c.speedup is not None]
     result.candidates = sorted(cands.values(), key=lambda c: c.setting.key())

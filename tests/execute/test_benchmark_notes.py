@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specbench.execute.benchmark import ignored_settings
+from specbench.execute.preparation import ignored_settings
 from specbench.plan.config import load_config
 from tests.plan.test_config import GOOD, cfg_dir, write  # noqa: F401 (cfg_dir is a fixture)
 

@@ -305,7 +305,7 @@ def test_resume_after_a_kill_marks_orphan_logs_and_numbers_on(tmp_path, env_info
 def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_build, smol_q4):
     """Real binaries, ``-c 32``: llama-completion aborts in get_sub_batch, llama-speculative-simple
     says the prompt exceeds the batch size; both samples fail with the reason, and the run completes."""
-    from specbench.execute import benchmark
+    from specbench.execute import benchmark, preparation
 
     config = tmp_path / "tiny.yaml"
     config.write_text(
@@ -313,7 +313,7 @@ def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_b
         "pairs:\n  p: {target: q4, method: ngram-simple}\nprompts: {ids: [code-01]}\n"
         "generation: {n_predict: 8, threads: 2, ctx_size: 32}\nrepetitions: 1\nwarmup: 0\ntimeout_s: 120\n"
     )
-    prepared = benchmark.prepare(benchmark.load(config))
+    prepared = preparation.prepare(preparation.load(config))
     summary = benchmark.run_benchmark(prepared, tmp_path / "run")
     samples = load_samples(tmp_path / "run")
     assert [s.role for s in samples] == ["baseline", "speculative"]

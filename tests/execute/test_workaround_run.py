@@ -11,7 +11,7 @@ import pytest
 from specbench.analysis.report import build_report
 from specbench.base.errors import RunError
 from specbench.builder import selftest
-from specbench.execute import benchmark
+from specbench.execute import benchmark, preparation
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.builder.test_selftest import crashing_on_q4_1
@@ -35,11 +35,11 @@ def wrapped_build(tmp_path, llama_build, monkeypatch):
 def _config(tmp_path, smol_q4, *more: str):
     path, _ = ngram_config(tmp_path, smol_q4)
     sets = ["repetitions=1", "warmup=1", "generation.n_predict=16", *more]
-    return benchmark.load(path, sets)
+    return preparation.load(path, sets)
 
 
 def test_every_invocation_carries_the_workaround_and_the_run_says_so(tmp_path, wrapped_build, smol_q4):
-    prepared = benchmark.prepare(_config(tmp_path, smol_q4))
+    prepared = preparation.prepare(_config(tmp_path, smol_q4))
     assert any(n.startswith("workaround: this build runs with --no-repack") for n in prepared.plan.notes)
     assert all(inv.argv[1] == "--no-repack" for inv in prepared.plan.invocations)
     run_dir = tmp_path / "run"
@@ -55,7 +55,7 @@ def test_every_invocation_carries_the_workaround_and_the_run_says_so(tmp_path, w
 
 
 def test_no_workarounds_runs_as_built_and_the_crash_stops_the_run(tmp_path, wrapped_build, smol_q4):
-    prepared = benchmark.prepare(_config(tmp_path, smol_q4, "workarounds=false"))
+    prepared = preparation.prepare(_config(tmp_path, smol_q4, "workarounds=false"))
     assert not any("--no-repack" in inv.argv for inv in prepared.plan.invocations)
     assert any(n.startswith("workaround OFF for this build") for n in prepared.plan.notes)
     run_dir = tmp_path / "run"

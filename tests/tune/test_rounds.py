@@ -1,7 +1,7 @@
 """Tune's rounds run exactly the command lines a sweep of the same settings runs (issue 24: tune's
 baselines ran slower than a sweep's; the cause is not in what is run, this keeps it that way)."""
 
-from specbench.execute import benchmark
+from specbench.execute import preparation
 from specbench.plan.sweep import make_plan
 from specbench.tune.candidates import Setting
 from specbench.tune.search import _invocations, _round_config, tune_config
@@ -14,7 +14,7 @@ def test_tune_rounds_run_the_sweeps_baseline_and_speculative_command_lines(tmp_p
     models = {name: str(path) for name, path in MODELS.items()}
     sweep = make_plan(config, llama_build, models, prompts).measured
     base = tune_config(config, "p")
-    prepared = benchmark.Prepared(base, llama_build, None, models, {}, prompts, None)  # type: ignore[arg-type]
+    prepared = preparation.Prepared(base, llama_build, None, models, {}, prompts, None)  # type: ignore[arg-type]
     setting = Setting(12, 0, 0.0, 0, 0)
     cfg = _round_config(base, [setting], 1, 0)
     rounds = _invocations(cfg, prepared, [setting], rep=3).measured

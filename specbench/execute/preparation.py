@@ -1,0 +1,238 @@
+"""What ``specbench run`` decides before anything runs: config -> build -> models -> pair checks ->
+prompts -> plan, as one ``Prepared`` (or, dry, a preview of it with nothing built or fetched).
+
+Everything that can refuse a run (config, build, models, incompatible pairs) is checked here,
+before the first llama.cpp invocation, so a bad sweep fails in seconds, not an hour in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from specbench.base.errors import BuildError, ModelError
+from specbench.builder.buildinfo import BinaryInfo, BuildInfo
+from specbench.models.paircheck import PairCheck
+from specbench.models.spec import ResolvedModel
+from specbench.results.folder import manifest_path
+from specbench.results.manifestfile import load_manifest
+
+if TYPE_CHECKING:
+    from specbench.builder.buildplan import BuildPlan
+    from specbench.plan.config import Config
+    from specbench.plan.invocation import Plan
+    from specbench.plan.prompts import RenderedPrompt
+    from specbench.plan.shards import Shard, Sharding
+
+
+class PlannedBuild(BuildInfo):
+    """A build that does not exist yet (dry-run): binaries are where the build would put them and
+    flag spellings are borrowed from a cached build of llama.cpp (the same tree when there is one)."""
+
+    def binary(self, role: str) -> BinaryInfo:
+        info = self.binaries.get(role)
+        if info is None:
+            raise BuildError(
+                f"the cached builds have no {role} binary to learn its flags from; run `specbench build`"
+            )
+        return info
+
+
+@dataclass
+class PlannedModel:
+    """A model a dry run did not fetch: where it comes from, and that it is not in the cache."""
+
+    name: str
+    source: str
+    path: str  # a placeholder shown in command lines
+
+
+@dataclass
+class Prepared:
+    """Everything decided before anything runs."""
+
+    config: Config
+    build: BuildInfo
+    build_preview: BuildPlan | None
+    models: dict[str, ResolvedModel | PlannedModel]  # PlannedModel only in a dry run
+    pair_checks: dict[str, PairCheck]
+    prompts: list[RenderedPrompt]
+    plan: Plan
+    builds: dict[str | None, BuildInfo] = field(default_factory=dict)  # by label, in the config's order
+    build_previews: dict[str | None, BuildPlan] = field(default_factory=dict)  # dry run: each build's plan
+    sharding: Sharding | None = None  # `run --shard i/N`: the part of the plan this run measures
+
+
+def _planned_build(preview: BuildPlan) -> BuildInfo:
+    """A BuildInfo for a build that is not there: paths where it will be, flags from a cached one."""
+    from specbench.base import paths
+
+    infos = BuildInfo.load_all(paths.builds_dir())
+    same_tree = [i for i in infos if i.source == str(preview.tree.path)]
+    donor = (same_tree or infos or [None])[0]
+    if donor is None:
+        raise BuildError(
+            "a dry run needs one build of llama.cpp to learn its flag spellings; run `specbench build` first"
+        )
+    bin_dir = preview.build_dir / "bin"
+    binaries = {
+        role: b.model_copy(update={"path": str(bin_dir / Path(b.path).name)})
+        for role, b in donor.binaries.items()
+    }
+    commit = donor.commit if donor.source == str(preview.tree.path) else None
+    return PlannedBuild(
+        key=preview.key, source=str(preview.tree.path), commit=commit, backend=preview.backend,
+        cmake_args=preview.args, bin_dir=str(bin_dir), binaries=binaries,
+    )  # fmt: skip
+
+
+def check_pairs(config: Config, models: dict[str, Any]) -> dict[str, PairCheck]:
+    """The pre-flight pair check of every draft pair; a refused pair stops the run before it starts."""
+    from specbench.models.meta import read_spec_facts
+    from specbench.models.paircheck import check_pair
+    from specbench.plan.methods import DRAFT_METHOD, parts
+
+    checks: dict[str, PairCheck] = {}
+    for name, pair in config.pairs.items():
+        if pair.draft is None or (pair.method is not None and DRAFT_METHOD not in parts(pair.method)):
+            continue  # only draft-simple compares the vocabularies (common/speculative.cpp)
+        target, draft = models[pair.target], models[pair.draft]
+        if not Path(getattr(target, "path", "")).is_file() or not Path(getattr(draft, "path", "")).is_file():
+            continue  # dry run of models not fetched yet: nothing to check
+        if read_spec_facts(Path(draft.path)).architecture in ("eagle3", "dflash"):
+            continue  # a head, not a model: plan.preflight says which method it fits
+        checks[name] = check_pair(Path(target.path), Path(draft.path))
+        if not checks[name].ok:
+            raise ModelError(f"pair {name!r} ({pair.target} + {pair.draft}): {checks[name].message}")
+    return checks
+
+
+def _dry_models(config: Config, build: BuildInfo) -> dict[str, ResolvedModel | PlannedModel]:
+    """Resolve what is already in the cache (Hub files included, found without asking the Hub);
+    describe the rest without downloading or deriving."""
+    from specbench.models import resolve_models
+
+    found = resolve_models(config.models, config.base_dir, build, fetch=False)
+    return {
+        name: found[name] if name in found else _planned(name, spec) for name, spec in config.models.items()
+    }
+
+
+def _planned(name: str, spec: Any) -> PlannedModel:
+    return PlannedModel(name, spec.describe(), f"<{name}: not cached>")
+
+
+def load(config_path: Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    from specbench.plan.config import load_config
+
+    return load_config(config_path, list(overrides))
+
+
+def load_resumed(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """The config a run folder was run with, for ``--resume DIR`` without CONFIG: its manifest
+    keeps the resolved config (``--set`` overrides applied), so the run continues exactly as begun."""
+    import copy
+
+    from specbench.plan.config import config_from_mapping
+    from specbench.plan.configtext import apply_override
+
+    manifest = load_manifest(run_dir)
+    data = copy.deepcopy(manifest.config)
+    overridden = {apply_override(data, o) for o in overrides}
+    config_path = Path(manifest.config_path) if manifest.config_path else None
+    base_dir = config_path.parent if config_path else run_dir
+    cfg = config_from_mapping(data, base_dir, f"{manifest_path(run_dir)}: config", overridden)
+    cfg.path = config_path
+    return cfg
+
+
+def prepare(
+    config: Config,
+    dry_run: bool = False,
+    build_progress: Any = None,
+    model_progress: Any = None,
+    shard: Shard | None = None,
+) -> Prepared:
+    """Build (or, dry, preview the build), resolve models, check pairs, render prompts, plan
+    (``shard``: only that shard's part of the plan, ``specbench.plan.shards``)."""
+    from specbench.execute.builds import ensure_builds, preview_builds
+    from specbench.models import resolve_models
+    from specbench.plan.prompts import render, render_all
+    from specbench.plan.sweep import make_plan
+
+    preview, previews = None, {}
+    if dry_run:
+        both = preview_builds(config, _planned_build)
+        builds = _as_configured(config, {label: info for label, (_, info) in both.items()})
+        previews = {label: pv for label, (pv, _) in both.items()}
+        preview = next(iter(previews.values()))
+        build = next(iter(builds.values()))
+        models = _dry_models(config, build)
+    else:
+        builds = _as_configured(config, ensure_builds(config, build_progress))
+        build = next(iter(builds.values()))  # the first build derives models (llama-quantize)
+        models = resolve_models(config.models, config.base_dir, build, progress=model_progress)
+    checks = check_pairs(config, models)
+    targets = {name: Path(models[name].path) for name in config.targets()}
+    here = {name: path for name, path in targets.items() if path.is_file()}
+    prompts = render_all(config.prompt_list(), here) if here else []
+    for name in sorted(targets.keys() - here.keys()):  # dry run: no GGUF, so no chat template to render with
+        prompts += [render(p, name, None) for p in config.prompt_list()]
+    plan = make_plan(config, builds, models, prompts)
+    sharding = None
+    if shard is not None:
+        from specbench.plan.shards import cut
+
+        plan, sharding = cut(plan, config, shard)
+    if config.auto_repetitions:
+        plan.notes.append(
+            f"repetitions: auto: this is round 1 ({config.min_repetitions} repetitions); cells whose mean "
+            f"t/s misses precision {config.precision:g} get one more repetition a round, up to "
+            f"{config.max_repetitions}"
+        )
+    plan.notes += ignored_settings(config)
+    plan.notes += env_notes()
+    for name in sorted(targets.keys() - here.keys()):
+        plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
+        plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
+    return Prepared(
+        config, build, preview, models, checks, prompts, plan, builds, previews, sharding=sharding
+    )
+
+
+def _as_configured(config: Config, builds: dict[str | None, BuildInfo]) -> dict[str | None, BuildInfo]:
+    """``workarounds: false`` (``--no-workarounds``): builds run as built; the manifest says so."""
+    if config.workarounds:
+        return builds
+    return {label: b.model_copy(update={"workarounds_off": True}) for label, b in builds.items()}
+
+
+def env_notes() -> list[str]:
+    """Variables that change llama.cpp (it reads every option from LLAMA_ARG_*) reach every binary
+    started: named, since they are recorded in the manifest and make runs differ."""
+    from specbench.base.childenv import provenance_env
+
+    found = provenance_env()
+    if not found:
+        return []
+    listed = ", ".join(f"{k}={v}" for k, v in found.items())
+    return [f"environment: {listed} reach every llama.cpp binary (recorded in the manifest's env)"]
+
+
+def ignored_settings(config: Config) -> list[str]:
+    """Keys of ``repetitions: auto`` set away from their defaults while ``repetitions`` is a fixed
+    count: they change nothing, and a user who set them expects they did."""
+    if config.auto_repetitions:
+        return []
+    fields = type(config).model_fields
+    changed = [k for k in ("min_repetitions", "max_repetitions") if getattr(config, k) != fields[k].default]
+    precision = config.precision != fields["precision"].default
+    if not changed and not precision:
+        return []
+    what = changed + (["precision"] if precision else [])
+    why = " (precision still marks cells `imprecise` in the report)" if precision else ""
+    return [
+        f"{', '.join(what)} {'is' if len(what) == 1 else 'are'} for `repetitions: auto`; with repetitions "
+        f"{config.repetitions} no cell is repeated to meet them{why}: --set repetitions=auto uses them"
+    ]
