@@ -1,176 +1,22 @@
 """`specbench ab` and `specbench bisect`: two llama.cpp builds in one interleaved run, a paired gate.
 
-Also renders the paired gate for `specbench compare RUN` (one multi-build run folder).
+The run's config and notes come from ``specbench.gate.abrun``; the gate's table from
+``specbench.cli.gateview``.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from specbench.cli.common import (
-    Col,
-    Format,
-    err_console,
-    fitted_table,
-    print_fitted,
-    say,
-    say_notes,
-    table_width,
-)
+from specbench.cli.common import Format, err_console, say, say_notes
 from specbench.cli.common import table_console as console
+from specbench.cli.gateview import paired_from_run, show
+from specbench.gate.abrun import load_builds_config, measuring_is_input, round_notes, rounds_end
 from specbench.gate.decision import Status
-
-STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
-COLUMNS = ["decision", "metric", "cell", "head/base", "95% CI", "p", "pairs", "detectable", "why"]
-
-
-def _ratio(d, value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.1f} pt" if d.unit == "points" else f"{value:.3f}"
-
-
-def _rows(cmp) -> list[list[str]]:
-    rows = []
-    for d in cmp.decisions:
-        ci = f"[{_ratio(d, d.ci_low)}, {_ratio(d, d.ci_high)}]" if d.ci_low is not None else "-"
-        p = f"{d.p_value:.3g}" if d.p_value is not None else "-"
-        if d.detectable is None:
-            det = "-"
-        else:
-            det = f"±{d.detectable:.1f} pt" if d.unit == "points" else f"±{d.detectable * 100:.1f}%"
-        rows.append([d.decision, d.metric, d.cell, _ratio(d, d.ratio), ci, p, str(d.n_pairs), det, d.reason])
-    return rows
-
-
-def _sides(cmp) -> str:
-    """``head X vs base Y``; ``head vs base`` when the labels are those words (``specbench ab``)."""
-
-    def side(word: str, label: str) -> str:  # labels that are the words themselves, swapped: name them
-        return (
-            label
-            if label == word
-            else f"{word} ({label})"
-            if label in ("head", "base")
-            else f"{word} {label}"
-        )
-
-    return f"{side('head', cmp.head)} vs {side('base', cmp.base)}"
-
-
-def _verdict(cmp) -> str:
-    counts = ", ".join(
-        f"{n} {word}"
-        for word in ("fail", "undecided", "improved", "pass")
-        if (n := sum(d.decision == word for d in cmp.decisions))
-    )
-    parts = [counts] if counts else []
-    parts += [f"nothing to compare: {n}" for n in cmp.nothing]
-    word = {0: "PASS", 1: "FAIL", 3: "TOO NOISY", 4: "NOTHING TO COMPARE"}.get(cmp.exit_code, "FAIL")
-    undecided = [d for d in cmp.decisions if d.decision == "undecided"]
-    if word == "PASS" and undecided:
-        word = "PASS (--allow-noisy)"
-    if undecided:  # the unpaired gate's wording: what the pairs could have shown
-        parts.append(
-            f"a {cmp.threshold:.1%} regression can be neither shown nor excluded in {len(undecided)}"
-        )
-        known = [d for d in undecided if d.detectable is not None and d.unit != "points"]
-        if known:
-            parts.append(f"smallest detectable change up to ±{max(d.detectable for d in known):.1%}")
-    from specbench.gate.decision import ACCEPTANCE_POINTS
-
-    points = (
-        f" ({ACCEPTANCE_POINTS:g} points for acceptance)"
-        if any(d.unit == "points" for d in cmp.decisions)
-        else ""
-    )
-    opts = f"threshold {cmp.threshold:.1%}{points}"
-    if cmp.confidence != 0.95:
-        opts += f", {cmp.confidence:.0%} intervals"
-    return f"{word}: {'; '.join(parts) or 'no cell'} ({_sides(cmp)}, {opts})"
-
-
-def to_markdown(cmp) -> str:
-    def esc(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    out = [f"## specbench ab: {esc(cmp.head)} vs {esc(cmp.base)}", "", f"run: `{cmp.run}`", ""]
-    out += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    out += ["| " + " | ".join(esc(x) for x in row) + " |" for row in _rows(cmp)]
-    out += ["", f"**{esc(_verdict(cmp))}**", ""]
-    return "\n".join(out)
-
-
-def show(cmp, fmt: Format) -> None:
-    """Print a paired comparison, append it to the GitHub job summary, exit with its code."""
-    if fmt == Format.json:
-        data = cmp.model_dump(mode="json")
-        typer.echo(json.dumps(data, indent=2))
-    elif fmt == Format.md:
-        typer.echo(to_markdown(cmp))
-    else:
-        rows = _rows(cmp)
-        table, dropped = fitted_table(
-            [Col(c, wrap=c in ("why", "cell")) for c in COLUMNS], rows,
-            ("p", "detectable", "pairs", "why", "95% CI"), table_width(),
-            title=f"{_sides(cmp)} ({cmp.run})", title_justify="left",
-            row_styles=[STYLE.get(r[0], "") for r in rows],
-        )  # fmt: skip
-        print_fitted(table, dropped, "--format md shows every column")
-        console.print(
-            _verdict(cmp), style="bold red" if cmp.exit_code else "bold green", markup=False, soft_wrap=True
-        )
-    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_file:
-        with open(summary_file, "a", encoding="utf-8") as fh:
-            fh.write(to_markdown(cmp) + "\n")
-    raise typer.Exit(cmp.exit_code)
-
-
-def paired_from_run(
-    run_dir: Path, base: str | None, head: str | None, metrics, threshold: float, **options: Any
-):
-    """The paired gate over one run folder; ``options``: confidence, allow_missing, allow_noisy."""
-    from specbench.gate.ab import METRICS, paired_compare
-    from specbench.gate.baseline import load_run, running_notes
-
-    side = load_run(run_dir)
-    say_notes([*side.notes, *running_notes(side)])
-    return paired_compare(side.samples, str(run_dir), base, head, metrics or METRICS, threshold, **options)
-
-
-def _build_entries(cfg, specs: list[tuple[str, str | None, str | None]]) -> list[dict]:
-    """The config's `llama_cpp` as a list of labelled builds (backend and cmake args kept)."""
-    lc = cfg.llama_cpp
-    template = lc[0] if isinstance(lc, list) else lc
-    common = template.model_dump(mode="json", exclude={"label", "source", "ref"}, exclude_none=True)
-    entries = []
-    for label, source, ref in specs:
-        entry = {"label": label, **common}
-        src = source or (str(template.source) if getattr(template, "source", None) else None)
-        if src:
-            entry["source"] = src
-        if ref:
-            entry["ref"] = ref
-        entries.append(entry)
-    return entries
-
-
-def load_builds_config(config: Path, sets: list[str], specs: list[tuple[str, str | None, str | None]]):
-    """CONFIG with its ``llama_cpp`` replaced by these builds (label, source, ref): checked before
-    anything is built or written, so a typo is one line and nothing to clean up."""
-    from specbench.execute import preparation
-
-    cfg = preparation.load(config, sets)
-    override = "llama_cpp=" + json.dumps(_build_entries(cfg, specs))
-    return preparation.load(config, [*sets, override])
 
 
 def _check_paths(config: Path, out: Path) -> None:
@@ -179,20 +25,6 @@ def _check_paths(config: Path, out: Path) -> None:
 
     check_path(config, "CONFIG")
     check_path(out, "--out")
-
-
-@contextmanager
-def measuring_is_input():
-    """Until the gate has judged, whatever stops ``ab`` or ``bisect`` (a config, a ref, a build that
-    does not compile, a busy machine) is not a regression: exit 2, never the gate's 1."""
-    from specbench.base.errors import SpecbenchError
-
-    try:
-        yield
-    except SpecbenchError as exc:
-        if exc.exit_code == 1:
-            exc.exit_code = 2
-        raise
 
 
 def run_builds(
@@ -220,9 +52,10 @@ def run_builds(
     from specbench.execute import benchmark, preparation, resumecheck
     from specbench.execute.runner import RunInterrupted
     from specbench.gate.ab import undecided_samples
+    from specbench.results.folder import has_manifest
 
     cfg = load_builds_config(config, sets, specs)
-    resume = (run_dir / "manifest.json").is_file()
+    resume = has_manifest(run_dir)
     made = outermost_missing(run_dir)  # what a refusal before the first sample must remove again
     benchmark.prepare_run_dir(run_dir, resume)
     try:
@@ -232,7 +65,7 @@ def run_builds(
     except BaseException:
         remove_empty(run_dir, made)
         raise
-    say_notes(_round_notes(prepared.plan.notes, cfg, budget_s))  # before the first sample, as `run` does
+    say_notes(round_notes(prepared.plan.notes, cfg, budget_s))  # before the first sample, as `run` does
     view = ProgressView(quiet)
     try:
         base, head = specs[0][0], specs[1][0]
@@ -258,30 +91,6 @@ def run_builds(
     for warning in summary.speed_moved:  # the builds alternate, so both sides saw it; the noise did grow
         say(f"WARNING: {warning}; pairs measured across it are noisier", err=True)
     return summary
-
-
-def _round_notes(notes: list[str], cfg, budget_s: float | None) -> list[str]:
-    """The plan's notes with the rounds of ``ab`` said in place of those of ``run`` (the precision
-    rule of ``repetitions: auto``, max_repetitions "ignored" with a fixed count): neither applies."""
-    from specbench.execute.preparation import ignored_settings
-
-    run_only = set(ignored_settings(cfg))
-    kept = [n for n in notes if n not in run_only and not n.startswith("repetitions: auto:")]
-    budget = f" or --budget {budget_s:g} s" if budget_s is not None else ""
-    return [
-        *kept,
-        f"round 1 is {cfg.first_repetitions} repetition{'s' * (cfg.first_repetitions != 1)}; cells the "
-        f"paired gate leaves undecided get one more repetition a round, up to {cfg.most_repetitions} "
-        f"(max_repetitions){budget}",
-    ]
-
-
-def rounds_end(summary, budget_s: float | None) -> str:
-    """Why an undecided cell got no more pairs: the budget was spent, or max_repetitions reached."""
-    extra = f"{summary.rounds} round{'s' * (summary.rounds != 1)} after the first"
-    if summary.budget_spent:
-        return f"--budget {budget_s:g} s spent ({extra})"
-    return f"max_repetitions ({summary.most_repetitions}) reached ({extra}; --set max_repetitions=N for more)"
 
 
 Threshold = Annotated[str, typer.Option(metavar="CHANGE", help="Relative slowdown that counts: 5% or 0.05.")]

@@ -252,7 +252,7 @@ def compare_cmd(
 
     thr = parse_threshold(threshold)
     if current is None or base is not None or head is not None:  # one run, two builds: the paired gate
-        from specbench.cli.ab import paired_from_run, show
+        from specbench.cli.gateview import paired_from_run, show
         from specbench.gate.baseline import InputError
 
         if current is not None or not Path(baseline).is_dir():

@@ -1,0 +1,133 @@
+"""The paired gate on screen: its table, its verdict line, its Markdown (a PR comment, the GitHub job
+summary) and JSON, for `specbench ab`, `specbench bisect` and `specbench compare RUN` (one
+multi-build run folder)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from specbench.cli.common import Col, Format, fitted_table, print_fitted, say_notes, table_width
+from specbench.cli.common import table_console as console
+
+STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
+COLUMNS = ["decision", "metric", "cell", "head/base", "95% CI", "p", "pairs", "detectable", "why"]
+
+
+def _ratio(d, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.1f} pt" if d.unit == "points" else f"{value:.3f}"
+
+
+def _rows(cmp) -> list[list[str]]:
+    rows = []
+    for d in cmp.decisions:
+        ci = f"[{_ratio(d, d.ci_low)}, {_ratio(d, d.ci_high)}]" if d.ci_low is not None else "-"
+        p = f"{d.p_value:.3g}" if d.p_value is not None else "-"
+        if d.detectable is None:
+            det = "-"
+        else:
+            det = f"±{d.detectable:.1f} pt" if d.unit == "points" else f"±{d.detectable * 100:.1f}%"
+        rows.append([d.decision, d.metric, d.cell, _ratio(d, d.ratio), ci, p, str(d.n_pairs), det, d.reason])
+    return rows
+
+
+def _sides(cmp) -> str:
+    """``head X vs base Y``; ``head vs base`` when the labels are those words (``specbench ab``)."""
+
+    def side(word: str, label: str) -> str:  # labels that are the words themselves, swapped: name them
+        return (
+            label
+            if label == word
+            else f"{word} ({label})"
+            if label in ("head", "base")
+            else f"{word} {label}"
+        )
+
+    return f"{side('head', cmp.head)} vs {side('base', cmp.base)}"
+
+
+def _verdict(cmp) -> str:
+    counts = ", ".join(
+        f"{n} {word}"
+        for word in ("fail", "undecided", "improved", "pass")
+        if (n := sum(d.decision == word for d in cmp.decisions))
+    )
+    parts = [counts] if counts else []
+    parts += [f"nothing to compare: {n}" for n in cmp.nothing]
+    word = {0: "PASS", 1: "FAIL", 3: "TOO NOISY", 4: "NOTHING TO COMPARE"}.get(cmp.exit_code, "FAIL")
+    undecided = [d for d in cmp.decisions if d.decision == "undecided"]
+    if word == "PASS" and undecided:
+        word = "PASS (--allow-noisy)"
+    if undecided:  # the unpaired gate's wording: what the pairs could have shown
+        parts.append(
+            f"a {cmp.threshold:.1%} regression can be neither shown nor excluded in {len(undecided)}"
+        )
+        known = [d for d in undecided if d.detectable is not None and d.unit != "points"]
+        if known:
+            parts.append(f"smallest detectable change up to ±{max(d.detectable for d in known):.1%}")
+    from specbench.gate.decision import ACCEPTANCE_POINTS
+
+    points = (
+        f" ({ACCEPTANCE_POINTS:g} points for acceptance)"
+        if any(d.unit == "points" for d in cmp.decisions)
+        else ""
+    )
+    opts = f"threshold {cmp.threshold:.1%}{points}"
+    if cmp.confidence != 0.95:
+        opts += f", {cmp.confidence:.0%} intervals"
+    return f"{word}: {'; '.join(parts) or 'no cell'} ({_sides(cmp)}, {opts})"
+
+
+def to_markdown(cmp) -> str:
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    out = [f"## specbench ab: {esc(cmp.head)} vs {esc(cmp.base)}", "", f"run: `{cmp.run}`", ""]
+    out += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    out += ["| " + " | ".join(esc(x) for x in row) + " |" for row in _rows(cmp)]
+    out += ["", f"**{esc(_verdict(cmp))}**", ""]
+    return "\n".join(out)
+
+
+def show(cmp, fmt: Format) -> None:
+    """Print a paired comparison, append it to the GitHub job summary, exit with its code."""
+    if fmt == Format.json:
+        data = cmp.model_dump(mode="json")
+        typer.echo(json.dumps(data, indent=2))
+    elif fmt == Format.md:
+        typer.echo(to_markdown(cmp))
+    else:
+        rows = _rows(cmp)
+        table, dropped = fitted_table(
+            [Col(c, wrap=c in ("why", "cell")) for c in COLUMNS], rows,
+            ("p", "detectable", "pairs", "why", "95% CI"), table_width(),
+            title=f"{_sides(cmp)} ({cmp.run})", title_justify="left",
+            row_styles=[STYLE.get(r[0], "") for r in rows],
+        )  # fmt: skip
+        print_fitted(table, dropped, "--format md shows every column")
+        console.print(
+            _verdict(cmp), style="bold red" if cmp.exit_code else "bold green", markup=False, soft_wrap=True
+        )
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with open(summary_file, "a", encoding="utf-8") as fh:
+            fh.write(to_markdown(cmp) + "\n")
+    raise typer.Exit(cmp.exit_code)
+
+
+def paired_from_run(
+    run_dir: Path, base: str | None, head: str | None, metrics, threshold: float, **options: Any
+):
+    """The paired gate over one run folder; ``options``: confidence, allow_missing, allow_noisy."""
+    from specbench.gate.ab import METRICS, paired_compare
+    from specbench.gate.baseline import load_run, running_notes
+
+    side = load_run(run_dir)
+    say_notes([*side.notes, *running_notes(side)])
+    return paired_compare(side.samples, str(run_dir), base, head, metrics or METRICS, threshold, **options)

@@ -1,0 +1,81 @@
+"""A/B runs of two llama.cpp builds (``specbench ab``, each step of ``specbench bisect``): the config
+with its builds replaced, how a failure before the gate judges is reported, and what the notes of
+their rounds say. The CLI measures and prints; these decide."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specbench.execute.benchmark import RunSummary
+    from specbench.plan.config import Config
+
+BuildSpec = tuple[str, str | None, str | None]  # label, source tree, git ref
+
+
+def _build_entries(cfg: Config, specs: list[BuildSpec]) -> list[dict]:
+    """The config's `llama_cpp` as a list of labelled builds (backend and cmake args kept)."""
+    lc = cfg.llama_cpp
+    template = lc[0] if isinstance(lc, list) else lc
+    common = template.model_dump(mode="json", exclude={"label", "source", "ref"}, exclude_none=True)
+    entries = []
+    for label, source, ref in specs:
+        entry = {"label": label, **common}
+        src = source or (str(template.source) if getattr(template, "source", None) else None)
+        if src:
+            entry["source"] = src
+        if ref:
+            entry["ref"] = ref
+        entries.append(entry)
+    return entries
+
+
+def load_builds_config(config: Path, sets: list[str], specs: list[BuildSpec]) -> Config:
+    """CONFIG with its ``llama_cpp`` replaced by these builds (label, source, ref): checked before
+    anything is built or written, so a typo is one line and nothing to clean up."""
+    from specbench.execute import preparation
+
+    cfg = preparation.load(config, sets)
+    override = "llama_cpp=" + json.dumps(_build_entries(cfg, specs))
+    return preparation.load(config, [*sets, override])
+
+
+@contextmanager
+def measuring_is_input():
+    """Until the gate has judged, whatever stops ``ab`` or ``bisect`` (a config, a ref, a build that
+    does not compile, a busy machine) is not a regression: exit 2, never the gate's 1."""
+    from specbench.base.errors import SpecbenchError
+
+    try:
+        yield
+    except SpecbenchError as exc:
+        if exc.exit_code == 1:
+            exc.exit_code = 2
+        raise
+
+
+def round_notes(notes: list[str], cfg: Config, budget_s: float | None) -> list[str]:
+    """The plan's notes with the rounds of ``ab`` said in place of those of ``run`` (the precision
+    rule of ``repetitions: auto``, max_repetitions "ignored" with a fixed count): neither applies."""
+    from specbench.execute.preparation import ignored_settings
+
+    run_only = set(ignored_settings(cfg))
+    kept = [n for n in notes if n not in run_only and not n.startswith("repetitions: auto:")]
+    budget = f" or --budget {budget_s:g} s" if budget_s is not None else ""
+    return [
+        *kept,
+        f"round 1 is {cfg.first_repetitions} repetition{'s' * (cfg.first_repetitions != 1)}; cells the "
+        f"paired gate leaves undecided get one more repetition a round, up to {cfg.most_repetitions} "
+        f"(max_repetitions){budget}",
+    ]
+
+
+def rounds_end(summary: RunSummary, budget_s: float | None) -> str:
+    """Why an undecided cell got no more pairs: the budget was spent, or max_repetitions reached."""
+    extra = f"{summary.rounds} round{'s' * (summary.rounds != 1)} after the first"
+    if summary.budget_spent:
+        return f"--budget {budget_s:g} s spent ({extra})"
+    return f"max_repetitions ({summary.most_repetitions}) reached ({extra}; --set max_repetitions=N for more)"
