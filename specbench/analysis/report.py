@@ -207,3 +207,32 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[str]:
                 f"samples are left out of the statistics (see the samples and raw logs in {info.path})."
             )
     return notes
+
+
+def nothing_measured(run_dir: Path, report: Report | None) -> str | None:
+    """Why the run measured nothing in some cell (a CI job must not pass on it), or None."""
+    if report is None:
+        return f"{run_dir} has no cell to report; see {samples_path(run_dir)}"
+    empty = empty_cells(report)
+    if not empty:
+        return None
+    shown = [cell_name(r) for r in empty[:3]]
+    names = ", ".join(shown) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+    return (
+        f"{len(empty)} of {len(report.shown(False))} cells have no valid sample ({names}); their samples "
+        f"failed, timed out or never speculated{_main_reason(run_dir)}: the reasons are in "
+        f"{samples_path(run_dir)}"
+    )
+
+
+def _main_reason(run_dir: Path) -> str:
+    """`` (most often: <reason with its cure>)`` over the run's failed samples, or ''."""
+    from collections import Counter
+
+    from specbench.results.samplelog import load_samples
+
+    reasons = Counter(
+        (s.invalid_reason or "").removeprefix("not run: its warmup failed: ")
+        for s in load_samples(run_dir) if s.status in ("failed", "timeout") and s.invalid_reason
+    )  # fmt: skip
+    return f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""

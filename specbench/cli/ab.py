@@ -44,11 +44,8 @@ def run_builds(
     ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``).
     Returns the run's ``RunSummary`` (its extra rounds, whether the budget stopped them)."""
     from specbench.base.paths import outermost_missing, remove_empty
-    from specbench.cli.run import (
-        ProgressView,
-        _status_printer,
-        resume_command,
-    )
+    from specbench.cli.common import resume_command
+    from specbench.cli.progress import ProgressView, status_printer
     from specbench.execute import benchmark, preparation, resumecheck
     from specbench.execute.runner import RunInterrupted
     from specbench.gate.ab import undecided_samples
@@ -61,7 +58,7 @@ def run_builds(
     try:
         if resume:  # another run's folder (or these builds at other refs): refused before building
             resumecheck.check_resume_config(run_dir, cfg)
-        prepared = preparation.prepare(cfg, build_progress=(lambda p: None) if quiet else _status_printer())
+        prepared = preparation.prepare(cfg, build_progress=(lambda p: None) if quiet else status_printer())
     except BaseException:
         remove_empty(run_dir, made)
         raise

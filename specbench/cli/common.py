@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from rich.console import Console
 
@@ -120,3 +121,10 @@ def print_fitted(table: object, dropped: list[str], hint: str) -> None:
     table_console.print(table)
     if dropped:
         say(f"left out for the terminal's width: {', '.join(dropped)} ({hint})")
+
+
+def resume_command(run_dir: Path) -> str:
+    """The command that continues a run, as typed: the config comes from the run's manifest."""
+    import shlex
+
+    return f"specbench run --resume {shlex.quote(str(run_dir))}"

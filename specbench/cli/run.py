@@ -8,94 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import console, err_console, say, say_notes
+from specbench.cli.common import console, err_console, resume_command, say, say_notes
+from specbench.cli.progress import ProgressView, status_printer
 from specbench.results.folder import samples_path
-
-
-def _fmt(mean: float | None, sd: float | None = None, digits: int = 1) -> str:
-    if mean is None:
-        return "-"
-    return f"{mean:.{digits}f}" + (f" ± {sd:.{digits}f}" if sd is not None else "")
-
-
-class ProgressView:
-    """Renders runner progress on stderr: a rich bar with ETA and the last t/s on a terminal,
-    one plain line per sample otherwise (logs, CI), nothing but warnings with ``--quiet``."""
-
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.tty = err_console.is_terminal
-        self.bar: Any = None
-        self.task: Any = None
-        self.skipped = 0
-
-    def __call__(self, event: Any) -> None:
-        if self.quiet:
-            return
-        if self.tty:
-            self._bar(event)
-        elif event.kind in ("sample", "warmup", "dropped"):
-            self._line(event)
-
-    def _bar(self, event: Any) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )  # fmt: skip
-
-        if event.kind == "start" and self.bar is not None:  # repetitions: auto planned another round
-            self.bar.update(self.task, total=event.total - self.skipped)
-            return
-        if event.kind == "start":
-            self.bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[tps]}"),
-                console=err_console, transient=True,
-            )  # fmt: skip
-            done = max(event.done - self.skipped, 0)  # a later round of repetitions: auto goes on from here
-            self.task = self.bar.add_task("running", total=event.total - self.skipped, completed=done, tps="")
-            self.bar.start()
-            return
-        if self.bar is None:
-            return
-        if event.kind == "dropped":
-            self.bar.console.print(self._describe(event), markup=False, highlight=False, soft_wrap=True)
-        elif event.kind == "skipped":
-            self.skipped += 1
-            self.bar.update(self.task, total=event.total - self.skipped)
-        elif event.kind == "begin":
-            self.bar.update(self.task, description=event.invocation.label()[:60])
-        else:
-            tps = f"last {event.last_tps:.1f} t/s" if event.last_tps is not None else ""
-            self.bar.update(self.task, advance=1, tps=tps)
-            if event.sample is not None and event.sample.status != "ok":
-                self.bar.console.print(self._describe(event), markup=False, highlight=False, soft_wrap=True)
-        if event.done >= event.total:
-            self.stop()
-
-    def _describe(self, event: Any) -> str:
-        if event.kind == "dropped":
-            return f"[{event.done}/{event.total}] {event.message}"
-        s = event.sample
-        what = event.invocation.label()
-        if s is None or (event.kind == "warmup" and s.status == "ok"):
-            return f"[{event.done}/{event.total}] {what}: done"
-        if s.status != "ok":
-            return f"[{event.done}/{event.total}] {what}: {s.status.upper()}: {s.invalid_reason}"
-        extra = f", acceptance {s.acceptance:.0%}" if s.acceptance is not None else ""
-        return f"[{event.done}/{event.total}] {what}: {_fmt(s.tps, digits=2)} t/s{extra}"
-
-    def _line(self, event: Any) -> None:
-        say(self._describe(event), err=True)
-
-    def stop(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-            self.bar = None
 
 
 def _print_dry_run(prepared: Any) -> None:
@@ -164,45 +79,6 @@ def _print_warnings(summary: Any, rows: list) -> None:
 
     for line in digest(rows):  # one line per kind of warning, naming its cells
         say(f"warning: {line}", err=True)
-
-
-def _nothing_measured(summary: Any, report: Any) -> str | None:
-    """Why the run measured nothing in some cell (a CI job must not pass on it), or None."""
-    from specbench.analysis.cells import cell_name
-    from specbench.analysis.report import empty_cells
-
-    if report is None:
-        return f"{summary.run_dir} has no cell to report; see {samples_path(summary.run_dir)}"
-    empty = empty_cells(report)
-    if not empty:
-        return None
-    shown = [cell_name(r) for r in empty[:3]]
-    names = ", ".join(shown) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
-    return (
-        f"{len(empty)} of {len(report.shown(False))} cells have no valid sample ({names}); their samples "
-        f"failed, timed out or never speculated{_main_reason(summary.run_dir)}: the reasons are in "
-        f"{samples_path(summary.run_dir)}"
-    )
-
-
-def _main_reason(run_dir: Path) -> str:
-    """`` (most often: <reason with its cure>)`` over the run's failed samples, or ''."""
-    from collections import Counter
-
-    from specbench.results.samplelog import load_samples
-
-    reasons = Counter(
-        (s.invalid_reason or "").removeprefix("not run: its warmup failed: ")
-        for s in load_samples(run_dir) if s.status in ("failed", "timeout") and s.invalid_reason
-    )  # fmt: skip
-    return f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
-
-
-def resume_command(run_dir: Path) -> str:
-    """The command that continues a run, as typed: the config comes from the run's manifest."""
-    import shlex
-
-    return f"specbench run --resume {shlex.quote(str(run_dir))}"
 
 
 def run(
@@ -279,7 +155,7 @@ def run(
     ] = None,
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
-    from specbench.analysis.report import closing_report
+    from specbench.analysis.report import closing_report, nothing_measured
     from specbench.base.errors import RunError, SpecbenchError
     from specbench.base.paths import check_path, outermost_missing, remove_empty
     from specbench.cli.models import _Bars  # the download bars of `specbench models pull`
@@ -287,6 +163,7 @@ def run(
     from specbench.execute.runner import RunInterrupted
     from specbench.execute.watch import BusyMachine
     from specbench.gate.history import record_run
+    from specbench.tune.reuse import reuse_calibration
 
     for what, path in (("CONFIG", config), ("--out", out), ("--resume", resume)):
         if path is not None:
@@ -306,7 +183,7 @@ def run(
     else:
         cfg = preparation.load(config, set_ or ())
     part = _shard(shard, resume, shard_cells)
-    note = (lambda p: None) if quiet else _status_printer()
+    note = (lambda p: None) if quiet else status_printer()
     if dry_run:
         if resume is None:
             benchmark.new_run_dir(cfg, out)  # a name the real run would refuse is refused here too
@@ -355,7 +232,7 @@ def run(
         raise
     finally:
         view.stop()
-    _reuse_calibration(prepared, summary.run_dir)
+    reuse_calibration(prepared, summary.run_dir)
     report, notes = closing_report(summary.run_dir)
     if resume is not None and summary.n_new == 0:
         notes.insert(0, f"{summary.run_dir}: every planned sample is recorded already; nothing was run")
@@ -364,18 +241,9 @@ def run(
     except SpecbenchError as exc:
         notes.append(f"not recorded in history: {exc}")
     _print_summary(summary, report, notes)
-    why = _nothing_measured(summary, report)
+    why = nothing_measured(summary.run_dir, report)
     if why is not None:
         raise RunError(why)
-
-
-def _reuse_calibration(prepared: Any, run_dir: Path) -> None:
-    """A calibration `specbench tune` cached for these models here gives the report its model column."""
-    from specbench.results.calibfile import load_calibration, save_calibration
-    from specbench.tune.reuse import cached_calibration
-
-    if load_calibration(run_dir) is None and (cal := cached_calibration(prepared, run_dir)) is not None:
-        save_calibration(run_dir, cal)
 
 
 def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> Any:
@@ -398,14 +266,6 @@ def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> A
         if asked is not None:
             say(f"shard {asked.label} (from SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT)", err=True)
     return with_cells(asked, cells) if asked is not None else None
-
-
-def _status_printer():
-    def note(p: Any) -> None:
-        if getattr(p, "done", None) is None:
-            say(f"{p.phase}: {p.message}", err=True)
-
-    return note
 
 
 def register(app: typer.Typer) -> None:

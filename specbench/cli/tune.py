@@ -84,7 +84,7 @@ def tune(
     """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
     from specbench.base.paths import check_path
     from specbench.builder.envinfo import collect
-    from specbench.cli.run import ProgressView
+    from specbench.cli.progress import ProgressView
     from specbench.execute import benchmark, preparation
     from specbench.execute.runner import RunInterrupted
     from specbench.results.calibfile import load_calibration

@@ -298,16 +298,15 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
     from rich.console import Console
 
     from specbench.builder.envinfo import collect
-    from specbench.cli import common
-    from specbench.cli import run as run_cli
+    from specbench.cli import common, progress
     from specbench.execute.runner import execute
     from tests.execute.test_runner import inv, manifest, process
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=terminal, width=150)
-    monkeypatch.setattr(run_cli, "err_console", console)
+    monkeypatch.setattr(progress, "err_console", console)
     monkeypatch.setattr(common, "err_console", console)  # say(..., err=True) prints the plain lines
-    view = run_cli.ProgressView(quiet=False)
+    view = progress.ProgressView(quiet=False)
     plan = [
         inv("nodraft", warmup=True),
         inv("nodraft", role="baseline", prompt_id="a"),
@@ -330,12 +329,12 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
         assert "\x1b[" not in text  # no terminal control codes in logs
 
     quiet = io.StringIO()
-    monkeypatch.setattr(run_cli, "err_console", Console(file=quiet, force_terminal=terminal))
+    monkeypatch.setattr(progress, "err_console", Console(file=quiet, force_terminal=terminal))
     execute(
         process(plan),
         tmp_path / "run2",
         manifest(tmp_path / "run2", collect()),
-        progress=run_cli.ProgressView(True),
+        progress=progress.ProgressView(True),
     )
     assert quiet.getvalue() == ""
 

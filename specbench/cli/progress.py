@@ -1,0 +1,104 @@
+"""Progress on stderr while llama.cpp runs (`run`, `ab`, `bisect`, `tune`): the runner's samples as a
+bar or plain lines, and the build and model steps before them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specbench.cli.common import err_console, say
+
+
+def _fmt(mean: float | None, sd: float | None = None, digits: int = 1) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.{digits}f}" + (f" ± {sd:.{digits}f}" if sd is not None else "")
+
+
+class ProgressView:
+    """Renders runner progress on stderr: a rich bar with ETA and the last t/s on a terminal,
+    one plain line per sample otherwise (logs, CI), nothing but warnings with ``--quiet``."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.tty = err_console.is_terminal
+        self.bar: Any = None
+        self.task: Any = None
+        self.skipped = 0
+
+    def __call__(self, event: Any) -> None:
+        if self.quiet:
+            return
+        if self.tty:
+            self._bar(event)
+        elif event.kind in ("sample", "warmup", "dropped"):
+            self._line(event)
+
+    def _bar(self, event: Any) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )  # fmt: skip
+
+        if event.kind == "start" and self.bar is not None:  # repetitions: auto planned another round
+            self.bar.update(self.task, total=event.total - self.skipped)
+            return
+        if event.kind == "start":
+            self.bar = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[tps]}"),
+                console=err_console, transient=True,
+            )  # fmt: skip
+            done = max(event.done - self.skipped, 0)  # a later round of repetitions: auto goes on from here
+            self.task = self.bar.add_task("running", total=event.total - self.skipped, completed=done, tps="")
+            self.bar.start()
+            return
+        if self.bar is None:
+            return
+        if event.kind == "dropped":
+            self.bar.console.print(self._describe(event), markup=False, highlight=False, soft_wrap=True)
+        elif event.kind == "skipped":
+            self.skipped += 1
+            self.bar.update(self.task, total=event.total - self.skipped)
+        elif event.kind == "begin":
+            self.bar.update(self.task, description=event.invocation.label()[:60])
+        else:
+            tps = f"last {event.last_tps:.1f} t/s" if event.last_tps is not None else ""
+            self.bar.update(self.task, advance=1, tps=tps)
+            if event.sample is not None and event.sample.status != "ok":
+                self.bar.console.print(self._describe(event), markup=False, highlight=False, soft_wrap=True)
+        if event.done >= event.total:
+            self.stop()
+
+    def _describe(self, event: Any) -> str:
+        if event.kind == "dropped":
+            return f"[{event.done}/{event.total}] {event.message}"
+        s = event.sample
+        what = event.invocation.label()
+        if s is None or (event.kind == "warmup" and s.status == "ok"):
+            return f"[{event.done}/{event.total}] {what}: done"
+        if s.status != "ok":
+            return f"[{event.done}/{event.total}] {what}: {s.status.upper()}: {s.invalid_reason}"
+        extra = f", acceptance {s.acceptance:.0%}" if s.acceptance is not None else ""
+        return f"[{event.done}/{event.total}] {what}: {_fmt(s.tps, digits=2)} t/s{extra}"
+
+    def _line(self, event: Any) -> None:
+        say(self._describe(event), err=True)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def status_printer():
+    """Build and model steps, one line each (their progress percentages are left out)."""
+
+    def note(p: Any) -> None:
+        if getattr(p, "done", None) is None:
+            say(f"{p.phase}: {p.message}", err=True)
+
+    return note
