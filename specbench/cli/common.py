@@ -123,6 +123,15 @@ def print_fitted(table: object, dropped: list[str], hint: str) -> None:
         say(f"left out for the terminal's width: {', '.join(dropped)} ({hint})")
 
 
+def metric_text(value: float | None, metric: str) -> str:
+    """A metric's value as `compare` and `history` print it: acceptance in %, speedup to 3 places."""
+    if value is None:
+        return "-"
+    if metric == "acceptance":
+        return f"{value * 100:.1f}%"
+    return f"{value:.3f}" if metric == "speedup" else f"{value:.2f}"
+
+
 def resume_command(run_dir: Path) -> str:
     """The command that continues a run, as typed: the config comes from the run's manifest."""
     import shlex

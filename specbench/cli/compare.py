@@ -1,4 +1,5 @@
-"""`specbench compare`, `specbench baseline save|list`, `specbench history`: the CI regression gate."""
+"""`specbench compare`, `specbench baseline save|list`: the CI regression gate (`specbench history` is in
+``specbench.cli.history``)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import typer
 from specbench.cli.common import (
     Col,
     Format,
-    err_console,
     fitted_table,
+    metric_text,
     print_fitted,
     say,
     say_notes,
@@ -35,20 +36,12 @@ STATUS_STYLE = {
 }
 
 
-def _num(value: float | None, metric: str) -> str:
-    if value is None:
-        return "-"
-    if metric == "acceptance":
-        return f"{value * 100:.1f}%"
-    return f"{value:.3f}" if metric == "speedup" else f"{value:.2f}"
-
-
 def _side(d, metric: str, which: str) -> str:
     if d is None:
         return "-"
     mean, sd, n = (d.mean_base, d.sd_base, d.n_base) if which == "base" else (d.mean_cur, d.sd_cur, d.n_cur)
-    sd_text = f" ± {_num(sd, metric)}" if sd is not None else ""
-    return f"{_num(mean, metric)}{sd_text} (n={n})"
+    sd_text = f" ± {metric_text(sd, metric)}" if sd is not None else ""
+    return f"{metric_text(mean, metric)}{sd_text} (n={n})"
 
 
 def _mde(d, metric: str) -> str:
@@ -337,98 +330,6 @@ def baseline_list(
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def history_cmd(
-    metric: Annotated[
-        str, typer.Option(metavar="METRIC", help="spec_tps, baseline_tps, speedup or acceptance.")
-    ] = "spec_tps",
-    cell: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Only cells whose name contains this text.")
-    ] = None,
-    plot: Annotated[
-        Path | None, typer.Option(metavar="IMAGE", help="Also draw the series to this image (png, svg, pdf).")
-    ] = None,
-    db: Annotated[
-        Path | None, typer.Option(metavar="FILE", help="History database (default results/history.sqlite).")
-    ] = None,
-    add: Annotated[
-        list[Path] | None, typer.Option(metavar="RUN_DIR", help="Record this run folder first (repeatable).")
-    ] = None,
-) -> None:
-    """Show each cell's value over the recorded runs and llama.cpp commits."""
-    from specbench.gate.history import (
-        default_db,
-        load_history,
-        plot_history,
-        plot_path,
-        record_run,
-    )
-    from specbench.results.manifestfile import read_facts
-    from specbench.results.runstate import finish_hint
-
-    db = db or default_db()
-    plot = plot_path(plot) if plot is not None else None  # refuse a bad image name before any work
-    for run_dir in add or []:
-        notes: list[str] = []
-        n = record_run(run_dir, db, notes)
-        say_notes(notes)
-        status = read_facts(run_dir, required=False).status
-        if n == 0:
-            hint = f"; {finish_hint(run_dir, status)}" if status not in (None, "complete") else ""
-            err_console.print(
-                f"nothing recorded from {run_dir}: it has no valid value yet (what was recorded of it "
-                f"before is kept){hint}", markup=False, highlight=False, soft_wrap=True,
-            )  # fmt: skip
-            continue
-        say(f"recorded {run_dir} ({n} cell rows)")
-        if status not in (None, "complete"):  # as `baseline save` refuses one: its cells may be missing
-            err_console.print(
-                f"warning: {run_dir} is {status}, not complete: its points may lack cells or repetitions; "
-                f"{finish_hint(run_dir, status)} (recording it again replaces these)",
-                markup=False, highlight=False, soft_wrap=True,
-            )  # fmt: skip
-    points = load_history(db, metric, cell)
-    if not points:
-        what = f" matching --cell {cell!r}" if cell else ""
-        console.print(
-            f"no {metric} recorded{what} in {db} yet: each `specbench run` records itself", markup=False
-        )
-        return
-    rows: list[list[str]] = []
-    last = None
-    for p in points:
-        name = f"{p.label} ({p.generation}; prompts {p.prompts}; {p.machine})"
-        sd = f" ± {_num(p.sd, metric)}" if p.sd is not None else ""
-        started, commit = (p.started_at or "")[:19], (p.commit or "?")[:12]
-        value = f"{_num(p.mean, metric)}{sd}"
-        cells = [
-            name if name != last else "",
-            started,
-            p.run_id,
-            commit,
-            p.threads or "",
-            value,
-            str(p.n_reps),
-        ]
-        speed = "" if p.speed_moved is None else f"{p.speed_moved:+.0%}{' !' if p.speed_warned else ''}"
-        rows.append([*cells, str(p.n_prompts), speed])
-        last = name
-    headers = ("cell", "started", "run", "llama.cpp", "threads", "mean ± sd", "reps", "prompts", "speed")
-    table, dropped = fitted_table(
-        [Col(h, wrap=h == "cell") for h in headers], rows,
-        ("threads", "reps", "prompts", "run", "started", "llama.cpp"), table_width(),
-        title=f"{metric} over runs", title_justify="left",
-    )  # fmt: skip
-    print_fitted(table, dropped, "a wider terminal, or pipe the output, shows them")
-    if any(p.speed_warned for p in points):
-        say("speed: how far the machine's own speed moved during the run (speed sentinel); '!': beyond the "
-            "run's precision, so its points may sit off the trend (a slow phase of the host)")  # fmt: skip
-    if plot:
-        console.print(
-            f"plot: {plot_history(points, plot, metric)}", markup=False, highlight=False, soft_wrap=True
-        )
-
-
 def register(app: typer.Typer) -> None:
     app.command("compare")(compare_cmd)
     app.add_typer(baseline_app, name="baseline")
-    app.command("history")(history_cmd)
