@@ -39,13 +39,8 @@ def history_cmd(
     ] = None,
 ) -> None:
     """Show each cell's value over the recorded runs and llama.cpp commits."""
-    from specbench.gate.history import (
-        default_db,
-        load_history,
-        plot_history,
-        plot_path,
-        record_run,
-    )
+    from specbench.gate.history import default_db, load_history, record_run
+    from specbench.gate.historyplot import plot_history, plot_path
     from specbench.results.manifestfile import read_facts
     from specbench.results.runstate import finish_hint
 

@@ -8,11 +8,11 @@ import pytest
 from specbench.gate.history import (
     HistoryError,
     load_history,
-    plot_history,
     record_run,
     run_count,
     series_of,
 )
+from specbench.gate.historyplot import plot_history
 from tests.gate.test_compare import BASE, SPEC, make_run
 
 
