@@ -1,27 +1,20 @@
-"""Render a Report as a terminal table, Markdown, CSV, JSON or one self-contained HTML file.
+"""A Report's columns and their cell formatters, and the terminal table made of them.
 
-All formats show the same columns from the same cell formatters, so the numbers cannot drift
-between them. CSV and JSON carry every field (the issue-6 contract keys first, then extras);
-Markdown stays under GitHub's comment limit; HTML embeds its PNGs as base64 data URIs.
+Every format (the table here, Markdown and HTML in ``specbench.analysis.reportfiles``) shows the
+same columns from the same cell formatters, so the numbers cannot drift between them.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import get_args
 
-from specbench.analysis.cells import ALL, CONTRACT_KEYS, ROW_CELL, ROW_NAMES, ReportRow
+from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow
 from specbench.analysis.report import Report
-from specbench.base.paths import os_problem
 from specbench.results.cell import OPTION_FIELDS
 
 BEST = "★"
 IMPRECISE = "†"  # repetitions: auto stopped at max_repetitions without meeting `precision`
-MD_LIMIT = 60_000  # GitHub comments take 65,536 characters; leave room for a header
 LEGEND = (
     f"{BEST} best setting of its pair (highest measured speedup). t/s: decode tokens/s, mean ± sd. "
     "speedup: speculative / baseline t/s paired by prompt and repetition, the geometric mean over "
@@ -249,169 +242,3 @@ def table(report: Report, by_category: bool = False, width: int | None = None):
     for r in rows:
         t.add_row(*(c.cell(r) for c in cols), style="bold" if r.best and r.category == ALL else None)
     return t
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def _md_table(rows: list[ReportRow], runs: int) -> list[str]:
-    cols = columns(rows, runs)
-    lines = ["| " + " | ".join(c.header for c in cols) + " |"]
-    lines.append("|" + "|".join("---:" if c.numeric else "---" for c in cols) + "|")
-    for r in rows:
-        cells = [_md_escape(c.cell(r)) for c in cols]
-        if r.best:
-            cells = [f"**{c}**" if c not in ("", "-") else c for c in cells]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def markdown(
-    report: Report, by_category: bool = False, images: list[Path] = (), limit: int = MD_LIMIT
-) -> str:
-    """report.md: fits a GitHub comment or step summary (rows beyond ``limit`` characters are
-    left to report.csv); images are linked by file name."""
-    rows = report.shown(by_category)
-    text = _markdown(report, rows, images, dropped=0)
-    while len(text) > limit and len(rows) > 1:
-        keep = max(1, len(rows) * limit // len(text) - 1)
-        text = _markdown(report, rows[:keep], images, dropped=len(rows) - keep)
-        rows = rows[:keep]
-    return text
-
-
-def _markdown(report: Report, rows: list[ReportRow], images: list[Path], dropped: int) -> str:
-    out = ["## specbench report", ""]
-    out += [f"- {_md_escape(i.caption())}" for i in report.runs]
-    shared = options_line(rows)
-    out += ["", *([_md_escape(shared), ""] if shared else []), *_md_table(rows, len(report.runs)), ""]
-    if dropped:
-        out += [f"_{dropped} more rows in report.csv (left out to fit a GitHub comment)._", ""]
-    out += [f"<sub>{LEGEND}</sub>", ""]
-    out += [f"> {note}" + "\n>" for note in report.notes]
-    if report.notes:
-        out[-1] = out[-1].removesuffix("\n>")
-        out.append("")
-    from specbench.analysis.plots import TITLES
-
-    for img in images:
-        out.append(f"![{TITLES.get(img.name, img.stem)}]({img.name})")
-    return "\n".join(out).rstrip() + "\n"
-
-
-def records(report: Report, by_category: bool = False) -> list[dict]:
-    """Every field of every shown row, the contract keys first (in contract order)."""
-    out = []
-    for r in report.shown(by_category):
-        data = r.model_dump()
-        out.append(
-            {
-                **{k: data[k] for k in CONTRACT_KEYS},
-                **{k: v for k, v in data.items() if k not in CONTRACT_KEYS},
-            }
-        )
-    return out
-
-
-def json_text(report: Report, by_category: bool = False) -> str:
-    return json.dumps(records(report, by_category), indent=2) + "\n"
-
-
-def csv_text(report: Report, by_category: bool = False) -> str:
-    import pandas as pd
-
-    frame = pd.DataFrame(records(report, by_category))
-    for name, field in ReportRow.model_fields.items():  # a column with a None in it would print 4.0
-        if name in frame and set(get_args(field.annotation) or [field.annotation]) - {type(None)} == {int}:
-            frame[name] = frame[name].astype("Int64")
-    return frame.to_csv(index=False)
-
-
-HTML = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>specbench report</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; font-size: 13px; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; }
-th { background: #f0f0f0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.best td { font-weight: bold; background: #eef6ee; }
-.legend, .caption { color: #555; font-size: 12px; max-width: 70em; }
-.note { border-left: 4px solid #c90; padding: 0.3em 0.8em; background: #fff8e6; max-width: 70em; }
-figure { margin: 1.5em 0; } img { max-width: 100%; }
-</style></head><body>
-<h1>specbench report</h1>
-{% for c in captions %}<p class="caption">{{ c }}</p>{% endfor %}
-<table><thead><tr>{% for c in cols %}<th>{{ c.header }}</th>{% endfor %}</tr></thead><tbody>
-{% for r in rows %}<tr{% if r.best %} class="best"{% endif %}>{% for c in cols %}
-<td{% if c.numeric %} class="num"{% endif %}>{{ c.cell(r) }}</td>{% endfor %}</tr>
-{% endfor %}</tbody></table>
-<p class="legend">{{ legend }}</p>
-{% for n in notes %}<p class="note">{{ n }}</p>{% endfor %}
-{% for title, data in images %}<figure><img alt="{{ title }}" src="data:image/png;base64,{{ data }}">
-<figcaption>{{ title }}</figcaption></figure>
-{% endfor %}</body></html>
-"""
-
-
-def html(report: Report, by_category: bool = False, images: list[Path] = ()) -> str:
-    """One file a person can open or attach: the table, notes and every plot embedded."""
-    import jinja2
-
-    from specbench.analysis.plots import TITLES
-
-    rows = report.shown(by_category)
-    template = jinja2.Environment(autoescape=True).from_string(HTML)
-    return template.render(
-        captions=[i.caption() for i in report.runs],
-        cols=columns(rows, len(report.runs)),
-        rows=rows,
-        legend=LEGEND,
-        notes=report.notes,
-        images=[
-            (TITLES.get(p.name, p.stem), base64.b64encode(p.read_bytes()).decode("ascii")) for p in images
-        ],
-    )
-
-
-@dataclass(frozen=True)
-class ReportFiles:
-    out_dir: Path
-    markdown: Path
-    html: Path
-    csv: Path
-    json: Path
-    plots: list[Path]
-
-    def all(self) -> list[Path]:
-        return [self.markdown, self.html, self.csv, self.json, *self.plots]
-
-
-def write_report(report: Report, out_dir: Path, by_category: bool = False) -> ReportFiles:
-    """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
-    from specbench.analysis.curveplots import curve_plots
-    from specbench.analysis.plots import make_plots
-    from specbench.analysis.speedplot import speed_plots
-    from specbench.base.errors import SpecbenchError
-
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        plots = make_plots(report, out_dir) + curve_plots(report, out_dir) + speed_plots(report, out_dir)
-        files = ReportFiles(
-            out_dir,
-            out_dir / "report.md",
-            out_dir / "report.html",
-            out_dir / "report.csv",
-            out_dir / "report.json",
-            plots,
-        )
-        files.markdown.write_text(markdown(report, by_category, plots), encoding="utf-8")
-        files.html.write_text(html(report, by_category, plots), encoding="utf-8")
-        files.csv.write_text(csv_text(report, by_category), encoding="utf-8")
-        files.json.write_text(json_text(report, by_category), encoding="utf-8")
-    except OSError as exc:
-        raise SpecbenchError(
-            f"cannot write the report to {os_problem(exc, out_dir)} (--out DIR writes elsewhere)"
-        ) from exc
-    return files

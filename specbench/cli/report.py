@@ -48,8 +48,9 @@ def report(
     by: Annotated[By | None, typer.Option("--by", help="Add one row per prompt category.")] = None,
 ) -> None:
     """Aggregate samples into speedup tables and plots; write report.md/.html/.csv/.json and PNGs."""
-    from specbench.analysis.render import csv_text, html, json_text, markdown, table, write_report
+    from specbench.analysis.render import table
     from specbench.analysis.report import build_report, latest_run
+    from specbench.analysis.reportfiles import csv_text, html, json_text, markdown, write_report
     from specbench.base.paths import check_path
 
     for path in run_dirs or []:

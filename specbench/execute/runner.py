@@ -26,7 +26,7 @@ from specbench.execute.outputs import compare, continuation
 from specbench.execute.server_executor import ServerExecutor
 from specbench.parse.crash import CrashFacts
 from specbench.results.cell import baseline_of, cell_record
-from specbench.results.folder import check_writable, has_samples, prepare_raw
+from specbench.results.folder import check_writable, has_samples, prepare_raw, samples_path
 from specbench.results.manifest import Manifest, now_iso
 from specbench.results.manifestfile import save_manifest
 from specbench.results.rawlogs import mark_orphans, mark_partial, next_raw_number
@@ -233,7 +233,7 @@ def execute(
                                 if left == 0 and ran == 0:
                                     raise RunError(
                                         f"every cell's warmup failed ({verdict.invalid_reason}); nothing "
-                                        f"was measured: the reasons are in {run_dir / 'samples.jsonl'}"
+                                        f"was measured: the reasons are in {samples_path(run_dir)}"
                                     )
                             continue
                         sample = _check_output(b, judge(b, outcome, manifest.run_id, started_at), outputs)
