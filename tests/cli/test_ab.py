@@ -285,7 +285,7 @@ def test_an_interrupted_bisect_says_resume_the_bisect_folder(tmp_path, monkeypat
     from typer.testing import CliRunner
 
     from specbench.cli import app
-    from specbench.execute import benchmark
+    from specbench.execute import benchmark, preparation
     from specbench.execute.runner import RunInterrupted
 
     repo = _git_repo(tmp_path / "repo", {**LLAMA_SHAPE, "a.txt": "1", "b.txt": "2", "c.txt": "3"})
@@ -296,7 +296,7 @@ def test_an_interrupted_bisect_says_resume_the_bisect_folder(tmp_path, monkeypat
     from types import SimpleNamespace
 
     monkeypatch.setattr(
-        benchmark, "prepare", lambda cfg, **kw: SimpleNamespace(plan=SimpleNamespace(notes=[]))
+        preparation, "prepare", lambda cfg, **kw: SimpleNamespace(plan=SimpleNamespace(notes=[]))
     )
     monkeypatch.setattr(benchmark, "run_benchmark", interrupted)
     cfg = str(Path(__file__).resolve().parents[2] / "configs" / "ci.yaml")
