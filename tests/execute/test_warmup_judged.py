@@ -21,10 +21,10 @@ def _draft_alone(binary: str, **kw):
 
 def test_a_crashing_draft_warmup_drops_every_cell_that_loads_it(tmp_path, env_info):  # noqa: F811
     plan = [
-        inv("nodraft", role="baseline", pair=None, draft=None, method="none", draft_max=None, draft_min=None,
+        inv("plain", role="baseline", pair=None, draft=None, method="none", draft_max=None, draft_min=None,
             p_min=None, ngld=None, binary_role="completion", warmup=True),
         _draft_alone("segfault", warmup=True),
-        inv("nodraft", role="baseline", pair=None, draft=None, method="none", draft_max=None, draft_min=None,
+        inv("plain", role="baseline", pair=None, draft=None, method="none", draft_max=None, draft_min=None,
             p_min=None, ngld=None, binary_role="completion", prompt_id="p1"),
         *(inv("segfault", prompt_id="p1", rep=r) for r in range(3)),
         *(_draft_alone("segfault", prompt_id="p1", rep=r) for r in range(3)),
