@@ -28,9 +28,9 @@ def run_aa(tmp_path, smol_f32, smol_q4, *sets: str):
     return run_dir, load_samples(run_dir)
 
 
-def check_interleaved(samples) -> None:
+def check_interleaved(samples, n: int = 12) -> None:
     """Every baseline, cell and draft-alone run twice in a row, a then b in repetition 0, b then a in 1."""
-    assert len(samples) == 12 and {s.build for s in samples} == {"a", "b"}
+    assert len(samples) == n and {s.build for s in samples} == {"a", "b"}
     for first, second in zip(samples[::2], samples[1::2], strict=True):
         assert (first.role, first.prompt_id, first.repetition) == (
             second.role,
@@ -63,10 +63,12 @@ def test_two_builds_interleave_with_the_process_runner(tmp_path, llama_build, sm
 
 def test_two_builds_interleave_with_the_server_runner(tmp_path, llama_build, smol_f32, smol_q4):
     run_dir, samples = run_aa(tmp_path, smol_f32, smol_q4, "--set", "runner=server")
-    check_interleaved(samples)
+    check_interleaved(samples, n=16)  # the server runner measures each baseline again after (A B A)
     assert {s.runner for s in samples} == {"server"}
-    # one server per build, setting and repetition: baseline, speculative and draft-alone, 2 x 2 of each
+    # one server per build, setting and repetition: baseline, speculative and draft-alone, 2 x 2 of each,
+    # and the baseline again after the speculative servers (the A B A bracket, docs/sentinel.md)
     servers = sorted(p.name for p in (run_dir / "raw").glob("*-server.stderr"))
-    assert len(servers) == 12, servers
-    assert sum("-a-" in name for name in servers) == sum("-b-" in name for name in servers) == 6
-    assert load_manifest(run_dir).model_loads == 12
+    assert len(servers) == 16, servers
+    assert sum("-a-" in name for name in servers) == sum("-b-" in name for name in servers) == 8
+    assert sum(s.role == "baseline-after" for s in samples) > 0
+    assert load_manifest(run_dir).model_loads == 16
