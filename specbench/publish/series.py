@@ -21,23 +21,13 @@ from pathlib import Path
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 from specbench.gate.history import generation_text, stored_key, stored_rows
 from specbench.gate.regression import NOISY_CV
+from specbench.results import cell
 
 THRESHOLD = 0.05  # the gate's default --threshold
 METRICS = ("spec_tps", "baseline_tps", "speedup", "acceptance")
-# The cell axes a series is told apart by within one pair and method (shown as its name).
-SETTING_AXES = (
-    "draft_max",
-    "draft_min",
-    "p_min",
-    "ngram_size_n",
-    "ngram_size_m",
-    "ngl",
-    "ngld",
-    "runner",
-    "parallel",
-    "build",
-    "synth_len",
-)
+# The cell axes a series is told apart by within one pair and method (shown as its name): every
+# setting axis results/cell.py declares, the llama.cpp options included.
+SETTING_AXES = cell.SETTING_FIELDS
 
 
 @dataclass
