@@ -59,6 +59,7 @@ OPTIONS: tuple[LlamaOption, ...] = (  # fmt: skip
     ),
     LlamaOption("repack", ("--repack",), "toggle", off=("-nr", "--no-repack"), bench="--repack"),
     LlamaOption("poll", ("--poll",), bench="--poll"),
+    LlamaOption("prio", ("--prio",), bench="--prio"),
 )
 BY_KEY = {o.key: o for o in OPTIONS}
 # The draft's own value of a target option (its counterpart for a draft model run alone).

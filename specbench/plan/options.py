@@ -128,6 +128,10 @@ OPTION_KEYS: dict[str, tuple[Any, str]] = {
     "kv_offload": (Switch, "KV cache on the GPU: on (llama.cpp's default) or off (-nkvo)."),
     "repack": (Switch, "Weight repacking for the CPU: on (default) or off (--no-repack)."),
     "poll": (Annotated[int, Field(ge=0, le=100)], "Polling level while waiting for work, 0-100 (--poll)."),
+    "prio": (
+        Annotated[int, Field(ge=-1, le=3)],
+        "Process and thread priority: -1 low, 0 normal, 1 medium, 2 high, 3 realtime (--prio).",
+    ),
 }
 ARGS_DESCRIPTION = "Extra arguments for every llama.cpp invocation (for what has no key); one string each."
 

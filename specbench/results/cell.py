@@ -58,6 +58,7 @@ class Cell(BaseModel):
     kv_offload: bool | None = None
     repack: bool | None = None
     poll: int | None = None  # 0..100
+    prio: int | None = None  # -1 low .. 3 realtime
     args: str | None = None  # the name of a `sweep.args` set of free arguments
     runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
     parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)

@@ -250,3 +250,14 @@ def test_a_new_option_is_declared_in_three_places_and_reaches_everything(tmp_pat
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "ok"
+
+
+def test_prio_is_an_axis_passed_to_every_binary(tmp_path, llama_build):
+    """``prio`` came after the option machinery, in results/cell.py, builder/options.py and
+    plan/options.py alone: each value is a cell of its own and every command line carries it."""
+    plan = _plan(tmp_path, llama_build, sweep={"method": ["draft"], "draft_max": [4], "prio": [0, 1]})
+    assert {(i.role, i.prio) for i in plan.measured} == {
+        (role, p) for role in ("baseline", "speculative", "draft") for p in (0, 1)
+    }
+    for i in plan.measured:
+        assert i.argv[i.argv.index("--prio") + 1] == str(i.prio)
