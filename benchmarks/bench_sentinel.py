@@ -1,7 +1,7 @@
 """What the speed sentinel costs, and whether it stays quiet on a quiet machine.
 
     .venv/bin/python benchmarks/bench_sentinel.py [--config configs/quickstart.yaml] [--runs 5]
-        [--out benchmarks/results/sentinel.json] [--set KEY=VALUE ...]
+        [--out benchmarks/results/sentinel.json] [--set KEY=VALUE ...] [--keep DIR]
 
 Runs ``specbench run`` ``--runs`` times on the config and prints, per run: its wall time, the
 sentinel's readings (count, t/s range), the seconds they took and their share of the run's wall
@@ -62,11 +62,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sentinel.json")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--keep", type=Path, help="keep the run folders here (run1, run2, ...) for `report`")
     args = ap.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-sentinel-") as tmp:
         for i in range(args.runs):
-            r = run_once(args.config, args.sets, Path(tmp) / f"run{i + 1}")
+            r = run_once(args.config, args.sets, (args.keep or Path(tmp)) / f"run{i + 1}")
             results.append(r)
             spread = f"{min(r['tps']):.1f}-{max(r['tps']):.1f}" if r["tps"] else "-"
             moved = f"{r['moved']:+.1%}" if r["moved"] is not None else "-"

@@ -8,6 +8,7 @@ is noted and left out, never fatal (one moved or half-copied folder must not sto
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,8 @@ from specbench.base.errors import SpecbenchError
 from specbench.gate.ab import PairedComparison, paired_compare
 from specbench.gate.bisect import STATE, BisectState
 from specbench.gate.decision import Status
+from specbench.plan.sections import SweepConfig
+from specbench.results.cell import SETTING_FIELDS
 from specbench.results.folder import MANIFEST, REPORT, REPORT_PAGE
 from specbench.results.manifestfile import read_facts
 from specbench.results.samplelog import load_samples
@@ -169,6 +172,16 @@ def _kept_sets(line: list[str], replaced: set[str]) -> list[str]:
     return out
 
 
+def _one_value(value: object) -> str:
+    """A one-value sweep list as --set reads it (YAML): plain where that reads back the same, JSON
+    (which is YAML) where a comma or a colon would split or change it (tensor_split ``3,1``)."""
+    if isinstance(value, bool):
+        return "[on]" if value else "[off]"
+    if isinstance(value, int | float) or re.fullmatch(r"[A-Za-z0-9_.+-]+", str(value)):
+        return f"[{value}]"
+    return json.dumps([value])
+
+
 def reproduce(run: RunFolder | None, pair: str, key: dict) -> str:
     """``specbench run`` of the run's config (and its own --set values) with this one cell: its pair
     and its settings by --set."""
@@ -183,7 +196,7 @@ def reproduce(run: RunFolder | None, pair: str, key: dict) -> str:
         mine += ["--set", "pairs=" + json.dumps({pair: run.pairs[pair]}, separators=(",", ":"))]
     for axis in AXES:
         if key.get(axis) is not None:
-            mine += ["--set", f"sweep.{axis}=[{key[axis]}]"]
+            mine += ["--set", f"sweep.{axis}={_one_value(key[axis])}"]
     if key.get("runner") and key["runner"] != "process":
         mine += ["--set", f"runner={key['runner']}"]
     replaced = {"pairs", "runner", *(f"sweep.{a}" for a in AXES)}
@@ -191,14 +204,7 @@ def reproduce(run: RunFolder | None, pair: str, key: dict) -> str:
     return shlex.join(argv + kept + mine)
 
 
-AXES = (
-    "method",
-    "draft_max",
-    "draft_min",
-    "p_min",
-    "ngram_size_n",
-    "ngram_size_m",
-    "ngl",
-    "ngld",
-    "parallel",
-)
+# The sweep axes a best cell is pinned to by --set: every setting of results/cell.py that is a sweep
+# key, so a new axis needs nothing here. ``args`` is left out: a set's name alone is not a --set value
+# (the run's config defines the sets), so the command runs each set of the config.
+AXES = tuple(a for a in ("method", *SETTING_FIELDS) if a in SweepConfig.model_fields and a != "args")
