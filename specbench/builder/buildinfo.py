@@ -120,6 +120,7 @@ class BuildInfo(BaseModel):
     origin: str = ""  # where the source came from: submodule | sdist | git | marker | tree
     log: str = ""  # the full cmake/compiler log of this build
     probe_version: int = 0  # which probe read the flags (specbench.builder.probe.PROBE_VERSION)
+    probed_options: list[str] = Field(default_factory=list)  # the option keys that probe looked for
     ref: str | None = None  # the git ref built (a commit exported from ``source``); None: the tree as it was
     build_s: float | None = None  # wall seconds of the build that made it (configure + compile + probe)
     build_steps: int | None = None  # compile/link steps the build ran (ninja's total; 0: nothing to do)

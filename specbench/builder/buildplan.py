@@ -22,6 +22,7 @@ from specbench.base.errors import BuildError
 from specbench.builder import envinfo
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.gitref import GitRef, resolve_ref, short_ref
+from specbench.builder.options import BY_KEY
 from specbench.builder.probe import PROBE_VERSION, probe_binary
 from specbench.builder.source import SourceTree, is_llama_tree, resolve_source
 
@@ -172,9 +173,10 @@ def load_cached(info_path: Path) -> BuildInfo | None:
     info = BuildInfo.load(info_path)
     if not all(Path(b.path).is_file() for b in info.binaries.values()):
         return None
-    if info.probe_version < PROBE_VERSION:
+    # a new option key (specbench.builder.options) re-probes by itself: adding one needs no version bump
+    if info.probe_version < PROBE_VERSION or not set(BY_KEY) <= set(info.probed_options):
         info.binaries = {role: probe_binary(role, Path(b.path)) for role, b in info.binaries.items()}
-        info.probe_version = PROBE_VERSION
+        info.probe_version, info.probed_options = PROBE_VERSION, sorted(BY_KEY)
         try:
             info.save(info_path)
         except OSError:

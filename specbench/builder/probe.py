@@ -170,9 +170,9 @@ def binary_version(path: Path) -> str:
     return "\n".join(ln for ln in lines if ln.startswith(("version:", "built with")))
 
 
-# Raised whenever the probe learns new options, so a cached build.json is re-probed (not rebuilt):
-# 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack, 4 the tuned options
-# (specbench.builder.options).
+# Raised whenever the probe learns to read something new, so a cached build.json is re-probed (not
+# rebuilt): 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack, 4 the tuned
+# options. A new key in specbench.builder.options needs no raise: build.json records the keys probed.
 PROBE_VERSION = 4
 
 

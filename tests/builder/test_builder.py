@@ -296,3 +296,22 @@ def test_a_build_probed_by_an_older_specbench_is_reprobed_not_rebuilt(tmp_path, 
     sizes = fresh.binaries["speculative_simple"].flags.ngram_sizes
     assert sizes is not None and sizes["ngram-simple"].n == "--spec-ngram-simple-size-n"
     assert BuildInfo.load(path).probe_version == PROBE_VERSION  # written back: probed once
+
+
+def test_a_build_probed_before_an_option_key_existed_is_reprobed(tmp_path, llama_build):
+    """A specbench that gained an option key (``prio`` came after the option machinery) re-reads a
+    cached build's --help by itself: the key is not refused as missing from the build."""
+    from specbench.builder.buildinfo import BuildInfo
+    from specbench.builder.buildplan import load_cached as _cached
+    from specbench.builder.options import BY_KEY
+
+    old = llama_build.model_copy(deep=True)
+    old.probed_options = sorted(set(BY_KEY) - {"prio"})
+    for b in old.binaries.values():
+        if b.flags.options:
+            b.flags.options.pop("prio", None)
+    path = tmp_path / "build.json"
+    old.save(path)
+    fresh = _cached(path)
+    assert fresh is not None and fresh.binaries["completion"].flags.options["prio"].flag == "--prio"
+    assert set(BuildInfo.load(path).probed_options) == set(BY_KEY)  # written back: probed once
