@@ -24,8 +24,7 @@ from specbench.builder.buildinfo import ROLE_NAMES, BinaryInfo, BuildInfo
 from specbench.builder.buildplan import BUILD_JSON, BUILD_LOG, BuildPlan, load_cached, plan_build
 from specbench.builder.cmake import BuildProgress, ProgressFn
 from specbench.builder.gitref import commit_entries
-from specbench.builder.options import BY_KEY
-from specbench.builder.probe import PROBE_VERSION, probe_binary
+from specbench.builder.probe import PROBE_VERSION, PROBED_OPTIONS, probe_binary
 
 
 def check_tools() -> None:
@@ -220,7 +219,7 @@ def _build_in(
         bin_dir=str(bdir / "bin"),
         binaries=binaries,
         probe_version=PROBE_VERSION,
-        probed_options=sorted(BY_KEY),
+        probed_options=list(PROBED_OPTIONS),
         origin=tree.origin,
         log=str(log),
         build_s=round(time.monotonic() - started, 1),

@@ -22,8 +22,7 @@ from specbench.base.errors import BuildError
 from specbench.builder import envinfo
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.gitref import GitRef, resolve_ref, short_ref
-from specbench.builder.options import BY_KEY
-from specbench.builder.probe import PROBE_VERSION, probe_binary
+from specbench.builder.probe import PROBE_VERSION, PROBED_OPTIONS, probe_binary, probe_is_current
 from specbench.builder.source import SourceTree, is_llama_tree, resolve_source
 
 BACKENDS = ("auto", "cpu", "cuda", "metal")
@@ -173,10 +172,9 @@ def load_cached(info_path: Path) -> BuildInfo | None:
     info = BuildInfo.load(info_path)
     if not all(Path(b.path).is_file() for b in info.binaries.values()):
         return None
-    # a new option key (specbench.builder.options) re-probes by itself: adding one needs no version bump
-    if info.probe_version < PROBE_VERSION or not set(BY_KEY) <= set(info.probed_options):
+    if not probe_is_current(info):  # a new option key re-probes too: adding one needs no version bump
         info.binaries = {role: probe_binary(role, Path(b.path)) for role, b in info.binaries.items()}
-        info.probe_version, info.probed_options = PROBE_VERSION, sorted(BY_KEY)
+        info.probe_version, info.probed_options = PROBE_VERSION, list(PROBED_OPTIONS)
         try:
             info.save(info_path)
         except OSError:

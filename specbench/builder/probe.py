@@ -14,8 +14,8 @@ from pathlib import Path
 
 from specbench.base.childenv import child_env
 from specbench.base.errors import BuildError
-from specbench.builder.buildinfo import BinaryInfo, FlagSpelling, NgramSizeFlags
-from specbench.builder.options import probe_options
+from specbench.builder.buildinfo import BinaryInfo, BuildInfo, FlagSpelling, NgramSizeFlags
+from specbench.builder.options import BY_KEY, probe_options
 
 PROBE_TIMEOUT_S = 20
 
@@ -174,6 +174,12 @@ def binary_version(path: Path) -> str:
 # rebuilt): 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack, 4 the tuned
 # options. A new key in specbench.builder.options needs no raise: build.json records the keys probed.
 PROBE_VERSION = 4
+PROBED_OPTIONS: tuple[str, ...] = tuple(sorted(BY_KEY))  # the option keys this probe reads
+
+
+def probe_is_current(info: BuildInfo) -> bool:
+    """Whether a build.json's flags were read by this probe (else re-read its --help, not rebuild)."""
+    return info.probe_version >= PROBE_VERSION and set(PROBED_OPTIONS) <= set(info.probed_options)
 
 
 def probe_binary(role: str, path: Path) -> BinaryInfo:
