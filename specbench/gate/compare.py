@@ -328,7 +328,44 @@ def _why_nothing(base: Side, cur: Side) -> str:
                 )
             what = "prompts" if attr == "prompt_id" else attr
             return f"different {what} ({', '.join(sorted(b))} vs {', '.join(sorted(c))})"
+    axes = _differing_axes(base, cur)
+    if axes:
+        return f"no cell measured on both sides: the settings differ ({'; '.join(axes)})"
     return "no cell (method, settings, prompt) measured on both sides"
+
+
+# The cell key's fields that are not settings: named by _WHY_ORDER above, or which side is which.
+_NOT_AXES = ("role", "target", "draft", *_WHY_ORDER)
+
+
+def _differing_axes(base: Side, cur: Side) -> list[str]:
+    """``axis: base values -> current values`` for every axis of the cell key (so every field of
+    ``Cell``, a new one included) whose values differ between the sides, per role: the
+    speculative cells first, then the baselines (a baseline has no draft settings to compare)."""
+
+    def shown(v: object) -> str:
+        return "unset" if v is None else str(v)
+
+    def axis_values(side: Side, role: str) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = defaultdict(set)
+        for s in side.samples:
+            if s.role == role:
+                for name, v in cell_key(s, side.facts).model_dump().items():
+                    if name not in _NOT_AXES:
+                        out[name].add(shown(v))
+        return out
+
+    found: dict[str, str] = {}
+    for role in ("speculative", "baseline"):
+        b, c = axis_values(base, role), axis_values(cur, role)
+        if not b or not c:
+            continue
+        for name in CellKey.model_fields:
+            if name in b and name in c and b[name] != c[name] and name not in found:
+                found[name] = f"{name}: {', '.join(sorted(b[name], key=_natural))} -> " + ", ".join(
+                    sorted(c[name], key=_natural)
+                )
+    return list(found.values())
 
 
 def compare(
