@@ -291,7 +291,7 @@ def config_from_mapping(
     try:
         cfg = Config.model_validate({**data, "base_dir": base_dir})
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, origin, overridden)) from exc
+        raise ConfigError(format_validation_error(exc, origin, overridden, Config)) from exc
     for build in cfg.builds:
         if build.source is not None:
             build.source = _resolve(base_dir, build.source)

@@ -3,10 +3,13 @@ pydantic's validation errors turned into ``origin: key.path: message``."""
 
 from __future__ import annotations
 
+import difflib
+import types
+import typing
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from specbench.base.errors import ConfigError
 
@@ -86,6 +89,11 @@ def apply_override(data: dict, override: str) -> str:
     return key
 
 
+# Parts of a pydantic error location that are no keys: validator names and union tags
+# (config: `@one`/`@list`).
+_HIDDEN = ("function-", "@")
+
+
 def _loc(loc: tuple) -> str:
     out = ""
     for part in loc:
@@ -120,19 +128,94 @@ def _message(err: dict) -> str:
     return f"{msg[0].lower()}{msg[1:]} (got {given})"
 
 
+def _expand(tp: Any) -> list[Any]:
+    """A type with its Optional/Union/Annotated wrappers taken off: the types a value may be."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(tp) for t in _expand(arg)]
+    if origin is typing.Annotated:
+        return _expand(typing.get_args(tp)[0])
+    return [tp]
+
+
+def _model_keys(cls: type[BaseModel]) -> set[str]:
+    """The keys a config may write for ``cls``: field names and aliases, not the loader's own fields."""
+    keys = set()
+    for name, field in cls.model_fields.items():
+        if not field.exclude:
+            keys.add(field.alias or name)
+            keys.add(name)
+    return keys
+
+
+def keys_at(model: type[BaseModel], loc: tuple) -> set[str]:
+    """The keys allowed at ``loc`` (a pydantic error location) in ``model``: the fields of every model
+    that can stand there, through unions, lists and mappings. Empty when ``loc`` leads to no model."""
+    here: list[Any] = [model]
+    for part in loc:
+        if isinstance(part, str) and part.startswith(_HIDDEN):
+            continue
+        nxt: list[Any] = []
+        for tp in (t for h in here for t in _expand(h)):
+            origin, args = typing.get_origin(tp), typing.get_args(tp)
+            if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
+                nxt += [f.annotation for n, f in tp.model_fields.items() if part in (n, f.alias)]
+            elif origin in (list, tuple, set, frozenset) and isinstance(part, int) and args:
+                nxt.append(args[0])
+            elif origin is dict and isinstance(part, str) and len(args) == 2:
+                nxt.append(args[1])
+        here = nxt
+    found: set[str] = set()
+    for tp in (t for h in here for t in _expand(h)):
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            found |= _model_keys(tp)
+    return found
+
+
+def closest_key(key: str, known: set[str] | list[str]) -> str | None:
+    """The known key a misspelt ``key`` most likely meant (difflib), or None when none is close."""
+    found = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_key(key: str, known: set[str] | list[str]) -> str:
+    """``unknown key``, with the closest known key when one is close: ``did you mean `repetitions`?``."""
+    near = closest_key(key, known)
+    return f"unknown key (did you mean `{near}`?)" if near else "unknown key"
+
+
 def _within(inner: str, outer: str) -> bool:
     return inner == outer or inner.startswith((outer + ".", outer + "["))
 
 
-def format_validation_error(exc: ValidationError, origin: str, overridden: set[str] = frozenset()) -> str:
-    """pydantic's errors -> ``origin: a.b[2]: message`` (the first, plus how many more)."""
+def first_error(errors: list) -> Any:
+    """The error to show: the first, but a misspelt key before the required key it misses (``targt``
+    is why ``target`` is missing)."""
+    if errors[0]["type"] == "missing":
+        parent = errors[0]["loc"][:-1]
+        for err in errors:
+            if err["type"] == "extra_forbidden" and err["loc"][:-1] == parent:
+                return err
+    return errors[0]
+
+
+def format_validation_error(
+    exc: ValidationError,
+    origin: str,
+    overridden: set[str] = frozenset(),
+    model: type[BaseModel] | None = None,
+) -> str:
+    """pydantic's errors -> ``origin: a.b[2]: message`` (the first, plus how many more). With
+    ``model`` (what was validated), an unknown key names the closest key allowed where it stands."""
     errors = exc.errors()
-    first = errors[0]
-    hidden = ("function-", "@")  # validator names and union tags (config: `@one`/`@list`) are not keys
-    loc = _loc(tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith(hidden))))
+    first = first_error(errors)
+    loc = _loc(tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith(_HIDDEN))))
     sources = sorted(k for k in overridden if _within(loc, k) or _within(k, loc))
     head = ", ".join(f"--set {k}" for k in sources) if sources else origin  # every key that may be at fault
-    text = f"{head}: {loc}: {_message(first)}" if loc else f"{head}: {_message(first)}"
+    message = _message(first)
+    if first["type"] == "extra_forbidden" and model is not None and first["loc"]:
+        message = unknown_key(str(first["loc"][-1]), keys_at(model, tuple(first["loc"][:-1])))
+    text = f"{head}: {loc}: {message}" if loc else f"{head}: {message}"
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more)"
     return text

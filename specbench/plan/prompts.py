@@ -23,6 +23,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from specbench.base.errors import ConfigError, ModelError
+from specbench.plan.configtext import first_error, keys_at, unknown_key
 
 CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -75,11 +76,13 @@ def _parse_lines(lines: Iterable[str], origin: str) -> list[Prompt]:
         try:
             prompt = Prompt.model_validate_json(line)
         except ValidationError as exc:
-            err = exc.errors()[0]
+            err = first_error(exc.errors())
             where = ".".join(str(p) for p in err["loc"])
             what = f"{where}: {err['msg']}" if where else err["msg"]
             if err["type"] == "json_invalid":
                 what = "not valid JSON"
+            elif err["type"] == "extra_forbidden":  # a misspelt key: name the one it likely meant
+                what = f"{where}: {unknown_key(str(err['loc'][-1]), keys_at(Prompt, tuple(err['loc'][:-1])))}"
             raise ConfigError(
                 f"{origin}:{lineno}: {what}; each line must be a JSON object "
                 '{"id": ..., "category": ..., "messages": [{"role": "user", "content": ...}] or "text": ...}'
