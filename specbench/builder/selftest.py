@@ -28,7 +28,8 @@ from specbench.base.files import atomic_path
 from specbench.base.paths import models_dir
 from specbench.builder import envinfo
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo, SelfTest, TypeCheck, Workaround
-from specbench.parse.crash import CrashFacts, classify
+from specbench.builder.workaround import REPACK_OFF, spelled
+from specbench.parse.crash import CrashFacts, classify, error_line
 from specbench.parse.process import parse_text
 
 WEIGHT_TYPES = ("F16", "Q4_0", "Q4_1", "Q8_0", "Q4_K", "IQ4_NL")  # each has its own CPU/GPU code paths
@@ -177,7 +178,7 @@ def _decode_once(
     if code != 0:
         known = classify(stderr, code, None, facts)
         last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
-        reason = f"exit code {code}: {known.line if known else last[:200]}"
+        reason = f"exit code {code}: {known.line if known else error_line(stderr) or last[:200]}"
         return TypeCheck(wtype=wtype, outcome="failed", rc=code, reason=reason, wall_s=wall)
     try:
         log = parse_text(stderr, file=f"self-test {wtype}")
@@ -219,23 +220,36 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
             say(f"{wtype}: {check.outcome}{f' ({check.reason})' if check.reason else ''}")
         record.checks.append(check)
         record.command = decode_argv(completion, model, ngl, [])
-    flag = completion.flags.no_repack
+    cure = spelled(REPACK_OFF, completion)  # as every launch site spells it (builder.workaround)
+    flag = " ".join(cure)
     broken = [c for c in record.checks if c.outcome == "crashed"]
-    if broken and flag:
+    if broken and cure:
         for c in broken:
             model = tiny_models_dir() / f"tiny-{c.wtype}.gguf"
-            c.workaround_outcome = decode(completion, model, c.wtype, ngl, [flag], facts).outcome
+            c.workaround_outcome = decode(completion, model, c.wtype, ngl, cure, facts).outcome
             if say:
                 say(f"{c.wtype} with {flag}: {c.workaround_outcome}")
         if all(c.workaround_outcome == "ok" for c in broken):
             sig = ", ".join(sorted({c.signal or "crash" for c in broken}))
+            _name_the_class(broken, facts)
             record.workaround = Workaround(
-                name="repack-off", flag=flag,
+                name=REPACK_OFF, flag=flag,
                 reason=f"the build's self-test crashed ({sig}) on {', '.join(c.wtype for c in broken)} "
                 f"and decoded with {flag}"
                 + (" (llama.cpp's AMX repack crash, issue 20824)" if "amx_int8" in isa else ""),
             )  # fmt: skip
     return record
+
+
+def _name_the_class(broken: list[TypeCheck], facts: CrashFacts) -> None:
+    """Crashes that repacking off cured: their reason names the class now that the self-test has
+    seen it (``parse.crash`` names the AMX crash only where a self-test recorded it or the log shows AMX)."""
+    seen = CrashFacts(cpu_flags=facts.cpu_flags, selftest_crashed=tuple(c.wtype for c in broken),
+                      backend=facts.backend)  # fmt: skip
+    for c in broken:
+        known = classify("", None, c.signal, seen)
+        if known is not None and c.reason and known.line not in c.reason:
+            c.reason = f"killed by {c.signal}: {known.line}"
 
 
 def needs_selftest(info: BuildInfo) -> bool:

@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from specbench.parse.crash import CrashFacts, classify
+from specbench.parse.crash import CrashFacts, classify, error_line
 
 END_OF_TEXT = " [end of text]"
 
@@ -33,8 +33,6 @@ _PROMPT_TOO_LONG = re.compile(
     r"prompt is too long[^\n]*|prompt too long[^\n]*|prompt exceeds the (?:context|batch) size[^\n]*"
     r"|failed to add token \d+ at index[^\n]*"
 )
-_LOG_PREFIX = re.compile(r"^(?:\d+\.\d{2}\.\d{3}\.\d{3} [A-Z] |\[\d+\] )")
-_ERROR_LINE = re.compile(r"^\d+\.\d{2}\.\d{3}\.\d{3} E |error|abort|failed", re.IGNORECASE)
 
 
 def _segments(prompt: str) -> list[str]:
@@ -150,7 +148,8 @@ def failure_reason(
 ) -> str:
     """One line saying why a run failed: the prompt-too-long case and the known crash classes
     (``specbench.parse.crash``: with their cure) named as such, else the signal or exit code with
-    llama.cpp's last error line. ``facts``: this CPU's flags and the build's self-test record."""
+    llama.cpp's own error line (``parse.crash.error_line``: the cause, said before what failed).
+    ``facts``: this CPU's flags and the build's self-test record."""
     too_long = _PROMPT_TOO_LONG.search(stderr)
     how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
     if too_long:
@@ -161,8 +160,8 @@ def failure_reason(
     known = classify(stderr, exit_code, signal_name, facts)
     if known is not None:
         return f"{how}: {known.line}"
-    last = _last_error_line(stderr)
-    return f"{how}: {last}" if last else how
+    said = error_line(stderr)  # llama.cpp's cause, not the "failed to create context" after it
+    return f"{how}: {said}" if said else how
 
 
 # llama.cpp says why a model did not load once, early ("llama_model_load: error loading model:
@@ -186,11 +185,3 @@ def load_cause(stderr: str) -> str | None:
     if gguf and cause.startswith("failed to load model from"):
         cause = f"{gguf.group(1).strip()}: {cause}"  # the generic line: the GGUF reader said why
     return cause[:300]
-
-
-def _last_error_line(stderr: str) -> str | None:
-    for line in reversed(stderr.splitlines()[-200:]):
-        text = _LOG_PREFIX.sub("", line).strip()
-        if text and _ERROR_LINE.search(line):
-            return text[:300]
-    return None

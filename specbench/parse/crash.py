@@ -107,13 +107,61 @@ def classify(
             "machine); rebuild here with `specbench build --force`",
         )
     if signal in ("SIGSEGV", "SIGBUS", "SIGABRT") and has_amx(facts.cpu_flags) and not facts.workaround_on:
-        seen = ["this CPU has AMX", *(["AMX in the log"] if _AMX_LOG.search(text) else [])]
-        if facts.selftest_crashed:
-            seen.append(f"the self-test crashed on {', '.join(facts.selftest_crashed)}")
-        return Diagnosis(
-            "amx-repack",
-            "probably llama.cpp's AMX repack crash (llama.cpp issue 20824; this CPU has AMX): run without "
-            "--no-workarounds (specbench turns repacking off) or set LLAMA_ARG_REPACK=false",
-            seen,
-        )
+        return _amx(text, facts)
     return None
+
+
+# llama.cpp's level prefix of an error line (pinned build: ``0.00.123.456 E ``)
+_LEVEL_E = re.compile(r"^\d+\.\d{2}\.\d{3}\.\d{3} E ")
+_ERRORISH = re.compile(
+    r"\berror\b|abort|failed|requires|not supported|unsupported|invalid|cannot|unable|not found", re.I
+)
+# Lines that only say what failed because of an earlier line (the cause is said before them).
+_CONSEQUENCE = re.compile(
+    r"(?:failed to|unable to|cannot) (?:create|initiali[sz]e|init|load) (?:the )?(?:context|model)"
+    r"|exiting due to|failed to initialize speculative|error: unable to load model",
+    re.I,
+)
+TAIL_LINES = 400  # the end of a log: where a failure is said
+
+
+def error_line(text: str) -> str | None:
+    """llama.cpp's own line saying why a run failed, without its prefix; None when it said none.
+
+    llama.cpp says the cause once and then what failed in consequence (``llama_init_from_model:
+    quantized V cache requires flash_attn to be enabled``, then ``failed to create context with
+    model``, then ``error: unable to create context``), so the cause is the first error-level line
+    (``E`` in the pinned build's prefix) of the log's end. A log without levels (older builds,
+    llama-bench's fprintf) gives the last line that reads as an error and is not such a consequence,
+    else the last that reads as an error."""
+    lines = [ln for ln in text.splitlines()[-TAIL_LINES:] if ln.strip()]
+    leveled = [ln for ln in lines if _LEVEL_E.match(ln)]
+    if leveled:
+        causes = [ln for ln in leveled if not _CONSEQUENCE.search(ln)]
+        return _clean((causes or leveled)[0])
+    said = [ln for ln in lines if _ERRORISH.search(ln)]
+    causes = [ln for ln in said if not _CONSEQUENCE.search(ln)]
+    return _clean((causes or said)[-1]) if said else None
+
+
+def _amx(text: str, facts: CrashFacts) -> Diagnosis | None:
+    """The AMX repack crash, named only with evidence beyond the CPU: a segfault on an AMX CPU is
+    any binary's segfault (a stand-in's, a bug of its own) until this build's self-test crashed
+    here (and repacking off cured it: ``selftest_crashed``) or the log shows llama.cpp's AMX path
+    (``ggml_backend_amx``, or ``AMX_INT8 = 1`` in its system_info). A crash loses what llama.cpp
+    had not flushed (the recorded AMX crashes end before any AMX line), so the self-test record is
+    the usual evidence."""
+    in_log = bool(_AMX_LOG.search(text))
+    if not (facts.selftest_crashed or in_log):
+        return None
+    seen = ["this CPU has AMX", *(["AMX in the log"] if in_log else [])]
+    if facts.selftest_crashed:
+        seen.append(f"the self-test crashed on {', '.join(facts.selftest_crashed)}")
+    return Diagnosis(
+        "amx-repack",
+        "probably llama.cpp's AMX repack crash (llama.cpp issue 20824; this CPU has AMX): turn repacking "
+        "off with --set repack=off (every binary, llama-bench included), or run without --no-workarounds "
+        "(specbench then turns it off where the self-test saw the crash); LLAMA_ARG_REPACK=false reaches "
+        "every binary but llama-bench",
+        seen,
+    )

@@ -11,26 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.workaround import with_workaround
 from specbench.plan.invocation import Invocation
-
-# Options that already choose repacking: a config that sets one (a `repack` sweep axis) is left alone.
-_REPACK_OPTIONS = {"--repack", "--no-repack", "-nr"}
 
 
 def with_workarounds(
     invocations: list[Invocation], builds: Mapping[str | None, BuildInfo]
 ) -> list[Invocation]:
-    """``invocations`` with each build's workaround flag right after the binary path."""
+    """``invocations`` with each build's workaround right after the binary path, spelled for the
+    binary by ``specbench.builder.workaround`` (left alone where the config chooses repacking)."""
     out = []
     for inv in invocations:
-        info = builds.get(inv.build)
-        wa = info.workaround if info is not None else None
-        binary = info.binaries.get(inv.binary_role) if wa is not None and info is not None else None
-        flag = binary.flags.no_repack if binary is not None else None
-        if flag is None or _REPACK_OPTIONS & set(inv.argv):
-            out.append(inv)
-            continue
-        out.append(inv.model_copy(update={"argv": [inv.argv[0], flag, *inv.argv[1:]]}))
+        argv = with_workaround(list(inv.argv), builds.get(inv.build), inv.binary_role)
+        out.append(inv if argv == list(inv.argv) else inv.model_copy(update={"argv": argv}))
     return out
 
 

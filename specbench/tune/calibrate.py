@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,10 @@ from specbench.base import paths
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
 from specbench.base.files import write_atomic
+from specbench.builder import envinfo
 from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.workaround import crash_facts, with_workaround
+from specbench.parse.crash import classify, error_line
 from specbench.results.calibration import Calibration, PassCosts
 from specbench.results.manifest import now_iso
 
@@ -84,13 +88,16 @@ def bench_argv(
     options: list[str] = (),
 ) -> list[str]:  # fmt: skip
     """llama-bench over passes of ``ks`` tokens at ``depth``; ``options``: the run's llama.cpp options in
-    llama-bench's spelling (``specbench.builder.options.bench_argv``), so it times the same setting."""
+    llama-bench's spelling (``specbench.builder.options.bench_argv``), so it times the same setting.
+    The build's self-test workaround goes first, as llama-bench spells it (``--repack 0``): the costs
+    are those of the mode every other binary of the build runs in here (so the cache key, per build,
+    needs no more)."""
     argv = [build.binary("bench").path, "-m", model_path, "-p", ",".join(map(str, ks)),
             "-n", str(DECODE_TOKENS), "-d", str(depth), "-r", str(reps),
             "-ngl", str(ngl), "-o", "json"]  # fmt: skip
     if threads is not None:
         argv += ["-t", str(threads)]
-    return argv + list(options)
+    return with_workaround(argv + list(options), build, "bench")
 
 
 class CachedCosts(BaseModel):
@@ -187,12 +194,33 @@ def measure_model(
             + ")"
         ) from exc
     if proc.returncode != 0:
-        last = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
-        raise RunError(f"llama-bench on {name} failed (exit {proc.returncode}): {last[0]}")
+        raise RunError(f"llama-bench on {name} failed: {bench_failure(proc, build, argv)}")
     costs = costs_from_entries(name, sha256, ngl, parse_bench_json(proc.stdout))
     entry = CachedCosts(build=build.key, sha256=sha256, threads=threads, ngl=ngl, depth=depth,
                         repetitions=reps, measured_at=at, costs=costs, options=list(options))  # fmt: skip
     return entry, False
+
+
+def bench_failure(proc: subprocess.CompletedProcess[str], build: BuildInfo, argv: list[str]) -> str:
+    """Why llama-bench failed, in one line: a known crash class with its cure (``parse.crash``, as
+    for every other binary), else llama.cpp's own error line, else its last line."""
+    code = proc.returncode
+    how = f"exit {code}"
+    sig = None
+    if code < 0:
+        try:
+            sig = signal.Signals(-code).name
+        except ValueError:
+            sig = f"signal {-code}"
+        how = f"killed by {sig}"
+    facts = crash_facts(build, envinfo.cpu_isa(), argv)
+    known = classify(proc.stderr, code if code > 0 else None, sig, facts)
+    if known is not None:
+        return f"{how}: {known.line}"
+    said = error_line(proc.stderr) or next(
+        (ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "no output"
+    )
+    return f"{how}: {said}"
 
 
 class CalibrationTimeout(RunError):

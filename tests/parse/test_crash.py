@@ -24,11 +24,27 @@ def test_the_recorded_amx_crash_is_named_with_its_cure(name):
     text = (LOGS / name).read_text()
     found = classify(text, None, "SIGSEGV", CrashFacts(cpu_flags=_amx_flags(), selftest_crashed=("Q4_1",)))
     assert found is not None and found.kind == "amx-repack"
-    assert "LLAMA_ARG_REPACK=false" in found.line and "--no-workarounds" in found.line
+    assert "--set repack=off" in found.line and "--no-workarounds" in found.line
     assert "the self-test crashed on Q4_1" in found.evidence
-    reason = failure_reason(text, None, "SIGSEGV", CrashFacts(cpu_flags=_amx_flags()))
+    facts = CrashFacts(cpu_flags=_amx_flags(), selftest_crashed=("Q4_1",))
+    reason = failure_reason(text, None, "SIGSEGV", facts)
     assert reason.startswith("killed by SIGSEGV: probably llama.cpp's AMX repack crash")
     assert "\n" not in reason
+
+
+def test_an_amx_cpu_alone_does_not_make_a_segfault_the_amx_crash():
+    """A stand-in's segfault (or any binary's own bug) on an AMX CPU is not llama.cpp's AMX crash:
+    that needs the build's self-test to have crashed here, or llama.cpp's AMX path in the log."""
+    stand_in = (Path(__file__).parents[1] / "fakebins" / "segfault").read_text()
+    stand_in_log = "\n".join(ln.split('"')[1] for ln in stand_in.splitlines() if ln.startswith("echo"))
+    recorded = (LOGS / "draft-alone-sigsegv.stderr").read_text()  # a real crash, its log cut short
+    amx_only = CrashFacts(cpu_flags=_amx_flags())
+    assert classify(stand_in_log, None, "SIGSEGV", amx_only) is None
+    assert classify(recorded, None, "SIGSEGV", amx_only) is None  # no evidence beyond the CPU
+    assert failure_reason(stand_in_log, None, "SIGSEGV", amx_only) == "killed by SIGSEGV"
+    shows_amx = recorded + (LOGS / "system-info.txt").read_text().splitlines()[0] + "\n"
+    found = classify(shows_amx, None, "SIGSEGV", amx_only)  # llama.cpp's system_info: AMX_INT8 = 1
+    assert found is not None and found.kind == "amx-repack" and "AMX in the log" in found.evidence
 
 
 def test_a_segfault_is_not_blamed_on_amx_without_amx_or_with_the_workaround_on():
