@@ -5,8 +5,8 @@ It speaks the part of the Hub protocol that huggingface_hub 2.x uses to fetch fi
 - ``GET /api/models/{repo}`` and ``/api/models/{repo}/revision/{rev}``: ``sha`` and ``siblings``
   (with ``size``, ``blobId`` and ``lfs: {sha256, size, pointerSize}`` when ``?blobs=True``),
 - ``HEAD``/``GET /{repo}/resolve/{rev}/{path}``: ``X-Repo-Commit``, ``ETag``/``X-Linked-Etag``
-  (the sha256, as for LFS files), ``X-Linked-Size``, ``Content-Length``; ``Range: bytes=N-`` gives
-  206 with ``Content-Range``,
+  (the sha256, as for LFS files), ``X-Linked-Size``, ``Content-Length``; ``Range: bytes=N-`` or
+  ``bytes=N-M`` gives 206 with ``Content-Range`` (416 past the end),
 - errors as the Hub sends them: 401/403 with ``X-Error-Code: GatedRepo``, 404 with
   ``RepoNotFound``, ``RevisionNotFound`` or ``EntryNotFound``.
 
@@ -202,23 +202,29 @@ class FakeHub:
         data = p.read_bytes()
         size = len(data)
         etag = f'"{self._sha256(repo_id, name, p)}"'
-        start = 0
+        start, end = 0, size  # end: one past the last byte sent
         rng = h.headers.get("Range")
         if rng and rng.startswith("bytes=") and not head:
-            start = int(rng.removeprefix("bytes=").split("-")[0])
-        h.send_response(206 if start else 200)
+            first, _, last = rng.removeprefix("bytes=").partition("-")
+            start = int(first)
+            end = min(size, int(last) + 1) if last else size
+            if start >= size:
+                return self._error(h, 416, None, "Range Not Satisfiable")
+        partial = start > 0 or end < size
+        h.send_response(206 if partial else 200)
         h.send_header("X-Repo-Commit", commit)
         h.send_header("ETag", etag)
         h.send_header("X-Linked-Etag", etag)
         h.send_header("X-Linked-Size", str(size))
         h.send_header("Accept-Ranges", "bytes")
-        h.send_header("Content-Length", str(size - start))
-        if start:
-            h.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+        h.send_header("Content-Length", str(end - start))
+        if partial:
+            h.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
         h.end_headers()
         if head:
             return
         key = f"{repo_id}/{name}"
+        data = data[:end]
         if key in self.stall:
             h.wfile.write(data[start : start + self.stall[key]])
             h.wfile.flush()

@@ -1,0 +1,273 @@
+"""A GGUF header read from its first bytes: KV metadata, the token list and the tensor infos.
+
+``gguf.GGUFReader`` maps the whole file, so ranking a draft on the Hub would mean downloading it.
+This reader walks the header through a ``ByteSource`` that hands out bytes from an offset on (a
+local file, or HTTP range requests in ``specbench.models.hfheader``): only the header's bytes are
+read, and numeric arrays (token scores, token types) are skipped without being fetched. The
+format and its constants are the ``gguf`` package's (``GGUFValueType``, ``GGML_QUANT_SIZES``).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, LlamaFileType
+
+from specbench.base.errors import ModelError
+from specbench.models.meta import _DEFAULT_ADD, _DEFAULT_IDS, VOCAB_TYPES, GGUFMeta
+
+_SCALARS: dict[GGUFValueType, str] = {
+    GGUFValueType.UINT8: "<B", GGUFValueType.INT8: "<b", GGUFValueType.UINT16: "<H",
+    GGUFValueType.INT16: "<h", GGUFValueType.UINT32: "<I", GGUFValueType.INT32: "<i",
+    GGUFValueType.FLOAT32: "<f", GGUFValueType.BOOL: "<?", GGUFValueType.UINT64: "<Q",
+    GGUFValueType.INT64: "<q", GGUFValueType.FLOAT64: "<d",
+}  # fmt: skip
+_KEEP_ARRAYS = {"tokenizer.ggml.tokens"}  # string arrays kept whole; other arrays only counted
+_U64 = struct.Struct("<Q")
+
+
+class ShortRead(Exception):
+    """The source ended before the bytes the header needs (a truncated file)."""
+
+
+class ByteSource(Protocol):
+    def read(self, offset: int, n: int) -> bytes:
+        """At least ``n`` bytes from ``offset`` on (more is welcome); ShortRead when the source
+        ends first."""
+        ...
+
+
+class FileSource:
+    """A local file, read in chunks from where the parser asks."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.size = path.stat().st_size
+        self.bytes_read = 0
+
+    def read(self, offset: int, n: int) -> bytes:
+        with self.path.open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read(max(n, self.CHUNK))
+        self.bytes_read += len(data)
+        if len(data) < n:
+            raise ShortRead(offset + n)
+        return data
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    type: int  # GGMLQuantizationType value
+    shape: tuple[int, ...]
+    offset: int  # from the start of the tensor data
+
+    @property
+    def n_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def type_name(self) -> str:
+        try:
+            return GGMLQuantizationType(self.type).name
+        except ValueError:
+            return f"type{self.type}"
+
+    @property
+    def n_bytes(self) -> int:
+        try:
+            block, size = GGML_QUANT_SIZES[GGMLQuantizationType(self.type)]
+        except (ValueError, KeyError):
+            return 0
+        return self.n_elements * size // block
+
+
+@dataclass
+class GGUFHeader:
+    """Everything before the tensor data. ``kv``: scalars and strings as values, arrays as their
+    length, except the token list (raw token texts, as llama.cpp compares them)."""
+
+    version: int
+    kv: dict[str, Any]
+    tensors: list[TensorInfo]
+    data_offset: int  # where the tensor data starts (aligned)
+    tokens: list[bytes] = field(default_factory=list)
+
+    @property
+    def data_end(self) -> int:
+        """The file size the tensor infos need (a shorter file is truncated)."""
+        return self.data_offset + max((t.offset + t.n_bytes for t in self.tensors), default=0)
+
+    def bytes_per_token(self) -> int:
+        """Weight bytes one decoded token reads: every tensor but the token embeddings, of which a
+        decode reads one row (unless the output reuses them: no ``output.weight``)."""
+        names = {t.name for t in self.tensors}
+        tied = "output.weight" not in names
+        return sum(t.n_bytes for t in self.tensors if t.name != "token_embd.weight" or tied)
+
+    def tensor_types(self) -> dict[str, float]:
+        """Each tensor type's share of the weight bytes, largest first."""
+        total = sum(t.n_bytes for t in self.tensors) or 1
+        by = Counter[str]()
+        for t in self.tensors:
+            by[t.type_name] += t.n_bytes
+        return {k: v / total for k, v in by.most_common()}
+
+
+class _Cursor:
+    def __init__(self, src: ByteSource):
+        self.src, self.buf, self.base, self.pos = src, b"", 0, 0
+
+    def need(self, n: int) -> int:
+        """Make ``n`` bytes at ``pos`` available; returns pos's index in ``buf``."""
+        i = self.pos - self.base
+        if i < 0 or i + n > len(self.buf):
+            self.buf, self.base, i = self.src.read(self.pos, n), self.pos, 0
+        return i
+
+    def unpack(self, fmt: str) -> Any:
+        s = struct.calcsize(fmt)
+        i = self.need(s)
+        self.pos += s
+        return struct.unpack_from(fmt, self.buf, i)[0]
+
+    def string(self) -> bytes:
+        n = self.u64()
+        if n > 1 << 30:
+            raise ValueError(f"a string of {n} bytes")
+        i = self.need(n)
+        self.pos += n
+        return self.buf[i : i + n]
+
+    def u64(self) -> int:
+        i = self.need(8)
+        self.pos += 8
+        return _U64.unpack_from(self.buf, i)[0]
+
+
+def _value(cur: _Cursor, vtype: GGUFValueType, key: str, tokens: list[bytes]) -> Any:
+    if vtype == GGUFValueType.STRING:
+        return cur.string().decode("utf-8", "replace")
+    if vtype != GGUFValueType.ARRAY:
+        return cur.unpack(_SCALARS[vtype])
+    itype = GGUFValueType(cur.unpack("<I"))
+    n = cur.u64()
+    if itype in _SCALARS:  # numeric: skipped, never read
+        cur.pos += n * struct.calcsize(_SCALARS[itype])
+        return n
+    if itype != GGUFValueType.STRING:
+        for _ in range(n):
+            _value(cur, itype, "", tokens)
+        return n
+    keep = key in _KEEP_ARRAYS
+    for _ in range(n):
+        s = cur.string()
+        if keep:
+            tokens.append(s)
+    return n
+
+
+def parse_header(src: ByteSource) -> GGUFHeader:
+    """Walk a GGUF header; ShortRead when the source ends inside it, ValueError when it is not
+    GGUF or does not parse."""
+    cur = _Cursor(src)
+    i = cur.need(4)
+    magic = cur.buf[i : i + 4]
+    if magic != b"GGUF":
+        raise ValueError(f"not a GGUF file (starts with {magic!r}, expected b'GGUF')")
+    cur.pos = 4
+    version = cur.unpack("<I")
+    if version not in (2, 3):
+        raise ValueError(f"GGUF version {version}, which specbench cannot read")
+    n_tensors, n_kv = cur.u64(), cur.u64()
+    if n_tensors > 1 << 24 or n_kv > 1 << 24:
+        raise ValueError("the header's counts are implausible")
+    kv: dict[str, Any] = {}
+    tokens: list[bytes] = []
+    for _ in range(n_kv):
+        key = cur.string().decode("utf-8", "replace")
+        kv[key] = _value(cur, GGUFValueType(cur.unpack("<I")), key, tokens)
+    tensors = []
+    for _ in range(n_tensors):
+        name = cur.string().decode("utf-8", "replace")
+        n_dims = cur.unpack("<I")
+        shape = tuple(cur.u64() for _ in range(n_dims))
+        ttype = cur.unpack("<I")
+        tensors.append(TensorInfo(name, ttype, shape, cur.u64()))
+    align = int(kv.get("general.alignment", 32) or 32)
+    data_offset = -(-cur.pos // align) * align
+    return GGUFHeader(version, kv, tensors, data_offset, tokens)
+
+
+def read_header(src: ByteSource, where: str) -> GGUFHeader:
+    """``parse_header`` with its failures as one-line ModelErrors naming ``where``."""
+    try:
+        return parse_header(src)
+    except ShortRead as exc:
+        raise ModelError(f"{where} is truncated: it ends inside its GGUF header") from exc
+    except (ValueError, struct.error, OverflowError) as exc:
+        raise ModelError(f"{where}: {str(exc).splitlines()[0][:160]}") from exc
+
+
+def read_local_header(path: Path) -> GGUFHeader:
+    """The header of a local GGUF, reading only its header's bytes."""
+    if not path.is_file():
+        raise ModelError(f"model file not found: {path}; check the path")
+    return read_header(FileSource(path), str(path))
+
+
+def header_meta(
+    h: GGUFHeader, size_bytes: int, n_shards: int = 1, parameter_count: int | None = None
+) -> GGUFMeta:
+    """``GGUFMeta`` from a header, as ``meta.read_metadata`` derives it from a whole file."""
+    kv = h.kv
+    arch = kv.get("general.architecture")
+    tok_model = kv.get("tokenizer.ggml.model")
+    vocab_type = VOCAB_TYPES.get(tok_model, tok_model.upper()) if tok_model else None
+    vocab = len(h.tokens) if h.tokens else kv.get(f"{arch}.vocab_size")
+    default_bos, default_eos = _DEFAULT_IDS.get(tok_model or "", (None, None))
+    default_add_bos, default_add_eos = _DEFAULT_ADD.get(vocab_type or "", (False, False))
+    bos, eos = kv.get("tokenizer.ggml.bos_token_id"), kv.get("tokenizer.ggml.eos_token_id")
+    add_bos, add_eos = kv.get("tokenizer.ggml.add_bos_token"), kv.get("tokenizer.ggml.add_eos_token")
+    ctx = kv.get(f"{arch}.context_length") if arch else None
+    return GGUFMeta(
+        architecture=arch,
+        name=kv.get("general.name"),
+        size_label=kv.get("general.size_label"),
+        parameter_count=sum(t.n_elements for t in h.tensors) if parameter_count is None else parameter_count,
+        file_type=_file_type(h),
+        size_bytes=size_bytes,
+        n_shards=n_shards,
+        context_length=int(ctx) if ctx is not None else None,
+        vocab_size=int(vocab) if vocab is not None else None,
+        tokenizer_model=tok_model,
+        tokenizer_pre=kv.get("tokenizer.ggml.pre"),
+        vocab_type=vocab_type,
+        bos_token_id=int(bos) if bos is not None else default_bos,
+        eos_token_id=int(eos) if eos is not None else default_eos,
+        add_bos=bool(add_bos) if add_bos is not None else default_add_bos,
+        add_eos=bool(add_eos) if add_eos is not None else default_add_eos,
+        has_chat_template="tokenizer.chat_template" in kv,
+    )
+
+
+def _file_type(h: GGUFHeader) -> str | None:
+    raw = h.kv.get("general.file_type")
+    if raw is not None:
+        try:
+            return LlamaFileType(int(raw)).name.removeprefix("MOSTLY_").removeprefix("ALL_")
+        except ValueError:
+            return f"type{raw}"
+    counts = Counter(t.type for t in h.tensors if len(t.shape) >= 2)
+    if not counts:
+        return None
+    return TensorInfo("", counts.most_common(1)[0][0], (), 0).type_name

@@ -1,0 +1,62 @@
+"""The GGUF header reader: the same metadata and tokens as the whole-file reader, from the header alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specbench.base.errors import ModelError
+from specbench.models.ggufheader import FileSource, header_meta, parse_header, read_local_header
+from specbench.models.meta import read_metadata, read_token_texts
+from tests.models.tiny_gguf import write_tiny_gguf
+
+
+@pytest.mark.parametrize("fixture", ["smol_q4", "gemma_q4"])
+def test_real_model_header_matches_the_whole_file_reader(fixture, request):
+    model = request.getfixturevalue(fixture)
+    src = FileSource(model.path)
+    header = parse_header(src)
+    assert header_meta(header, model.path.stat().st_size) == read_metadata(model.path)
+    assert header.tokens == read_token_texts(model.path)
+    assert header.data_end == model.path.stat().st_size  # the tensor infos account for every byte
+    assert src.bytes_read < model.path.stat().st_size / 10  # the header only
+    assert 0 < header.bytes_per_token() <= model.path.stat().st_size
+    shares = header.tensor_types()
+    assert abs(sum(shares.values()) - 1) < 1e-9
+    assert list(shares) == sorted(shares, key=shares.__getitem__, reverse=True)
+
+
+def test_tiny_file_and_its_tensor_bytes(tmp_path):
+    path = write_tiny_gguf(tmp_path / "t.gguf", n_tensors=3, tensor_shape=(8, 16))
+    header = read_local_header(path)
+    assert [t.n_bytes for t in header.tensors] == [8 * 16 * 4] * 3  # F32
+    assert header.bytes_per_token() == 3 * 8 * 16 * 4  # no token_embd: every tensor is read
+    assert header_meta(header, path.stat().st_size) == read_metadata(path)
+
+
+def test_truncated_inside_the_header_is_one_line(tmp_path):
+    path = write_tiny_gguf(tmp_path / "t.gguf")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(ModelError, match=r"cut.gguf is truncated: it ends inside its GGUF header") as exc:
+        read_local_header(cut)
+    assert "\n" not in str(exc.value)
+
+
+def test_not_gguf(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"PK\x03\x04" + bytes(100))
+    with pytest.raises(ModelError, match="not a GGUF file"):
+        read_local_header(bad)
+    with pytest.raises(ModelError, match="not found"):
+        read_local_header(tmp_path / "missing.gguf")
+
+
+def test_header_truncation_detected_through_data_end(tmp_path):
+    path = write_tiny_gguf(tmp_path / "t.gguf", n_tensors=4)
+    header = read_local_header(path)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(path.read_bytes()[: header.data_offset + 10])
+    assert read_local_header(cut).data_end > cut.stat().st_size
+    assert read_local_header(Path(path)).data_end == path.stat().st_size
