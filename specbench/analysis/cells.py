@@ -78,6 +78,7 @@ class ReportRow(_RowCell):
     spec_tps_rel_ci: float | None = None  # relative 95% CI half-width of spec_tps (repetition noise)
     baseline_tps_rel_ci: float | None = None
     precision_met: bool | None = None  # both within `precision`; None unless `repetitions: auto`
+    repeatable: bool | None = None  # greedy repetitions agreed (analysis.quality.repeatability)
     warnings: list[str] = []  # short, actionable (specbench.analysis.quality)
     throughput_tps: float | None = None  # server: tokens generated / wall time of the cell's batches
     baseline_throughput_tps: float | None = None  # the same for its baseline samples
@@ -197,16 +198,15 @@ def cost_ratio_of(
     return stats.cost_ratio(target_tps, draft_tps)
 
 
-def _pairs(spec: list[Sample], base: list[Sample]) -> list[Pair]:
-    """Each speculative sample with each baseline of its prompt and repetition (normally one)."""
-    by_key: dict[tuple, list[float]] = {}
-    for b in base:
-        by_key.setdefault((b.prompt_id, b.repetition), []).append(b.tps)
-    return [
-        Pair(s.prompt_id, s.repetition, s.tps, b)
-        for s in spec
-        for b in by_key.get((s.prompt_id, s.repetition), [])
-    ]
+def _pairs(spec: list[Sample], paired: dict[tuple, Sample]) -> list[Pair]:
+    """Each usable speculative sample with the baseline ``results.bracket.paired_baseline`` pairs
+    it with (the rule compare, history and publish read too)."""
+    out = []
+    for s in spec:
+        base = paired.get(s.sample_key())
+        if bracket.speedup_ratio(s, base) is not None:
+            out.append(Pair(s.prompt_id, s.repetition, s.tps, base.tps))
+    return out
 
 
 def _row(
@@ -217,6 +217,7 @@ def _row(
     drafts: list[Sample],
     facts: RunFacts | None,
     cal: Calibration | None,
+    paired: dict[tuple, Sample],
 ) -> ReportRow:
     first = spec[0]
     quality = assess(spec, base, facts)
@@ -224,7 +225,7 @@ def _row(
     base_used = [s for s in base if _usable(s)]
     b = stats.summarize([s.tps for s in base_used])
     p = stats.summarize([s.tps for s in used])
-    ratio = paired_speedup(_pairs(used, base_used))
+    ratio = paired_speedup(_pairs(used, paired))
     acceptance = _pooled(used, "n_accept", "n_drafted")
     draft_tps = stats.summarize([s.tps for s in drafts if _usable(s)]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
@@ -277,27 +278,26 @@ def run_rows(
     for s in samples:
         if s.role == "speculative":
             cells.setdefault(cell.cell_of(s), []).append(s)
-    baselines = [s for s in samples if s.role == "baseline"]
-    afters = [s for s in samples if s.role == bracket.AFTER]  # the server runner's second window
+    judged = bracket.judged_baselines(samples)  # the one pairing rule (results/bracket.py)
+    paired = bracket.paired_baseline(samples)
     drafts = [s for s in samples if s.role == "draft"]
     rows = []
-    for spec in cells.values():
+    for key, spec in cells.items():
         first = spec[0]
         keys = {(s.prompt_id, s.repetition) for s in spec}
-        base_key, alone_key = cell.baseline_of(first), cell.draft_alone_of(first)
-        base = [b for b in baselines if cell.alone_of(b) == base_key and (b.prompt_id, b.repetition) in keys]
-        late = [b for b in afters if cell.alone_of(b) == base_key and (b.prompt_id, b.repetition) in keys]
-        moved = bracket_warning(base, late, facts)
-        base, is_after = bracket.nearer(spec, base, late)
+        alone_key = cell.draft_alone_of(first)
+        j = judged[key]
+        base, late, is_after = j.base, j.late, j.is_after
+        moved = bracket_warning(j.before, late, facts)
         alone = [d for d in drafts if cell.alone_of(d) == alone_key and (d.prompt_id, d.repetition) in keys]
         first_row = len(rows)
-        rows.append(_row(run, ALL, spec, base, alone, facts, cal))
+        rows.append(_row(run, ALL, spec, base, alone, facts, cal, paired))
         for category in sorted({s.category for s in spec}):
             rows.append(
                 _row(
                     run, category, [s for s in spec if s.category == category],
                     [b for b in base if b.category == category], [d for d in alone if d.category == category],
-                    facts, cal,
+                    facts, cal, paired,
                 )
             )  # fmt: skip
         for r in rows[first_row:]:

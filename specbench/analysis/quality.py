@@ -33,6 +33,7 @@ class Quality:
     spec_tps_rel_ci: float | None = None
     baseline_tps_rel_ci: float | None = None
     precision_met: bool | None = None  # None unless the run used `repetitions: auto`
+    repeatable: bool | None = None  # temperature 0: every repetition drafted, accepted and said the same
     warnings: list[str] = field(default_factory=list)
 
 
@@ -75,6 +76,9 @@ def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | Non
     if short:
         q.warnings.append(short)
     q.warnings += [w for w in (_outliers("spec", spec, ps), _outliers("baseline", base, pb)) if w]
+    q.repeatable, differs = repeatability(spec)
+    if differs:
+        q.warnings.append(differs)
     if facts.busy:
         more = f" (+{len(facts.busy) - 1} more)" if len(facts.busy) > 1 else ""
         q.warnings.append(f"busy machine: {facts.busy[0]}{more}")
@@ -134,3 +138,34 @@ def _outliers(name: str, samples: Sequence[Sample], whole: Precision) -> str | N
     verdict = "within the others' 95% CI" if inside else "beyond the others' 95% CI: rerun on a quiet machine"
     shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
     return f"outlier repetitions ({name}): {shown}; dropping them moves the mean {shift:+.1%}, {verdict}"
+
+
+def _deterministic(s: Sample) -> tuple | None:
+    """What a greedy sample must repeat exactly: drafted and accepted tokens, and its text."""
+    if s.status not in ("ok", "invalid") or s.metrics is None:
+        return None
+    return (s.metrics.n_drafted, s.metrics.n_accept, s.output_sha256)
+
+
+def repeatability(spec: Sequence[Sample]) -> tuple[bool | None, str | None]:
+    """At temperature 0 the same build, models and prompt draft, accept and generate the same
+    tokens every time: repetitions that differ mean a sample depended on an earlier one (state a
+    server kept between requests, a warmup that primed it) or a nondeterministic build. (None, None)
+    when not greedy or no prompt was repeated."""
+    groups: dict[str, set[tuple]] = defaultdict(set)
+    for s in spec:
+        key = _deterministic(s)
+        if key is not None and s.generation.temperature == 0:
+            groups[s.prompt_id].add(key)
+    if not any(len(v) for v in groups.values()) or all(len(v) <= 1 for v in groups.values()):
+        repeated = any(sum(1 for s in spec if s.prompt_id == p) > 1 for p in groups)
+        return (True if repeated else None), None
+    bad = sorted(p for p, v in groups.items() if len(v) > 1)
+    shown = "; ".join(
+        f"{p}: " + ", ".join(f"{d}/{a} accepted" for d, a, _ in sorted(groups[p], key=str)) for p in bad[:2]
+    )
+    return False, (
+        f"not repeatable: at temperature 0 the repetitions of {len(bad)} prompt(s) drafted, accepted or "
+        f"generated differently ({shown}): a sample depended on an earlier one (state llama.cpp kept "
+        "between requests) or the build is not deterministic; its speedup is not a measurement of the setting"
+    )

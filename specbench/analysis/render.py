@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow
+from specbench.analysis.figures import speedup_text
 from specbench.analysis.report import Report
 from specbench.results.cell import OPTION_FIELDS
 
@@ -44,11 +45,8 @@ def _tps(mean: float | None, sd: float | None) -> str:
 def _speedup(r: ReportRow) -> str:
     if r.speedup is None:
         return "-"
-    if r.speedup_ci_low is not None and r.speedup_ci_high is not None:
-        ci = f" [{r.speedup_ci_low:.2f}, {r.speedup_ci_high:.2f}]"
-    else:  # one repetition: no estimate of its noise
-        ci = f" n={r.speedup_repetitions}"
-    return f"{r.speedup:.2f}x{ci}" + (f" {IMPRECISE}" if r.precision_met is False else "")
+    text = speedup_text(r.speedup, r.speedup_ci_low, r.speedup_ci_high, r.speedup_repetitions)
+    return text + (f" {IMPRECISE}" if r.precision_met is False else "")
 
 
 def _per_prompt(r: ReportRow) -> str:

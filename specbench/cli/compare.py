@@ -139,6 +139,17 @@ def _verdict(cmp) -> str:
     return f"PASS{f' with {too_noisy} (--allow-noisy)' if noisy else ''} ({opts})"
 
 
+def _figure_lines(m) -> list[str]:
+    """A speedup's per-cell figure on each side, as ``report`` prints it (same function, same pairs)."""
+    if m.metric != "speedup":
+        return []
+
+    def shown(f) -> str:
+        return "-" if f is None else f.speedup_text()
+
+    return [f"{c.label}: {shown(c.baseline)} -> {shown(c.current)}" for c in m.figures]
+
+
 def to_markdown(cmp) -> str:
     """The report as GitHub-flavoured markdown (for --format md and GITHUB_STEP_SUMMARY)."""
 
@@ -160,6 +171,14 @@ def to_markdown(cmp) -> str:
             "|" + "---|" * len(COLUMNS),
         ]
         out += ["| " + " | ".join(esc(x) for x in row) + " |" for row in _rows(m)]
+        figures = _figure_lines(m)
+        if figures:
+            out += [
+                "",
+                "Each cell over its prompts, as `specbench report` shows it (baseline -> current):",
+                "",
+            ]
+            out += [f"- {esc(line)}" for line in figures]
         out += ["", f"**{esc(_summary(m))}**"]
     out += ["", f"**{_verdict(cmp)}**", ""]
     return "\n".join(out)
@@ -186,6 +205,11 @@ def _print_table(cmp) -> None:
             row_styles=[STATUS_STYLE.get(r[0], "") for r in rows],
         )  # fmt: skip
         print_fitted(table, dropped, "--format md shows every column")
+        figures = _figure_lines(m)
+        if figures:
+            say("each cell over its prompts, as `specbench report` shows it (baseline -> current):")
+            for line in figures:
+                say(f"  {line}")
         say(_summary(m))
     say(f"note: {UNPAIRED_NOTE}")  # before the verdict, which stays the last line
     style = {0: "bold green", 1: "bold red"}.get(cmp.exit_code, "bold magenta")
@@ -214,7 +238,8 @@ def compare_cmd(
         list[str] | None,
         typer.Option(
             metavar="METRIC",
-            help="spec_tps, baseline_tps, speedup or acceptance; repeatable. Default: both t/s.",
+            help="spec_tps, baseline_tps, speedup or acceptance; repeatable. Default: both t/s, and "
+            "acceptance where both sides speculated at temperature 0.",
         ),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="table, md or json.")] = Format.table,
@@ -224,6 +249,10 @@ def compare_cmd(
     ] = False,
     allow_noisy: Annotated[
         bool, typer.Option(help="Pass cells too noisy to decide (default: exit 3).")
+    ] = False,
+    allow_output_change: Annotated[
+        bool,
+        typer.Option(help="Warn instead of failing when a greedy cell's generated text changed."),
     ] = False,
     base: Annotated[
         str | None, typer.Option(metavar="LABEL", help="One multi-build run: the reference build's label.")
@@ -240,7 +269,7 @@ def compare_cmd(
     A cell with no valid value on a side, or missing from the current run (unless
     --allow-missing), fails."""
     from specbench.gate.baseline import load_side, running_notes
-    from specbench.gate.compare import DEFAULT_METRICS, compare
+    from specbench.gate.compare import compare, default_metrics
     from specbench.gate.regression import parse_threshold
 
     thr = parse_threshold(threshold)
@@ -265,7 +294,8 @@ def compare_cmd(
     sides = load_side(baseline), load_side(current)
     say_notes([n for side in sides for n in [*side.notes, *running_notes(side)]])
     alpha = 0.05 if alpha is None else alpha
-    cmp = compare(*sides, metric or DEFAULT_METRICS, thr, alpha, strict, allow_missing, allow_noisy)
+    metrics = metric or default_metrics(*sides)
+    cmp = compare(*sides, metrics, thr, alpha, strict, allow_missing, allow_noisy, allow_output_change)
     if fmt == Format.json:
         data = cmp.model_dump(mode="json")
         data["verdict"], data["exit_code"] = str(cmp.verdict), cmp.exit_code

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from specbench.analysis.figures import speedup_text
 from specbench.cli.common import (
     Col,
     err_console,
@@ -76,9 +77,12 @@ def history_cmd(
     last = None
     for p in points:
         name = f"{p.label} ({p.generation}; prompts {p.prompts}; {p.machine})"
-        sd = f" ± {metric_text(p.sd, metric)}" if p.sd is not None else ""
+        ci = (f" [{metric_text(p.low, metric)}, {metric_text(p.high, metric)}]"
+              if p.low is not None and p.high is not None else f" n={p.n_reps}")  # fmt: skip
         started, commit = (p.started_at or "")[:19], (p.commit or "?")[:12]
-        value = f"{metric_text(p.mean, metric)}{sd}"
+        value = f"{metric_text(p.mean, metric)}{ci}"
+        if metric == "speedup":  # as report prints the cell
+            value = speedup_text(p.mean, p.low, p.high, p.n_reps)
         cells = [
             name if name != last else "",
             started,
@@ -91,7 +95,7 @@ def history_cmd(
         speed = "" if p.speed_moved is None else f"{p.speed_moved:+.0%}{' !' if p.speed_warned else ''}"
         rows.append([*cells, str(p.n_prompts), speed])
         last = name
-    headers = ("cell", "started", "run", "llama.cpp", "threads", "mean ± sd", "reps", "prompts", "speed")
+    headers = ("cell", "started", "run", "llama.cpp", "threads", "value [95% CI]", "reps", "prompts", "speed")
     table, dropped = fitted_table(
         [Col(h, wrap=h == "cell") for h in headers], rows,
         ("threads", "reps", "prompts", "run", "started", "llama.cpp"), table_width(),

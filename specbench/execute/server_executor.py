@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from specbench.base.errors import ParseError
 from specbench.execute.executor import raw_stem
 from specbench.execute.judge import Outcome
+from specbench.execute.process import process_cpu_s
 from specbench.execute.server import (
     Reply,
     RunningServer,
@@ -32,6 +33,7 @@ from specbench.execute.server import (
     start_server,
 )  # fmt: skip
 from specbench.parse.parsed import SpecCounters
+from specbench.plan.methods import keeps_server_state
 from specbench.parse.process import ParsedLog, Perf, PerfBlocks, Throughput
 from specbench.parse.server import parse_metrics
 from specbench.results.folder import response_paths, server_log_paths, write_raw
@@ -86,6 +88,8 @@ class ServerExecutor:
     def run(self, batch: list[tuple[int, Invocation]], run_dir: Path) -> list[Outcome]:
         """Send the batch's requests at once (one per slot) and report each response."""
         first_index, first = batch[0]
+        if first.role == "speculative" and keeps_server_state(first.method):
+            self._stop()  # a stateful method's sample gets a server of its own (plan/methods.py)
         reason = self._ensure_server(first, first_index, run_dir)
         if reason is not None:
             return [Outcome(wall_s=0.0, error=reason, source=SOURCE) for _ in batch]
@@ -95,11 +99,13 @@ class ServerExecutor:
         before = _counters(server) if speculative else None
         pool = ThreadPoolExecutor(max_workers=len(batch))
         try:
+            cpu_before = process_cpu_s(server.proc.pid)  # the server's CPU time over the batch
             start = time.monotonic()
             bodies = [(inv.request.body(), inv.timeout_s) for _, inv in batch]
             futures = [pool.submit(post, server, "/completion", body, t) for body, t in bodies]
             replies = [f.result() for f in futures]
             batch_wall = time.monotonic() - start
+            cpu_after = process_cpu_s(server.proc.pid)
         except BaseException:  # Ctrl-C: the server dies first, so the requests in flight end at once
             self.close()
             pool.shutdown(wait=False, cancel_futures=True)
@@ -107,8 +113,9 @@ class ServerExecutor:
         pool.shutdown(wait=True)
         after = _counters(server) if before is not None else None
         counters = after.minus(before) if after is not None and before is not None else None
+        cpu = cpu_after - cpu_before if cpu_after is not None and cpu_before is not None else None
         out = [
-            _outcome(inv, index, reply, server, run_dir, batch_wall, counters)
+            _outcome(inv, index, reply, server, run_dir, batch_wall, counters, cpu)
             for (index, inv), reply in zip(batch, replies, strict=True)
         ]
         if any(r.timed_out for r in replies) or not server.alive():
@@ -149,8 +156,9 @@ class ServerExecutor:
             self._failed[key] = NO_SPECULATION
             self._stop()
             return NO_SPECULATION
+        body = warmup_body(inv)
         for _ in range(self.warmup):
-            reply = post(server, "/completion", inv.request.body(), inv.timeout_s)
+            reply = post(server, "/completion", body, inv.timeout_s)
             if reply.error is not None:
                 reason = f"warmup request failed: {reply.error}"
                 died = server.proc.poll() is not None
@@ -162,6 +170,23 @@ class ServerExecutor:
                     self._failed[key] = reason
                 return reason
         return None
+
+
+# A warmup for a method that keeps state between requests: too short to leave an n-gram in its pool
+# (ngram-mod adds a prompt's n-grams only from n_match = 24 tokens on, and drafts nothing this short),
+# and no text of any measured prompt, so it warms the server without priming what it measures.
+NEUTRAL_WARMUP = "Hello"
+NEUTRAL_WARMUP_TOKENS = 2
+
+
+def warmup_body(inv: Invocation) -> dict:
+    """The warmup request of ``inv``'s server: the sample's own request, or for a stateful method
+    (``keeps_server_state``) a short unrelated one, so no warmup primes the sample it precedes."""
+    if inv.role == "speculative" and keeps_server_state(inv.method):
+        return inv.request.model_copy(
+            update={"prompt": NEUTRAL_WARMUP, "n_predict": NEUTRAL_WARMUP_TOKENS}
+        ).body()
+    return inv.request.body()
 
 
 def _counters(server: RunningServer) -> SpecCounters | None:
@@ -177,7 +202,7 @@ def _counters(server: RunningServer) -> SpecCounters | None:
 
 def _outcome(
     inv: Invocation, index: int, reply: Reply, server: RunningServer, run_dir: Path, batch_wall: float,
-    counters: SpecCounters | None = None,
+    counters: SpecCounters | None = None, cpu_s: float | None = None,
 ) -> Outcome:  # fmt: skip
     """One response as an Outcome; its raw files (the JSON, the generated text) are written here."""
     log_path = str(server.stderr_path.relative_to(run_dir))
@@ -197,5 +222,5 @@ def _outcome(
         wall_s=reply.wall_s, output=content, echoed=False, source=SOURCE,
         log=timings_log(inv.role, timings, str(json_path.relative_to(run_dir))),
         stdout_path=str(text_path.relative_to(run_dir)) if content is not None else None,
-        stderr_path=log_path, timings=timings, batch_wall_s=batch_wall, counters=counters,
+        stderr_path=log_path, timings=timings, batch_wall_s=batch_wall, counters=counters, cpu_s=cpu_s,
     )  # fmt: skip

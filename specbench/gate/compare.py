@@ -23,10 +23,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from specbench.analysis.figures import Figure, Value, figure
 from specbench.gate.baseline import InputError, Side
 from specbench.gate.decision import EXIT_CODES, Status, Verdict, verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
-from specbench.results import cell
+from specbench.results import bracket, cell
 from specbench.results.folder import MANIFEST
 from specbench.results.identity import CellKey, cell_key
 from specbench.results.manifest import RunFacts
@@ -34,6 +35,7 @@ from specbench.results.records import Sample
 
 METRICS = ("spec_tps", "baseline_tps", "speedup", "acceptance")
 DEFAULT_METRICS = ("spec_tps", "baseline_tps")
+OUTPUT = "output"  # the greedy output check (``output_check``): not a number, its own table
 UNITS = {"spec_tps": "t/s", "baseline_tps": "t/s", "speedup": "x", "acceptance": "%"}
 
 
@@ -64,10 +66,19 @@ class CellResult(BaseModel):
     decision: Decision | None = None
 
 
+class CellFigure(BaseModel):
+    """One cell (all its prompts) on each side, as ``report`` shows it (``analysis.figures``)."""
+
+    label: str
+    baseline: Figure | None = None  # None: the cell is not on that side
+    current: Figure | None = None
+
+
 class MetricResult(BaseModel):
     metric: str
     unit: str
     cells: list[CellResult]
+    figures: list[CellFigure] = []  # per cell, over its prompts: the figure report shows
     geomean_ratio: float | None  # over the compared cells; None when no cell was compared
     nothing: str | None = None  # why there is nothing to compare: which side has no sample of it
 
@@ -124,16 +135,6 @@ def cell_label(s: Sample) -> str:
     return " ".join(parts + cell.label_parts(s))
 
 
-def _baseline_key(s: Sample) -> tuple:
-    return (cell.baseline_of(s), s.prompt_id, s.repetition, s.generation.model_dump_json())
-
-
-def _baseline_index(samples: list[Sample]) -> dict[tuple, float]:
-    """Valid baseline t/s by its cell's baseline (``baseline_of``), prompt, repetition and
-    generation: a speculative sample's speedup is over the baseline of the same repetition."""
-    return {_baseline_key(s): s.tps for s in samples if s.role == "baseline" and s.valid and s.tps}
-
-
 def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
     """Every cell of ``metric`` on one side; a cell whose samples all failed has no values.
 
@@ -143,7 +144,7 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
     if metric not in METRICS:
         raise InputError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
     role = ROLE_OF[metric]
-    base_tps = _baseline_index(side.samples) if metric == "speedup" else {}
+    paired = bracket.paired_baseline(side.samples) if metric == "speedup" else {}
     cells: dict[CellKey, CellSeries] = {}
     seen: set[tuple] = set()
     for s in sorted(side.samples, key=lambda x: x.repetition):
@@ -160,9 +161,8 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
         value: float | None
         if metric == "acceptance":
             value = s.acceptance
-        elif metric == "speedup":
-            ref = base_tps.get(_baseline_key(s))
-            value = s.tps / ref if s.tps and ref else None
+        elif metric == "speedup":  # against the baseline the report pairs it with (results/bracket.py)
+            value = bracket.speedup_ratio(s, paired.get(s.sample_key()))
         else:
             value = s.tps
         if value is not None and metric != "acceptance" and value <= 0:  # nothing generated: no value
@@ -172,6 +172,72 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
             cell.values.append(float(value))
             cell.repetitions.append(s.repetition)
     return cells
+
+
+def _greedy_speculative(side: Side) -> bool:
+    return any(s.role == "speculative" and s.generation.temperature == 0 for s in side.samples)
+
+
+def default_metrics(base: Side, cur: Side) -> tuple[str, ...]:
+    """Both t/s, and acceptance where both sides speculated at temperature 0: there it is exact (the
+    same build, models and prompt accept the same tokens), so a drop means the output changed, which
+    t/s alone would pass."""
+    if _greedy_speculative(base) and _greedy_speculative(cur):
+        return (*DEFAULT_METRICS, "acceptance")
+    return DEFAULT_METRICS
+
+
+def _outputs(side: Side) -> dict[CellKey, tuple[str, set[str]]]:
+    out: dict[CellKey, tuple[str, set[str]]] = {}
+    for s in side.samples:
+        if s.role == "speculative" and s.generation.temperature == 0 and s.output_sha256:
+            label, hashes = out.setdefault(cell_key(s, side.facts), (cell_label(s), set()))
+            hashes.add(s.output_sha256)
+    return out
+
+
+def output_check(base: Side, cur: Side, allow_change: bool = False) -> MetricResult | None:
+    """At temperature 0, each cell and prompt on both sides must generate the same text: a build
+    that changed it fails the gate (its own table, ``output``), unless ``allow_change`` (then a
+    warning). None when no greedy speculative cell is on both sides."""
+    b, c = _outputs(base), _outputs(cur)
+    common = [k for k in b if k in c]
+    if not common:
+        return None
+    cells = []
+    for key in common:
+        label, before = b[key]
+        after = c[key][1]
+        if before == after:
+            cells.append(CellResult(label=label, prompt_id=key.prompt_id, status=Status.PASS,
+                                    reason="same text at temperature 0"))  # fmt: skip
+            continue
+        why = ("the generated text changed at temperature 0 (the same build and models give the same "
+               "text): the build's numerics or the models changed")  # fmt: skip
+        status = Status.WARN if allow_change else Status.FAIL
+        why += "" if allow_change else "; --allow-output-change passes it"
+        cells.append(CellResult(label=label, prompt_id=key.prompt_id, status=status, reason=why))
+    cells.sort(key=lambda r: (r.status != Status.FAIL, _natural(r.label), _natural(r.prompt_id)))
+    return MetricResult(metric=OUTPUT, unit="text", cells=cells, geomean_ratio=None)
+
+
+def _figures(series: dict[CellKey, CellSeries], metric: str) -> dict[tuple[CellKey, str], Figure]:
+    by_cell: dict[tuple[CellKey, str], list[Value]] = defaultdict(list)
+    for key, s in series.items():
+        whole = (key.model_copy(update={"prompt_id": ""}), s.label)
+        by_cell[whole] += [Value(s.prompt_id, r, v) for r, v in zip(s.repetitions, s.values, strict=True)]
+    return {k: figure(metric, v) for k, v in by_cell.items()}
+
+
+def cell_figures(
+    base: dict[CellKey, CellSeries], cur: dict[CellKey, CellSeries], metric: str
+) -> list[CellFigure]:
+    """Each cell's figure on both sides, over all its prompts: the number ``report`` prints for it."""
+    b, c = _figures(base, metric), _figures(cur, metric)
+    return [
+        CellFigure(label=k[1], baseline=b.get(k), current=c.get(k))
+        for k in list(b) + [k for k in c if k not in b]
+    ]
 
 
 def _missing_reason(series: CellSeries, side: str) -> str:
@@ -377,6 +443,7 @@ def compare(
     strict: bool = False,
     allow_missing: bool = False,
     allow_noisy: bool = False,
+    allow_output_change: bool = False,
 ) -> Comparison:
     """Match cells and decide each. A metric one side has no sample of (an interrupted run) has
     nothing to compare (exit 4, never a pass); raises NotComparable when both sides have samples
@@ -399,6 +466,10 @@ def compare(
             )
         else:
             results.append(compare_metric(b, c, m, threshold, alpha))
+        results[-1].figures = cell_figures(b, c, m)
+    greedy = output_check(base, cur, allow_output_change)
+    if greedy is not None:
+        results.append(greedy)
     compared = [r for r in results if r.nothing is None]
     if compared and all(c.status in ("only_baseline", "only_current") for r in compared for c in r.cells):
         raise NotComparable(f"not comparable: {_why_nothing(base, cur)}")

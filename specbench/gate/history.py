@@ -3,8 +3,9 @@
 ``compare`` answers "is this run slower than that one"; history answers "since when". Each run
 adds one row per run and one per (metric, cell, prompt) with its per-repetition values; recording
 the same run again replaces its rows (idempotent per run id, so a resumed run is recorded whole).
-A cell's value in a run is the mean over prompts of each repetition, then mean and sd over
-repetitions: a different prompt set is a different series (the cell key includes the prompts).
+A cell's value in a run is its figure (``analysis.figures``: the report's number and interval for
+it, from the same per-prompt, per-repetition values); ``sd`` is the spread of the per-repetition
+means over prompts. A different prompt set is a different series (the cell key includes the prompts).
 
 Each run also keeps what its speed sentinel saw (``specbench.builder.speed``): ``speed_moved``, the
 largest relative move of the machine's speed during the run (signed; NULL: not measured), and
@@ -27,6 +28,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
+from specbench.analysis.figures import Value, figure
 from specbench.analysis.stats import summarize
 from specbench.base.errors import SpecbenchError
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
@@ -79,8 +81,10 @@ class HistoryPoint(BaseModel):
     started_at: str | None
     commit: str | None
     threads: str | None
-    mean: float
+    mean: float  # the cell's figure (analysis/figures.py): what report shows for it
     sd: float | None
+    low: float | None = None  # the figure's 95% interval (None: one repetition)
+    high: float | None = None
     n_reps: int
     n_prompts: int
     # the run's speed sentinel: largest relative move of the machine's speed (None: not measured),
@@ -222,15 +226,16 @@ def load_history(
         rows = conn.execute(
             "SELECT c.cell, c.label, c.prompts, r.machine, r.run_key, r.run_id, r.started_at,"
             f" r.llama_cpp_commit, r.threads, c.repetitions, c.vals, {columns}"
-            " FROM cells c JOIN runs r USING (run_key) WHERE c.metric = ?"
+            f", c.prompt_id FROM cells c JOIN runs r USING (run_key) WHERE c.metric = ?"
             " ORDER BY r.started_at, r.run_id",
             (metric,),
         ).fetchall()
     grouped: dict[tuple[str, str], HistoryPoint] = {}
     by_rep: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    values: dict[tuple[str, str], list[Value]] = defaultdict(list)
     for row in rows:
         cell_id, label, prompts, machine, run_key, run_id, started, commit, threads, reps, vals = row[:11]
-        speed = row[11:]  # the run's sentinel: move, warned
+        speed, prompt_id = row[11:13], row[13]  # the run's sentinel: move, warned
         if cell and cell.lower() not in label.lower():
             continue
         point = grouped.get((cell_id, run_key))
@@ -259,10 +264,14 @@ def load_history(
         point.n_prompts += 1
         for rep, value in zip(json.loads(reps), json.loads(vals), strict=True):
             by_rep[(cell_id, run_key)][rep].append(value)
+            values[(cell_id, run_key)].append(Value(prompt_id, rep, value))
     points = []
     for key, point in grouped.items():
         summary = summarize([sum(v) / len(v) for _, v in sorted(by_rep[key].items())])
-        points.append(point.model_copy(update=dict(mean=summary.mean, sd=summary.sd, n_reps=summary.n)))
+        fig = figure(metric, values[key])  # the report's figure of the cell, from the same values
+        points.append(point.model_copy(update=dict(
+            mean=fig.value, sd=summary.sd, low=fig.low, high=fig.high, n_reps=summary.n,
+        )))  # fmt: skip
     points.sort(key=lambda p: (*series_of(p), p.started_at or "", p.run_id))
     return points
 
@@ -282,6 +291,7 @@ class StoredRow(NamedTuple):
     run_dir: str | None
     repetitions: str  # JSON lists, parsed by the reader that needs them
     vals: str
+    prompt_id: str = ""
 
 
 def stored_rows(db_path: Path) -> list[StoredRow]:
@@ -293,7 +303,7 @@ def stored_rows(db_path: Path) -> list[StoredRow]:
     with closing(_connect(db_path, create=False)) as conn:
         rows = conn.execute(
             "SELECT c.metric, c.cell, c.label, c.prompts, r.machine, r.run_key, r.run_id, r.started_at,"
-            " r.llama_cpp_commit, r.run_dir, c.repetitions, c.vals"
+            " r.llama_cpp_commit, r.run_dir, c.repetitions, c.vals, c.prompt_id"
             " FROM cells c JOIN runs r USING (run_key) ORDER BY r.started_at, r.run_id"
         ).fetchall()
     return [StoredRow(*r) for r in rows]

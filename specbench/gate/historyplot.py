@@ -71,9 +71,10 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
         p0 = pts[0]
         label = f"{p0.label} [{p0.generation}; {p0.prompts}]" if several else p0.label
         xs = [x_of[(p.started_at or "", p.run_id)] for p in pts]
-        ax.errorbar(
-            xs, [p.mean for p in pts], yerr=[p.sd or 0 for p in pts], marker="o", capsize=3, label=label
-        )
+        ys = [p.mean for p in pts]  # each point's figure and its 95% interval, as `history` prints them
+        err = [[y - (p.low if p.low is not None else y) for p, y in zip(pts, ys, strict=True)],
+               [(p.high if p.high is not None else y) - y for p, y in zip(pts, ys, strict=True)]]  # fmt: skip
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
     ax.set_xticks(range(len(runs)))
     moved = {p.run_id for p in points if p.speed_warned}  # the sentinel saw the machine's speed move
     ax.set_xticklabels([f"{s[:16]}\n{(c or '?')[:8]}\nthreads {t}" + ("\nspeed moved!" if r in moved else "")

@@ -3,26 +3,42 @@ the server-log parser (``parse_server``), so it sits below both."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import math
 
-# inf/nan are real values llama.cpp prints (e.g. target eval t/s of a speculative run); keep them in JSON.
-_JSON_CONFIG = ConfigDict(ser_json_inf_nan="constants")
+from pydantic import BaseModel, model_validator
 
 
-class Throughput(BaseModel):
+class _Printed(BaseModel):
+    """Numbers as llama.cpp printed them, except that ``inf``/``nan`` (a speculative run's target
+    prints ``inf`` eval t/s over its one eval run; ``--no-perf`` prints zeros) are no measurement:
+    such a field is None and its name is listed in ``not_finite``, so every file stays strict JSON
+    and the reason is kept beside the gap."""
+
+    not_finite: list[str] | None = None  # fields llama.cpp printed as inf or nan
+
+    @model_validator(mode="after")
+    def _finite_only(self):
+        bad = [
+            name for name in type(self).model_fields
+            if isinstance(v := getattr(self, name), float) and not math.isfinite(v)
+        ]  # fmt: skip
+        for name in bad:
+            object.__setattr__(self, name, None)
+        if bad:
+            object.__setattr__(self, "not_finite", sorted({*(self.not_finite or []), *bad}))
+        return self
+
+
+class Throughput(_Printed):
     """An ``encoded``/``decoded`` line: N tokens in S seconds, X t/s."""
-
-    model_config = _JSON_CONFIG
 
     tokens: int | None = None
     seconds: float | None = None
     tps: float | None = None
 
 
-class Perf(BaseModel):
+class Perf(_Printed):
     """One model's perf block (``llama_print_timings`` / ``llama_perf_*`` / ``common_perf_print``)."""
-
-    model_config = _JSON_CONFIG
 
     load_ms: float | None = None
     sample_ms: float | None = None
@@ -42,10 +58,8 @@ class PerfBlocks(BaseModel):
     draft: Perf | None = None
 
 
-class ParsedLog(BaseModel):
+class ParsedLog(_Printed):
     """What one log really contains; absent values stay None and are omitted from JSON."""
-
-    model_config = _JSON_CONFIG
 
     file: str | None = None
     kind: str  # "speculative" | "completion"

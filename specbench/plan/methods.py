@@ -1,10 +1,10 @@
-"""How a config names a speculative method, and what each method needs (pure functions, no I/O).
+"""How a config names a speculative method (pure functions over ``specbench.base.methods``, no I/O).
 
 A method is one of llama.cpp's ``--spec-type`` values, or several joined by ``+``
 (``draft+ngram-mod``: passed as ``--spec-type draft-simple,ngram-mod``). ``draft`` is specbench's
 name for llama.cpp's ``draft-simple`` (``draft-simple`` is accepted and read as ``draft``, so
 cells and their history ids keep one name). The parts of a combination are put in one order
-(``METHOD_ORDER``, then unknown names as written), so ``ngram-mod+draft`` is the same cell.
+(the table's, then unknown names as written), so ``ngram-mod+draft`` is the same cell.
 Which names a build takes is read from its ``--help`` at plan time (``plan.cells.sweep_cells``);
 here only the spelling is checked, so a config loads without a build.
 """
@@ -13,33 +13,25 @@ from __future__ import annotations
 
 import re
 
-DRAFT_METHOD = "draft"
-DRAFT_SIMPLE = "draft-simple"  # llama.cpp's name of `draft`
-NGRAM_METHODS = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
-MTP_METHOD = "draft-mtp"
-# The GGUF architecture a method's `-md` model must have (pinned src/llama-arch.cpp; a DSpark
-# drafter is a `dflash` GGUF with a Markov head, common/speculative.cpp types_from_gguf).
-DRAFT_ARCH = {"draft-eagle3": "eagle3", "draft-dflash": "dflash", "draft-dspark": "dflash"}
-# Methods that run a draft context (one per llama.cpp process: a combination has at most one).
-MODEL_METHODS = (DRAFT_METHOD, "draft-eagle3", MTP_METHOD, "draft-dflash", "draft-dspark")
-# Methods whose draft is a model given with -md (MTP uses the target's own layers, or a sidecar).
-DRAFT_MODEL_METHODS = (DRAFT_METHOD, "draft-eagle3", "draft-dflash", "draft-dspark")
-METHOD_ORDER = (*MODEL_METHODS, *NGRAM_METHODS)
-SEPARATOR = "+"
+from specbench.base.methods import DRAFT_METHOD, METHODS, SEPARATOR, method_of, parts
+
+DRAFT_SIMPLE = METHODS[DRAFT_METHOD].spec_type  # llama.cpp's name of `draft`
+# Methods whose state outlives a request in llama-server (pinned common/speculative.cpp): ngram-mod's
+# pool is never reset between requests, ngram-map-k/-k4v keep their key maps and statistics, and
+# ngram-cache its context and dynamic caches. A second request would be drafted from the first
+# one's answer, so the server runner gives each of their samples a server of its own.
+# ngram-simple (stateless lookups) and the draft models (their context follows the slot) do not.
+SERVER_STATEFUL_METHODS = ("ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-
-
-def parts(method: str) -> list[str]:
-    """``draft+ngram-mod`` -> ``["draft", "ngram-mod"]``."""
-    return method.split(SEPARATOR)
 
 
 def parse_method(text: str) -> str:
     """A config's method in its one spelling; ValueError (one line) for a malformed one."""
     if not isinstance(text, str):
         raise ValueError(f"a method is a name such as draft or ngram-mod, not {text!r}")
-    names = [DRAFT_METHOD if p.strip() == DRAFT_SIMPLE else p.strip() for p in text.split(SEPARATOR)]
+    ours = {m.spec_type: name for name, m in METHODS.items()}  # draft-simple -> draft
+    names = [ours.get(p.strip(), p.strip()) for p in text.split(SEPARATOR)]
     for name in names:
         if not _NAME.match(name):
             raise ValueError(
@@ -51,40 +43,48 @@ def parse_method(text: str) -> str:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"{text!r} names {', '.join(dupes)} twice")
-    models = [n for n in names if n in MODEL_METHODS]
+    models = [n for n in names if method_of(n).draft_context]
     if len(models) > 1:
         raise ValueError(
             f"{text!r} combines {' and '.join(models)}: llama.cpp runs one draft context at a time; "
             "combine one of them with n-gram methods only"
         )
-    known = sorted((n for n in names if n in METHOD_ORDER), key=METHOD_ORDER.index)
-    return SEPARATOR.join(known + [n for n in names if n not in METHOD_ORDER])
+    order = list(METHODS)
+    known = sorted((n for n in names if n in METHODS), key=order.index)
+    return SEPARATOR.join(known + [n for n in names if n not in METHODS])
 
 
 def spec_type_names(method: str) -> list[str]:
     """The ``--spec-type`` values of a method (``draft`` -> ``draft-simple``)."""
-    return [DRAFT_SIMPLE if p == DRAFT_METHOD else p for p in parts(method)]
+    return [method_of(p).spec_type for p in parts(method)]
 
 
 def needs_draft_model(method: str) -> bool:
     """The method drafts with a model given as ``-md`` (a pair's ``draft:``)."""
-    return any(p in DRAFT_MODEL_METHODS for p in parts(method))
+    return any(method_of(p).draft_model for p in parts(method))
 
 
 def is_mtp(method: str) -> bool:
-    return MTP_METHOD in parts(method)
+    """The method drafts with the target's own next-token layers (MTP; a pair's draft is a sidecar)."""
+    return any(method_of(p).target_layers for p in parts(method))
+
+
+def keeps_server_state(method: str) -> bool:
+    """Whether a llama-server speculating with ``method`` carries state from one request to the
+    next (``SERVER_STATEFUL_METHODS``); an unknown part counts as stateful, the safe side."""
+    return any(p in SERVER_STATEFUL_METHODS or p not in METHODS for p in parts(method))
 
 
 def draft_free(method: str) -> bool:
     """Only n-gram (or unknown, draft-free) parts: no draft context, no draft_* options."""
-    return not any(p in MODEL_METHODS for p in parts(method))
-
-
-def runs_draft_alone(method: str) -> bool:
-    """Its draft model can run alone (llama-completion) to give the cost ratio: draft-simple's can;
-    an EAGLE-3 head or a DFlash drafter needs the target's features and cannot."""
-    return DRAFT_METHOD in parts(method)
+    return not any(method_of(p).draft_context for p in parts(method))
 
 
 def ngram_parts(method: str) -> list[str]:
-    return [p for p in parts(method) if p.startswith("ngram-")]
+    """The n-gram lookups of a method (sized by ``--spec-<name>-size-n``/``-m``)."""
+    return [p for p in parts(method) if method_of(p).lookup]
+
+
+def runs_on(method: str, role: str) -> bool:
+    """Every part of the method runs on the binary of BuildInfo role ``role``."""
+    return all(role in method_of(p).binaries for p in parts(method))

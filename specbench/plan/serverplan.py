@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from specbench.base.errors import ConfigError
 from specbench.builder.buildinfo import BinaryInfo
 from specbench.plan.cells import (
     baseline_groups,
@@ -28,6 +29,7 @@ from specbench.plan.cells import (
 )
 from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
+from specbench.plan.methods import keeps_server_state
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.request import CompletionRequest
 from specbench.results.bracket import AFTER
@@ -114,6 +116,7 @@ def server_plan(
 ) -> Plan:  # fmt: skip
     """One llama-server per build and setting; batches of ``parallel`` requests (see serverplan)."""
     gen = config.generation
+    _refuse_shared_state(cells)
 
     def make(
         role: str, c: Cell, par: int, p: RenderedPrompt, rep: int, argv: list[str] | None = None
@@ -157,8 +160,26 @@ def server_plan(
             batch += 1
     if config.warmup:
         notes.append(f"server runner: {config.warmup} discarded warmup request(s) per server start")
+    stateful = sorted({c.method for c in cells if keeps_server_state(c.method)})
+    if stateful:
+        notes.append(
+            f"server runner: {', '.join(stateful)} keep(s) state between requests in llama-server: each "
+            "sample gets a server of its own, warmed up with a short unrelated request that cannot prime it"
+        )
     notes.append(
         "server runner: each baseline is measured before and after its speculative servers (A B A); "
         "a cell is judged against the nearer window"
     )
     return Plan(runner="server", invocations=measured, notes=notes, server_warmup=config.warmup)
+
+
+def _refuse_shared_state(cells: list[Cell]) -> None:
+    """Requests in flight together share a stateful method's pool (``keeps_server_state``): each
+    sample would be drafted from the others' answers. Such cells need ``parallel: 1``."""
+    shared = sorted({c.method for c in cells if c.parallel > 1 and keeps_server_state(c.method)})
+    if shared:
+        raise ConfigError(
+            f"{', '.join(shared)} with parallel > 1 on the server runner: llama-server shares the "
+            "method's n-gram state between the requests in flight, so no sample would be independent; "
+            "set sweep.parallel: [1] for these methods or use runner: process"
+        )

@@ -26,7 +26,9 @@ DETECTION = (
     "Flagged points: a point that the rule of `specbench compare` fails (ringed red: regression) or calls "
     "improved (ringed green) against the previous point of its series: one-sided Welch bounds over the "
     f"repetitions (each the centre over prompts) at alpha 0.05 and a {THRESHOLD:.0%} threshold (2 points for "
-    "acceptance). Bars are 95% t intervals over repetitions (log scale for t/s and speedup). "
+    "acceptance). Each point and its bar are the run's figure and 95% interval exactly as `specbench report` "
+    "shows them (the paired speedup's interval over repetitions; the t interval of the mean for t/s and "
+    "acceptance), on a linear axis. "
     "Dashed lines are ab runs on this machine."
 )
 

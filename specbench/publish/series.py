@@ -1,8 +1,8 @@
 """The history as the site shows it: one series per machine, cell and metric, one point per run.
 
-A point is one run: per repetition the centre over prompts, then the centre and a 95% t interval
-over repetitions; for t/s and speedup both on the log scale (geometric means, positive bounds, as
-the report's speedup), for acceptance arithmetic. Each point is compared with the previous point of
+A point is one run: the cell's figure (``analysis.figures``: the value and 95% interval the report
+shows for it, from the same stored per-prompt, per-repetition values). Per repetition the centre
+over prompts (``reps``) feeds the change flags below. Each point is compared with the previous point of
 its series by the rule of ``specbench compare`` (``gate.regression``: one-sided Welch bounds at alpha 0.05,
 5% threshold, 2 points for acceptance): ``fail`` flags a regression, ``improved`` an improvement.
 Only points whose mean moved by more than the threshold are tested, since the rule cannot fail or
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from specbench.analysis.figures import Value, figure
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 from specbench.gate.history import generation_text, stored_key, stored_rows
 from specbench.gate.regression import NOISY_CV
@@ -67,29 +68,8 @@ class Series:
         return self.points[-1]
 
 
-@lru_cache(maxsize=256)
-def _t975(df: int) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(0.975, df))
-
-
-# Rates and ratios are summarised on the log scale (geometric means, intervals exp(mean +- half)), as
-# the report's speedup is (docs/report-speedup.md): their bounds stay positive. Acceptance is a share.
+# Rates and ratios: per repetition, the geometric mean over prompts (``reps``, read by the change flags).
 LOG_SCALE = frozenset({"spec_tps", "baseline_tps", "speedup"})
-
-
-def _summary(reps: list[float], log: bool = False) -> tuple[float, float | None, float | None]:
-    log = log and all(x > 0 for x in reps)
-    xs = [math.log(x) for x in reps] if log else reps
-    back = math.exp if log else float
-    n = len(xs)
-    mean = math.fsum(xs) / n
-    if n < 2:
-        return back(mean), None, None
-    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = _t975(n - 1) * sd / math.sqrt(n)
-    return back(mean), back(mean - half), back(mean + half)
 
 
 def _centre(values: list[float], log: bool) -> float:
@@ -114,6 +94,7 @@ def load_series(db_paths: list[Path]) -> list[Series]:
     flags set. A run recorded in two of them (the same run key) is one point."""
     found: dict[tuple[str, str], Series] = {}
     by_rep: dict[tuple[str, str], dict[str, dict[int, list[float]]]] = defaultdict(dict)
+    values: dict[tuple, list[Value]] = defaultdict(list)
     runs: dict[str, tuple] = {}
     rows = (row for db in db_paths for row in stored_rows(db))
     for row in rows:
@@ -142,13 +123,17 @@ def load_series(db_paths: list[Path]) -> list[Series]:
         reps = by_rep[sid].setdefault(row.run_key, defaultdict(list))
         for rep, value in zip(json.loads(row.repetitions), json.loads(row.vals), strict=True):
             reps[rep].append(value)
+            values[(sid, row.run_key)].append(Value(row.prompt_id, rep, value))
     for sid, series in found.items():
         for run_key, reps in by_rep[sid].items():  # insertion order: oldest run first
             log = series.metric in LOG_SCALE
             per_rep = [_centre(v, log) for _, v in sorted(reps.items()) if v]
             if not per_rep:
                 continue
-            mean, low, high = _summary(per_rep, log)
+            fig = figure(series.metric, values[(sid, run_key)])  # the report's figure of this cell
+            if fig.value is None:
+                continue
+            mean, low, high = fig.value, fig.low, fig.high
             run_id, started, commit, run_dir = runs[run_key]
             series.points.append(
                 Point(

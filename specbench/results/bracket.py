@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from specbench.builder.speed import BaselineWindows
@@ -82,3 +83,61 @@ def nearer(spec: Sequence[Sample], before: list[Sample], after: list[Sample]) ->
     if mid is None or t0 is None or t1 is None or abs(mid - t1) >= abs(mid - t0):
         return before, False
     return after, True
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A speculative cell's baseline as every figure reads it: the window judged (``nearer``), the
+    window before (for the bracket's drift check), the after window, and whether the after one won."""
+
+    base: list[Sample]
+    before: list[Sample]
+    late: list[Sample]
+    is_after: bool
+
+
+def judged_baselines(samples: Sequence[Sample]) -> dict[tuple, Judged]:
+    """For each speculative cell (``cell.cell_of``) of a run, its baseline samples: the same
+    baseline cell (``baseline_of``), over the prompts and repetitions the cell ran, from the window
+    nearer in time. The one rule report, compare, history, publish and tune pair by."""
+    cells: dict[tuple, list[Sample]] = {}
+    before: dict[tuple, list[Sample]] = {}
+    after: dict[tuple, list[Sample]] = {}
+    for s in samples:
+        if s.role == "speculative":
+            cells.setdefault(cell.cell_of(s), []).append(s)
+        elif s.role in ("baseline", AFTER):
+            (after if s.role == AFTER else before).setdefault(cell.baseline_of(s), []).append(s)
+    out: dict[tuple, Judged] = {}
+    for key, spec in cells.items():
+        keys = {(s.prompt_id, s.repetition) for s in spec}
+        base_key = cell.baseline_of(spec[0])
+        early = [b for b in before.get(base_key, []) if (b.prompt_id, b.repetition) in keys]
+        late = [b for b in after.get(base_key, []) if (b.prompt_id, b.repetition) in keys]
+        base, is_after = nearer(spec, early, late)
+        out[key] = Judged(base, early, late, is_after)
+    return out
+
+
+def paired_baseline(samples: Sequence[Sample]) -> dict[tuple, Sample]:
+    """Each speculative sample's baseline sample (by ``cell.sample_key`` of the speculative one):
+    the first usable one of its prompt and repetition in the judged window (``judged_baselines``).
+    A speedup is the ratio of the two, wherever it is shown."""
+    judged = judged_baselines(samples)
+    out: dict[tuple, Sample] = {}
+    for s in samples:
+        if s.role != "speculative":
+            continue
+        window = judged[cell.cell_of(s)].base
+        match = next((b for b in window if (b.prompt_id, b.repetition) == (s.prompt_id, s.repetition)
+                      and _usable(b)), None)  # fmt: skip
+        if match is not None:
+            out[cell.sample_key(s)] = match
+    return out
+
+
+def speedup_ratio(spec: Sample, base: Sample | None) -> float | None:
+    """One sample's speedup: its t/s over its paired baseline's, when both were measured."""
+    if base is None or not _usable(spec) or not _usable(base) or not spec.tps or not base.tps:
+        return None
+    return spec.tps / base.tps

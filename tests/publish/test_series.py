@@ -1,22 +1,24 @@
-"""The site's per-run summary: rates and ratios on the log scale, so an interval never goes below zero."""
+"""The site's per-run point is the report's figure: a noisy speedup keeps positive bounds."""
 
 from __future__ import annotations
 
 import math
 
-from specbench.publish.series import _centre, _summary
+from specbench.analysis.figures import Value, figure
+from specbench.publish.series import _centre
 
 
 def test_a_noisy_speedup_keeps_positive_bounds_where_the_arithmetic_interval_would_not():
-    reps = [0.3, 1.6, 0.5]  # three repetitions far apart: mean 0.8, arithmetic t bounds below zero
-    mean, low, high = _summary(reps)
-    assert low is not None and low < 0  # what the site showed before (0.87x [-0.36, 2.10])
-    centre, low, high = _summary(reps, log=True)
-    assert 0 < low < centre < high
-    assert math.isclose(centre, (0.3 * 1.6 * 0.5) ** (1 / 3))
+    reps = [0.3, 1.6, 0.5]  # three repetitions far apart: arithmetic t bounds of their mean go below zero
+    fig = figure("speedup", [Value("p", r, x) for r, x in enumerate(reps)])
+    assert fig.low is not None and 0 < fig.low < fig.value < fig.high
+    assert math.isclose(fig.value, (0.3 * 1.6 * 0.5) ** (1 / 3))
+    plain = figure("spec_tps", [Value("p", r, x) for r, x in enumerate(reps)])
+    assert plain.low is not None and plain.low < 0  # why a ratio is never summarised this way
 
 
 def test_one_repetition_has_no_interval_and_acceptance_stays_arithmetic():
-    assert _summary([1.4], log=True) == (1.4, None, None)
+    one = figure("speedup", [Value("a", 1, 1.4), Value("b", 1, 1.4)])
+    assert (one.low, one.high, one.n) == (None, None, 1) and math.isclose(one.value, 1.4)
     assert _centre([0.5, 0.7], log=False) == 0.6
     assert math.isclose(_centre([1.0, 4.0], log=True), 2.0)  # prompts weigh alike: the geometric mean
