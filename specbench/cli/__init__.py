@@ -30,8 +30,8 @@ app = typer.Typer(
 
 # Command-group modules, in the order they appear in --help. Each defines `register(app)`.
 COMMAND_MODULES: list[str] = [
-    "run", "plan", "merge", "tune", "report", "compare", "history", "ab", "publish", "models", "build", "env",
-    "parse", "schema",
+    "run", "plan", "merge", "tune", "drafts", "report", "compare", "history", "ab", "publish", "models",
+    "build", "env", "parse", "schema",
 ]  # fmt: skip
 
 

@@ -1,0 +1,146 @@
+"""`specbench drafts TARGET [CANDIDATES...]`: which draft to download, ranked before downloading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from specbench.cli.common import Col, Format, fitted_table, print_fitted, say, say_notes, table_width
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:.0f}%"
+
+
+def _ms(row) -> str:
+    if row.decode_ms is None:
+        return "-"
+    if row.decode_ms_low is None or row.decode_ms_high is None:
+        return f"{row.decode_ms:.1f}"
+    return f"{row.decode_ms:.1f} [{row.decode_ms_low:.1f}, {row.decode_ms_high:.1f}]"
+
+
+def _size(n: int | None) -> str:
+    return "-" if n is None else f"{n / 1e6:.0f} MB" if n < 1e9 else f"{n / 1e9:.2f} GB"
+
+
+def _params(row) -> str:
+    from specbench.models.meta import human_params
+
+    return human_params(row.parameter_count) if row.parameter_count else "-"
+
+
+COLS = [Col("#", right=True), Col("candidate", wrap=True), Col("arch"), Col("params", right=True),
+        Col("type"), Col("size", right=True), Col("read", right=True),
+        Col("draft ms/token est [range]", right=True), Col("measured", right=True), Col("g", right=True),
+        Col("accept 1.0x", right=True), Col("accept 1.5x", right=True), Col("max", right=True),
+        Col("compatible / why not", wrap=True)]  # fmt: skip
+
+
+def _cells(row) -> list[str]:
+    return [str(row.rank) if row.rank else "-", row.candidate, row.architecture or "-", _params(row),
+            row.file_type or "-", _size(row.size_bytes), _size(row.header_bytes_read), _ms(row),
+            "-" if row.decode_ms_measured is None else f"{row.decode_ms_measured:.1f}",
+            str(row.draft_max or "-"), _pct(row.alpha_break_even), _pct(row.alpha_goal),
+            "-" if row.ceiling is None else f"{row.ceiling:.2f}x",
+            "yes" if row.compatible and not row.reason else row.reason or "no"]  # fmt: skip
+
+
+def _head(result) -> list[str]:
+    t = result.target
+    lines = [f"target: {t.candidate} ({t.architecture}, {_params(t)}, {t.file_type}, {_size(t.size_bytes)}); "
+             f"pass costs: {result.target_costs}"
+             + (f", decode {t.decode_ms_measured:.1f} ms/token" if t.decode_ms_measured else "")]  # fmt: skip
+    c = result.curve
+    if c is not None:
+        err = "not known (fewer than 3 models)" if c.rel_error is None else f"±{c.rel_error * 100:.0f}%"
+        lines.append(f"cost curve: {c.a_ms:.2f} ms + {c.b_ms_per_gb:.1f} ms per GB read per token, "
+                     f"fitted on {len(c.points)} model(s) timed by llama-bench at KV depth {result.depth}; "
+                     f"leave-one-out error {err}")  # fmt: skip
+        for p in c.points:
+            loo = (
+                "" if p["loo_error"] is None else f", estimate off by {p['loo_error'] * 100:+.0f}% without it"
+            )
+            lines.append(f"  {p['model']}: {p['bytes_per_token'] / 1e6:.0f} MB per token, "
+                         f"{p['decode_ms']:.1f} ms/token measured{loo}")  # fmt: skip
+    lines.append(
+        f"accept: the per-token acceptance the draft needs at draft length g for 1.0x and "
+        f"{result.goal:g}x (the speed model); max: the speedup if every draft were accepted"
+    )
+    return lines
+
+
+def _markdown(result) -> str:
+    out = [f"- {line.strip()}" for line in _head(result)] + [""]
+    out.append("| " + " | ".join(c.header for c in COLS) + " |")
+    out.append("|" + "---|" * len(COLS))
+    for row in result.rows:
+        out.append("| " + " | ".join(x.replace("|", "\\|") for x in _cells(row)) + " |")
+    if result.server_command:
+        out += ["", "```sh", result.server_command, "```"]
+    return "\n".join(out)
+
+
+def drafts(
+    target: Annotated[
+        str, typer.Argument(help="The target: a local GGUF, a Hub repo/file, or a config's model.")
+    ],
+    candidates: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Draft candidates: local GGUFs or folders, Hub repo/file or whole repos, a config's models."
+        ),  # fmt: skip
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="A run config: its models may be named, and its build prices them."),
+    ] = None,
+    family: Annotated[
+        list[str] | None,
+        typer.Option("--family", help="Candidates from the curated list for a family (llama3, qwen3, ...)."),
+    ] = None,
+    max_draft: Annotated[
+        int, typer.Option("--max-draft", help="Longest draft length to consider.", min=1, max=64)
+    ] = 16,
+    threads: Annotated[int | None, typer.Option("--threads", "-t", help="Threads for llama-bench.")] = None,
+    no_measure: Annotated[
+        bool, typer.Option("--no-measure", help="Do not run llama-bench; use only the calibration cache.")
+    ] = False,
+    fmt: Annotated[Format, typer.Option("--format", help="table, md (Markdown) or json.")] = Format.table,
+) -> None:
+    """Rank draft models for a target by what they need to pay off here, from their GGUF headers alone."""
+    from specbench.base.paths import check_path
+    from specbench.execute import preparation
+    from specbench.tune.drafts import Request, pick_build, rank
+
+    cfg = None
+    if config is not None:
+        check_path(config, "--config")
+        cfg = preparation.load(config)
+    build = pick_build(cfg)
+    req = Request(target=target, candidates=candidates or [], families=family or [], config=cfg,
+                  max_draft=max_draft, threads=threads, measure_costs=not no_measure)  # fmt: skip
+    note = (lambda line: None) if fmt == Format.json else (lambda line: say(line, err=True))
+    result = rank(req, build, note)
+    say_notes(result.notes)
+    if fmt == Format.json:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False))
+        return
+    if fmt == Format.md:
+        typer.echo(_markdown(result))
+        return
+    for line in _head(result):
+        say(line)
+    drop = ("read", "type", "arch", "max", "measured", "params")
+    table, dropped = fitted_table(COLS, [_cells(r) for r in result.rows], drop, table_width())
+    print_fitted(table, dropped, "--format md shows every column")
+    if result.server_command:
+        say("llama-server with the best-ranked draft:")
+        say(f"  {result.server_command}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("drafts")(drafts)

@@ -1,0 +1,180 @@
+"""`drafts` against the local Hub server holding real small GGUFs, priced by a stand-in llama-bench.
+
+The stand-in times a model from its file size (a set rule: 1 ms + 0.05 ns per byte, a pass over k
+tokens 1 + 0.25 (k - 1) decodes), so the cost curve, the break-even acceptance and the ranking follow
+from the files alone and never from this VM's speed.
+"""
+
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from specbench.builder.buildinfo import BinaryInfo, BuildInfo, FlagSpelling
+from specbench.models.meta import read_token_texts
+from specbench.tune.drafts import Request, rank
+from tests.hub_server import FakeHub
+from tests.models.tiny_gguf import write_tiny_gguf
+
+MB = 1 << 20
+FAKE_BENCH = """#!{python}
+import json, os, sys
+args = sys.argv[1:]
+m = args[args.index("-m") + 1]
+ks = [int(k) for k in args[args.index("-p") + 1].split(",")]
+n = int(args[args.index("-n") + 1])
+with open(os.environ["FAKE_BENCH_LOG"], "a") as log:
+    log.write(m + "\\n")
+decode = 1e6 + 0.05 * os.path.getsize(m)
+tests = [{{"n_prompt": k, "n_gen": 0, "avg_ns": decode * (1 + 0.25 * (k - 1))}} for k in ks]
+tests.append({{"n_prompt": 0, "n_gen": n, "avg_ns": decode * n}})
+print(json.dumps(tests))
+"""
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """The local Hub server (tests/hub_server.py) as HF_ENDPOINT, and an empty SPECBENCH_HOME."""
+    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
+    for var in ("HF_HOME", "HF_HUB_CACHE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    server = FakeHub(tmp_path / "hub").start()
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_build(tmp_path, monkeypatch) -> BuildInfo:
+    bench = tmp_path / "bin" / "llama-bench"
+    bench.parent.mkdir()
+    bench.write_text(FAKE_BENCH.format(python=sys.executable))
+    bench.chmod(bench.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("FAKE_BENCH_LOG", str(tmp_path / "bench.log"))
+    monkeypatch.setenv("SPECBENCH_CALIBRATION", str(tmp_path / "cal"))
+    flags = FlagSpelling(draft_max="--spec-draft-n-max", spec_type="--spec-type", model_draft="-md",
+                         spec_types=["draft-simple", "ngram-simple", "ngram-mod"])  # fmt: skip
+    return BuildInfo(key="fake", source="test", backend="cpu", cmake_args=[], bin_dir=str(bench.parent),
+                     binaries={"bench": BinaryInfo(role="bench", name="llama-bench", path=str(bench)),
+                               "server": BinaryInfo(role="server", name="llama-server", path="llama-server",
+                                                    flags=flags)})  # fmt: skip
+
+
+@pytest.fixture
+def smol_vocab_tiny(tmp_path, smol_q4) -> Path:
+    """A 1 MB model with SmolLM2's vocabulary: compatible, and far cheaper than SmolLM2 itself."""
+    tokens = [t.decode("utf-8") for t in read_token_texts(smol_q4.path)]
+    write_tiny_gguf(tmp_path / "local" / "smol-vocab-mid.gguf", tokens=tokens, n_tensors=4,
+                    tensor_shape=(1024, 1024))  # 16 MB  # fmt: skip
+    return write_tiny_gguf(tmp_path / "local" / "smol-vocab-tiny.gguf", tokens=tokens, n_tensors=4,
+                           tensor_shape=(256, 256))  # fmt: skip
+
+
+def _ranges(hub) -> dict[str, int]:
+    """Bytes asked for per file, from the server's request log; asserts every file GET was a range."""
+    out: dict[str, int] = {}
+    for r in hub.requests:
+        if r.method == "GET" and "/resolve/" in r.path:
+            assert r.range, f"a whole-file GET of {r.path}"
+            first, _, last = r.range.removeprefix("bytes=").partition("-")
+            out[r.path] = out.get(r.path, 0) + int(last) - int(first) + 1
+    return out
+
+
+def test_ranks_hub_and_local_candidates_reading_only_headers(
+    hub, fake_build, smol_q4, gemma_q4, smol_vocab_tiny
+):
+    data = smol_q4.path.read_bytes()
+    hub.add_commit("org/smol", {"SmolLM2-135M-Instruct.Q4_1.gguf": smol_q4.path})
+    hub.add_commit("org/gemma", {"gemma-3-270m-q4_k_m.gguf": gemma_q4.path})
+    hub.add_commit("org/cut", {"SmolLM2-cut-Q4_1.gguf": data[: 30 * MB]})
+    hub.add_commit("bartowski/SmolLM2-135M-Instruct-GGUF", {"SmolLM2-135M-Instruct-Q8_0.gguf": smol_q4.path})
+    req = Request(target=str(smol_q4.path),
+                  candidates=["org/smol", "org/gemma/gemma-3-270m-q4_k_m.gguf", "org/cut", "org/none",
+                              str(smol_vocab_tiny.parent)],  # a folder: each GGUF in it
+                  families=["smollm2"], max_draft=8)  # fmt: skip
+    result = rank(req, fake_build)
+    rows = {r.candidate: r for r in result.rows}
+
+    # every candidate is listed; the incompatible ones with their reason
+    assert "vocabulary type differs" in rows["org/gemma/gemma-3-270m-q4_k_m.gguf"].reason
+    assert not rows["org/gemma/gemma-3-270m-q4_k_m.gguf"].compatible
+    assert "truncated" in rows["org/cut/SmolLM2-cut-Q4_1.gguf"].reason
+    assert "org/none not found" in rows["org/none"].reason
+    missing = rows[
+        "bartowski/SmolLM2-360M-Instruct-GGUF (*-Q8_0.gguf)"
+    ]  # in the family list, not on this Hub
+    assert "not found" in missing.reason and not missing.compatible
+    fam = rows["bartowski/SmolLM2-135M-Instruct-GGUF/SmolLM2-135M-Instruct-Q8_0.gguf"]
+    assert fam.family == "smollm2" and fam.listed_params == 0.135e9 and fam.compatible
+
+    # nothing large was downloaded: only header ranges, a few MB per file
+    read = _ranges(hub)
+    assert read and all(n <= 10 * MB for n in read.values())
+    assert max(n for p, n in read.items() if "gemma" not in p) <= 4 * MB
+    hub_rows = [r for r in result.rows if r.kind in ("hub", "family") and r.header_bytes_read]
+    assert all(r.header_bytes_read < r.size_bytes / 10 for r in hub_rows if r.size_bytes)
+
+    # priced and ranked: the cheaper a compatible draft, the less acceptance it needs
+    smol, tiny, mid = (rows["org/smol/SmolLM2-135M-Instruct.Q4_1.gguf"], rows["smol-vocab-tiny.gguf"],
+                       rows["smol-vocab-mid.gguf"])  # fmt: skip
+    assert smol.compatible and tiny.compatible and mid.compatible
+    assert (tiny.rank, mid.rank) == (1, 2)
+    assert 0 < tiny.alpha_break_even < mid.alpha_break_even < 1.0
+    assert tiny.alpha_goal < 1.0 and (mid.alpha_goal is None or tiny.alpha_goal < mid.alpha_goal)
+    assert tiny.ceiling > 1.5
+    for r in (tiny, mid):
+        assert 1 <= r.draft_max <= 8 and r.ceiling > 1.0
+        assert r.decode_ms_low <= r.decode_ms <= r.decode_ms_high
+    # the target itself as its draft costs as much as it saves: it never pays, and is listed unranked
+    assert smol.rank is None and smol.alpha_break_even is None and smol.ceiling < 1.0
+    ranked = [r for r in result.rows if r.rank]
+    assert [r.rank for r in ranked] == list(range(1, len(ranked) + 1))
+    assert result.target_costs == "measured" and result.curve is not None
+    # the stand-in's rule is linear in file size, so the curve meets what llama-bench measured
+    assert smol.decode_ms_measured is None  # a Hub file: never timed
+    assert result.target.decode_ms_measured == pytest.approx(1 + 0.05e-6 * smol_q4.size_bytes, rel=1e-6)
+    target_point = next(p for p in result.curve.points if p["model"] == smol_q4.path.name)
+    assert target_point["decode_ms"] == pytest.approx(result.target.decode_ms_measured)
+
+    # the draft-free methods the build has are always listed, and cost nothing to draft
+    ngram = [r for r in result.rows if r.kind == "ngram"]
+    assert [r.candidate for r in ngram] == ["ngram-simple", "ngram-mod"]
+    assert all(r.alpha_break_even < tiny.alpha_break_even for r in ngram)
+
+    assert result.server_command.startswith("llama-server -m ")
+    assert f"-md {smol_vocab_tiny}" in result.server_command
+    assert f"--spec-draft-n-max {tiny.draft_max}" in result.server_command
+
+
+def test_costs_come_from_the_cache_the_second_time(hub, fake_build, smol_q4, smol_vocab_tiny, tmp_path):
+    req = Request(target=str(smol_q4.path), candidates=[str(smol_vocab_tiny)], max_draft=4)
+    first = rank(req, fake_build)
+    log = tmp_path / "bench.log"
+    timed = log.read_text().splitlines()
+    assert first.target_costs == "measured" and timed
+    again = rank(req, fake_build)
+    assert (
+        again.target_costs == "cache" and log.read_text().splitlines() == timed
+    )  # llama-bench not run again
+    assert again.rows[0].alpha_break_even == first.rows[0].alpha_break_even
+    # without llama-bench and an empty cache: ranked by compatibility only, and said so
+    cold = rank(
+        Request(target=str(smol_q4.path), candidates=[str(smol_vocab_tiny)], measure_costs=False), None
+    )
+    assert cold.rows[0].compatible and cold.rows[0].alpha_break_even is None
+    assert any("no llama.cpp build" in n for n in cold.notes)
+
+
+def test_target_must_be_one_model(hub, tmp_path, fake_build):
+    from specbench.base.errors import ModelError
+
+    hub.add_commit("org/two", {"a.gguf": write_tiny_gguf(tmp_path / "a.gguf"),
+                               "b.gguf": write_tiny_gguf(tmp_path / "b.gguf")})  # fmt: skip
+    with pytest.raises(ModelError, match="target org/two is 2 models .*name one file"):
+        rank(Request(target="org/two"), fake_build)
+    with pytest.raises(ModelError, match="target .*missing.gguf: model file not found"):
+        rank(Request(target=str(tmp_path / "missing.gguf")), fake_build)
