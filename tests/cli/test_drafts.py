@@ -1,0 +1,72 @@
+"""`specbench drafts` as a user runs it: a real process, its formats and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.test_models import specbench
+from tests.models.tiny_gguf import vocab, write_tiny_gguf
+
+
+@pytest.fixture
+def files(tmp_path):
+    target = write_tiny_gguf(tmp_path / "target.gguf", n_tensors=8)
+    draft = write_tiny_gguf(tmp_path / "drafts" / "small.gguf", n_tensors=2)
+    other = write_tiny_gguf(tmp_path / "drafts" / "other.gguf", tokens=vocab(prefix="zz"))
+    return target, draft, other
+
+
+def _env(tmp_path) -> dict:
+    return {"SPECBENCH_HOME": str(tmp_path / "home")}  # no build: ranked without costs, said so
+
+
+def _strict(text: str):
+    def refuse(name):
+        raise ValueError(f"non-strict JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_lists_every_candidate_with_its_reason(tmp_path, files):
+    target, draft, other = files
+    proc = specbench("drafts", target, draft.parent, "--format", "json", cwd=tmp_path, env=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    data = _strict(proc.stdout)
+    rows = {r["candidate"]: r for r in data["rows"]}
+    assert rows["small.gguf"]["compatible"] is True and rows["small.gguf"]["reason"] is None
+    assert rows["other.gguf"]["compatible"] is False
+    assert "token 5 text differs" in rows["other.gguf"]["reason"]
+    assert [r["candidate"] for r in data["rows"] if r["kind"] == "ngram"]  # always listed
+    assert data["target"]["architecture"] == "llama" and data["target_costs"] == "none"
+    assert "note: no llama.cpp build here" in proc.stderr
+
+
+def test_table_and_markdown(tmp_path, files):
+    target, draft, _ = files
+    table = specbench("drafts", target, draft, cwd=tmp_path, env=_env(tmp_path))
+    assert table.returncode == 0, table.stderr
+    assert "small.gguf" in table.stdout and "ngram-simple" in table.stdout
+    assert table.stdout.startswith("target: target.gguf (llama")
+    md = specbench("drafts", target, draft, "--format", "md", cwd=tmp_path, env=_env(tmp_path))
+    assert md.returncode == 0, md.stderr
+    lines = md.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("| # |"))
+    assert lines[head + 1].startswith("|---|")
+    assert any(line.startswith("| - | small.gguf |") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.gguf"], "error: target missing.gguf: model file not found"),
+        (["TARGET", "--family", "llama5"], "error: no draft family 'llama5'; known families: "),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path, files, args, message):
+    args = [str(files[0]) if a == "TARGET" else a for a in args]
+    proc = specbench("drafts", *args, cwd=tmp_path, env=_env(tmp_path))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
