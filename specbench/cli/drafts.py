@@ -37,7 +37,14 @@ COLS = [Col("#", right=True), Col("candidate", wrap=True), Col("arch"), Col("par
         Col("type"), Col("size", right=True), Col("read", right=True),
         Col("draft ms/token est [range]", right=True), Col("measured", right=True), Col("g", right=True),
         Col("accept 1.0x", right=True), Col("accept 1.5x", right=True), Col("max", right=True),
+        Col("earlier run: accept -> predicted", right=True),
         Col("compatible / why not", wrap=True)]  # fmt: skip
+
+
+def _earlier(row) -> str:
+    if row.alpha_earlier is None or row.predicted_speedup is None:
+        return "-"
+    return f"{row.alpha_earlier * 100:.0f}% -> {row.predicted_speedup:.2f}x"
 
 
 def _cells(row) -> list[str]:
@@ -45,7 +52,7 @@ def _cells(row) -> list[str]:
             row.file_type or "-", _size(row.size_bytes), _size(row.header_bytes_read), _ms(row),
             "-" if row.decode_ms_measured is None else f"{row.decode_ms_measured:.1f}",
             str(row.draft_max or "-"), _pct(row.alpha_break_even), _pct(row.alpha_goal),
-            "-" if row.ceiling is None else f"{row.ceiling:.2f}x",
+            "-" if row.ceiling is None else f"{row.ceiling:.2f}x", _earlier(row),
             "yes" if row.compatible and not row.reason else row.reason or "no"]  # fmt: skip
 
 
@@ -106,13 +113,17 @@ def drafts(
         int, typer.Option("--max-draft", help="Longest draft length to consider.", min=1, max=64)
     ] = 16,
     threads: Annotated[int | None, typer.Option("--threads", "-t", help="Threads for llama-bench.")] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option("--results", help="Run folders to find earlier runs of a pair in [default: results/]."),
+    ] = None,
     no_measure: Annotated[
         bool, typer.Option("--no-measure", help="Do not run llama-bench; use only the calibration cache.")
     ] = False,
     fmt: Annotated[Format, typer.Option("--format", help="table, md (Markdown) or json.")] = Format.table,
 ) -> None:
     """Rank draft models for a target by what they need to pay off here, from their GGUF headers alone."""
-    from specbench.base.paths import check_path
+    from specbench.base.paths import check_path, results_dir
     from specbench.execute import preparation
     from specbench.tune.drafts import Request, pick_build, rank
 
@@ -122,7 +133,8 @@ def drafts(
         cfg = preparation.load(config)
     build = pick_build(cfg)
     req = Request(target=target, candidates=candidates or [], families=family or [], config=cfg,
-                  max_draft=max_draft, threads=threads, measure_costs=not no_measure)  # fmt: skip
+                  max_draft=max_draft, threads=threads, measure_costs=not no_measure,
+                  results=results if results is not None else results_dir())  # fmt: skip
     note = (lambda line: None) if fmt == Format.json else (lambda line: say(line, err=True))
     result = rank(req, build, note)
     say_notes(result.notes)
@@ -134,7 +146,7 @@ def drafts(
         return
     for line in _head(result):
         say(line)
-    drop = ("read", "type", "arch", "max", "measured", "params")
+    drop = ("read", "type", "arch", "earlier run: accept -> predicted", "max", "measured", "params")
     table, dropped = fitted_table(COLS, [_cells(r) for r in result.rows], drop, table_width())
     print_fitted(table, dropped, "--format md shows every column")
     if result.server_command:

@@ -93,6 +93,7 @@ class RemoteGGUF:
     revision: str  # the commit the API answered with
     files: list[str]
     sizes: list[int | None]
+    sha256: str | None = None  # the first file's LFS sha256 (what a run's manifest records)
 
     @property
     def name(self) -> str:
@@ -116,15 +117,17 @@ def list_ggufs(repo: str, revision: str = "main", pattern: str | None = None) ->
     except Exception as exc:
         raise hf._hub_error(src, exc) from None
     sizes = {s.rfilename: (s.lfs.size if s.lfs else s.size) for s in info.siblings or []}
+    shas = {s.rfilename: s.lfs.sha256 for s in info.siblings or [] if s.lfs}
     names = sorted(n for n in sizes if n.endswith(".gguf") and fnmatch.fnmatch(n, pattern or "*.gguf"))
     out = []
     for n in names:
         split = split_name(n)
         if split is None:
-            out.append(RemoteGGUF(repo, info.sha or revision, [n], [sizes[n]]))
+            out.append(RemoteGGUF(repo, info.sha or revision, [n], [sizes[n]], shas.get(n)))
         elif split[1] == 1:
             shards = [f"{split[0]}-{i:05d}-of-{split[2]:05d}.gguf" for i in range(1, split[2] + 1)]
-            out.append(RemoteGGUF(repo, info.sha or revision, shards, [sizes.get(s) for s in shards]))
+            sizes_of = [sizes.get(s) for s in shards]
+            out.append(RemoteGGUF(repo, info.sha or revision, shards, sizes_of, shas.get(shards[0])))
     return out
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from specbench.analysis.speedmodel import expected_tokens, model_speedup
 from specbench.base.errors import ModelError, SpecbenchError
 from specbench.base.methods import METHODS
 from specbench.builder.buildinfo import BuildInfo
@@ -79,6 +80,9 @@ class DraftRow(BaseModel):
     alpha_break_even: float | None = None  # per-token acceptance for 1.0x at draft_max
     alpha_goal: float | None = None  # ... for GOAL
     ceiling: float | None = None  # the speedup at full acceptance at draft_max
+    alpha_earlier: float | None = None  # per-token acceptance of this pair in an earlier run here
+    earlier_run: str | None = None  # that run's folder
+    predicted_speedup: float | None = None  # the speed model's, at alpha_earlier and draft_max
     rank: int | None = None
     path: Path | None = Field(default=None, exclude=True)  # a local file (for timing and the command)
 
@@ -111,6 +115,40 @@ class _Model:
     sha256: str | None = None
 
 
+def earlier_alpha(target_sha: str, draft_sha: str, base: Path) -> tuple[float, str] | None:
+    """The per-token acceptance of this exact pair (by sha256) in the run folders under ``base``:
+    fitted to every draft cell's tokens per pass (``speedmodel.fit_alpha``), with the last run's folder."""
+    from specbench.analysis.cells import ALL
+    from specbench.analysis.report import aggregate
+    from specbench.analysis.speedmodel import fit_alpha
+    from specbench.results.folder import run_folders
+    from specbench.results.manifestfile import manifest_data
+
+    points: list[tuple[int, float]] = []
+    where = None
+    for run in sorted(run_folders(base)):
+        try:
+            models = manifest_data(run).get("models") or {}
+        except SpecbenchError:
+            continue
+        shas = {k: v.get("sha256") for k, v in models.items() if isinstance(v, dict)}
+        targets = {k for k, v in shas.items() if v == target_sha}
+        drafts = {k for k, v in shas.items() if v == draft_sha}
+        if not targets or not drafts:
+            continue
+        try:
+            rows = aggregate([run])
+        except SpecbenchError:
+            continue
+        for r in rows:
+            if (r.category == ALL and r.method == "draft" and r.target in targets and r.draft in drafts
+                    and r.draft_max and r.tokens_per_pass and not r.synthetic):  # fmt: skip
+                points.append((r.draft_max, r.tokens_per_pass))
+                where = str(run)
+    alpha = fit_alpha(points)
+    return None if alpha is None or where is None else (alpha, where)
+
+
 @dataclass
 class Request:
     target: str
@@ -120,6 +158,7 @@ class Request:
     max_draft: int = 16
     threads: int | None = None
     measure_costs: bool = True  # time missing pass costs with llama-bench
+    results: Path | None = None  # run folders to look for earlier runs of a pair in (None: none)
 
 
 def _local(path: Path, kind: str, name: str | None = None) -> _Model:
@@ -160,7 +199,7 @@ def _remote(model: RemoteGGUF, kind: str, name: str | None = None) -> _Model:
         got.header, model.size_bytes or got.header.data_end, len(model.files), got.parameter_count
     )
     _describe(row, meta, got.header)
-    return _Model(row, meta, got.header)
+    return _Model(row, meta, got.header, model.sha256)
 
 
 def _repo_models(repo: str, pattern: str | None, kind: str) -> list[_Model]:
@@ -368,6 +407,12 @@ def rank(
         if t_costs is not None and curve is not None and c.row.compatible and c.row.decode_ms is not None:
             d_costs = curve.pass_costs(c.row.candidate, c.row.decode_ms / 1e3)
             _break_even(c.row, t_costs, d_costs, req.max_draft)
+            if req.results is not None and c.sha256 and target.sha256 and c.row.draft_max:
+                found = earlier_alpha(target.sha256, c.sha256, req.results)
+                if found is not None:
+                    g = c.row.draft_max
+                    c.row.alpha_earlier, c.row.earlier_run = found
+                    c.row.predicted_speedup = model_speedup(t_costs, d_costs, g, expected_tokens(found[0], g))
     rows = [c.row for c in cands]
     ngram = []
     for method in ngram_methods(build):

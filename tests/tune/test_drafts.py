@@ -178,3 +178,25 @@ def test_target_must_be_one_model(hub, tmp_path, fake_build):
         rank(Request(target="org/two"), fake_build)
     with pytest.raises(ModelError, match="target .*missing.gguf: model file not found"):
         rank(Request(target=str(tmp_path / "missing.gguf")), fake_build)
+
+
+def test_an_earlier_run_of_the_pair_gives_its_acceptance(tmp_path):
+    """The quickstart's recorded run (SmolLM2 F32 target, Q4_1 draft): found by the files' sha256."""
+    import json
+    import shutil
+
+    from specbench.analysis.speedmodel import alpha_for
+    from specbench.tune.drafts import earlier_alpha
+
+    run = shutil.copytree(
+        Path(__file__).parents[1] / "data" / "runs" / "quickstart-3rep", tmp_path / "r" / "q"
+    )
+    models = json.loads((run / "manifest.json").read_text())["models"]
+    f32, q4 = models["smol_f32"]["sha256"], models["smol_q4"]["sha256"]
+    alpha, where = earlier_alpha(f32, q4, tmp_path / "r")
+    assert where == str(run)
+    assert alpha == pytest.approx(
+        alpha_for(8.64, 8), abs=0.01
+    )  # its one draft cell: g 8, 8.64 tokens per pass
+    assert earlier_alpha(q4, f32, tmp_path / "r") is None  # the other way round is another pair
+    assert earlier_alpha(f32, q4, tmp_path / "none") is None
