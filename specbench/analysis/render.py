@@ -21,11 +21,11 @@ LEGEND = (
     "speedup: speculative / baseline t/s paired by prompt and repetition, the geometric mean over "
     "prompts (each weighted equally), with a 95% interval from repetition noise alone (n=1: one "
     "repetition, no noise estimate, no interval). per prompt: the slowest and the fastest prompt's "
-    "speedup (prompts differ on purpose: their spread is not noise). predicted: Leviathan et al. "
-    "2023 model from the measured acceptance, draft length and draft/target cost ratio, with the draft "
-    "length it predicts fastest (g=∞: longer always looks better; n-gram methods have no draft length "
-    "and no prediction). model: the calibrated speed model (measured pass costs, see README), "
-    "when the run has a calibration. valid: valid speculative samples used / run; ! when any sample "
+    "speedup (prompts differ on purpose: their spread is not noise). predicted: the calibrated speed "
+    "model (this machine's measured pass costs, see README), shown when a calibration of the pair is "
+    "cached (`specbench tune` makes one); Leviathan et al.'s formula, which assumes a pass over g+1 "
+    "tokens costs what one token does, stays in report.json as predicted_speedup. "
+    "valid: valid speculative samples used / run; ! when any sample "
     "of the cell or its baseline was invalid or failed. "
     f"{IMPRECISE} precision not met: with repetitions: auto, a mean t/s's 95% CI stayed wider than "
     "`precision` at max_repetitions (see the row's warnings)."
@@ -57,10 +57,8 @@ def _per_prompt(r: ReportRow) -> str:
 
 
 def _predicted(r: ReportRow) -> str:
-    if r.predicted_speedup is None:
-        return "-"
-    g = "∞" if r.best_draft_max is None else str(r.best_draft_max)
-    return f"{r.predicted_speedup:.2f}x (g={g})"
+    """The calibrated model's speedup (``analysis.speedmodel``), the only prediction shown."""
+    return "-" if r.model_speedup is None else f"{r.model_speedup:.2f}x"
 
 
 def _outside(r: ReportRow) -> str:
@@ -150,15 +148,10 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     ]
     if any(r.speedup_prompts > 1 for r in rows):
         cols.append(Column("per prompt", _per_prompt, True))
-    cols += [
-        Column("predicted", _predicted, True),
-    ]
+    if any(r.model_speedup is not None for r in rows):  # runs with a calibration (specbench tune)
+        cols.append(Column("predicted", _predicted, True))
     if any(r.baseline_outside is not None or r.spec_outside is not None for r in rows):
         cols.append(Column("outside decode b/s", _outside, True))  # docs/timing.md
-    if any(r.model_speedup is not None for r in rows):  # runs with a calibration (specbench tune)
-        cols.append(
-            Column("model", lambda r: "-" if r.model_speedup is None else f"{r.model_speedup:.2f}x", True)
-        )
     if any(r.runner == "server" for r in rows):  # per-request t/s above; the server's aggregate here
         if runs > 1 or any(r.runner != "server" for r in rows):
             cols.append(Column("runner", lambda r: r.runner))

@@ -20,13 +20,20 @@ def _mean(values: list[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
+def share(outside: float) -> float | None:
+    """A share of a span, or None when it cannot be one: ``--no-perf`` prints zero (or no) decode
+    time, and a log whose timers disagree with the span gives a share below 0 or above 1. Such a
+    figure is never shown: it measures nothing."""
+    return outside if 0.0 <= outside < 1.0 else None
+
+
 def baseline_outside(s: Sample) -> float | None:
     """Share of a plain run's span outside its decode calls: 1 - eval time / span (the span holds
     exactly the ``eval runs`` decodes)."""
     perf = s.metrics.perf.target if s.metrics and s.metrics.perf else None
-    if not s.span_s or perf is None or perf.eval_ms is None:
+    if not s.span_s or perf is None or not perf.eval_ms:
         return None
-    return 1.0 - perf.eval_ms / (s.span_s * 1000.0)
+    return share(1.0 - perf.eval_ms / (s.span_s * 1000.0))
 
 
 def spec_outside(s: Sample) -> float | None:
@@ -42,7 +49,9 @@ def spec_outside(s: Sample) -> float | None:
     if log.encoded.seconds is None or perf.prompt_eval_ms is None:
         return None
     passes = perf.prompt_eval_ms + (perf.eval_ms or 0.0) - log.encoded.seconds * 1000.0
-    return 1.0 - passes / (log.decoded.seconds * 1000.0)
+    if passes <= 0:  # --no-perf: no pass was timed
+        return None
+    return share(1.0 - passes / (log.decoded.seconds * 1000.0))
 
 
 def span_fields(spec: list[Sample], base: list[Sample]) -> dict[str, float | None]:

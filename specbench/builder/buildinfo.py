@@ -50,8 +50,12 @@ class FlagSpelling(BaseModel):
     parallel: str | None = None  # -np (llama-server slots)
     cache_ram: str | None = None  # --cache-ram (llama-server's prompt cache in RAM; 0 turns it off)
     no_repack: str | None = None  # --no-repack (weights stay in their type: no AMX/CPU repacked buffers)
+    log_verbosity: str | None = None  # -lv (5: debug, the speculative step log parse.span.first_tokens reads)
     # the tuned options (specbench.builder.options) by key; None: probed before specbench read them
     options: dict[str, OptionFlag] | None = None
+    # every option name the --help lists (removed ones left out): free arguments are checked against
+    # it (specbench.plan.feasible); None: probed before specbench recorded them
+    known: list[str] | None = None
 
 
 class BinaryInfo(BaseModel):

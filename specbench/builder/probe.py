@@ -14,6 +14,7 @@ from pathlib import Path
 
 from specbench.base.childenv import child_env
 from specbench.base.errors import BuildError
+from specbench.base.methods import method_of
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo, FlagSpelling, NgramSizeFlags
 from specbench.builder.options import BY_KEY, probe_options
 
@@ -33,6 +34,7 @@ PREFERENCES: dict[str, list[str]] = {
     "parallel": ["-np", "--parallel"],
     "cache_ram": ["--cache-ram", "-cram"],
     "no_repack": ["--no-repack", "-nr"],
+    "log_verbosity": ["-lv", "--verbosity", "--log-verbosity"],
 }
 
 _OPTION = re.compile(r"^-{1,2}[A-Za-z0-9][\w.-]*$")
@@ -112,11 +114,11 @@ def _spec_values(entry: HelpOption) -> list[str]:
 
 
 def _ngram_sizes(methods: list, usable: dict[str, HelpOption]) -> dict[str, NgramSizeFlags]:
-    """``--spec-<method>-size-n``/``-m`` of each n-gram method that has them (the pinned build:
-    ngram-simple, ngram-map-k, ngram-map-k4v)."""
+    """``--spec-<method>-size-n``/``-m`` of each n-gram lookup (``base.methods``) that has them (the
+    pinned build: ngram-simple, ngram-map-k, ngram-map-k4v)."""
     sizes = {}
     for method in methods:
-        if not str(method).startswith("ngram-"):
+        if not method_of(str(method)).lookup:
             continue
         n, m = (f"--spec-{method}-size-{x}" for x in ("n", "m"))
         flags = NgramSizeFlags(n=n if n in usable else None, m=m if m in usable else None)
@@ -141,6 +143,7 @@ def flags_from_help(text: str) -> FlagSpelling:
         found["spec_types"] = _spec_values(usable[str(found["spec_type"])])
     found["ngram_sizes"] = _ngram_sizes(found.get("spec_types") or [], usable)
     found["options"] = probe_options(usable)
+    found["known"] = sorted(usable)
     return FlagSpelling.model_validate(found)
 
 
@@ -172,8 +175,9 @@ def binary_version(path: Path) -> str:
 
 # Raised whenever the probe learns to read something new, so a cached build.json is re-probed (not
 # rebuilt): 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack, 4 the tuned
-# options. A new key in specbench.builder.options needs no raise: build.json records the keys probed.
-PROBE_VERSION = 4
+# options, 5 every option name (free arguments are checked against it), 6 -lv (a speculative run's
+# step log). A new key in specbench.builder.options needs no raise: build.json records the keys probed.
+PROBE_VERSION = 6
 PROBED_OPTIONS: tuple[str, ...] = tuple(sorted(BY_KEY))  # the option keys this probe reads
 
 

@@ -12,17 +12,15 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from specbench.base.methods import method_of
 from specbench.execute.outputs import continuation, generation_offset, prompt_over_context, sha256_text
 from specbench.parse.parsed import SpecCounters
 from specbench.parse.process import ParsedLog
-from specbench.parse.span import Span, Stamps, plain_span
+from specbench.parse.span import Span, Stamps, first_tokens, plain_span
 from specbench.results.records import Measurement, Sample, ServerTimings
 
 if TYPE_CHECKING:
     from specbench.plan.invocation import Invocation
-
-# llama.cpp's n-gram lookups that draft only after a repeat: (size_n, size_m) defaults, common/ngram-map.cpp
-NGRAM_DEFAULT_SIZES = {"ngram-simple": (12, 48), "ngram-map-k": (12, 48), "ngram-map-k4v": (12, 48)}
 
 
 @dataclass
@@ -43,6 +41,7 @@ class Outcome:
     batch_wall_s: float | None = None  # server runner: wall time of the batch in flight together
     counters: SpecCounters | None = None  # server runner: /metrics draft counters over the batch
     stdout_times: Stamps | None = None  # process runner, llama-completion: time-stamped stdout reads
+    cpu_s: float | None = None  # CPU seconds the measured process got (server: over the batch)
 
 
 @dataclass
@@ -71,7 +70,7 @@ def tokens_per_pass(n_generated: int | None, n_accept: int | None) -> float | No
 
 
 def derive_metrics(
-    role: str, log: ParsedLog, span: Span | None = None
+    role: str, log: ParsedLog, span: Span | None = None, cap: int | None = None
 ) -> tuple[float | None, float | None, float | None, int | None]:
     """(t/s over the generation span, acceptance, tokens per target pass, tokens generated).
 
@@ -80,16 +79,38 @@ def derive_metrics(
     line, the binary's wall clock over its generation loop. Baseline/draft (llama-completion): the
     ``span`` of its time-stamped stdout (``parse.span``), over its ``eval runs`` steps; without one
     there is no same-span rate. Tokens generated = eval runs + the token sampled from the prompt
-    pass, the same count ``n_predict`` gives for speculative runs.
+    pass, the same count ``n_predict`` gives for speculative runs. A speculative run that went past
+    ``cap`` (the requested ``n_predict``) is timed over its first ``cap`` tokens (``capped_span``).
     """
     if role == "speculative":
-        tps = log.decoded.tps if log.decoded else None
+        capped = capped_span(log, cap)
+        tps = capped.tps if capped else (log.decoded.tps if log.decoded else None)
         n_gen = log.n_predict if log.n_predict is not None else (log.decoded.tokens if log.decoded else None)
         tpp = tokens_per_pass(log.n_predict, log.n_accept)
         return finite(tps), finite(acceptance(log.n_accept, log.n_drafted)), finite(tpp), n_gen
     perf = log.perf.target if log.perf else None
     n_gen = perf.eval_runs + 1 if perf and perf.eval_runs is not None else None
     return finite(span.tps if span else None), None, None, n_gen
+
+
+def capped_span(log: ParsedLog, cap: int | None) -> Span | None:
+    """A speculative run that went past ``cap`` (the requested ``n_predict``), timed over its first
+    ``cap`` tokens from its step log (``parse.span.first_tokens``); None when it did not, or its log
+    has no steps (then its ``decoded`` line is the rate, and ``timed_tokens`` says what it covers)."""
+    d = log.decoded
+    if not cap or d is None or not d.tokens or d.tokens <= cap or not d.seconds:
+        return None
+    return first_tokens(log.steps, d.tokens, d.seconds, cap)
+
+
+def timed_tokens(role: str, log: ParsedLog | None, span: Span | None, cap: int | None) -> int | None:
+    """How many generated tokens a sample's t/s was taken over (both sides of a speedup must match)."""
+    if log is None:
+        return None
+    if role == "speculative":
+        capped = capped_span(log, cap)
+        return capped.steps if capped else (log.decoded.tokens if log.decoded else None)
+    return span.steps + 1 if span else None  # a plain span times eval runs: every token but the first
 
 
 def decode_only_tps(role: str, log: ParsedLog | None) -> float | None:
@@ -126,7 +147,7 @@ def never_drafted_reason(inv: Invocation, log: ParsedLog) -> str:
     """Why a speculative run drafted nothing, and what to change: for n-gram lookups, which of
     llama.cpp's conditions (common/ngram-map.cpp) it failed; for a draft model, what cuts drafts."""
     reason = "speculation never engaged (n_drafted = 0)"
-    defaults = NGRAM_DEFAULT_SIZES.get(inv.method)
+    defaults = method_of(inv.method).ngram_sizes  # an n-gram lookup that drafts only after a repeat
     if defaults is None:
         cuts = []
         if inv.p_min:
@@ -169,7 +190,7 @@ def _status(inv: Invocation, out: Outcome, span: Span | None) -> tuple[str, str 
         return "failed", f"no generated text in {out.source}", none
     if log is None:
         return "failed", f"no statistics in {out.source}", none
-    metrics = derive_metrics(inv.role, log, span)
+    metrics = derive_metrics(inv.role, log, span, inv.generation.n_predict)
     if inv.role == "speculative" and log.kind != "speculative":
         return "failed", f"no speculative statistics in {out.source}", metrics
     ctx = inv.generation.ctx_size  # 0: the model's own context, which llama.cpp checks itself
@@ -188,6 +209,7 @@ def _status(inv: Invocation, out: Outcome, span: Span | None) -> tuple[str, str 
 def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measured:
     """The sample of one invocation: status and reason, metrics, the continuation."""
     span = sample_span(inv, out)
+    n_predict = inv.generation.n_predict
     status, reason, (tps, acc, tpp, n_gen) = _status(inv, out, span)
     text = None
     if status in ("ok", "invalid") and out.output is not None:
@@ -204,5 +226,6 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
         spec_counters=out.counters, synthetic=inv.synth_len is not None,
         decode_tps=decode_only_tps(inv.role, out.log) if out.timings is None else None,
         span_s=round(span.seconds, 6) if span else None,
+        timed_tokens=timed_tokens(inv.role, out.log, span, n_predict) if status == "ok" else None,
     )  # fmt: skip
     return Measured(sample, text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 
 class _Printed(BaseModel):
@@ -71,6 +71,11 @@ class ParsedLog(_Printed):
     n_accept: int | None = None
     accept: float | None = None  # fraction, printed percentage / 100
     perf: PerfBlocks | None = None
+    # a speculative run's generation steps (the debug line ``accepted A/D draft tokens`` of
+    # llama-speculative-simple at -lv 5): (seconds since start, tokens the step committed = A + 1).
+    # What the rate over the first n_predict tokens is taken from (parse.span.first_tokens); kept out
+    # of JSON, recomputable from the raw log.
+    steps: list[tuple[float, int]] | None = Field(default=None, exclude=True)
 
     def to_json(self) -> dict:
         return self.model_dump(exclude_none=True)

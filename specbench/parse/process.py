@@ -35,6 +35,8 @@ from specbench.parse.server import looks_like_server_log, parse_response, parse_
 _NUM = r"[-+]?(?:\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?|(?i:inf(?:inity)?|nan(?:\([a-z]*\))?))"
 _PID = re.compile(r"\[\d+\] ?")
 _STAMP = re.compile(r"\d+\.\d\d\.\d\d\d\.\d\d\d [IWED] ")  # common/log.cpp: M.SS.mmm.uuu L
+# llama-speculative-simple's LOG_DBG after each committed step (examples/speculative-simple: ids.size() - 1)
+_STEP = re.compile(r"(\d+)\.(\d\d)\.(\d\d\d)\.(\d\d\d) D accepted (\d+)/(\d+) draft tokens")
 _STAMP_ANYWHERE = re.compile(r"\d\.\d\d\.\d\d\d\.\d\d\d I ")  # statistics are info level
 _PERF_PREFIXES = ("llama_print_timings:", "llama_perf_context_print:", "llama_perf_sampler_print:",
                   "common_perf_print:")  # fmt: skip
@@ -102,6 +104,7 @@ class _State:
         self._reset()
 
     def _reset(self) -> None:
+        self.steps: list[tuple[float, int]] = []
         self.summary: dict[str, object] = {}
         self.perf = {"target": _Perf(), "draft": _Perf()}
         self.section = "target"
@@ -116,6 +119,9 @@ class _State:
             first = line[:1]
         if first.isdigit() and (m := _STAMP.match(line)):
             self.stamped = True
+            if line[m.end() - 2] == "D":
+                self._step(line, complete)
+                return
             self._body(line[m.end() :], complete)
             return
         if self.stamped:
@@ -155,6 +161,16 @@ class _State:
         if first == "t" and body == "target:":
             return self._header("target")
         return False
+
+    def _step(self, line: str, complete: bool) -> None:
+        """A generation step of a speculative run (debug level): when, and how many tokens."""
+        m = _STEP.match(line)
+        if m is None or not complete:
+            return
+        if self.summary.get("decoded") is not None:  # a second run begins
+            self._reset()
+        minutes, secs, ms, us, accepted = (int(x) for x in m.group(1, 2, 3, 4, 5))
+        self.steps.append((minutes * 60 + secs + ms / 1e3 + us / 1e6, accepted + 1))
 
     @staticmethod
     def _whole(m: re.Match | None, body: str, complete: bool) -> bool:
@@ -237,6 +253,7 @@ class _State:
             file=file,
             kind="speculative" if self.summary else "completion",
             perf=PerfBlocks(target=target, draft=draft) if (target or draft) else None,
+            steps=self.steps or None,
             **self.summary,
         )
 

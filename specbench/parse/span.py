@@ -68,3 +68,32 @@ def parse_stamps(text: str) -> Stamps:
         except ValueError:
             continue
     return out
+
+
+def first_tokens(
+    steps: list[tuple[float, int]] | None, decoded_tokens: int | None, decoded_s: float | None, cap: int
+) -> Span | None:
+    """A speculative run's rate over its first ``cap`` generated tokens (``Span(tokens, seconds)``).
+
+    ``llama-speculative-simple`` checks ``-n`` only between steps, and an n-gram draft is not cut
+    to what is left: ``-n 64`` decoded 113 tokens with ngram-simple. Its ``decoded`` line then
+    times more (and easier: the copied tail) work than the baseline's 64 tokens. The steps
+    (``ParsedLog.steps``) say when each step ended and how many tokens it committed; the loop
+    started ``decoded_s`` before the last step ended (``t_dec_start``; the line prints ms). The
+    span runs to the end of the step that brought the count to ``cap``: the time it took to have
+    ``cap`` tokens, the extra tokens of that step not counted. Without steps (a log without
+    ``-lv 5``) or when the steps do not add up to ``decoded_tokens``, None (not exact)."""
+    if not steps or not decoded_tokens or not decoded_s or decoded_s <= 0:
+        return None
+    if sum(n for _, n in steps) != decoded_tokens:
+        return None
+    start = steps[-1][0] - decoded_s
+    if decoded_tokens <= cap:
+        return Span(decoded_tokens, decoded_s)
+    done = 0
+    for stamp, n in steps:
+        done += n
+        if done >= cap:
+            seconds = stamp - start
+            return Span(cap, seconds) if seconds > 0 else None
+    return None

@@ -30,6 +30,7 @@ from specbench.plan.cells import (
     with_build,
 )
 from specbench.plan.config import Config
+from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.preflight import pair_methods, read_facts
 from specbench.plan.prompts import RenderedPrompt
@@ -64,10 +65,18 @@ def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl
     return argv
 
 
+# llama-speculative-simple logs each committed step at debug level ("accepted A/D draft tokens"):
+# the rate over its first n_predict tokens is read from them (parse.span.first_tokens), since it
+# checks -n only between steps and an n-gram draft can take it far past (docs/timing.md).
+STEP_LOG_LEVEL = "5"
+
+
 def _spec_argv(config: Config, binary: BinaryInfo, cell: Cell, models: Mapping[str, object], prompt: str):
     draft = model_path(models, cell.draft) if cell.draft else None
     gen = config.generation
     argv = [binary.path, "-m", model_path(models, cell.model), *_common(binary, gen, prompt, cell.ngl)]
+    if binary.role == "speculative_simple" and binary.flags.log_verbosity:
+        argv += [binary.flags.log_verbosity, STEP_LOG_LEVEL]
     argv += speculative_flags(binary.flags, cell, draft)
     return argv + option_flags(binary, cell, free_args(config, cell))
 
@@ -120,8 +129,10 @@ def make_plan(
     binary = "server" if config.runner == "server" else config.speculative_role  # the one that speculates
     facts = read_facts(config, models)
     runs = pair_methods(config, facts, notes)  # refuses a method its files lack
-    cells = build_cells(config, {b: builds[b].binary(binary) for b in labels}, notes, runs)
-    notes += _dense_moe_notes(cells, facts)
+    specs = {b: builds[b].binary(binary) for b in labels}
+    cells = build_cells(config, specs, notes, runs)
+    cells = drop_conflicts(cells, specs[labels[0]], notes)  # what llama.cpp refuses (plan.feasible)
+    cells = collapse_ignored(cells, facts, notes)  # and what it ignores
     for t in targets:
         fallback = [p.id for p in by_target[t] if p.rendering == "fallback"]
         if fallback:
@@ -146,6 +157,7 @@ def make_plan(
         servers = {b: builds[b].binary("server") for b in labels}
         notes += workaround_notes(builds)
         plan = server_plan(config, servers, models, targets, by_target, cells, notes, reps)
+        _check_free_args(config, plan.invocations, builds)
         plan.invocations = with_workarounds(plan.invocations, builds)
         return plan.model_copy(update={"sentinel": sentinel})
     make = {
@@ -167,21 +179,25 @@ def make_plan(
                 for draft in draft_alone_cells(group, alone_done, order):
                     measured.append(make[draft.build].alone("draft", draft, prompt, rep))
     notes += workaround_notes(builds)
+    _check_free_args(config, measured, builds)
     invocations = with_workarounds(_warmups(measured, config.warmup) + measured, builds)
     return Plan(runner="process", invocations=invocations, notes=notes, sentinel=sentinel)
 
 
-def _dense_moe_notes(cells: list[Cell], facts: Mapping[str, object]) -> list[str]:
-    """n_cpu_moe on a model without experts: llama.cpp ignores it, so say so (not an error)."""
-    out = []
-    for c in cells:
-        for model, value in ((c.model, c.n_cpu_moe), (c.draft, c.n_cpu_moe_draft)):
-            fact = facts.get(model) if model else None
-            if value and fact is not None and not getattr(fact, "experts", 0):
-                note = f"n_cpu_moe on {model}, a dense model (no MoE experts): llama.cpp ignores it"
-                if note not in out:
-                    out.append(note)
-    return out
+def _check_free_args(
+    config: Config, invocations: list[Invocation], builds: Mapping[str | None, BuildInfo]
+) -> None:
+    """Each binary's free arguments (``args:``, a pair's, ``sweep.args``) against its probed --help."""
+    done: set[tuple] = set()
+    for inv in invocations:
+        args = free_args(config, inv)
+        key = (inv.build, inv.binary_role, *args)
+        if not args or key in done:
+            continue
+        done.add(key)
+        binary = builds[inv.build].binaries.get(inv.binary_role)
+        if binary is not None:
+            check_free_args(args, binary, "args" + (f" of {inv.args}" if inv.args else ""))
 
 
 @dataclass

@@ -58,6 +58,9 @@ class Sample(Measurement):
     tps: float | None = None
     decode_tps: float | None = None  # llama.cpp's decode-only rate: a plain run's `eval time` t/s
     span_s: float | None = None  # a plain run: seconds from its first generated token to its last
+    # the generated tokens its t/s covers: a baseline's n_predict; a speculative run's first
+    # n_predict (``execute.judge.capped_span``) or, without a step log, all it decoded
+    timed_tokens: int | None = None
     acceptance: float | None = None  # n_accept / n_drafted
     tokens_per_pass: float | None = None  # n_predict / (n_predict - n_accept)
     n_generated: int | None = None
@@ -80,6 +83,14 @@ class Sample(Measurement):
     # the requests in flight together: count each batch once)
     spec_counters: SpecCounters | None = None
     synthetic: bool = False  # synth_len set: drafts accepted at random, the output is not valid
+    # the CPU its process got (execute/contention.py): CPU seconds (user + system) over its wall time
+    # (the server runner: the server's over the batch's), the threads it was given, the machine's
+    # 1-minute load average as it ended, and how often its pair was measured again because a process
+    # of the pair did not get its share of the CPU
+    cpu_s: float | None = None
+    cpu_threads: int | None = None
+    load_1m: float | None = None
+    reruns: int = 0
 
 
 class ServerTimings(BaseModel):
