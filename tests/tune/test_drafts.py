@@ -135,7 +135,9 @@ def test_ranks_hub_and_local_candidates_reading_only_headers(
     assert [r.rank for r in ranked] == list(range(1, len(ranked) + 1))
     assert result.target_costs == "measured" and result.curve is not None
     # the stand-in's rule is linear in file size, so the curve meets what llama-bench measured
-    assert smol.decode_ms_measured is None  # a Hub file: never timed
+    # the Hub file is the target's own file (the same LFS sha256): llama-bench's time of it is shown
+    assert smol.decode_ms_measured == pytest.approx(1 + 0.05e-6 * smol_q4.size_bytes, rel=1e-6)
+    assert smol.decode_ms_low <= smol.decode_ms_measured <= smol.decode_ms_high  # within the range shown
     assert result.target.decode_ms_measured == pytest.approx(1 + 0.05e-6 * smol_q4.size_bytes, rel=1e-6)
     target_point = next(p for p in result.curve.points if p["model"] == smol_q4.path.name)
     assert target_point["decode_ms"] == pytest.approx(result.target.decode_ms_measured)
