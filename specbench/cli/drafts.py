@@ -120,6 +120,18 @@ def drafts(
     no_measure: Annotated[
         bool, typer.Option("--no-measure", help="Do not run llama-bench; use only the calibration cache.")
     ] = False,
+    measure: Annotated[
+        int,
+        typer.Option(
+            "--measure",
+            metavar="K",
+            min=0,
+            help="Download the K best-ranked drafts and measure each with the target (a short run).",
+        ),
+    ] = 0,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="--measure's run folder [default: results/<run-id>/].")
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="table, md (Markdown) or json.")] = Format.table,
 ) -> None:
     """Rank draft models for a target by what they need to pay off here, from their GGUF headers alone."""
@@ -138,11 +150,29 @@ def drafts(
     note = (lambda line: None) if fmt == Format.json else (lambda line: say(line, err=True))
     result = rank(req, build, note)
     say_notes(result.notes)
+    measured, run_dir = [], None
+    if measure:
+        from specbench.cli.progress import ProgressView
+        from specbench.tune.draftmeasure import measure as measure_best
+
+        if out is not None:
+            check_path(out, "--out")
+        view = ProgressView(quiet=fmt == Format.json)
+        try:
+            run_dir, measured = measure_best(result, measure, out, cfg, build.backend if build else "auto",
+                                             progress=view, note=note)  # fmt: skip
+        finally:
+            view.stop()
     if fmt == Format.json:
-        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False))
+        data = result.model_dump(mode="json")
+        if measure:
+            data["measured"] = [m.model_dump(mode="json") for m in measured]
+            data["run_dir"] = str(run_dir)
+        typer.echo(json.dumps(data, indent=2, allow_nan=False))
         return
     if fmt == Format.md:
         typer.echo(_markdown(result))
+        _print_measured(measured, run_dir)
         return
     for line in _head(result):
         say(line)
@@ -152,6 +182,23 @@ def drafts(
     if result.server_command:
         say("llama-server with the best-ranked draft:")
         say(f"  {result.server_command}")
+    _print_measured(measured, run_dir)
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def _print_measured(measured: list, run_dir: Path | None) -> None:
+    """--measure's ranking: measured speedup with its 95% interval, beside the model's prediction."""
+    if not measured:
+        return
+    say(f"measured (run folder {run_dir}; `specbench report {run_dir}` shows it):")
+    for i, m in enumerate(measured, 1):
+        ci = "" if m.speedup_ci_low is None else f" [{m.speedup_ci_low:.2f}, {m.speedup_ci_high:.2f}]"
+        acc = "" if m.acceptance is None else f", acceptance {m.acceptance * 100:.0f}%"
+        say(f"  {i}. {m.candidate} at g {m.draft_max}: measured {_x(m.speedup)}{ci}{acc}; "
+            f"predicted at that acceptance {_x(m.predicted_speedup)}")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

@@ -85,6 +85,7 @@ class DraftRow(BaseModel):
     predicted_speedup: float | None = None  # the speed model's, at alpha_earlier and draft_max
     rank: int | None = None
     path: Path | None = Field(default=None, exclude=True)  # a local file (for timing and the command)
+    pass_costs: PassCosts | None = Field(default=None, exclude=True)  # what the speed model priced it at
 
 
 class CurveInfo(BaseModel):
@@ -394,6 +395,7 @@ def rank(
                 f"the cost curve rests on {len(curve.points)} model(s): its error is not known "
                 "until 3 have been timed"
             )
+    target.row.pass_costs = t_costs
     if t_costs is not None:
         target.row.decode_ms_measured = t_costs.decode_s * 1e3 if source in ("cache", "measured") else None
     if curve is not None and target.row.bytes_per_token:
@@ -406,6 +408,7 @@ def rank(
                 c.row.decode_ms_measured = point.costs.decode_s * 1e3 if point else None
         if t_costs is not None and curve is not None and c.row.compatible and c.row.decode_ms is not None:
             d_costs = curve.pass_costs(c.row.candidate, c.row.decode_ms / 1e3)
+            c.row.pass_costs = d_costs
             _break_even(c.row, t_costs, d_costs, req.max_draft)
             if req.results is not None and c.sha256 and target.sha256 and c.row.draft_max:
                 found = earlier_alpha(target.sha256, c.sha256, req.results)

@@ -1,0 +1,136 @@
+"""``specbench drafts --measure K``: download the K best-ranked drafts and measure each with the target.
+
+The drafts come through the ordinary model stage (Hub downloads resume and are checked against
+their LFS sha256, and are cached as any config's models), and are measured in one short run folder:
+the baseline and each pair at its best draft length over a few prompts (the config's, else three
+builtin prompts where speculation has something to work with), with ``repetitions: auto`` so each
+speedup ends with its 95% interval. The run is an ordinary run folder: ``specbench report`` shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from specbench.base.errors import ModelError
+from specbench.models.hf import fetch_hf
+from specbench.models.spec import HfSource
+from specbench.plan.config import Config, config_from_mapping
+from specbench.tune.drafts import DraftRow, DraftsResult
+
+PROMPT_IDS = ["code-02", "extr-05", "summ-03"]  # the quickstart's: code rewrite, extraction, summary
+N_PREDICT = 128
+
+
+class Measured(BaseModel):
+    """One measured candidate: the speedup at its draft length, with its 95% interval."""
+
+    candidate: str
+    draft_max: int
+    predicted_speedup: float | None  # the speed model's, at the acceptance the run measured
+    speedup: float | None
+    speedup_ci_low: float | None
+    speedup_ci_high: float | None
+    acceptance: float | None
+    tokens_per_pass: float | None
+
+
+def local_file(row: DraftRow) -> Path:
+    """A candidate's file on this machine: its path, or downloaded from the Hub (resumable, checked)."""
+    if row.path is not None:
+        return row.path
+    if row.source is None:
+        raise ModelError(f"{row.candidate} has no file to measure")
+    name, _, revision = row.source.rpartition("@")
+    parts = name.split("/")
+    src = HfSource(repo="/".join(parts[:2]), file="/".join(parts[2:]), revision=revision)
+    return fetch_hf(src).files[0]
+
+
+def _predicted(target: DraftRow, row: DraftRow, tokens_per_pass: float | None) -> float | None:
+    """The speed model's speedup with drafts' costs, at the tokens per pass the run measured."""
+    from specbench.analysis.speedmodel import model_speedup
+
+    if target.pass_costs is None or row.pass_costs is None or not row.draft_max or tokens_per_pass is None:
+        return None
+    return model_speedup(target.pass_costs, row.pass_costs, row.draft_max, tokens_per_pass)
+
+
+def _llama_cpp(base: Config | None, backend: str) -> Any:
+    """The config's llama_cpp section as data (its builds), else the backend of the build that priced."""
+    if base is None:
+        return {"backend": backend}
+    lc = base.llama_cpp
+    if isinstance(lc, list):
+        return [b.model_dump(mode="json", exclude_none=True) for b in lc]
+    return lc.model_dump(mode="json", exclude_none=True)
+
+
+def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str, Path], base: Config | None,
+                   backend: str) -> Config:  # fmt: skip
+    """The run config: the target, each chosen draft as a pair at the draft lengths they chose."""
+    models = {"target": {"path": str(files["target"])}}
+    pairs = {}
+    for i, row in enumerate(chosen, 1):
+        models[f"draft{i}"] = {"path": str(files[row.candidate])}
+        pairs[f"draft{i}"] = {"target": "target", "draft": f"draft{i}"}
+    data: dict[str, Any] = {
+        "name": "drafts-measure",
+        "llama_cpp": _llama_cpp(base, backend),
+        "models": models,
+        "pairs": pairs,
+        "prompts": base.prompts.model_dump(mode="json", exclude_none=True) if base else
+        {"suite": "builtin", "ids": PROMPT_IDS},
+        "sweep": {"method": ["draft"], "draft_max": sorted({r.draft_max for r in chosen if r.draft_max}),
+                  "p_min": [0.0], "ngl": [0], "ngld": [0]},
+        "generation": {"n_predict": N_PREDICT},
+        "repetitions": "auto",
+        "max_repetitions": 6,
+    }  # fmt: skip
+    return config_from_mapping(data, Path("."), "drafts --measure")
+
+
+def measure(
+    result: DraftsResult,
+    k: int,
+    run_dir: Path | None,
+    base: Config | None,
+    backend: str,
+    progress: Any = None,
+    note: Callable[[str], None] = lambda line: None,
+) -> tuple[Path, list[Measured]]:
+    """Download and measure the ``k`` best-ranked candidates into ``run_dir`` (None: a new folder
+    under results/); returns the folder and the candidates by measured speedup."""
+    from specbench.analysis.cells import ALL
+    from specbench.analysis.report import aggregate
+    from specbench.execute import benchmark, preparation
+
+    chosen = [r for r in result.rows if r.rank is not None][:k]
+    if not chosen:
+        raise ModelError("no candidate is ranked (none is compatible and priced), so none can be measured")
+    files = {"target": local_file(result.target)}
+    for row in chosen:
+        note(f"fetching {row.candidate}" if row.path is None else f"using {row.path}")
+        files[row.candidate] = local_file(row)
+    cfg = measure_config(result, chosen, files, base, backend)
+    prepared = preparation.prepare(cfg)
+    run_dir = run_dir if run_dir is not None else benchmark.new_run_dir(cfg, None)
+    note(f"measuring {len(chosen)} draft(s) into {run_dir}")
+    benchmark.run_benchmark(prepared, run_dir, progress=progress)
+    rows = [r for r in aggregate([run_dir]) if r.category == ALL and r.method == "draft"]
+    out = []
+    for i, row in enumerate(chosen, 1):
+        got = next((r for r in rows if r.pair == f"draft{i}" and r.draft_max == row.draft_max), None)
+        out.append(Measured(
+            candidate=row.candidate, draft_max=row.draft_max or 0,
+            predicted_speedup=_predicted(result.target, row, got.tokens_per_pass if got else None),
+            speedup=got.speedup if got else None,
+            speedup_ci_low=got.speedup_ci_low if got else None,
+            speedup_ci_high=got.speedup_ci_high if got else None,
+            acceptance=got.acceptance if got else None,
+            tokens_per_pass=got.tokens_per_pass if got else None,
+        ))  # fmt: skip
+    return run_dir, sorted(out, key=lambda m: -(m.speedup or 0.0))
