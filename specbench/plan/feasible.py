@@ -1,0 +1,188 @@
+"""What llama.cpp would refuse or ignore, decided by the plan before anything runs.
+
+Three classes, each a table a new case joins with one line:
+
+- ``CONFLICTS``: combinations of options llama.cpp refuses (it fails context creation, and the
+  run would only show ``unable to create context``). A sweep's cells with one are left out with a
+  note; a plan left with none is refused in one line.
+- ``IGNORED``: an axis llama.cpp ignores for a cell's model (``n_cpu_moe`` on a dense model): its
+  values would measure the same thing twice, so they collapse to the first, with a note.
+- ``check_free_args``: a free argument (``args:``, ``sweep.args``) the binary's probed ``--help``
+  does not list, refused in one line (the run would fail at its first warmup).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from specbench.base.errors import ConfigError
+from specbench.builder.buildinfo import BinaryInfo
+from specbench.builder.options import OPTIONS
+from specbench.results.cell import Cell
+
+UNQUANTIZED = frozenset({"f32", "f16", "bf16"})  # KV cache types ggml does not count as quantized
+
+
+def _quantized(cache_type: str | None) -> bool:
+    return cache_type is not None and cache_type.lower() not in UNQUANTIZED
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Options llama.cpp refuses together: ``refused(cell, fa_off)`` (``fa_off``: flash attention
+    is off for the cell, by its value or the binary's default), in llama.cpp's own words."""
+
+    keys: str  # for people: "flash_attn=off and a quantized cache_type_v"
+    said: str  # llama.cpp's error line (src/llama-context.cpp)
+    cure: str
+    refused: Callable[[Cell, bool], bool]
+
+
+CONFLICTS: tuple[Conflict, ...] = (
+    Conflict(
+        "flash_attn=off and a quantized cache_type_v",
+        "quantized V cache requires flash_attn to be enabled",
+        "flash_attn: on (or auto), or cache_type_v f16/bf16/f32",
+        lambda c, fa_off: fa_off and _quantized(c.cache_type_v),
+    ),
+    Conflict(
+        "flash_attn=off and a quantized cache_type_v_draft",
+        "quantized V cache requires flash_attn to be enabled",
+        "flash_attn: on (or auto), or cache_type_v_draft f16/bf16/f32",
+        lambda c, fa_off: fa_off and c.draft is not None and _quantized(c.cache_type_v_draft),
+    ),
+    Conflict(
+        "flash_attn=off and split_mode=tensor",
+        "SPLIT_MODE_TENSOR requires flash_attn to be enabled",
+        "flash_attn: on (or auto), or another split_mode",
+        lambda c, fa_off: fa_off and c.split_mode == "tensor",
+    ),
+)
+
+
+def _fa_off(cell: Cell, spec: BinaryInfo | None) -> bool:
+    """Flash attention is off: asked so, or not asked where the binary's -fa is an old on-only
+    switch (off by default; newer builds default to auto, which turns it on where it is needed)."""
+    if cell.flash_attn == "off":
+        return True
+    flag = ((spec.flags.options or {}) if spec is not None else {}).get("flash_attn")
+    return cell.flash_attn is None and flag is not None and not flag.takes_value
+
+
+def drop_conflicts(cells: list[Cell], spec: BinaryInfo | None, notes: list[str]) -> list[Cell]:
+    """``cells`` without the combinations llama.cpp refuses (each named in a note); a ConfigError
+    when none is left."""
+    kept, dropped = [], {}
+    for c in cells:
+        hit = next((k for k in CONFLICTS if k.refused(c, _fa_off(c, spec))), None)
+        if hit is None:
+            kept.append(c)
+        else:
+            dropped.setdefault(hit, []).append(c)
+    if cells and not kept:
+        k = next(iter(dropped))
+        raise ConfigError(f'every cell has {k.keys}, which llama.cpp refuses ("{k.said}"); set {k.cure}')
+    for k, gone in dropped.items():
+        notes.append(
+            f'left out {len(gone)} cell(s) with {k.keys}: llama.cpp refuses them ("{k.said}"); '
+            f"set {k.cure} to run them"
+        )
+    return kept
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """An axis llama.cpp ignores for a cell's ``model`` (``model`` or ``draft``) when ``applies``
+    to that model's facts (``plan.preflight.read_facts``)."""
+
+    field: str
+    model: str
+    why: str  # "a dense model (no MoE experts)"
+    applies: Callable[[object], bool]
+
+
+IGNORED: tuple[Ignored, ...] = (
+    Ignored("n_cpu_moe", "model", "a dense model (no MoE experts)", lambda f: not getattr(f, "experts", 0)),
+    Ignored(
+        "n_cpu_moe_draft", "draft", "a dense model (no MoE experts)", lambda f: not getattr(f, "experts", 0)
+    ),  # fmt: skip
+)
+
+
+def collapse_ignored(cells: list[Cell], facts: Mapping[str, object], notes: list[str]) -> list[Cell]:
+    """``cells`` with each ignored axis at its first value, duplicates removed: the values of an
+    axis llama.cpp ignores would measure one setting several times. Each collapse is noted."""
+    first: dict[tuple[str, str], object] = {}
+    values: dict[tuple[str, str], list] = {}
+    out: list[Cell] = []
+    seen: set[tuple] = set()
+    dropped = 0
+    for c in cells:
+        update = {}
+        for rule in IGNORED:
+            name, value = getattr(c, rule.model), getattr(c, rule.field)
+            fact = facts.get(name) if name else None
+            if value is None or fact is None or not rule.applies(fact):
+                continue
+            key = (rule.field, name)
+            update[rule.field] = first.setdefault(key, value)
+            if value not in values.setdefault(key, []):
+                values[key].append(value)
+        cell = c.model_copy(update=update) if update else c
+        ident = tuple(cell.model_dump().items())
+        if ident in seen:
+            dropped += 1
+            continue
+        seen.add(ident)
+        out.append(cell)
+    rules = {r.field: r for r in IGNORED}
+    for (field, name), vals in values.items():
+        said = f"{field} on {name}, {rules[field].why}: llama.cpp ignores it"
+        if len(vals) > 1:
+            listed = ", ".join(map(str, vals))
+            notes.append(
+                f"{said}; its values {listed} collapse to {vals[0]} (the others would repeat its cells)"
+            )
+        elif vals[0]:
+            notes.append(said)
+    if dropped:
+        notes.append(
+            f"{dropped} cell(s) not planned: the same settings as another once ignored axes collapse"
+        )
+    return out
+
+
+_NEGATIVE_NUMBER = re.compile(r"^-\d")
+
+
+def check_free_args(args: list[str], binary: BinaryInfo, where: str) -> None:
+    """Refuse an option in ``args`` that ``binary``'s probed ``--help`` does not list (nothing to
+    check when the build.json predates recording them, or the build is not made yet)."""
+    known = binary.flags.known
+    if not known:
+        return
+    for arg in args:
+        if not arg.startswith("-") or _NEGATIVE_NUMBER.match(arg) or arg == "-":
+            continue
+        name = arg.split("=", 1)[0]
+        if name in known:
+            continue
+        key = _config_key(name)
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        cure = f"use the config key {key}" if key else f"did you mean {near[0]}?" if near else "remove it"
+        raise ConfigError(
+            f"{where}: {binary.name} of this build has no option {name} (its --help does not list it); "
+            f"{cure} (docs/llama-options.md)"
+        )
+
+
+def _config_key(name: str) -> str | None:
+    """The config key that spells ``name`` for every build (``--mlock``: ``load_mode: mlock``)."""
+    for opt in OPTIONS:
+        if name in (*opt.spellings, *opt.off):
+            return opt.key
+    old = {"--mlock": "load_mode: mlock", "--no-mmap": "load_mode: none"}
+    return old.get(name)
