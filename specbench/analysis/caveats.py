@@ -26,6 +26,7 @@ class RunInfo(BaseModel):
     n_samples: int = 0
     n_failed: int = 0
     n_invalid: int = 0
+    n_rerun: int = 0  # samples whose pair was measured again (a process did not get its CPU share)
     status: str | None = None  # the manifest's: complete, interrupted, failed, running
     generation: list[str] = []  # the generation settings its samples used, one text each
     # the speed sentinel (specbench.builder.speed): seconds since the first reading, t/s, the verdict
@@ -34,6 +35,7 @@ class RunInfo(BaseModel):
     speed_reference: str | None = None
     speed_precision: float | None = None  # the threshold its verdict used
     speed_warnings: list[str] = []
+    speed_notes: list[str] = []  # moves that fell between pairs: the paired figures cancel them
 
     @property
     def incomplete(self) -> bool:
@@ -67,6 +69,14 @@ def caveats(infos: list[RunInfo]) -> list[str]:
                 f"Run {info.run} samples at temperature > 0: outputs differ by design, so `match` is `-` "
                 "(outputs are compared with the baseline's only at temperature 0)."
             )
+        if info.n_rerun:
+            notes.append(
+                f"Run {info.run}: {info.n_rerun} sample{'s' * (info.n_rerun != 1)} come from pairs measured "
+                "again because a process of the pair did not get its share of the CPU (something else ran "
+                "beside it); the samples' `reruns` and `cpu_s` say which and how much."
+            )
+        for note in info.speed_notes:
+            notes.append(f"Run {info.run}: {note}.")
         for warning in info.speed_warnings:
             notes.append(
                 f"Run {info.run}: {warning}: cells measured on either side of the change ran at different "

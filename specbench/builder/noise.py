@@ -73,6 +73,9 @@ class NoiseRecord(BaseModel):
     busy: list[str] = Field(default_factory=list)  # one short reason each, e.g. "another llama.cpp ..."
     notes: list[str] = Field(default_factory=list)  # facts worth knowing that are not "busy"
     speed: SpeedRecord = Field(default_factory=SpeedRecord)  # the speed sentinel (older runs: empty)
+    # pairs measured again because a process did not get its share of the CPU (execute/contention.py)
+    reruns: int = 0
+    rerun_reason: str | None = None  # the first one's
 
 
 # ---------------------------------------------------------------- processes

@@ -11,6 +11,10 @@ the run (from A to B t/s)``. These records live here, beside the noise record th
 
 from __future__ import annotations
 
+import itertools
+import math
+from datetime import datetime
+
 from pydantic import BaseModel, Field
 
 
@@ -46,6 +50,10 @@ class SpeedRecord(BaseModel):
     precision: float | None = None  # the threshold the verdict used (the run's precision)
     moved: float | None = None  # the largest relative move found (signed; None: nothing to compare)
     warnings: list[str] = Field(default_factory=list)  # "machine speed moved by ..." (empty: steady)
+    # how long one pair of the run spans (median, first start to last end: the builds' runs of one
+    # cell, prompt and repetition, and a speculative sample with its baseline); None: no pairs yet
+    pair_s: float | None = None
+    notes: list[str] = Field(default_factory=list)  # moves that fell between pairs: said, not warned
 
     def cost_s(self) -> float:
         return sum(r.wall_s for r in self.readings)
@@ -81,17 +89,58 @@ def moved_message(move: float, a: float, b: float, where: str = "during the run"
     return f"machine speed moved by {move:+.0%} {where} (from {a:.1f} to {b:.1f} t/s)"
 
 
+def _seconds(at: str) -> float | None:
+    try:
+        return datetime.fromisoformat(at).timestamp()
+    except ValueError:
+        return None
+
+
+def within_pair(record: SpeedRecord) -> float | None:
+    """How far the speed moved within one pair (relative), at the steepest change between two
+    consecutive readings (each placed at its middle), spread evenly over the time between them;
+    None without ``pair_s`` or two timed readings. A pair's two sides are measured back to back, so
+    a drift between pairs falls on both sides alike and the pair's ratio cancels it; only the part
+    that falls between a pair's two sides biases what the pair says."""
+    if not record.pair_s:
+        return None
+    points = []
+    for r in record.readings:
+        at = _seconds(r.at)
+        if r.tps and r.tps > 0 and at is not None:
+            points.append((at + r.wall_s / 2, r.tps))
+    rates = [abs(math.log(b / a)) / max(tb - ta, 1.0) for (ta, a), (tb, b) in itertools.pairwise(points)]
+    return math.expm1(max(rates) * record.pair_s) if rates else None
+
+
 def judge_speed(record: SpeedRecord, precision: float) -> list[str]:
     """Judge the whole record again against ``precision`` (the run's): its warnings, the moves
-    beyond it, largest first (a later reading may show a larger move than an earlier verdict)."""
+    beyond it, largest first (a later reading may show a larger move than an earlier verdict).
+
+    A move of the readings beyond the precision is a warning when the drift within one pair
+    (``within_pair``) is beyond it too, since it biases the figures measured across it; when the
+    drift falls between pairs, the paired figures cancel it and it is a note (``record.notes``).
+    Without pairs to judge (``pair_s`` unknown) every such move is a warning."""
     record.precision = precision
     found: list[tuple[float, str]] = []
+    record.notes = []
     move = largest_move([tps for _, tps in record.series()])
-    if move is not None:
+    drift = within_pair(record)
+    if move is not None and drift is not None and abs(move[0]) > precision:
+        span = f"within a pair ({record.pair_s:.0f} s)"
+        if drift > precision:
+            found.append((move[0], f"{moved_message(*move)}, up to {drift:.0%} {span}: inside pairs"))
+        else:
+            record.notes.append(
+                f"{moved_message(*move)}, between pairs: at most {drift:.1%} {span}, which the paired "
+                "figures (speedups, ab's ratios) cancel; absolute t/s carry it"
+            )
+    elif move is not None:
         found.append((move[0], moved_message(*move)))
     for w in record.windows:
         where = f"between the baseline windows of {w.group}"
         found.append((w.moved, moved_message(w.moved, w.before_tps, w.after_tps, where)))
-    record.moved = max((m for m, _ in found), key=abs) if found else None
+    moves = [m for m, _ in found] + ([move[0]] if move is not None else [])
+    record.moved = max(moves, key=abs) if moves else None
     record.warnings = [text for m, text in sorted(found, key=lambda f: -abs(f[0])) if abs(m) > precision]
     return record.warnings

@@ -87,6 +87,9 @@ def run_builds(
             "machine)", err=True)  # fmt: skip
     for warning in summary.speed_moved:  # the builds alternate, so both sides saw it; the noise did grow
         say(f"WARNING: {warning}; pairs measured across it are noisier", err=True)
+    from specbench.execute.contention import RERUN_NOTE_END
+
+    say_notes([*summary.speed_notes, *(n for n in summary.noise_notes if n.endswith(RERUN_NOTE_END))])
     return summary
 
 

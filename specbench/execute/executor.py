@@ -113,6 +113,7 @@ class ProcessExecutor:
             wall_s=res.wall_s, error=error, timed_out=res.timed_out, output=stdout, echoed=inv.prompt_echoed,
             log=log, exit_code=res.exit_code, stdout_path=str(stdout_path.relative_to(run_dir)),
             stderr_path=str(stderr_path.relative_to(run_dir)), stdout_times=res.stdout_times,
+            cpu_s=res.cpu_s,
         )  # fmt: skip
 
     def close(self) -> None:

@@ -38,6 +38,7 @@ class ProcessResult:
     stderr_path: Path
     # ``stamp_stdout``: (seconds since start, stdout bytes so far) at each read of the child's stdout
     stdout_times: list[tuple[float, int]] | None = None
+    cpu_s: float | None = None  # CPU time (user + system) the child got, from os.wait4 (None: killed)
 
     @property
     def ok(self) -> bool:
@@ -96,7 +97,7 @@ def run_command(
         raise RunError("empty command line; this is a bug in the plan")
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     stderr_path.parent.mkdir(parents=True, exist_ok=True)
-    timed_out = False
+    timed_out, cpu_s = False, None
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         start = time.monotonic()
         interrupts.child_starting()
@@ -127,7 +128,7 @@ def run_command(
             reader.start()
         try:
             interrupts.child_started()  # inside the try: a signal that came meanwhile kills the group below
-            proc.wait(timeout=timeout_s)
+            cpu_s = wait_cpu(proc, timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             kill_group(proc, grace_s)
@@ -155,7 +156,40 @@ def run_command(
         code = None
     if timed_out:
         code, sig = None, None
-    return ProcessResult(list(argv), code, sig, timed_out, wall_s, stdout_path, stderr_path, times)
+    return ProcessResult(list(argv), code, sig, timed_out, wall_s, stdout_path, stderr_path, times, cpu_s)
+
+
+def wait_cpu(proc: subprocess.Popen, timeout_s: float) -> float | None:
+    """``proc.wait(timeout_s)`` that reaps with ``os.wait4``, whose usage is the CPU time the child
+    got (its threads, and children it waited for): a sample that did not get its share of the CPU is
+    told by it (``specbench.execute.contention``). Polls as ``Popen.wait`` does; raises
+    ``subprocess.TimeoutExpired`` as it does."""
+    deadline, delay = time.monotonic() + timeout_s, 0.0005
+    while True:
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped already: no usage to give
+            proc.wait()
+            return None
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return usage.ru_utime + usage.ru_stime
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, 0.05)
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU time (user + system) a running process has had so far (Linux ``/proc/PID/stat``; None
+    elsewhere or when it is gone): the server runner takes the difference around a request."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _copy_stamped(pipe, out, start: float, times: list[tuple[float, int]]) -> None:

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.base.errors import RunError, SpecbenchError
+from specbench.builder import noise
+from specbench.execute import contention
 from specbench.execute.executor import Executor, ProcessExecutor, raw_stem, read_output
 from specbench.execute.judge import Measured, judge
 from specbench.execute.outputs import compare, continuation
@@ -173,7 +175,7 @@ def execute(
     notify = progress or (lambda event: None)
     executor = executor_for(plan, crash_facts(manifest))
     manifest.runner = plan.runner
-    with RunLock(run_dir):
+    with RunLock(run_dir) as lock:
         done_samples = load_samples(run_dir) if resume and has_samples(run_dir) else []
         done = {s.sample_key() for s in done_samples}
         if resume and any(not i.warmup and i.sample_key() not in done for i in plan.invocations):
@@ -216,6 +218,14 @@ def execute(
                     in_flight = list(batch)
                     started_at = now_iso()
                     outcomes = executor.run(batch, run_dir)
+                    reruns = 0  # a pair whose process did not get its share of the CPU is measured again
+                    while reruns < contention.MAX_RERUNS and (
+                        why := contention.first_starved(batch, outcomes, manifest.build.backend)
+                    ):
+                        reruns += 1
+                        mark_partial(run_dir, [raw_stem(n, b) for n, b in batch], f".rerun{reruns}")
+                        _note_rerun(manifest, why)
+                        outcomes = executor.run(batch, run_dir)
                     manifest.model_loads = loads_before + executor.model_loads
                     for (_, b), outcome in zip(batch, outcomes, strict=True):
                         in_flight.pop(0)
@@ -237,6 +247,7 @@ def execute(
                                     )
                             continue
                         sample = _check_output(b, judge(b, outcome, manifest.run_id, started_at), outputs)
+                        sample = contention.stamp(sample, b, outcome, reruns)
                         ran += 1
                         append_sample(run_dir, sample)
                         new.append(sample)
@@ -260,22 +271,22 @@ def execute(
             mark_partial(run_dir, [raw_stem(index, b) for index, b in in_flight])
             manifest.model_loads = loads_before + executor.model_loads
             reason = getattr(exc, "signal_name", "Ctrl-C")  # errors.Terminated for SIGTERM/SIGHUP
-            _finish(manifest, run_dir, "interrupted", reason)
+            _finish(manifest, run_dir, "interrupted", reason, lock)
             n_kept = len(done_samples) + len(new)
             raise RunInterrupted(run_dir, n_kept, reason, getattr(exc, "exit_code", 130)) from None
         except SpecbenchError as exc:
             executor.close()
             manifest.model_loads = loads_before + executor.model_loads
-            _finish(manifest, run_dir, "failed", str(exc))
+            _finish(manifest, run_dir, "failed", str(exc), lock)
             raise
         except BaseException as exc:
             executor.close()
             manifest.model_loads = loads_before + executor.model_loads
-            _finish(manifest, run_dir, "failed", f"{type(exc).__name__}: {exc}")
+            _finish(manifest, run_dir, "failed", f"{type(exc).__name__}: {exc}", lock)
             raise
         executor.close()
         manifest.model_loads = loads_before + executor.model_loads
-        _finish(manifest, run_dir, "complete", None)
+        _finish(manifest, run_dir, "complete", None, lock)
     return RunResult(run_dir, manifest.run_id, [*done_samples, *new], len(new))
 
 
@@ -333,11 +344,34 @@ def _dropped_line(warmup: Invocation, verdict: Sample, dropped: list[Sample]) ->
     )
 
 
+def _note_rerun(manifest: Manifest, why: str) -> None:
+    """Count the re-run in the manifest, with the machine as the noise check sees it then (the load,
+    other benchmarks)."""
+    record = manifest.noise
+    note = contention.note_rerun(record, why)
+    record.notes = [n for n in record.notes if not n.endswith(contention.RERUN_NOTE_END)] + [note]
+    noise.record(record, noise.snapshot("rerun", now_iso()))
+
+
+def _pair_key(inv: Invocation) -> tuple:
+    return inv.model_copy(update={"build": None}).sample_key()
+
+
 def _batch(plan: Sequence[Invocation], i: int, done: set[tuple]) -> tuple[list[tuple[int, Invocation]], int]:
     """The invocations from ``i`` on that are in flight together (same ``batch``; finished ones of a
-    resumed run left out), and the index after them."""
+    resumed run left out), and the index after them. The process runner's batch is a pair: the
+    builds' runs of one cell, prompt and repetition, back to back, measured again together when one
+    did not get its share of the CPU (``execute.contention``)."""
     batch = [(i, plan[i])]
     j = i + 1
+    if plan[i].batch is None:
+        key = None if plan[i].warmup else _pair_key(plan[i])
+        partner = lambda inv: not inv.warmup and inv.batch is None and _pair_key(inv) == key  # noqa: E731
+        while key and j < len(plan) and partner(plan[j]):
+            if plan[j].sample_key() not in done:
+                batch.append((j, plan[j]))
+            j += 1
+        return batch, j
     while plan[i].batch is not None and j < len(plan) and plan[j].batch == plan[i].batch:
         if plan[j].warmup or plan[j].sample_key() not in done:
             batch.append((j, plan[j]))
@@ -345,10 +379,15 @@ def _batch(plan: Sequence[Invocation], i: int, done: set[tuple]) -> tuple[list[t
     return batch, j
 
 
-def _finish(manifest: Manifest, run_dir: Path, status: str, reason: str | None) -> None:
-    """Record how the run ended; a manifest that cannot be written (disk full) must not hide why."""
+def _finish(manifest: Manifest, run_dir: Path, status: str, reason: str | None, lock: RunLock) -> None:
+    """Record how the run ended; on a full disk, with the space the lock reserved for it. A manifest
+    that still cannot be written must not hide the error that ended the run."""
     manifest.mark_finished(status, reason)  # type: ignore[arg-type]
     try:
         save_manifest(run_dir, manifest)
     except RunError:
-        pass
+        if lock.free_reserve():
+            try:
+                save_manifest(run_dir, manifest)
+            except RunError:
+                pass

@@ -11,7 +11,10 @@ are spaced so that they take at most ``SHARE`` of the time between them, never c
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,12 +23,14 @@ from specbench.builder.speed import SpeedReading, SpeedRecord, judge_speed
 from specbench.execute.executor import ProcessExecutor
 from specbench.execute.judge import judge
 from specbench.results.bracket import baseline_windows
+from specbench.results.cell import baseline_of
 from specbench.results.folder import has_samples
 from specbench.results.manifest import now_iso
 from specbench.results.samplelog import load_samples
 
 if TYPE_CHECKING:
     from specbench.plan.invocation import Invocation
+    from specbench.results.records import Sample
 
 SHARE = 0.025  # of the run's time the readings between start and end may take
 MIN_INTERVAL_S = 30.0  # never closer than this (a short run gets its start and end readings only)
@@ -61,8 +66,11 @@ class Sentinel:
         """One reading now (None: no reference, a plan without a baseline), then the verdict; at the
         end the server runner's baseline windows join it."""
         reading = self._measure(phase) if self.inv is not None else None
-        if phase == "after" and has_samples(self.run_dir):
-            self.record.windows = baseline_windows(load_samples(self.run_dir))
+        if has_samples(self.run_dir):
+            samples = load_samples(self.run_dir)
+            self.record.pair_s = pair_span_s(samples)
+            if phase == "after":
+                self.record.windows = baseline_windows(samples)
         judge_speed(self.record, self.precision)
         return reading
 
@@ -94,3 +102,29 @@ class Sentinel:
 
     def maybe(self) -> SpeedReading | None:
         return self.read("during") if self.due() else None
+
+
+def pair_span_s(samples: Sequence[Sample]) -> float | None:
+    """How long one pair of the run spans, the median over its pairs (first start to last end):
+    the builds' samples of one cell, prompt and repetition, and each speculative sample with its
+    baseline. A drift of the machine's speed within that time biases the pair; between pairs, the
+    pair cancels it (``specbench.builder.speed.within_pair``). None: no pair measured yet."""
+    groups: dict[tuple, list[tuple[float, float]]] = {}
+    baselines: dict[tuple, tuple[float, float]] = {}
+    speculative: list[tuple[tuple, tuple[float, float]]] = []
+    for s in samples:
+        try:
+            start = datetime.fromisoformat(s.started_at).timestamp()
+        except ValueError:
+            continue
+        span = (start, start + s.wall_s)
+        groups.setdefault(s.model_copy(update={"build": None}).sample_key(), []).append(span)
+        key = (baseline_of(s), s.prompt_id, s.repetition)
+        if s.role == "baseline":
+            baselines[key] = span
+        elif s.role == "speculative":
+            speculative.append((key, span))
+    pairs = [g for g in groups.values() if len(g) > 1]
+    pairs += [[baselines[key], span] for key, span in speculative if key in baselines]
+    spans = [max(e for _, e in g) - min(b for b, _ in g) for g in pairs]
+    return round(statistics.median(spans), 3) if spans else None

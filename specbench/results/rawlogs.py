@@ -26,16 +26,17 @@ def next_raw_number(run_dir: Path) -> int:
     return max((int(m.group(1)) for n in names if (m := _RAW_NUMBER.match(n))), default=-1) + 1
 
 
-def mark_partial(run_dir: Path, stems: Iterable[str]) -> list[Path]:
+def mark_partial(run_dir: Path, stems: Iterable[str], mark: str = PARTIAL) -> list[Path]:
     """Rename the raw logs of invocations cut short (Ctrl-C, a kill) to ``NAME.partial``: they hold
-    half a run, and ``specbench parse raw/*.stderr`` must not read them as whole ones."""
+    half a run, and ``specbench parse raw/*.stderr`` must not read them as whole ones. ``mark``:
+    another ending (``.rerun1``: a measurement set aside to be made again, ``execute.contention``)."""
     marked = []
     for stem in stems:
         for suffix in RAW_SUFFIXES:
             path = run_dir / RAW / f"{stem}{suffix}"
             if path.is_file():
                 try:
-                    path.replace(path.with_name(path.name + PARTIAL))
+                    path.replace(path.with_name(path.name + mark))
                     marked.append(path)
                 except OSError:
                     pass  # a log left as it is must not hide why the run stopped
