@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specbench.base.errors import BuildError, ModelError
+from specbench.base.methods import head_archs, method_of, parts
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
@@ -91,16 +92,16 @@ def check_pairs(config: Config, models: dict[str, Any]) -> dict[str, PairCheck]:
     """The pre-flight pair check of every draft pair; a refused pair stops the run before it starts."""
     from specbench.models.meta import read_spec_facts
     from specbench.models.paircheck import check_pair
-    from specbench.plan.methods import DRAFT_METHOD, parts
 
     checks: dict[str, PairCheck] = {}
     for name, pair in config.pairs.items():
-        if pair.draft is None or (pair.method is not None and DRAFT_METHOD not in parts(pair.method)):
+        compared = pair.method is None or any(method_of(p).vocab_check for p in parts(pair.method))
+        if pair.draft is None or not compared:
             continue  # only draft-simple compares the vocabularies (common/speculative.cpp)
         target, draft = models[pair.target], models[pair.draft]
         if not Path(getattr(target, "path", "")).is_file() or not Path(getattr(draft, "path", "")).is_file():
             continue  # dry run of models not fetched yet: nothing to check
-        if read_spec_facts(Path(draft.path)).architecture in ("eagle3", "dflash"):
+        if read_spec_facts(Path(draft.path)).architecture in head_archs():
             continue  # a head, not a model: plan.preflight says which method it fits
         checks[name] = check_pair(Path(target.path), Path(draft.path))
         if not checks[name].ok:

@@ -19,17 +19,17 @@ from itertools import product
 from pathlib import Path
 
 from specbench.base.errors import ConfigError
+from specbench.base.methods import DRAFT_METHOD, METHODS
 from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.builder.options import OptionError, option_argv
 from specbench.plan.config import Config
 from specbench.plan.methods import (
-    DRAFT_METHOD,
     DRAFT_SIMPLE,
-    METHOD_ORDER,
     draft_free,
     is_mtp,
     needs_draft_model,
     ngram_parts,
+    runs_on,
     spec_type_names,
 )
 from specbench.plan.options import OPTION_KEYS
@@ -183,9 +183,10 @@ def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cel
 def _require_method(spec: BinaryInfo, method: str) -> None:
     """The binary takes every --spec-type of ``method`` (a build without --spec-type: ``draft`` only)."""
     flags = spec.flags
-    if spec.role == "speculative" and method != DRAFT_METHOD:
+    if not runs_on(method, spec.role):
+        runs = ", ".join(n for n, m in METHODS.items() if spec.role in m.binaries)
         raise ConfigError(
-            f"{spec.name} drafts only with a draft model (method draft; it ignores --spec-type), not "
+            f"{spec.name} drafts only with a draft model (method {runs}; it ignores --spec-type), not "
             f"{method}; set speculative_binary: speculative-simple or runner: server"
         )
     if method == DRAFT_METHOD and (not flags.spec_type or DRAFT_SIMPLE in flags.spec_types):
@@ -200,7 +201,8 @@ def _require_method(spec: BinaryInfo, method: str) -> None:
         import difflib
 
         names = [t for t in flags.spec_types if t != "none"]
-        unknown = [t for t in missing if t not in (*METHOD_ORDER, DRAFT_SIMPLE)]  # no llama.cpp name we know
+        known = {*METHODS, *(m.spec_type for m in METHODS.values())}
+        unknown = [t for t in missing if t not in known]  # no llama.cpp name we know
         near = [m for t in unknown for m in difflib.get_close_matches(t, names, n=1, cutoff=0.75)]
         if near:  # a typo, not an older build
             raise ConfigError(f"unknown method {', '.join(missing)}: did you mean {', '.join(near)}? "

@@ -6,7 +6,8 @@ target (or a pair's sidecar draft) with next-token-prediction layers (``<arch>.n
 > 0). A pair pinned to a method that does not fit its files is refused; a ``sweep.method`` entry
 is skipped, with a note, for the pairs it does not fit (one sweep can hold a draft-model pair and
 an EAGLE-3 pair), and refused when it fits no pair. Files not fetched yet (a dry run) are not
-checked. Pure but for ``read_facts``, which reads only GGUF headers.
+checked. What each method needs is ``specbench.base.methods``'. Pure but for ``read_facts``, which
+reads only GGUF headers.
 """
 
 from __future__ import annotations
@@ -15,17 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from specbench.base.errors import ConfigError
+from specbench.base.methods import head_archs, method_for_arch, method_of, parts
 from specbench.models.meta import SpecFacts, read_spec_facts
 from specbench.plan.config import Config
-from specbench.plan.methods import DRAFT_ARCH, DRAFT_METHOD, MTP_METHOD, parts
 from specbench.plan.sections import PairConfig
 
-HEADS = {
-    "draft-eagle3": "an EAGLE-3 head",
-    "draft-dflash": "a DFlash drafter",
-    "draft-dspark": "a DSpark drafter",
-}
-_HEAD_OF_ARCH = {"eagle3": "draft-eagle3", "dflash": "draft-dflash"}
 MTP_ARCHS = "qwen3next, deepseek2, glm4moe and others"
 
 
@@ -45,32 +40,33 @@ def misfit(method: str, pair: PairConfig, facts: Mapping[str, SpecFacts]) -> str
     """Why ``method`` cannot run on ``pair``'s files, in one line; None when it can (or is unknown)."""
     draft = facts.get(pair.draft) if pair.draft is not None else None
     for part in parts(method):
-        if part in DRAFT_ARCH and draft is not None:
-            want, arch = DRAFT_ARCH[part], draft.architecture
-            if arch != want:
+        m = method_of(part)
+        arch = draft.architecture if draft is not None else None
+        if m.draft_arch and draft is not None:
+            if arch != m.draft_arch:
+                fits = method_for_arch(arch) if arch else None
                 return (
-                    f"{part} needs {HEADS[part]} (GGUF architecture {want}) as the pair's draft; "
-                    f"{pair.draft} is architecture {arch}"
-                    + (f" (for it: {_HEAD_OF_ARCH[arch]})" if arch in _HEAD_OF_ARCH else "")
+                    f"{part} needs {m.head} (GGUF architecture {m.draft_arch}) as the pair's draft; "
+                    f"{pair.draft} is architecture {arch}" + (f" (for it: {fits})" if fits else "")
                 )
-            if part == "draft-dspark" and not draft.markov_head:
+            if m.markov_head and not draft.markov_head:
                 return (
-                    f"draft-dspark needs a DSpark drafter (architecture dflash with a markov_w1 head); "
-                    f"{pair.draft} is architecture dflash without one: use draft-dflash"
+                    f"{part} needs {m.head} (architecture {arch} with a markov_w1 head); {pair.draft} is "
+                    f"architecture {arch} without one: use {method_for_arch(arch)}"
                 )
-        if part == DRAFT_METHOD and draft is not None and draft.architecture in _HEAD_OF_ARCH:
-            arch = draft.architecture
+        if m.draft_model and not m.draft_arch and arch in head_archs():
+            fits = method_for_arch(arch)
             return (
-                f"draft (draft-simple) needs a complete draft model; {pair.draft} is architecture {arch} "
-                f"({HEADS[_HEAD_OF_ARCH[arch]]}, which cannot generate alone): use {_HEAD_OF_ARCH[arch]}"
+                f"{part} ({m.spec_type}) needs a complete draft model; {pair.draft} is architecture {arch} "
+                f"({method_of(fits).head if fits else 'a head'}, which cannot generate alone): use {fits}"
             )
-        if part == MTP_METHOD:
+        if m.target_layers:
             name = pair.draft if pair.draft is not None and pair.method is not None else pair.target
             own = facts.get(name)
             if own is not None and own.nextn_layers <= 0:
                 role = "sidecar draft" if name == pair.draft else "target"
                 return (
-                    f"draft-mtp needs a {role} with next-token-prediction (MTP) layers "
+                    f"{part} needs a {role} with next-token-prediction (MTP) layers "
                     f"({own.architecture}.nextn_predict_layers > 0, as in {MTP_ARCHS}); {role} {name} "
                     f"is architecture {own.architecture} and has none"
                 )

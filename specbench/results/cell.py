@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, create_model
 
+from specbench.base.methods import runs_draft_alone
+
 
 class Cell(BaseModel):
     """The axes of a cell, in order (sample keys, report order and labels follow it).
@@ -118,10 +120,8 @@ def draft_options(m: Any) -> dict[str, Any]:
 
 def draft_alone_of(m: Any) -> tuple | None:
     """The draft-alone runs a cell's cost ratio comes from: its draft model on its build at ngld (or 0),
-    with the draft's options. Only a draft-simple draft (method ``draft``, alone or in a ``+``
-    combination) runs alone: an EAGLE-3 head, a DFlash drafter or an MTP sidecar needs the target's
-    features (None)."""
-    if m.draft is None or "draft" not in str(m.method).split("+"):
+    with the draft's options; None for a method whose draft cannot run alone (``runs_draft_alone``)."""
+    if m.draft is None or not runs_draft_alone(str(m.method)):
         return None
     return ("draft", m.build, m.draft, m.ngld or 0, *draft_options(m).values(), m.shard)
 

@@ -1,0 +1,88 @@
+"""What each speculative method is, declared once for every layer (pure data, no I/O).
+
+A method is one of llama.cpp's ``--spec-type`` values; ``METHODS`` says, for each one specbench
+knows, what the config needs (a draft model, of which GGUF architecture), what a run does with it
+(a draft context, a draft model that can run alone for the cost ratio, n-gram sizes and their
+defaults) and which binaries run it. The build probe, the plan, the pre-flight, the preparation,
+the cell identity and the judge all read this table, so a method llama.cpp adds is one entry here.
+A name not in the table (a newer build's) is planned when the build's ``--help`` lists it, as a
+draft-free method (``method_of``). How a config spells methods is ``specbench.plan.methods``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DRAFT_METHOD = "draft"  # specbench's name for llama.cpp's draft-simple (cells keep one name)
+SEPARATOR = "+"  # a combination: draft+ngram-mod
+SPEC_TYPE_BINARIES = ("speculative_simple", "server")  # the binaries that take --spec-type
+
+
+@dataclass(frozen=True)
+class Method:
+    """One speculative method: its llama.cpp name and what each layer needs to know about it."""
+
+    spec_type: str  # its --spec-type value
+    draft_context: bool = False  # runs a draft context (llama.cpp runs one per process)
+    draft_model: bool = False  # drafts with a model given as -md (a pair's draft:)
+    draft_arch: str | None = None  # the GGUF architecture that model must have (None: a complete model)
+    head: str | None = None  # what such a model is called, for messages ("an EAGLE-3 head")
+    markov_head: bool = False  # the model needs a markov_w1 head as well (a DSpark drafter)
+    target_layers: bool = False  # drafts with the target's (or a sidecar's) next-token layers (MTP)
+    vocab_check: bool = False  # llama.cpp compares the target's and the draft's vocabularies
+    runs_alone: bool = False  # its draft model runs alone (llama-completion) to give the cost ratio
+    lookup: bool = False  # an n-gram lookup: sized by --spec-<name>-size-n/-m, one cell per target
+    ngram_sizes: tuple[int, int] | None = None  # (size_n, size_m) defaults of a lookup that needs a repeat
+    binaries: tuple[str, ...] = SPEC_TYPE_BINARIES  # the BuildInfo roles that run it
+
+
+# In the order the parts of a combination are written (``ngram-mod+draft`` is ``draft+ngram-mod``).
+# Architectures: pinned src/llama-arch.cpp (a DSpark drafter is a `dflash` GGUF with a Markov head,
+# common/speculative.cpp types_from_gguf); n-gram defaults: common/ngram-map.cpp; llama-speculative
+# ignores --spec-type, so it runs draft-simple only.
+METHODS: dict[str, Method] = {
+    DRAFT_METHOD: Method(
+        "draft-simple", draft_context=True, draft_model=True, vocab_check=True, runs_alone=True,
+        binaries=(*SPEC_TYPE_BINARIES, "speculative"),
+    ),
+    "draft-eagle3": Method("draft-eagle3", draft_context=True, draft_model=True, draft_arch="eagle3",
+                           head="an EAGLE-3 head"),
+    "draft-mtp": Method("draft-mtp", draft_context=True, target_layers=True),
+    "draft-dflash": Method("draft-dflash", draft_context=True, draft_model=True, draft_arch="dflash",
+                           head="a DFlash drafter"),
+    "draft-dspark": Method("draft-dspark", draft_context=True, draft_model=True, draft_arch="dflash",
+                           head="a DSpark drafter", markov_head=True),
+    "ngram-simple": Method("ngram-simple", lookup=True, ngram_sizes=(12, 48)),
+    "ngram-map-k": Method("ngram-map-k", lookup=True, ngram_sizes=(12, 48)),
+    "ngram-map-k4v": Method("ngram-map-k4v", lookup=True, ngram_sizes=(12, 48)),
+    "ngram-mod": Method("ngram-mod", lookup=True),
+    "ngram-cache": Method("ngram-cache", lookup=True),
+}  # fmt: skip
+
+
+def method_of(name: str) -> Method:
+    """The declaration of one method, by specbench's name or llama.cpp's; a name the table lacks
+    is a draft-free method of a newer build (a lookup when it is named ``ngram-*``)."""
+    found = METHODS.get(name) or next((m for m in METHODS.values() if m.spec_type == name), None)
+    return found or Method(name, lookup=name.startswith("ngram-"))
+
+
+def parts(method: str) -> list[str]:
+    """``draft+ngram-mod`` -> ``["draft", "ngram-mod"]``."""
+    return method.split(SEPARATOR)
+
+
+def runs_draft_alone(method: str) -> bool:
+    """Its draft model can run alone (llama-completion) to give the cost ratio: draft-simple's can;
+    an EAGLE-3 head, a DFlash drafter or an MTP sidecar needs the target's features and cannot."""
+    return any(method_of(p).runs_alone for p in parts(method))
+
+
+def head_archs() -> set[str]:
+    """The GGUF architectures of drafts that are heads, not models (they cannot generate alone)."""
+    return {m.draft_arch for m in METHODS.values() if m.draft_arch}
+
+
+def method_for_arch(arch: str) -> str | None:
+    """The method a head of GGUF architecture ``arch`` fits (without a Markov head), if any."""
+    return next((n for n, m in METHODS.items() if m.draft_arch == arch and not m.markov_head), None)
