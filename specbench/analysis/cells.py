@@ -21,6 +21,7 @@ from specbench.analysis.quality import DEFAULT_PRECISION, assess
 from specbench.analysis.span import span_fields
 from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
 from specbench.analysis.speedup import Pair, paired_speedup
+from specbench.base.stats import summarize
 from specbench.parse.parsed import SpecCounters
 from specbench.plan.methods import draft_free
 from specbench.results import bracket, cell
@@ -223,11 +224,11 @@ def _row(
     quality = assess(spec, base, facts)
     used = [s for s in spec if _usable(s)]
     base_used = [s for s in base if _usable(s)]
-    b = stats.summarize([s.tps for s in base_used])
-    p = stats.summarize([s.tps for s in used])
+    b = summarize([s.tps for s in base_used])
+    p = summarize([s.tps for s in used])
     ratio = paired_speedup(_pairs(used, paired))
     acceptance = _pooled(used, "n_accept", "n_drafted")
-    draft_tps = stats.summarize([s.tps for s in drafts if _usable(s)]).mean
+    draft_tps = summarize([s.tps for s in drafts if _usable(s)]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
     predicted = best_g = None
     if acceptance is not None and c is not None and first.draft_max:
@@ -260,7 +261,7 @@ def _row(
         model_calibration=cal.describe() if modelled is not None and cal is not None else None,
         **vars(quality), throughput_tps=_throughput(used),
         baseline_throughput_tps=_throughput(base_used),
-        ttft_ms=stats.summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,
+        ttft_ms=summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,
         machine=facts.shard_machines.get(first.shard) if facts and first.shard else None,
         synthetic=first.synth_len is not None, accept_len=counters.accept_len() if counters else None,
         accept_by_pos=counters.accept_by_pos() if counters else None, **span_fields(used, base_used),

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from specbench.analysis.speedup import Pair, paired_speedup
-from specbench.analysis.stats import summarize
+from specbench.base.stats import summarize
 
 RATIO_METRICS = frozenset({"speedup"})
 

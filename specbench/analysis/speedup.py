@@ -13,7 +13,7 @@ speedups instead.
   it is simply mean over p of d(p, r)). The prompts' own effects cancel in it, so D(r) varies only
   with repetition noise.
 * The speedup and its 95% interval are those of the D(r) by the paired rule ``specbench ab`` uses
-  (``specbench.analysis.pairstats``): the mean and its t interval from 2 to 5 repetitions, the
+  (``specbench.base.stats``): the mean and its t interval from 2 to 5 repetitions, the
   Hodges-Lehmann estimate and the signed-rank interval from 6. On the log scale then exponentiated,
   so both bounds are always above zero. With 2 to 5 repetitions and every pair present the speedup
   is exp(S): the geometric mean over prompts of each prompt's geometric mean over repetitions.
@@ -26,7 +26,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from specbench.analysis.pairstats import interval, t_interval
+from specbench.base.stats import interval, t_interval
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,8 @@
-"""The statistics a report rests on: mean, sd, confidence intervals and the speedup model. Pure
-functions over floats; the t quantile and the confidence level are ``results/precision``'s, so
-every interval specbench prints uses one definition.
+"""The speedup model a report rests on (Leviathan et al.), pure functions over floats; the means,
+sds and intervals are ``specbench.base.stats``', so every interval specbench prints uses one definition.
 
 Choices (documented here because they change the numbers a person reads):
 
-* Confidence intervals are 95% two-sided, from the t distribution with n - 1 degrees of freedom.
 * A row's speedup pairs each speculative sample with the baseline of its prompt and repetition;
   its statistics are ``specbench.analysis.speedup``'s (prompt-to-prompt spread is shown, not
   counted as noise; the interval is on the log scale, so always above zero).
@@ -24,37 +22,8 @@ Choices (documented here because they change the numbers a person reads):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-
-from specbench.results.precision import CONFIDENCE, t_quantile
 
 MAX_DRAFT = 64  # the largest draft length the best-g search considers
-
-
-@dataclass(frozen=True)
-class Summary:
-    """Mean, sample sd and 95% t interval of one set of measurements (sd/CI None when n < 2)."""
-
-    n: int
-    mean: float | None
-    sd: float | None
-    ci_low: float | None
-    ci_high: float | None
-
-
-def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summary:
-    """Mean, sd (n - 1 denominator) and t interval; non-finite values are a caller bug."""
-    xs = [float(v) for v in values]
-    n = len(xs)
-    if n == 0:
-        return Summary(0, None, None, None, None)
-    mean = math.fsum(xs) / n
-    if n == 1:
-        return Summary(1, mean, None, None, None)
-    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
-    return Summary(n, mean, sd, mean - half, mean + half)
 
 
 def expected_tokens_per_pass(a: float, g: int) -> float:

@@ -29,9 +29,9 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from specbench.analysis.figures import Value, figure
-from specbench.analysis.stats import summarize
 from specbench.base.errors import SpecbenchError
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
+from specbench.base.stats import summarize
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import METRICS, SPAN_METRICS, cell_label, cell_series
 from specbench.plan.invocation import Invocation

@@ -25,7 +25,7 @@ widens it, which can only make a cell undecided, never a false fail), and a sing
 by the threshold alone: a change beyond it fails, anything else is undecided. So a drop that is
 plain with 2 pairs fails with 2 pairs, and an A/B never passes on less than an interval.
 
-The estimate and intervals are ``specbench.analysis.pairstats``' (the report's speedup uses them
+The estimate and intervals are ``specbench.base.stats``' (the report's speedup uses them
 too); this module turns them into verdicts.
 """
 
@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, computed_field
 
-from specbench.analysis.pairstats import CONFIDENCE, interval, log_ratios, t_interval
+from specbench.base.stats import CONFIDENCE, interval, log_ratios, t_interval
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 
 

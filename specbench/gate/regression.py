@@ -15,10 +15,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from specbench.analysis.stats import summarize
 from specbench.base.errors import SpecbenchError
+from specbench.base.stats import summarize, welch
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
-from specbench.results.precision import t_quantile
 
 __all__ = ["Decision", "Status", "decide_acceptance", "decide_throughput", "parse_threshold"]
 
@@ -95,7 +94,7 @@ def parse_budget(text: str) -> float:
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float | None]:
-    """Mean and sample standard deviation (n - 1; None for a single value), from the report's stats."""
+    """Mean and sample standard deviation (n - 1; None for a single value), ``base.stats``'."""
     s = summarize(values)
     return s.mean, s.sd
 
@@ -151,15 +150,10 @@ def welch_interval(
 ) -> tuple[float, float, float] | None:
     """mean(cur) - mean(base) with its one-sided (1 - alpha) Welch bounds and the t x standard
     error between them; None with fewer than 2 values on a side (the noise is unknown)."""
-    if len(base) < 2 or len(cur) < 2:
+    found = welch(base, cur, 1 - 2 * alpha)  # two-sided 1 - 2a = one-sided 1 - a
+    if found is None:
         return None
-    (mb, sb), (mc, sc) = mean_sd(base), mean_sd(cur)
-    vb, vc = sb**2 / len(base), sc**2 / len(cur)
-    diff = mc - mb
-    if vb + vc == 0:
-        return diff, diff, diff
-    df = (vb + vc) ** 2 / (vb**2 / (len(base) - 1) + vc**2 / (len(cur) - 1))
-    reach = t_quantile(df, 1 - 2 * alpha) * math.sqrt(vb + vc)  # two-sided 1-2a = one-sided 1-a
+    diff, reach = found
     return diff - reach, diff + reach, reach
 
 

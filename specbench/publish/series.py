@@ -15,16 +15,17 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from specbench.analysis.figures import Value, figure
+from specbench.base.stats import welch
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 from specbench.gate.history import generation_text, stored_key, stored_rows
-from specbench.gate.regression import NOISY_CV
+from specbench.gate.regression import NOISY_CV, cv
 from specbench.results import cell
 
 THRESHOLD = 0.05  # the gate's default --threshold
+ALPHA = 0.05  # and its default --alpha
 METRICS = ("spec_tps", "baseline_tps", "speedup", "acceptance")
 # The cell axes a series is told apart by within one pair and method (shown as its name): every
 # setting axis results/cell.py declares, the llama.cpp options included.
@@ -154,37 +155,6 @@ def load_series(db_paths: list[Path]) -> list[Series]:
     return [s for s in found.values() if s.points]
 
 
-def _welch(prev: list[float], cur: list[float], scale: float) -> tuple[float | None, float | None]:
-    """The one-sided 95% Welch bounds of mean(cur) - mean(prev), times ``scale`` (``gate.regression.
-    welch_interval``'s arithmetic, the t quantile cached: a long history asks for it thousands of times)."""
-    if len(prev) < 2 or len(cur) < 2:
-        return None, None
-    mp, mc = math.fsum(prev) / len(prev), math.fsum(cur) / len(cur)
-    vp = math.fsum((x - mp) ** 2 for x in prev) / (len(prev) - 1) / len(prev)
-    vc = math.fsum((x - mc) ** 2 for x in cur) / (len(cur) - 1) / len(cur)
-    diff = mc - mp
-    if vp + vc == 0:
-        return diff * scale, diff * scale
-    df = (vp + vc) ** 2 / (vp**2 / (len(prev) - 1) + vc**2 / (len(cur) - 1))
-    reach = _t95(round(df, 2)) * math.sqrt(vp + vc)
-    return (diff - reach) * scale, (diff + reach) * scale
-
-
-@lru_cache(maxsize=4096)
-def _t95(df: float) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(0.95, df))
-
-
-def _cv(values: list[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    m = math.fsum(values) / len(values)
-    sd = math.sqrt(math.fsum((x - m) ** 2 for x in values) / (len(values) - 1))
-    return sd / abs(m) if m else 0.0
-
-
 def flag_changes(series: Series, threshold: float = THRESHOLD) -> None:
     """Mark each point that the rule of ``specbench compare`` fails (``regression``) or calls
     improved (``improvement``; a noisy side makes that a warn there, so no flag) against the one before:
@@ -201,9 +171,12 @@ def flag_changes(series: Series, threshold: float = THRESHOLD) -> None:
             continue
         if abs(change) <= limit:
             continue
-        low, high = (change, change) if exact else _welch(prev.reps, cur.reps, scale)
+        found = None if exact else welch(prev.reps, cur.reps, 1 - 2 * ALPHA)  # one-sided 1 - ALPHA
+        low, high = (change, change) if exact else (None, None)
+        if found is not None:
+            low, high = (found[0] - found[1]) * scale, (found[0] + found[1]) * scale
         status = classify(change, low, high, limit)
-        if status == Status.IMPROVED and max(_cv(prev.reps), _cv(cur.reps)) > NOISY_CV:
+        if status == Status.IMPROVED and max(cv(prev.reps) or 0.0, cv(cur.reps) or 0.0) > NOISY_CV:
             continue
         unit = (lambda v: f"{v:+.1f} points") if acceptance else (lambda v: f"{v:+.1%}")
         bounds = f" (95% bounds {unit(low)} to {unit(high)})" if low is not None and not exact else ""

@@ -1,7 +1,8 @@
 """How precise a cell's measured mean is, and which repetitions stand out: the statistics shared by
 ``repetitions: auto`` (execute), the report's quality columns (analysis) and compare (gate).
 
-Pure functions over floats; here, below all three, so they use one definition.
+Pure functions over floats; here, below all three, so they use one definition (over the t quantile
+and variance of ``specbench.base.stats``).
 
 * **Precision** of a cell's mean t/s is the half-width of its 95% confidence interval relative to
   the mean. The prompts of a run are a fixed set (the population the number is about), so only
@@ -16,18 +17,14 @@ Pure functions over floats; here, below all three, so they use one definition.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-CONFIDENCE = 0.95
+from specbench.base.stats import CONFIDENCE, t_quantile, variance
+
 OUTLIER_Z = 3.5
 MIN_FOR_OUTLIERS = 3
-
-
-def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
-    from scipy.stats import t
-
-    return float(t.ppf(0.5 + confidence / 2, df))
 
 
 @dataclass(frozen=True)
@@ -54,13 +51,10 @@ def stratified(groups: Sequence[Sequence[float]], confidence: float = CONFIDENCE
     if not groups:
         return Precision(None, None, 0)
     n_min = min(len(g) for g in groups)
-    means = [math.fsum(g) / len(g) for g in groups]
-    mean = math.fsum(means) / len(means)
+    mean = statistics.fmean(statistics.fmean(g) for g in groups)
     if n_min < 2:
         return Precision(mean, None, n_min)
-    v = [
-        math.fsum((x - m) ** 2 for x in g) / (len(g) - 1) / len(g) for g, m in zip(groups, means, strict=True)
-    ]
+    v = [variance(g) / len(g) for g in groups]
     total = math.fsum(v)
     if total == 0:
         return Precision(mean, 0.0, n_min)
@@ -69,35 +63,12 @@ def stratified(groups: Sequence[Sequence[float]], confidence: float = CONFIDENCE
     return Precision(mean, half, n_min)
 
 
-def change_half_width(
-    base: Sequence[float], cur: Sequence[float], confidence: float = CONFIDENCE
-) -> float | None:
-    """95% CI half-width of (mean(cur) - mean(base)) / mean(base) (Welch); None with < 2 a side."""
-    if len(base) < 2 or len(cur) < 2:
-        return None
-    mb, mc = math.fsum(base) / len(base), math.fsum(cur) / len(cur)
-    if mb == 0:
-        return None
-    vb = math.fsum((x - mb) ** 2 for x in base) / (len(base) - 1) / len(base)
-    vc = math.fsum((x - mc) ** 2 for x in cur) / (len(cur) - 1) / len(cur)
-    if vb + vc == 0:
-        return 0.0
-    df = (vb + vc) ** 2 / (vb**2 / (len(base) - 1) + vc**2 / (len(cur) - 1))
-    return t_quantile(df, confidence) * math.sqrt(vb + vc) / abs(mb)
-
-
 def outliers(values: Sequence[float], z: float = OUTLIER_Z) -> list[int]:
     """Indices of values whose modified z-score exceeds ``z`` (none below 3 values or with MAD 0)."""
     if len(values) < MIN_FOR_OUTLIERS:
         return []
-    med = _median(values)
-    mad = _median([abs(x - med) for x in values])
+    med = statistics.median(values)
+    mad = statistics.median([abs(x - med) for x in values])
     if mad == 0:
         return []
     return [i for i, x in enumerate(values) if 0.6745 * abs(x - med) / mad > z]
-
-
-def _median(values: Sequence[float]) -> float:
-    xs = sorted(values)
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2

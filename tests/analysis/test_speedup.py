@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from specbench.analysis.pairstats import MIN_PAIRS, hodges_lehmann
 from specbench.analysis.report import build_report
 from specbench.analysis.reportfiles import json_text, markdown
 from specbench.analysis.speedup import Pair, paired_speedup
+from specbench.base.stats import MIN_PAIRS, hodges_lehmann
 
 # a slow prompt (the method barely helps: a summary) and a fast one (code it copies), 40 t/s baselines
 LEVELS = {"summ": 1.02, "code": 2.6}

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specbench.analysis.pairstats import MIN_PAIRS, _critical, _signed_rank_cdf, hodges_lehmann, interval
+from specbench.base.stats import MIN_PAIRS, _critical, _signed_rank_cdf, hodges_lehmann, interval
 from specbench.gate.decision import Status as Outcome
 from specbench.gate.paired import decide_points, decide_ratio
 
@@ -36,7 +36,7 @@ def test_signed_rank_distribution_and_critical_values():
     assert _critical(10, 0.95)[0] == 9
     # the normal approximation beyond the exact range agrees with the exact values at its border
     exact = _critical(200, 0.95)[0]
-    from specbench.analysis import pairstats
+    from specbench.base import stats as pairstats
 
     old = pairstats.EXACT_UP_TO
     try:

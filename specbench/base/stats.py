@@ -1,25 +1,87 @@
-"""The paired statistics under ``specbench ab`` and the report's speedup: a centre of pair
-differences with its 95% interval, deterministic and robust to an outlier.
+"""The statistics every layer shares, each defined once: the confidence level, the t quantile,
+the sample variance, a mean with its t interval, Welch's interval of a difference of means, and the
+paired estimate and interval of differences.
 
-Pure functions over floats, no I/O. The choices (Hodges-Lehmann estimate, Wilcoxon signed-rank
-interval from ``MIN_PAIRS`` pairs, the t interval of the mean below that, none from one pair) are
-argued in ``specbench.gate.paired``, which decides A/B verdicts with them; they live here, below
-the gate, so the report (``specbench.analysis.speedup``) uses the very same rule.
+Pure functions over floats, no I/O; in ``base`` so that results (a cell's precision), analysis (the
+report), gate (compare, ab, history) and publish (the site's series) use the same arithmetic.
+
+* Intervals are two-sided at ``confidence`` (95%) from the t distribution; a one-sided (1 - alpha)
+  bound is the two-sided 1 - 2 alpha one (``welch``'s callers in the gate ask for that).
+* Paired differences (``specbench ab``, the report's speedup): the Hodges-Lehmann estimate, the
+  Wilcoxon signed-rank interval from ``MIN_PAIRS`` pairs, the t interval of the mean below that,
+  none from one pair (argued in ``specbench.gate.paired``); the p-value is scipy's ``wilcoxon``.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from pydantic import BaseModel
 
-from specbench.analysis.stats import summarize
-
 CONFIDENCE = 0.95
 MIN_PAIRS = 6  # the fewest pairs whose signed-rank interval reaches 95% (1 - 2/2^6 = 96.9%)
 EXACT_UP_TO = 200  # pairs; beyond this the signed-rank distribution is taken as normal
+
+
+@lru_cache(maxsize=4096)
+def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """The t quantile of a two-sided ``confidence`` interval with ``df`` degrees of freedom (cached:
+    a long history asks for it thousands of times)."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + confidence / 2, df))
+
+
+def variance(values: Sequence[float]) -> float:
+    """The sample variance (n - 1 denominator) of two or more values. Not ``statistics.variance``:
+    that one is exactly rounded, so it moves the last digit of a quarter of the recorded numbers
+    (tests/analysis/test_golden_report.py), and it is about 30 times slower."""
+    mean = statistics.fmean(values)
+    return math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mean, sample sd and 95% t interval of one set of measurements (sd/CI None when n < 2)."""
+
+    n: int
+    mean: float | None
+    sd: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summary:
+    """Mean, sd (n - 1 denominator) and t interval; non-finite values are a caller bug."""
+    xs = [float(v) for v in values]
+    n = len(xs)
+    if n == 0:
+        return Summary(0, None, None, None, None)
+    mean = statistics.fmean(xs)
+    if n == 1:
+        return Summary(1, mean, None, None, None)
+    sd = math.sqrt(variance(xs))
+    half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
+    return Summary(n, mean, sd, mean - half, mean + half)
+
+
+def welch(
+    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """mean(b) - mean(a) and the half-width of its two-sided ``confidence`` Welch interval (t with
+    Welch-Satterthwaite degrees of freedom x standard error); None with fewer than 2 values a side."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = variance(a) / len(a), variance(b) / len(b)
+    diff = statistics.fmean(b) - statistics.fmean(a)
+    if va + vb == 0:
+        return diff, 0.0
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return diff, t_quantile(df, confidence) * math.sqrt(va + vb)
 
 
 class Interval(BaseModel):
@@ -42,9 +104,7 @@ def hodges_lehmann(d: Sequence[float]) -> float:
     """The median of the Walsh averages: a robust, efficient centre of symmetric differences."""
     if not d:
         raise ValueError("no differences")
-    w = walsh_averages(d)
-    m = len(w)
-    return w[m // 2] if m % 2 else (w[m // 2 - 1] + w[m // 2]) / 2.0
+    return statistics.median(walsh_averages(d))
 
 
 @lru_cache(maxsize=512)
@@ -87,31 +147,15 @@ def _critical(n: int, confidence: float) -> tuple[int, float] | None:
 
 def signed_rank_p(d: Sequence[float]) -> float:
     """Two-sided p of the Wilcoxon signed-rank test of "no change" (zeros dropped, 1.0 when all
-    are zero): exact without ties, else the normal approximation with the tie correction."""
-    nonzero = [x for x in d if x != 0]
-    n = len(nonzero)
-    if not n:
-        return 1.0
-    from scipy.stats import norm, rankdata
+    are zero): exact without ties up to ``EXACT_UP_TO`` pairs, else the normal approximation with
+    the tie and continuity corrections."""
+    from scipy.stats import wilcoxon
 
-    ranks = rankdata([abs(x) for x in nonzero])
-    t_plus = float(sum(r for r, x in zip(ranks, nonzero, strict=True) if x > 0))
-    ties = len(set(ranks)) < n
-    if not ties and n <= EXACT_UP_TO:
-        cdf = _signed_rank_cdf(n)
-        t = int(round(t_plus))
-        lower = cdf[t]  # P(T+ <= t)
-        upper = cdf[len(cdf) - 1 - t]  # P(T+ >= t) = P(T+ <= M - t) by symmetry
-        return min(1.0, 2.0 * min(lower, upper))
-    counts: dict[float, int] = {}
-    for r in ranks:
-        counts[r] = counts.get(r, 0) + 1
-    mu = n * (n + 1) / 4.0
-    var = n * (n + 1) * (2 * n + 1) / 24.0 - sum(c**3 - c for c in counts.values()) / 48.0
-    if var <= 0:
+    nonzero = [x for x in d if x != 0]
+    if not nonzero:
         return 1.0
-    z = max(abs(t_plus - mu) - 0.5, 0.0) / math.sqrt(var)
-    return min(1.0, float(2.0 * norm.sf(z)))
+    exact = len(nonzero) <= EXACT_UP_TO and len({abs(x) for x in nonzero}) == len(nonzero)
+    return float(wilcoxon(nonzero, method="exact" if exact else "approx", correction=True).pvalue)
 
 
 def interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
@@ -136,8 +180,6 @@ def t_interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     """Mean of the differences with its t interval and two-sided p (for 2 to MIN_PAIRS - 1 pairs,
     where no signed-rank interval reaches ``confidence``); no interval for one pair."""
     from scipy.stats import t as student
-
-    from specbench.results.precision import t_quantile
 
     n = len(d)
     s = summarize(d)
