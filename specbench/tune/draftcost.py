@@ -84,9 +84,8 @@ def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
     xs = [x for x, _ in points]
     if len(set(xs)) < 2:
         return 0.0, sum(y for _, y in points) / max(sum(xs), 1.0)
-    mx, my = statistics.fmean(xs), statistics.fmean(y for _, y in points)
-    b = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs)
-    return my - b * mx, b
+    slope, intercept = statistics.linear_regression(xs, [y for _, y in points])
+    return intercept, slope
 
 
 def fit_curve(points: list[CurvePoint]) -> CostCurve | None:
