@@ -8,10 +8,11 @@ PNGs as base64 data URIs.
 from __future__ import annotations
 
 import base64
+import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
 
 from specbench.analysis.cells import CONTRACT_KEYS, ReportRow
 from specbench.analysis.render import LEGEND, columns, options_line
@@ -90,13 +91,16 @@ def json_text(report: Report, by_category: bool = False) -> str:
 
 
 def csv_text(report: Report, by_category: bool = False) -> str:
-    import pandas as pd
-
-    frame = pd.DataFrame(records(report, by_category))
-    for name, field in ReportRow.model_fields.items():  # a column with a None in it would print 4.0
-        if name in frame and set(get_args(field.annotation) or [field.annotation]) - {type(None)} == {int}:
-            frame[name] = frame[name].astype("Int64")
-    return frame.to_csv(index=False)
+    """The JSON records as CSV: the columns in order of first appearance, None an empty cell, every
+    value as Python writes it (an integer column keeps 4, never 4.0)."""
+    rows = records(report, by_category)
+    out = io.StringIO()
+    writer = csv.DictWriter(
+        out, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n"
+    )
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
 
 
 HTML = """<!doctype html>

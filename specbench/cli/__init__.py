@@ -1,7 +1,7 @@
 """The command line. Thin: each command parses options, calls the library, prints the result.
 
 One module per command group (as in huggingface_hub's ``hf``); each registers itself on ``app``.
-Heavy libraries (pandas, matplotlib) are imported inside commands so ``--help`` stays fast.
+Heavy libraries (scipy, matplotlib) are imported inside commands so ``--help`` stays fast.
 """
 
 from __future__ import annotations
