@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -216,7 +217,7 @@ def execute(
                     for _, b in batch:
                         notify(ProgressEvent("begin", count, total, b, last_tps=last_tps))
                     in_flight = list(batch)
-                    started_at = now_iso()
+                    started = datetime.now(UTC)
                     outcomes = executor.run(batch, run_dir)
                     reruns = 0  # a pair whose process did not get its share of the CPU is measured again
                     while reruns < contention.MAX_RERUNS and (
@@ -225,9 +226,11 @@ def execute(
                         reruns += 1
                         mark_partial(run_dir, [raw_stem(n, b) for n, b in batch], f".rerun{reruns}")
                         _note_rerun(manifest, why)
+                        started = datetime.now(UTC)
                         outcomes = executor.run(batch, run_dir)
                     manifest.model_loads = loads_before + executor.model_loads
-                    for (_, b), outcome in zip(batch, outcomes, strict=True):
+                    starts = _starts(started, outcomes, one_by_one=plan.runner == "process")
+                    for (_, b), outcome, started_at in zip(batch, outcomes, starts, strict=True):
                         in_flight.pop(0)
                         count += 1
                         if b.warmup:
@@ -351,6 +354,16 @@ def _note_rerun(manifest: Manifest, why: str) -> None:
     note = contention.note_rerun(record, why)
     record.notes = [n for n in record.notes if not n.endswith(contention.RERUN_NOTE_END)] + [note]
     noise.record(record, noise.snapshot("rerun", now_iso()))
+
+
+def _starts(started: datetime, outcomes: Sequence, one_by_one: bool) -> list[str]:
+    """When each invocation of a batch began: one after the other (the process runner's pair), or
+    all at ``started`` (the server runner's requests in flight together)."""
+    out, offset = [], 0.0
+    for outcome in outcomes:
+        out.append((started + timedelta(seconds=offset)).isoformat(timespec="seconds"))
+        offset += outcome.wall_s if one_by_one else 0.0
+    return out
 
 
 def _pair_key(inv: Invocation) -> tuple:
