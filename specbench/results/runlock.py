@@ -2,7 +2,9 @@
 
 Two runs appending to one sample log would interleave their samples into nonsense, so a run
 holds ``fcntl.flock`` on the lock file for as long as it runs; the kernel drops the lock when the
-process dies, so a crashed run never leaves a stale lock behind.
+process dies, so a crashed run never leaves a stale lock behind, and a run that ends removes the
+file. The lock file also holds a reserve of disk space (``RESERVE``): a run that ends because the
+disk is full frees it to record how it ended in its manifest (``free_reserve``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from pathlib import Path
 from specbench.base.errors import RunError
 from specbench.results.folder import LOCK
 
+# Disk space the lock file holds while a run writes, for the manifest's last write: an atomic write
+# needs room for a whole new copy beside the old one (a large sweep's manifest is a few hundred KB).
+RESERVE = 1 << 20
+
 
 class RunLock:
     """Held while a run writes to ``run_dir``; a second holder is refused with a RunError."""
@@ -22,8 +28,26 @@ class RunLock:
     def __init__(self, run_dir: Path):
         self.path = run_dir / LOCK
         self._fd: int | None = None
+        self._head = 0  # bytes of the pid line (the reserve follows it)
 
     def acquire(self) -> RunLock:
+        while True:
+            fd = self._lock_fd()
+            try:  # the file may have been removed by the run that held it (release) between open and
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino  # flock: lock the file there now
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        head = f"{os.getpid()}\n".encode()
+        os.ftruncate(fd, 0)
+        os.write(fd, head)
+        self._fd, self._head = fd, len(head)
+        _reserve(fd, len(head), RESERVE)
+        return self
+
+    def _lock_fd(self) -> int:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -38,13 +62,28 @@ class RunLock:
                     f"wait for it to finish or use another --out folder"
                 ) from exc
             raise RunError(f"cannot lock {self.path}: {exc.strerror or exc}") from exc
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-        return self
+        return fd
+
+    def free_reserve(self) -> bool:
+        """Give the reserved disk space back (to write the manifest on a full disk); whether there
+        was any to give."""
+        if self._fd is None:
+            return False
+        try:
+            had = os.fstat(self._fd).st_size > self._head
+            os.ftruncate(self._fd, self._head)
+        except OSError:
+            return False
+        return had
 
     def release(self) -> None:
+        """Remove the lock file (with its reserve) and unlock: the run is over. It is removed while
+        still locked, so a run that opened it meanwhile sees another file there and locks that."""
         if self._fd is not None:
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError:
+                pass  # a folder made read-only meanwhile: the kernel still drops the lock
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
@@ -54,6 +93,27 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _reserve(fd: int, offset: int, size: int) -> None:
+    """Allocate up to ``size`` bytes of ``fd`` after ``offset``: as much as the disk has, down to 8 KiB
+    (best effort: a run on a nearly full disk runs without a reserve). Written, not sparse, where
+    fallocate is missing (macOS, ZFS)."""
+    while size >= 8192:
+        try:
+            try:
+                os.posix_fallocate(fd, offset, size)
+            except (AttributeError, OSError) as exc:
+                if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                    raise
+                os.pwrite(fd, b"\xff" * size, offset)
+            return
+        except OSError:
+            try:
+                os.ftruncate(fd, offset)
+            except OSError:
+                return
+            size //= 4
 
 
 def lock_holder(run_dir: Path) -> int | None:

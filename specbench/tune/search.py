@@ -205,6 +205,9 @@ def tune(
     except SpecbenchError as exc:
         _record_end(run_dir, manifest, "failed", str(exc))
         raise
+    except Exception as exc:  # any other end (an OSError, a bug) is recorded too, with its type
+        _record_end(run_dir, manifest, "failed", f"{type(exc).__name__}: {exc}")
+        raise
     result.busy, result.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
     result.speed_moved = list(manifest.noise.speed.warnings)
     line = manifest.noise.speed.describe(clock.elapsed())
@@ -226,7 +229,10 @@ def _record_end(run_dir: Path, manifest: Manifest, status: str, reason: str | No
     if not has_manifest(run_dir):
         return  # nothing ran yet: no run to record
     manifest.mark_finished(status, reason)  # type: ignore[arg-type]
-    save_manifest(run_dir, manifest)
+    try:
+        save_manifest(run_dir, manifest)
+    except RunError:
+        pass  # a full disk: the error that ended the run is the one to show
 
 
 def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, result: TuneResult,
