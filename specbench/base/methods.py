@@ -3,10 +3,11 @@
 A method is one of llama.cpp's ``--spec-type`` values; ``METHODS`` says, for each one specbench
 knows, what the config needs (a draft model, of which GGUF architecture), what a run does with it
 (a draft context, a draft model that can run alone for the cost ratio, n-gram sizes and their
-defaults) and which binaries run it. The build probe, the plan, the pre-flight, the preparation,
-the cell identity and the judge all read this table, so a method llama.cpp adds is one entry here.
-A name not in the table (a newer build's) is planned when the build's ``--help`` lists it, as a
-draft-free method (``method_of``). How a config spells methods is ``specbench.plan.methods``.
+defaults, state a llama-server keeps between requests) and which binaries run it. The build probe,
+the plan, the pre-flight, the preparation, the server runner, the cell identity and the judge all
+read this table, so a method llama.cpp adds is one entry here. A name not in the table (a newer
+build's) is planned when the build's ``--help`` lists it, as a draft-free method (``method_of``).
+How a config spells methods is ``specbench.plan.methods``.
 """
 
 from __future__ import annotations
@@ -33,13 +34,18 @@ class Method:
     runs_alone: bool = False  # its draft model runs alone (llama-completion) to give the cost ratio
     lookup: bool = False  # an n-gram lookup: sized by --spec-<name>-size-n/-m, one cell per target
     ngram_sizes: tuple[int, int] | None = None  # (size_n, size_m) defaults of a lookup that needs a repeat
+    server_state: bool = False  # its state outlives a request in llama-server (a server per sample)
     binaries: tuple[str, ...] = SPEC_TYPE_BINARIES  # the BuildInfo roles that run it
 
 
 # In the order the parts of a combination are written (``ngram-mod+draft`` is ``draft+ngram-mod``).
 # Architectures: pinned src/llama-arch.cpp (a DSpark drafter is a `dflash` GGUF with a Markov head,
 # common/speculative.cpp types_from_gguf); n-gram defaults: common/ngram-map.cpp; llama-speculative
-# ignores --spec-type, so it runs draft-simple only.
+# ignores --spec-type, so it runs draft-simple only. State in llama-server (common/speculative.cpp):
+# ngram-mod's pool is never reset between requests, ngram-map-k/-k4v keep their key maps and
+# statistics, ngram-cache its context and dynamic caches, so a second request would be drafted from
+# the first one's answer; ngram-simple (stateless lookups) and the draft models (their context
+# follows the slot) keep none.
 METHODS: dict[str, Method] = {
     DRAFT_METHOD: Method(
         "draft-simple", draft_context=True, draft_model=True, vocab_check=True, runs_alone=True,
@@ -53,10 +59,10 @@ METHODS: dict[str, Method] = {
     "draft-dspark": Method("draft-dspark", draft_context=True, draft_model=True, draft_arch="dflash",
                            head="a DSpark drafter", markov_head=True),
     "ngram-simple": Method("ngram-simple", lookup=True, ngram_sizes=(12, 48)),
-    "ngram-map-k": Method("ngram-map-k", lookup=True, ngram_sizes=(12, 48)),
-    "ngram-map-k4v": Method("ngram-map-k4v", lookup=True, ngram_sizes=(12, 48)),
-    "ngram-mod": Method("ngram-mod", lookup=True),
-    "ngram-cache": Method("ngram-cache", lookup=True),
+    "ngram-map-k": Method("ngram-map-k", lookup=True, ngram_sizes=(12, 48), server_state=True),
+    "ngram-map-k4v": Method("ngram-map-k4v", lookup=True, ngram_sizes=(12, 48), server_state=True),
+    "ngram-mod": Method("ngram-mod", lookup=True, server_state=True),
+    "ngram-cache": Method("ngram-cache", lookup=True, server_state=True),
 }  # fmt: skip
 
 

@@ -16,13 +16,6 @@ import re
 from specbench.base.methods import DRAFT_METHOD, METHODS, SEPARATOR, method_of, parts
 
 DRAFT_SIMPLE = METHODS[DRAFT_METHOD].spec_type  # llama.cpp's name of `draft`
-# Methods whose state outlives a request in llama-server (pinned common/speculative.cpp): ngram-mod's
-# pool is never reset between requests, ngram-map-k/-k4v keep their key maps and statistics, and
-# ngram-cache its context and dynamic caches. A second request would be drafted from the first
-# one's answer, so the server runner gives each of their samples a server of its own.
-# ngram-simple (stateless lookups) and the draft models (their context follows the slot) do not.
-SERVER_STATEFUL_METHODS = ("ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
-
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -71,8 +64,8 @@ def is_mtp(method: str) -> bool:
 
 def keeps_server_state(method: str) -> bool:
     """Whether a llama-server speculating with ``method`` carries state from one request to the
-    next (``SERVER_STATEFUL_METHODS``); an unknown part counts as stateful, the safe side."""
-    return any(p in SERVER_STATEFUL_METHODS or p not in METHODS for p in parts(method))
+    next (``Method.server_state``); an unknown part counts as stateful, the safe side."""
+    return any(p not in METHODS or METHODS[p].server_state for p in parts(method))
 
 
 def draft_free(method: str) -> bool:

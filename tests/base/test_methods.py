@@ -17,7 +17,13 @@ from specbench.execute.judge import never_drafted_reason
 from specbench.execute.preparation import check_pairs
 from specbench.models.meta import SpecFacts
 from specbench.plan import cells as plan_cells
-from specbench.plan.methods import draft_free, needs_draft_model, ngram_parts, parse_method
+from specbench.plan.methods import (
+    draft_free,
+    keeps_server_state,
+    needs_draft_model,
+    ngram_parts,
+    parse_method,
+)
 from specbench.plan.preflight import misfit
 from specbench.plan.sections import PairConfig
 from specbench.results.cell import Cell, draft_alone_of
@@ -53,6 +59,8 @@ def test_an_added_method_reaches_the_config_spelling(added):
         parse_method("draft+draft-hydra")
     assert needs_draft_model("draft-hydra") and not draft_free("draft-hydra")
     assert ngram_parts("draft+suffix-tree") == ["suffix-tree"]
+    assert not keeps_server_state("suffix-tree")  # declared stateless (a name the table lacks is not)
+    assert keeps_server_state("suffix-tree+ngram-mod") and keeps_server_state("ngram-future")
     with pytest.raises(ValueError, match="method draft-hydra drafts with a model given as `draft:`"):
         PairConfig(target="t", method="draft-hydra")  # a draft-model method needs the pair's draft
 
