@@ -80,11 +80,16 @@ class CostCurve:
 
 
 def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """Least squares a + b·x; through the origin for one point or one x."""
-    xs = [x for x, _ in points]
+    """Least squares a + b·x with a, b >= 0 (a fixed cost and a cost per byte are never negative:
+    a fit that says so is noise, so that term is held at 0); through the origin for one x."""
+    xs, ys = [x for x, _ in points], [y for _, y in points]
     if len(set(xs)) < 2:
-        return 0.0, sum(y for _, y in points) / max(sum(xs), 1.0)
-    slope, intercept = statistics.linear_regression(xs, [y for _, y in points])
+        return 0.0, sum(ys) / max(sum(xs), 1.0)
+    slope, intercept = statistics.linear_regression(xs, ys)
+    if slope < 0:
+        return statistics.fmean(ys), 0.0
+    if intercept < 0:
+        return 0.0, statistics.linear_regression(xs, ys, proportional=True).slope
     return intercept, slope
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from specbench.analysis.speedmodel import expected_tokens, model_speedup
-from specbench.base.errors import ModelError, SpecbenchError
+from specbench.base.errors import ModelError, RunError, SpecbenchError
 from specbench.base.methods import METHODS
 from specbench.builder.buildinfo import BuildInfo
 from specbench.models import cache
@@ -76,6 +76,7 @@ class DraftRow(BaseModel):
     decode_ms_low: float | None = None
     decode_ms_high: float | None = None
     decode_ms_measured: float | None = None  # llama-bench's, when this machine has timed it
+    priced_by: str | None = None  # measured (llama-bench's costs) | estimated (the curve's) | None
     draft_max: int | None = None  # the draft length that needs the least acceptance
     alpha_break_even: float | None = None  # per-token acceptance for 1.0x at draft_max
     alpha_goal: float | None = None  # ... for GOAL
@@ -331,7 +332,12 @@ def _curve(
         if m.sha256 and m.header is not None and m.row.path is not None:
             seen.setdefault(m.sha256, (m.row.candidate, m.row.path, m.header))
     for c in list_cached():
-        if c.metadata is None or c.size_bytes > CURVE_MAX_BYTES or c.metadata.n_shards > 1:
+        if (
+            c.metadata is None
+            or c.size_bytes > CURVE_MAX_BYTES
+            or c.metadata.n_shards > 1
+            or c.path.name[0] == "."
+        ):
             continue
         try:
             header = read_local_header(c.path)
@@ -341,7 +347,11 @@ def _curve(
             seen.setdefault(cache.sha256_file(c.path), (c.path.name, c.path, header))
     points = []
     for sha, (name, path, header) in seen.items():
-        got = timed_costs(build, name, path, sha, CURVE_KS, threads=threads, measure=measure, note=note)
+        try:
+            got = timed_costs(build, name, path, sha, CURVE_KS, threads=threads, measure=measure, note=note)
+        except RunError as exc:  # a model llama-bench cannot run (a head, another arch): not a point
+            note(f"left out of the cost curve: {exc}")
+            continue
         if got is not None:
             points.append(
                 CurvePoint(
@@ -407,7 +417,9 @@ def rank(
                 point = next((p for p in curve.points if p.sha256 == c.sha256), None)
                 c.row.decode_ms_measured = point.costs.decode_s * 1e3 if point else None
         if t_costs is not None and curve is not None and c.row.compatible and c.row.decode_ms is not None:
-            d_costs = curve.pass_costs(c.row.candidate, c.row.decode_ms / 1e3)
+            point = next((p for p in curve.points if c.sha256 and p.sha256 == c.sha256), None)
+            c.row.priced_by = "measured" if point else "estimated"  # a timed model is priced as timed
+            d_costs = point.costs if point else curve.pass_costs(c.row.candidate, c.row.decode_ms / 1e3)
             c.row.pass_costs = d_costs
             _break_even(c.row, t_costs, d_costs, req.max_draft)
             if req.results is not None and c.sha256 and target.sha256 and c.row.draft_max:

@@ -126,6 +126,7 @@ def test_ranks_hub_and_local_candidates_reading_only_headers(
     assert 0 < tiny.alpha_break_even < mid.alpha_break_even < 1.0
     assert tiny.alpha_goal < 1.0 and (mid.alpha_goal is None or tiny.alpha_goal < mid.alpha_goal)
     assert tiny.ceiling > 1.5
+    assert tiny.priced_by == mid.priced_by == "measured"  # local files: timed, and priced as timed
     for r in (tiny, mid):
         assert 1 <= r.draft_max <= 8 and r.ceiling > 1.0
         assert r.decode_ms_low <= r.decode_ms <= r.decode_ms_high
