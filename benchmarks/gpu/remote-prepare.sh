@@ -41,7 +41,7 @@ import importlib, sys, warnings
 from pathlib import Path
 warnings.simplefilter("ignore")
 mods = ["specbench", "specbench.cli", "pydantic", "pydantic_core", "typer", "rich", "click", "yaml", "gguf",
-        "platformdirs", "filelock", "huggingface_hub", "httpx2", "numpy", "pandas", "scipy", "matplotlib",
+        "platformdirs", "filelock", "huggingface_hub", "httpx2", "numpy", "scipy", "matplotlib",
         "jinja2", "tqdm"]
 bad = []
 for m in mods:
