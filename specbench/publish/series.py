@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specbench.analysis.figures import Value, figure
-from specbench.base.stats import welch
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 from specbench.gate.history import generation_text, stored_key, stored_rows
-from specbench.gate.regression import NOISY_CV, cv
+from specbench.gate.regression import NOISY_CV, cv, welch_interval
 from specbench.results import cell
 
 THRESHOLD = 0.05  # the gate's default --threshold
@@ -171,10 +170,10 @@ def flag_changes(series: Series, threshold: float = THRESHOLD) -> None:
             continue
         if abs(change) <= limit:
             continue
-        found = None if exact else welch(prev.reps, cur.reps, 1 - 2 * ALPHA)  # one-sided 1 - ALPHA
+        found = None if exact else welch_interval(prev.reps, cur.reps, ALPHA)
         low, high = (change, change) if exact else (None, None)
         if found is not None:
-            low, high = (found[0] - found[1]) * scale, (found[0] + found[1]) * scale
+            low, high = found[0] * scale, found[1] * scale
         status = classify(change, low, high, limit)
         if status == Status.IMPROVED and max(cv(prev.reps) or 0.0, cv(cur.reps) or 0.0) > NOISY_CV:
             continue
