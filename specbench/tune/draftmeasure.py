@@ -70,8 +70,9 @@ def _llama_cpp(base: Config | None, backend: str) -> Any:
 
 
 def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str, Path], base: Config | None,
-                   backend: str) -> Config:  # fmt: skip
-    """The run config: the target, each chosen draft as a pair at the draft lengths they chose."""
+                   backend: str, overrides: dict[str, Any] | None = None) -> Config:  # fmt: skip
+    """The run config: the target, each chosen draft as a pair at the draft lengths they chose
+    (``overrides``: top-level keys replaced, e.g. a shorter generation)."""
     models = {"target": {"path": str(files["target"])}}
     pairs = {}
     for i, row in enumerate(chosen, 1):
@@ -90,6 +91,7 @@ def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str
         "repetitions": "auto",
         "max_repetitions": 6,
     }  # fmt: skip
+    data.update(overrides or {})
     return config_from_mapping(data, Path("."), "drafts --measure")
 
 
@@ -101,6 +103,7 @@ def measure(
     backend: str,
     progress: Any = None,
     note: Callable[[str], None] = lambda line: None,
+    overrides: dict[str, Any] | None = None,
 ) -> tuple[Path, list[Measured]]:
     """Download and measure the ``k`` best-ranked candidates into ``run_dir`` (None: a new folder
     under results/); returns the folder and the candidates by measured speedup."""
@@ -115,7 +118,7 @@ def measure(
     for row in chosen:
         note(f"fetching {row.candidate}" if row.path is None else f"using {row.path}")
         files[row.candidate] = local_file(row)
-    cfg = measure_config(result, chosen, files, base, backend)
+    cfg = measure_config(result, chosen, files, base, backend, overrides)
     prepared = preparation.prepare(cfg)
     run_dir = run_dir if run_dir is not None else benchmark.new_run_dir(cfg, None)
     note(f"measuring {len(chosen)} draft(s) into {run_dir}")

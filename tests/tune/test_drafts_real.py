@@ -1,0 +1,54 @@
+"""`drafts` end to end on the real build: Hub candidates ranked from range reads, the two best
+downloaded and measured (`--measure 2`). Real llama-bench and llama-speculative-simple runs: slow.
+Only the plumbing is asserted (what was read, fetched and measured), never this machine's speed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specbench.models import DeriveSource, ModelSpec, resolve_models
+from specbench.tune.draftmeasure import measure
+from specbench.tune.drafts import Request, rank
+from tests.fixtures.models import SMOL_Q4
+from tests.tune.test_drafts import _ranges, hub  # noqa: F401 (the local Hub server fixture)
+
+pytestmark = pytest.mark.slow
+
+
+def test_rank_then_measure_the_two_best(hub, llama_build, smol_f32, smol_q4, gemma_q4, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("SPECBENCH_CALIBRATION", str(tmp_path / "cal"))
+    home = Path(smol_q4.path).parents[3]  # the real cache holds the derived Q8_0 (made once, seconds)
+    monkeypatch.setenv("SPECBENCH_HOME", str(home))
+    specs = {"smol_q4": SMOL_Q4, "q8": ModelSpec(derive=DeriveSource(from_="smol_q4", quant="Q8_0"))}
+    q8 = resolve_models(specs, base_dir=Path("."), build=llama_build, only=["q8"])["q8"]
+    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))  # downloads go to an empty cache
+    hub.add_commit("org/smol-q4", {"SmolLM2-135M-Instruct-Q4_1.gguf": smol_q4.path})
+    hub.add_commit("org/smol-q8", {"SmolLM2-135M-Instruct-Q8_0.gguf": q8.path})
+    hub.add_commit("org/gemma", {"gemma-3-270m-q4_k_m.gguf": gemma_q4.path})
+    candidates = ["org/smol-q4", "org/smol-q8", "org/gemma", "org/none"]
+    req = Request(target=str(smol_f32.path), candidates=candidates, max_draft=4, threads=2)
+    result = rank(req, llama_build)
+    assert all(n <= 4 << 20 for p, n in _ranges(hub).items() if "smol" in p)  # headers only
+    rows = {r.candidate.split("/")[1]: r for r in result.rows if "/" in r.candidate}
+    assert not rows["gemma"].compatible and "vocabulary type" in rows["gemma"].reason
+    assert "not found" in rows["none"].reason
+    ranked = [r for r in result.rows if r.rank]
+    if len(ranked) < 2:  # on a machine where neither SmolLM2 draft can ever pay, there is nothing to measure
+        pytest.skip(
+            f"only {len(ranked)} candidate(s) can break even here: {[r.candidate for r in result.rows]}"
+        )
+    hub.requests.clear()
+    run_dir, measured = measure(result, 2, tmp_path / "run", None, llama_build.backend,
+                                overrides={"prompts": {"suite": "builtin", "ids": ["code-02"]},
+                                           "generation": {"n_predict": 32}, "repetitions": 2})  # fmt: skip
+    fetched = [r.path for r in hub.requests if r.method == "GET" and "/resolve/" in r.path and not r.range]
+    assert sorted(Path(p).name for p in fetched) == sorted(Path(r.candidate).name for r in ranked[:2])
+    assert run_dir == tmp_path / "run" and (run_dir / "manifest.json").is_file()
+    assert {m.candidate for m in measured} == {r.candidate for r in ranked[:2]}
+    for m in measured:
+        assert m.speedup is not None and m.speedup > 0 and m.acceptance is not None
+        assert m.speedup_ci_low <= m.speedup <= m.speedup_ci_high
+        assert m.predicted_speedup is not None and m.predicted_speedup > 0
+    assert [m.speedup for m in measured] == sorted((m.speedup for m in measured), reverse=True)
