@@ -103,7 +103,10 @@ def drafts(
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option("--config", help="A run config: its models may be named, and its build prices them."),
+        typer.Option(
+            "--config",
+            help="A run config: its models may be named (and --measure uses its build and prompts).",
+        ),
     ] = None,
     family: Annotated[
         list[str] | None,
@@ -143,7 +146,7 @@ def drafts(
     if config is not None:
         check_path(config, "--config")
         cfg = preparation.load(config)
-    build = pick_build(cfg)
+    build = pick_build()
     req = Request(target=target, candidates=candidates or [], families=family or [], config=cfg,
                   max_draft=max_draft, threads=threads, measure_costs=not no_measure,
                   results=results if results is not None else results_dir())  # fmt: skip

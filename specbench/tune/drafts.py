@@ -536,14 +536,10 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
     return text.replace("TARGET", _fetch_arg(result.target)).replace("DRAFT", _fetch_arg(best))
 
 
-def pick_build(cfg: Config | None) -> BuildInfo | None:
-    """The build whose llama-bench prices the candidates: the config's (built as `run` would), else
-    the newest cached build with llama-bench; None when there is none (ranked without costs)."""
+def pick_build() -> BuildInfo | None:
+    """The build whose llama-bench prices the candidates: the newest cached build with llama-bench
+    (nothing is built to rank); None when there is none (ranked without costs, said in a note)."""
     from specbench.base import paths
 
-    if cfg is not None:
-        from specbench.execute.builds import ensure_builds
-
-        return next(iter(ensure_builds(cfg).values()))
     found = [b for b in BuildInfo.load_all(paths.builds_dir()) if "bench" in b.binaries]
     return max(found, key=lambda b: b.built_at, default=None)

@@ -70,3 +70,19 @@ def test_bad_input_is_one_line(tmp_path, files, args, message):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
+
+
+def test_a_config_names_the_target_and_its_other_models_are_the_candidates(tmp_path, files):
+    target, draft, other = files
+    cfg = tmp_path / "pair.yaml"
+    cfg.write_text(
+        f"models:\n  t: {{path: {target}}}\n  d: {{path: {draft}}}\n  o: {{path: {other}}}\n"
+        "pairs:\n  p: {target: t, draft: d}\n"
+    )
+    proc = specbench("drafts", "t", "--config", cfg, "--format", "json", cwd=tmp_path, env=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    data = _strict(proc.stdout)
+    rows = {r["candidate"]: r for r in data["rows"] if r["kind"] == "config"}
+    assert set(rows) == {"d", "o"}  # the config's other models, by their names
+    assert rows["d"]["compatible"] and not rows["o"]["compatible"]
+    assert data["target"]["candidate"] == "t"
