@@ -104,6 +104,12 @@ class Pairs:
 
             self.servers = (ServerExecutor(warmup=1), ServerExecutor(warmup=1))  # each keeps its own
 
+    def start(self) -> None:
+        """Start both servers (load, warmup, one request) before the first pair is timed."""
+        for ex in self.servers:
+            if ex is not None and self.server is not None:
+                self.m.run(ex, self.server)
+
     def close(self) -> None:
         for ex in self.servers:
             if ex is not None:
@@ -251,6 +257,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pairs-") as tmp:
         pairs = Pairs(seq, duet, server, Path(tmp))
         try:
+            pairs.start()
             for noise in args.noise:
                 gen = NoiseGenerator(spec) if noise == "noisy" else None
                 if gen is not None:
