@@ -225,7 +225,10 @@ def _repo_models(repo: str, pattern: str | None, kind: str) -> list[_Model]:
 
 
 def _is_hub_name(arg: str) -> bool:
+    """``owner/repo`` or ``owner/repo/path/file.gguf`` (``dir/file.gguf`` is a local path)."""
     parts = arg.split("/")
+    if len(parts) == 2 and arg.endswith(".gguf"):
+        return False
     return len(parts) >= 2 and all(parts) and not arg.startswith((".", "/", "~"))
 
 
