@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SPECBENCH := $(BIN)/specbench
 
-.PHONY: setup build demo test lint actionlint docs clean
+.PHONY: setup build demo test test-perf lint actionlint docs clean
 
 setup: $(VENV)/.installed
 
@@ -23,14 +23,26 @@ demo: build
 	$(SPECBENCH) run configs/quickstart.yaml
 	$(SPECBENCH) report
 
+# `make test`: every test whose verdict holds on any machine, busy or quiet; first those that run no
+# llama.cpp, on both cores (pytest-xdist), then the `slow` ones (real llama.cpp) one at a time: two
+# llama.cpp processes never share the cores. The `perf` tests judge a real llama.cpp timing (a
+# slowdown caught by ab, the sentinel seeing a slowed phase): they need a quiet machine and run in
+# `make test-perf` (docs/development.md, "Tests and linters").
+TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/pytest -q --durations=25
+	$(BIN)/pytest -q --durations=15 -n $(TEST_WORKERS) -m "not slow and not perf"
+	$(BIN)/pytest -q --durations=25 -m "slow and not perf"
+
+test-perf: setup
+	$(BIN)/pytest -q --durations=25 -m perf
 
 lint: setup
 	$(BIN)/ruff check specbench tests
 	$(BIN)/ruff format --check specbench tests
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/check-jsonschema --schemafile configs/specbench.schema.json configs/*.yaml configs/seeds/*.yaml
+	$(BIN)/python .ci/check_collected.py  # every tests/**/test_*.py is one pytest collects
 	$(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings strict counts, and passes
 	$(MAKE) --no-print-directory actionlint
 

@@ -5,6 +5,7 @@ pytest_plugins = [
     "tests.fixtures.models",
     "tests.fixtures.generated",
     "tests.fixtures.llama_history",
+    "tests.fixtures.shared",
 ]
 
 
@@ -16,3 +17,17 @@ def own_calibration_cache(tmp_path_factory, monkeypatch):
     """Every test starts with an empty calibration cache of its own (CLI children inherit it): an
     entry a tune test cached must not give another test's run a model column, nor survive the session."""
     monkeypatch.setenv("SPECBENCH_CALIBRATION", str(tmp_path_factory.mktemp("calibration")))
+
+
+# A test that asks for the real build or a real model may run llama.cpp: it is `slow` whether or not
+# its module says so. `make test` runs the others on both cores (pytest-xdist) and these after them,
+# one at a time, so that two llama.cpp processes never share the 2 cores (each would spin its
+# threads against the other: a run's t/s falls 30-60x and its timeouts come near).
+REAL_FIXTURES = {"llama_build", "smol_q4", "gemma_q4"}  # smol_f32, the heads, llama_history: through these
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if REAL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from specbench.analysis.digest import digest
 from specbench.analysis.report import build_report
-from tests.gate.test_compare import make_run
+from tests.helpers.runs import make_run
 
 BASE = [30.0, 30.3, 29.8, 30.1, 30.2, 45.0]  # one baseline repetition far off: every cell shares it
 SPEC = {4: [45.0, 40.0, 50.0, 44.0, 47.0, 43.0], 8: [50.0, 50.4, 49.7, 50.1, 50.2, 49.9],

@@ -5,7 +5,7 @@ import pytest
 
 from specbench.analysis import plots
 from specbench.analysis.report import build_report
-from tests.analysis.test_report import NGL, QUICK
+from tests.helpers.reports import NGL, QUICK
 
 ALWAYS = {plots.SPEEDUP, plots.TPS_BARS, plots.ACCEPTANCE, plots.CATEGORY}
 

@@ -14,7 +14,7 @@ import pytest
 
 from specbench.analysis.report import build_report
 from specbench.plan.config import load_config
-from tests.analysis.test_report import QUICK, expected_rows, specbench
+from tests.helpers.reports import QUICK, expected_rows, specbench
 
 ROOT = Path(__file__).parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 from specbench.analysis import render, reportfiles
 from specbench.analysis.cells import CONTRACT_KEYS
 from specbench.analysis.report import build_report
-from tests.analysis.test_report import NGL, QUICK
+from tests.helpers.reports import NGL, QUICK
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +132,7 @@ def test_headers_wrap_between_words_never_inside_one(tmp_path, width):
     from rich.console import Console
 
     from specbench.results.samplelog import append_sample, load_samples
-    from tests.gate.test_compare import BASE, SPEC, make_run
+    from tests.helpers.runs import BASE, SPEC, make_run
 
     server = make_run(tmp_path, "server-run-with-a-long-name", BASE, SPEC)
     for s in load_samples(server):  # the same samples again as a parallel=2 server setting

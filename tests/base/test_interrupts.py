@@ -9,34 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from pathlib import Path
 
 import pytest
 
 from tests.fixtures.build import fake_llama_tree
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live processes whose command line holds ``marker`` (zombies have none)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and marker.encode() in (proc / "cmdline").read_bytes():
-                pids.append(int(proc.name))
-        except OSError:
-            continue
-    return pids
-
-
-def wait_for(predicate, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+from tests.helpers.procs import processes_with, wait_for
 
 
 def test_a_signal_while_a_child_starts_is_raised_right_after_it_started():

@@ -21,7 +21,9 @@ from specbench.builder.buildplan import (
 )
 from specbench.builder.cmake import CompileError
 from specbench.builder.source import PINNED_COMMIT
-from tests.fixtures.build import assert_one_line_error, cli, fake_llama_tree
+from tests.fixtures.build import assert_one_line_error, fake_llama_tree
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.builds import FAKE_MAIN
 
 
 def _defines(args: list[str]) -> dict[str, str]:
@@ -141,20 +143,6 @@ def test_compile_error_names_the_error_and_keeps_the_log(tmp_path, monkeypatch):
     last = assert_one_line_error(result, "compiling llama.cpp failed", "build.log")
     assert "undeclared_thing" in last
     assert "main.cpp:1" in result.stderr  # the compiler's error lines are shown above the error
-
-
-FAKE_MAIN = r"""#include <cstdio>
-#include <cstring>
-int main(int argc, char ** argv) {
-    if (argc > 1 && std::strcmp(argv[1], "--version") == 0) {
-        std::printf("version: 1 (abc1234)\nbuilt with fake for test\n");
-        return 0;
-    }
-    std::printf("--draft-max, --draft N   number of tokens to draft\n");
-    std::printf("-md,   --model-draft FNAME   draft model\n");
-    return 0;
-}
-"""
 
 
 def test_fake_tree_builds_probes_and_caches(tmp_path, monkeypatch):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ import time
 import pytest
 
 from specbench.builder import noise
+from tests.helpers.procs import start_foreign, stop
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 
@@ -34,22 +34,6 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc"
 )
 def test_what_counts_as_a_benchmark_process(argv, expected):
     assert noise.is_benchmark_process(argv) is expected
-
-
-def start_foreign(name: str, seconds: int = 60) -> int:
-    """A process outside our tree (its parent shell exits) whose argv[0] is ``name``."""
-    out = subprocess.run(
-        ["bash", "-c", f"(exec -a {name} sleep {seconds}) >/dev/null 2>&1 & echo $!"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return int(out.stdout.strip())
-
-
-def stop(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def test_a_foreign_llama_process_is_found_and_our_own_children_are_not():

@@ -10,37 +10,18 @@ real. One test runs the real thing where the CPU has AMX, and is skipped elsewhe
 from __future__ import annotations
 
 import json
-import stat
-from pathlib import Path
 
 import pytest
-
 from specbench.builder import envinfo, selftest
 from specbench.builder.builder import checked
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.buildplan import BUILD_JSON, build_dir_for, build_key
-from tests.fixtures.build import cli
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.realruns import crashing_on_q4_1
 
 pytestmark = pytest.mark.slow
 
 HAS_AMX = "amx_int8" in envinfo.cpu_isa()
-
-
-def crashing_on_q4_1(info: BuildInfo, folder: Path) -> BuildInfo:
-    """``info`` with every binary behind a wrapper that segfaults on a Q4_1 model without --no-repack."""
-    folder.mkdir(parents=True, exist_ok=True)
-    out = info.model_copy(deep=True)
-    for role, b in out.binaries.items():
-        wrapper = folder / b.name
-        wrapper.write_text(
-            "#!/bin/sh\n"
-            'case " $* " in *Q4_1*) case " $* " in *" --no-repack "*) ;; *) kill -SEGV $$ ;; esac ;; esac\n'
-            f'exec "{b.path}" "$@"\n'
-        )
-        wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-        out.binaries[role] = b.model_copy(update={"path": str(wrapper)})
-    out.bin_dir, out.selftest = str(folder), None
-    return out
 
 
 def test_the_build_records_its_self_test_and_the_cli_prints_it(llama_build):

@@ -14,7 +14,7 @@ import pytest
 
 from specbench.execute.benchmark import RunSummary
 from specbench.results.records import Sample
-from tests.cli.test_compare import specbench
+from tests.helpers.cli import specbench
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "runs" / "quick-cpu"
 needs_build_field = pytest.mark.skipif(

@@ -2,28 +2,16 @@
 codes. The done-when test (two real llama.cpp runs, one with fewer threads) is at the end."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from specbench.results.manifestfile import load_manifest, save_manifest
 from specbench.results.samplelog import append_sample, load_samples
-from tests.gate.test_compare import BASE, SPEC, make_run
+from tests.helpers.cli import specbench
+from tests.helpers.runs import BASE, SPEC, make_run
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def specbench(*args, cwd: Path, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    # Results under the test's folder; no step summary unless the test sets one (pytest may run in CI).
-    base_env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    full_env = {**base_env, "SPECBENCH_RESULTS": str(cwd / "results"), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "specbench", *map(str, args)],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 @pytest.fixture
@@ -239,6 +227,7 @@ def assert_follows_the_rule(data: dict, threshold: float) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.perf  # a real speed difference: a quiet machine's (make test-perf)
 def test_real_run_with_fewer_threads_is_a_regression(real_runs):
     root, runs = real_runs
     r = specbench("compare", runs["two"], runs["one"], "--format", "json", cwd=root)
@@ -257,6 +246,7 @@ def test_real_run_with_fewer_threads_is_a_regression(real_runs):
 
 
 @pytest.mark.slow
+@pytest.mark.perf  # the 1-thread run must differ from the 2-thread one: a real speed
 def test_real_same_config_twice_follows_the_rule(real_runs):
     """An A/A comparison through the unpaired two-run gate: interleaved halves of one 2-thread
     run. That gate cannot promise an A/A passes (fresh-clone CI once saw spec_tps -18% between
@@ -306,9 +296,9 @@ def test_history_add_warns_on_an_interrupted_run(tmp_path):
 
 
 def test_history_marks_runs_whose_machine_speed_moved(tmp_path):
-    from tests.gate.test_history import _with_speed
+    from tests.helpers.runs import with_speed
 
-    run = _with_speed(make_run(tmp_path, "slow", BASE, SPEC), -0.25, True)
+    run = with_speed(make_run(tmp_path, "slow", BASE, SPEC), -0.25, True)
     r = specbench("history", "--add", run, "--metric", "baseline_tps", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "-25% !" in r.stdout and "speed sentinel" in r.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fixtures.build import cli
+from tests.fixtures.build import cli_process as cli
 from tests.hub_server import FakeHub
 
 pytestmark = pytest.mark.slow

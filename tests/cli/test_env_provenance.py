@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from specbench.results.manifestfile import load_manifest
-from tests.cli.test_run_faults import ngram_config
-from tests.fixtures.build import cli
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.realruns import ngram_config
 
 pytestmark = pytest.mark.slow
 

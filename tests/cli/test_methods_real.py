@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from specbench.base.childenv import child_env
 from specbench.models.meta import read_metadata
 from specbench.parse.process import parse_text
 from specbench.results.samplelog import load_samples
-from tests.fixtures.build import cli
+from tests.fixtures.build import cli_process as cli
 
 pytestmark = pytest.mark.slow
 PROMPT = "Write a Python function that returns the sum of a list of numbers."

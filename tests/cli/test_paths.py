@@ -7,8 +7,8 @@ import json
 import pytest
 
 from specbench.results.runlock import RunLock
-from tests.cli.test_compare import specbench
-from tests.gate.test_compare import BASE, SPEC, make_run
+from tests.helpers.cli import specbench
+from tests.helpers.runs import BASE, SPEC, make_run
 
 LONG = "n" * 300  # over any filesystem's 255-byte name limit
 
@@ -56,7 +56,7 @@ def test_a_name_too_long_is_one_line(tmp_path, run, args):
 
 def test_a_config_name_too_long_for_a_run_folder(tmp_path):
     """The default run folder is named after the config: refused before building anything."""
-    from tests.plan.test_config import GOOD  # a config that loads (placeholder model files)
+    from tests.helpers.configs import GOOD  # a config that loads (placeholder model files)
 
     (tmp_path / "sub").mkdir()
     (tmp_path / "big.gguf").write_bytes(b"GGUF")

@@ -13,35 +13,20 @@ import platform
 import re
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-import yaml
-
 from specbench.plan.config import load_config
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
-from tests.fixtures.build import assert_one_line_error, cli
+from tests.fixtures.build import assert_one_line_error
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.procs import start_and_signal
+from tests.helpers.realruns import one_cell, write_config
 
 pytestmark = pytest.mark.slow
 TOKEN = "hf_specbenchTESTsecret0123456789abcdef"
-
-
-def write_config(path: Path, **data) -> Path:
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def short_prompt(tmp: Path) -> Path:
-    """One short chat prompt (a JSONL prompts file): prompt evaluation is most of a 32-token run."""
-    ask = "Write a Python function that returns the sum of a list of numbers."
-    line = {"id": "sum", "category": "code", "messages": [{"role": "user", "content": ask}]}
-    path = tmp / "prompts.jsonl"
-    path.write_text(json.dumps(line) + "\n")
-    return path
 
 
 def repeating_prompt(tmp: Path) -> Path:
@@ -51,22 +36,6 @@ def repeating_prompt(tmp: Path) -> Path:
     path = tmp / "repeat.jsonl"
     path.write_text(json.dumps({"id": "rep", "category": "code", "text": (block * 4).rstrip("\n")}) + "\n")
     return path
-
-
-def one_cell(tmp: Path, f32, q4, **extra) -> Path:
-    data = dict(
-        name="onecell",
-        models={"f32": {"path": str(f32.path)}, "q4": {"path": str(q4.path)}},
-        pairs={"smol": {"target": "f32", "draft": "q4"}},
-        prompts={"file": str(short_prompt(tmp))},
-        sweep={"draft_max": [8]},
-        generation={"n_predict": 32, "threads": 2},
-        repetitions=2,
-        warmup=1,
-        timeout_s=300,
-    )
-    data.update(extra)
-    return write_config(tmp / "onecell.yaml", **data)
 
 
 @pytest.fixture(scope="module")
@@ -206,27 +175,6 @@ def test_unwritable_results_folder_is_a_one_line_error(tmp_path, smol_q4):
     assert_one_line_error(result, "is not writable", "--out")
 
 
-def start_and_signal(
-    config: Path, run_dir: Path, sig: signal.Signals, env: dict, *args: str, wait_s: float = 240
-) -> tuple[int, str, str]:
-    """Start ``specbench run`` (with ``args``), wait for its first sample, send ``sig``; its exit
-    code, stdout and stderr."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "specbench", "run", str(config), "--out", str(run_dir), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
-    )  # fmt: skip
-    samples_file = run_dir / "samples.jsonl"
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        if samples_file.is_file() and samples_file.read_text().count("\n") >= 1:
-            break
-        time.sleep(0.02)
-    assert proc.poll() is None, "the run ended before it could be signalled"
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
-    return proc.returncode, out, err
-
-
 def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q4):
     config = write_config(
         tmp_path / "ngram.yaml",
@@ -298,11 +246,10 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
     import io
 
     from rich.console import Console
-
     from specbench.builder.envinfo import collect
     from specbench.cli import common, progress
     from specbench.execute.runner import execute
-    from tests.execute.test_runner import inv, manifest, process
+    from tests.helpers.fakeruns import inv, manifest, process
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=terminal, width=150)

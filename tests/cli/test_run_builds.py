@@ -12,8 +12,8 @@ import pytest
 from specbench.results.cell import baseline_of
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
-from tests.cli.test_run import one_cell
-from tests.fixtures.build import cli
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.realruns import one_cell
 
 pytestmark = pytest.mark.slow
 AA = [{"label": "a", "backend": "cpu"}, {"label": "b", "backend": "cpu"}]

@@ -4,45 +4,21 @@ nothing failing the job. Real llama.cpp runs of the 135M model, 16 tokens each (
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
-import uuid
 from pathlib import Path
 
 import pytest
-import yaml
 
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
-from tests.cli.test_run import start_and_signal
-from tests.fixtures.build import assert_one_line_error, cli
+from tests.fixtures.build import assert_one_line_error
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.procs import start_and_signal
+from tests.helpers.realruns import ngram_config
 
 pytestmark = pytest.mark.slow
-
-
-def ngram_config(tmp: Path, q4) -> tuple[Path, str]:
-    """The n-gram method on the Q4 model alone (no draft model: the cheapest real speculative run);
-    the prompt carries a marker to find its llama.cpp processes by, and repeats a block longer than
-    the n-gram size (12 tokens) so the continuation repeats it and the lookup drafts."""
-    marker = f"specbench-{uuid.uuid4().hex[:12]}"
-    prompts = tmp / "prompts.jsonl"
-    block = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
-    text = f"# {marker}\n" + (block * 4).rstrip("\n")  # ends inside the pattern, as it goes on
-    prompts.write_text(json.dumps({"id": "code", "category": "code", "text": text}) + "\n")
-    data = dict(
-        name="faults",
-        models={"q4": {"path": str(q4.path)}},
-        pairs={"lookup": {"target": "q4", "method": "ngram-simple"}},
-        prompts={"file": str(prompts)},
-        generation={"n_predict": 64, "threads": 2},
-        repetitions=3,
-        warmup=0,
-    )
-    path = tmp / "faults.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path, marker
 
 
 def _llama_processes(marker: str) -> list[int]:

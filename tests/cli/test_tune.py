@@ -14,8 +14,9 @@ from specbench.execute.server import post, start_server
 from specbench.gate.history import run_count
 from specbench.parse.process import parse_text
 from specbench.results.samplelog import load_samples
-from tests.cli.test_run import short_prompt, write_config
-from tests.fixtures.build import assert_one_line_error, cli
+from tests.fixtures.build import assert_one_line_error
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.realruns import short_prompt, write_config
 
 pytestmark = pytest.mark.slow
 KEYS = {"pair", "best", "speedup", "speedup_ci_low", "speedup_ci_high", "predicted_speedup", "command",

@@ -19,9 +19,10 @@ from specbench.results.calibration import PassCosts
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from specbench.tune.calibrate import CachedCosts, store
-from tests.base.test_interrupts import processes_with, wait_for
-from tests.cli.test_run import one_cell, write_config
-from tests.fixtures.build import assert_one_line_error, cli
+from tests.fixtures.build import assert_one_line_error
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.procs import processes_with, wait_for
+from tests.helpers.realruns import one_cell, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +78,7 @@ def test_a_signal_during_tune_kills_llama_records_the_run_and_says_what_was_kept
 def test_tune_on_a_busy_machine_warns_records_it_and_caches_no_calibration(
     tmp_path, llama_build, smol_f32, smol_q4
 ):
-    from tests.builder.test_noise import start_foreign, stop
+    from tests.helpers.procs import start_foreign, stop
 
     config, _ = marked(tmp_path, smol_f32, smol_q4)
     foreign = start_foreign("llama-server", seconds=600)  # another benchmark, for the whole tune

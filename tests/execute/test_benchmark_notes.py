@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specbench.execute.preparation import ignored_settings
 from specbench.plan.config import load_config
-from tests.plan.test_config import GOOD, cfg_dir, write  # noqa: F401 (cfg_dir is a fixture)
+from tests.helpers.configs import GOOD, write
 
 
 def test_auto_repetition_keys_with_a_fixed_count_are_named(cfg_dir):  # noqa: F811

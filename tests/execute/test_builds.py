@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.builder.test_builder import FAKE_MAIN
 from tests.fixtures.build import assert_one_line_error, cli, fake_llama_tree
+from tests.helpers.builds import FAKE_MAIN
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
 

@@ -13,7 +13,7 @@ from specbench.execute.judge import Outcome, judge
 from specbench.execute.server_executor import SOURCE, timings_log
 from specbench.parse.span import parse_stamps
 from specbench.results.records import Generation, ServerTimings
-from tests.execute.test_runner import inv
+from tests.helpers.fakeruns import inv
 
 LOGS = Path(__file__).parents[1] / "logs" / "real"
 PROMPT = "Write a Python function that returns the sum of a list of numbers."

@@ -29,7 +29,7 @@ from specbench.results.folder import samples_path
 from specbench.results.manifest import Manifest
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
-from tests.execute.test_server import prompts_file
+from tests.helpers.realruns import prompts_file
 
 SPIN_S = 400  # the spinners' own bound: they end by themselves even if the test dies
 # the sentinel's series, or the bracket's two baseline windows: either is the warning
@@ -63,6 +63,7 @@ def _first_speculative(run_dir: Path) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.perf  # a real slowdown to see (make test-perf); the rules: test_speed.py, test_bracket_mark.py
 def test_a_slowed_phase_warns_and_marks_the_cells_across_it(tmp_path, llama_build, smol_f32, smol_q4):
     data = dict(
         name="phase", runner="server",

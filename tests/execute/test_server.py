@@ -32,41 +32,11 @@ from specbench.results.manifest import Manifest
 from specbench.results.manifestfile import load_manifest
 from specbench.results.records import Generation
 from specbench.results.samplelog import load_samples
-from tests.fixtures.build import cli
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.realruns import server_config
 from tests.models.tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.slow
-
-ASKS = {
-    "sum": "Write a Python function that returns the sum of a list of numbers.",
-    "capital": "Name the capital of France and one famous building there.",
-}
-
-
-def prompts_file(tmp: Path) -> Path:
-    path = tmp / "prompts.jsonl"
-    lines = [
-        {"id": k, "category": "chat", "messages": [{"role": "user", "content": v}]} for k, v in ASKS.items()
-    ]
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
-
-
-def server_config(tmp: Path, f32, q4, **extra) -> dict:
-    data = dict(
-        name="srv",
-        runner="server",
-        models={"f32": {"path": str(f32.path)}, "q4": {"path": str(q4.path)}},
-        pairs={"smol": {"target": "f32", "draft": "q4"}},
-        prompts={"file": str(prompts_file(tmp))},
-        sweep={"draft_max": [8], "parallel": [1, 2]},
-        generation={"n_predict": 16, "threads": 2, "ctx_size": 512},
-        repetitions=1,
-        warmup=1,
-        timeout_s=120,
-    )
-    data.update(extra)
-    return data
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from specbench.results.samplelog import load_samples
-from tests.execute.test_server import server_config
-from tests.fixtures.build import assert_one_line_error, cli
+from tests.fixtures.build import assert_one_line_error
+from tests.fixtures.build import cli_process as cli
+from tests.helpers.realruns import server_config
 
 pytestmark = pytest.mark.slow
 

@@ -4,11 +4,10 @@ time-stamped stdout, as the process runner measures every baseline (docs/timing.
 from __future__ import annotations
 
 import pytest
-
 from specbench.execute.executor import ProcessExecutor
 from specbench.execute.judge import judge
 from specbench.parse.span import parse_stamps
-from tests.execute.test_runner import inv
+from tests.helpers.fakeruns import inv
 
 PROMPT = "Write a Python function that returns the sum of a list of numbers."
 

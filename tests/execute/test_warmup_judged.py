@@ -11,7 +11,7 @@ from specbench.base.errors import RunError
 from specbench.execute.runner import execute
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
-from tests.execute.test_runner import env_info, inv, manifest, process  # noqa: F401 (fixture)
+from tests.helpers.fakeruns import inv, manifest, process
 
 
 def _draft_alone(binary: str, **kw):

@@ -14,8 +14,7 @@ from specbench.builder import selftest
 from specbench.execute import benchmark, preparation
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
-from tests.builder.test_selftest import crashing_on_q4_1
-from tests.cli.test_run_faults import ngram_config
+from tests.helpers.realruns import crashing_on_q4_1, ngram_config
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from specbench.gate.history import (
     series_of,
 )
 from specbench.gate.historyplot import plot_history
-from tests.gate.test_compare import BASE, SPEC, make_run
+from tests.helpers.runs import BASE, SPEC, make_run, with_speed
 
 
 def test_record_is_idempotent_per_run(tmp_path):
@@ -141,23 +141,13 @@ def test_same_span_baselines_start_a_series_of_their_own(tmp_path):
     assert [p.run_id for p in spec] == ["run1", "run2"] and len({series_of(p) for p in spec}) == 1
 
 
-def _with_speed(run, moved: float, warned: bool):
-    """The run's manifest as the speed sentinel leaves it (specbench.builder.speed)."""
-    manifest = json.loads((run / "manifest.json").read_text())
-    text = f"machine speed moved by {moved:+.0%} during the run (from 40.0 to 30.0 t/s)"
-    warnings = [text] if warned else []
-    manifest["noise"] = {"speed": {"moved": moved, "precision": 0.03, "warnings": warnings}}
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    return run
-
-
 def test_runs_whose_machine_speed_moved_are_marked(tmp_path):
     db = tmp_path / "h.sqlite"
-    record_run(_with_speed(make_run(tmp_path / "a", "quiet", BASE, SPEC), 0.01, False), db)
+    record_run(with_speed(make_run(tmp_path / "a", "quiet", BASE, SPEC), 0.01, False), db)
     slow = make_run(tmp_path / "b", "slow", BASE, SPEC)
     manifest = json.loads((slow / "manifest.json").read_text())
     (slow / "manifest.json").write_text(json.dumps({**manifest, "started_at": "2026-02-01T00:00:00+00:00"}))
-    record_run(_with_speed(slow, -0.25, True), db)
+    record_run(with_speed(slow, -0.25, True), db)
     record_run(make_run(tmp_path / "c", "old", BASE, SPEC, commit="cccc"), db)  # before the sentinel
     marks = {p.run_id: (p.speed_moved, p.speed_warned) for p in load_history(db, "baseline_tps")}
     assert marks == {"quiet": (0.01, False), "slow": (-0.25, True), "old": (None, None)}
@@ -181,6 +171,6 @@ def test_a_version_1_database_is_read_as_is_and_migrated_on_write(tmp_path):
         conn.execute("INSERT INTO cells VALUES ('old@', 'spec_tps', 'm|{}|p', 'x', 'p', 'p', '[0]', '[5.0]')")
     (point,) = load_history(db, "spec_tps")  # viewing never writes
     assert point.speed_moved is None and sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 1
-    record_run(_with_speed(make_run(tmp_path, "new", BASE, SPEC), -0.2, True), db)
+    record_run(with_speed(make_run(tmp_path, "new", BASE, SPEC), -0.2, True), db)
     assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 2
     assert {p.run_id: p.speed_warned for p in load_history(db, "spec_tps")}["new"] is True

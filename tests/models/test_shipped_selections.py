@@ -19,7 +19,8 @@ from specbench.models.gguffile import split_name
 from specbench.models.hf import RemoteFile, select_files
 from specbench.models.spec import split_ambiguity
 from specbench.plan.config import load_config
-from tests.fixtures.build import assert_one_line_error, cli
+from tests.fixtures.build import assert_one_line_error
+from tests.fixtures.build import cli_process as cli
 
 ROOT = Path(__file__).parents[2]
 LISTINGS = ROOT / "tests" / "data" / "hf_listings"

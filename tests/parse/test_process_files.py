@@ -11,7 +11,7 @@ import pytest
 
 from specbench.base.errors import ParseError
 from specbench.parse.process import ParsedLog, parse_file, parse_text
-from tests.parse.test_process import EXPECTED, INF, LOGS
+from tests.helpers.parselogs import EXPECTED, INF, LOGS
 
 
 def one_line_error(path: Path, *words: str) -> None:

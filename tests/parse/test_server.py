@@ -11,7 +11,7 @@ from specbench.base.errors import ParseError
 from specbench.parse.parsed import SpecCounters
 from specbench.parse.process import parse_file
 from specbench.parse.server import parse_metrics, parse_response, parse_server_log
-from tests.cli.test_compare import specbench
+from tests.helpers.cli import specbench
 
 REAL = Path(__file__).parents[1] / "data" / "server_logs"
 

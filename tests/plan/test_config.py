@@ -3,53 +3,12 @@ naming the YAML location."""
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 import yaml
 
-from specbench.base.errors import ConfigError
 from specbench.plan.config import load_config
 from specbench.results.records import Generation
-
-GOOD = """\
-name: t
-models:
-  big: {path: big.gguf}
-  small: {path: sub/small.gguf}
-pairs:
-  p: {target: big, draft: small}
-sweep:
-  method: [draft, ngram-simple]
-  draft_max: [4, 8]
-generation:
-  n_predict: 32
-  threads: 2
-"""
-
-
-@pytest.fixture
-def cfg_dir(tmp_path) -> Path:
-    """A config folder with the two (placeholder) model files GOOD refers to."""
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "big.gguf").write_bytes(b"GGUF")
-    (tmp_path / "sub" / "small.gguf").write_bytes(b"GGUF")
-    return tmp_path
-
-
-def write(folder: Path, text: str, name: str = "config.yaml") -> Path:
-    path = folder / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-def error_of(path: Path, overrides: list[str] = ()) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_config(path, overrides)
-    message = str(info.value)
-    assert "\n" not in message, message
-    return message
+from tests.helpers.configs import GOOD, error_of, write
 
 
 def test_good_config_defaults_and_relative_paths(cfg_dir, monkeypatch, tmp_path_factory):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from specbench.plan.config import load_config
-from tests.plan.test_config import GOOD, cfg_dir, error_of, write  # noqa: F401 (cfg_dir is a fixture)
+from tests.helpers.configs import GOOD, error_of, write
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -9,7 +9,7 @@ from specbench.base.errors import ConfigError
 from specbench.plan.methods import parse_method, spec_type_names
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import draft_alone_of
-from tests.plan.test_sweep import MODELS, make_config, pairs, rendered
+from tests.helpers.sweeps import MODELS, make_config, pairs, rendered
 
 
 def test_spelling_one_name_per_method():

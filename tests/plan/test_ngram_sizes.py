@@ -10,7 +10,7 @@ from specbench.builder.probe import flags_from_help, probe_binary
 from specbench.execute.judge import never_drafted_reason
 from specbench.parse.process import ParsedLog
 from specbench.plan.sweep import make_plan
-from tests.plan.test_sweep import MODELS, make_config, pairs, rendered
+from tests.helpers.sweeps import MODELS, make_config, pairs, rendered
 
 
 @pytest.fixture(scope="module")

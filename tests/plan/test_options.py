@@ -6,14 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from specbench.base.errors import ConfigError
 from specbench.builder.options import OPTIONS, OptionError, OptionFlag, bench_argv, option_argv
 from specbench.plan.options import OPTION_KEYS, OptionValues
 from specbench.plan.sections import SweepConfig
 from specbench.plan.sweep import make_plan
 from specbench.results import cell
-from tests.plan.test_sweep import MODELS, make_config, rendered, with_flags
+from tests.helpers.sweeps import MODELS, make_config, rendered, with_flags
 
 
 def test_every_option_is_a_cell_axis_a_config_key_and_described():

@@ -8,7 +8,7 @@ from specbench.base.errors import ConfigError
 from specbench.models.meta import SpecFacts
 from specbench.plan.preflight import misfit, pair_methods
 from specbench.plan.sections import PairConfig
-from tests.plan.test_sweep import make_config
+from tests.helpers.sweeps import make_config
 
 LLAMA = SpecFacts(architecture="llama")
 EAGLE = SpecFacts(architecture="eagle3")

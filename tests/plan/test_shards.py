@@ -21,7 +21,7 @@ from specbench.plan.shards import (
 )  # fmt: skip
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import alone_of, baseline_of, draft_alone_of
-from tests.plan.test_sweep import MODELS, make_config, rendered
+from tests.helpers.sweeps import MODELS, make_config, rendered
 
 
 @pytest.mark.parametrize("text", ["0/3", "4/3", "a/b", "3", "", "1/0", "-1/3"])

@@ -11,53 +11,14 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import ConfigError
-from specbench.builder.buildinfo import BuildInfo, FlagSpelling
 from specbench.execute.outputs import continuation
 from specbench.parse.process import parse_text
-from specbench.plan.config import Config, config_from_mapping
+from specbench.plan.config import config_from_mapping
 from specbench.plan.invocation import Invocation
-from specbench.plan.prompts import render, render_all
+from specbench.plan.prompts import render_all
 from specbench.plan.sweep import make_plan
 from specbench.results.records import Sample
-
-MODELS = {
-    "big": Path("/models/big.gguf"),
-    "small": Path("/models/small.gguf"),
-    "mid": Path("/models/mid.gguf"),
-}
-
-
-def make_config(tmp_path: Path, **sections) -> Config:
-    """A config over placeholder model files (planning never opens them)."""
-    for p in MODELS.values():
-        (tmp_path / p.name).write_bytes(b"GGUF")
-    data = {
-        "models": {name: {"path": p.name} for name, p in MODELS.items()},
-        "pairs": {"p": {"target": "big", "draft": "small"}},
-        "prompts": {"ids": ["code-02", "extr-01", "summ-01"]},
-        "sweep": {"method": ["draft", "ngram-simple"], "draft_max": [4, 8, 16]},
-        "generation": {"n_predict": 64, "threads": 2},
-        "repetitions": 2,
-    }
-    data.update(sections)
-    return config_from_mapping(data, tmp_path, "test.yaml")
-
-
-def rendered(config: Config):
-    """Prompts rendered for every target without opening a model (the plain fallback)."""
-    return [render(p, t, None) for t in config.targets() for p in config.prompt_list()]
-
-
-def with_flags(build: BuildInfo, role: str, **flags) -> BuildInfo:
-    """The same build, with one binary spelling its options the way an older llama.cpp did."""
-    copy = build.model_copy(deep=True)
-    copy.binaries[role].flags = FlagSpelling(**flags)
-    return copy
-
-
-def pairs(argv: list[str]) -> dict[str, str]:
-    """Options followed by a value, as a dict (flags without value are skipped)."""
-    return {a: b for a, b in zip(argv, argv[1:], strict=False) if a.startswith("-") and not b.startswith("-")}
+from tests.helpers.sweeps import MODELS, make_config, pairs, rendered, with_flags
 
 
 def test_counts_order_and_interleaving(tmp_path, llama_build):

@@ -12,7 +12,7 @@ import pytest
 from specbench.base.errors import ConfigError
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import baseline_of, cell_of
-from tests.plan.test_sweep import MODELS, make_config, rendered, with_flags
+from tests.helpers.sweeps import MODELS, make_config, rendered, with_flags
 
 TWO = [{"label": "a", "backend": "cpu"}, {"label": "b", "backend": "cpu"}]
 

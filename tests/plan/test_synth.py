@@ -7,7 +7,7 @@ import pytest
 
 from specbench.base.errors import ConfigError
 from specbench.plan.sweep import make_plan
-from tests.plan.test_sweep import MODELS, make_config, pairs, rendered
+from tests.helpers.sweeps import MODELS, make_config, pairs, rendered
 
 
 def test_each_draft_cell_gets_a_synthetic_twin_per_length_that_fits(tmp_path, llama_build):

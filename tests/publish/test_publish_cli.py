@@ -11,9 +11,9 @@ import urllib.request
 
 from specbench.gate.history import record_run
 from specbench.publish.series import Point, Series, flag_changes, load_series
-from tests.cli.test_compare import specbench
 from tests.fixtures.build import assert_one_line_error
-from tests.gate.test_compare import BASE, SPEC, make_run
+from tests.helpers.cli import specbench
+from tests.helpers.runs import BASE, SPEC, make_run
 
 
 def _history(tmp_path):

@@ -16,7 +16,7 @@ from specbench.gate.decision import Status
 from specbench.publish.series import load_series
 from specbench.results.manifestfile import load_manifest, save_manifest
 from specbench.results.samplelog import append_sample, load_samples
-from tests.cli.test_compare import specbench
+from tests.helpers.cli import specbench
 from tests.publish.browser import CHROMIUM, Browser
 
 pytestmark = [

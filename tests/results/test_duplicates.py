@@ -10,8 +10,8 @@ from specbench.gate.baseline import load_side, save_baseline
 from specbench.gate.history import load_history, record_run
 from specbench.results.samplelog import load_samples
 from specbench.results.stored import read_run
-from tests.cli.test_compare import specbench
-from tests.gate.test_compare import BASE, SPEC, make_run
+from tests.helpers.cli import specbench
+from tests.helpers.runs import BASE, SPEC, make_run
 
 
 def duplicate_lines(run_dir, *which: int) -> None:
@@ -69,7 +69,7 @@ def test_resume_skips_what_is_recorded_and_counts_duplicates_once(tmp_path):
     """--resume rebuilds what is done from the samples: a duplicate neither runs again nor counts twice."""
     from specbench.builder.envinfo import collect
     from specbench.execute.runner import execute
-    from tests.execute.test_runner import inv, manifest, process
+    from tests.helpers.fakeruns import inv, manifest, process
 
     plan = [inv("nodraft", prompt_id="a"), inv("nodraft", prompt_id="b")]
     run_dir = tmp_path / "run"

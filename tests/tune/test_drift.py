@@ -4,7 +4,7 @@ import pytest
 
 from specbench.gate.history import run_count
 from specbench.tune.drift import record_and_compare
-from tests.gate.test_compare import make_run
+from tests.helpers.runs import make_run
 
 SPEC = {8: [60.0, 60.0]}
 

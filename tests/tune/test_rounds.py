@@ -5,7 +5,7 @@ from specbench.execute import preparation
 from specbench.plan.sweep import make_plan
 from specbench.tune.candidates import Setting
 from specbench.tune.search import _invocations, _round_config, tune_config
-from tests.plan.test_sweep import MODELS, make_config, rendered
+from tests.helpers.sweeps import MODELS, make_config, rendered
 
 
 def test_tune_rounds_run_the_sweeps_baseline_and_speculative_command_lines(tmp_path, llama_build):
