@@ -19,7 +19,7 @@ from filelock import FileLock, Timeout
 
 from specbench.base import paths
 from specbench.base.errors import BuildError
-from specbench.builder import cmake, selftest, workarea
+from specbench.builder import cmake, selftest, toolkit, workarea
 from specbench.builder.buildinfo import ROLE_NAMES, BinaryInfo, BuildInfo
 from specbench.builder.buildplan import BUILD_JSON, BUILD_LOG, BuildPlan, load_cached, plan_build
 from specbench.builder.cmake import BuildProgress, ProgressFn
@@ -124,6 +124,7 @@ def _locked(path: Path, waiting: str, progress: ProgressFn | None) -> Iterator[N
 
 def _build(plan: BuildPlan, jobs: int | None, force: bool, progress: ProgressFn | None) -> BuildInfo:
     check_tools()
+    toolkit.check_backend(plan.backend, plan.args)  # a GPU backend's toolkit and GPU, before cmake runs
     tree = None if plan.exported else plan.tree.path
     area = workarea.work_dir() / workarea.area_key(plan.backend, plan.args, tree)
     area.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from specbench.results.folder import samples_path
 
 
 def _print_dry_run(prepared: Any) -> None:
+    from specbench.builder import toolkit
     from specbench.execute.preparation import PlannedModel
 
     for label, pv in prepared.build_previews.items():
@@ -23,6 +24,8 @@ def _print_dry_run(prepared: Any) -> None:
         else:
             say(f"# {name}: would build {pv.key} ({pv.backend}) from {pv.describe} into {pv.build_dir}")
             say(f"#   cmake args: {' '.join(pv.args)}")
+            if missing := toolkit.backend_missing(pv.backend, pv.args):  # a run would refuse to build
+                say(f"#   WARNING: this machine cannot build it: {'; '.join(missing)}")
     for name, m in prepared.models.items():
         if isinstance(m, PlannedModel):
             say(f"# model {name}: {m.source}  not cached (a run fetches or derives it)")
