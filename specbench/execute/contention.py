@@ -32,13 +32,15 @@ MIN_CPU_SHARE = 0.75
 """The least share of its threads' wall time a llama.cpp process gets on a machine it has to itself.
 
 llama.cpp's CPU threads spin-wait between operations, so alone on its cores each thread is busy
-nearly all of the process's wall time (model load and start-up are the exception: one thread, a few
-tenths of a second). When another process takes a core, the thread on it stops and the others spin
-waiting for it at the next barrier: t/s falls far more than the CPU time does (issue 44: 30-60x with
-a second llama.cpp beside it), while the process's share falls to its part of the cores (2 threads
-beside one busy thread on 2 cores: about 2/3). 0.75 lies between the two; a share under it means
-the sample was measured on a machine shared with something else. To be checked against the quiet
-and noisy share columns of ``benchmarks/bench_pairs.py`` (docs/decide.md)."""
+nearly all of the process's wall time. When another process takes a core, the thread on it stops
+and the others spin waiting for it at the next barrier: t/s falls far more than the CPU time does
+(issue 44: 30-60x with a second llama.cpp beside it), while the process's share falls to its part
+of the cores. Recorded on the shared 2-core VM (2026-11-26, ``benchmarks/bench_pairs.py --pairs 2``
+with others' work running; configs/ci.yaml's 64-token baseline): the samples that ran at full
+speed (24.6-25.4 t/s with 2 threads, 14.2 with 1) got 0.91-0.95 of their threads' time; the
+slowed ones (2.3-9.2 t/s) got 0.33-0.62. 0.75 lies in that gap; a share under it means the
+sample was measured on a machine shared with something else. To be set from more of the same
+table on a quiet and a noisy machine (docs/decide.md)."""
 
 MIN_JUDGED_WALL_S = 0.5  # shorter samples are mostly process start and model load: not judged
 MAX_RERUNS = 2  # a pair measured again at most this often; the last measurement is kept either way
