@@ -79,6 +79,9 @@ def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | Non
     q.repeatable, differs = repeatability(spec)
     if differs:
         q.warnings.append(differs)
+    unequal = unequal_work(spec, base)
+    if unequal:
+        q.warnings.append(unequal)
     if facts.busy:
         more = f" (+{len(facts.busy) - 1} more)" if len(facts.busy) > 1 else ""
         q.warnings.append(f"busy machine: {facts.busy[0]}{more}")
@@ -168,4 +171,26 @@ def repeatability(spec: Sequence[Sample]) -> tuple[bool | None, str | None]:
         f"not repeatable: at temperature 0 the repetitions of {len(bad)} prompt(s) drafted, accepted or "
         f"generated differently ({shown}): a sample depended on an earlier one (state llama.cpp kept "
         "between requests) or the build is not deterministic; its speedup is not a measurement of the setting"
+    )
+
+
+def unequal_work(spec: Sequence[Sample], base: Sequence[Sample]) -> str | None:
+    """Both sides of a speedup must be timed over the same generated tokens (``Sample.timed_tokens``):
+    a speculative log without its step lines is timed over all it decoded, which can run far past
+    ``n_predict`` (and the copied tail is the easiest part). Named, with the counts, when a prompt's
+    sides differ; samples recorded before the count was kept say nothing."""
+    timed_base = {(b.prompt_id, b.repetition): b.timed_tokens for b in base if _usable(b) and b.timed_tokens}
+    worst = None
+    for s in spec:
+        b = timed_base.get((s.prompt_id, s.repetition))
+        if _usable(s) and s.timed_tokens and b and s.timed_tokens != b:
+            if worst is None or abs(s.timed_tokens - b) > abs(worst[1] - worst[2]):
+                worst = (s.prompt_id, s.timed_tokens, b)
+    if worst is None:
+        return None
+    prompt, n_spec, n_base = worst
+    return (
+        f"unequal work: on {prompt} the speculative side was timed over {n_spec} tokens, the baseline over "
+        f"{n_base}; its speedup compares different spans (a log without llama.cpp's step lines, -lv 5, "
+        "is timed over everything it decoded)"
     )

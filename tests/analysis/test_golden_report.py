@@ -7,7 +7,9 @@ prompts, an interval from repetition noise on the log scale: specbench.analysis.
 that file, and only there, ``speedup``, ``speedup_ci_low``, ``speedup_ci_high`` and the notes that
 quote a speedup carry the new numbers, and the rows gained ``speedup_repetitions``,
 ``speedup_prompts``, ``speedup_prompt_low`` and ``speedup_prompt_high``; every other number is
-still the old code's. (The old interval of ngl-sweep-cpu's ngl 0 cell was [-0.19, 9.27].)"""
+still the old code's. (The old interval of ngl-sweep-cpu's ngl 0 cell was [-0.19, 9.27].) Issue 42
+removed the note comparing speedups with Leviathan's formula (the report's prediction is now the
+calibrated model, which these runs do not have), and only that note."""
 
 import json
 
