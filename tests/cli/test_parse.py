@@ -1,18 +1,18 @@
-"""`specbench parse` as a user runs it: a real process, real exit codes, output on the right streams."""
+"""`specbench parse` as a user runs it: real exit codes, output on the right streams (in-process,
+through the real ``main``; a real process where stdin is a pipe)."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers.cli import invoke
+
 LOGS = Path(__file__).resolve().parents[1] / "logs"
 
 
 def specbench(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "specbench", *map(str, args)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return invoke(*args)
 
 
 def test_json_is_a_list_with_one_object_per_file():

@@ -8,6 +8,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from unittest import mock
@@ -40,6 +41,9 @@ def invoke(
             main()
         except SystemExit as exc:
             code = exc.code
+        except Exception:  # what escapes main (--debug): Python prints the traceback and exits 1
+            err.write(traceback.format_exc().encode())
+            code = 1
         finally:
             state.debug = False
         if code is None:
