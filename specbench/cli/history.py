@@ -40,7 +40,7 @@ def history_cmd(
     ] = None,
 ) -> None:
     """Show each cell's value over the recorded runs and llama.cpp commits."""
-    from specbench.gate.history import default_db, load_history, record_run
+    from specbench.gate.history import SUPERSEDED_NOTE, default_db, load_history, record_run
     from specbench.gate.historyplot import plot_history, plot_path
     from specbench.results.manifestfile import read_facts
     from specbench.results.runstate import finish_hint
@@ -52,6 +52,8 @@ def history_cmd(
         n = record_run(run_dir, db, notes)
         say_notes(notes)
         status = read_facts(run_dir, required=False).status
+        if n == 0 and any(SUPERSEDED_NOTE in x for x in notes):
+            continue  # a shard of a merged run in history: the note said so
         if n == 0:
             hint = f"; {finish_hint(run_dir, status)}" if status not in (None, "complete") else ""
             err_console.print(

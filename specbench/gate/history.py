@@ -37,6 +37,9 @@ from specbench.gate.compare import METRICS, SPAN_METRICS, cell_label, cell_serie
 from specbench.plan.invocation import Invocation
 from specbench.plan.shards import GUESS_LOAD_S
 from specbench.results import cell
+from specbench.results.folder import SHARDS
+from specbench.results.manifest import facts_from_manifest
+from specbench.results.manifestfile import manifest_data
 
 # A run is identified by its id (the folder name) and start time: `--out results/ci` reuses the
 # name every time, and each of those runs is a point of its own; a resumed run keeps its start.
@@ -47,6 +50,7 @@ CREATE TABLE IF NOT EXISTS runs (
     llama_cpp_commit TEXT, machine TEXT, drivers TEXT, threads TEXT, specbench_version TEXT,
     speed_moved REAL, speed_warned INTEGER
 );
+CREATE TABLE IF NOT EXISTS superseded (run_key TEXT PRIMARY KEY, by_run_key TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cells (
     run_key TEXT NOT NULL REFERENCES runs(run_key) ON DELETE CASCADE,
     metric TEXT NOT NULL, cell TEXT NOT NULL, label TEXT NOT NULL, prompts TEXT NOT NULL,
@@ -179,7 +183,17 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
                          json.dumps(s.repetitions), json.dumps(s.values)))  # fmt: skip
     if not rows:  # a run that measured nothing (yet) must not replace the points it recorded before
         return 0
+    shards = _shard_run_keys(Path(run_dir))
     with closing(_connect(db_path)) as conn, conn:
+        conn.execute(_SUPERSEDED)  # a database of an earlier specbench lacks it
+        by = conn.execute("SELECT by_run_key FROM superseded WHERE run_key = ?", (run_key,)).fetchone()
+        if by is not None:  # its samples are in history already, as part of the merged run
+            if notes is not None:
+                notes.append(f"{run_dir}: {SUPERSEDED_NOTE} {by[0].split('@')[0]}, recorded in its place")
+            return 0
+        for shard in shards:  # a merged run supersedes its shards: their samples are its samples
+            conn.execute("DELETE FROM runs WHERE run_key = ?", (shard,))
+            conn.execute("INSERT OR REPLACE INTO superseded VALUES (?, ?)", (shard, run_key))
         conn.execute("DELETE FROM runs WHERE run_key = ?", (run_key,))
         recorded = datetime.now(UTC).isoformat(timespec="seconds")
         speed = facts.speed
@@ -190,6 +204,23 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
         conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
         conn.executemany("INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     return len(rows)
+
+
+_SUPERSEDED = "CREATE TABLE IF NOT EXISTS superseded (run_key TEXT PRIMARY KEY, by_run_key TEXT NOT NULL)"
+SUPERSEDED_NOTE = "not recorded: this shard is part of the merged run"
+
+
+def _shard_run_keys(run_dir: Path) -> list[str]:
+    """The history run keys of the shards a merged run was made from (their manifests are kept in
+    ``shards/<name>/``, ``specbench merge``); none for any other run."""
+    keys = []
+    for sub in sorted((run_dir / SHARDS).glob("*/")) if (run_dir / SHARDS).is_dir() else []:
+        try:
+            facts = facts_from_manifest(manifest_data(sub), sub.name)
+        except SpecbenchError:
+            continue  # a damaged shard manifest: nothing to match it by
+        keys.append(f"{facts.run_id}@{facts.started_at or ''}")
+    return keys
 
 
 def _cell_id(key, machine: str) -> str:
@@ -317,6 +348,12 @@ def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str, str]:
 # Marks a stored baseline_tps/speedup cell of a same-span run: rows recorded before (by an older
 # specbench, or from older run folders) timed the baseline inside the decode call only
 _SAME_SPAN = " (same-span)"
+
+
+def span_free(cell_id: str) -> str:
+    """A stored cell id without its same-span mark: the id the cell's other metrics (spec_tps,
+    acceptance) are stored under, whatever its speedup or baseline t/s timed."""
+    return cell_id.removesuffix(_SAME_SPAN)
 
 
 _GENERATION = ("n_predict", "temperature", "top_k", "seed", "ctx_size")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from specbench.gate.history import span_free
 from specbench.publish.folders import AbRun, BisectRun, Folders, reproduce
 from specbench.publish.series import SETTING_AXES, THRESHOLD, Point, Series
 from specbench.publish.svg import Marker, axis, color, sparkline, trend_svg
@@ -222,24 +223,29 @@ def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
     if ordered:
         _, value, s, p = ordered[-1]
         card.update(speedup=f"{value:.2f}x{_ci(p)}", cell=s.setting, spark=sparkline([t[1] for t in ordered]))
-        spec = model.by_cell.get(("spec_tps", s.cell_id))
+        spec = model.by_cell.get(("spec_tps", span_free(s.cell_id)))  # a speedup id may carry the span mark
         sp = next((q for q in spec.points if q.run_key == p.run_key), None) if spec else None
         card["spec"] = _n(sp.mean) if sp else "-"
         bases = [
             q for b in (model.baseline_of(spec) if spec else []) for q in b.points if q.run_key == p.run_key
         ]
         card["baseline"] = _n(bases[0].mean) if bases else "-"
-        latest = [q for x in found for q in x.points if q.run_key == p.run_key]
-        if len(ordered) > 1 or any(len(x.points) > 1 for x in found):
-            bad = [q for q in latest if q.flag == "regression"]
-            good = [q for q in latest if q.flag == "improvement"]
+        # Like with like: a point of the latest run is judged only against the earlier point of its
+        # own series (the same cell, prompts, generation, runner and machine); a run of another
+        # config has no such point, and a merged run's shards are no runs of their own in history.
+        compared = [q for x in found for i, q in enumerate(x.points) if q.run_key == p.run_key and i > 0]
+        if compared:
+            bad = [q for q in compared if q.flag == "regression"]
+            good = [q for q in compared if q.flag == "improvement"]
             card["gate"], card["gate_class"] = (
                 (f"fail ({len(bad)} regressions flagged)", "fail")
                 if bad
                 else (f"improved ({len(good)} cells)", "improved")
                 if good
-                else ("pass: no change beyond the noise", "pass")
+                else (f"pass: no change beyond the noise ({len(compared)} series)", "pass")
             )
+        elif len(ordered) > 1:
+            card["gate"] = "no earlier run of the same config (the earlier runs measured other cells)"
     for ab in reversed(model.folders.abs):
         word = ab.worst(pair)
         if ab.run.machine == machine and word is not None:
