@@ -76,7 +76,7 @@ def records(report: Report, by_category: bool = False) -> list[dict]:
     """Every field of every shown row, the contract keys first (in contract order)."""
     out = []
     for r in report.shown(by_category):
-        data = r.model_dump()
+        data = r.model_dump(mode="json")  # strict JSON: a non-finite number is null, never Infinity
         out.append(
             {
                 **{k: data[k] for k in CONTRACT_KEYS},
@@ -87,7 +87,7 @@ def records(report: Report, by_category: bool = False) -> list[dict]:
 
 
 def json_text(report: Report, by_category: bool = False) -> str:
-    return json.dumps(records(report, by_category), indent=2) + "\n"
+    return json.dumps(records(report, by_category), indent=2, allow_nan=False) + "\n"
 
 
 def csv_text(report: Report, by_category: bool = False) -> str:

@@ -5,28 +5,30 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 
 class _Printed(BaseModel):
-    """Numbers as llama.cpp printed them, except that ``inf``/``nan`` (a speculative run's target
-    prints ``inf`` eval t/s over its one eval run; ``--no-perf`` prints zeros) are no measurement:
-    such a field is None and its name is listed in ``not_finite``, so every file stays strict JSON
-    and the reason is kept beside the gap."""
+    """Numbers as llama.cpp printed them, ``inf`` and ``nan`` included (a speculative run's target
+    prints ``inf`` eval t/s over its one eval run): the parser reports the text. Written as JSON,
+    such a number is ``null`` and its field is named in ``not_finite``, so every file specbench
+    writes stays strict JSON (``JSON.parse`` refuses ``Infinity``) and keeps the reason."""
 
-    not_finite: list[str] | None = None  # fields llama.cpp printed as inf or nan
+    model_config = ConfigDict(ser_json_inf_nan="null")
 
-    @model_validator(mode="after")
-    def _finite_only(self):
-        bad = [
-            name for name in type(self).model_fields
-            if isinstance(v := getattr(self, name), float) and not math.isfinite(v)
-        ]  # fmt: skip
-        for name in bad:
-            object.__setattr__(self, name, None)
-        if bad:
-            object.__setattr__(self, "not_finite", sorted({*(self.not_finite or []), *bad}))
-        return self
+    not_finite: list[str] | None = None  # in JSON: the fields llama.cpp printed as inf or nan
+
+    @model_serializer(mode="wrap")
+    def _name_the_gaps(self, handler, info):
+        data = handler(self)
+        if info.mode_is_json():
+            bad = [
+                name for name in type(self).model_fields
+                if isinstance(v := getattr(self, name), float) and not math.isfinite(v)
+            ]  # fmt: skip
+            if bad:
+                data["not_finite"] = sorted({*(self.not_finite or []), *bad})
+        return data
 
 
 class Throughput(_Printed):

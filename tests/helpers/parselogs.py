@@ -98,6 +98,10 @@ EXPECTED: dict[str, dict] = {
     "real/spec-simple-ngram-repeat.stderr": spec(
         (52, 0.114, 454.820), (68, 1.404, 48.423), 3, 68, 80, 17, 0.2125,
         target=perf(165.63, 6.93, 68, 222.82, 138, 619.34, 1043.08, 46, 44.10, 1553.85, 184)),
+    # -lv 5: the step log (D accepted A/D draft tokens) goes to ParsedLog.steps, not to to_json()
+    "real/spec-simple-ngram-steps.stderr": spec(
+        (53, 4.401, 12.043), (79, 19.842, 3.981), 3, 79, 93, 68, 0.73118,
+        target=perf(1985.62, 9.04, 79, 12430.35, 154, 12.39, 9878.36, 4, 0.40, 24427.31, 158)),
     "real/speculative-draft.stderr": spec(
         (14, 0.144, 97.132), (71, 1.629, 43.588), 8, 71, 64, 62, 0.96875,
         target=perf(125.27, 6.29, 71, 656.67, 86, 130.96, 0.00, 1, INF, 2141.05, 87)),

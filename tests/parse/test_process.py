@@ -26,6 +26,7 @@ UNPARSEABLE = [
     "real/spec-simple-draft.stdout",  # stdout alone holds no statistics
     "real/spec-simple-ngram.stdout",
     "real/spec-simple-ngram-repeat.stdout",
+    "real/spec-simple-ngram-steps.stdout",
     "real/speculative-draft.stdout",
     "real/completion-f32.stdout",
     "synthetic/2023-main-killed-before-timings.log",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -92,10 +93,17 @@ def test_large_file_is_streamed_in_bounded_memory(tmp_path):
     want = parse_file(LOGS / "real/speculative-draft-verbose.mixed.log").model_copy(
         update={"file": str(path)}
     )
-    assert ParsedLog.model_validate_json(dumped) == want
+    assert ParsedLog.model_validate_json(dumped) == ParsedLog.model_validate_json(want.model_dump_json())
 
 
-def test_json_keeps_inf_and_nan():
+def test_json_is_strict_and_names_the_values_llama_cpp_printed_as_inf_or_nan():
+    """The parser keeps what was printed; its JSON (samples.jsonl, every file specbench writes)
+    has null there, with the field named, so JSON.parse and jq read it (issue 42)."""
     log = parse_file(LOGS / "synthetic/2024-inf-nan.log")
-    again = ParsedLog.model_validate_json(log.model_dump_json())
-    assert again.encoded.tps == INF and math.isnan(again.accept) and math.isnan(again.perf.draft.eval_tps)
+    assert log.encoded.tps == INF and math.isnan(log.accept) and math.isnan(log.perf.draft.eval_tps)
+    text = log.model_dump_json()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    again = ParsedLog.model_validate_json(text)
+    assert again.encoded.tps is None and again.encoded.not_finite == ["tps"]
+    assert again.accept is None and "accept" in again.not_finite
+    assert again.perf.draft.eval_tps is None and "eval_tps" in again.perf.draft.not_finite

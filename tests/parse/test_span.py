@@ -30,3 +30,30 @@ def test_stamps_round_trip_and_a_cut_line_is_dropped():
     assert parse_stamps(format_stamps(stamps)) == stamps
     assert parse_stamps(format_stamps(stamps) + "2.0") == stamps
     assert parse_stamps("x y\n1.0 5\n") == [(1.0, 5)]
+
+
+def test_a_speculative_run_past_n_predict_is_timed_over_its_first_n_predict_tokens():
+    """A real llama-speculative-simple log (-lv 5) that asked 64 tokens and decoded 79: the span
+    ends with the step that brought the count to 64, and starts where its decoded line started."""
+    from pathlib import Path
+
+    from specbench.parse.process import parse_file
+    from specbench.parse.span import first_tokens
+
+    log = parse_file(Path(__file__).parents[1] / "logs" / "real" / "spec-simple-ngram-steps.stderr")
+    assert log.n_predict == 79 and sum(n for _, n in log.steps) == 79
+    span = first_tokens(log.steps, log.decoded.tokens, log.decoded.seconds, 64)
+    start = log.steps[-1][0] - log.decoded.seconds
+    done, end = 0, None
+    for stamp, n in log.steps:
+        done += n
+        if done >= 64:
+            end = stamp
+            break
+    assert span.steps == 64 and abs(span.seconds - (end - start)) < 1e-9
+    assert 0 < span.seconds < log.decoded.seconds
+    # fewer tokens than the cap: the whole decoded line; steps that do not add up: no span (not exact)
+    assert first_tokens(log.steps, 79, log.decoded.seconds, 100).seconds == log.decoded.seconds
+    assert first_tokens(log.steps[1:], 79, log.decoded.seconds, 64) is None
+    assert first_tokens(None, 79, log.decoded.seconds, 64) is None
+    assert '"steps"' not in log.model_dump_json()  # recomputable from the raw log, not stored twice
