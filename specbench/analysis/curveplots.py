@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specbench.analysis.cells import ALL, ReportRow, step_len
-from specbench.analysis.plots import CELL_KEYS, _cell_label, _groups, _plt, _save
+from specbench.analysis.plots import CELL_KEYS, _cell_label, _groups, _plt, _save, legend_below, style
 from specbench.analysis.report import Report
 
 CURVE = "speedup_vs_accept_len.png"
@@ -42,7 +42,8 @@ def speedup_vs_accept_len(report: Report, path: Path) -> Path | None:
         if not synth:
             continue  # a setting without a curve (a draft-free method): nothing to place it on
         xs, ys = [step_len(r) for r in synth], [r.speedup for r in synth]
-        ax.plot(xs, ys, marker="o", ms=4, color=color, label=f"{name} (synthetic)")
+        ls, marker = style(i)
+        ax.plot(xs, ys, marker=marker, ls=ls, ms=4, color=color, label=f"{name} (synthetic)")
         real = [r for r in series if not r.synthetic]
         if real:
             ax.scatter([step_len(r) for r in real], [r.speedup for r in real], marker="*", s=140, color=color,
@@ -52,13 +53,13 @@ def speedup_vs_accept_len(report: Report, path: Path) -> Path | None:
     ax.set_ylabel("speedup (speculative t/s / baseline t/s)")
     ax.set_title(TITLES[CURVE] + " (synthetic: the machine's curve)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    fig.set_size_inches(fig.get_figwidth(), 4.2 + 0.17 * legend_below(ax, fontsize=7))
     return _save(fig, path, report)
 
 
 def acceptance_by_position(report: Report, path: Path) -> Path | None:
     """Per cell with server counters: the share of verification steps that accepted the draft's
-    token at each position (synthetic cells dashed)."""
+    token at each position (synthetic cells paler; each cell its own line style and marker)."""
     plt = _plt()
     rows: list[ReportRow] = [r for r in report.rows if r.category == ALL and r.accept_by_pos]
     if not rows:
@@ -69,13 +70,15 @@ def acceptance_by_position(report: Report, path: Path) -> Path | None:
         rates = r.accept_by_pos or []
         name = label(r) + (" (synthetic)" if r.synthetic else "")
         xs, ys = range(1, len(rates) + 1), [100 * x for x in rates]
-        ax.plot(xs, ys, marker="o", ms=3, color=_color(plt, i), ls="--" if r.synthetic else "-", label=name)
+        ls, marker = style(i)
+        ax.plot(xs, ys, marker=marker, ms=4, color=_color(plt, i), ls=ls, alpha=0.6 if r.synthetic else 1.0,
+                label=name)  # fmt: skip
     ax.set_ylim(0, 105)
     ax.set_xlabel("draft position (1 = the first drafted token)")
     ax.set_ylabel("accepted (% of verification steps)")
     ax.set_title(TITLES[BY_POS])
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    fig.set_size_inches(fig.get_figwidth(), 4.2 + 0.17 * legend_below(ax, fontsize=7))
     return _save(fig, path, report)
 
 

@@ -68,11 +68,42 @@ def _caption(fig, report: Report) -> None:
 
 
 def _save(fig, path: Path, report: Report) -> Path:
+    """Caption, lay out and write: the saved image grows to hold every legend and label placed
+    outside the axes (``bbox_inches="tight"``), so none is clipped however long."""
     _caption(fig, report)
     fig.tight_layout(rect=(0, 0.04 + 0.03 * len(report.runs), 1, 1))
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight", pad_inches=0.15)
     _plt().close(fig)
     return path
+
+
+# Series are told apart by line style and marker as well as colour (a grey print, a colour-blind
+# reader): the draft-length lines take these in order, the level lines of n-gram methods the next ones.
+STYLES: tuple[tuple[object, str], ...] = (
+    ("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1)), "v"), ((0, (3, 1, 1, 1)), "P"),
+    ((0, (1, 1)), "X"), ((0, (5, 2, 1, 2, 1, 2)), "*"),
+)  # fmt: skip
+LEVEL_STYLES: tuple[tuple[object, str], ...] = (
+    ("-.", "d"), ((0, (4, 2, 1, 2)), "h"), ((0, (1, 2)), "p"), ("--", "<"), ((0, (6, 2)), ">"), (":", "8"),
+)  # fmt: skip
+
+
+def style(i: int, styles: tuple[tuple[object, str], ...] = STYLES) -> tuple[object, str]:
+    """The (line style, marker) of series ``i``; past the table's end they repeat."""
+    return styles[i % len(styles)]
+
+
+def legend_below(ax, fontsize: int = 8, below_pt: float = 40) -> int:
+    """The legend under the axes and their x label (``below_pt`` points under the axes), off the
+    data: one column when labels are long, else two. Returns its rows, for the figure's height."""
+    from matplotlib.transforms import offset_copy
+
+    labels = ax.get_legend_handles_labels()[1]
+    ncol = 1 if max((len(x) for x in labels), default=0) > 42 or len(labels) < 3 else 2
+    below = offset_copy(ax.transAxes, fig=ax.figure, y=-below_pt, units="points")  # past ticks and x label
+    ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below,
+              ncol=ncol, frameon=False)  # fmt: skip
+    return -(-len(labels) // ncol)
 
 
 def _groups(rows: list[ReportRow], key: Callable) -> dict:
@@ -90,17 +121,17 @@ def _err(rows: list[ReportRow]) -> list[list[float]]:
 
 
 def _flat(ax, rows: list[ReportRow], metric: str, label: Callable, first_color: int) -> None:
-    """Settings without a draft length (n-gram methods use llama.cpp's own): a level line and band."""
+    """Settings without a draft length (n-gram methods use llama.cpp's own): a level line across the
+    panel and its band, each line with its own style and a marker of its own (staggered along it)."""
     for i, r in enumerate(rows):
         color = f"C{first_color + i}"
-        if metric == "speedup":
-            ax.axhline(r.speedup, color=color, lw=1.5, ls="-.", label=f"{label(r)} (no draft length)")
-            if r.speedup_ci_low is not None:
-                ax.axhspan(r.speedup_ci_low, r.speedup_ci_high, color=color, alpha=0.12)
-        else:
-            ax.axhline(
-                100 * r.acceptance, color=color, lw=1.5, ls="-.", label=f"{label(r)} (no draft length)"
-            )
+        ls, marker = style(i, LEVEL_STYLES)
+        y = r.speedup if metric == "speedup" else 100 * r.acceptance
+        at = 0.06 + (0.88 * (i + 0.5) / len(rows))  # the marker's place along the line (axes fraction)
+        ax.plot([0, at, 1], [y, y, y], transform=ax.get_yaxis_transform(), color=color, lw=1.5, ls=ls,
+                marker=marker, markevery=[1], ms=7, label=f"{label(r)} (no draft length)")  # fmt: skip
+        if metric == "speedup" and r.speedup_ci_low is not None:
+            ax.axhspan(r.speedup_ci_low, r.speedup_ci_high, color=color, alpha=0.12)
 
 
 def _speedup_limits(ax, rows: list[ReportRow]) -> None:
@@ -123,35 +154,43 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
         return None
     pairs = _groups(rows, lambda r: r.pair or r.target)
     fig, axes = plt.subplots(1, len(pairs), figsize=(6.4 * len(pairs), 5.6), squeeze=False)
+    rows_below = 0  # the most legend rows under a panel
     for ax, (pair, prs) in zip(axes[0], pairs.items(), strict=True):
         label = _labeller(prs, SERIES_KEYS, always=("method",))
         has_pred = False
         lined = _groups([r for r in prs if r.draft_max is not None], label)
+        no_interval: set[str] = set()  # repetition counts of points drawn without an interval
         for i, (name, series) in enumerate(lined.items()):
             series.sort(key=lambda r: r.draft_max)
             dodge = 1.05 ** (i - (len(lined) - 1) / 2)  # series side by side, not on top of each other
             xs = [r.draft_max * dodge for r in series]
-            color = f"C{i}"
+            color, (ls, marker) = f"C{i}", style(i)
             if metric == "speedup":
                 ax.errorbar(
-                    xs, [r.speedup for r in series], yerr=_err(series), marker="o", capsize=4, color=color,
-                    label=name,
+                    xs, [r.speedup for r in series], yerr=_err(series), marker=marker, ls=ls, capsize=4,
+                    color=color, label=name,
                 )  # fmt: skip
+                # one repetition has no interval (analysis.speedup): a hollow marker, named once below
+                alone = [(x, r) for x, r in zip(xs, series, strict=True) if r.speedup_ci_low is None]
+                if alone:
+                    no_interval |= {str(r.speedup_repetitions) for _, r in alone}
+                    ax.plot([x for x, _ in alone], [r.speedup for _, r in alone], ls="none", marker=marker,
+                            ms=9, mfc="white", mec=color, mew=1.5, zorder=3)  # fmt: skip
                 pred = [(r.draft_max * dodge, r.predicted_speedup) for r in series if r.predicted_speedup]
                 if pred:
                     ax.plot(*zip(*pred, strict=True), ls=":", marker="x", color=color, alpha=0.7)
                     has_pred = True
             else:
-                ax.plot(xs, [100 * r.acceptance for r in series], marker="o", color=color, label=name)
+                ax.plot(
+                    xs, [100 * r.acceptance for r in series], marker=marker, ls=ls, color=color, label=name
+                )
         _flat(ax, [r for r in prs if r.draft_max is None], metric, label, len(lined))
         if metric == "speedup":
             _speedup_limits(ax, prs)
-            for r in prs:
-                if r.draft_max is not None and r.speedup_ci_low is None:
-                    why = f"n={r.speedup_repetitions}: no interval"  # one repetition (analysis.speedup)
-                    ax.annotate(
-                        why, (r.draft_max, r.speedup), textcoords="offset points", xytext=(6, 6), fontsize=7
-                    )
+            if no_interval:  # one note in the legend, not a label on every such point
+                counts = ", ".join(sorted(no_interval, key=int))
+                ax.plot([], [], ls="none", marker="o", mfc="white", mec="gray", mew=1.5,
+                        label=f"hollow: n={counts}, no interval")  # fmt: skip
             if has_pred:
                 ax.plot([], [], ls=":", marker="x", color="gray", label="predicted (Leviathan model)")
             ax.axhline(1.0, color="black", lw=1, ls="--", label="baseline (1.0x)")
@@ -171,7 +210,8 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
             ax.set_xlabel("(no draft length: llama.cpp's own n-gram settings)")
         ax.set_title(f"{TITLES[SPEEDUP if metric == 'speedup' else ACCEPTANCE]}: {pair}")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+        rows_below = max(rows_below, legend_below(ax))
+    fig.set_size_inches(fig.get_figwidth(), 4.2 + 0.19 * rows_below)  # the plot keeps its height
     return _save(fig, path, report)
 
 
@@ -304,11 +344,13 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
             )
     for i, (name, series) in enumerate(_groups(rows, label).items()):
         series.sort(key=lambda r: r.ngl)
+        ls, marker = style(i)
         ax.errorbar(
             [r.ngl for r in series],
             [r.spec_tps for r in series],
             yerr=[r.spec_tps_sd or 0 for r in series],
-            marker="o",
+            marker=marker,
+            ls=ls,
             capsize=3,
             color=f"C{i}",
             label=name,
@@ -319,7 +361,7 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
     ax.set_ylabel("decode throughput (tokens/s, mean +- sd)")
     ax.set_title(TITLES[NGL])
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the lines, not on them
     return _save(fig, path, report)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specbench.analysis.plots import _plt, _save
+from specbench.analysis.plots import _plt, _save, style
 from specbench.analysis.report import Report
 
 SPEED = "machine_speed.png"
@@ -28,7 +28,8 @@ def speed_plot(report: Report, path: Path) -> Path | None:
         color = plt.get_cmap("tab10")(k % 10)
         minutes = [s / 60 for s in info.speed_s]
         moved = " (moved)" if info.speed_warnings else ""
-        ax.plot(minutes, info.speed_tps, marker="o", color=color, label=f"{info.run}{moved}")
+        ls, marker = style(k)
+        ax.plot(minutes, info.speed_tps, marker=marker, ls=ls, color=color, label=f"{info.run}{moved}")
         first, precision = info.speed_tps[0], info.speed_precision or DEFAULT_BAND
         ax.axhspan(first * (1 - precision), first * (1 + precision), color=color, alpha=0.12)
     reference = runs[0].speed_reference or "the reference"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from specbench.analysis.plots import legend_below, style
 from specbench.base.paths import check_path, nearest_existing, os_problem, shorten
 from specbench.gate.history import HistoryError, HistoryPoint, series_of
 
@@ -67,14 +68,15 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
     for p in points:
         by_cell[series_of(p)].append(p)
     several = len({(s[0], s[1]) for s in by_cell}) < len(by_cell)  # one label, several series
-    for _, pts in sorted(by_cell.items()):
+    for i, (_, pts) in enumerate(sorted(by_cell.items())):
         p0 = pts[0]
         label = f"{p0.label} [{p0.generation}; {p0.prompts}]" if several else p0.label
         xs = [x_of[(p.started_at or "", p.run_id)] for p in pts]
         ys = [p.mean for p in pts]  # each point's figure and its 95% interval, as `history` prints them
         err = [[y - (p.low if p.low is not None else y) for p, y in zip(pts, ys, strict=True)],
                [(p.high if p.high is not None else y) - y for p, y in zip(pts, ys, strict=True)]]  # fmt: skip
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
+        ls, marker = style(i)  # told apart by line style and marker, not colour alone
+        ax.errorbar(xs, ys, yerr=err, marker=marker, ls=ls, capsize=3, label=label)
     ax.set_xticks(range(len(runs)))
     moved = {p.run_id for p in points if p.speed_warned}  # the sentinel saw the machine's speed move
     ax.set_xticklabels([f"{s[:16]}\n{(c or '?')[:8]}\nthreads {t}" + ("\nspeed moved!" if r in moved else "")
@@ -82,11 +84,12 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
     ax.set_ylabel({"speedup": "speedup (x)", "acceptance": "acceptance"}.get(metric, f"{metric} (t/s)"))
     ax.set_title(f"specbench history: {metric}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    rows = legend_below(ax, fontsize=7, below_pt=62)  # under the date/commit/threads tick labels
+    fig.set_size_inches(fig.get_figwidth(), 4.5 + 0.17 * rows)
     fig.tight_layout()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120)
+        fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.15)  # the legend is never clipped
     except OSError as exc:
         raise HistoryError(f"cannot draw --plot {os_problem(exc, path)}") from exc
     finally:
