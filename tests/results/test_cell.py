@@ -131,6 +131,11 @@ def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
         old = cell_key(Sample(**spec, tps=1.0, **common), RunFacts(run_id="r"))
         assert '"seed2": 1' in _cell_id(k1, "m") and "seed2" not in _cell_id(old, "m")
         assert "seed2=1" in cell_label(samples[2]) and "seed2" in CELL_KEYS
+        from specbench.gate.baseline import Side
+        from specbench.gate.compare import _differing_axes
+        sides = [Side(ref=r, kind="run", facts=RunFacts(run_id=r), samples=[s])
+                 for r, s in zip("ab", samples[1:])]
+        assert _differing_axes(*sides) == ["seed2: 0 -> 1"]  # compare's "no common cell" names it
         print("ok")
         """
     )
