@@ -212,3 +212,16 @@ def test_what_an_argument_names():
     assert _is_hub_name("org/repo/sub/file.gguf")
     assert not _is_hub_name("models/file.gguf")  # a local path, even when missing
     assert not _is_hub_name("./org/repo") and not _is_hub_name("/abs/path") and not _is_hub_name("x.gguf")
+
+
+def test_a_hub_target_is_priced_from_the_curve_and_fetched_in_the_command(
+    hub, fake_build, smol_q4, smol_vocab_tiny
+):
+    hub.add_commit("org/smol", {"SmolLM2-135M-Instruct.Q4_1.gguf": smol_q4.path})
+    req = Request(target="org/smol/SmolLM2-135M-Instruct.Q4_1.gguf", candidates=[str(smol_vocab_tiny.parent)])
+    result = rank(req, fake_build)
+    assert result.target_costs == "estimated"
+    assert any("estimated from its size" in n for n in result.notes)
+    assert all(r.range for r in hub.requests if r.method == "GET" and "/resolve/" in r.path)
+    assert result.rows[0].rank == 1
+    assert '-m "$(hf download org/smol SmolLM2-135M-Instruct.Q4_1.gguf --revision ' in result.server_command
