@@ -150,10 +150,12 @@ def _amx(text: str, facts: CrashFacts) -> Diagnosis | None:
     here (and repacking off cured it: ``selftest_crashed``) or the log shows llama.cpp's AMX path
     (``ggml_backend_amx``, or ``AMX_INT8 = 1`` in its system_info). A crash loses what llama.cpp
     had not flushed (the recorded AMX crashes end before any AMX line), so the self-test record is
-    the usual evidence."""
+    the usual evidence; a log where llama.cpp logged an error first is that error's crash."""
     in_log = bool(_AMX_LOG.search(text))
     if not (facts.selftest_crashed or in_log):
         return None
+    if not in_log and any(_LEVEL_E.match(ln) for ln in text.splitlines()[-TAIL_LINES:]):
+        return None  # llama.cpp said why before it died (a refused option, then a crash in its cleanup)
     seen = ["this CPU has AMX", *(["AMX in the log"] if in_log else [])]
     if facts.selftest_crashed:
         seen.append(f"the self-test crashed on {', '.join(facts.selftest_crashed)}")

@@ -2,8 +2,9 @@
 
 The self-test (specbench.builder.selftest) records, per build and machine, a flag without which
 llama.cpp crashes here (repacking off, for the AMX crash). Every invocation of that build, process or
-server, warmup or measured, gets the flag as its binary spells it; ``workarounds: false`` (``run
---no-workarounds``) runs the build as built, to reproduce the crash.
+server, warmup, measured or the speed sentinel, gets the flag as its binary spells it
+(``specbench.builder.workaround``, which calibration's llama-bench asks too); ``workarounds:
+false`` (``run --no-workarounds``) runs the build as built, to reproduce the crash.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from specbench.builder.buildinfo import BuildInfo
-from specbench.builder.workaround import with_workaround
+from specbench.builder.workaround import with_workaround, workaround_argv
 from specbench.plan.invocation import Invocation
 
 
@@ -40,8 +41,10 @@ def workaround_notes(builds: Mapping[str | None, BuildInfo]) -> list[str]:
                 f"workaround OFF for {who} (--no-workarounds): {st.workaround.reason}; expect the crash"
             )
         else:
+            bench = " ".join(workaround_argv(info, "bench"))
+            also = f" (llama-bench: {bench})" if bench and bench != st.workaround.flag else ""
             notes.append(
-                f"workaround: {who} runs with {st.workaround.flag} on every invocation: "
+                f"workaround: {who} runs with {st.workaround.flag} on every invocation{also}: "
                 f"{st.workaround.reason}; --no-workarounds runs it as built"
             )
     return notes

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from specbench.builder import envinfo, selftest
 from specbench.builder.builder import checked
 from specbench.builder.buildinfo import BuildInfo
@@ -71,7 +72,12 @@ def test_a_type_that_crashes_without_repacking_gets_the_workaround(tmp_path, lla
     st = selftest.run_selftest(wrapped)
     q4_1 = next(c for c in st.checks if c.wtype == "Q4_1")
     assert (q4_1.outcome, q4_1.signal, q4_1.rc, q4_1.workaround_outcome) == ("crashed", "SIGSEGV", None, "ok")
-    assert all(c.outcome == "ok" for c in st.checks if c.wtype != "Q4_1")
+    # what this machine adds: the types the real build's own self-test saw crash here (on an AMX CPU,
+    # the pinned llama.cpp's Q4_0, Q8_0, Q4_K...; none elsewhere), all cured the same way
+    assert llama_build.selftest is not None
+    expected = {"Q4_1", *llama_build.selftest.crashed}
+    assert {c.wtype for c in st.checks if c.outcome != "ok"} == expected, st.summary()
+    assert all(c.workaround_outcome == "ok" for c in st.checks if c.outcome == "crashed")
     assert (
         st.workaround is not None and st.workaround.flag == "--no-repack"
     )  # as the binary's --help spells it

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from specbench.base.childenv import child_env
+from specbench.builder.workaround import workaround_argv
 from specbench.models.meta import read_metadata
 from specbench.parse.process import parse_text
 from specbench.results.samplelog import load_samples
@@ -32,7 +34,8 @@ def test_generated_files_are_what_the_methods_need(smol_eagle3, tiny_mtp):
 
 def _speculative_simple(llama_build, *args: str) -> subprocess.CompletedProcess[str]:
     binary = llama_build.binary("speculative_simple").path
-    cmd = [binary, *args, "--spec-draft-n-max", "4", "-p", PROMPT, "-n", "16", "-t", "2", "--temp", "0"]
+    cmd = [binary, *workaround_argv(llama_build, "speculative_simple"), *args]  # the workaround, as planned
+    cmd += ["--spec-draft-n-max", "4", "-p", PROMPT, "-n", "16", "-t", "2", "--temp", "0"]
     return subprocess.run(
         [*cmd, "-c", "512"],
         capture_output=True,

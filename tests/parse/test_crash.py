@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from specbench.execute.outputs import failure_reason
-from specbench.parse.crash import CrashFacts, classify
+from specbench.parse.crash import CrashFacts, classify, error_line
 
 LOGS = Path(__file__).parents[1] / "data" / "crash_logs"
 PLAIN_CPU = frozenset({"avx2", "avx512f", "fma"})
@@ -86,3 +86,36 @@ def test_an_unknown_failure_keeps_the_generic_reason():
     assert failure_reason("0.00.001.000 E main: error: something else\n", 1, None) == (
         "exit code 1: main: error: something else"
     )
+
+
+REAL = Path(__file__).parents[1] / "logs" / "real"
+REFUSED = "llama_init_from_model: quantized V cache requires flash_attn to be enabled"
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "sig"),
+    [
+        ("completion-q4-ctv-q8-fa-off.stderr", 1, None),
+        ("spec-simple-q4-ctv-q8-fa-off.stderr", None, "SIGSEGV"),
+    ],
+)
+def test_a_real_refusal_is_quoted_with_llama_cpps_cause_not_what_failed_after_it(name, code, sig):
+    """Recorded with the pinned build: llama.cpp logs the cause first, then `failed to create
+    context` and `unable to create context`; the reason quotes the cause, on any CPU (an AMX CPU
+    whose self-test crashed included: llama.cpp said why before it died)."""
+    text = (REAL / name).read_text()
+    how = f"killed by {sig}" if sig else f"exit code {code}"
+    for facts in (
+        CrashFacts(cpu_flags=PLAIN_CPU),
+        CrashFacts(cpu_flags=_amx_flags(), selftest_crashed=("Q4_1",)),
+    ):
+        assert failure_reason(text, code, sig, facts) == f"{how}: {REFUSED}"
+    assert error_line(text) == REFUSED
+
+
+def test_error_lines_without_levels_skip_the_lines_that_only_say_what_failed():
+    bench = (REAL / "bench-q4-ctv-q8-fa-off.stderr").read_text()  # llama-bench: fprintf, no cause given
+    assert error_line(bench).startswith("llama_bench: error: failed to create context with model")
+    cause = "llama_new_context_with_model: flash_attn requires f16 K cache"  # an older build's shape
+    assert error_line(f"{cause}\nmain: error: unable to create context\n") == cause
+    assert error_line("0.00.001.000 I all fine\n") is None
