@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from specbench import __version__
 from specbench.base import paths
 from specbench.base.childenv import child_env, provenance_env
+from specbench.builder import toolkit
 from specbench.builder.buildinfo import BuildInfo, SelfTest
 
 TOOL_TIMEOUT_S = 15
@@ -216,13 +217,14 @@ def gpus() -> list[GpuInfo]:
 
 
 def detect_backend(found_gpus: list[GpuInfo] | None = None) -> str:
-    """``auto``: CUDA with nvcc and an NVIDIA GPU, Metal on Apple silicon, else CPU."""
+    """``auto``: CUDA with an NVIDIA GPU and a toolkit that can build for it (nvcc and cuBLAS:
+    ``toolkit``), Metal on Apple silicon, else CPU (a toolkit without cuBLAS would only fail)."""
     if sys.platform == "darwin" and platform.machine() == "arm64":
         return "metal"
-    if shutil.which("nvcc") and shutil.which("nvidia-smi"):
+    if toolkit.find_nvcc() and shutil.which("nvidia-smi"):
         if found_gpus is None:
             found_gpus = nvidia_gpus()
-        if found_gpus:
+        if found_gpus and not toolkit.cuda_toolkit_missing():
             return "cuda"
     return "cpu"
 

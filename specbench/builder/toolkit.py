@@ -103,6 +103,19 @@ def gpu_missing(env: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
+def cuda_toolkit_missing(env: Mapping[str, str] | None = None) -> list[str]:
+    """What of the CUDA toolkit a build needs is not here: nvcc, cuBLAS (the GPU aside)."""
+    nvcc = find_nvcc(env)
+    if nvcc is None:
+        return ["no CUDA compiler (nvcc not on PATH, $CUDACXX unset)"]
+    roots = toolkit_roots(nvcc, env)
+    if lacks := cublas_missing(roots):
+        kits = [r for r in roots if _has([r / "include", *r.glob("targets/*/include")], "cuda_runtime.h")]
+        where = ", ".join(str(r) for r in kits or roots)
+        return [f"the CUDA toolkit at {where} has no cuBLAS ({', '.join(lacks)} not found)"]
+    return []
+
+
 def _cross_build(cmake_args: Sequence[str]) -> bool:
     """Architectures named by the user: a build for another machine's GPU, which needs none here."""
     return any(a.startswith("-DCMAKE_CUDA_ARCHITECTURES") for a in cmake_args)
@@ -120,16 +133,7 @@ def backend_missing(
         return [] if platform == "darwin" else [f"Metal builds only on macOS (this is {platform})"]
     if backend != "cuda":
         return []
-    missing = []
-    nvcc = find_nvcc(env)
-    if nvcc is None:
-        missing.append("no CUDA compiler (nvcc not on PATH, $CUDACXX unset)")
-    else:
-        roots = toolkit_roots(nvcc, env)
-        if lacks := cublas_missing(roots):
-            kits = [r for r in roots if _has([r / "include", *r.glob("targets/*/include")], "cuda_runtime.h")]
-            where = ", ".join(str(r) for r in kits or roots)
-            missing.append(f"the CUDA toolkit at {where} has no cuBLAS ({', '.join(lacks)} not found)")
+    missing = cuda_toolkit_missing(env)
     if not _cross_build(cmake_args) and (why := gpu_missing(env)):
         missing.append(why)
     return missing

@@ -126,3 +126,20 @@ def test_specbench_build_refuses_in_one_line_before_cmake(tmp_path, backend):
     assert lines[-1].startswith(f"error: backend {backend}: ") and "Traceback" not in done.stderr
     assert ("no NVIDIA GPU" in lines[-1]) if backend == "cuda" else ("only on macOS" in lines[-1])
     assert not marker.exists()  # cmake never ran
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="auto is Metal there")
+@pytest.mark.parametrize("cublas", [False, True])
+def test_auto_picks_cuda_only_where_it_can_be_built(machine, monkeypatch, cublas):
+    """A GPU and nvcc but no cuBLAS: ``auto`` builds for the CPU rather than a build that fails."""
+    from specbench.builder.envinfo import GpuInfo, detect_backend
+
+    kit = _kit(machine / "cuda", cublas=cublas)
+    _script(machine / "bin" / "nvcc", f'exec {kit}/bin/nvcc "$@"')
+    _script(machine / "bin" / "nvidia-smi", SMI_GPU)
+    monkeypatch.setenv("PATH", str(machine / "bin"))
+    monkeypatch.delenv("CUDACXX", raising=False)
+    for var in ("CUDAToolkit_ROOT", "CUDA_PATH", "CUDA_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    gpu = GpuInfo(name="NVIDIA GeForce RTX 4090", driver="550.1", memory_mb=24564, compute_cap="8.9")
+    assert detect_backend([gpu]) == ("cuda" if cublas else "cpu")
