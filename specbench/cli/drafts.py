@@ -9,6 +9,9 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import Col, Format, fitted_table, print_fitted, say, say_notes, table_width
+from specbench.models.families import load_families
+
+_FAMILIES = ", ".join(load_families())
 
 
 def _pct(v: float | None) -> str:
@@ -110,7 +113,7 @@ def drafts(
     ] = None,
     family: Annotated[
         list[str] | None,
-        typer.Option("--family", help="Candidates from the curated list for a family (llama3, qwen3, ...)."),
+        typer.Option("--family", help=f"Candidates from the curated list (repeatable): {_FAMILIES}."),
     ] = None,
     max_draft: Annotated[
         int, typer.Option("--max-draft", help="Longest draft length to consider.", min=1, max=64)
