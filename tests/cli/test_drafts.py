@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.cli.test_models import specbench
+from tests.helpers.cli import specbench_hub_env as specbench
 from tests.models.tiny_gguf import vocab, write_tiny_gguf
 
 

@@ -5,25 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import specbench_hub_env as specbench
 from tests.models.tiny_gguf import write_tiny_gguf
 from tests.models.wheels import make_wheel
 
 REPO = Path(__file__).resolve().parents[2]
-HF_VARS = ("HF_HOME", "HF_HUB_CACHE", "HF_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT")
-
-
-def specbench(*args, cwd: Path, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if k not in HF_VARS}
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "specbench", *map(str, args)],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 def _error_line(proc: subprocess.CompletedProcess) -> str:

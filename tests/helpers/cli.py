@@ -75,3 +75,19 @@ def specbench_process(
         [sys.executable, "-m", "specbench", *map(str, args)],
         cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
     )  # fmt: skip
+
+
+HF_VARS = ("HF_HOME", "HF_HUB_CACHE", "HF_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT")
+
+
+def specbench_hub_env(
+    *args, cwd: Path, env: dict | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess:
+    """``python -m specbench ARGS`` as a child whose Hugging Face variables are only ``env``'s: the
+    hub library reads them when it is imported, so an in-process call could not change them."""
+    full_env = {k: v for k, v in os.environ.items() if k not in HF_VARS}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "specbench", *map(str, args)],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )  # fmt: skip

@@ -16,7 +16,7 @@ import pytest
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo, FlagSpelling
 from specbench.models.meta import read_token_texts
 from specbench.tune.drafts import Request, rank
-from tests.hub_server import FakeHub
+from tests.helpers.hub import requested_ranges
 from tests.models.tiny_gguf import write_tiny_gguf
 
 MB = 1 << 20
@@ -33,18 +33,6 @@ tests = [{{"n_prompt": k, "n_gen": 0, "avg_ns": decode * (1 + 0.25 * (k - 1))}} 
 tests.append({{"n_prompt": 0, "n_gen": n, "avg_ns": decode * n}})
 print(json.dumps(tests))
 """
-
-
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    """The local Hub server (tests/hub_server.py) as HF_ENDPOINT, and an empty SPECBENCH_HOME."""
-    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
-    for var in ("HF_HOME", "HF_HUB_CACHE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
-        monkeypatch.delenv(var, raising=False)
-    server = FakeHub(tmp_path / "hub").start()
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    yield server
-    server.stop()
 
 
 @pytest.fixture
@@ -71,17 +59,6 @@ def smol_vocab_tiny(tmp_path, smol_q4) -> Path:
                     tensor_shape=(1024, 1024))  # 16 MB  # fmt: skip
     return write_tiny_gguf(tmp_path / "local" / "smol-vocab-tiny.gguf", tokens=tokens, n_tensors=4,
                            tensor_shape=(256, 256))  # fmt: skip
-
-
-def _ranges(hub) -> dict[str, int]:
-    """Bytes asked for per file, from the server's request log; asserts every file GET was a range."""
-    out: dict[str, int] = {}
-    for r in hub.requests:
-        if r.method == "GET" and "/resolve/" in r.path:
-            assert r.range, f"a whole-file GET of {r.path}"
-            first, _, last = r.range.removeprefix("bytes=").partition("-")
-            out[r.path] = out.get(r.path, 0) + int(last) - int(first) + 1
-    return out
 
 
 def test_ranks_hub_and_local_candidates_reading_only_headers(
@@ -112,7 +89,7 @@ def test_ranks_hub_and_local_candidates_reading_only_headers(
     assert fam.family == "smollm2" and fam.listed_params == 0.135e9 and fam.compatible
 
     # nothing large was downloaded: only header ranges, a few MB per file
-    read = _ranges(hub)
+    read = requested_ranges(hub)
     assert read and all(n <= 10 * MB for n in read.values())
     assert max(n for p, n in read.items() if "gemma" not in p) <= 4 * MB
     hub_rows = [r for r in result.rows if r.kind in ("hub", "family") and r.header_bytes_read]

@@ -12,12 +12,12 @@ from specbench.models import DeriveSource, ModelSpec, resolve_models
 from specbench.tune.draftmeasure import measure
 from specbench.tune.drafts import Request, rank
 from tests.fixtures.models import SMOL_Q4
-from tests.tune.test_drafts import _ranges, hub  # noqa: F401 (the local Hub server fixture)
+from tests.helpers.hub import requested_ranges
 
 pytestmark = pytest.mark.slow
 
 
-def test_rank_then_measure_the_two_best(hub, llama_build, smol_f32, smol_q4, gemma_q4, tmp_path, monkeypatch):  # noqa: F811
+def test_rank_then_measure_the_two_best(hub, llama_build, smol_f32, smol_q4, gemma_q4, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECBENCH_CALIBRATION", str(tmp_path / "cal"))
     home = Path(smol_q4.path).parents[3]  # the real cache holds the derived Q8_0 (made once, seconds)
     monkeypatch.setenv("SPECBENCH_HOME", str(home))
@@ -30,7 +30,7 @@ def test_rank_then_measure_the_two_best(hub, llama_build, smol_f32, smol_q4, gem
     candidates = ["org/smol-q4", "org/smol-q8", "org/gemma", "org/none"]
     req = Request(target=str(smol_f32.path), candidates=candidates, max_draft=4, threads=2)
     result = rank(req, llama_build)
-    assert all(n <= 4 << 20 for p, n in _ranges(hub).items() if "smol" in p)  # headers only
+    assert all(n <= 4 << 20 for p, n in requested_ranges(hub).items() if "smol" in p)  # headers only
     rows = {r.candidate.split("/")[1]: r for r in result.rows if "/" in r.candidate}
     assert not rows["gemma"].compatible and "vocabulary type" in rows["gemma"].reason
     assert "not found" in rows["none"].reason
