@@ -42,6 +42,11 @@ def test_rank_then_measure_the_two_best(hub, llama_build, smol_f32, smol_q4, gem
     hub.requests.clear()
     monkeypatch.setenv("SPECBENCH_HOME", str(home))  # the run finds the cached build there (never builds)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))  # and downloads into an empty Hub cache
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("drafts --measure started a llama.cpp build; it must use the cached one")
+
+    monkeypatch.setattr("specbench.builder.builder._build", no_build)
     run_dir, measured = measure(result, 2, tmp_path / "run", None, llama_build.backend,
                                 overrides={"prompts": {"suite": "builtin", "ids": ["code-02"]},
                                            "generation": {"n_predict": 32}, "repetitions": 2})  # fmt: skip
