@@ -1,0 +1,18 @@
+"""The report says which runs re-ran pairs (a process did not get its share of the CPU) and which
+runs' speed moved between pairs (a note: the paired figures cancel it)."""
+
+from __future__ import annotations
+
+from specbench.analysis.caveats import RunInfo, caveats
+
+
+def test_a_run_with_pairs_measured_again_says_how_many_samples_came_from_them():
+    (note,) = caveats([RunInfo(run="r1", path="results/r1", status="complete", n_rerun=4)])
+    assert note.startswith("Run r1: 4 samples come from pairs measured again")
+    assert caveats([RunInfo(run="r1", path="results/r1", status="complete")]) == []
+
+
+def test_a_move_between_pairs_is_said_as_it_is():
+    move = "machine speed moved by +32% during the run (from 45.5 to 60.0 t/s), between pairs: ..."
+    (note,) = caveats([RunInfo(run="r1", path="results/r1", status="complete", speed_notes=[move])])
+    assert note == f"Run r1: {move}."
