@@ -140,6 +140,9 @@ def ab_cmd(
     allow_noisy: Annotated[
         bool, typer.Option(help="Pass cells too noisy to decide (default: exit 3).")
     ] = False,
+    allow_output_change: Annotated[
+        bool, typer.Option(help="Pass a greedy cell whose generated text changed (default: a fail).")
+    ] = False,
     budget: Budget = None,
 ) -> None:
     """Run CONFIG with two builds interleaved (labels base, head), then gate head against base.
@@ -167,7 +170,9 @@ def ab_cmd(
         summary = run_builds(
             config, list(set_ or []), specs, out, quiet, list(metric or METRICS), thr, budget_s=budget_s
         )
-    cmp = paired_from_run(out, "base", "head", metric, thr, allow_noisy=allow_noisy)
+    cmp = paired_from_run(
+        out, "base", "head", metric, thr, allow_noisy=allow_noisy, allow_output_change=allow_output_change
+    )
     if cmp.count(Status.TOO_NOISY):
         say(f"undecided cells: {rounds_end(summary, budget_s)}", err=True)
     show(cmp, fmt)

@@ -33,9 +33,9 @@ from specbench.execute.server import (
     start_server,
 )  # fmt: skip
 from specbench.parse.parsed import SpecCounters
-from specbench.plan.methods import keeps_server_state
 from specbench.parse.process import ParsedLog, Perf, PerfBlocks, Throughput
 from specbench.parse.server import parse_metrics
+from specbench.plan.methods import keeps_server_state
 from specbench.results.folder import response_paths, server_log_paths, write_raw
 from specbench.results.records import ServerTimings
 

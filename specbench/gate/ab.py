@@ -19,7 +19,7 @@ from pydantic import BaseModel, computed_field
 from specbench.base.errors import SpecbenchError
 from specbench.gate.decision import EXIT_CODES, Status, verdict
 from specbench.gate.paired import ACCEPTANCE_POINTS, CONFIDENCE, PairedDecision, decide_points, decide_ratio
-from specbench.results.cell import baseline_of
+from specbench.results import bracket
 from specbench.results.records import Measurement, Sample
 
 METRICS = ("baseline_tps", "spec_tps", "speedup", "acceptance")
@@ -148,25 +148,15 @@ def _usable(s: Sample) -> bool:
     return s.valid and s.status == "ok"
 
 
-def _baselines(samples: Sequence[Sample]) -> dict[tuple, float]:
-    """Baseline t/s per baseline (``baseline_of``: build included), prompt and repetition."""
-    out = {}
-    for s in samples:
-        if s.role == "baseline" and _usable(s) and s.tps:
-            out[(baseline_of(s), s.prompt_id, s.repetition)] = s.tps
-    return out
-
-
-def _value(s: Sample, metric: str, baselines: dict[tuple, float]) -> float | None:
+def _value(s: Sample, metric: str, paired: dict[tuple, Sample]) -> float | None:
     """The sample's value of ``metric``; None when it has none. A t/s of 0 or less is no value: a
     build that generated nothing has stopped working (a fail), it is not a pair to average."""
     if not _usable(s):
         return None
     if metric == "acceptance":
         v = s.acceptance
-    elif metric == "speedup":
-        ref = baselines.get((baseline_of(s), s.prompt_id, s.repetition))
-        v = s.tps / ref if s.tps and ref else None
+    elif metric == "speedup":  # over the baseline report pairs it with (results/bracket.py)
+        v = bracket.speedup_ratio(s, paired.get(s.sample_key()))
     else:
         v = s.tps
     if v is None or not math.isfinite(v) or (metric != "acceptance" and v <= 0):
@@ -191,7 +181,7 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
     if metric not in METRICS:
         raise BuildChoiceError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
     role = "baseline" if metric == "baseline_tps" else "speculative"
-    baselines = _baselines(samples) if metric == "speedup" else {}
+    paired = bracket.paired_baseline(samples) if metric == "speedup" else {}
     sides: dict[tuple, dict[str, dict[tuple, float]]] = {}
     labels: dict[tuple, str] = {}
     measured: dict[tuple, int] = {}
@@ -207,7 +197,7 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
             measured[key] = measured.get(key, 0) + 1
             if s.status in ("failed", "timeout") and s.invalid_reason:
                 failures.setdefault(key, s.invalid_reason)
-        value = _value(s, metric, baselines)
+        value = _value(s, metric, paired)
         if value is not None:  # a duplicated sample line replaces, never double-counts
             per_build[b][(s.prompt_id, s.repetition)] = value
     out = {}
@@ -245,6 +235,7 @@ def paired_compare(
     confidence: float = CONFIDENCE,
     allow_missing: bool = False,
     allow_noisy: bool = False,
+    allow_output_change: bool = False,
 ) -> PairedComparison:
     """Judge head against base in every cell and metric of a multi-build run.
 
@@ -277,12 +268,54 @@ def paired_compare(
                     why += f": {cp.head_failure}"
                 d = d.model_copy(update={"status": Status.FAIL, "reason": why})
             decisions.append(CellDecision(cell=cp.label, **d.model_dump(exclude={"decision"})))
+    decisions += output_decisions(samples, base, head, allow_output_change)
     order = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.IMPROVED: 2, Status.PASS: 3}
-    decisions.sort(key=lambda d: (order.get(d.status, 4), METRICS.index(d.metric), d.cell))
+    rank = {m: i for i, m in enumerate((*METRICS, OUTPUT))}
+    decisions.sort(key=lambda d: (order.get(d.status, 4), rank[d.metric], d.cell))
     return PairedComparison(
         run=run, base=base, head=head, threshold=threshold, decisions=decisions, nothing=nothing,
         allow_noisy=allow_noisy, confidence=confidence,
     )  # fmt: skip
+
+
+OUTPUT = "output"  # the greedy output check: not a number, a decision of its own
+
+
+def output_decisions(
+    samples: Sequence[Sample], base: str, head: str, allow_change: bool = False
+) -> list[CellDecision]:
+    """At temperature 0 the same models and prompt give the same text on any correct build: a cell
+    whose head generated other text than base fails (a warning-free pass needs the same text on
+    every prompt), unless ``allow_change``. Cells with no greedy output on both builds: none."""
+    texts: dict[tuple, dict[str, dict[str, set[str]]]] = {}
+    labels: dict[tuple, str] = {}
+    for s in samples:
+        b = build_of(s)
+        if s.role != "speculative" or b not in (base, head) or s.generation.temperature != 0:
+            continue
+        if not s.output_sha256 or s.status not in ("ok", "invalid"):
+            continue
+        key = _cell(s)
+        labels.setdefault(key, _label(s))
+        texts.setdefault(key, {base: {}, head: {}})[b].setdefault(s.prompt_id, set()).add(s.output_sha256)
+    out = []
+    for key, by_build in texts.items():
+        prompts = sorted(set(by_build[base]) & set(by_build[head]))
+        if not prompts:
+            continue
+        changed = [p for p in prompts if by_build[base][p] != by_build[head][p]]
+        if changed:
+            status = Status.PASS if allow_change else Status.FAIL
+            where = f"{len(changed)} of {len(prompts)} prompts ({', '.join(changed[:3])})"
+            why = f"{head} generated other text than {base} at temperature 0 on {where}: its numerics changed"
+            why += " (--allow-output-change)" if allow_change else "; --allow-output-change passes it"
+        else:
+            status, why = Status.PASS, f"the same text on all {len(prompts)} prompts"
+        out.append(CellDecision(
+            cell=labels[key], metric=OUTPUT, unit="text", n_pairs=len(prompts), ratio=None, ci_low=None,
+            ci_high=None, p_value=None, detectable=None, status=status, reason=why,
+        ))  # fmt: skip
+    return out
 
 
 def undecided_samples(

@@ -61,3 +61,32 @@ def test_changed_text_fails_unless_allowed_and_the_same_run_passes(tmp_path):
     assert allowed.exit_code == 0 and next(m for m in allowed.metrics if m.metric == "output").count("warn")
     same = compare(base, load_run(RUN), default_metrics(base, base), allow_noisy=True)
     assert same.exit_code == 0 and not same.failed
+
+
+def _two_builds(head_text_changed: bool) -> list:
+    """quick-cpu's samples as an A/B run of one build against itself (labels base and head)."""
+    samples = load_run(RUN).samples
+    out = []
+    for label in ("base", "head"):
+        for s in samples:
+            update = {"build": label}
+            if label == "head" and head_text_changed and s.role == "speculative" and s.output_sha256:
+                update["output_sha256"] = "f" * 64
+            out.append(s.model_copy(update=update))
+    return out
+
+
+def test_ab_fails_a_head_build_whose_greedy_text_changed():
+    from specbench.gate.ab import paired_compare
+
+    same = paired_compare(_two_builds(False), "r", "base", "head", ["spec_tps"], allow_noisy=True)
+    outputs = [d for d in same.decisions if d.metric == "output"]
+    assert outputs and all(d.status == "pass" for d in outputs)
+    changed = paired_compare(_two_builds(True), "r", "base", "head", ["spec_tps"], allow_noisy=True)
+    failed = [d for d in changed.decisions if d.metric == "output"]
+    assert failed and all(d.status == "fail" for d in failed) and changed.exit_code == 1
+    assert "generated other text than base at temperature 0" in failed[0].reason
+    allowed = paired_compare(
+        _two_builds(True), "r", "base", "head", ["spec_tps"], allow_noisy=True, allow_output_change=True
+    )
+    assert allowed.exit_code == 0
