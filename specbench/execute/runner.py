@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.builder import noise
+from specbench.builder.workaround import crash_facts as build_crash_facts
 from specbench.execute import contention
 from specbench.execute.executor import Executor, ProcessExecutor, raw_stem, read_output
 from specbench.execute.judge import Measured, judge
@@ -295,13 +296,8 @@ def execute(
 
 def crash_facts(manifest: Manifest) -> CrashFacts:
     """This CPU's flags, the build's self-test crashes and whether its workaround is on: what
-    ``specbench.parse.crash`` reads beside a crashed run's log."""
-    build = manifest.build
-    st = build.selftest
-    return CrashFacts(
-        cpu_flags=frozenset(manifest.env.cpu_isa), selftest_crashed=tuple(st.crashed) if st else (),
-        workaround_on=build.workaround is not None, backend=build.backend,
-    )  # fmt: skip
+    ``specbench.parse.crash`` reads beside a crashed run's log (as llama-bench's in calibration)."""
+    return build_crash_facts(manifest.build, manifest.env.cpu_isa)
 
 
 def _needs(warmup: Invocation, inv: Invocation) -> bool:
