@@ -16,6 +16,7 @@ from specbench.gate.history import span_free
 from specbench.publish.folders import AbRun, BisectRun, Folders, reproduce
 from specbench.publish.series import SETTING_AXES, THRESHOLD, Point, Series
 from specbench.publish.svg import Marker, axis, color, sparkline, trend_svg
+from specbench.results import cell
 
 TITLES = {
     "speedup": ("speedup", "x"),
@@ -129,13 +130,19 @@ def _order(s: Series) -> tuple:
     )
 
 
+def _axis(s: Series, name: str) -> object:
+    """A series' value of an axis: history leaves an axis at its default out of the stored key
+    (a process run has no ``runner``), so absent means the default (``process``), never ``None``."""
+    return s.key[name] if name in s.key else cell.default(name)
+
+
 def names(shown: list[Series]) -> list[str]:
     """Each series by the settings that differ between the series of one plot (all of them when one)."""
-    varying = [a for a in SETTING_AXES if len({repr(s.key.get(a)) for s in shown}) > 1]
+    varying = [a for a in SETTING_AXES if len({repr(_axis(s, a)) for s in shown}) > 1]
     if not varying:
         return [s.setting for s in shown]
     return [
-        " ".join(f"{a}={s.key.get(a)}" for a in varying)
+        " ".join(f"{a}={_axis(s, a)}" for a in varying)
         + ("" if len({s.prompts for s in shown}) < 2 else f" [{s.prompts}]")
         for s in shown
     ]
