@@ -6,8 +6,10 @@ from specbench.publish.series import Series
 
 
 def _series(key: dict, setting: str) -> Series:
-    return Series(machine="m", metric="speedup", label="smol ngram-mod", cell_id=str(key), pair="smol",
-                  method="ngram-mod", setting=setting, prompts="chat-01", generation="n_predict 64", key=key)  # fmt: skip
+    return Series(
+        machine="m", metric="speedup", label="smol ngram-mod", cell_id=str(key), pair="smol",
+        method="ngram-mod", setting=setting, prompts="chat-01", generation="n_predict 64", key=key,
+    )  # fmt: skip
 
 
 def test_an_axis_left_at_its_default_is_named_by_its_default():
