@@ -31,6 +31,8 @@ def baseline_outside(s: Sample) -> float | None:
     """Share of a plain run's span outside its decode calls: 1 - eval time / span (the span holds
     exactly the ``eval runs`` decodes)."""
     perf = s.metrics.perf.target if s.metrics and s.metrics.perf else None
+    if s.timings is not None:  # llama-server times the span only: no decode-only timer to set beside it
+        return None
     if not s.span_s or perf is None or not perf.eval_ms:
         return None
     return share(1.0 - perf.eval_ms / (s.span_s * 1000.0))
