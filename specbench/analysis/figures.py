@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from specbench.analysis.speedup import Pair, paired_speedup
 from specbench.base.stats import summarize
-
-RATIO_METRICS = frozenset({"speedup"})
+from specbench.results.metrics import METRICS
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ def figure(metric: str, values: Iterable[Value]) -> Figure:
     vals = list(values)
     if not vals:
         return NOTHING
-    if metric in RATIO_METRICS:
+    if metric in METRICS and METRICS[metric].paired:  # a speedup: each value a ratio to its pair
         s = paired_speedup(Pair(v.prompt, v.repetition, v.value, 1.0) for v in vals)
         return Figure(s.value, s.ci_low, s.ci_high, s.repetitions)
     m = summarize([v.value for v in vals])

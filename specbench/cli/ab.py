@@ -17,6 +17,7 @@ from specbench.cli.common import table_console as console
 from specbench.cli.gateview import paired_from_run, show
 from specbench.gate.abrun import load_builds_config, measuring_is_input, round_notes, rounds_end
 from specbench.gate.decision import Status
+from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices
 
 
 def _check_paths(config: Path, out: Path) -> None:
@@ -128,7 +129,8 @@ def ab_cmd(
     metric: Annotated[
         list[str] | None,
         typer.Option(
-            metavar="METRIC", help="baseline_tps, spec_tps, speedup, acceptance; repeatable. Default: all."
+            metavar="METRIC",
+            help=f"{choices(', ')}; repeatable. Default: {', '.join(PAIRED_DEFAULT)}.",
         ),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="table, md or json.")] = Format.table,
@@ -149,7 +151,7 @@ def ab_cmd(
 
     Exit 0 pass/improved, 1 a fail, 2 bad input (config, refs, a build that does not compile),
     3 undecided (too noisy), 4 nothing to compare."""
-    from specbench.gate.ab import METRICS, parse_build_spec
+    from specbench.gate.ab import parse_build_spec
     from specbench.gate.regression import parse_budget, parse_threshold
     from specbench.results.folder import make_run_id
 
@@ -160,7 +162,7 @@ def ab_cmd(
         if m not in METRICS:
             from specbench.gate.ab import BuildChoiceError
 
-            raise BuildChoiceError(f"--metric {m}: choose one of {', '.join(METRICS)}")
+            raise BuildChoiceError(f"--metric {m}: choose one of {choices()}")
     if out is None:
         from specbench.base.paths import results_dir
 
@@ -168,7 +170,14 @@ def ab_cmd(
     with measuring_is_input():
         _check_paths(config, out)
         summary = run_builds(
-            config, list(set_ or []), specs, out, quiet, list(metric or METRICS), thr, budget_s=budget_s
+            config,
+            list(set_ or []),
+            specs,
+            out,
+            quiet,
+            list(metric or PAIRED_DEFAULT),
+            thr,
+            budget_s=budget_s,
         )
     cmp = paired_from_run(
         out, "base", "head", metric, thr, allow_noisy=allow_noisy, allow_output_change=allow_output_change
@@ -185,9 +194,7 @@ def bisect_cmd(
     source: Annotated[Path, typer.Option(metavar="DIR", help="The llama.cpp git checkout to bisect.")],
     good: Annotated[str, typer.Option(metavar="REF", help="A commit known to be fast.")],
     bad: Annotated[str, typer.Option(metavar="REF", help="A later commit known to be slow.")],
-    metric: Annotated[
-        str, typer.Option(metavar="METRIC", help="baseline_tps, spec_tps, speedup or acceptance.")
-    ] = "spec_tps",
+    metric: Annotated[str, typer.Option(metavar="METRIC", help=f"{choices()}.")] = "spec_tps",
     threshold: Threshold = "5%",
     out: Annotated[
         Path | None,
@@ -204,13 +211,13 @@ def bisect_cmd(
     interleaved A/B of the midpoint against --good (--bad is taken as slow, as in git bisect).
     Exit 0 found, 2 bad input, 3 a step stayed undecided."""
     from specbench.gate import bisect
-    from specbench.gate.ab import METRICS, BuildChoiceError
+    from specbench.gate.ab import BuildChoiceError
     from specbench.gate.regression import parse_budget, parse_threshold
     from specbench.plan.shards import config_hash
     from specbench.results.folder import check_writable, make_run_id
 
     if metric not in METRICS:
-        raise BuildChoiceError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
+        raise BuildChoiceError(f"--metric {metric}: choose one of {choices()}")
     thr = parse_threshold(threshold)
     budget_s = parse_budget(budget) if budget is not None else None
     if out is None:

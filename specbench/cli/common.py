@@ -124,12 +124,10 @@ def print_fitted(table: object, dropped: list[str], hint: str) -> None:
 
 
 def metric_text(value: float | None, metric: str) -> str:
-    """A metric's value as `compare` and `history` print it: acceptance in %, speedup to 3 places."""
-    if value is None:
-        return "-"
-    if metric == "acceptance":
-        return f"{value * 100:.1f}%"
-    return f"{value:.3f}" if metric == "speedup" else f"{value:.2f}"
+    """A metric's value as `compare` and `history` print it (its ``text`` in results/metrics.py)."""
+    from specbench.results.metrics import METRICS
+
+    return "-" if value is None else METRICS[metric].text(value)
 
 
 def resume_command(run_dir: Path) -> str:

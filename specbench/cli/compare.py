@@ -20,6 +20,7 @@ from specbench.cli.common import (
     table_width,
 )
 from specbench.cli.common import table_console as console
+from specbench.results.metrics import METRICS, choices
 
 baseline_app = typer.Typer(
     help="Save and list baselines (compact run copies to commit).", no_args_is_help=True
@@ -50,7 +51,7 @@ def _mde(d, metric: str) -> str:
 
 
 def _mde_value(mde: float, metric: str) -> str:
-    return f"{mde:.1f} points" if metric == "acceptance" else f"{mde * 100:.1f}%"
+    return f"{mde:.1f} points" if METRICS[metric].scale == "points" else f"{mde * 100:.1f}%"
 
 
 def _rows(metric_result) -> list[list[str]]:
@@ -102,11 +103,8 @@ def _verdict(cmp) -> str:
     from specbench.gate.decision import ACCEPTANCE_POINTS, Verdict
 
     flags = [f for f, on in (("strict", cmp.strict), ("allow-noisy", cmp.allow_noisy)) if on]
-    points = (
-        f" ({ACCEPTANCE_POINTS:g} points for acceptance)"
-        if any(m.metric == "acceptance" for m in cmp.metrics)
-        else ""
-    )
+    in_points = [m.metric for m in cmp.metrics if m.metric in METRICS and METRICS[m.metric].scale == "points"]
+    points = f" ({ACCEPTANCE_POINTS:g} points for {', '.join(in_points)})" if in_points else ""
     opts = f"threshold {cmp.threshold:.1%}{points}, alpha {cmp.alpha:g}" + "".join(f", {f}" for f in flags)
     noisy = cmp.undecided
     spans = []
@@ -141,7 +139,7 @@ def _verdict(cmp) -> str:
 
 def _figure_lines(m) -> list[str]:
     """A speedup's per-cell figure on each side, as ``report`` prints it (same function, same pairs)."""
-    if m.metric != "speedup":
+    if m.metric not in METRICS or not METRICS[m.metric].paired:
         return []
 
     def shown(f) -> str:
@@ -238,7 +236,7 @@ def compare_cmd(
         list[str] | None,
         typer.Option(
             metavar="METRIC",
-            help="spec_tps, baseline_tps, speedup or acceptance; repeatable. Default: both t/s, and "
+            help=f"{choices()}; repeatable. Default: both t/s, and "
             "acceptance where both sides speculated at temperature 0.",
         ),
     ] = None,

@@ -125,9 +125,12 @@ def paired_from_run(
     run_dir: Path, base: str | None, head: str | None, metrics, threshold: float, **options: Any
 ):
     """The paired gate over one run folder; ``options``: confidence, allow_missing, allow_noisy."""
-    from specbench.gate.ab import METRICS, paired_compare
+    from specbench.gate.ab import paired_compare
     from specbench.gate.baseline import load_run, running_notes
+    from specbench.results.metrics import PAIRED_DEFAULT
 
     side = load_run(run_dir)
     say_notes([*side.notes, *running_notes(side)])
-    return paired_compare(side.samples, str(run_dir), base, head, metrics or METRICS, threshold, **options)
+    return paired_compare(
+        side.samples, str(run_dir), base, head, metrics or PAIRED_DEFAULT, threshold, **options
+    )

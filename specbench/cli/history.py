@@ -20,12 +20,11 @@ from specbench.cli.common import (
     table_width,
 )
 from specbench.cli.common import table_console as console
+from specbench.results.metrics import METRICS, choices
 
 
 def history_cmd(
-    metric: Annotated[
-        str, typer.Option(metavar="METRIC", help="spec_tps, baseline_tps, speedup or acceptance.")
-    ] = "spec_tps",
+    metric: Annotated[str, typer.Option(metavar="METRIC", help=f"{choices()}.")] = "spec_tps",
     cell: Annotated[
         str | None, typer.Option(metavar="TEXT", help="Only cells whose name contains this text.")
     ] = None,
@@ -83,7 +82,7 @@ def history_cmd(
               if p.low is not None and p.high is not None else f" n={p.n_reps}")  # fmt: skip
         started, commit = (p.started_at or "")[:19], (p.commit or "?")[:12]
         value = f"{metric_text(p.mean, metric)}{ci}"
-        if metric == "speedup":  # as report prints the cell
+        if METRICS[metric].paired:  # a speedup: as report prints the cell
             value = speedup_text(p.mean, p.low, p.high, p.n_reps)
         cells = [
             name if name != last else "",

@@ -5,13 +5,13 @@ everything a sample's cell is but its build and its prompt; its pairs are the (p
 repetition) measured on both builds, whose runs came back to back. Each cell and metric is
 judged by ``specbench.gate.paired``; this module only finds the pairs.
 
-Metrics: ``baseline_tps`` (baseline cells), ``spec_tps``, ``speedup`` (each build's speculative
-t/s over its own baseline of the same prompt and repetition) and ``acceptance`` (in points).
+Metrics: every one of ``results.metrics.METRICS`` (by default ``PAIRED_DEFAULT``: ``baseline_tps``,
+``spec_tps``, ``speedup`` over the baseline of the same build, prompt and repetition, and
+``acceptance`` in points).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from pydantic import BaseModel, computed_field
@@ -19,10 +19,9 @@ from pydantic import BaseModel, computed_field
 from specbench.base.errors import SpecbenchError
 from specbench.gate.decision import EXIT_CODES, Status, verdict
 from specbench.gate.paired import ACCEPTANCE_POINTS, CONFIDENCE, PairedDecision, decide_points, decide_ratio
-from specbench.results import bracket
+from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, paired_order
 from specbench.results.records import Measurement, Sample
 
-METRICS = ("baseline_tps", "spec_tps", "speedup", "acceptance")
 # The fields of a cell without its build, prompt and repetition (whatever axes a sample has).
 _NOT_CELL = {"build", "prompt_id", "category", "repetition", "generation"}
 
@@ -149,19 +148,9 @@ def _usable(s: Sample) -> bool:
 
 
 def _value(s: Sample, metric: str, paired: dict[tuple, Sample]) -> float | None:
-    """The sample's value of ``metric``; None when it has none. A t/s of 0 or less is no value: a
-    build that generated nothing has stopped working (a fail), it is not a pair to average."""
-    if not _usable(s):
-        return None
-    if metric == "acceptance":
-        v = s.acceptance
-    elif metric == "speedup":  # over the baseline report pairs it with (results/bracket.py)
-        v = bracket.speedup_ratio(s, paired.get(s.sample_key()))
-    else:
-        v = s.tps
-    if v is None or not math.isfinite(v) or (metric != "acceptance" and v <= 0):
-        return None
-    return float(v)
+    """The sample's value of ``metric`` (results/metrics.py); None when it has none. A t/s of 0 or
+    less is no value: a build that generated nothing has stopped working (a fail), not a pair."""
+    return METRICS[metric].value(s, paired) if _usable(s) else None
 
 
 class CellPairs(BaseModel):
@@ -179,9 +168,9 @@ class CellPairs(BaseModel):
 def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[tuple, CellPairs]:
     """Per cell: its label and the values of base and head over the (prompt, repetition) both have."""
     if metric not in METRICS:
-        raise BuildChoiceError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
-    role = "baseline" if metric == "baseline_tps" else "speculative"
-    paired = bracket.paired_baseline(samples) if metric == "speedup" else {}
+        raise BuildChoiceError(f"--metric {metric}: choose one of {choices()}")
+    role = METRICS[metric].role
+    paired = METRICS[metric].pairing(samples)
     sides: dict[tuple, dict[str, dict[tuple, float]]] = {}
     labels: dict[tuple, str] = {}
     measured: dict[tuple, int] = {}
@@ -218,7 +207,7 @@ def decide(
     threshold: float,
     confidence: float = CONFIDENCE,
 ) -> PairedDecision:
-    if metric == "acceptance":
+    if METRICS[metric].scale == "points":
         return decide_points(
             base_values, head_values, points=ACCEPTANCE_POINTS, metric=metric, confidence=confidence
         )
@@ -230,7 +219,7 @@ def paired_compare(
     run: str,
     base: str | None = None,
     head: str | None = None,
-    metrics: Sequence[str] = METRICS,
+    metrics: Sequence[str] = PAIRED_DEFAULT,
     threshold: float = 0.05,
     confidence: float = CONFIDENCE,
     allow_missing: bool = False,
@@ -252,8 +241,7 @@ def paired_compare(
     for metric in dict.fromkeys(metrics):
         cells = pairs(samples, metric, base, head)
         if not cells:
-            role = "baseline" if metric == "baseline_tps" else "speculative"
-            nothing.append(f"{metric}: no {role} sample on either build")
+            nothing.append(f"{metric}: no {METRICS[metric].role} sample on either build")
         for cp in cells.values():
             d = decide(cp.base, cp.head, metric, threshold, confidence)
             if cp.n_base and not cp.n_head and not cp.measured_head:  # a run cut short before head ran it
@@ -270,7 +258,7 @@ def paired_compare(
             decisions.append(CellDecision(cell=cp.label, **d.model_dump(exclude={"decision"})))
     decisions += output_decisions(samples, base, head, allow_output_change)
     order = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.IMPROVED: 2, Status.PASS: 3}
-    rank = {m: i for i, m in enumerate((*METRICS, OUTPUT))}
+    rank = {m: i for i, m in enumerate((*paired_order(), OUTPUT))}
     decisions.sort(key=lambda d: (order.get(d.status, 4), rank[d.metric], d.cell))
     return PairedComparison(
         run=run, base=base, head=head, threshold=threshold, decisions=decisions, nothing=nothing,

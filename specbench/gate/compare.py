@@ -16,7 +16,6 @@ geometric mean of the per-cell ratios.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from typing import Literal
@@ -27,24 +26,19 @@ from specbench.analysis.figures import Figure, Value, figure
 from specbench.gate.baseline import InputError, Side
 from specbench.gate.decision import EXIT_CODES, Status, Verdict, verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
-from specbench.results import bracket, cell
+from specbench.results import cell
 from specbench.results.folder import MANIFEST
 from specbench.results.identity import CellKey, cell_key
 from specbench.results.manifest import RunFacts
+from specbench.results.metrics import COMPARE_DEFAULT, METRICS, choices
 from specbench.results.records import Sample
 
-METRICS = ("spec_tps", "baseline_tps", "speedup", "acceptance")
-DEFAULT_METRICS = ("spec_tps", "baseline_tps")
+DEFAULT_METRICS = COMPARE_DEFAULT  # each metric's facts: results/metrics.py
 OUTPUT = "output"  # the greedy output check (``output_check``): not a number, its own table
-UNITS = {"spec_tps": "t/s", "baseline_tps": "t/s", "speedup": "x", "acceptance": "%"}
 
 
 class NotComparable(InputError):
     """The two sides share no measurement (exit 2)."""
-
-
-ROLE_OF = {"baseline_tps": "baseline", "spec_tps": "speculative", "speedup": "speculative",
-           "acceptance": "speculative"}  # fmt: skip
 
 
 class CellSeries(BaseModel):
@@ -142,13 +136,13 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
     (prompt, repetition) can be there once per shard: it counts once (the first shard's), or the
     cell would have shards x repetitions values and a narrower interval than it measured."""
     if metric not in METRICS:
-        raise InputError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
-    role = ROLE_OF[metric]
-    paired = bracket.paired_baseline(side.samples) if metric == "speedup" else {}
+        raise InputError(f"--metric {metric}: choose one of {choices()}")
+    m = METRICS[metric]
+    paired = m.pairing(side.samples)
     cells: dict[CellKey, CellSeries] = {}
     seen: set[tuple] = set()
     for s in sorted(side.samples, key=lambda x: x.repetition):
-        if s.role != role:
+        if s.role != m.role:
             continue
         key = cell_key(s, side.facts)
         if (key, s.repetition) in seen:  # another shard's measurement of the same baseline
@@ -158,18 +152,13 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
         cell.statuses.append(s.status if not s.valid or s.status != "ok" else "ok")
         if not s.valid:
             continue
-        value: float | None
-        if metric == "acceptance":
-            value = s.acceptance
-        elif metric == "speedup":  # against the baseline the report pairs it with (results/bracket.py)
-            value = bracket.speedup_ratio(s, paired.get(s.sample_key()))
-        else:
-            value = s.tps
-        if value is not None and metric != "acceptance" and value <= 0:  # nothing generated: no value
-            cell.statuses[-1] = "0 t/s"
+        raw = m.read(s, paired)
+        if raw is not None and m.positive and raw <= 0:  # nothing generated: no value
+            cell.statuses[-1] = "0 t/s" if m.unit == "t/s" else f"{metric} <= 0"
             continue
-        if value is not None and math.isfinite(value):  # llama.cpp can print inf/nan t/s
-            cell.values.append(float(value))
+        value = m.value(s, paired)  # None also where llama.cpp printed inf/nan t/s
+        if value is not None:
+            cell.values.append(value)
             cell.repetitions.append(s.repetition)
     return cells
 
@@ -277,7 +266,7 @@ def compare_metric(
             why = [_missing_reason(x, side) for x, side in ((b, "baseline"), (c, "current")) if not x.values]
             cells.append(row(Status.FAIL, "; ".join(why)))
         else:
-            if metric == "acceptance":
+            if METRICS[metric].scale == "points":
                 decision = decide_acceptance(b.values, c.values, temperature=key.temperature, alpha=alpha)
             else:
                 decision = decide_throughput(b.values, c.values, threshold=threshold, alpha=alpha)
@@ -294,7 +283,9 @@ def compare_metric(
         Status.PASS: 5,
     }
     cells.sort(key=lambda r: (order[r.status], _natural(r.label), _natural(r.prompt_id)))
-    return MetricResult(metric=metric, unit=UNITS[metric], cells=cells, geomean_ratio=geometric_mean(ratios))
+    return MetricResult(
+        metric=metric, unit=METRICS[metric].unit, cells=cells, geomean_ratio=geometric_mean(ratios)
+    )
 
 
 def _natural(text: str) -> tuple:
@@ -460,9 +451,9 @@ def compare(
         ]
         if empty:
             what = " and ".join(f"the {side} ({ref.ref}, {_status(ref)})" for side, ref in empty)
-            nothing = f"{what} has no {ROLE_OF[m]} sample"
+            nothing = f"{what} has no {METRICS[m].role} sample"
             results.append(
-                MetricResult(metric=m, unit=UNITS[m], cells=[], geomean_ratio=None, nothing=nothing)
+                MetricResult(metric=m, unit=METRICS[m].unit, cells=[], geomean_ratio=None, nothing=nothing)
             )
         else:
             results.append(compare_metric(b, c, m, threshold, alpha))
@@ -481,15 +472,10 @@ def compare(
     )  # fmt: skip
 
 
-# the metrics whose meaning changed with run folder format 2 (a baseline's t/s is timed over the
-# same span as the speculative one): docs/timing.md
-SPAN_METRICS = ("baseline_tps", "speedup")
-
-
 def check_timing(base: Side, cur: Side, metrics: tuple[str, ...] | list[str]) -> None:
     """Refuse to compare a baseline t/s timed over the generation span with one timed inside
     llama.cpp's decode call only: they differ by the sampling and bookkeeping of every token."""
-    mixed = [m for m in metrics if m in SPAN_METRICS]
+    mixed = [m for m in metrics if m in METRICS and METRICS[m].baseline_span]  # docs/timing.md
     if not mixed or base.facts.timing == cur.facts.timing:
         return
     old = base if base.facts.timing == "decode-only" else cur

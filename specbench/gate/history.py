@@ -33,13 +33,14 @@ from specbench.base.errors import SpecbenchError
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
 from specbench.base.stats import summarize
 from specbench.gate.baseline import load_run
-from specbench.gate.compare import METRICS, SPAN_METRICS, cell_label, cell_series
+from specbench.gate.compare import cell_label, cell_series
 from specbench.plan.invocation import Invocation
 from specbench.plan.shards import GUESS_LOAD_S
 from specbench.results import cell
 from specbench.results.folder import SHARDS
 from specbench.results.manifest import facts_from_manifest
 from specbench.results.manifestfile import manifest_data
+from specbench.results.metrics import METRICS, choices
 
 # A run is identified by its id (the folder name) and start time: `--out results/ci` reuses the
 # name every time, and each of those runs is a point of its own; a resumed run keeps its start.
@@ -178,7 +179,7 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
             # The prompt set is part of the series identity: means over other prompts are not comparable.
             cell = _cell_id(key, machine)
             prompts = ",".join(sorted(prompts_by_cell[cell]))
-            mark = _SAME_SPAN if metric in SPAN_METRICS and facts.timing == "same-span" else ""
+            mark = _SAME_SPAN if METRICS[metric].baseline_span and facts.timing == "same-span" else ""
             rows.append((run_key, metric, cell + "|" + prompts + mark, s.label, prompts, key.prompt_id,
                          json.dumps(s.repetitions), json.dumps(s.values)))  # fmt: skip
     if not rows:  # a run that measured nothing (yet) must not replace the points it recorded before
@@ -245,7 +246,7 @@ def load_history(
 ) -> list[HistoryPoint]:
     """Points of every cell whose label contains ``cell`` (case-insensitive), oldest run first."""
     if metric not in METRICS:
-        raise HistoryError(f"--metric {metric}: choose one of {', '.join(METRICS)}")
+        raise HistoryError(f"--metric {metric}: choose one of {choices()}")
     db_path = db_path or default_db()
     if db_path.is_dir():
         raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file")

@@ -12,6 +12,7 @@ from pathlib import Path
 from specbench.analysis.plots import legend_below, style
 from specbench.base.paths import check_path, nearest_existing, os_problem, shorten
 from specbench.gate.history import HistoryError, HistoryPoint, series_of
+from specbench.results.metrics import METRICS
 
 PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg", "webp", "tif", "tiff", "eps", "ps")
 
@@ -81,7 +82,7 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
     moved = {p.run_id for p in points if p.speed_warned}  # the sentinel saw the machine's speed move
     ax.set_xticklabels([f"{s[:16]}\n{(c or '?')[:8]}\nthreads {t}" + ("\nspeed moved!" if r in moved else "")
                         for s, r, c, t in runs], fontsize=7)  # fmt: skip
-    ax.set_ylabel({"speedup": "speedup (x)", "acceptance": "acceptance"}.get(metric, f"{metric} (t/s)"))
+    ax.set_ylabel(METRICS[metric].axis)
     ax.set_title(f"specbench history: {metric}")
     ax.grid(alpha=0.3)
     rows = legend_below(ax, fontsize=7, below_pt=62)  # under the date/commit/threads tick labels

@@ -17,13 +17,8 @@ from specbench.publish.folders import AbRun, BisectRun, Folders, reproduce
 from specbench.publish.series import SETTING_AXES, THRESHOLD, Point, Series
 from specbench.publish.svg import Marker, axis, color, sparkline, trend_svg
 from specbench.results import cell
+from specbench.results.metrics import METRICS, site_order
 
-TITLES = {
-    "speedup": ("speedup", "x"),
-    "spec_tps": ("speculative t/s", "t/s"),
-    "baseline_tps": ("baseline t/s (the target alone)", "t/s"),
-    "acceptance": ("acceptance", "fraction"),
-}
 DETECTION = (
     "Flagged points: a point that the rule of `specbench compare` fails (ringed red: regression) or calls "
     "improved (ringed green) against the previous point of its series: one-sided Welch bounds over the "
@@ -74,7 +69,7 @@ class Model:
     def __post_init__(self) -> None:
         for s in self.series:
             self.by_cell[(s.metric, s.cell_id)] = s
-            if s.metric == "baseline_tps":
+            if METRICS[s.metric].role == "baseline":
                 self.baselines[_baseline_match(s)].append(s)
             elif s.method != "none":
                 self.pages[(s.machine, s.pair, s.method)].append(s)
@@ -155,16 +150,18 @@ def trend_page(model: Model, machine: str, pair: str, method: str) -> str:
     everything = spec + [b for s in spec if s.metric == "spec_tps" for b in model.baseline_of(s)]
     by_time, by_commit = axis(everything, markers, "time"), axis(everything, markers, "commit")
     metrics, flagged = [], []
-    for metric in ("speedup", "spec_tps", "baseline_tps", "acceptance"):
-        if metric == "baseline_tps":
-            found = {id(b): b for s in spec if s.metric == "spec_tps" for b in model.baseline_of(s)}
+    for metric in site_order():
+        baseline = METRICS[metric].role == "baseline"
+        if baseline:  # the baselines of the page's speculative cells
+            found = {id(b): b for s in spec if s.metric == "spec_tps" for b in model.baseline_of(s)
+                     if b.metric == metric}  # fmt: skip
             shown = sorted(found.values(), key=_order)
         else:
             shown = [s for s in spec if s.metric == metric]
         if not shown:
             continue
-        title, unit = TITLES[metric]
-        called = names(shown) if metric != "baseline_tps" else [s.label for s in shown]
+        title, unit = METRICS[metric].title, METRICS[metric].site_unit
+        called = names(shown) if not baseline else [s.label for s in shown]
         metrics.append(
             dict(
                 title=title,

@@ -22,10 +22,10 @@ from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 from specbench.gate.history import generation_text, stored_key, stored_rows
 from specbench.gate.regression import NOISY_CV, cv, welch_interval
 from specbench.results import cell
+from specbench.results.metrics import METRICS
 
 THRESHOLD = 0.05  # the gate's default --threshold
 ALPHA = 0.05  # and its default --alpha
-METRICS = ("spec_tps", "baseline_tps", "speedup", "acceptance")
 # The cell axes a series is told apart by within one pair and method (shown as its name): every
 # setting axis results/cell.py declares, the llama.cpp options included.
 SETTING_AXES = cell.SETTING_FIELDS
@@ -68,12 +68,9 @@ class Series:
         return self.points[-1]
 
 
-# Rates and ratios: per repetition, the geometric mean over prompts (``reps``, read by the change flags).
-LOG_SCALE = frozenset({"spec_tps", "baseline_tps", "speedup"})
-
-
 def _centre(values: list[float], log: bool) -> float:
-    """One repetition's value over its prompts: the geometric mean for rates and ratios."""
+    """One repetition's value over its prompts (``reps``, read by the change flags): the geometric
+    mean for rates and ratios (a metric's ``ratio`` scale)."""
     if log and all(v > 0 for v in values):
         return math.exp(math.fsum(math.log(v) for v in values) / len(values))
     return math.fsum(values) / len(values)
@@ -126,7 +123,7 @@ def load_series(db_paths: list[Path]) -> list[Series]:
             values[(sid, row.run_key)].append(Value(row.prompt_id, rep, value))
     for sid, series in found.items():
         for run_key, reps in by_rep[sid].items():  # insertion order: oldest run first
-            log = series.metric in LOG_SCALE
+            log = METRICS[series.metric].scale == "ratio"
             per_rep = [_centre(v, log) for _, v in sorted(reps.items()) if v]
             if not per_rep:
                 continue
@@ -159,7 +156,7 @@ def flag_changes(series: Series, threshold: float = THRESHOLD) -> None:
     improved (``improvement``; a noisy side makes that a warn there, so no flag) against the one before:
     ``gate.decision.classify`` on one-sided 95% Welch bounds, relative for t/s, in points for acceptance
     (exact at temperature 0). A change within the threshold can neither fail nor improve: not tested."""
-    acceptance = series.metric == "acceptance"
+    acceptance = METRICS[series.metric].scale == "points"  # a fraction, judged in points
     exact = acceptance and not series.key.get("temperature")
     for prev, cur in zip(series.points, series.points[1:], strict=False):
         if acceptance:

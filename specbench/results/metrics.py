@@ -1,0 +1,110 @@
+"""Every metric specbench judges and shows, declared once: what ``compare``, ``ab``, ``bisect
+--metric``, ``history``, ``publish`` and the CLI's formatting read a metric's facts from.
+
+Before this table a metric was spelt in about ten modules (three name tuples in two orders, units,
+roles, two value extractors that differed, two decide dispatchers, four formatters); a new metric
+meant finding them all. A new metric is one ``Metric`` entry here (and its test,
+tests/results/test_metrics.py): every command takes it from ``METRICS``.
+
+Scales: ``ratio`` metrics (rates and ratios, higher is better) are judged on the ratio of the two
+sides (log ratios; the gate's ``--threshold`` is relative) and summarised by geometric means;
+``points`` metrics are fractions judged by their difference in percentage points
+(``gate.decision.ACCEPTANCE_POINTS``), exact at temperature 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # the CLI builds its help texts from this table: it stays light to import
+    from specbench.results.records import Sample
+
+Scale = Literal["ratio", "points"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str  # as compare's tables title it
+    role: Literal["baseline", "speculative"]  # the samples it reads
+    read: Callable[[Sample, Mapping[tuple, Sample]], float | None]  # (sample, paired baselines) -> value
+    scale: Scale  # which decide rule judges it (ratio: throughput/decide_ratio; points: acceptance/points)
+    text: Callable[[float], str]  # one value as compare and history print it
+    axis: str  # the y axis label of ``history --plot``
+    title: str  # its section on the results site
+    site_unit: str  # the site's plot unit
+    paired: bool = False  # reads each sample's paired baseline (``bracket.paired_baseline``): a speedup
+    baseline_span: bool = False  # reads a baseline's t/s, whose timer changed with run folder format 2
+    worse: Literal["lower"] = "lower"  # the decide rules judge higher as better; a lower-is-better
+    # metric (time to first token) needs them to learn the other direction first
+
+    @property
+    def positive(self) -> bool:
+        """A value of 0 or less is no value (nothing generated), for rates and ratios."""
+        return self.scale == "ratio"
+
+    def value(self, s: Sample, paired: Mapping[tuple, Sample]) -> float | None:
+        """The sample's value, or None: unmeasured, not finite (llama.cpp can print inf/nan t/s) or,
+        on a ratio scale, 0 or less."""
+        v = self.read(s, paired)
+        if v is None or not math.isfinite(v) or (self.positive and v <= 0):
+            return None
+        return float(v)
+
+    def pairing(self, samples: list[Sample] | tuple[Sample, ...]) -> dict[tuple, Sample]:
+        """The paired baselines ``read`` needs (empty for a metric that reads none)."""
+        from specbench.results import bracket
+
+        return bracket.paired_baseline(samples) if self.paired else {}
+
+
+def _two(v: float) -> str:
+    return f"{v:.2f}"
+
+
+def _speedup(s: Sample, paired: Mapping[tuple, Sample]) -> float | None:
+    from specbench.results import bracket
+
+    return bracket.speedup_ratio(s, paired.get(s.sample_key()))  # the report's pairing (results/bracket.py)
+
+
+_ALL = (
+    Metric(name="spec_tps", unit="t/s", role="speculative", read=lambda s, _: s.tps, scale="ratio",
+           text=_two, axis="spec_tps (t/s)", title="speculative t/s", site_unit="t/s"),
+    Metric(name="baseline_tps", unit="t/s", role="baseline", read=lambda s, _: s.tps, scale="ratio",
+           text=_two, axis="baseline_tps (t/s)", title="baseline t/s (the target alone)", site_unit="t/s",
+           baseline_span=True),
+    Metric(name="speedup", unit="x", role="speculative", read=_speedup, scale="ratio",
+           text=lambda v: f"{v:.3f}", axis="speedup (x)", title="speedup", site_unit="x", paired=True,
+           baseline_span=True),
+    Metric(name="acceptance", unit="%", role="speculative", read=lambda s, _: s.acceptance, scale="points",
+           text=lambda v: f"{v * 100:.1f}%", axis="acceptance", title="acceptance", site_unit="fraction"),
+    # tokens per target pass: how much each pass of the target yields (1 without speculation)
+    Metric(name="tokens_per_pass", unit="tokens", role="speculative", read=lambda s, _: s.tokens_per_pass,
+           scale="ratio", text=_two, axis="tokens per target pass", title="tokens per target pass",
+           site_unit="tokens"),
+)  # fmt: skip
+METRICS: dict[str, Metric] = {m.name: m for m in _ALL}
+
+COMPARE_DEFAULT = ("spec_tps", "baseline_tps")  # compare adds acceptance where both sides are greedy
+# ab and compare RUN (a multi-build run): the metrics they judged before the table
+PAIRED_DEFAULT = ("baseline_tps", "spec_tps", "speedup", "acceptance")
+SITE_FIRST = "speedup"  # the results site leads each page with it, then the table's order
+
+
+def choices(last: str = " or ") -> str:
+    """``spec_tps, baseline_tps, ... or tokens_per_pass``: the names for help texts and errors."""
+    names = list(METRICS)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])}{last}{names[-1]}"
+
+
+def site_order() -> list[str]:
+    return [SITE_FIRST, *(n for n in METRICS if n != SITE_FIRST)]
+
+
+def paired_order() -> list[str]:
+    """How ``ab`` ranks its decisions: its default list, then the rest of the table."""
+    return [*PAIRED_DEFAULT, *(n for n in METRICS if n not in PAIRED_DEFAULT)]
