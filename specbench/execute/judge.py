@@ -57,6 +57,13 @@ def finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
+def rate(x: float | None) -> float | None:
+    """A t/s that measures something: finite and above zero (``0.00 t/s`` is a timer that never ran,
+    as with ``--no-perf``, not a speed)."""
+    x = finite(x)
+    return x if x is not None and x > 0 else None
+
+
 def acceptance(n_accept: int | None, n_drafted: int | None) -> float | None:
     """The fraction of drafted tokens the target accepted."""
     return n_accept / n_drafted if n_drafted and n_accept is not None else None
@@ -87,10 +94,10 @@ def derive_metrics(
         tps = capped.tps if capped else (log.decoded.tps if log.decoded else None)
         n_gen = log.n_predict if log.n_predict is not None else (log.decoded.tokens if log.decoded else None)
         tpp = tokens_per_pass(log.n_predict, log.n_accept)
-        return finite(tps), finite(acceptance(log.n_accept, log.n_drafted)), finite(tpp), n_gen
+        return rate(tps), finite(acceptance(log.n_accept, log.n_drafted)), finite(tpp), n_gen
     perf = log.perf.target if log.perf else None
     n_gen = perf.eval_runs + 1 if perf and perf.eval_runs is not None else None
-    return finite(span.tps if span else None), None, None, n_gen
+    return rate(span.tps if span else None), None, None, n_gen
 
 
 def capped_span(log: ParsedLog, cap: int | None) -> Span | None:
