@@ -88,7 +88,8 @@ def test_a_metric_added_to_the_table_reaches_ab_and_bisect(tmp_path, twice):
     assert (
         wrong.returncode == 2 and f"choose one of {choices()}" in wrong.stderr and "twice_tps" in wrong.stderr
     )
-    assert "--metric" not in specbench(*args, "--metric", "twice_tps", cwd=tmp_path).stderr
+    taken = specbench(*args, "--metric", "twice_tps", cwd=tmp_path)  # on to the next check: the source
+    assert taken.returncode == 2 and "--metric" not in taken.stderr and "not a git checkout" in taken.stderr
 
 
 def test_a_metric_added_to_the_table_reaches_history_and_the_site(tmp_path, twice):
