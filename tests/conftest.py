@@ -6,6 +6,7 @@ pytest_plugins = [
     "tests.fixtures.generated",
     "tests.fixtures.llama_history",
     "tests.fixtures.shared",
+    "tests.fixtures.realrun",
 ]
 
 

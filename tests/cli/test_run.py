@@ -13,21 +13,21 @@ import platform
 import re
 import signal
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
+
 from specbench.builder.workaround import workaround_argv
 from specbench.plan.config import load_config
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.fixtures.build import assert_one_line_error
 from tests.fixtures.build import cli_process as cli
+from tests.fixtures.realrun import TOKEN
 from tests.helpers.procs import start_and_signal
 from tests.helpers.realruns import one_cell, write_config
 
 pytestmark = pytest.mark.slow
-TOKEN = "hf_specbenchTESTsecret0123456789abcdef"
 
 
 def repeating_prompt(tmp: Path) -> Path:
@@ -39,20 +39,8 @@ def repeating_prompt(tmp: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def e2e(tmp_path_factory, llama_build, smol_f32, smol_q4):
-    """One real run through the CLI, with a Hugging Face token set the whole time."""
-    tmp = tmp_path_factory.mktemp("e2e")
-    config = one_cell(tmp, smol_f32, smol_q4)
-    run_dir = tmp / "results" / "run1"
-    env = {"HF_TOKEN": TOKEN, "HUGGING_FACE_HUB_TOKEN": TOKEN, "SPECBENCH_RESULTS": str(tmp / "results")}
-    t0 = time.monotonic()
-    result = cli("run", str(config), "--out", str(run_dir), env=env)
-    return result, run_dir, time.monotonic() - t0
-
-
-def test_one_cell_end_to_end(e2e, llama_build, smol_f32, smol_q4):
-    result, run_dir, _ = e2e
+def test_one_cell_end_to_end(one_cell_run, llama_build, smol_f32, smol_q4):
+    result, run_dir = one_cell_run.result, one_cell_run.run_dir
     assert result.returncode == 0, result.stderr[-3000:]
     samples = load_samples(run_dir)
     by_role = {r: [s for s in samples if s.role == r] for r in ("baseline", "speculative", "draft")}
@@ -87,8 +75,8 @@ def test_one_cell_end_to_end(e2e, llama_build, smol_f32, smol_q4):
         assert db.execute("SELECT run_id FROM runs").fetchall() == [("run1",)]
 
 
-def test_hf_token_never_reaches_results(e2e):
-    result, run_dir, _ = e2e
+def test_hf_token_never_reaches_results(one_cell_run):
+    result, run_dir = one_cell_run.result, one_cell_run.run_dir
     assert result.returncode == 0
     searched = 0
     for path in [*run_dir.rglob("*"), run_dir.parent / "history.sqlite"]:
@@ -251,6 +239,7 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
     import io
 
     from rich.console import Console
+
     from specbench.builder.envinfo import collect
     from specbench.cli import common, progress
     from specbench.execute.runner import execute
@@ -311,11 +300,10 @@ def test_every_shipped_config_dry_runs(tmp_path, llama_build, config):
     assert not (tmp_path / "r").exists()
 
 
-def test_a_real_run_says_its_plan_notes_before_the_first_sample(tmp_path, llama_build, smol_f32, smol_q4):
-    """A key no cell uses is named by the run itself, not only by its dry run."""
-    config = one_cell(tmp_path, smol_f32, smol_q4, repetitions=1, warmup=0, precision=0.05,
-                      generation={"n_predict": 8, "threads": 2})  # fmt: skip
-    result = cli("run", str(config), "--set", "sweep.ngram_size_n=[3]", "--out", str(tmp_path / "r"))
+def test_a_real_run_says_its_plan_notes_before_the_first_sample(one_cell_run):
+    """A key no cell uses is named by the run itself, not only by its dry run (the shared run sets
+    precision and sweep.ngram_size_n, which its one draft cell with fixed repetitions does not use)."""
+    result = one_cell_run.result
     assert result.returncode == 0, result.stderr
     err = " ".join(result.stderr.split())
     assert "note: sweep.ngram_size_n is for n-gram methods" in err and "note: precision is for" in err
