@@ -113,6 +113,7 @@ def classify(
 
 # llama.cpp's level prefix of an error line (pinned build: ``0.00.123.456 E ``)
 _LEVEL_E = re.compile(r"^\d+\.\d{2}\.\d{3}\.\d{3} E ")
+_LEVELED = re.compile(r"^\d+\.\d{2}\.\d{3}\.\d{3} [A-Z] ")
 _ERRORISH = re.compile(
     r"\berror\b|abort|failed|requires|not supported|unsupported|invalid|cannot|unable|not found", re.I
 )
@@ -131,14 +132,18 @@ def error_line(text: str) -> str | None:
     llama.cpp says the cause once and then what failed in consequence (``llama_init_from_model:
     quantized V cache requires flash_attn to be enabled``, then ``failed to create context with
     model``, then ``error: unable to create context``), so the cause is the first error-level line
-    (``E`` in the pinned build's prefix) of the log's end. A log without levels (older builds,
-    llama-bench's fprintf) gives the last line that reads as an error and is not such a consequence,
+    (``E`` in the pinned build's prefix); a log with levels and no such line said none (a debug
+    line that mentions "cannot" is no error). A log without levels (older builds, llama-bench's
+    fprintf) gives the last line of its end that reads as an error and is not such a consequence,
     else the last that reads as an error."""
-    lines = [ln for ln in text.splitlines()[-TAIL_LINES:] if ln.strip()]
-    leveled = [ln for ln in lines if _LEVEL_E.match(ln)]
-    if leveled:
-        causes = [ln for ln in leveled if not _CONSEQUENCE.search(ln)]
-        return _clean((causes or leveled)[0])
+    all_lines = text.splitlines()
+    errors = [ln for ln in all_lines if _LEVEL_E.match(ln)]
+    if errors:
+        causes = [ln for ln in errors if not _CONSEQUENCE.search(ln)]
+        return _clean((causes or errors)[0])
+    if any(_LEVELED.match(ln) for ln in all_lines[:TAIL_LINES]):
+        return None  # a log with levels that logged no error (a crash can lose the last lines)
+    lines = [ln for ln in all_lines[-TAIL_LINES:] if ln.strip()]
     said = [ln for ln in lines if _ERRORISH.search(ln)]
     causes = [ln for ln in said if not _CONSEQUENCE.search(ln)]
     return _clean((causes or said)[-1]) if said else None
@@ -154,7 +159,7 @@ def _amx(text: str, facts: CrashFacts) -> Diagnosis | None:
     in_log = bool(_AMX_LOG.search(text))
     if not (facts.selftest_crashed or in_log):
         return None
-    if not in_log and any(_LEVEL_E.match(ln) for ln in text.splitlines()[-TAIL_LINES:]):
+    if not in_log and any(_LEVEL_E.match(ln) for ln in text.splitlines()):
         return None  # llama.cpp said why before it died (a refused option, then a crash in its cleanup)
     seen = ["this CPU has AMX", *(["AMX in the log"] if in_log else [])]
     if facts.selftest_crashed:

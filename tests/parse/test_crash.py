@@ -119,3 +119,15 @@ def test_error_lines_without_levels_skip_the_lines_that_only_say_what_failed():
     cause = "llama_new_context_with_model: flash_attn requires f16 K cache"  # an older build's shape
     assert error_line(f"{cause}\nmain: error: unable to create context\n") == cause
     assert error_line("0.00.001.000 I all fine\n") is None
+
+
+def test_a_leveled_log_that_lost_its_error_lines_says_no_cause():
+    """A crash loses what llama.cpp had not flushed: cut where its first error line was, the -lv 5 log
+    says no cause, and a debug line that says "cannot" is not taken for one."""
+    text = (REAL / "spec-simple-f32-ctv-q8-fa-off-lv5.stderr").read_text()
+    assert error_line(text) == REFUSED
+    lines = text.splitlines()
+    cut = "\n".join(lines[: next(i for i, ln in enumerate(lines) if " E " in ln[:16])])
+    assert "cannot be used with preferred buffer type" in cut  # a D line
+    assert error_line(cut) is None
+    assert failure_reason(cut, None, "SIGSEGV", CrashFacts(cpu_flags=PLAIN_CPU)) == "killed by SIGSEGV"
