@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from specbench.builder.workaround import workaround_argv
+from specbench.parse.process import parse_file
+from specbench.parse.span import first_tokens
 from specbench.plan.config import load_config
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
@@ -52,7 +54,13 @@ def test_one_cell_end_to_end(one_cell_run, llama_build, smol_f32, smol_q4):
     for s in by_role["speculative"]:
         assert s.status == "ok" and s.valid, s.invalid_reason
         assert s.metrics.n_drafted > 0 and 0 < s.acceptance <= 1
-        assert s.tps == s.metrics.decoded.tps > 0
+        # the rate over the first n_predict tokens (the binary decodes one more: docs/timing.md),
+        # from the step log the run asked for (-lv 5); the baseline timed the same 32 tokens
+        base = next(b for b in by_role["baseline"] if b.repetition == s.repetition)
+        assert "-lv" in s.cmd and s.timed_tokens == base.timed_tokens <= 32
+        log = parse_file(run_dir / s.stderr_path)  # the steps are kept in the raw log only
+        capped = first_tokens(log.steps, log.decoded.tokens, log.decoded.seconds, 32)
+        assert s.tps == (capped.tps if capped else log.decoded.tps) > 0
         assert s.tokens_per_pass >= 1
         assert s.outputs_match is True and s.first_diff is None  # temperature 0: same text as the target
         assert s.cmd[0].endswith("llama-speculative-simple") and "draft-simple" in s.cmd
