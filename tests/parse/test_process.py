@@ -33,6 +33,7 @@ UNPARSEABLE = [
     "real/completion-q4-ctv-q8-fa-off.stderr",
     "real/spec-simple-q4-ctv-q8-fa-off.stderr",
     "real/bench-q4-ctv-q8-fa-off.stderr",
+    "real/spec-simple-f32-ctv-q8-fa-off-lv5.stderr",
     "synthetic/2023-main-killed-before-timings.log",
     "synthetic/nothing.log",
 ]
