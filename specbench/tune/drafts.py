@@ -540,9 +540,12 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
 
 
 def pick_build() -> BuildInfo | None:
-    """The build whose llama-bench prices the candidates: the newest cached build with llama-bench
-    (nothing is built to rank); None when there is none (ranked without costs, said in a note)."""
+    """The build whose llama-bench prices the candidates: the newest cached build of the source tree
+    with llama-bench (nothing is built to rank); None when there is none (ranked without costs, said
+    in a note)."""
     from specbench.base import paths
 
     found = [b for b in BuildInfo.load_all(paths.builds_dir()) if "bench" in b.binaries]
-    return max(found, key=lambda b: b.built_at, default=None)
+    # a build of a commit exported by ab/bisect (``ref``) only when no build of the source tree is
+    # there: the tree's build is the one `run` uses
+    return max(found, key=lambda b: (b.ref is None, b.built_at), default=None)

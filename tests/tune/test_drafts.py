@@ -202,3 +202,18 @@ def test_a_hub_target_is_priced_from_the_curve_and_fetched_in_the_command(
     assert all(r.range for r in hub.requests if r.method == "GET" and "/resolve/" in r.path)
     assert result.rows[0].rank == 1
     assert '-m "$(hf download org/smol SmolLM2-135M-Instruct.Q4_1.gguf --revision ' in result.server_command
+
+
+def test_the_source_trees_build_prices_before_a_newer_build_of_an_ab_commit(tmp_path, monkeypatch):
+    from specbench.base import paths
+    from specbench.tune.drafts import pick_build
+
+    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
+    assert pick_build() is None
+    bench = {"bench": BinaryInfo(role="bench", name="llama-bench", path="/x/llama-bench")}
+    for key, ref, at in (("tree", None, "2026-11-26T03:00:00"), ("abref", "cd7c161", "2026-11-26T04:00:00"),
+                         ("nobench", None, "2026-11-26T05:00:00")):  # fmt: skip
+        b = BuildInfo(key=key, source="s", backend="cpu", cmake_args=[], bin_dir="/x", ref=ref, built_at=at,
+                      binaries=bench if key != "nobench" else {})  # fmt: skip
+        b.save(paths.builds_dir() / key / "build.json")
+    assert pick_build().key == "tree"
