@@ -188,21 +188,21 @@ def execute(
         manifest.cells = list({str(r): r for r in records}.values())
         manifest.status, manifest.finished_at, manifest.status_reason = "running", None, None
         save_manifest(run_dir, manifest)
-        prepare_raw(run_dir)
-        if resume:
-            mark_orphans(run_dir, done_samples)
-        first_raw = next_raw_number(run_dir)  # a resumed run's logs never reuse a name
         in_flight: list[tuple[int, Invocation]] = []
-        outputs = _Outputs()
-        _recover_outputs(done_samples, plan.invocations, run_dir, outputs)
         new: list[Sample] = []
-        queue = list(plan.invocations)
-        left = sum(not inv.warmup and inv.sample_key() not in done for inv in queue)
-        total, count, last_tps, ran = len(queue), 0, None, 0  # ran: measured samples this session ran
-        look = observe or (lambda phase, n: None)
-        notify(ProgressEvent("start", 0, total))
         loads_before = manifest.model_loads
-        try:
+        try:  # from "running" on, whatever ends the run is written in the manifest (_finish)
+            prepare_raw(run_dir)
+            if resume:
+                mark_orphans(run_dir, done_samples)
+            first_raw = next_raw_number(run_dir)  # a resumed run's logs never reuse a name
+            outputs = _Outputs()
+            _recover_outputs(done_samples, plan.invocations, run_dir, outputs)
+            queue = list(plan.invocations)
+            left = sum(not inv.warmup and inv.sample_key() not in done for inv in queue)
+            total, count, last_tps, ran = len(queue), 0, None, 0  # ran: measured samples this session ran
+            look = observe or (lambda phase, n: None)
+            notify(ProgressEvent("start", 0, total))
             look("before", 0)
             while queue:
                 offset, i = first_raw + count, 0  # raw log numbers stay unique across rounds

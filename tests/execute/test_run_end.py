@@ -136,6 +136,24 @@ def test_any_exception_that_ends_a_run_is_recorded(tmp_path, machine):
     _resume_completes(run_dir)
 
 
+def test_a_failure_while_the_run_sets_up_its_folder_is_recorded_too(tmp_path, machine, monkeypatch):
+    """Between "running" and the first sample (raw/ made, orphan logs marked on a resume) the run can
+    end too, on a full disk say: the manifest says so, it is never left "running"."""
+    run_dir = tmp_path / "run"
+
+    def no_space(folder: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(runner_module, "prepare_raw", no_space)
+    with pytest.raises(OSError):
+        execute(process(PLAN), run_dir, manifest(run_dir, machine))
+    status, reason = _status(run_dir)
+    assert status == "failed" and "No space left on device" in reason
+    assert not (run_dir / LOCK).exists()
+    monkeypatch.undo()
+    _resume_completes(run_dir)
+
+
 def test_the_lock_file_goes_with_the_lock_and_a_second_run_locks_a_fresh_one(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
