@@ -18,9 +18,9 @@ from specbench.execute.judge import Outcome
 from specbench.execute.outputs import decode_output, failure_reason
 from specbench.execute.process import run_command
 from specbench.parse.crash import CrashFacts
-from specbench.parse.process import ParsedLog, parse_text
+from specbench.parse.process import ParsedLog, parse_text, without_loading_noise
 from specbench.parse.span import format_stamps
-from specbench.results.folder import raw_paths
+from specbench.results.folder import raw_paths, write_raw
 
 if TYPE_CHECKING:
     from specbench.plan.invocation import Invocation
@@ -101,6 +101,13 @@ class ProcessExecutor:
         if res.stdout_times is not None:
             stdout_path.with_suffix(".times").write_text(format_stamps(res.stdout_times), encoding="utf-8")
         stdout, stderr = read_output(res.stdout_path), read_log(res.stderr_path)
+        if not plain and stderr and stderr_path.stat().st_size < _MAX_LOG_READ:
+            stderr, dropped = without_loading_noise(stderr)  # -lv 5 (the step log) prints each tensor too
+            if dropped:
+                note = (
+                    f"specbench: {dropped} model-loading debug lines (create_tensor, graph inputs) left out"
+                )
+                write_raw(stderr_path, f"{stderr}{note}\n")
         error = None
         if res.timed_out:
             error = f"timed out after {inv.timeout_s:g} s (process group killed)"

@@ -279,6 +279,25 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> ParsedLog:
     return state.result(file)
 
 
+# The model-loading debug lines -lv 5 adds (one per tensor and graph input: 4,000 for a 135M model,
+# 0.5 MB a sample); the step log it is asked for is a few dozen lines.
+_LOADING_NOISE = re.compile(
+    r"\d+\.\d\d\.\d\d\d\.\d\d\d D (create_tensor: loading tensor|llama_graph_n_input_tensors:)"
+)
+
+
+def without_loading_noise(text: str) -> tuple[str, int]:
+    """``text`` without llama.cpp's per-tensor loading debug lines, and how many were dropped (a
+    raw log keeps what it says about the run; the loading lines say nothing a parser reads)."""
+    kept, dropped = [], 0
+    for line in text.splitlines(keepends=True):
+        if line[:1].isdigit() and _LOADING_NOISE.match(line):
+            dropped += 1
+        else:
+            kept.append(line)
+    return ("".join(kept), dropped) if dropped else (text, 0)
+
+
 def _maybe_stats(line: str) -> bool:
     """Cheap substring tests before any regex: every statistic line passes, most other lines do not."""
     return (

@@ -107,3 +107,19 @@ def test_json_is_strict_and_names_the_values_llama_cpp_printed_as_inf_or_nan():
     assert again.encoded.tps is None and again.encoded.not_finite == ["tps"]
     assert again.accept is None and "accept" in again.not_finite
     assert again.perf.draft.eval_tps is None and "eval_tps" in again.perf.draft.not_finite
+
+
+def test_the_loading_debug_lines_of_a_step_log_are_dropped_and_nothing_else():
+    """-lv 5 (the step log) also prints a debug line per tensor loaded: the executor keeps the raw
+    log without them (0.5 MB a sample otherwise); what the parser reads does not change."""
+    from specbench.parse.process import without_loading_noise
+
+    text = (LOGS / "real/spec-simple-ngram-steps.stderr").read_text()
+    noise = ("0.00.565.409 D llama_graph_n_input_tensors: input tensor 'out_ids' [i32] is used by node 'n'\n"
+             "0.00.101.001 D create_tensor: loading tensor blk.0.attn_q.weight\n")  # fmt: skip
+    lines = text.splitlines(keepends=True)
+    noisy = "".join(lines[:5]) + noise * 50 + "".join(lines[5:])
+    kept, dropped = without_loading_noise(noisy)
+    assert dropped == 100 and kept == text
+    assert parse_text(kept) == parse_text(noisy)
+    assert without_loading_noise(text) == (text, 0)
