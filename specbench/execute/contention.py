@@ -60,13 +60,28 @@ def sample_share(s: Sample) -> float | None:
     return cpu_share(s.cpu_s, wall, s.cpu_threads)
 
 
+def _load_s(out: Outcome) -> float:
+    """Seconds the process spent loading its models (llama.cpp's ``load time``): one thread reads
+    the weights, so that part of the wall time has one thread's CPU, not ``threads``'."""
+    perf = out.log.perf if out.log is not None and out.log.perf is not None else None
+    ms = sum(p.load_ms or 0.0 for p in (perf.target, perf.draft) if p is not None) if perf else 0.0
+    return ms / 1000 if ms and ms == ms and ms != float("inf") else 0.0
+
+
 def starved(inv: Invocation, out: Outcome, backend: str | None) -> str | None:
-    """Why this outcome is not judged (its process did not get its share of the CPU), or None."""
+    """Why this outcome is not judged (its process did not get its share of the CPU), or None.
+    A process's load phase runs on one thread: its share is taken over the rest of its wall time
+    (a quiet 32-token run spends a third of its life loading, and read 60-70% over the whole)."""
     threads = inv.generation.threads
     if backend != "cpu" or inv.warmup or out.error is not None or not threads:
         return None
     wall = out.batch_wall_s if out.batch_wall_s is not None else out.wall_s
-    share = cpu_share(out.cpu_s, wall, threads)
+    load = _load_s(out) if out.batch_wall_s is None else 0.0  # a server loaded before its batch
+    if out.cpu_s is not None and 0 < load < wall:
+        used = min(threads, cpu_cores())
+        share = max(out.cpu_s - load, 0.0) / ((wall - load) * used)
+    else:
+        share = cpu_share(out.cpu_s, wall, threads)
     if share is None or wall < MIN_JUDGED_WALL_S or share >= MIN_CPU_SHARE:
         return None
     used = min(threads, cpu_cores())
