@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-from pathlib import Path
 
 import pytest
 
@@ -15,21 +14,10 @@ from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.fixtures.build import assert_one_line_error
 from tests.fixtures.build import cli_process as cli
-from tests.helpers.procs import start_and_signal
+from tests.helpers.procs import processes_with, start_and_signal
 from tests.helpers.realruns import ngram_config
 
 pytestmark = pytest.mark.slow
-
-
-def _llama_processes(marker: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and marker.encode() in (proc / "cmdline").read_bytes():
-                pids.append(int(proc.name))
-        except OSError:
-            continue
-    return pids
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
@@ -42,7 +30,7 @@ def test_signal_keeps_samples_and_the_printed_resume_command_works(tmp_path, lla
     )
     assert code == 128 + sig, err
     assert "Traceback" not in err and f"interrupted ({sig.name})" in err
-    assert not _llama_processes(marker), "llama.cpp outlived the run"
+    assert not processes_with(marker), "llama.cpp outlived the run"
     kept = load_samples(run_dir)
     assert 1 <= len(kept) < 4
     man = load_manifest(run_dir)
