@@ -77,7 +77,7 @@ def tokens_per_pass(n_generated: int | None, n_accept: int | None) -> float | No
 
 
 def derive_metrics(
-    role: str, log: ParsedLog, span: Span | None = None, cap: int | None = None
+    role: str, log: ParsedLog, span: Span | None = None, capped: Span | None = None
 ) -> tuple[float | None, float | None, float | None, int | None]:
     """(t/s over the generation span, acceptance, tokens per target pass, tokens generated).
 
@@ -87,10 +87,10 @@ def derive_metrics(
     ``span`` of its time-stamped stdout (``parse.span``), over its ``eval runs`` steps; without one
     there is no same-span rate. Tokens generated = eval runs + the token sampled from the prompt
     pass, the same count ``n_predict`` gives for speculative runs. A speculative run that went past
-    ``cap`` (the requested ``n_predict``) is timed over its first ``cap`` tokens (``capped_span``).
+    the requested ``n_predict`` is timed over its first ``n_predict`` tokens (``capped``: its
+    ``capped_span``).
     """
     if role == "speculative":
-        capped = capped_span(log, cap)
         tps = capped.tps if capped else (log.decoded.tps if log.decoded else None)
         n_gen = log.n_predict if log.n_predict is not None else (log.decoded.tokens if log.decoded else None)
         tpp = tokens_per_pass(log.n_predict, log.n_accept)
@@ -110,12 +110,11 @@ def capped_span(log: ParsedLog, cap: int | None) -> Span | None:
     return first_tokens(log.steps, d.tokens, d.seconds, cap)
 
 
-def timed_tokens(role: str, log: ParsedLog | None, span: Span | None, cap: int | None) -> int | None:
+def timed_tokens(role: str, log: ParsedLog | None, span: Span | None, capped: Span | None) -> int | None:
     """How many generated tokens a sample's t/s was taken over (both sides of a speedup must match)."""
     if log is None:
         return None
     if role == "speculative":
-        capped = capped_span(log, cap)
         return capped.steps if capped else (log.decoded.tokens if log.decoded else None)
     return span.steps + 1 if span else None  # a plain span times eval runs: every token but the first
 
@@ -187,7 +186,9 @@ def prompt_tokens(log: ParsedLog) -> int | None:
     return perf.prompt_eval_tokens if perf else None
 
 
-def _status(inv: Invocation, out: Outcome, span: Span | None) -> tuple[str, str | None, tuple]:
+def _status(
+    inv: Invocation, out: Outcome, span: Span | None, capped: Span | None
+) -> tuple[str, str | None, tuple]:
     """(status, reason, (tps, acceptance, tokens per pass, tokens generated))."""
     none = (None, None, None, None)
     log = out.log
@@ -197,7 +198,7 @@ def _status(inv: Invocation, out: Outcome, span: Span | None) -> tuple[str, str 
         return "failed", f"no generated text in {out.source}", none
     if log is None:
         return "failed", f"no statistics in {out.source}", none
-    metrics = derive_metrics(inv.role, log, span, inv.generation.n_predict)
+    metrics = derive_metrics(inv.role, log, span, capped)
     if inv.role == "speculative" and log.kind != "speculative":
         return "failed", f"no speculative statistics in {out.source}", metrics
     ctx = inv.generation.ctx_size  # 0: the model's own context, which llama.cpp checks itself
@@ -216,8 +217,8 @@ def _status(inv: Invocation, out: Outcome, span: Span | None) -> tuple[str, str 
 def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measured:
     """The sample of one invocation: status and reason, metrics, the continuation."""
     span = sample_span(inv, out)
-    n_predict = inv.generation.n_predict
-    status, reason, (tps, acc, tpp, n_gen) = _status(inv, out, span)
+    capped = capped_span(out.log, inv.generation.n_predict) if out.log and inv.role == "speculative" else None
+    status, reason, (tps, acc, tpp, n_gen) = _status(inv, out, span, capped)
     text = None
     if status in ("ok", "invalid") and out.output is not None:
         text = continuation(out.output, inv.prompt_text, echoed=out.echoed)
@@ -233,6 +234,6 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
         spec_counters=out.counters, synthetic=inv.synth_len is not None,
         decode_tps=decode_only_tps(inv.role, out.log) if out.timings is None else None,
         span_s=round(span.seconds, 6) if span else None,
-        timed_tokens=timed_tokens(inv.role, out.log, span, n_predict) if status == "ok" else None,
+        timed_tokens=timed_tokens(inv.role, out.log, span, capped) if status == "ok" else None,
     )  # fmt: skip
     return Measured(sample, text)
