@@ -16,6 +16,7 @@ sample ran at least ``MIN_JUDGED_WALL_S`` (shorter, process start and model load
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -65,7 +66,7 @@ def _load_s(out: Outcome) -> float:
     the weights, so that part of the wall time has one thread's CPU, not ``threads``'."""
     perf = out.log.perf if out.log is not None and out.log.perf is not None else None
     ms = sum(p.load_ms or 0.0 for p in (perf.target, perf.draft) if p is not None) if perf else 0.0
-    return ms / 1000 if ms and ms == ms and ms != float("inf") else 0.0
+    return ms / 1000 if ms > 0 and math.isfinite(ms) else 0.0
 
 
 def starved(inv: Invocation, out: Outcome, backend: str | None) -> str | None:
