@@ -8,35 +8,26 @@ PNGs as base64 data URIs.
 from __future__ import annotations
 
 import base64
-import csv
-import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.analysis.cells import CONTRACT_KEYS, ReportRow
 from specbench.analysis.render import LEGEND, columns, options_line
 from specbench.analysis.report import Report
+from specbench.base import formats
+from specbench.base.formats import md_escape
 from specbench.base.paths import os_problem
 from specbench.results.folder import REPORT_PAGE
 
 MD_LIMIT = 60_000  # GitHub comments take 65,536 characters; leave room for a header
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def _md_table(rows: list[ReportRow], runs: int) -> list[str]:
+    """The best row of each cell in bold."""
     cols = columns(rows, runs)
-    lines = ["| " + " | ".join(c.header for c in cols) + " |"]
-    lines.append("|" + "|".join("---:" if c.numeric else "---" for c in cols) + "|")
-    for r in rows:
-        cells = [_md_escape(c.cell(r)) for c in cols]
-        if r.best:
-            cells = [f"**{c}**" if c not in ("", "-") else c for c in cells]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+    bold = [[f"**{x}**" if r.best and x not in ("", "-") else x for x in (c.cell(r) for c in cols)]
+            for r in rows]  # fmt: skip
+    return formats.md_table([c.header for c in cols], bold, [c.numeric for c in cols])
 
 
 def markdown(
@@ -55,9 +46,9 @@ def markdown(
 
 def _markdown(report: Report, rows: list[ReportRow], images: list[Path], dropped: int) -> str:
     out = ["## specbench report", ""]
-    out += [f"- {_md_escape(i.caption())}" for i in report.runs]
+    out += [f"- {md_escape(i.caption())}" for i in report.runs]
     shared = options_line(rows)
-    out += ["", *([_md_escape(shared), ""] if shared else []), *_md_table(rows, len(report.runs)), ""]
+    out += ["", *([md_escape(shared), ""] if shared else []), *_md_table(rows, len(report.runs)), ""]
     if dropped:
         out += [f"_{dropped} more rows in report.csv (left out to fit a GitHub comment)._", ""]
     out += [f"<sub>{LEGEND}</sub>", ""]
@@ -87,20 +78,12 @@ def records(report: Report, by_category: bool = False) -> list[dict]:
 
 
 def json_text(report: Report, by_category: bool = False) -> str:
-    return json.dumps(records(report, by_category), indent=2, allow_nan=False) + "\n"
+    return formats.json_text(records(report, by_category)) + "\n"
 
 
 def csv_text(report: Report, by_category: bool = False) -> str:
-    """The JSON records as CSV: the columns in order of first appearance, None an empty cell, every
-    value as Python writes it (an integer column keeps 4, never 4.0)."""
-    rows = records(report, by_category)
-    out = io.StringIO()
-    writer = csv.DictWriter(
-        out, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n"
-    )
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
+    """The JSON records as CSV (``base.formats.csv_text``)."""
+    return formats.csv_text(records(report, by_category))
 
 
 HTML = """<!doctype html>

@@ -17,7 +17,7 @@ import typer
 from specbench import __version__
 from specbench.base import interrupts
 from specbench.base.errors import SpecbenchError
-from specbench.cli.common import err_console, say, state
+from specbench.cli.common import say, state
 
 app = typer.Typer(
     name="specbench",
@@ -66,8 +66,7 @@ def _interruptible(command: Callable[..., Any]) -> Callable[..., Any]:
             return command(*args, **kwargs)
         except KeyboardInterrupt as exc:
             kept = getattr(exc, "kept", None)
-            err_console.print(f"interrupted ({interrupts.describe(exc)})" + (f": {kept}" if kept else ""),
-                              markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+            say(f"interrupted ({interrupts.describe(exc)})" + (f": {kept}" if kept else ""), err=True)
             raise typer.Exit(interrupts.exit_code(exc)) from None
 
     return wrapper
@@ -102,5 +101,5 @@ def main() -> None:
         say(f"error: {os_problem(exc)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt as exc:  # outside any command (options parsing): nothing to keep
-        err_console.print(f"interrupted ({interrupts.describe(exc)})", markup=False, highlight=False)
+        say(f"interrupted ({interrupts.describe(exc)})", err=True)
         sys.exit(interrupts.exit_code(exc))

@@ -12,9 +12,11 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import Format, err_console, say, say_notes
-from specbench.cli.common import table_console as console
+from specbench.cli.common import say, say_notes
 from specbench.cli.gateview import paired_from_run, show
+from specbench.cli.options import Budget, Quiet, Sets, Threshold
+from specbench.cli.output import Format, TableFormat
+from specbench.cli.session import RunSession, warn_busy
 from specbench.gate.abrun import load_builds_config, measuring_is_input, round_notes, rounds_end
 from specbench.gate.decision import Status
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices
@@ -44,69 +46,43 @@ def run_builds(
     ``max_repetitions`` or ``budget_s`` (issue 32: decide by default, as Pinpoint does).
     ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``).
     Returns the run's ``RunSummary`` (its extra rounds, whether the budget stopped them)."""
-    from specbench.base.paths import outermost_missing, remove_empty
     from specbench.cli.common import resume_command
-    from specbench.cli.progress import ProgressView, status_printer
-    from specbench.execute import benchmark, preparation, resumecheck
-    from specbench.execute.runner import RunInterrupted
+    from specbench.execute import benchmark, resumecheck
     from specbench.gate.ab import undecided_samples
     from specbench.results.folder import has_manifest
 
     cfg = load_builds_config(config, sets, specs)
     resume = has_manifest(run_dir)
-    made = outermost_missing(run_dir)  # what a refusal before the first sample must remove again
-    benchmark.prepare_run_dir(run_dir, resume)
-    try:
-        if resume:  # another run's folder (or these builds at other refs): refused before building
+    session = RunSession(quiet, run_dir)
+    session.open_folder(resume)
+
+    def checks() -> None:  # another run's folder (or these builds at other refs): refused before building
+        if resume:
             resumecheck.check_resume_config(run_dir, cfg)
-        prepared = preparation.prepare(cfg, build_progress=(lambda p: None) if quiet else status_printer())
-    except BaseException:
-        remove_empty(run_dir, made)
-        raise
+
+    prepared = session.prepare(cfg, checks)
     say_notes(round_notes(prepared.plan.notes, cfg, budget_s))  # before the first sample, as `run` does
-    view = ProgressView(quiet)
-    try:
+
+    def interrupted(exc) -> str:
+        return (f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}; the same command with "
+                f"{resume_hint or f'--out {exc.run_dir}'} continues it ({resume_command(exc.run_dir)}: "
+                "without the gate)")  # fmt: skip
+
+    with session.measuring(interrupted) as view:
         base, head = specs[0][0], specs[1][0]
         summary = benchmark.run_benchmark(
             prepared, run_dir, resume=resume, progress=view, command_line=["specbench", *sys.argv[1:]],
             undecided=lambda samples: undecided_samples(samples, base, head, metrics, threshold),
             budget_s=budget_s,
         )  # fmt: skip
-    except RunInterrupted as exc:
-        view.stop()
-        err_console.print(
-            f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}; the same command with "
-            f"{resume_hint or f'--out {exc.run_dir}'} continues it ({resume_command(exc.run_dir)}: without "
-            "the gate)",
-            markup=False, highlight=False, soft_wrap=True,
-        )  # fmt: skip
-        raise typer.Exit(exc.exit_code) from None
-    finally:
-        view.stop()
-    for reason in summary.busy:  # as `run` says it: a paired gate on a busy machine decides little
-        say(f"WARNING: busy machine: {reason}; the pairs may be too noisy to decide (measure on a quiet "
-            "machine)", err=True)  # fmt: skip
-    for warning in summary.speed_moved:  # the builds alternate, so both sides saw it; the noise did grow
-        say(f"WARNING: {warning}; pairs measured across it are noisier", err=True)
+    # a paired gate on a busy machine decides little; the builds alternate, so both sides saw a speed
+    # move, but the noise did grow
+    warn_busy(summary, "the pairs may be too noisy to decide (measure on a quiet machine)",
+              "pairs measured across it are noisier")  # fmt: skip
     from specbench.execute.contention import RERUN_NOTE_END
 
     say_notes([*summary.speed_notes, *(n for n in summary.noise_notes if n.endswith(RERUN_NOTE_END))])
     return summary
-
-
-Threshold = Annotated[str, typer.Option(metavar="CHANGE", help="Relative slowdown that counts: 5% or 0.05.")]
-Sets = Annotated[
-    list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help="Override a config value (repeatable).")
-]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
-Budget = Annotated[
-    str | None,
-    typer.Option(
-        metavar="SECONDS",
-        help="Stop adding rounds to undecided cells after this long (600, 10m, 1h; bisect: per step); "
-        "default: until decided or max_repetitions.",
-    ),
-]
 
 
 def ab_cmd(
@@ -133,7 +109,7 @@ def ab_cmd(
             help=f"{choices(', ')}; repeatable. Default: {', '.join(PAIRED_DEFAULT)}.",
         ),
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="table, md or json.")] = Format.table,
+    fmt: TableFormat = Format.table,
     out: Annotated[
         Path | None, typer.Option("--out", metavar="DIR", help="Run folder (default results/<run-id>-ab/).")
     ] = None,
@@ -152,11 +128,10 @@ def ab_cmd(
     Exit 0 pass/improved, 1 a fail, 2 bad input (config, refs, a build that does not compile),
     3 undecided (too noisy), 4 nothing to compare."""
     from specbench.gate.ab import parse_build_spec
-    from specbench.gate.regression import parse_budget, parse_threshold
+    from specbench.gate.regression import parse_threshold
     from specbench.results.folder import make_run_id
 
     thr = parse_threshold(threshold)
-    budget_s = parse_budget(budget) if budget is not None else None
     specs = [("base", *parse_build_spec(base, "--base")), ("head", *parse_build_spec(head, "--head"))]
     for m in metric or []:
         if m not in METRICS:
@@ -177,13 +152,13 @@ def ab_cmd(
             quiet,
             list(metric or PAIRED_DEFAULT),
             thr,
-            budget_s=budget_s,
+            budget_s=budget,
         )
     cmp = paired_from_run(
         out, "base", "head", metric, thr, allow_noisy=allow_noisy, allow_output_change=allow_output_change
     )
     if cmp.count(Status.TOO_NOISY):
-        say(f"undecided cells: {rounds_end(summary, budget_s)}", err=True)
+        say(f"undecided cells: {rounds_end(summary, budget)}", err=True)
     show(cmp, fmt)
 
 
@@ -212,14 +187,13 @@ def bisect_cmd(
     Exit 0 found, 2 bad input, 3 a step stayed undecided."""
     from specbench.gate import bisect
     from specbench.gate.ab import BuildChoiceError
-    from specbench.gate.regression import parse_budget, parse_threshold
+    from specbench.gate.regression import parse_threshold
     from specbench.plan.shards import config_hash
     from specbench.results.folder import check_writable, make_run_id
 
     if metric not in METRICS:
         raise BuildChoiceError(f"--metric {metric}: choose one of {choices()}")
     thr = parse_threshold(threshold)
-    budget_s = parse_budget(budget) if budget is not None else None
     if out is None:
         if resume:
             raise bisect.BisectError("--resume needs --out DIR: the folder of the bisect to continue")
@@ -235,7 +209,7 @@ def bisect_cmd(
         check_writable(out)
         ident = config_hash(resolved.model_dump(mode="json", exclude={"path", "base_dir"}))
         state = bisect.start(out, src, good, bad, metric, thr, resume, ident)
-    _say(f"bisect {metric}: {len(state.commits)} first-parent commits after {state.good[:10]} up to "
+    say(f"bisect {metric}: {len(state.commits)} first-parent commits after {state.good[:10]} up to "
          f"{state.bad[:10]}; results in {out}")  # fmt: skip
 
     def measure(good_sha: str, mid_sha: str, run_dir: Path) -> bisect.StepResult:
@@ -243,42 +217,38 @@ def bisect_cmd(
         with measuring_is_input():
             summary = run_builds(
                 config, list(set_ or []), specs, run_dir, quiet, [metric], thr, f"--resume --out {out}",
-                budget_s=budget_s,
+                budget_s=budget,
             )  # fmt: skip
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
         result = bisect.step_result(cmp.decisions)
         if result.status == Status.TOO_NOISY:  # undecided only once the rounds are spent: say which
-            result.reason += f"; {rounds_end(summary, budget_s)}"
+            result.reason += f"; {rounds_end(summary, budget)}"
         return result
 
     def on_step(step: bisect.Step) -> None:
         commit = state.commits[step.index]
         ratio = f"{step.ratio:.3f}" if step.ratio is not None else "-"
         ci = f" [{step.ci_low:.3f}, {step.ci_high:.3f}]" if step.ci_low is not None else ""
-        _say(f"step {state.steps.index(step) + 1}: {commit.short} {commit.subject[:60]}: "
+        say(f"step {state.steps.index(step) + 1}: {commit.short} {commit.subject[:60]}: "
              f"{ratio}{ci} {step.word} ({step.reason})")  # fmt: skip
 
     state = bisect.run(out, state, measure, on_step)
     lo, hi, stopped = state.bounds()
     found = state.first_bad
     if found is not None:
-        _say(f"first bad commit: {found.sha} {found.subject}")
+        say(f"first bad commit: {found.sha} {found.subject}")
         if state.bad_unmeasured:
-            _say(f"note: that is --bad itself, taken as slow and not measured (every commit before it "
+            say(f"note: that is --bad itself, taken as slow and not measured (every commit before it "
                  f"passed); `specbench ab {config} --base {src}@{state.good[:10]} "
                  f"--head {src}@{found.short}` measures it")  # fmt: skip
         raise typer.Exit(0)
     after = state.commits[lo].short if lo >= 0 else state.good[:10]
-    _say(
+    say(
         f"undecided: step at {stopped.commit[:10]} could not be decided; the first bad commit is after "
         f"{after} and at or before {state.commits[hi].short} (--set max_repetitions=N or a longer --budget "
         "for more pairs, or a higher --threshold)"
     )
     raise typer.Exit(3)
-
-
-def _say(text: str) -> None:
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

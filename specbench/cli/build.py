@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import console, err_console, say
+from specbench.cli.common import err_console, say
 
 
 def build(
@@ -95,19 +95,16 @@ def build(
     took = time.monotonic() - start
     verb = "built" if "build" in phases else "cached"
     at = f" {info.source}@{info.ref}" if info.ref else ""
-    console.print(
-        f"{verb}: llama.cpp{at} {info.commit or 'unknown commit'} ({info.backend}) in {took:.1f} s",
-        highlight=False,
-    )
+    say(f"{verb}: llama.cpp{at} {info.commit or 'unknown commit'} ({info.backend}) in {took:.1f} s")
     if verb == "built" and info.build_steps is not None:
         reuse = f" (ccache {info.ccache})" if info.ccache else ""
-        console.print(f"compile steps: {info.build_steps} in {info.work_area}{reuse}", highlight=False)
-    console.print(f"binaries: {info.bin_dir}", highlight=False, soft_wrap=True)
+        say(f"compile steps: {info.build_steps} in {info.work_area}{reuse}")
+    say(f"binaries: {info.bin_dir}")
     for role, b in sorted(info.binaries.items()):
-        console.print(f"  {role:<19} {b.name}", highlight=False)
-    console.print(f"build.json: {build_dir_for(info.key) / BUILD_JSON}", highlight=False, soft_wrap=True)
+        say(f"  {role:<19} {b.name}")
+    say(f"build.json: {build_dir_for(info.key) / BUILD_JSON}")
     for line in selftest_lines(info.selftest):
-        console.print(line, highlight=False, soft_wrap=True)
+        say(line)
 
 
 def selftest_lines(st) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from rich.console import Console
@@ -13,19 +12,14 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 # Tables in CI logs (not a terminal) would be folded at 80 columns; give them room.
 table_console = console if console.is_terminal else Console(width=200)
+# How every line of text is printed: verbatim, no markup, no highlighting, no wrapping (command lines
+# must stay copyable). The one spelling: ``say`` and every ``print(..., **PLAIN)``.
+PLAIN = {"markup": False, "highlight": False, "soft_wrap": True}
 
 
-class Format(StrEnum):
-    """What `compare` and `ab` print: a table, Markdown (a PR comment) or JSON."""
-
-    table = "table"
-    md = "md"
-    json = "json"
-
-
-def say(line: str, err: bool = False) -> None:
-    """Print verbatim: no markup, no highlighting, no wrapping (command lines must stay copyable)."""
-    (err_console if err else console).print(line, markup=False, highlight=False, soft_wrap=True)
+def say(line: str, err: bool = False, style: str | None = None) -> None:
+    """Print a line verbatim (``PLAIN``) on stdout, or stderr with ``err``; ``style``: its colour."""
+    (err_console if err else console).print(line, style=style, **PLAIN)
 
 
 def say_notes(notes: list[str]) -> None:

@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from specbench.base.formats import md_escape as esc
+from specbench.base.formats import md_table
 from specbench.cli.common import (
     Col,
-    Format,
     fitted_table,
     metric_text,
     print_fitted,
@@ -19,7 +19,7 @@ from specbench.cli.common import (
     say_notes,
     table_width,
 )
-from specbench.cli.common import table_console as console
+from specbench.cli.output import Format, TableFormat, print_json, step_summary
 from specbench.results.metrics import METRICS, choices
 
 baseline_app = typer.Typer(
@@ -150,10 +150,6 @@ def _figure_lines(m) -> list[str]:
 
 def to_markdown(cmp) -> str:
     """The report as GitHub-flavoured markdown (for --format md and GITHUB_STEP_SUMMARY)."""
-
-    def esc(text: str) -> str:
-        return text.replace("|", "\\|")
-
     out = ["## specbench compare", "", f"- baseline: {esc(_facts(cmp.baseline_ref, cmp.baseline))}",
            f"- current: {esc(_facts(cmp.current_ref, cmp.current))}"]  # fmt: skip
     out += [f"- differs: {esc(d)}" for d in cmp.differences]
@@ -161,14 +157,7 @@ def to_markdown(cmp) -> str:
         if m.nothing:
             out += ["", f"### {m.metric} ({m.unit})", "", f"**{esc(_summary(m))}**"]
             continue
-        out += [
-            "",
-            f"### {m.metric} ({m.unit})",
-            "",
-            "| " + " | ".join(COLUMNS) + " |",
-            "|" + "---|" * len(COLUMNS),
-        ]
-        out += ["| " + " | ".join(esc(x) for x in row) + " |" for row in _rows(m)]
+        out += ["", f"### {m.metric} ({m.unit})", "", *md_table(COLUMNS, _rows(m))]
         figures = _figure_lines(m)
         if figures:
             out += [
@@ -183,12 +172,8 @@ def to_markdown(cmp) -> str:
 
 
 def _print_table(cmp) -> None:
-    console.print(
-        f"baseline: {_facts(cmp.baseline_ref, cmp.baseline)}", markup=False, highlight=False, soft_wrap=True
-    )
-    console.print(
-        f"current:  {_facts(cmp.current_ref, cmp.current)}", markup=False, highlight=False, soft_wrap=True
-    )
+    say(f"baseline: {_facts(cmp.baseline_ref, cmp.baseline)}")
+    say(f"current:  {_facts(cmp.current_ref, cmp.current)}")
     for d in cmp.differences:
         say(f"differs:  {d}")
     for m in cmp.metrics:
@@ -211,7 +196,7 @@ def _print_table(cmp) -> None:
         say(_summary(m))
     say(f"note: {UNPAIRED_NOTE}")  # before the verdict, which stays the last line
     style = {0: "bold green", 1: "bold red"}.get(cmp.exit_code, "bold magenta")
-    console.print(_verdict(cmp), style=style, markup=False, soft_wrap=True)
+    say(_verdict(cmp), style=style)
 
 
 def compare_cmd(
@@ -240,7 +225,7 @@ def compare_cmd(
             "acceptance where both sides speculated at temperature 0.",
         ),
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="table, md or json.")] = Format.table,
+    fmt: TableFormat = Format.table,
     strict: Annotated[bool, typer.Option(help="Treat warnings as failures.")] = False,
     allow_missing: Annotated[
         bool, typer.Option(help="Pass cells the current run did not measure (default: they fail).")
@@ -298,17 +283,12 @@ def compare_cmd(
         data = cmp.model_dump(mode="json")
         data["verdict"], data["exit_code"] = str(cmp.verdict), cmp.exit_code
         data["note"] = UNPAIRED_NOTE
-        import json
-
-        typer.echo(json.dumps(data, indent=2))
+        print_json(data)
     elif fmt == Format.md:
         typer.echo(to_markdown(cmp) + f"\n{UNPAIRED_NOTE}")
     else:
         _print_table(cmp)
-    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_file:
-        with open(summary_file, "a", encoding="utf-8") as fh:
-            fh.write(to_markdown(cmp) + "\n")
+    step_summary(to_markdown(cmp))
     raise typer.Exit(cmp.exit_code)
 
 
@@ -330,12 +310,7 @@ def baseline_save(
     saved = save_baseline(run_dir, name, out_dir, force)
     say_notes(saved.notes)
     size = saved.path.stat().st_size / 1024
-    console.print(
-        f"saved baseline {saved.path.stem}: {saved.path} ({size:.0f} KiB); commit it",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
+    say(f"saved baseline {saved.path.stem}: {saved.path} ({size:.0f} KiB); commit it")
 
 
 @baseline_app.command("list")
@@ -354,8 +329,7 @@ def baseline_list(
         return
     for b in listed:
         what = _facts(str(b.path), b.side.facts) if b.side else f"unreadable: {b.problem}"
-        line = f"{b.name}: {what}"
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        say(f"{b.name}: {what}")
 
 
 def register(app: typer.Typer) -> None:

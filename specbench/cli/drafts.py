@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from specbench.cli.common import Col, Format, fitted_table, print_fitted, say, say_notes, table_width
+from specbench.base.formats import md_table
+from specbench.cli.common import Col, fitted_table, print_fitted, say, say_notes, table_width
+from specbench.cli.output import Format, TableFormat, print_json
 from specbench.models.families import load_families
 
 _FAMILIES = ", ".join(load_families())
@@ -85,10 +86,7 @@ def _head(result) -> list[str]:
 
 def _markdown(result) -> str:
     out = [f"- {line.strip()}" for line in _head(result)] + [""]
-    out.append("| " + " | ".join(c.header for c in COLS) + " |")
-    out.append("|" + "---|" * len(COLS))
-    for row in result.rows:
-        out.append("| " + " | ".join(x.replace("|", "\\|") for x in _cells(row)) + " |")
+    out += md_table([c.header for c in COLS], [_cells(row) for row in result.rows])
     if result.server_command:
         out += ["", "```sh", result.server_command, "```"]
     return "\n".join(out)
@@ -138,7 +136,7 @@ def drafts(
     out: Annotated[
         Path | None, typer.Option("--out", help="--measure's run folder [default: results/<run-id>/].")
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="table, md (Markdown) or json.")] = Format.table,
+    fmt: TableFormat = Format.table,
 ) -> None:
     """Rank draft models for a target by what they need to pay off here, from their GGUF headers alone."""
     from specbench.base.paths import check_path, results_dir
@@ -174,7 +172,7 @@ def drafts(
         if measure:
             data["measured"] = [m.model_dump(mode="json") for m in measured]
             data["run_dir"] = str(run_dir)
-        typer.echo(json.dumps(data, indent=2, allow_nan=False))
+        print_json(data)
         return
     if fmt == Format.md:
         typer.echo(_markdown(result))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import console
+from specbench.cli.common import say
 
 
 def env(
@@ -31,27 +31,27 @@ def env(
         ("backend (auto)", info.backend),
     ]
     for k, v in rows:
-        console.print(f"{k:<15} {v}", highlight=False)
+        say(f"{k:<15} {v}")
     if info.variables:
         listed = ", ".join(f"{k}={v}" for k, v in info.variables.items())
-        console.print(f"{'llama env':<15} {listed} (every llama.cpp binary sees them)", highlight=False)
+        say(f"{'llama env':<15} {listed} (every llama.cpp binary sees them)")
     if not info.gpus:
-        console.print(f"{'gpus':<15} none found", highlight=False)
+        say(f"{'gpus':<15} none found")
     for gpu in info.gpus:
         mem = f", {gpu.memory_mb} MiB" if gpu.memory_mb else ""
         cap = f", compute {gpu.compute_cap}" if gpu.compute_cap else ""
-        console.print(f"{'gpu':<15} {gpu.name} (driver {gpu.driver or '?'}{mem}{cap})", highlight=False)
+        say(f"{'gpu':<15} {gpu.name} (driver {gpu.driver or '?'}{mem}{cap})")
     if not info.builds:
-        console.print("no cached llama.cpp builds; run `specbench build`", highlight=False)
+        say("no cached llama.cpp builds; run `specbench build`")
         return
-    console.print("cached llama.cpp builds:", highlight=False)
+    say("cached llama.cpp builds:")
     for b in info.builds:
         commit = (b.commit or "unknown commit")[:12]
         line = f"  {b.key}  ({b.backend}, {commit}, built {b.built_at})"
-        console.print(line, highlight=False, soft_wrap=True)
-        console.print(f"    {b.bin_dir}", highlight=False, soft_wrap=True)
+        say(line)
+        say(f"    {b.bin_dir}")
         for text in selftest_lines(b.selftest):
-            console.print(f"    {text}", highlight=False, soft_wrap=True)
+            say(f"    {text}")
 
 
 def register(app: typer.Typer) -> None:

@@ -4,15 +4,15 @@ multi-build run folder)."""
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from specbench.cli.common import Col, Format, fitted_table, print_fitted, say_notes, table_width
-from specbench.cli.common import table_console as console
+from specbench.base.formats import md_escape as esc
+from specbench.base.formats import md_table
+from specbench.cli.common import Col, fitted_table, print_fitted, say, say_notes, table_width
+from specbench.cli.output import Format, print_json, step_summary
 
 STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
 COLUMNS = ["decision", "metric", "cell", "head/base", "95% CI", "p", "pairs", "detectable", "why"]
@@ -85,21 +85,15 @@ def _verdict(cmp) -> str:
 
 
 def to_markdown(cmp) -> str:
-    def esc(text: str) -> str:
-        return text.replace("|", "\\|")
-
     out = [f"## specbench ab: {esc(cmp.head)} vs {esc(cmp.base)}", "", f"run: `{cmp.run}`", ""]
-    out += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    out += ["| " + " | ".join(esc(x) for x in row) + " |" for row in _rows(cmp)]
-    out += ["", f"**{esc(_verdict(cmp))}**", ""]
+    out += [*md_table(COLUMNS, _rows(cmp)), "", f"**{esc(_verdict(cmp))}**", ""]
     return "\n".join(out)
 
 
 def show(cmp, fmt: Format) -> None:
     """Print a paired comparison, append it to the GitHub job summary, exit with its code."""
     if fmt == Format.json:
-        data = cmp.model_dump(mode="json")
-        typer.echo(json.dumps(data, indent=2))
+        print_json(cmp.model_dump(mode="json"))
     elif fmt == Format.md:
         typer.echo(to_markdown(cmp))
     else:
@@ -111,13 +105,8 @@ def show(cmp, fmt: Format) -> None:
             row_styles=[STYLE.get(r[0], "") for r in rows],
         )  # fmt: skip
         print_fitted(table, dropped, "--format md shows every column")
-        console.print(
-            _verdict(cmp), style="bold red" if cmp.exit_code else "bold green", markup=False, soft_wrap=True
-        )
-    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_file:
-        with open(summary_file, "a", encoding="utf-8") as fh:
-            fh.write(to_markdown(cmp) + "\n")
+        say(_verdict(cmp), style="bold red" if cmp.exit_code else "bold green")
+    step_summary(to_markdown(cmp))
     raise typer.Exit(cmp.exit_code)
 
 

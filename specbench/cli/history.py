@@ -11,7 +11,6 @@ import typer
 from specbench.analysis.figures import speedup_text
 from specbench.cli.common import (
     Col,
-    err_console,
     fitted_table,
     metric_text,
     print_fitted,
@@ -19,7 +18,6 @@ from specbench.cli.common import (
     say_notes,
     table_width,
 )
-from specbench.cli.common import table_console as console
 from specbench.results.metrics import METRICS, choices
 
 
@@ -55,24 +53,17 @@ def history_cmd(
             continue  # a shard of a merged run in history: the note said so
         if n == 0:
             hint = f"; {finish_hint(run_dir, status)}" if status not in (None, "complete") else ""
-            err_console.print(
-                f"nothing recorded from {run_dir}: it has no valid value yet (what was recorded of it "
-                f"before is kept){hint}", markup=False, highlight=False, soft_wrap=True,
-            )  # fmt: skip
+            say(f"nothing recorded from {run_dir}: it has no valid value yet (what was recorded of it "
+                f"before is kept){hint}", err=True)  # fmt: skip
             continue
         say(f"recorded {run_dir} ({n} cell rows)")
         if status not in (None, "complete"):  # as `baseline save` refuses one: its cells may be missing
-            err_console.print(
-                f"warning: {run_dir} is {status}, not complete: its points may lack cells or repetitions; "
-                f"{finish_hint(run_dir, status)} (recording it again replaces these)",
-                markup=False, highlight=False, soft_wrap=True,
-            )  # fmt: skip
+            say(f"warning: {run_dir} is {status}, not complete: its points may lack cells or repetitions; "
+                f"{finish_hint(run_dir, status)} (recording it again replaces these)", err=True)  # fmt: skip
     points = load_history(db, metric, cell)
     if not points:
         what = f" matching --cell {cell!r}" if cell else ""
-        console.print(
-            f"no {metric} recorded{what} in {db} yet: each `specbench run` records itself", markup=False
-        )
+        say(f"no {metric} recorded{what} in {db} yet: each `specbench run` records itself")
         return
     rows: list[list[str]] = []
     last = None
@@ -107,9 +98,7 @@ def history_cmd(
         say("speed: how far the machine's own speed moved during the run (speed sentinel); '!': beyond the "
             "run's precision, so its points may sit off the trend (a slow phase of the host)")  # fmt: skip
     if plot:
-        console.print(
-            f"plot: {plot_history(points, plot, metric)}", markup=False, highlight=False, soft_wrap=True
-        )
+        say(f"plot: {plot_history(points, plot, metric)}")
 
 
 def register(app: typer.Typer) -> None:

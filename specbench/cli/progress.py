@@ -1,11 +1,11 @@
 """Progress on stderr while llama.cpp runs (`run`, `ab`, `bisect`, `tune`): the runner's samples as a
-bar or plain lines, and the build and model steps before them."""
+bar or plain lines, and the build and model steps before them (the download bars, also `models pull`'s)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from specbench.cli.common import err_console, say
+from specbench.cli.common import PLAIN, err_console, say
 
 
 def _fmt(mean: float | None, sd: float | None = None, digits: int = 1) -> str:
@@ -59,7 +59,7 @@ class ProgressView:
         if self.bar is None:
             return
         if event.kind == "dropped":
-            self.bar.console.print(self._describe(event), markup=False, highlight=False, soft_wrap=True)
+            self.bar.console.print(self._describe(event), **PLAIN)
         elif event.kind == "skipped":
             self.skipped += 1
             self.bar.update(self.task, total=event.total - self.skipped)
@@ -69,7 +69,7 @@ class ProgressView:
             tps = f"last {event.last_tps:.1f} t/s" if event.last_tps is not None else ""
             self.bar.update(self.task, advance=1, tps=tps)
             if event.sample is not None and event.sample.status != "ok":
-                self.bar.console.print(self._describe(event), markup=False, highlight=False, soft_wrap=True)
+                self.bar.console.print(self._describe(event), **PLAIN)
         if event.done >= event.total:
             self.stop()
 
@@ -102,3 +102,45 @@ def status_printer():
             say(f"{p.phase}: {p.message}", err=True)
 
     return note
+
+
+class DownloadBars:
+    """Rich progress bars fed by the models stage's ``progress(label, done, total)`` callback.
+
+    With a total: a byte bar per download; without: a step starting (pip download, llama-quantize),
+    printed as one line.
+    """
+
+    def __init__(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TransferSpeedColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        )
+        self.tasks: dict[str, int] = {}
+
+    def __call__(self, label: str, done: int, total: int | None) -> None:
+        if total is None:
+            err_console.print(f"[dim]{label}[/dim]", highlight=False, soft_wrap=True)
+            return
+        if not self.tasks:
+            self.bar.start()
+        if label not in self.tasks:
+            self.tasks[label] = self.bar.add_task(label[-60:], total=total)
+        self.bar.update(self.tasks[label], completed=done, total=total)
+
+    def stop(self) -> None:
+        self.bar.stop()

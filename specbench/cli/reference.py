@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from specbench.base.formats import md_table
 from specbench.plan.schema import config_schema
 
 
@@ -88,10 +89,6 @@ def config_keys(schema: dict | None = None) -> Iterator[tuple[str, dict, bool]]:
     yield from walk("", schema)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def config_reference() -> str:
     """Markdown: one table row per config key."""
     schema = config_schema()
@@ -105,22 +102,17 @@ def config_reference() -> str:
         "builds, each with the `llama_cpp.*` keys below (in a list, each needs a `label`).",
         "A mapping's keys are in the table of that mapping's name.",
     ]
-    tables: dict[str, list[str]] = {}  # one table per mapping: the top level, llama_cpp, models.NAME.hf, ...
+    tables: dict[str, list[list[str]]] = {}  # one per mapping: the top level, llama_cpp, models.NAME.hf, ...
     for key, prop, required in config_keys(schema):
         default = (
             "required" if required else (f"`{json.dumps(prop['default'])}`" if "default" in prop else "-")
         )
         tables.setdefault(key.rsplit(".", 1)[0] if "." in key else "", []).append(
-            f"| `{key}` | {_cell(_type(schema, prop))} | {_cell(default)} | {_cell(_bounds(prop)) or '-'} "
-            f"| {_cell(prop.get('description', ''))} |"
+            [f"`{key}`", _type(schema, prop), default, _bounds(prop) or "-", prop.get("description", "")]
         )
     for parent, rows in tables.items():
         lines += ["", f"## `{parent}`" if parent else "## Top level", ""]
-        lines += [
-            "| key | type | default | allowed | description |",
-            "| --- | --- | --- | --- | --- |",
-            *rows,
-        ]
+        lines += md_table(["key", "type", "default", "allowed", "description"], rows)
     return "\n".join(lines) + "\n"
 
 
@@ -161,12 +153,13 @@ def cli_reference(app: typer.Typer) -> str:
             lines += [cmd.help.strip(), ""]
         lines += ["```", cmd.get_usage(ctx).removeprefix("Usage: "), "```", ""]
         if params := parameters(cmd):
-            lines += ["| option | description |", "| --- | --- |"]
+            rows = []
             for param in params:
                 names, text = param.get_help_record(ctx) or (param.name, "")
                 kind = " (argument)" if param.param_type_name == "argument" else ""
-                lines.append(f"| `{names}`{kind} | {_cell(text)} |")  # a | in a code span splits no cell
-            lines.append("")
+                rows.append([f"`{names}`{kind}", text])
+            # a | in a code span splits no cell (the site's Markdown): the names are written as they are
+            lines += [*md_table(["option", "description"], rows, verbatim=[True]), ""]
     return "\n".join(lines)
 
 

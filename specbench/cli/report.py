@@ -7,19 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from specbench.cli.common import console as _console
-from specbench.cli.common import err_console
+from specbench.cli.common import PLAIN, err_console, table_console, table_width
+from specbench.cli.output import Format, ReportFormat
 from specbench.results.folder import REPORT
-
-
-class Format(StrEnum):
-    table = "table"
-    md = "md"
-    csv = "csv"
-    json = "json"
-    html = "html"
 
 
 class By(StrEnum):
@@ -40,7 +31,7 @@ def report(
             help="Run folders (default: the latest under results/); several are shown side by side."
         ),
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="What to print on stdout.")] = Format.table,
+    fmt: ReportFormat = Format.table,
     out: Annotated[
         Path | None,
         typer.Option("--out", metavar="DIR", help="Folder for report.* and the PNGs [default: RUN/report]."),
@@ -61,12 +52,11 @@ def report(
     by_category = by is By.category
     rep = build_report(dirs)
     files = write_report(rep, out or default_out(dirs), by_category)
-    if fmt is Format.table:
-        console = _console if _console.is_terminal else Console(width=200)
-        console.print(table(rep, by_category, width=console.width if _console.is_terminal else None))
+    if fmt == Format.table:
+        table_console.print(table(rep, by_category, width=table_width()))
         for note in rep.notes:
-            console.print(f"note: {note}", markup=False, highlight=False)
-        paths = console
+            table_console.print(f"note: {note}", **PLAIN)
+        paths = table_console
     else:
         text = {
             Format.md: lambda: markdown(rep, by_category, files.plots),
@@ -76,9 +66,9 @@ def report(
         }[fmt]()
         typer.echo(text, nl=False)
         paths = err_console  # stdout carries only the chosen format (for redirection)
-    paths.print("wrote:", markup=False, highlight=False)
+    paths.print("wrote:", **PLAIN)
     for path in files.all():
-        paths.print(f"  {path}", markup=False, highlight=False, soft_wrap=True)
+        paths.print(f"  {path}", **PLAIN)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,8 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import console, err_console, resume_command, say, say_notes
-from specbench.cli.progress import ProgressView, status_printer
+from specbench.cli.common import console, resume_command, say, say_notes
+from specbench.cli.options import Quiet, Sets
+from specbench.cli.session import RunSession, warn_busy
 from specbench.results.folder import samples_path
 
 
@@ -61,20 +62,19 @@ def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
         notes = [*report.notes, *notes]
     say(f"results: {summary.run_dir}")
     if summary.n_failed or summary.n_invalid:
-        err_console.print(f"warning: {summary.n_failed} failed and {summary.n_invalid} invalid samples; "
-                          f"their reasons are in {samples_path(summary.run_dir)}", markup=False,
-                          highlight=False, soft_wrap=True)  # fmt: skip
+        say(f"warning: {summary.n_failed} failed and {summary.n_invalid} invalid samples; "
+            f"their reasons are in {samples_path(summary.run_dir)}", err=True)  # fmt: skip
     say_notes(notes)
     _print_warnings(summary, report.shown(False) if report is not None else [])
 
 
 def _print_warnings(summary: Any, rows: list) -> None:
     """The quality warnings: a busy machine loudly, then each cell's (short, actionable)."""
-    for reason in summary.busy:
-        say(f"WARNING: busy machine: {reason}; these numbers may be meaningless (--strict refuses)", err=True)
-    for warning in summary.speed_moved:
-        say(f"WARNING: {warning}; the cells measured on either side of it ran on a different machine speed "
-            "(--strict refuses)", err=True)  # fmt: skip
+    warn_busy(
+        summary,
+        "these numbers may be meaningless (--strict refuses)",
+        "the cells measured on either side of it ran on a different machine speed (--strict refuses)",
+    )
     say_notes(summary.noise_notes)
     if any(r.precision_met is False for r in rows):
         say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)
@@ -96,14 +96,7 @@ def run(
     out: Annotated[
         Path | None, typer.Option("--out", metavar="DIR", help="Run folder (default: results/<run-id>/).")
     ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            metavar="KEY=VALUE",
-            help="Override a config value: KEY=VALUE with a dotted key (repeatable).",
-        ),
-    ] = None,
+    set_: Sets = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print every command, model and pair check; run nothing.")
     ] = False,
@@ -115,7 +108,7 @@ def run(
             help="Continue this run folder, skipping finished samples (its manifest has the config).",
         ),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: Quiet = False,
     strict: Annotated[
         bool,
         typer.Option(
@@ -160,11 +153,8 @@ def run(
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_report, nothing_measured
     from specbench.base.errors import RunError, SpecbenchError
-    from specbench.base.paths import check_path, outermost_missing, remove_empty
-    from specbench.cli.models import _Bars  # the download bars of `specbench models pull`
+    from specbench.base.paths import check_path
     from specbench.execute import benchmark, preparation, resumecheck
-    from specbench.execute.runner import RunInterrupted
-    from specbench.execute.watch import BusyMachine
     from specbench.gate.history import record_run
     from specbench.tune.reuse import reuse_calibration
 
@@ -186,32 +176,30 @@ def run(
     else:
         cfg = preparation.load(config, set_ or ())
     part = _shard(shard, resume, shard_cells)
-    note = (lambda p: None) if quiet else status_printer()
+    session = RunSession(quiet)
     if dry_run:
         if resume is None:
             benchmark.new_run_dir(cfg, out)  # a name the real run would refuse is refused here too
-        prepared = preparation.prepare(cfg, dry_run=True, build_progress=note, shard=part)
+        prepared = preparation.prepare(cfg, dry_run=True, build_progress=session.note, shard=part)
         if resume is not None:
             benchmark.left_to_run(prepared, resume, force)
         _print_dry_run(prepared)
         return
-    run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
-    made = outermost_missing(run_dir)  # what a refusal before the first sample must remove again
-    benchmark.prepare_run_dir(run_dir, resume is not None)  # unwritable or taken: fail before building
-    if resume is not None:
-        resumecheck.check_resume_machine(run_dir, force)  # another machine: refuse before building
-    bars = None if quiet else _Bars()
-    try:
-        prepared = preparation.prepare(cfg, build_progress=note, model_progress=bars, shard=part)
-    except BaseException:
-        remove_empty(run_dir, made)
-        raise
-    finally:
-        if bars is not None:
-            bars.stop()
+    session.run_dir = run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
+    session.open_folder(resume is not None)
+
+    def checks() -> None:  # another machine: refuse before building
+        if resume is not None:
+            resumecheck.check_resume_machine(run_dir, force)
+
+    prepared = session.prepare(cfg, checks, shard=part)
     say_notes(prepared.plan.notes)  # before the first sample: a real run says what its dry run says
-    view = ProgressView(quiet)
-    try:
+
+    def interrupted(exc) -> str:
+        return (f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}\n"
+                f"resume with: {resume_command(exc.run_dir)}")  # fmt: skip
+
+    with session.measuring(interrupted) as view:
         summary = benchmark.run_benchmark(
             prepared,
             run_dir,
@@ -221,20 +209,6 @@ def run(
             strict=strict,
             force=force,
         )
-    except RunInterrupted as exc:
-        view.stop()
-        err_console.print(
-            f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}",
-            markup=False, highlight=False, soft_wrap=True,
-        )  # fmt: skip
-        err_console.print(f"resume with: {resume_command(exc.run_dir)}", markup=False, highlight=False,
-                          soft_wrap=True)  # fmt: skip
-        raise typer.Exit(exc.exit_code) from None
-    except BusyMachine:
-        remove_empty(run_dir, made)  # refused before anything was written: leave no empty run folder
-        raise
-    finally:
-        view.stop()
     reuse_calibration(prepared, summary.run_dir)
     report, notes = closing_report(summary.run_dir)
     if resume is not None and summary.n_new == 0:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +10,9 @@ import typer
 
 from specbench.base.errors import RunError
 from specbench.cli.common import say, say_notes
+from specbench.cli.options import Quiet, Sets, budget_option
+from specbench.cli.output import print_json
+from specbench.cli.session import RunSession, warn_busy
 
 
 def result_json(result) -> dict:
@@ -66,27 +68,22 @@ def tune(
         str | None, typer.Option("--pair", help="The pair to tune [default: the first with a draft].")
     ] = None,
     budget: Annotated[
-        float, typer.Option("--budget", help="Seconds to spend, calibration and measuring included.", min=1)
+        float, budget_option("Seconds (or 10m, 1h) to spend, calibration and measuring included; at least 1.")
     ] = 300.0,
     out: Annotated[
         Path | None, typer.Option("--out", help="Run folder (default: results/<run-id>-tune/).")
     ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", metavar="KEY=VALUE", help="Override a config value (repeatable)."),
-    ] = None,
+    set_: Sets = None,
     max_draft: Annotated[
         int, typer.Option("--max-draft", help="Longest draft_max to consider.", min=1, max=64)
     ] = 32,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
     from specbench.base.paths import check_path
     from specbench.builder.envinfo import collect
-    from specbench.cli.progress import ProgressView
     from specbench.execute import benchmark, preparation
-    from specbench.execute.runner import RunInterrupted
     from specbench.results.calibfile import load_calibration
     from specbench.tune.search import pick_pair, tune_config
     from specbench.tune.search import tune as run_tune
@@ -94,37 +91,30 @@ def tune(
     for what, path in (("CONFIG", config), ("--out", out)):
         if path is not None:
             check_path(path, what)
+    if budget < 1:
+        raise RunError(f"--budget {budget:g}: tune needs at least 1 second (calibration alone takes more)")
     cfg = preparation.load(config, set_ or ())
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)
     gpu = bool(collect().gpus) and cfg.builds[0].backend != "cpu"
-    view = ProgressView(quiet=as_json or quiet)
     note = (lambda line: None) if as_json or quiet else (lambda line: say(line, err=True))
-    try:
-        result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view, note=note,
-                          command_line=["specbench", *sys.argv[1:]])  # fmt: skip
-    except (
-        RunInterrupted
-    ) as exc:  # Ctrl-C, SIGTERM, SIGHUP: the llama.cpp child is gone, the manifest says so
-        view.stop()
+
+    def interrupted(exc) -> str:  # Ctrl-C, SIGTERM, SIGHUP: the llama.cpp child is gone, the manifest says so
         if not exc.run_dir.is_dir():
-            say(f"interrupted ({exc.reason}) before anything was measured; nothing kept", err=True)
-            raise typer.Exit(exc.exit_code) from None
+            return f"interrupted ({exc.reason}) before anything was measured; nothing kept"
         cal = " and its calibration" if load_calibration(exc.run_dir) is not None else ""
         shows = f"specbench report {exc.run_dir} shows them" if exc.n_kept else "it recorded no sample yet"
-        say(f"interrupted ({exc.reason}): {exc.kept}{cal} kept in {exc.run_dir} ({shows})",
-            err=True)  # fmt: skip
-        raise typer.Exit(exc.exit_code) from None
-    finally:
-        view.stop()
-    for reason in result.busy:
-        say(f"WARNING: busy machine: {reason}; tune's figures may be off", err=True)
-    for warning in result.speed_moved:
-        say(f"WARNING: {warning}; tune's rounds measured on either side of it are not comparable", err=True)
+        return f"interrupted ({exc.reason}): {exc.kept}{cal} kept in {exc.run_dir} ({shows})"
+
+    with RunSession(as_json or quiet).measuring(interrupted) as view:
+        result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view, note=note,
+                          command_line=["specbench", *sys.argv[1:]])  # fmt: skip
+    warn_busy(result, "tune's figures may be off",
+              "tune's rounds measured on either side of it are not comparable")  # fmt: skip
     cache = [result.cache_note] if result.cache_note else []
     say_notes([*result.noise_notes, *cache, *result.history_notes])
     if as_json:
-        typer.echo(json.dumps(result_json(result), indent=2))
+        print_json(result_json(result))
     else:
         _print(result)
     if result.best is None:  # a tune that measured nothing must not pass a CI job

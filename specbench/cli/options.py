@@ -1,0 +1,42 @@
+"""The options several commands share, each declared once as an ``Annotated`` type (the shape of
+huggingface_hub's ``cli/_cli_utils.py``): the same name, metavar, help and parsing everywhere.
+``--format`` is ``specbench.cli.output``'s."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+
+def _budget(text: Any) -> float:
+    """``--budget``: seconds, or a duration (600, 600s, 10m, 1.5h), by the gate's one parser."""
+    from specbench.gate.regression import parse_budget
+
+    return parse_budget(text)
+
+
+def budget_option(help: str) -> Any:
+    """``--budget``, one form for every command: ``ab`` and ``bisect`` bound their extra rounds by
+    it, ``tune`` its whole search; each says which in ``help``."""
+    return typer.Option("--budget", metavar="SECONDS", parser=_budget, help=help)
+
+
+Sets = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Override a config value: KEY=VALUE with a dotted key (repeatable).",
+    ),
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+Threshold = Annotated[str, typer.Option(metavar="CHANGE", help="Relative slowdown that counts: 5% or 0.05.")]
+# `ab` and `bisect`: how long undecided cells may get more rounds.
+Budget = Annotated[
+    float | None,
+    budget_option(
+        "Stop adding rounds to undecided cells after this long (600, 10m, 1h; bisect: per step); "
+        "default: until decided or max_repetitions."
+    ),
+]

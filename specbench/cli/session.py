@@ -1,0 +1,89 @@
+"""One measuring command's lifecycle, written once for `run`, `ab`, `bisect` and `tune`: the run
+folder made before building (and removed again, if still empty, when the run is refused before its
+first sample), the build and download progress, the sample progress, an interruption (Ctrl-C keeps
+what finished and says how to go on) and the busy-machine warnings after."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from specbench.cli.common import say
+from specbench.cli.progress import DownloadBars, ProgressView, status_printer
+
+
+class RunSession:
+    """``quiet``: no progress (warnings and notes still print). ``run_dir``: the folder the command
+    measures into, when it prepares it itself (``tune``'s library call makes its own)."""
+
+    def __init__(self, quiet: bool, run_dir: Path | None = None) -> None:
+        self.quiet = quiet
+        self.run_dir = run_dir
+        self.made: Path | None = None  # the outermost folder this session made for run_dir
+        # the build and model steps, one line each (nothing with ``quiet``)
+        self.note: Callable[[Any], None] = (lambda step: None) if quiet else status_printer()
+
+    def open_folder(self, resume: bool) -> None:
+        """Make (or check, to continue it) the run folder: unwritable or taken fails before building."""
+        from specbench.base.paths import outermost_missing
+        from specbench.execute import benchmark
+
+        assert self.run_dir is not None
+        self.made = outermost_missing(self.run_dir)
+        benchmark.prepare_run_dir(self.run_dir, resume)
+
+    def _remove_empty(self) -> None:
+        from specbench.base.paths import remove_empty
+
+        if self.run_dir is not None:
+            remove_empty(self.run_dir, self.made)
+
+    def prepare(self, cfg: Any, checks: Callable[[], None] = lambda: None, **options: Any) -> Any:
+        """``checks`` then build, models and pair checks (``preparation.prepare``, with progress);
+        any refusal removes the folder again if nothing was written in it."""
+        from specbench.execute import preparation
+
+        bars = None if self.quiet else DownloadBars()
+        try:
+            checks()
+            return preparation.prepare(cfg, build_progress=self.note, model_progress=bars, **options)
+        except BaseException:
+            self._remove_empty()
+            raise
+        finally:
+            if bars is not None:
+                bars.stop()
+
+    @contextmanager
+    def measuring(self, interrupted: Callable[[Any], str]) -> Iterator[ProgressView]:
+        """The samples' progress view for the body. An interruption (``RunInterrupted``) prints
+        ``interrupted(exc)`` and exits with its code, the finished samples kept; a busy machine
+        refused under --strict before any sample leaves no empty folder."""
+        from specbench.execute.runner import RunInterrupted
+        from specbench.execute.watch import BusyMachine
+
+        view = ProgressView(self.quiet)
+        try:
+            yield view
+        except RunInterrupted as exc:
+            view.stop()
+            say(interrupted(exc), err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except BusyMachine:
+            self._remove_empty()
+            raise
+        finally:
+            view.stop()
+
+
+def warn_busy(result: Any, busy: str, moved: str) -> None:
+    """A measurement's machine warnings, loudly, each with what it means for this command: a busy
+    machine (``result.busy``) and a moved machine speed (``result.speed_moved``)."""
+    for reason in result.busy:
+        say(f"WARNING: busy machine: {reason}; {busy}", err=True)
+    for warning in result.speed_moved:
+        say(f"WARNING: {warning}; {moved}", err=True)
