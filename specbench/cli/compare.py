@@ -12,14 +12,11 @@ from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
 from specbench.cli.common import (
     Col,
-    fitted_table,
     metric_text,
-    print_fitted,
     say,
     say_notes,
-    table_width,
 )
-from specbench.cli.output import Format, TableFormat, print_json, step_summary
+from specbench.cli.output import Format, TableFormat, print_json, print_table, step_summary
 from specbench.results.metrics import METRICS, choices
 
 baseline_app = typer.Typer(
@@ -181,13 +178,9 @@ def _print_table(cmp) -> None:
             say(_summary(m))
             continue
         rows = _rows(m)
-        cols = [Col(c, wrap=c in ("cell", "why")) for c in COLUMNS]
-        table, dropped = fitted_table(
-            cols, rows, ("p", "mde", "baseline", "current", "prompt", "why"), table_width(),
-            title=f"{m.metric} ({m.unit})", title_justify="left",
-            row_styles=[STATUS_STYLE.get(r[0], "") for r in rows],
-        )  # fmt: skip
-        print_fitted(table, dropped, "--format md shows every column")
+        print_table([Col(c, wrap=c in ("cell", "why")) for c in COLUMNS], rows, Format.table,
+                    f"{m.metric} ({m.unit})", ("p", "mde", "baseline", "current", "prompt", "why"),
+                    title_justify="left", row_styles=[STATUS_STYLE.get(r[0], "") for r in rows])  # fmt: skip
         figures = _figure_lines(m)
         if figures:
             say("each cell over its prompts, as `specbench report` shows it (baseline -> current):")

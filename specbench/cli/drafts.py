@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from specbench.base.formats import md_table
-from specbench.cli.common import Col, fitted_table, print_fitted, say, say_notes, table_width
-from specbench.cli.output import Format, TableFormat, print_json
+from specbench.cli.common import Col, say, say_notes
+from specbench.cli.output import Format, TableFormat, print_json, print_table
 from specbench.models.families import load_families
 
 _FAMILIES = ", ".join(load_families())
@@ -181,8 +181,7 @@ def drafts(
     for line in _head(result):
         say(line)
     drop = ("read", "type", "arch", "earlier run: accept -> predicted", "max", "measured", "params")
-    table, dropped = fitted_table(COLS, [_cells(r) for r in result.rows], drop, table_width())
-    print_fitted(table, dropped, "--format md shows every column")
+    print_table(COLS, [_cells(r) for r in result.rows], Format.table, drop=drop)
     if result.server_command:
         say("llama-server with the best-ranked draft:")
         say(f"  {result.server_command}")

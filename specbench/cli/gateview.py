@@ -11,8 +11,8 @@ import typer
 
 from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
-from specbench.cli.common import Col, fitted_table, print_fitted, say, say_notes, table_width
-from specbench.cli.output import Format, print_json, step_summary
+from specbench.cli.common import Col, say, say_notes
+from specbench.cli.output import Format, print_json, print_table, step_summary
 
 STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
 COLUMNS = ["decision", "metric", "cell", "head/base", "95% CI", "p", "pairs", "detectable", "why"]
@@ -98,13 +98,9 @@ def show(cmp, fmt: Format) -> None:
         typer.echo(to_markdown(cmp))
     else:
         rows = _rows(cmp)
-        table, dropped = fitted_table(
-            [Col(c, wrap=c in ("why", "cell")) for c in COLUMNS], rows,
-            ("p", "detectable", "pairs", "why", "95% CI"), table_width(),
-            title=f"{_sides(cmp)} ({cmp.run})", title_justify="left",
-            row_styles=[STYLE.get(r[0], "") for r in rows],
-        )  # fmt: skip
-        print_fitted(table, dropped, "--format md shows every column")
+        print_table([Col(c, wrap=c in ("why", "cell")) for c in COLUMNS], rows, Format.table,
+                    f"{_sides(cmp)} ({cmp.run})", ("p", "detectable", "pairs", "why", "95% CI"),
+                    title_justify="left", row_styles=[STYLE.get(r[0], "") for r in rows])  # fmt: skip
         say(_verdict(cmp), style="bold red" if cmp.exit_code else "bold green")
     step_summary(to_markdown(cmp))
     raise typer.Exit(cmp.exit_code)

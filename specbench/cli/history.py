@@ -9,15 +9,8 @@ from typing import Annotated
 import typer
 
 from specbench.analysis.figures import speedup_text
-from specbench.cli.common import (
-    Col,
-    fitted_table,
-    metric_text,
-    print_fitted,
-    say,
-    say_notes,
-    table_width,
-)
+from specbench.cli.common import Col, metric_text, say, say_notes
+from specbench.cli.output import Format, TableFormat, print_table
 from specbench.results.metrics import METRICS, choices
 
 
@@ -35,6 +28,7 @@ def history_cmd(
     add: Annotated[
         list[Path] | None, typer.Option(metavar="RUN_DIR", help="Record this run folder first (repeatable).")
     ] = None,
+    fmt: TableFormat = Format.table,
 ) -> None:
     """Show each cell's value over the recorded runs and llama.cpp commits."""
     from specbench.gate.history import SUPERSEDED_NOTE, default_db, load_history, record_run
@@ -56,15 +50,17 @@ def history_cmd(
             say(f"nothing recorded from {run_dir}: it has no valid value yet (what was recorded of it "
                 f"before is kept){hint}", err=True)  # fmt: skip
             continue
-        say(f"recorded {run_dir} ({n} cell rows)")
+        say(f"recorded {run_dir} ({n} cell rows)", err=fmt != Format.table)  # stdout: the table alone
         if status not in (None, "complete"):  # as `baseline save` refuses one: its cells may be missing
             say(f"warning: {run_dir} is {status}, not complete: its points may lack cells or repetitions; "
                 f"{finish_hint(run_dir, status)} (recording it again replaces these)", err=True)  # fmt: skip
     points = load_history(db, metric, cell)
     if not points:
         what = f" matching --cell {cell!r}" if cell else ""
-        say(f"no {metric} recorded{what} in {db} yet: each `specbench run` records itself")
-        return
+        say(f"no {metric} recorded{what} in {db} yet: each `specbench run` records itself",
+            err=fmt != Format.table)  # fmt: skip
+        if fmt == Format.table:
+            return
     rows: list[list[str]] = []
     last = None
     for p in points:
@@ -76,7 +72,7 @@ def history_cmd(
         if METRICS[metric].paired:  # a speedup: as report prints the cell
             value = speedup_text(p.mean, p.low, p.high, p.n_reps)
         cells = [
-            name if name != last else "",
+            "" if name == last and fmt == Format.table else name,  # a record names its cell
             started,
             p.run_id,
             commit,
@@ -88,17 +84,14 @@ def history_cmd(
         rows.append([*cells, str(p.n_prompts), speed])
         last = name
     headers = ("cell", "started", "run", "llama.cpp", "threads", "value [95% CI]", "reps", "prompts", "speed")
-    table, dropped = fitted_table(
-        [Col(h, wrap=h == "cell") for h in headers], rows,
-        ("threads", "reps", "prompts", "run", "started", "llama.cpp"), table_width(),
-        title=f"{metric} over runs", title_justify="left",
-    )  # fmt: skip
-    print_fitted(table, dropped, "a wider terminal, or pipe the output, shows them")
-    if any(p.speed_warned for p in points):
+    print_table([Col(h, wrap=h == "cell") for h in headers], rows, fmt, f"{metric} over runs",
+                ("threads", "reps", "prompts", "run", "started", "llama.cpp"),
+                "a wider terminal, or pipe the output, shows them", title_justify="left")  # fmt: skip
+    if fmt == Format.table and any(p.speed_warned for p in points):
         say("speed: how far the machine's own speed moved during the run (speed sentinel); '!': beyond the "
             "run's precision, so its points may sit off the trend (a slow phase of the host)")  # fmt: skip
     if plot:
-        say(f"plot: {plot_history(points, plot, metric)}")
+        say(f"plot: {plot_history(points, plot, metric)}", err=fmt != Format.table)
 
 
 def register(app: typer.Typer) -> None:

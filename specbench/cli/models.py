@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +9,7 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import Col, console, fitted_table, print_fitted, say, table_width
+from specbench.cli.output import Format, TableFormat, chosen, print_json, print_table
 from specbench.cli.progress import DownloadBars
 
 models_app = typer.Typer(
@@ -83,6 +83,7 @@ def list_(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (one object per cached model).")
     ] = False,
+    fmt: TableFormat = Format.table,
 ) -> None:
     """Show the GGUF models in the cache (SPECBENCH_HOME/models), with sizes and metadata."""
     from specbench.models import list_cached
@@ -90,10 +91,11 @@ def list_(
     from specbench.models.meta import human_params
 
     cached = list_cached()
-    if as_json:
-        typer.echo(json.dumps([c.model_dump(mode="json") for c in cached], indent=2))
+    fmt = chosen(fmt, as_json)
+    if fmt == Format.json:
+        print_json([c.model_dump(mode="json") for c in cached])
         return
-    if not cached:
+    if not cached and fmt == Format.table:
         console.print(f"no models cached in {models_dir()}; fetch some with `specbench models pull CONFIG`")
         return
     rows: list[list[str]] = []
@@ -113,6 +115,9 @@ def list_(
         ])  # fmt: skip
     headers = ("kind", "source", "size", "type", "params", "arch", "vocab", "template", "path")
     cols = [Col(h, wrap=h in ("source", "path"), right=h in ("size", "params", "vocab")) for h in headers]
+    if fmt != Format.table:
+        print_table(cols, rows, fmt)
+        return
     table, dropped = fitted_table(cols, rows, ("template", "vocab", "params", "type", "arch", "kind"),
                                   table_width(), box=None, pad_edge=False)  # fmt: skip
     if not console.is_terminal:  # piped: whole paths on one line each, for grep and cut

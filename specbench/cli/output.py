@@ -1,6 +1,7 @@
 """What the commands print, declared once: the formats a result can take (``--format``), the JSON
 and Markdown writers every command uses (``specbench.base.formats``), and the one writer of the
-GitHub job summary. The plain print settings are ``common.PLAIN``."""
+GitHub job summary, and ``print_table``: a table in any of them. The plain print settings are
+``common.PLAIN``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.base.formats import json_text
+from specbench.base.formats import csv_text, json_text, md_escape, md_table
+from specbench.cli.common import Col, fitted_table, print_fitted, table_width
 
 
 class Format(StrEnum):
@@ -56,3 +58,29 @@ def step_summary(markdown: str) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(markdown + "\n")
+
+
+def chosen(fmt: Format, as_json: bool) -> Format:
+    """``--json``, where a command had it before ``--format``: the same as ``--format json``."""
+    return Format.json if as_json else fmt
+
+
+def print_table(
+    cols: list[Col], rows: list[list[str]], fmt: Format, title: str | None = None, drop: tuple[str, ...] = (),
+    hint: str = "--format md shows every column", **table_args: Any,
+) -> None:  # fmt: skip
+    """A table in the chosen format, one renderer each: rich, fitted to the terminal (columns left
+    out in ``drop`` order, named under it); Markdown, every column; JSON or CSV, one record per row
+    keyed by the headers. ``table_args``: rich's (``row_styles``, ``title_justify``, ``box``)."""
+    headers = [c.header for c in cols]
+    records = [dict(zip(headers, row, strict=True)) for row in rows]
+    if fmt == Format.md:
+        table = md_table(headers, rows, [c.right for c in cols])
+        typer.echo("\n".join([*([f"### {md_escape(title)}", ""] if title else []), *table]))
+    elif fmt == Format.json:
+        print_json(records)
+    elif fmt == Format.csv:
+        typer.echo(csv_text(records), nl=False)
+    else:
+        table, dropped = fitted_table(cols, rows, drop, table_width(), title=title, **table_args)
+        print_fitted(table, dropped, hint)

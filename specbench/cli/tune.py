@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.base.errors import RunError
+from specbench.base.errors import RunError, SpecbenchError
 from specbench.cli.common import say, say_notes
 from specbench.cli.options import Quiet, Sets, budget_option
 from specbench.cli.output import print_json
@@ -92,7 +92,7 @@ def tune(
         if path is not None:
             check_path(path, what)
     if budget < 1:
-        raise RunError(f"--budget {budget:g}: tune needs at least 1 second (calibration alone takes more)")
+        raise SpecbenchError(f"--budget {budget:g}: tune needs at least 1 second (e.g. 300, 5m)", exit_code=2)
     cfg = preparation.load(config, set_ or ())
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)

@@ -1,0 +1,105 @@
+"""The output layer (specbench.cli.output): one Format, one --format option on every command that
+prints a table, one renderer per format, one writer of the GitHub job summary."""
+
+import json
+
+import pytest
+
+from specbench.cli import app
+from specbench.cli.common import Col
+from specbench.cli.output import Format, print_table, step_summary
+from specbench.cli.reference import commands, context
+from tests.helpers.cli import specbench
+from tests.helpers.runs import BASE, SPEC, make_run
+
+# The commands that print a result table: each takes --format.
+TABLE_COMMANDS = {
+    "specbench compare", "specbench ab", "specbench drafts", "specbench report", "specbench history",
+    "specbench models list",
+}  # fmt: skip
+
+
+def _format_params() -> dict[str, object]:
+    return {path: p for path, cmd in commands(app) for p in cmd.params if "--format" in p.opts}
+
+
+def test_every_table_command_takes_the_one_format_option():
+    found = _format_params()
+    assert TABLE_COMMANDS <= set(found)
+    cmds = dict(commands(app))
+    for path, param in found.items():
+        names, _ = param.get_help_record(context(cmds[path], path))
+        offered = names.split("<", 1)[1].rstrip(">").split("|")
+        assert set(offered) <= {str(f) for f in Format} and offered[0] == "table", path
+        assert param.default == Format.table, path
+
+
+@pytest.mark.parametrize("path", sorted(TABLE_COMMANDS - {"specbench report"}))
+def test_table_commands_offer_table_md_and_json_with_one_help(path):
+    cmds = dict(commands(app))
+    names, text = _format_params()[path].get_help_record(context(cmds[path], path))
+    assert names == "--format <table|md|json>" and text.startswith("table, md or json.")
+
+
+def test_a_format_a_command_does_not_write_is_one_line_and_exit_2(tmp_path):
+    r = specbench("history", "--format", "html", cwd=tmp_path)
+    assert r.returncode == 2 and "'html' is not one of 'table', 'md', 'json'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+ROWS = [["a|b", "1.50"], ["c", "2.00"]]
+COLS = [Col("name"), Col("t/s", right=True)]
+
+
+def test_one_renderer_per_format(capsys):
+    print_table(COLS, ROWS, Format.md, title="speeds")
+    assert (
+        capsys.readouterr().out
+        == "### speeds\n\n| name | t/s |\n|---|---:|\n| a\\|b | 1.50 |\n| c | 2.00 |\n"
+    )
+    print_table(COLS, ROWS, Format.json)
+    assert json.loads(capsys.readouterr().out) == [
+        {"name": "a|b", "t/s": "1.50"},
+        {"name": "c", "t/s": "2.00"},
+    ]
+    print_table(COLS, ROWS, Format.csv)
+    assert capsys.readouterr().out == "name,t/s\na|b,1.50\nc,2.00\n"
+
+
+def test_step_summary_appends_only_where_the_job_has_one(tmp_path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    step_summary("## mine")
+    assert summary.read_text() == "earlier step\n## mine\n"
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    step_summary("## not written")  # no job summary: nothing to write, no error
+    assert summary.read_text() == "earlier step\n## mine\n"
+
+
+def test_history_in_every_format(tmp_path):
+    run = make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2"))
+    table = specbench("history", "--add", run, cwd=tmp_path)
+    assert table.returncode == 0 and "recorded" in table.stdout and "spec_tps over runs" in table.stdout
+    data = specbench("history", "--format", "json", cwd=tmp_path)
+    records = json.loads(data.stdout)  # stdout is the JSON alone
+    assert records and all(r["cell"] and r["run"] == "run1" for r in records)
+    assert list(records[0]) == ["cell", "started", "run", "llama.cpp", "threads", "value [95% CI]", "reps",
+                                "prompts", "speed"]  # fmt: skip
+    md = specbench("history", "--add", run, "--format", "md", cwd=tmp_path)
+    assert md.stdout.startswith("### spec_tps over runs\n\n| cell | started | run |")
+    assert "recorded" in md.stderr and "recorded" not in md.stdout
+    empty = specbench(
+        "history", "--metric", "speedup", "--cell", "nothing such", "--format", "json", cwd=tmp_path
+    )
+    assert json.loads(empty.stdout) == [] and "no speedup recorded" in empty.stderr
+
+
+def test_models_list_json_is_an_alias_of_format_json(tmp_path):
+    env = {"SPECBENCH_HOME": str(tmp_path / "home")}
+    alias = specbench("models", "list", "--json", cwd=tmp_path, env=env)
+    fmt = specbench("models", "list", "--format", "json", cwd=tmp_path, env=env)
+    assert alias.returncode == fmt.returncode == 0 and alias.stdout == fmt.stdout
+    assert json.loads(fmt.stdout) == []
+    md = specbench("models", "list", "--format", "md", cwd=tmp_path, env=env)
+    assert md.stdout.startswith("| kind | source | size |")
