@@ -279,6 +279,10 @@ def compare_cmd(
         print_json(data)
     elif fmt == Format.md:
         typer.echo(to_markdown(cmp) + f"\n{UNPAIRED_NOTE}")
+    elif fmt == Format.csv:  # every metric's rows, named; the verdict on stderr
+        rows = [[m.metric, *row] for m in cmp.metrics for row in _rows(m)]
+        print_table([Col(c) for c in ["metric", *COLUMNS]], rows, fmt)
+        say(_verdict(cmp), err=True)
     else:
         _print_table(cmp)
     step_summary(to_markdown(cmp))

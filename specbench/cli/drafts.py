@@ -178,6 +178,10 @@ def drafts(
         typer.echo(_markdown(result))
         _print_measured(measured, run_dir)
         return
+    if fmt == Format.csv:  # the ranking alone on stdout
+        print_table(COLS, [_cells(r) for r in result.rows], fmt)
+        _print_measured(measured, run_dir, err=True)
+        return
     for line in _head(result):
         say(line)
     drop = ("read", "type", "arch", "earlier run: accept -> predicted", "max", "measured", "params")
@@ -192,16 +196,16 @@ def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
-def _print_measured(measured: list, run_dir: Path | None) -> None:
+def _print_measured(measured: list, run_dir: Path | None, err: bool = False) -> None:
     """--measure's ranking: measured speedup with its 95% interval, beside the model's prediction."""
     if not measured:
         return
-    say(f"measured (run folder {run_dir}; `specbench report {run_dir}` shows it):")
+    say(f"measured (run folder {run_dir}; `specbench report {run_dir}` shows it):", err=err)
     for i, m in enumerate(measured, 1):
         ci = "" if m.speedup_ci_low is None else f" [{m.speedup_ci_low:.2f}, {m.speedup_ci_high:.2f}]"
         acc = "" if m.acceptance is None else f", acceptance {m.acceptance * 100:.0f}%"
         say(f"  {i}. {m.candidate} at g {m.draft_max}: measured {_x(m.speedup)}{ci}{acc}; "
-            f"predicted at that acceptance {_x(m.predicted_speedup)}")  # fmt: skip
+            f"predicted at that acceptance {_x(m.predicted_speedup)}", err=err)  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

@@ -96,6 +96,9 @@ def show(cmp, fmt: Format) -> None:
         print_json(cmp.model_dump(mode="json"))
     elif fmt == Format.md:
         typer.echo(to_markdown(cmp))
+    elif fmt == Format.csv:  # the rows alone; the verdict on stderr
+        print_table([Col(c) for c in COLUMNS], _rows(cmp), fmt)
+        say(_verdict(cmp), err=True)
     else:
         rows = _rows(cmp)
         print_table([Col(c, wrap=c in ("why", "cell")) for c in COLUMNS], rows, Format.table,

@@ -39,9 +39,11 @@ def format_option(*formats: Format, help: str, short: bool = False) -> Any:
     return typer.Option(*names, parser=parse, metavar=f"<{'|'.join(formats)}>", help=help)
 
 
-# A result table with its verdict (compare, ab, drafts): a table, Markdown (a PR comment) or JSON.
+# A result table (compare, ab, drafts, history, models list): a table, Markdown (a PR comment), CSV
+# (the rows alone; a verdict goes to stderr) or JSON (the whole result).
 TableFormat = Annotated[
-    Format, format_option(Format.table, Format.md, Format.json, help="table, md or json.")
+    Format,
+    format_option(Format.table, Format.md, Format.csv, Format.json, help="table, md, csv or json."),
 ]
 # `report`: also CSV and one HTML page (the files it writes beside the table).
 ReportFormat = Annotated[Format, format_option(*Format, help="What to print on stdout.", short=True)]

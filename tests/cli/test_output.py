@@ -1,6 +1,8 @@
 """The output layer (specbench.cli.output): one Format, one --format option on every command that
 prints a table, one renderer per format, one writer of the GitHub job summary."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -35,15 +37,15 @@ def test_every_table_command_takes_the_one_format_option():
 
 
 @pytest.mark.parametrize("path", sorted(TABLE_COMMANDS - {"specbench report"}))
-def test_table_commands_offer_table_md_and_json_with_one_help(path):
+def test_table_commands_offer_table_md_csv_and_json_with_one_help(path):
     cmds = dict(commands(app))
     names, text = _format_params()[path].get_help_record(context(cmds[path], path))
-    assert names == "--format <table|md|json>" and text.startswith("table, md or json.")
+    assert names == "--format <table|md|csv|json>" and text.startswith("table, md, csv or json.")
 
 
 def test_a_format_a_command_does_not_write_is_one_line_and_exit_2(tmp_path):
     r = specbench("history", "--format", "html", cwd=tmp_path)
-    assert r.returncode == 2 and "'html' is not one of 'table', 'md', 'json'" in r.stderr
+    assert r.returncode == 2 and "'html' is not one of 'table', 'md', 'csv', 'json'" in r.stderr
     assert "Traceback" not in r.stderr
 
 
@@ -103,3 +105,13 @@ def test_models_list_json_is_an_alias_of_format_json(tmp_path):
     assert json.loads(fmt.stdout) == []
     md = specbench("models", "list", "--format", "md", cwd=tmp_path, env=env)
     assert md.stdout.startswith("| kind | source | size |")
+
+
+def test_compare_as_csv_rows_on_stdout_and_the_verdict_on_stderr(tmp_path):
+    a = make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2"))
+    slow = make_run(tmp_path, "run3", BASE, {4: SPEC[4], 8: [x * 0.8 for x in SPEC[8]]}, prompts=("p1", "p2"))
+    r = specbench("compare", a, slow, "--metric", "spec_tps", "--format", "csv", cwd=tmp_path)
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert r.returncode == 1 and rows and {row["metric"] for row in rows} == {"spec_tps"}
+    assert {row["prompt"] for row in rows if row["status"] == "fail"} == {"p1", "p2"}
+    assert r.stderr.strip().splitlines()[-1].startswith("FAIL: 2 regressions")
