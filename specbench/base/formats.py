@@ -47,9 +47,10 @@ def finite(data: Any) -> Any:
     return data
 
 
-def json_text(data: Any) -> str:
-    """Strict JSON, indented by 2 (no trailing newline): what every ``--format json`` prints."""
-    return json.dumps(finite(data), indent=2, allow_nan=False)
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """Strict JSON, indented by 2 (no trailing newline): what every ``--format json`` prints;
+    ``indent=None``: one line (a GitHub Actions matrix read from an output)."""
+    return json.dumps(finite(data), indent=indent, allow_nan=False)
 
 
 def csv_text(records: Sequence[dict[str, Any]]) -> str:

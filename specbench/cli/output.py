@@ -49,9 +49,9 @@ TableFormat = Annotated[
 ReportFormat = Annotated[Format, format_option(*Format, help="What to print on stdout.", short=True)]
 
 
-def print_json(data: Any) -> None:
+def print_json(data: Any, indent: int | None = 2) -> None:
     """A result as strict JSON on stdout (non-finite numbers as null), nothing else there."""
-    typer.echo(json_text(data))
+    typer.echo(json_text(data, indent))
 
 
 def step_summary(markdown: str) -> None:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from specbench.cli.common import console, say
+from specbench.cli.common import Col, console, say
 from specbench.cli.options import Sets
+from specbench.cli.output import Format, TableFormat, chosen, print_json, print_table
 
 
 def plan(
@@ -27,6 +27,7 @@ def plan(
             "--quiet", "-q", help="The matrix or table alone, without plan's notes (as `run --quiet`)."
         ),
     ] = False,
+    fmt: TableFormat = Format.table,
 ) -> None:
     """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
     from specbench.base.paths import check_path
@@ -40,8 +41,15 @@ def plan(
     prepared = preparation.prepare(cfg, dry_run=True)
     known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
     result = matrix(prepared.plan, cfg, shards, estimate=lambda inv: known(inv) or guess_s(inv))
-    if as_json:
-        say(json.dumps(result))
+    fmt = chosen(fmt, as_json)
+    if fmt == Format.json:  # one line: a GitHub Actions output holds it as is
+        print_json(result, indent=None)
+        return
+    if fmt != Format.table:
+        rows = [[e["shard"], ", ".join(e["cells"]), f"{e['est_s']:.0f} s",
+                 ", ".join(e["runs_on"]) if isinstance(e.get("runs_on"), list) else e.get("runs_on", "-")]
+                for e in result["include"]]  # fmt: skip
+        print_table([Col(h) for h in ("shard", "cells", "est. time", "runs on")], rows, fmt)
         return
     runs = prepared.plan.measured  # what the shards are dealt
     from_history = sum(known(i) is not None for i in runs)

@@ -17,7 +17,7 @@ from tests.helpers.runs import BASE, SPEC, make_run
 # The commands that print a result table: each takes --format.
 TABLE_COMMANDS = {
     "specbench compare", "specbench ab", "specbench drafts", "specbench report", "specbench history",
-    "specbench models list",
+    "specbench models list", "specbench plan",
 }  # fmt: skip
 
 
