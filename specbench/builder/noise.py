@@ -9,6 +9,11 @@ the OS offers it (a missing source leaves its field empty, never fails the run):
   than our own process tree: two benchmarks at once make both meaningless;
 * how busy the CPUs are while specbench itself is idle (``/proc/stat`` over a short interval) and
   the 1-minute load average against the core count;
+
+Both look only at the CPUs this process may run on (its affinity): a benchmark pinned to other
+cores does not compete (a duet pair, or two CI jobs given a core each), and time spent by niced
+processes (``nice`` > 0) is not counted busy: the scheduler gives them about 1.5% of a core beside
+a process at the default priority (weights 15 to 1024), so they cannot take its share;
 * other processes on the GPU and GPU utilisation (``nvidia-smi``);
 * the CPU frequency governor (``powersave``/``ondemand`` let clocks wander);
 * thermal throttling events (``thermal_throttle/*_count`` rising during the run).
@@ -58,7 +63,9 @@ class NoiseSnapshot(BaseModel):
     at: str  # ISO time
     cpu_count: int
     load_1m: float | None = None
-    cpu_busy: float | None = None  # fraction of all cores busy over CPU_SAMPLE_S (before/after only)
+    cpu_busy: float | None = (
+        None  # fraction of our cores busy (niced work not) over CPU_SAMPLE_S (before/after only)
+    )
     governors: list[str] = Field(default_factory=list)  # distinct scaling_governor values
     throttle_count: int | None = None  # sum of thermal_throttle counters over all CPUs
     gpus: list[GpuLoad] = Field(default_factory=list)
@@ -156,14 +163,34 @@ def _short(argv: list[str], limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def our_cpus() -> set[int] | None:
+    """The CPUs this process may run on (None where the OS does not say)."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def _shares_cpus(pid: int, mine: set[int] | None) -> bool:
+    """Whether ``pid`` may run on one of our CPUs (unknown: assume it does)."""
+    if mine is None:
+        return True
+    try:
+        return bool(set(os.sched_getaffinity(pid)) & mine)
+    except (AttributeError, OSError):
+        return True
+
+
 def concurrent_processes(me: int | None = None) -> list[ForeignProcess]:
-    """Other specbench runs and llama.cpp binaries on this machine, outside our own process tree."""
+    """Other specbench runs and llama.cpp binaries that may run on our CPUs, outside our own
+    process tree (one pinned to other cores does not compete with us)."""
     procs = _processes()
     ours = _family(procs, me if me is not None else os.getpid())
+    mine = our_cpus()
     return [
         ForeignProcess(pid=pid, command=_short(argv))
         for pid, (_, argv) in sorted(procs.items())
-        if pid not in ours and is_benchmark_process(argv)
+        if pid not in ours and is_benchmark_process(argv) and _shares_cpus(pid, mine)
     ]
 
 
@@ -171,22 +198,32 @@ def concurrent_processes(me: int | None = None) -> list[ForeignProcess]:
 
 
 def _cpu_times() -> tuple[int, int] | None:
-    """(busy, total) jiffies over all CPUs from /proc/stat."""
     raw = _read(Path("/proc/stat"))
-    if not raw:
-        return None
-    fields = raw.split(b"\n", 1)[0].split()[1:]
-    try:
-        values = [int(v) for v in fields]
-    except ValueError:
-        return None
-    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
-    total = sum(values[:8])  # guest time is already inside user
-    return total - idle, total
+    return cpu_times(raw, our_cpus()) if raw else None
+
+
+def cpu_times(raw: bytes, mine: set[int] | None) -> tuple[int, int] | None:
+    """(busy, total) jiffies over the CPUs ``mine`` (all where None) from /proc/stat's text;
+    niced time counts as idle (see the module's docstring)."""
+    busy = total = 0
+    for line in raw.splitlines():
+        name, _, rest = line.partition(b" ")
+        if not name.startswith(b"cpu") or name == b"cpu":
+            continue
+        if mine is not None and int(name[3:]) not in mine:
+            continue
+        try:
+            values = [int(v) for v in rest.split()]
+        except ValueError:
+            return None
+        idle = values[1] + values[3] + (values[4] if len(values) > 4 else 0)  # nice + idle + iowait
+        busy += sum(values[:8]) - idle  # guest time is already inside user
+        total += sum(values[:8])
+    return (busy, total) if total else None
 
 
 def cpu_busy(seconds: float = CPU_SAMPLE_S) -> float | None:
-    """Fraction of all cores busy over ``seconds`` (call it while specbench itself is idle)."""
+    """Fraction of our cores busy over ``seconds`` (call it while specbench itself is idle)."""
     first = _cpu_times()
     if first is None:
         return None

@@ -106,3 +106,36 @@ def test_gpu_utilisation_counts_only_before_specbench_used_the_gpu():
     after = noise.NoiseSnapshot(phase="after", at="t1", cpu_count=2, gpus=hot)
     assert noise.judge(before) == ["GPU 0 at 90% busy"]
     assert noise.judge(after, before) == []
+
+
+STAT = b"""cpu  400 300 100 1000 0 0 0 0 0 0
+cpu0 100 0 50 500 0 0 0 0 0 0
+cpu1 300 300 50 500 0 0 0 0 0 0
+intr 1 2 3
+"""
+
+
+def test_cpu_time_counts_only_our_cpus_and_not_niced_work():
+    """A benchmark pinned to cpu0 is not busy because cpu1 is, and niced work (cpu1's 300) yields
+    to it: busy is user + system (+ irq...), never nice, idle or iowait."""
+    assert noise.cpu_times(STAT, {0}) == (150, 650)
+    assert noise.cpu_times(STAT, {1}) == (350, 1150)
+    assert noise.cpu_times(STAT, None) == (500, 1800)
+
+
+def test_a_benchmark_on_other_cpus_does_not_compete():
+    mine = noise.our_cpus()
+    if mine is None or len(mine) < 2:
+        pytest.skip("needs two CPUs to pin a process away from this one")
+    ours, theirs = min(mine), max(mine)
+    pid = start_foreign("llama-server")
+    try:
+        os.sched_setaffinity(pid, {theirs})
+        os.sched_setaffinity(0, {ours})
+        time.sleep(0.3)
+        assert pid not in {p.pid for p in noise.concurrent_processes()}
+        os.sched_setaffinity(0, mine)
+        assert pid in {p.pid for p in noise.concurrent_processes()}
+    finally:
+        os.sched_setaffinity(0, mine)
+        stop(pid)
