@@ -24,14 +24,17 @@ demo: build
 	$(SPECBENCH) report
 
 # `make test`: every test whose verdict holds on any machine, busy or quiet; first those that run no
-# llama.cpp, on both cores (pytest-xdist), then the `slow` ones (real llama.cpp) one at a time: two
-# llama.cpp processes never share the cores. The `perf` tests judge a real llama.cpp timing (a
-# slowdown caught by ab, the sentinel seeing a slowed phase): they need a quiet machine and run in
-# `make test-perf` (docs/development.md, "Tests and linters").
+# llama.cpp, on both cores (pytest-xdist), then the `slow` ones (real llama.cpp) on one worker per
+# core, each worker pinned to its core (SPECBENCH_TEST_PIN, tests/conftest.py) and its llama.cpp runs
+# given one thread: two llama.cpp processes never share a core. A test file runs on one worker
+# (--dist loadfile), so a module's real runs are made once. The `perf` tests judge a real llama.cpp
+# timing (a slowdown caught by ab, the sentinel seeing a slowed phase): they need a quiet machine and
+# run in `make test-perf`, one at a time (docs/development.md, "Tests and linters").
 TEST_WORKERS ?= 2
 test: setup
 	$(BIN)/pytest -q --durations=15 -n $(TEST_WORKERS) -m "not slow and not perf"
-	$(BIN)/pytest -q --durations=25 -m "slow and not perf"
+	$(SPECBENCH) build --backend cpu  # on every core, before the tier pins its workers (cached: instant)
+	SPECBENCH_TEST_PIN=1 $(BIN)/pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile -m "slow and not perf"
 
 test-perf: setup
 	$(BIN)/pytest -q --durations=25 -m perf

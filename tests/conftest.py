@@ -10,7 +10,20 @@ pytest_plugins = [
 ]
 
 
+import os  # noqa: E402
+
 import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    """With SPECBENCH_TEST_PIN set (`make test`'s real-run tier), each pytest-xdist worker runs on
+    a core of its own, and so does every llama.cpp process it starts: two real runs at once never
+    share a core (llama.cpp's threads spin-wait; two on one core fall 30-60x). Real-run tests give
+    llama.cpp `tests.helpers.realruns.threads()` threads: the cores the worker may use."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and os.environ.get("SPECBENCH_TEST_PIN") and hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
 
 
 @pytest.fixture(autouse=True)
@@ -22,8 +35,8 @@ def own_calibration_cache(tmp_path_factory, monkeypatch):
 
 # A test that asks for the real build or a real model may run llama.cpp: it is `slow` whether or not
 # its module says so. `make test` runs the others on both cores (pytest-xdist) and these after them,
-# one at a time, so that two llama.cpp processes never share the 2 cores (each would spin its
-# threads against the other: a run's t/s falls 30-60x and its timeouts come near).
+# one worker per core, pinned (pytest_configure above), so that two llama.cpp processes never share
+# a core (each would spin its threads against the other: a run's t/s falls 30-60x).
 REAL_FIXTURES = {"llama_build", "smol_q4", "gemma_q4"}  # smol_f32, the heads, llama_history: through these
 
 

@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import specbench_process as specbench
+from tests.helpers.realruns import threads
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "ci.yaml"
-ONE_PAIR_A_ROUND = ["--set", "prompts.ids=[code-02]", "--set", "repetitions=1", "--set", "warmup=0",
-                    "--set", "generation.n_predict=16", "--metric", "baseline_tps", "--threshold", "95%",
+ONE_PAIR_A_ROUND = ["--set", "prompts.ids=[math-03]", "--set", "repetitions=1", "--set", "warmup=0",
+                    "--set", "generation.n_predict=16", "--set", f"generation.threads={threads()}",
+                    "--metric", "baseline_tps", "--threshold", "95%",
                     "--quiet"]  # fmt: skip
 
 

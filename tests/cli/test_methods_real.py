@@ -20,6 +20,7 @@ from specbench.models.meta import read_metadata
 from specbench.parse.process import parse_text
 from specbench.results.samplelog import load_samples
 from tests.fixtures.build import cli_process as cli
+from tests.helpers.realruns import threads
 
 pytestmark = pytest.mark.slow
 PROMPT = "Write a Python function that returns the sum of a list of numbers."
@@ -35,7 +36,7 @@ def test_generated_files_are_what_the_methods_need(smol_eagle3, tiny_mtp):
 def _speculative_simple(llama_build, *args: str) -> subprocess.CompletedProcess[str]:
     binary = llama_build.binary("speculative_simple").path
     cmd = [binary, *workaround_argv(llama_build, "speculative_simple"), *args]  # the workaround, as planned
-    cmd += ["--spec-draft-n-max", "4", "-p", PROMPT, "-n", "16", "-t", "2", "--temp", "0"]
+    cmd += ["--spec-draft-n-max", "4", "-p", PROMPT, "-n", "16", "-t", str(threads()), "--temp", "0"]
     return subprocess.run(
         [*cmd, "-c", "512"],
         capture_output=True,
@@ -90,7 +91,7 @@ def methods_config(tmp: Path, target, draft, eagle3: Path, mtp: Path | None = No
         pairs=pairs,
         prompts={"file": str(tmp / "prompts.jsonl")},
         sweep={"method": ["draft", "draft-eagle3"], "draft_max": [4]},
-        generation={"n_predict": 16, "threads": 2},
+        generation={"n_predict": 16, "threads": threads()},
         repetitions=1,
         warmup=0,
         timeout_s=300,

@@ -27,7 +27,7 @@ from tests.fixtures.build import assert_one_line_error
 from tests.fixtures.build import cli_process as cli
 from tests.fixtures.realrun import TOKEN
 from tests.helpers.procs import start_and_signal
-from tests.helpers.realruns import one_cell, write_config
+from tests.helpers.realruns import one_cell, threads, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +41,7 @@ def repeating_prompt(tmp: Path) -> Path:
     return path
 
 
-def test_one_cell_end_to_end(one_cell_run, llama_build, smol_f32, smol_q4):
+def test_one_cell_end_to_end(one_cell_run, llama_build, smol_target, smol_q4):
     result, run_dir = one_cell_run.result, one_cell_run.run_dir
     assert result.returncode == 0, result.stderr[-3000:]
     samples = load_samples(run_dir)
@@ -70,7 +70,7 @@ def test_one_cell_end_to_end(one_cell_run, llama_build, smol_f32, smol_q4):
     man = load_manifest(run_dir)
     assert man.status == "complete" and man.finished_at and man.run_id == "run1"
     assert man.build.commit == llama_build.commit and man.env.cpu_cores >= 1
-    assert man.models["f32"].sha256 == smol_f32.sha256 and man.models["q4"].sha256 == smol_q4.sha256
+    assert man.models["f32"].sha256 == smol_target.sha256 and man.models["q4"].sha256 == smol_q4.sha256
     assert man.pair_checks["smol"].ok and man.config["repetitions"] == 2
     assert man.n_samples_planned == 6 and man.plan_size == 9  # 3 warmups: one per binary and model
     assert len(list((run_dir / "raw").glob("*warmup*.stderr"))) == 3
@@ -96,13 +96,13 @@ def test_hf_token_never_reaches_results(one_cell_run):
     assert TOKEN not in result.stdout and TOKEN not in result.stderr
 
 
-def test_dry_run_prints_commands_and_runs_nothing(tmp_path, llama_build, smol_f32, smol_q4):
-    config = one_cell(tmp_path, smol_f32, smol_q4)
+def test_dry_run_prints_commands_and_runs_nothing(tmp_path, llama_build, smol_target, smol_q4):
+    config = one_cell(tmp_path, smol_target, smol_q4)
     result = cli("run", str(config), "--dry-run", env={"SPECBENCH_RESULTS": str(tmp_path / "results")})
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert f"# build: cached {llama_build.key}" in out
-    assert f"# model f32: path:{smol_f32.path}" in out and smol_f32.sha256[:12] in out
+    assert f"# model f32: path:{smol_target.path}" in out and smol_target.sha256[:12] in out
     assert "# pair smol: f32 + q4: ok" in out
     labels = [line for line in out.splitlines() if line.startswith(("# warmup", "# rep"))]
     assert len(labels) == 9 and sum("speculative smol draft draft_max=8" in x for x in labels) == 3
@@ -110,7 +110,7 @@ def test_dry_run_prints_commands_and_runs_nothing(tmp_path, llama_build, smol_f3
     # the build decodes here as built; --no-repack where it crashed, e.g. on an AMX CPU)
     spec, completion = (" ".join([llama_build.binary(r).path, *workaround_argv(llama_build, r)])
                         for r in ("speculative_simple", "completion"))  # fmt: skip
-    assert out.count(f"{spec} -m {smol_f32.path}") == 3
+    assert out.count(f"{spec} -m {smol_target.path}") == 3
     assert (
         out.count("--spec-draft-n-max 8 --spec-draft-n-min 0 --spec-draft-p-min 0 --spec-type draft-simple")
         == 3
@@ -183,7 +183,7 @@ def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q
         models={"q4": {"path": str(smol_q4.path)}},
         pairs={"lookup": {"target": "q4", "method": "ngram-simple"}},
         prompts={"file": str(repeating_prompt(tmp_path))},  # the lookup drafts: a valid cell, exit 0
-        generation={"n_predict": 16, "threads": 2},
+        generation={"n_predict": 16, "threads": threads()},
         repetitions=2,
         warmup=0,  # re-running warmups on --resume is checked in tests/test_runner.py
     )

@@ -13,14 +13,16 @@ from specbench.results.cell import baseline_of
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.fixtures.build import cli_process as cli
-from tests.helpers.realruns import one_cell
+from tests.helpers.realruns import one_cell, threads
 
 pytestmark = pytest.mark.slow
 AA = [{"label": "a", "backend": "cpu"}, {"label": "b", "backend": "cpu"}]
 
 
-def run_aa(tmp_path, smol_f32, smol_q4, *sets: str):
-    config = one_cell(tmp_path, smol_f32, smol_q4, generation={"n_predict": 16, "threads": 2}, llama_cpp=AA)
+def run_aa(tmp_path, smol_target, smol_q4, *sets: str):
+    config = one_cell(
+        tmp_path, smol_target, smol_q4, generation={"n_predict": 16, "threads": threads()}, llama_cpp=AA
+    )
     run_dir = tmp_path / "run"
     env = {"SPECBENCH_RESULTS": str(tmp_path)}
     result = cli("run", str(config), "--out", str(run_dir), *sets, env=env, timeout=1800)  # ~1 min when quiet
@@ -46,8 +48,8 @@ def check_interleaved(samples, n: int = 12) -> None:
             assert (baseline_of(s), s.prompt_id, s.repetition) in baselines and s.outputs_match is True
 
 
-def test_two_builds_interleave_with_the_process_runner(tmp_path, llama_build, smol_f32, smol_q4):
-    run_dir, samples = run_aa(tmp_path, smol_f32, smol_q4)
+def test_two_builds_interleave_with_the_process_runner(tmp_path, llama_build, smol_target, smol_q4):
+    run_dir, samples = run_aa(tmp_path, smol_target, smol_q4)
     check_interleaved(samples)
     man = load_manifest(run_dir)
     assert set(man.builds) == {"a", "b"} and man.builds["a"].key == man.builds["b"].key == llama_build.key
@@ -63,8 +65,8 @@ def test_two_builds_interleave_with_the_process_runner(tmp_path, llama_build, sm
     assert {d["metric"] for d in json.loads(gate.stdout)["decisions"]} >= {"baseline_tps", "spec_tps"}
 
 
-def test_two_builds_interleave_with_the_server_runner(tmp_path, llama_build, smol_f32, smol_q4):
-    run_dir, samples = run_aa(tmp_path, smol_f32, smol_q4, "--set", "runner=server")
+def test_two_builds_interleave_with_the_server_runner(tmp_path, llama_build, smol_target, smol_q4):
+    run_dir, samples = run_aa(tmp_path, smol_target, smol_q4, "--set", "runner=server")
     check_interleaved(samples, n=16)  # the server runner measures each baseline again after (A B A)
     assert {s.runner for s in samples} == {"server"}
     # one server per build, setting and repetition: baseline, speculative and draft-alone, 2 x 2 of each,

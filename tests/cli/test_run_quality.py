@@ -16,6 +16,7 @@ from specbench.results.samplelog import load_samples
 from tests.fixtures.build import assert_one_line_error
 from tests.fixtures.build import cli_process as cli
 from tests.helpers.procs import start_foreign
+from tests.helpers.realruns import threads
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +31,7 @@ def config(tmp: Path, q4, **extra) -> Path:
         name="quality", models={"q4": {"path": str(q4.path)}},
         pairs={"ng": {"target": "q4", "method": "ngram-simple"}}, prompts={"file": "prompts.jsonl"},
         sweep={"ngram_size_n": [2], "ngram_size_m": [4]},
-        generation={"n_predict": 16, "threads": 2}, warmup=0, timeout_s=300, **extra,
+        generation={"n_predict": 16, "threads": threads()}, warmup=0, timeout_s=300, **extra,
     )  # fmt: skip
     path = tmp / "quality.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.build import assert_one_line_error, cli
+from tests.helpers.realruns import threads
 
 pytestmark = pytest.mark.slow
 QUICK = "configs/quickstart.yaml"
 CHEAP = ["--set", "generation.n_predict=16", "--set", "repetitions=1", "--set", "warmup=0",
-         "--set", "prompts.ids=[code-02]", "--set", "sweep.method=[draft]",
-         "--set", "sweep.draft_max=[2,4,8]"]  # fmt: skip
+         "--set", "prompts.ids=[math-03]", "--set", "sweep.method=[draft]",
+         "--set", "sweep.draft_max=[2,4,8]", "--set", f"generation.threads={threads()}"]  # fmt: skip
 AXES = ("pair", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "category")
 
 

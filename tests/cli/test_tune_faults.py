@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
 from specbench.results.calibfile import load_calibration
 from specbench.results.calibration import PassCosts
@@ -22,7 +23,7 @@ from specbench.tune.calibrate import CachedCosts, store
 from tests.fixtures.build import assert_one_line_error
 from tests.fixtures.build import cli_process as cli
 from tests.helpers.procs import processes_with, wait_for
-from tests.helpers.realruns import one_cell, write_config
+from tests.helpers.realruns import one_cell, threads, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ def marked(tmp: Path, f32, q4) -> tuple[Path, str]:
         tmp / "tiny.yaml", name="tiny",
         models={"f32": {"path": str(f32.path)}, "q4": {"path": str(q4.path)}},
         pairs={"smol": {"target": "f32", "draft": "q4"}}, prompts={"file": str(prompts)},
-        generation={"n_predict": 16, "threads": 2}, warmup=0, timeout_s=300,
+        generation={"n_predict": 16, "threads": threads()}, warmup=0, timeout_s=300,
     )  # fmt: skip
     return config, marker
 
@@ -75,20 +76,33 @@ def test_a_signal_during_tune_kills_llama_records_the_run_and_says_what_was_kept
     assert man.noise.snapshots, "tune ran no noise check"
 
 
-def test_tune_on_a_busy_machine_warns_records_it_and_caches_no_calibration(
+def test_tune_on_a_busy_machine_warns_records_it_caches_no_calibration_and_searches_every_family(
     tmp_path, llama_build, smol_f32, smol_q4
 ):
+    """One tune, two checks: the busy machine (another benchmark the whole time) and the search over
+    every draft_min and p_min of the config's sweep (each family's probe at draft_max 4, its own fit)."""
     from tests.helpers.procs import start_foreign, stop
 
     config, _ = marked(tmp_path, smol_f32, smol_q4)
+    data = yaml.safe_load(config.read_text())
+    data["sweep"] = {"method": ["draft"], "draft_max": [4], "draft_min": [0, 2], "p_min": [0.0, 0.6]}
+    config.write_text(yaml.safe_dump(data))
     foreign = start_foreign("llama-server", seconds=600)  # another benchmark, for the whole tune
     try:
-        result = cli("tune", str(config), "--budget", "900", "--max-draft", "3", "--out", str(tmp_path / "t"),
-                     timeout=1800)  # a loaded machine takes a minute a run; a quiet one a second  # fmt: skip
+        result = cli("tune", str(config), "--budget", "900", "--max-draft", "4", "--json",
+                     "--out", str(tmp_path / "t"), timeout=1800)  # fmt: skip
     finally:
         stop(foreign)
     assert result.returncode == 0, result.stderr
     assert "WARNING: busy machine: another benchmark is running" in result.stderr
+    by_family: dict = {}
+    for c in json.loads(result.stdout)["candidates"]:
+        s = c["settings"]
+        assert s["draft_min"] <= s["draft_max"] and c["model_speedup"] is not None
+        by_family.setdefault((s["draft_min"], s["p_min"]), []).append(c)
+    assert set(by_family) == {(0, 0.0), (0, 0.6), (2, 0.0), (2, 0.6)}
+    for family, cands in by_family.items():
+        assert any(c["settings"]["draft_max"] == 4 and c["speedup"] is not None for c in cands), family
     assert "note: calibration not cached: the machine was busy while it was measured" in result.stderr
     assert not list(Path(os.environ["SPECBENCH_CALIBRATION"]).glob("*.json"))
     man = load_manifest(tmp_path / "t")
@@ -133,11 +147,11 @@ def test_run_reports_the_model_from_a_calibration_cached_for_its_pair(
     for name, model, decode in (("f32", smol_f32, 0.02), ("q4", smol_q4, 0.008)):
         pass_s = {k: decode * (1 + 0.1 * (k - 1)) for k in (1, 2, 3, 5, 9)}
         for depth in (20, 25, 31, 39, 49, 61, 76, 95, 119, 149, 186):  # one within 25% of the run's
-            store(CachedCosts(build=llama_build.key, sha256=model.sha256, threads=2, ngl=0, depth=depth,
-                              repetitions=2, measured_at=at,
+            store(CachedCosts(build=llama_build.key, sha256=model.sha256, threads=threads(), ngl=0,
+                              depth=depth,                              repetitions=2, measured_at=at,
                               costs=PassCosts(model=name, decode_s=decode, pass_s=pass_s)))  # fmt: skip
     config = one_cell(tmp_path, smol_f32, smol_q4, repetitions=1, warmup=0, sweep={"draft_max": [4]},
-                      generation={"n_predict": 16, "threads": 2})  # fmt: skip
+                      generation={"n_predict": 16, "threads": threads()})  # fmt: skip
     run_dir = tmp_path / "run"
     result = cli("run", str(config), "--out", str(run_dir), "--quiet", env={"COLUMNS": "200"})
     assert result.returncode == 0, result.stderr

@@ -22,6 +22,7 @@ from specbench.results.manifestfile import load_manifest
 from specbench.results.runlock import RunLock
 from specbench.results.samplelog import load_samples
 from tests.helpers.fakeruns import inv, manifest, process
+from tests.helpers.realruns import threads
 
 
 def _gone(pid: int) -> bool:
@@ -275,7 +276,8 @@ def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_b
     config.write_text(
         f"name: tiny\nmodels:\n  q4: {{path: {smol_q4.path}}}\n"
         "pairs:\n  p: {target: q4, method: ngram-simple}\nprompts: {ids: [code-01]}\n"
-        "generation: {n_predict: 8, threads: 2, ctx_size: 32}\nrepetitions: 1\nwarmup: 0\ntimeout_s: 120\n"
+        f"generation: {{n_predict: 8, threads: {threads()}, ctx_size: 32}}\n"
+        "repetitions: 1\nwarmup: 0\ntimeout_s: 120\n"
     )
     prepared = preparation.prepare(preparation.load(config))
     summary = benchmark.run_benchmark(prepared, tmp_path / "run")

@@ -33,17 +33,17 @@ from specbench.results.manifestfile import load_manifest
 from specbench.results.records import Generation
 from specbench.results.samplelog import load_samples
 from tests.fixtures.build import cli_process as cli
-from tests.helpers.realruns import server_config
+from tests.helpers.realruns import server_config, threads
 from tests.models.tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def server_run(tmp_path_factory, llama_build, smol_f32, smol_q4):
+def server_run(tmp_path_factory, llama_build, smol_target, smol_q4):
     tmp = tmp_path_factory.mktemp("server")
     config = tmp / "srv.yaml"
-    config.write_text(yaml.safe_dump(server_config(tmp, smol_f32, smol_q4, warmup=0), sort_keys=False))
+    config.write_text(yaml.safe_dump(server_config(tmp, smol_target, smol_q4, warmup=0), sort_keys=False))
     run_dir = tmp / "results" / "run"
     env = {"SPECBENCH_RESULTS": str(tmp / "results")}
     result = cli("run", str(config), "--out", str(run_dir), env=env, timeout=1800)
@@ -131,11 +131,11 @@ def _manifest(run_dir: Path, build) -> Manifest:
     return Manifest(run_id=run_dir.name, name="t", config={}, build=build, env=collect(), models={})
 
 
-def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, llama_build, smol_f32, smol_q4):
+def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, llama_build, smol_target, smol_q4):
     # a readable header (planning reads it: a corrupt one is refused before anything runs, a one-line
     # ModelError) whose llama weights are missing: llama-server starts and fails to load it
     bad = write_tiny_gguf(tmp_path / "weightless.gguf")
-    data = server_config(tmp_path, smol_f32, smol_q4, sweep={"draft_max": [8], "parallel": [1]})
+    data = server_config(tmp_path, smol_target, smol_q4, sweep={"draft_max": [8], "parallel": [1]})
     config = config_from_mapping(data, tmp_path, "t.yaml")
     prompts = [render(p, "f32", None) for p in config.prompt_list()]
     plan = make_plan(config, llama_build, {"f32": bad, "q4": smol_q4.path}, prompts)
@@ -204,8 +204,8 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def test_ctrl_c_kills_the_server(tmp_path, llama_build, smol_f32, smol_q4):
-    data = server_config(tmp_path, smol_f32, smol_q4, warmup=0, sweep={"draft_max": [8], "parallel": [1]})
+def test_ctrl_c_kills_the_server(tmp_path, llama_build, smol_target, smol_q4):
+    data = server_config(tmp_path, smol_target, smol_q4, warmup=0, sweep={"draft_max": [8], "parallel": [1]})
     data["generation"]["n_predict"] = 400  # long enough to be interrupted while the server answers
     config = tmp_path / "srv.yaml"
     config.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -250,7 +250,8 @@ def test_a_prompt_the_context_cannot_hold_fails_as_with_the_process_runner(tmp_p
     data = dict(
         name="ctx", runner="server", models={"q4": {"path": str(smol_q4.path)}},
         pairs={"lookup": {"target": "q4", "method": "ngram-simple"}}, prompts={"file": str(prompts)},
-        generation={"n_predict": 8, "threads": 2, "ctx_size": 64}, repetitions=1, warmup=0, timeout_s=120,
+        generation={"n_predict": 8, "threads": threads(), "ctx_size": 64}, repetitions=1, warmup=0,
+        timeout_s=120,
     )  # fmt: skip
     config = tmp_path / "ctx.yaml"
     config.write_text(yaml.safe_dump(data))

@@ -22,9 +22,9 @@ LENGTHS = [1.0, 3.0, 5.0]
 
 
 @pytest.fixture(scope="module")
-def synth_run(tmp_path_factory, llama_build, smol_f32, smol_q4):
+def synth_run(tmp_path_factory, llama_build, smol_target, smol_q4):
     tmp = tmp_path_factory.mktemp("synth")
-    data = server_config(tmp, smol_f32, smol_q4, warmup=0)
+    data = server_config(tmp, smol_target, smol_q4, warmup=0)
     data["sweep"] = {"draft_max": [4], "synth_len": LENGTHS}
     data["prompts"]["ids"] = ["sum"]
     config = tmp / "synth.yaml"

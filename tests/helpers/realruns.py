@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import uuid
 from pathlib import Path
@@ -10,6 +11,12 @@ from pathlib import Path
 import yaml
 
 from specbench.builder.buildinfo import BuildInfo
+
+
+def threads() -> int:
+    """llama.cpp threads for a real run: the cores this test process may use, at most 2 (one where
+    `make test` pins each worker to a core of its own: tests/conftest.py)."""
+    return min(2, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else 2
 
 
 def write_config(path: Path, **data) -> Path:
@@ -33,7 +40,7 @@ def one_cell(tmp: Path, f32, q4, **extra) -> Path:
         pairs={"smol": {"target": "f32", "draft": "q4"}},
         prompts={"file": str(short_prompt(tmp))},
         sweep={"draft_max": [8]},
-        generation={"n_predict": 32, "threads": 2},
+        generation={"n_predict": 32, "threads": threads()},
         repetitions=2,
         warmup=1,
         timeout_s=300,
@@ -56,7 +63,7 @@ def ngram_config(tmp: Path, q4) -> tuple[Path, str]:
         models={"q4": {"path": str(q4.path)}},
         pairs={"lookup": {"target": "q4", "method": "ngram-simple"}},
         prompts={"file": str(prompts)},
-        generation={"n_predict": 64, "threads": 2},
+        generation={"n_predict": 64, "threads": threads()},
         repetitions=3,
         warmup=0,
     )
@@ -88,7 +95,7 @@ def server_config(tmp: Path, f32, q4, **extra) -> dict:
         pairs={"smol": {"target": "f32", "draft": "q4"}},
         prompts={"file": str(prompts_file(tmp))},
         sweep={"draft_max": [8], "parallel": [1, 2]},
-        generation={"n_predict": 16, "threads": 2, "ctx_size": 512},
+        generation={"n_predict": 16, "threads": threads(), "ctx_size": 512},
         repetitions=1,
         warmup=1,
         timeout_s=120,

@@ -7,6 +7,7 @@ from pathlib import Path
 from specbench.builder.buildinfo import BuildInfo, FlagSpelling
 from specbench.plan.config import Config, config_from_mapping
 from specbench.plan.prompts import render
+from tests.helpers.realruns import threads
 
 MODELS = {
     "big": Path("/models/big.gguf"),
@@ -24,7 +25,7 @@ def make_config(tmp_path: Path, **sections) -> Config:
         "pairs": {"p": {"target": "big", "draft": "small"}},
         "prompts": {"ids": ["code-02", "extr-01", "summ-01"]},
         "sweep": {"method": ["draft", "ngram-simple"], "draft_max": [4, 8, 16]},
-        "generation": {"n_predict": 64, "threads": 2},
+        "generation": {"n_predict": 64, "threads": threads()},
         "repetitions": 2,
     }
     data.update(sections)

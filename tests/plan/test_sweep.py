@@ -18,6 +18,7 @@ from specbench.plan.invocation import Invocation
 from specbench.plan.prompts import render_all
 from specbench.plan.sweep import make_plan
 from specbench.results.records import Sample
+from tests.helpers.realruns import threads
 from tests.helpers.sweeps import MODELS, make_config, pairs, rendered, with_flags
 
 
@@ -60,7 +61,8 @@ def test_flags_for_the_pinned_build(tmp_path, llama_build):
     assert pairs(base.argv)["-m"] == "/models/big.gguf"
     assert {"-no-cnv", "--no-display-prompt", "--no-escape"} <= set(base.argv)
     assert not base.prompt_echoed
-    expected = {"-m": "/models/big.gguf", "-p": "", "-n": "64", "--temp": "0", "-s": "42", "-t": "2"}
+    expected = {"-m": "/models/big.gguf", "-p": "", "-n": "64", "--temp": "0", "-s": "42"}
+    expected["-t"] = str(threads())
     assert pairs(base.argv) | {"-p": ""} == {**expected, "-c": "2048", "-ngl": "0"}
     assert base.argv[base.argv.index("-p") + 1] == base.prompt_text
 
@@ -270,7 +272,7 @@ def test_server_plan_groups_by_setting_and_batches_by_parallel(tmp_path, llama_b
         opts = pairs(inv.argv)
         assert Path(inv.argv[0]).name == "llama-server" and inv.runner == "server"
         assert opts["-np"] == str(inv.parallel) and opts["-c"] == str(2048 * inv.parallel)
-        assert opts["--cache-ram"] == "0" and opts["--port"] == "0" and opts["-t"] == "2"
+        assert opts["--cache-ram"] == "0" and opts["--port"] == "0" and opts["-t"] == str(threads())
         assert inv.request.prompt == inv.prompt_text and inv.request.cache_prompt is False
         assert (inv.request.n_predict, inv.request.temperature) == (64, 0)
         if inv.role == "speculative":

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "ci.yaml"
 CHEAP = [
     "--set",
-    "prompts.ids=[code-02]",
+    "prompts.ids=[math-03]",
     "--set",
     "generation.n_predict=16",
     "--set",
@@ -224,4 +224,4 @@ def test_the_best_settings_command_line_plans_that_cell(site):
     r = specbench(*argv[1:], "--dry-run", cwd=root, env={"SPECBENCH_RESULTS": str(root / "dry")})
     assert r.returncode == 0, r.stderr[-2000:]
     planned = [ln for ln in r.stdout.splitlines() if ln.startswith("# rep ") and " speculative " in ln]
-    assert planned and all("smol draft draft_max=8" in ln and "code-02" in ln for ln in planned), planned
+    assert planned and all("smol draft draft_max=8" in ln and "math-03" in ln for ln in planned), planned

@@ -4,6 +4,7 @@ import pytest
 
 from specbench.base.errors import RunError
 from specbench.tune.calibrate import calibrate, measure_model, parse_bench_json, pass_sizes, store
+from tests.helpers.realruns import threads
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +21,7 @@ def test_pass_sizes_cover_one_to_g_plus_one_sparser_at_higher_levels():
 def test_llama_bench_at_depth_gives_positive_pass_costs_that_grow_with_the_batch(llama_build, smol_q4):
     entry, cached = measure_model(
         llama_build, "q4", str(smol_q4.path), smol_q4.sha256,
-        ks=[1, 2, 17], depth=64, threads=2, ngl=0, reps=1, use_cache=False,
+        ks=[1, 2, 17], depth=64, threads=threads(), ngl=0, reps=1, use_cache=False,
     )  # fmt: skip
     costs = entry.costs
     assert not cached and entry.measured_at and entry.depth == 64
@@ -32,7 +33,7 @@ def test_llama_bench_at_depth_gives_positive_pass_costs_that_grow_with_the_batch
     # stored, the same measurement comes from the cache, under the name asked for, when it holds the k's
     store(entry)
     got = calibrate(llama_build, [("draft", str(smol_q4.path), smol_q4.sha256, 0)], max_draft=1, depth=64,
-                    threads=2, reps=1)  # fmt: skip
+                    threads=threads(), reps=1)  # fmt: skip
     cal = got.calibration
     if costs.not_monotonic() is not None:  # a busy machine timed a longer pass far below a shorter one
         assert got.fresh and cal.source == "measured"  # such an entry is never reused: measured again
@@ -58,5 +59,5 @@ def test_calibration_stops_at_its_time_and_says_what_set_it(llama_build, smol_q4
     monkeypatch.setenv("SPECBENCH_CALIBRATION", str(tmp_path / "cal"))  # nothing cached: it must measure
     with pytest.raises(CalibrationTimeout, match=r"ran past 0 s \(what --budget 9 leaves for calibration"):
         model = ("q4", str(smol_q4.path), smol_q4.sha256, 0)
-        calibrate(llama_build, [model], max_draft=4, depth=64, threads=2, reps=1, timeout_s=0.05,
+        calibrate(llama_build, [model], max_draft=4, depth=64, threads=threads(), reps=1, timeout_s=0.05,
                   limit="what --budget 9 leaves for calibration")  # fmt: skip

@@ -14,6 +14,7 @@ from specbench.builder import envinfo
 from specbench.builder.buildinfo import BuildInfo, SelfTest, TypeCheck, Workaround
 from specbench.builder.probe import probe_binary
 from specbench.tune.calibrate import calibrate
+from tests.helpers.realruns import threads
 
 BENCH = Path(__file__).parents[1] / "fakebins" / "bench-repack-crash"
 AMX_CPU = ["amx_bf16", "amx_int8", "amx_tile", "avx2", "avx512f"]
@@ -35,7 +36,7 @@ def crashing_build(workarounds_off: bool = False) -> BuildInfo:
 
 def _calibrate(build: BuildInfo, options: list[str] = ()):
     models = [("t", "/m/t.gguf", None, 0, list(options)), ("d", "/m/d.gguf", None, 0, list(options))]
-    return calibrate(build, models, max_draft=4, depth=64, threads=2, reps=1)
+    return calibrate(build, models, max_draft=4, depth=64, threads=threads(), reps=1)
 
 
 @pytest.fixture

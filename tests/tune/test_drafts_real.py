@@ -13,6 +13,7 @@ from specbench.tune.draftmeasure import measure
 from specbench.tune.drafts import Request, rank
 from tests.fixtures.models import SMOL_Q4
 from tests.helpers.hub import requested_ranges
+from tests.helpers.realruns import threads
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +29,7 @@ def test_rank_then_measure_the_two_best(hub, llama_build, smol_f32, smol_q4, gem
     hub.add_commit("org/smol-q8", {"SmolLM2-135M-Instruct-Q8_0.gguf": q8.path})
     hub.add_commit("org/gemma", {"gemma-3-270m-q4_k_m.gguf": gemma_q4.path})
     candidates = ["org/smol-q4", "org/smol-q8", "org/gemma", "org/none"]
-    req = Request(target=str(smol_f32.path), candidates=candidates, max_draft=4, threads=2)
+    req = Request(target=str(smol_f32.path), candidates=candidates, max_draft=4, threads=threads())
     result = rank(req, llama_build)
     assert all(n <= 4 << 20 for p, n in requested_ranges(hub).items() if "smol" in p)  # headers only
     rows = {r.candidate.split("/")[1]: r for r in result.rows if "/" in r.candidate}
@@ -48,8 +49,8 @@ def test_rank_then_measure_the_two_best(hub, llama_build, smol_f32, smol_q4, gem
 
     monkeypatch.setattr("specbench.builder.builder._build", no_build)
     run_dir, measured = measure(result, 2, tmp_path / "run", None, llama_build.backend,
-                                overrides={"prompts": {"suite": "builtin", "ids": ["code-02"]},
-                                           "generation": {"n_predict": 32}, "repetitions": 2})  # fmt: skip
+                                overrides={"prompts": {"suite": "builtin", "ids": ["math-03"]},
+                                           "generation": {"n_predict": 16}, "repetitions": 2})  # fmt: skip
     fetched = [r.path for r in hub.requests if r.method == "GET" and "/resolve/" in r.path and not r.range]
     assert sorted(Path(p).name for p in fetched) == sorted(Path(r.candidate).name for r in ranked[:2])
     assert run_dir == tmp_path / "run" and (run_dir / "manifest.json").is_file()
