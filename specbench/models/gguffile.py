@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import struct
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,14 @@ class TruncatedGGUF(Exception):
         self.needed, self.size = needed, size
 
 
+@lru_cache(maxsize=16)
+def _reader(path: str, size: int, mtime_ns: int) -> FastGGUFReader:
+    """One reader per file and version of it in a process: a run reads a model's header in its
+    resolution, pair check and pre-flight (10 opens of a 135M pair took 3-6 s a run, mostly the
+    token list); a file written again (another size or time) is read again."""
+    return FastGGUFReader(path)
+
+
 def open_gguf(path: Path) -> FastGGUFReader:
     """Open a GGUF file; a missing, foreign or truncated file is a one-line ModelError."""
     if not path.exists():
@@ -103,8 +112,9 @@ def open_gguf(path: Path) -> FastGGUFReader:
             f"{path} is not a GGUF file (starts with {magic!r}, expected b'GGUF'); "
             "llama.cpp needs .gguf models (convert with convert_hf_to_gguf.py)"
         )
+    stat = path.stat()
     try:
-        reader = FastGGUFReader(path)
+        reader = _reader(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     except TruncatedGGUF as exc:
         raise ModelError(f"{path} is truncated: {exc}; delete it and fetch it again") from exc
     except (IndexError, struct.error) as exc:
