@@ -147,6 +147,11 @@ def drafts(
     if config is not None:
         check_path(config, "--config")
         cfg = preparation.load(config)
+    if measure and out is not None:  # refused before the ranking's llama-bench runs, not after
+        from specbench.results.runstate import check_fresh
+
+        check_path(out, "--out")
+        check_fresh(out)
     build = pick_build()
     req = Request(target=target, candidates=candidates or [], families=family or [], config=cfg,
                   max_draft=max_draft, threads=threads, measure_costs=not no_measure,
@@ -159,8 +164,6 @@ def drafts(
         from specbench.cli.progress import ProgressView
         from specbench.tune.draftmeasure import measure as measure_best
 
-        if out is not None:
-            check_path(out, "--out")
         view = ProgressView(quiet=fmt == Format.json)
         try:
             run_dir, measured = measure_best(result, measure, out, cfg, build.backend if build else "auto",

@@ -86,3 +86,16 @@ def test_a_config_names_the_target_and_its_other_models_are_the_candidates(tmp_p
     assert set(rows) == {"d", "o"}  # the config's other models, by their names
     assert rows["d"]["compatible"] and not rows["o"]["compatible"]
     assert data["target"]["candidate"] == "t"
+
+
+def test_measure_into_a_folder_that_holds_a_run_is_refused_before_ranking(tmp_path, files):
+    """Not after the candidates' llama-bench timings (half a minute on a 135M pair here)."""
+    target, draft, _ = files
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "samples.jsonl").write_text('{"run_id": "x"}\n')
+    args = ("drafts", target, draft, "--measure", "1", "--out", taken)
+    proc = specbench(*args, cwd=tmp_path, env=_env(tmp_path))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {taken} already holds a run")
+    assert "timing" not in proc.stderr and proc.stdout == ""  # nothing ranked, nothing timed
