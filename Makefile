@@ -32,8 +32,8 @@ demo: build
 # run in `make test-perf`, one at a time (docs/development.md, "Tests and linters").
 TEST_WORKERS ?= 2
 test: setup
+	$(SPECBENCH) build --backend cpu  # on every core, before any worker is pinned (cached: instant)
 	$(BIN)/pytest -q --durations=15 -n $(TEST_WORKERS) -m "not slow and not perf"
-	$(SPECBENCH) build --backend cpu  # on every core, before the tier pins its workers (cached: instant)
 	SPECBENCH_TEST_PIN=1 $(BIN)/pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile -m "slow and not perf"
 
 test-perf: setup
