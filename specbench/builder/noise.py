@@ -11,9 +11,12 @@ the OS offers it (a missing source leaves its field empty, never fails the run):
   the 1-minute load average against the core count;
 
 Both look only at the CPUs this process may run on (its affinity): a benchmark pinned to other
-cores does not compete (a duet pair, or two CI jobs given a core each), and time spent by niced
-processes (``nice`` > 0) is not counted busy: the scheduler gives them about 1.5% of a core beside
-a process at the default priority (weights 15 to 1024), so they cannot take its share;
+cores does not compete (a duet pair, or two CI jobs given a core each). Time of niced processes
+(``nice`` > 0) counts as busy where the kernel groups tasks by session (``sched_autogroup``, on by
+default in most distributions, and on this project's VM): a niced process in another session then
+gets a whole session's share, not a niced task's (measured here: a ``nice -n 19`` spinner kept 94%
+of a core beside a compile). Only with autogrouping off does niced work yield (about 1.5% of a core
+beside a default-priority process), and only then is it not counted;
 * other processes on the GPU and GPU utilisation (``nvidia-smi``);
 * the CPU frequency governor (``powersave``/``ondemand`` let clocks wander);
 * thermal throttling events (``thermal_throttle/*_count`` rising during the run).
@@ -63,9 +66,7 @@ class NoiseSnapshot(BaseModel):
     at: str  # ISO time
     cpu_count: int
     load_1m: float | None = None
-    cpu_busy: float | None = (
-        None  # fraction of our cores busy (niced work not) over CPU_SAMPLE_S (before/after only)
-    )
+    cpu_busy: float | None = None  # fraction of our cores busy over CPU_SAMPLE_S (before/after only)
     governors: list[str] = Field(default_factory=list)  # distinct scaling_governor values
     throttle_count: int | None = None  # sum of thermal_throttle counters over all CPUs
     gpus: list[GpuLoad] = Field(default_factory=list)
@@ -197,14 +198,21 @@ def concurrent_processes(me: int | None = None) -> list[ForeignProcess]:
 # ---------------------------------------------------------------- CPU and GPU
 
 
+def niced_work_yields() -> bool:
+    """Whether a niced process yields to ours: only where the kernel does not group tasks by
+    session (``/proc/sys/kernel/sched_autogroup_enabled`` 0 or absent)."""
+    raw = _read(Path("/proc/sys/kernel/sched_autogroup_enabled"))
+    return raw is None or raw.strip() == b"0"
+
+
 def _cpu_times() -> tuple[int, int] | None:
     raw = _read(Path("/proc/stat"))
-    return cpu_times(raw, our_cpus()) if raw else None
+    return cpu_times(raw, our_cpus(), niced_idle=niced_work_yields()) if raw else None
 
 
-def cpu_times(raw: bytes, mine: set[int] | None) -> tuple[int, int] | None:
+def cpu_times(raw: bytes, mine: set[int] | None, niced_idle: bool = False) -> tuple[int, int] | None:
     """(busy, total) jiffies over the CPUs ``mine`` (all where None) from /proc/stat's text;
-    niced time counts as idle (see the module's docstring)."""
+    ``niced_idle``: niced time counts as idle (see the module's docstring)."""
     busy = total = 0
     for line in raw.splitlines():
         name, _, rest = line.partition(b" ")
@@ -216,7 +224,8 @@ def cpu_times(raw: bytes, mine: set[int] | None) -> tuple[int, int] | None:
             values = [int(v) for v in rest.split()]
         except ValueError:
             return None
-        idle = values[1] + values[3] + (values[4] if len(values) > 4 else 0)  # nice + idle + iowait
+        idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+        idle += values[1] if niced_idle else 0
         busy += sum(values[:8]) - idle  # guest time is already inside user
         total += sum(values[:8])
     return (busy, total) if total else None

@@ -115,12 +115,23 @@ intr 1 2 3
 """
 
 
-def test_cpu_time_counts_only_our_cpus_and_not_niced_work():
-    """A benchmark pinned to cpu0 is not busy because cpu1 is, and niced work (cpu1's 300) yields
-    to it: busy is user + system (+ irq...), never nice, idle or iowait."""
+def test_cpu_time_counts_only_our_cpus_and_niced_work_where_it_competes():
+    """A benchmark pinned to cpu0 is not busy because cpu1 is. Niced work (cpu1's 300) is busy
+    where the kernel groups tasks by session (it then competes), idle only where it yields."""
     assert noise.cpu_times(STAT, {0}) == (150, 650)
-    assert noise.cpu_times(STAT, {1}) == (350, 1150)
-    assert noise.cpu_times(STAT, None) == (500, 1800)
+    assert noise.cpu_times(STAT, {1}) == (650, 1150)
+    assert noise.cpu_times(STAT, None) == (800, 1800)
+    assert noise.cpu_times(STAT, {1}, niced_idle=True) == (350, 1150)
+    assert noise.cpu_times(STAT, None, niced_idle=True) == (500, 1800)
+
+
+def test_niced_work_yields_only_without_autogroups():
+    path = "/proc/sys/kernel/sched_autogroup_enabled"
+    if not os.path.exists(path):
+        assert noise.niced_work_yields()
+    else:
+        with open(path) as fh:
+            assert noise.niced_work_yields() == (fh.read().strip() == "0")
 
 
 def test_a_benchmark_on_other_cpus_does_not_compete():
