@@ -76,7 +76,7 @@ def run_info(run: StoredRun) -> RunInfo:
         speed_tps=[tps for _, tps in series],
         speed_reference=facts.speed.reference,
         speed_warnings=facts.speed.warnings,
-        speed_notes=facts.speed.notes,
+        speed_notes=[*facts.speed.notes, *([facts.speed.describe()] if facts.speed.off else [])],
         speed_precision=facts.speed.precision,
     )
 

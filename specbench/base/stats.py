@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache, partial
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 CONFIDENCE = 0.95
 MIN_PAIRS = 6  # the fewest pairs whose signed-rank interval reaches 95% (1 - 2/2^6 = 96.9%)
@@ -30,10 +30,11 @@ EXACT_UP_TO = 200  # pairs; beyond this the signed-rank distribution is taken as
 @lru_cache(maxsize=4096)
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     """The t quantile of a two-sided ``confidence`` interval with ``df`` degrees of freedom (cached:
-    a long history asks for it thousands of times)."""
-    from scipy.stats import t
+    a long history asks for it thousands of times). scipy.special's inverse of the t CDF, the one
+    ``scipy.stats.t.ppf`` calls: importing scipy.stats costs a `specbench run` a second."""
+    from scipy.special import stdtrit
 
-    return float(t.ppf(0.5 + confidence / 2, df))
+    return float(stdtrit(df, 0.5 + confidence / 2))
 
 
 def variance(values: Sequence[float]) -> float:
@@ -92,7 +93,13 @@ class Interval(BaseModel):
     low: float | None  # None: too few pairs for the asked confidence
     high: float | None
     confidence: float | None  # the interval's exact coverage (>= the asked one), None with no interval
-    p_value: float  # two-sided signed-rank test of "no change"
+    # the two-sided test of "no change", computed when first read: the signed-rank test imports
+    # scipy.stats, a second of every `specbench run` whose closing report never reads it
+    p_of: Callable[[], float] = Field(exclude=True, repr=False)
+
+    @cached_property
+    def p_value(self) -> float:
+        return self.p_of()
 
 
 def walsh_averages(d: Sequence[float]) -> list[float]:
@@ -131,10 +138,10 @@ def _critical(n: int, confidence: float) -> tuple[int, float] | None:
     no interval reaches ``confidence`` with n pairs."""
     half = (1.0 - confidence) / 2.0
     if n > EXACT_UP_TO:
-        from scipy.stats import norm
+        from scipy.special import ndtri  # the normal quantile (scipy.stats.norm.ppf)
 
         mu, sd = n * (n + 1) / 4.0, math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-        c = int(math.floor(mu - norm.ppf(1 - half) * sd))  # P(T+ <= c-1) ~ alpha/2, continuity included
+        c = int(math.floor(mu - ndtri(1 - half) * sd))  # P(T+ <= c-1) ~ alpha/2, continuity included
         return (c, confidence) if c >= 1 else None
     cdf = _signed_rank_cdf(n)
     c = 0
@@ -168,28 +175,30 @@ def interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     n = len(d)
     est = hodges_lehmann(d)
     crit = _critical(n, confidence)
-    p = signed_rank_p(d)
+    p = partial(signed_rank_p, tuple(d))
     if crit is None:
-        return Interval(n=n, estimate=est, low=None, high=None, confidence=None, p_value=p)
+        return Interval(n=n, estimate=est, low=None, high=None, confidence=None, p_of=p)
     c, coverage = crit
     w = walsh_averages(d)
-    return Interval(n=n, estimate=est, low=w[c - 1], high=w[len(w) - c], confidence=coverage, p_value=p)
+    return Interval(n=n, estimate=est, low=w[c - 1], high=w[len(w) - c], confidence=coverage, p_of=p)
 
 
 def t_interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     """Mean of the differences with its t interval and two-sided p (for 2 to MIN_PAIRS - 1 pairs,
     where no signed-rank interval reaches ``confidence``); no interval for one pair."""
-    from scipy.stats import t as student
+    from scipy.special import stdtr  # the t CDF (scipy.stats.t.cdf)
 
     n = len(d)
     s = summarize(d)
     mean, sd = s.mean, s.sd
     if sd is None:  # one pair
-        return Interval(n=n, estimate=mean, low=None, high=None, confidence=None, p_value=1.0)
+        return Interval(n=n, estimate=mean, low=None, high=None, confidence=None, p_of=lambda: 1.0)
     se = sd / math.sqrt(n)
     reach = t_quantile(n - 1, confidence) * se
-    p = 1.0 if mean == 0 else (0.0 if se == 0 else float(2 * student.sf(abs(mean) / se, n - 1)))
-    return Interval(n=n, estimate=mean, low=mean - reach, high=mean + reach, confidence=confidence, p_value=p)
+    p = 1.0 if mean == 0 else (0.0 if se == 0 else float(2 * stdtr(n - 1, -abs(mean) / se)))
+    return Interval(
+        n=n, estimate=mean, low=mean - reach, high=mean + reach, confidence=confidence, p_of=lambda: p
+    )
 
 
 def log_ratios(base: Sequence[float], head: Sequence[float]) -> list[float]:

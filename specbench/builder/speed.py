@@ -54,6 +54,7 @@ class SpeedRecord(BaseModel):
     # cell, prompt and repetition, and a speculative sample with its baseline); None: no pairs yet
     pair_s: float | None = None
     notes: list[str] = Field(default_factory=list)  # moves that fell between pairs: said, not warned
+    off: bool = False  # the config said `sentinel: false`: no readings by choice
 
     def cost_s(self) -> float:
         return sum(r.wall_s for r in self.readings)
@@ -61,6 +62,8 @@ class SpeedRecord(BaseModel):
     def describe(self, run_s: float | None = None) -> str | None:
         """One line for the end of a run: what was read, its range, and what it cost."""
         values = [tps for _, tps in self.series()]
+        if self.off:
+            return "speed sentinel off (sentinel: false): the machine's own speed was not re-measured"
         if not self.readings:
             return None
         spread = f"{min(values):.1f}-{max(values):.1f} t/s" if values else "no reading measured"

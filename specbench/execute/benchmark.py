@@ -156,7 +156,8 @@ def run_benchmark(
     plan, adaptive = prepared.plan, None
     speed = manifest.noise.speed
     reference = None if _nothing_left(plan, run_dir, resume, prepared.config) else plan.sentinel
-    sentinel = Sentinel(reference, run_dir, speed, prepared.config.precision, manifest.run_id)
+    sentinel = Sentinel(reference, run_dir, speed, prepared.config.precision, manifest.run_id,
+                        off=not prepared.config.sentinel)  # fmt: skip
     watch = NoiseWatch(manifest, strict, sentinel=sentinel)
     watch.check("before")  # --strict refuses before anything is written
     if prepared.config.auto_repetitions or undecided is not None:
@@ -175,7 +176,8 @@ def run_benchmark(
     summary = summarize(result)
     summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
     summary.speed_moved, summary.sentinel_cost_s = list(speed.warnings), speed.cost_s()
-    line = speed.describe(run_s if not resume else None)  # a resumed run's readings span several runs
+    # a resumed run's readings span several runs; `sentinel: false` is said by the closing report
+    line = None if speed.off else speed.describe(run_s if not resume else None)
     summary.noise_notes += [line] if line else []
     summary.speed_notes = list(speed.notes)
     summary.noise_notes += summary.speed_notes

@@ -52,9 +52,16 @@ class Sentinel:
     """Reads the reference when asked (``read``) or when due (``maybe``), into ``record``."""
 
     def __init__(
-        self, inv: Invocation | None, run_dir: Path, record: SpeedRecord, precision: float, run_id: str = ""
+        self,
+        inv: Invocation | None,
+        run_dir: Path,
+        record: SpeedRecord,
+        precision: float,
+        run_id: str = "",
+        off: bool = False,
     ):
         self.inv, self.run_dir, self.record, self.precision = inv, Path(run_dir), record, precision
+        record.off = record.off or off  # `sentinel: false` (kept on a resumed run's record)
         self.run_id = run_id
         self.executor = ProcessExecutor()
         self.last = time.monotonic()

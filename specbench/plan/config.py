@@ -71,6 +71,9 @@ class Config(Strict, OptionValues):
     """process: one llama.cpp process per sample; server: one llama-server per setting."""
     runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)  # shards: runner labels by ngl
     """Shards: CI runner labels for cells, by the target's ngl."""
+    sentinel: bool = True  # false: no speed sentinel readings (specbench.execute.sentinel)
+    """false: skip the speed sentinel (two or more short baseline runs of the first target that watch the
+    machine's own speed); the run then cannot see a host that slows by itself, and says so."""
     workarounds: bool = True  # false: run each build as built, without its self-test's workaround
     """false: run each build as built, without the workaround its self-test found (e.g. repacking off on
     AMX CPUs); `specbench run --no-workarounds` sets it."""

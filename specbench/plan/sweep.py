@@ -146,7 +146,12 @@ def make_plan(
     reps = repetitions if repetitions is not None else config.first_repetitions
     first = next(iter(baseline_groups(cells).values()), None)
     sentinel = None
-    if first is not None:
+    if first is not None and not config.sentinel:
+        notes.append(
+            "speed sentinel off (sentinel: false): the machine's own speed is not re-measured during the "
+            "run, so a host that slows by itself goes unseen"
+        )
+    elif first is not None:
         tokens = min(SENTINEL_TOKENS, config.generation.n_predict)  # never dearer than a baseline sample
         fixed = config.model_copy(update={"generation": config.generation.model_copy(
             update={"n_predict": tokens})})  # fmt: skip

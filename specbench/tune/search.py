@@ -246,7 +246,12 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
 
     spent: list[float] = []  # seconds per measured run of each round, everything counted
     sentinel = Sentinel(
-        prepared.plan.sentinel, run_dir, manifest.noise.speed, base.precision, manifest.run_id
+        prepared.plan.sentinel,
+        run_dir,
+        manifest.noise.speed,
+        base.precision,
+        manifest.run_id,
+        off=not base.sentinel,
     )
 
     def measure(settings: list[Setting], first_round: bool = False, only: list[str] | None = None) -> None:

@@ -49,3 +49,10 @@ def test_the_cost_is_the_readings_wall_time():
     record = _record(40.0, 41.0)
     assert record.cost_s() == 2.0
     assert "2 readings of t alone, 40.0-41.0 t/s; they took 2.0 s = 2.0% of the run" in record.describe(100)
+
+
+def test_a_sentinel_turned_off_says_so_where_a_run_without_readings_says_nothing():
+    assert SpeedRecord().describe() is None  # no baseline to read: nothing to say
+    off = SpeedRecord(off=True)
+    assert off.describe().startswith("speed sentinel off (sentinel: false): the machine's own speed was not")
+    assert judge_speed(off, 0.03) == [] and off.moved is None

@@ -21,6 +21,8 @@ def test_llama_arg_variables_are_recorded_named_and_compared(tmp_path, llama_bui
     first = cli("run", str(config), "--out", str(with_fa), *sets, env={**env, "COLUMNS": "200"})
     assert first.returncode == 0, first.stderr[-2000:]
     assert "environment: LLAMA_ARG_FLASH_ATTN=on reach every llama.cpp binary" in first.stderr
+    speed = load_manifest(with_fa).noise.speed  # the config says `sentinel: false`: no reading, and said
+    assert speed.off and not speed.readings and "speed sentinel off (sentinel: false)" in first.stderr
     variables = load_manifest(with_fa).env.variables
     assert variables.get("LLAMA_ARG_FLASH_ATTN") == "on"
     text = (with_fa / "manifest.json").read_text()

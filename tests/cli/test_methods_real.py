@@ -95,6 +95,7 @@ def methods_config(tmp: Path, target, draft, eagle3: Path, mtp: Path | None = No
         repetitions=1,
         warmup=0,
         timeout_s=300,
+        sentinel=False,  # not what this test reads (tests/helpers/realruns.write_config)
     )
     data.update(extra)
     path = tmp / "methods.yaml"

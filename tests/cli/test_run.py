@@ -132,6 +132,7 @@ def test_dry_run_of_a_gpu_config_with_models_not_cached(tmp_path, llama_build):
         prompts={"categories": ["code"], "limit_per_category": 1},
         sweep={"draft_max": [4, 8], "ngl": [99], "ngld": [99]},
         repetitions=1,
+        sentinel=True,
     )
     env = {
         "HF_HUB_OFFLINE": "1",

@@ -31,7 +31,7 @@ def config(tmp: Path, q4, **extra) -> Path:
         name="quality", models={"q4": {"path": str(q4.path)}},
         pairs={"ng": {"target": "q4", "method": "ngram-simple"}}, prompts={"file": "prompts.jsonl"},
         sweep={"ngram_size_n": [2], "ngram_size_m": [4]},
-        generation={"n_predict": 16, "threads": threads()}, warmup=0, timeout_s=300, **extra,
+        generation={"n_predict": 16, "threads": threads()}, warmup=0, timeout_s=300, sentinel=False, **extra,
     )  # fmt: skip
     path = tmp / "quality.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.slow
 QUICK = "configs/quickstart.yaml"
 CHEAP = ["--set", "generation.n_predict=16", "--set", "repetitions=1", "--set", "warmup=0",
          "--set", "prompts.ids=[math-03]", "--set", "sweep.method=[draft]",
-         "--set", "sweep.draft_max=[2,4,8]", "--set", f"generation.threads={threads()}"]  # fmt: skip
+         "--set", "sweep.draft_max=[2,4,8]", "--set", f"generation.threads={threads()}",
+         "--set", "sentinel=false"]  # fmt: skip
 AXES = ("pair", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld", "category")
 
 

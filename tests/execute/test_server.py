@@ -43,7 +43,8 @@ pytestmark = pytest.mark.slow
 def server_run(tmp_path_factory, llama_build, smol_target, smol_q4):
     tmp = tmp_path_factory.mktemp("server")
     config = tmp / "srv.yaml"
-    config.write_text(yaml.safe_dump(server_config(tmp, smol_target, smol_q4, warmup=0), sort_keys=False))
+    data = server_config(tmp, smol_target, smol_q4, warmup=0, sentinel=True)  # it reads the sentinel
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
     run_dir = tmp / "results" / "run"
     env = {"SPECBENCH_RESULTS": str(tmp / "results")}
     result = cli("run", str(config), "--out", str(run_dir), env=env, timeout=1800)

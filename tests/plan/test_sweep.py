@@ -52,6 +52,16 @@ def test_counts_order_and_interleaving(tmp_path, llama_build):
     assert len(make_plan(config, llama_build, MODELS, rendered(config)).warmups) == 8
 
 
+def test_sentinel_false_plans_no_reading_and_says_so(tmp_path, llama_build):
+    on = make_plan(make_config(tmp_path), llama_build, MODELS, rendered(make_config(tmp_path)))
+    config = make_config(tmp_path, sentinel=False)
+    plan = make_plan(config, llama_build, MODELS, rendered(config))
+    assert on.sentinel is not None and plan.sentinel is None
+    assert plan.measured == on.measured  # what is measured is the same; only the readings go
+    assert any(n.startswith("speed sentinel off (sentinel: false)") for n in plan.notes)
+    assert not any("speed sentinel off" in n for n in on.notes)
+
+
 def test_flags_for_the_pinned_build(tmp_path, llama_build):
     config = make_config(tmp_path)
     plan = make_plan(config, llama_build, MODELS, rendered(config))
