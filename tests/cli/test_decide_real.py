@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import specbench_process as specbench
+from tests.helpers.cli import specbench
 from tests.helpers.realruns import threads
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from specbench.builder.workaround import workaround_argv
 from specbench.models.meta import read_metadata
 from specbench.parse.process import parse_text
 from specbench.results.samplelog import load_samples
-from tests.fixtures.build import cli_process as cli
+from tests.fixtures.build import cli
 from tests.helpers.realruns import threads
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import pytest
 from specbench.results.cell import baseline_of
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
-from tests.fixtures.build import cli_process as cli
+from tests.fixtures.build import cli
 from tests.helpers.realruns import one_cell, threads
 
 pytestmark = pytest.mark.slow
@@ -21,7 +21,12 @@ AA = [{"label": "a", "backend": "cpu"}, {"label": "b", "backend": "cpu"}]
 
 def run_aa(tmp_path, smol_target, smol_q4, *sets: str):
     config = one_cell(
-        tmp_path, smol_target, smol_q4, generation={"n_predict": 16, "threads": threads()}, llama_cpp=AA
+        tmp_path,
+        smol_target,
+        smol_q4,
+        generation={"n_predict": 16, "threads": threads()},
+        llama_cpp=AA,
+        warmup=0,  # what is interleaved is the measured samples; warmups are tested in test_runner.py
     )
     run_dir = tmp_path / "run"
     env = {"SPECBENCH_RESULTS": str(tmp_path)}
@@ -53,16 +58,21 @@ def test_two_builds_interleave_with_the_process_runner(tmp_path, llama_build, sm
     check_interleaved(samples)
     man = load_manifest(run_dir)
     assert set(man.builds) == {"a", "b"} and man.builds["a"].key == man.builds["b"].key == llama_build.key
-    # one per sample, plus one warmup per build, binary and model; a pair measured again (its process
-    # did not get its share of the CPU: execute/contention.py) loads twice more
-    assert man.model_loads == 12 + 6 + 2 * man.noise.reruns
+    # one per sample; a pair measured again (its process did not get its share of the CPU:
+    # execute/contention.py) loads twice more
+    assert man.model_loads == 12 + 2 * man.noise.reruns
     report = cli("report", str(run_dir), "--format", "json")
     assert report.returncode == 0, report.stderr
     rows = json.loads(report.stdout)
     assert sorted(r["build"] for r in rows) == ["a", "b"]  # a row per build: each with its own baseline
     gate = cli("compare", str(run_dir), "--format", "json")  # the paired gate on one multi-build run
-    assert gate.returncode == 3, gate.stderr  # 2 pairs per cell cannot decide: undecided, never a pass
-    assert {d["metric"] for d in json.loads(gate.stdout)["decisions"]} >= {"baseline_tps", "spec_tps"}
+    # the plumbing, not the verdict: two real pairs may agree by chance (a 2-pair t interval can then
+    # exclude 5% either way; an A/A here once read spec_tps 0.895 [0.831, 0.962]), so what the gate
+    # decides on 2 pairs is tested on stated numbers (tests/gate/test_paired.py)
+    assert gate.returncode in (0, 1, 3), gate.stderr
+    decisions = json.loads(gate.stdout)["decisions"]
+    assert {d["metric"] for d in decisions} >= {"baseline_tps", "spec_tps"}
+    assert {d["n_pairs"] for d in decisions if d["metric"] in ("baseline_tps", "spec_tps")} == {2}
 
 
 def test_two_builds_interleave_with_the_server_runner(tmp_path, llama_build, smol_target, smol_q4):

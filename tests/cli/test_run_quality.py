@@ -13,8 +13,7 @@ import yaml
 
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
-from tests.fixtures.build import assert_one_line_error
-from tests.fixtures.build import cli_process as cli
+from tests.fixtures.build import assert_one_line_error, cli
 from tests.helpers.procs import start_foreign
 from tests.helpers.realruns import threads
 

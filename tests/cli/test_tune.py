@@ -13,8 +13,7 @@ from specbench.execute.server import post, start_server
 from specbench.gate.history import run_count
 from specbench.parse.process import parse_text
 from specbench.results.samplelog import load_samples
-from tests.fixtures.build import assert_one_line_error
-from tests.fixtures.build import cli_process as cli
+from tests.fixtures.build import assert_one_line_error, cli
 from tests.helpers.realruns import short_prompt, threads, write_config
 
 pytestmark = pytest.mark.slow

@@ -20,8 +20,7 @@ from specbench.results.calibration import PassCosts
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from specbench.tune.calibrate import CachedCosts, store
-from tests.fixtures.build import assert_one_line_error
-from tests.fixtures.build import cli_process as cli
+from tests.fixtures.build import assert_one_line_error, cli
 from tests.helpers.procs import processes_with, wait_for
 from tests.helpers.realruns import one_cell, threads, write_config
 

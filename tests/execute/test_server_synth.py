@@ -12,8 +12,7 @@ import pytest
 import yaml
 
 from specbench.results.samplelog import load_samples
-from tests.fixtures.build import assert_one_line_error
-from tests.fixtures.build import cli_process as cli
+from tests.fixtures.build import assert_one_line_error, cli
 from tests.helpers.realruns import server_config
 
 pytestmark = pytest.mark.slow
