@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache, partial
+from functools import cached_property, lru_cache
 
 from pydantic import BaseModel, Field
 
@@ -93,13 +93,15 @@ class Interval(BaseModel):
     low: float | None  # None: too few pairs for the asked confidence
     high: float | None
     confidence: float | None  # the interval's exact coverage (>= the asked one), None with no interval
-    # the two-sided test of "no change", computed when first read: the signed-rank test imports
-    # scipy.stats, a second of every `specbench run` whose closing report never reads it
-    p_of: Callable[[], float] = Field(exclude=True, repr=False)
+    # the differences and which test of "no change" ``p_value`` is, computed when first read: the
+    # signed-rank test imports scipy.stats, a second of every `specbench run` whose report never reads it
+    differences: tuple[float, ...] = Field(exclude=True, repr=False)
+    signed_rank: bool = Field(exclude=True, repr=False)  # False: the t test (``t_interval``)
 
     @cached_property
     def p_value(self) -> float:
-        return self.p_of()
+        """Two-sided p of "no change"."""
+        return signed_rank_p(self.differences) if self.signed_rank else t_test_p(self.differences)
 
 
 def walsh_averages(d: Sequence[float]) -> list[float]:
@@ -175,30 +177,36 @@ def interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     n = len(d)
     est = hodges_lehmann(d)
     crit = _critical(n, confidence)
-    p = partial(signed_rank_p, tuple(d))
+    test = {"differences": tuple(d), "signed_rank": True}
     if crit is None:
-        return Interval(n=n, estimate=est, low=None, high=None, confidence=None, p_of=p)
+        return Interval(n=n, estimate=est, low=None, high=None, confidence=None, **test)
     c, coverage = crit
     w = walsh_averages(d)
-    return Interval(n=n, estimate=est, low=w[c - 1], high=w[len(w) - c], confidence=coverage, p_of=p)
+    return Interval(n=n, estimate=est, low=w[c - 1], high=w[len(w) - c], confidence=coverage, **test)
 
 
 def t_interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     """Mean of the differences with its t interval and two-sided p (for 2 to MIN_PAIRS - 1 pairs,
     where no signed-rank interval reaches ``confidence``); no interval for one pair."""
-    from scipy.special import stdtr  # the t CDF (scipy.stats.t.cdf)
-
     n = len(d)
     s = summarize(d)
     mean, sd = s.mean, s.sd
+    test = {"differences": tuple(float(x) for x in d), "signed_rank": False}
     if sd is None:  # one pair
-        return Interval(n=n, estimate=mean, low=None, high=None, confidence=None, p_of=lambda: 1.0)
-    se = sd / math.sqrt(n)
-    reach = t_quantile(n - 1, confidence) * se
-    p = 1.0 if mean == 0 else (0.0 if se == 0 else float(2 * stdtr(n - 1, -abs(mean) / se)))
-    return Interval(
-        n=n, estimate=mean, low=mean - reach, high=mean + reach, confidence=confidence, p_of=lambda: p
-    )
+        return Interval(n=n, estimate=mean, low=None, high=None, confidence=None, **test)
+    reach = t_quantile(n - 1, confidence) * (sd / math.sqrt(n))  # t x standard error
+    return Interval(n=n, estimate=mean, low=mean - reach, high=mean + reach, confidence=confidence, **test)
+
+
+def t_test_p(d: Sequence[float]) -> float:
+    """Two-sided p of the one-sample t test of "no change" (1.0 for one pair or a zero mean)."""
+    from scipy.special import stdtr  # the t CDF (scipy.stats.t.cdf)
+
+    s = summarize(d)
+    if s.sd is None or s.mean == 0:
+        return 1.0
+    se = s.sd / math.sqrt(s.n)
+    return 0.0 if se == 0 else float(2 * stdtr(s.n - 1, -abs(s.mean) / se))
 
 
 def log_ratios(base: Sequence[float], head: Sequence[float]) -> list[float]:

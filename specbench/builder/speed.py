@@ -61,9 +61,9 @@ class SpeedRecord(BaseModel):
 
     def describe(self, run_s: float | None = None) -> str | None:
         """One line for the end of a run: what was read, its range, and what it cost."""
-        values = [tps for _, tps in self.series()]
         if self.off:
             return "speed sentinel off (sentinel: false): the machine's own speed was not re-measured"
+        values = [tps for _, tps in self.series()]
         if not self.readings:
             return None
         spread = f"{min(values):.1f}-{max(values):.1f} t/s" if values else "no reading measured"

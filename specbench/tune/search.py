@@ -245,14 +245,9 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     prompts = prepared.prompts
 
     spent: list[float] = []  # seconds per measured run of each round, everything counted
-    sentinel = Sentinel(
-        prepared.plan.sentinel,
-        run_dir,
-        manifest.noise.speed,
-        base.precision,
-        manifest.run_id,
-        off=not base.sentinel,
-    )
+    speed = manifest.noise.speed
+    sentinel = Sentinel(prepared.plan.sentinel, run_dir, speed, base.precision, manifest.run_id,
+                        off=not base.sentinel)  # fmt: skip
 
     def measure(settings: list[Setting], first_round: bool = False, only: list[str] | None = None) -> None:
         rep = len(result.rounds)  # one repetition number per round, the baseline's included
