@@ -26,6 +26,7 @@ class RunInfo(BaseModel):
     n_samples: int = 0
     n_failed: int = 0
     n_invalid: int = 0
+    pairing: str = "sequential"  # duet: each build measured on half the CPUs beside the other
     n_rerun: int = 0  # samples whose pair was measured again (a process did not get its CPU share)
     status: str | None = None  # the manifest's: complete, interrupted, failed, running
     generation: list[str] = []  # the generation settings its samples used, one text each
@@ -74,6 +75,12 @@ def caveats(infos: list[RunInfo]) -> list[str]:
                 f"Run {info.run}: {info.n_rerun} sample{'s' * (info.n_rerun != 1)} come from pairs measured "
                 "again because a process of the pair did not get its share of the CPU (something else ran "
                 "beside it); the samples' `reruns` and `cpu_s` say which and how much."
+            )
+        if info.pairing == "duet":
+            notes.append(
+                f"Run {info.run} measured its builds in duet pairs: both at the same time, each on half the "
+                "CPUs with half the threads; its t/s are half-machine figures, and what it judges is the "
+                "ratio of each pair (docs/decide.md)."
             )
         for note in info.speed_notes:
             notes.append(f"Run {info.run}: {note}.")

@@ -70,6 +70,7 @@ def run_info(run: StoredRun) -> RunInfo:
         n_failed=sum(s.status in ("failed", "timeout") for s in samples),
         n_invalid=sum(is_invalid(s) for s in samples),
         n_rerun=sum(s.reruns > 0 for s in samples),
+        pairing=facts.pairing,
         status=facts.status,
         generation=sorted({generation_text(s.generation) for s in samples}),
         speed_s=[(datetime.fromisoformat(at) - start).total_seconds() for at, _ in series] if start else [],

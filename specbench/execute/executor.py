@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from specbench.base.errors import ParseError
 from specbench.execute.judge import Outcome
 from specbench.execute.outputs import decode_output, failure_reason
-from specbench.execute.process import run_command
+from specbench.execute.process import Command, ProcessResult, run_together
 from specbench.parse.crash import CrashFacts
 from specbench.parse.process import ParsedLog, parse_text, without_loading_noise
 from specbench.parse.span import format_stamps
@@ -92,16 +92,23 @@ class ProcessExecutor:
         return [self._run_one(inv, index, run_dir) for index, inv in batch]
 
     def _run_one(self, inv: Invocation, index: int, run_dir: Path) -> Outcome:
+        command = self._command(inv, index, run_dir)
+        return self._outcome(inv, run_together([command])[0], run_dir)
+
+    def _command(
+        self, inv: Invocation, index: int, run_dir: Path, cpus: frozenset[int] | None = None
+    ) -> Command:
         stdout_path, stderr_path = raw_paths(run_dir, raw_stem(index, inv))
         self.model_loads += 1
         plain = inv.role != "speculative"  # llama-completion: its generation is timed from stdout
-        res = run_command(
-            list(inv.argv), stdout_path, stderr_path, timeout_s=inv.timeout_s, stamp_stdout=plain
-        )
+        return Command(list(inv.argv), stdout_path, stderr_path, inv.timeout_s, plain, cpus)
+
+    def _outcome(self, inv: Invocation, res: ProcessResult, run_dir: Path) -> Outcome:
+        stdout_path, stderr_path = res.stdout_path, res.stderr_path
         if res.stdout_times is not None:
             stdout_path.with_suffix(".times").write_text(format_stamps(res.stdout_times), encoding="utf-8")
         stdout, stderr = read_output(res.stdout_path), read_log(res.stderr_path)
-        if not plain and stderr and stderr_path.stat().st_size < _MAX_LOG_READ:
+        if inv.role == "speculative" and stderr and stderr_path.stat().st_size < _MAX_LOG_READ:
             stderr, dropped = without_loading_noise(stderr)  # -lv 5 (the step log) prints each tensor too
             if dropped:
                 note = (
@@ -125,3 +132,30 @@ class ProcessExecutor:
 
     def close(self) -> None:
         pass
+
+
+class DuetExecutor(ProcessExecutor):
+    """``pairing: duet`` (``specbench.plan.pairing``): a pair's two processes (two builds' runs of one
+    cell, prompt and repetition) start together, each pinned to its own CPU set; a build takes the
+    other set in the next pair, so neither build keeps the faster half. Anything else (a warmup, a
+    pair's one side left by a resumed run) runs alone on the build's set of the moment."""
+
+    def __init__(self, cpu_sets: list[list[int]], labels: list[str | None], facts: CrashFacts | None = None):
+        super().__init__(facts)
+        self.sets = [frozenset(c) for c in cpu_sets]
+        self.labels = labels
+        self.pairs = 0
+
+    def _cpus(self, inv: Invocation) -> frozenset[int]:
+        side = self.labels.index(inv.build) if inv.build in self.labels else 0
+        return self.sets[(side + self.pairs) % len(self.sets)]
+
+    def run(self, batch: list[tuple[int, Invocation]], run_dir: Path) -> list[Outcome]:
+        commands = [self._command(inv, index, run_dir, self._cpus(inv)) for index, inv in batch]
+        together = len(batch) == len(self.sets) and not any(inv.warmup for _, inv in batch)
+        if together:
+            self.pairs += 1
+            results = run_together(commands)
+        else:
+            results = [run_together([c])[0] for c in commands]
+        return [self._outcome(inv, res, run_dir) for (_, inv), res in zip(batch, results, strict=True)]

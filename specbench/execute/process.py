@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from specbench.base import interrupts
 from specbench.base.childenv import child_env
@@ -93,61 +94,146 @@ def run_command(
     ``stamp_stdout``: stdout goes through a pipe and every read is time-stamped, a wall clock under
     our control over the generated tokens (llama.cpp flushes stdout after each one): see docs/timing.md.
     """
-    if not argv:
+    command = Command(argv, stdout_path, stderr_path, timeout_s, stamp_stdout)
+    return run_together([command], env=env, cwd=cwd, grace_s=grace_s)[0]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of ``run_together``; ``cpus``: the CPUs it may run on (None: those we have)."""
+
+    argv: list[str]
+    stdout_path: Path
+    stderr_path: Path
+    timeout_s: float
+    stamp_stdout: bool = False
+    cpus: frozenset[int] | None = None
+
+
+@dataclass
+class _Child:
+    command: Command
+    proc: subprocess.Popen
+    start: float
+    out: Any
+    err: Any
+    reader: threading.Thread | None = None
+    times: list[tuple[float, int]] | None = None
+    result: ProcessResult | None = None
+
+
+def run_together(
+    commands: list[Command],
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    grace_s: float = KILL_GRACE_S,
+) -> list[ProcessResult]:
+    """Start every command, then wait for all (each to its own timeout): a duet pair's two builds run
+    at the same time, each on its own CPUs. Ctrl-C kills every group still running and propagates."""
+    if not commands or not all(c.argv for c in commands):
         raise RunError("empty command line; this is a bug in the plan")
-    stdout_path.parent.mkdir(parents=True, exist_ok=True)
-    stderr_path.parent.mkdir(parents=True, exist_ok=True)
-    timed_out, cpu_s = False, None
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        start = time.monotonic()
-        interrupts.child_starting()
+    children: list[_Child] = []
+    try:
+        for command in commands:
+            children.append(_start(command, env, cwd))
+        delay = 0.0005  # polls as Popen.wait does: quickly at first, then every 50 ms at most
+        while any(c.result is None for c in children):
+            for child in children:
+                if child.result is None:
+                    _poll(child, grace_s)
+            if any(c.result is None for c in children):
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: never leave one running
+        for child in children:
+            if child.result is None:
+                kill_group(child.proc, grace_s=0.5)
+        raise
+    finally:
+        for child in children:
+            _close(child, grace_s)
+    return [c.result for c in children if c.result is not None]
+
+
+def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _Child:
+    """Popen in its own session, pinned to ``command.cpus`` (set on this thread around the fork: the
+    child inherits it, no ``preexec_fn``)."""
+    for path in (command.stdout_path, command.stderr_path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    out, err = open(command.stdout_path, "wb"), open(command.stderr_path, "wb")
+    before = os.sched_getaffinity(0) if command.cpus and hasattr(os, "sched_setaffinity") else None
+    start = time.monotonic()
+    interrupts.child_starting()
+    try:
+        if before is not None:
+            os.sched_setaffinity(0, command.cpus)
         try:
             proc = subprocess.Popen(
-                argv,
+                command.argv,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if stamp_stdout else out,
+                stdout=subprocess.PIPE if command.stamp_stdout else out,
                 stderr=err,
                 env=child_env(env),
                 cwd=cwd,
                 start_new_session=True,
             )
-        except OSError as exc:
-            interrupts.child_started()
-            raise RunError(
-                f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
-            ) from exc
-        except BaseException:
-            interrupts.child_started()
-            raise
-        times: list[tuple[float, int]] | None = None
-        reader = None
-        if stamp_stdout:
-            times = []
-            args = (proc.stdout, out, start, times)
-            reader = threading.Thread(target=_copy_stamped, args=args, daemon=True)
-            reader.start()
-        try:
-            interrupts.child_started()  # inside the try: a signal that came meanwhile kills the group below
-            cpu_s = wait_cpu(proc, timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            kill_group(proc, grace_s)
-        except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: never leave it running
-            kill_group(proc, grace_s=0.5)
-            raise
         finally:
-            if reader is not None:
-                reader.join(timeout=grace_s + 1.0)  # EOF once the group is gone
-                proc.stdout.close()
-        wall_s = time.monotonic() - start
-        if not timed_out and _group_alive(proc.pid):
-            # The leader exited but left helpers behind in its group: they must not outlive it.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    code = proc.returncode
-    sig = None
+            if before is not None:
+                os.sched_setaffinity(0, before)
+    except OSError as exc:
+        out.close()
+        err.close()
+        interrupts.child_started()
+        raise RunError(
+            f"cannot start {command.argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
+        ) from exc
+    except BaseException:
+        out.close()
+        err.close()
+        interrupts.child_started()
+        raise
+    child = _Child(command, proc, start, out, err)
+    if command.stamp_stdout:
+        child.times = []
+        args = (proc.stdout, out, start, child.times)
+        child.reader = threading.Thread(target=_copy_stamped, args=args, daemon=True)
+        child.reader.start()
+    interrupts.child_started()  # a signal that came meanwhile: raised here, the caller kills the group
+    return child
+
+
+def _poll(child: _Child, grace_s: float) -> None:
+    """Reap ``child`` if it has ended (``os.wait4``: its CPU time), or kill it past its timeout."""
+    timed_out, cpu_s = False, None
+    proc = child.proc
+    try:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    except ChildProcessError:  # reaped already: no usage to give
+        proc.wait()
+        pid, status, usage = proc.pid, None, None
+    if pid == proc.pid:
+        if status is not None:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            cpu_s = usage.ru_utime + usage.ru_stime
+    elif time.monotonic() - child.start > child.command.timeout_s:
+        timed_out = True
+        kill_group(proc, grace_s)
+    else:
+        return
+    if child.reader is not None:
+        child.reader.join(timeout=grace_s + 1.0)  # EOF once the group is gone
+    wall_s = time.monotonic() - child.start
+    if not timed_out and _group_alive(proc.pid):
+        # The leader exited but left helpers behind in its group: they must not outlive it.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    child.result = _result(child, timed_out, wall_s, cpu_s)
+
+
+def _result(child: _Child, timed_out: bool, wall_s: float, cpu_s: float | None) -> ProcessResult:
+    code, sig = child.proc.returncode, None
     if code is not None and code < 0:
         try:
             sig = signal.Signals(-code).name
@@ -156,29 +242,17 @@ def run_command(
         code = None
     if timed_out:
         code, sig = None, None
-    return ProcessResult(list(argv), code, sig, timed_out, wall_s, stdout_path, stderr_path, times, cpu_s)
+    c = child.command
+    paths = (c.stdout_path, c.stderr_path)
+    return ProcessResult(list(c.argv), code, sig, timed_out, wall_s, *paths, child.times, cpu_s)
 
 
-def wait_cpu(proc: subprocess.Popen, timeout_s: float) -> float | None:
-    """``proc.wait(timeout_s)`` that reaps with ``os.wait4``, whose usage is the CPU time the child
-    got (its threads, and children it waited for): a sample that did not get its share of the CPU is
-    told by it (``specbench.execute.contention``). Polls as ``Popen.wait`` does; raises
-    ``subprocess.TimeoutExpired`` as it does."""
-    deadline, delay = time.monotonic() + timeout_s, 0.0005
-    while True:
-        try:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        except ChildProcessError:  # reaped already: no usage to give
-            proc.wait()
-            return None
-        if pid == proc.pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return usage.ru_utime + usage.ru_stime
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise subprocess.TimeoutExpired(proc.args, timeout_s)
-        time.sleep(min(delay, remaining))
-        delay = min(delay * 2, 0.05)
+def _close(child: _Child, grace_s: float) -> None:
+    if child.reader is not None:
+        child.reader.join(timeout=grace_s + 1.0)
+        child.proc.stdout.close()
+    child.out.close()
+    child.err.close()
 
 
 def process_cpu_s(pid: int) -> float | None:

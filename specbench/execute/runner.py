@@ -24,7 +24,7 @@ from specbench.base.errors import RunError, SpecbenchError
 from specbench.builder import noise
 from specbench.builder.workaround import crash_facts as build_crash_facts
 from specbench.execute import contention
-from specbench.execute.executor import Executor, ProcessExecutor, raw_stem, read_output
+from specbench.execute.executor import DuetExecutor, Executor, ProcessExecutor, raw_stem, read_output
 from specbench.execute.judge import Measured, judge
 from specbench.execute.outputs import compare, continuation
 from specbench.execute.server_executor import ServerExecutor
@@ -149,6 +149,9 @@ def executor_for(plan: Plan, facts: CrashFacts | None = None) -> Executor:
     server setting (``runner: server``). ``facts``: what names a crash's cause (this CPU, the build)."""
     if plan.runner == "server":
         return ServerExecutor(warmup=plan.server_warmup)
+    if plan.runner == "process" and plan.pairing == "duet":
+        labels = list(dict.fromkeys(i.build for i in plan.invocations))
+        return DuetExecutor(plan.cpu_sets, labels, facts)
     if plan.runner == "process":
         return ProcessExecutor(facts)
     raise RunError(f"no executor for runner {plan.runner!r}; this is a bug in the plan")
@@ -176,7 +179,7 @@ def execute(
     prepare_run_dir(run_dir, resume)
     notify = progress or (lambda event: None)
     executor = executor_for(plan, crash_facts(manifest))
-    manifest.runner = plan.runner
+    manifest.runner, manifest.pairing = plan.runner, plan.pairing
     with RunLock(run_dir) as lock:
         done_samples = load_samples(run_dir) if resume and has_samples(run_dir) else []
         done = {s.sample_key() for s in done_samples}
@@ -230,7 +233,8 @@ def execute(
                         started = datetime.now(UTC)
                         outcomes = executor.run(batch, run_dir)
                     manifest.model_loads = loads_before + executor.model_loads
-                    starts = _starts(started, outcomes, one_by_one=plan.runner == "process")
+                    one_by_one = plan.runner == "process" and plan.pairing == "sequential"
+                    starts = _starts(started, outcomes, one_by_one)
                     for (_, b), outcome, started_at in zip(batch, outcomes, starts, strict=True):
                         in_flight.pop(0)
                         count += 1

@@ -69,6 +69,9 @@ class Config(Strict, OptionValues):
     """Published figures for this setup, printed by `specbench report` beside the run's."""
     runner: Literal["process", "server"] = "process"  # a process per sample, or a llama-server per setting
     """process: one llama.cpp process per sample; server: one llama-server per setting."""
+    pairing: Literal["auto", "sequential", "duet"] = "auto"  # specbench.plan.pairing
+    """Several builds (ab, bisect): a pair's builds one after the other (sequential), or at the same time
+    on halves of the CPUs (duet, CPU backends); auto: duet where it can run, else sequential."""
     runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)  # shards: runner labels by ngl
     """Shards: CI runner labels for cells, by the target's ngl."""
     sentinel: bool = True  # false: no speed sentinel readings (specbench.execute.sentinel)
@@ -169,6 +172,15 @@ class Config(Strict, OptionValues):
             raise ValueError(
                 "sweep.parallel: values above 1 need `runner: server` (the process runner runs one "
                 "request at a time); set runner: server or use parallel: [1]"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _duet_needs_processes(self) -> Config:
+        if self.runner == "server" and self.pairing == "duet":
+            raise ValueError(
+                "pairing: duet runs a pair's two processes at once; the server runner keeps one server "
+                "per build resident: set pairing: sequential (or auto), or runner: process"
             )
         return self
 

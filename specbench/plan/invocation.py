@@ -60,6 +60,9 @@ class Plan(BaseModel):
     # the speed sentinel's fixed reference: a short decode of the first target with llama-completion,
     # re-measured at the start, at intervals and at the end (specbench.execute.sentinel)
     sentinel: Invocation | None = None
+    # several builds: a pair one after the other, or at once on these CPU sets (specbench.plan.pairing)
+    pairing: Literal["sequential", "duet"] = "sequential"
+    cpu_sets: list[list[int]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_runner(self) -> Plan:
@@ -70,8 +73,7 @@ class Plan(BaseModel):
 
     def only(self, invocations: list[Invocation]) -> Plan:
         """The same plan (runner, settings) over other invocations, e.g. a subset of these."""
-        return Plan(runner=self.runner, invocations=invocations, notes=self.notes,
-                    server_warmup=self.server_warmup, sentinel=self.sentinel)  # fmt: skip
+        return self.model_copy(update={"invocations": invocations})
 
     @property
     def measured(self) -> list[Invocation]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from specbench.base.errors import ConfigError
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
+from specbench.plan import pairing
 from specbench.plan.cells import (
     baseline_groups,
     build_cells,
@@ -165,8 +166,15 @@ def make_plan(
         _check_free_args(config, plan.invocations, builds)
         plan.invocations = with_workarounds(plan.invocations, builds)
         return plan.model_copy(update={"sentinel": sentinel})
+    chosen = pairing.choose(config, [builds[b].backend for b in labels])
+    notes += [chosen.note] if chosen.note else []
+    measured_config = config
+    if chosen.threads is not None:  # duet: each side on half the CPUs, with half the threads
+        measured_config = config.model_copy(update={"generation": config.generation.model_copy(
+            update={"threads": chosen.threads})})  # fmt: skip
+    role = config.speculative_role
     make = {
-        b: _Factory(config, builds[b].binary("completion"), builds[b].binary(config.speculative_role), models)
+        b: _Factory(measured_config, builds[b].binary("completion"), builds[b].binary(role), models)
         for b in labels
     }
     groups = baseline_groups(cells)
@@ -186,7 +194,8 @@ def make_plan(
     notes += workaround_notes(builds)
     _check_free_args(config, measured, builds)
     invocations = with_workarounds(_warmups(measured, config.warmup) + measured, builds)
-    return Plan(runner="process", invocations=invocations, notes=notes, sentinel=sentinel)
+    return Plan(runner="process", invocations=invocations, notes=notes, sentinel=sentinel,
+                pairing=chosen.pairing, cpu_sets=[list(c) for c in chosen.cpu_sets])  # fmt: skip
 
 
 def _check_free_args(

@@ -69,6 +69,7 @@ class Manifest(BaseModel):
     n_samples_planned: int = 0  # recorded samples the plan will produce (warmups excluded)
     resumed_at: list[str] = Field(default_factory=list)  # one entry per --resume
     runner: str = "process"  # process | server
+    pairing: str = "sequential"  # several builds: sequential | duet (specbench.plan.pairing)
     model_loads: int = 0  # llama.cpp processes started that loaded a model (warmups included, all sessions)
     command_line: list[str] = Field(default_factory=list)
     noise: NoiseRecord = Field(default_factory=NoiseRecord)  # the system-noise check (older runs: empty)
@@ -153,6 +154,7 @@ class RunFacts(BaseModel):
     # `timings` were always one span) or "decode-only" (older process runs: llama.cpp's eval time).
     # A stored baseline file without it was written before format 2.
     timing: str = "decode-only"
+    pairing: str = "sequential"  # several builds: a pair one after the other, or at once (duet)
 
     def model_id(self, name: str | None) -> str | None:
         """A model's identity for matching: its sha256, or ``name:NAME`` when the sha is unknown."""
@@ -213,6 +215,7 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         workarounds=_workarounds(manifest),
         env_vars={str(k): str(v) for k, v in (env.get("variables") or {}).items()},
         timing=timing_of(manifest),
+        pairing=_str(manifest.get("pairing")) or "sequential",
     )
 
 

@@ -1,0 +1,97 @@
+"""How the two builds of a pair share the machine (config ``pairing``): one after the other, or at once.
+
+``ab``, ``bisect`` and any run of a ``llama_cpp`` list measure each build's run of a cell, prompt and
+repetition as a pair (``execute.runner``), and the paired gate judges the ratio of its two sides.
+- ``sequential``: A then B, the order reversed every pair (ABBA); each build has the whole machine.
+- ``duet``: A and B at the same time, each pinned to its own half of the CPUs with half the threads,
+  the halves swapped every pair (Bulej et al. 2020). Whatever else takes the CPU slows both sides at
+  once, so the ratio cancels it: on this 2-core VM, beside one thread busy 30% of the time, the A/A
+  log ratio's sd was 10% for duet and 66% for sequential pairs; quiet, 9.9% and 5.6%
+  (``benchmarks/bench_pairs.py``, docs/decide.md). CPU backends only: one GPU cannot be halved.
+- ``auto`` (the default): duet where it can run (several builds, the process runner, every build on
+  the CPU backend, two CPUs or more), else sequential.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from specbench.base.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from specbench.plan.config import Config
+
+Pairing = Literal["sequential", "duet"]
+PAIRINGS = ("auto", "sequential", "duet")
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The pairing a plan runs with; for duet, the two CPU sets and each side's threads."""
+
+    pairing: Pairing
+    cpu_sets: tuple[tuple[int, ...], ...] = ()
+    threads: int | None = None
+    note: str | None = None
+
+
+def cpu_halves() -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Two disjoint CPU sets of equal size from those we may use (None: under 2, or no affinity)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    half = len(cpus) // 2
+    return (tuple(cpus[:half]), tuple(cpus[half : 2 * half])) if half else None
+
+
+def side_threads(threads: int | None, half: int) -> int:
+    """A duet side's threads: half the config's (at most a half's CPUs), or a half's CPUs when unset."""
+    if threads is None:
+        return half
+    return max(1, min(threads // 2, half))
+
+
+def choose(config: Config, backends: Iterable[str | None]) -> Chosen:
+    """The pairing of ``config`` on this machine for builds of these backends. An explicit ``duet``
+    that cannot run is a ConfigError naming why; ``auto`` falls back to sequential and says so only
+    when the user could expect otherwise (a CPU run of several builds)."""
+    wanted = config.pairing
+    several = len(config.builds) > 1
+    if wanted == "sequential" or (wanted == "auto" and not several):
+        return Chosen("sequential")
+    if not several:
+        return Chosen("sequential", note=(
+            "pairing: duet needs two builds to pair (ab, bisect, a llama_cpp list); this run has one, "
+            "measured on the whole machine"))  # fmt: skip
+    other = sorted({b or "unknown" for b in backends} - {"cpu"})
+    halves = cpu_halves()
+    why = None
+    if len(config.builds) > 2:
+        why = f"it pairs two builds at a time; this run has {len(config.builds)}"
+    elif config.runner != "process":
+        why = "the server runner keeps one server per build resident; duet needs runner: process"
+    elif other:
+        why = (
+            f"builds on the {', '.join(other)} backend share one accelerator, which cannot be halved "
+            "as CPUs can"
+        )
+    elif halves is None:
+        why = "it needs two CPUs or more that this process may use (Linux CPU affinity)"
+    if why is not None:
+        if wanted == "duet":
+            raise ConfigError(f"pairing: duet: {why}; set pairing: sequential")
+        return Chosen("sequential", note=f"pairing: auto chose sequential: {why}" if not other else None)
+    assert halves is not None
+    threads = side_threads(config.generation.threads, len(halves[0]))
+    sets = " | ".join(",".join(map(str, h)) for h in halves)
+    of = f" of the config's {config.generation.threads}" if config.generation.threads else ""
+    note = (
+        f"pairing: duet: each pair's builds run at the same time, each on half the CPUs ({sets}) with "
+        f"{threads} thread{'s' * (threads != 1)}{of}, the halves swapped every pair; t/s are half-machine "
+        "figures (pairing: sequential for whole-machine ones; docs/decide.md)"
+    )
+    return Chosen("duet", halves, threads, note)
