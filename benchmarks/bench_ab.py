@@ -84,13 +84,15 @@ def ab(
     sets: list[str],
     threshold: str,
     metrics: list[str] | None = None,
+    budget: str | None = None,
 ) -> tuple[dict, float]:
     """One ``ab`` run; its JSON and wall seconds. Exit 0/1/3 are answers; anything else stops the bench.
-    ``metrics``: the ones ``ab`` decides (and adds rounds for); default all."""
+    ``metrics``: the ones ``ab`` decides (and adds rounds for); default all. ``budget``: ``--budget``."""
     t0 = time.monotonic()
     res = specbench("ab", config, "--base", base, "--head", head, "--out", out, "--format", "json", "--quiet",
                     "--threshold", threshold, *repeated("--set", sets),
-                    *repeated("--metric", metrics or []))  # fmt: skip
+                    *repeated("--metric", metrics or []),
+                    *(["--budget", budget] if budget else []))  # fmt: skip
     wall = time.monotonic() - t0
     if res.returncode not in (0, 1, 3):
         sys.exit(f"specbench ab {base} {head} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")

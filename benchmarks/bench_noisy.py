@@ -1,0 +1,137 @@
+"""Does ``specbench ab`` decide right while something else competes for the CPU (issue 44)?
+
+    .venv/bin/python benchmarks/bench_noisy.py [--config configs/ci.yaml] [--out results/bench-noisy]
+        [--tries 10] [--parts aa,slow] [--budget 10m] [--threshold 5%] [--metric METRIC ...]
+        [--noise noisy|quiet] [--duty 0.3] [--burst 1-5] [--delay-frac 0.05] [--delay-us N]
+        [--set KEY=VALUE ...]
+
+With specbench's noise generator running (``specbench.base.noisegen``: one thread busy ``--duty``
+of the time in random ``--burst`` second bursts, started before each ``ab`` and stopped after it):
+
+1. ``aa``: ``ab CONFIG --budget B`` of the pinned tree against itself, ``--tries`` times: every
+   exit 0 (pass) is right, exit 1 (a fail) a false alarm, exit 3 undecided.
+2. ``slow``: ``ab`` of a commit whose every decode step sleeps ``--delay-us`` (default
+   ``--delay-frac`` of the decode step the config's pairing measures, quiet, before the noise
+   starts: ``ab`` with 2 repetitions) against its parent,
+   ``--tries`` times: exit 1 is right.
+
+The config is used as it is (its ``pairing``, default auto: duet on CPU builds) unless ``--set``
+says otherwise (``--set pairing=sequential`` measures the other kind). Prints one line per try and
+the counts, and writes OUT/bench-noisy.json. Needs a quiet machine apart from the generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_ab import ab, baseline_step_ms, specbench  # noqa: E402
+from bench_pairs import burst_range  # noqa: E402
+
+from specbench.base.noisegen import NoiseGenerator, NoiseSpec  # noqa: E402
+
+RIGHT = {"aa": 0, "slow": 1}  # the exit each part should give: pass, fail
+
+
+def one_try(args, part: str, base: str, head: str, out: Path, spec: NoiseSpec | None) -> dict:
+    gen = NoiseGenerator(spec) if spec is not None else None
+    if gen is not None:
+        gen.start()
+    try:
+        t0 = time.monotonic()
+        data, _ = ab(args.config, base, head, out, args.sets, args.threshold, args.metric, budget=args.budget)
+        wall = time.monotonic() - t0
+    finally:
+        duty = None
+        if gen is not None:
+            gen.stop()
+            duty = gen.duty()
+    from specbench.results.samplelog import load_samples
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {
+        "part": part, "exit": data.get("exit_code"), "wall_s": round(wall, 1), "duty": duty,
+        "pairing": manifest.get("pairing"), "reruns": sum(s.reruns > 0 for s in load_samples(out)),
+        "decisions": [{k: d.get(k) for k in ("metric", "cell", "decision", "ratio", "ci_low", "ci_high",
+                                              "n_pairs")} for d in data["decisions"]],
+    }  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default="configs/ci.yaml")
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench-noisy")
+    ap.add_argument("--tries", type=int, default=10)
+    ap.add_argument("--parts", default="aa,slow")
+    ap.add_argument("--budget", default="10m")
+    ap.add_argument("--threshold", default="5%")
+    ap.add_argument("--metric", action="append", default=None, help="ab --metric (default: ab's)")
+    ap.add_argument("--noise", choices=("noisy", "quiet"), default="noisy")
+    ap.add_argument("--duty", type=float, default=0.3)
+    ap.add_argument("--burst", type=burst_range, default=(1.0, 5.0))
+    ap.add_argument("--delay-frac", type=float, default=0.05)
+    ap.add_argument("--delay-us", type=int)
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    args = ap.parse_args()
+    from tests.fixtures.llama_history import make_history, pinned_tree
+
+    spec = None
+    if args.noise == "noisy":
+        spec = NoiseSpec(duty=args.duty, burst_s=args.burst, limit_s=3 * 3600, seed=None)
+        spec.check()
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    args.out.mkdir(parents=True)
+    tree = str(pinned_tree())
+    parts = args.parts.split(",")
+    result: dict = {"config": args.config, "sets": args.sets, "threshold": args.threshold,
+                    "budget": args.budget, "noise": args.noise, "duty": args.duty,
+                    "burst_s": list(args.burst), "tries": []}  # fmt: skip
+    base = head = tree
+    if "slow" in parts:
+        step_ms = None
+        if args.delay_us is None:  # sized quiet, in the pairing the tries use
+            sizing = args.out / "sizing"
+            sets = [*args.sets, "repetitions=2", "min_repetitions=2", "max_repetitions=2"]
+            ab(args.config, tree, tree, sizing, sets, args.threshold, ["baseline_tps"])
+            step_ms = baseline_step_ms(sizing)
+            args.delay_us = max(1, round(args.delay_frac * step_ms * 1000))
+        hist = make_history(args.out / "history" / "llama.cpp", Path(tree), [0, args.delay_us])
+        base, head = f"{hist.repo}@{hist.shas[0]}", f"{hist.repo}@{hist.shas[1]}"
+        for sha in hist.shas:  # both builds exist before the first timed try
+            res = specbench("build", "--source", hist.repo, "--ref", sha, timeout=7200)
+            if res.returncode:
+                sys.exit(f"specbench build --ref {sha} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
+        result.update(delay_us=args.delay_us, step_ms=step_ms)
+        sized = f" ({args.delay_frac:.0%} of {step_ms:.2f} ms measured now)" if step_ms else ""
+        print(f"slow build: {args.delay_us} us per decode step{sized}", flush=True)
+    for i in range(args.tries):  # the parts take turns: a phase of the host falls on each alike
+        for part in parts:
+            pair = (tree, tree) if part == "aa" else (base, head)
+            r = one_try(args, part, *pair, args.out / f"{part}-{i + 1}", spec)
+            r["right"] = r["exit"] == RIGHT[part]
+            result["tries"].append(r)
+            shown = ", ".join(
+                f"{d['metric']} {d['decision']} {d['ratio']:.3f} ({d['n_pairs']})" if d["ratio"] is not None
+                else f"{d['metric']} {d['decision']}" for d in r["decisions"]
+            )  # fmt: skip
+            duty = f"; noise duty {r['duty']:.0%}" if r["duty"] is not None else ""
+            print(f"{part} {i + 1}/{args.tries}: exit {r['exit']} ({'right' if r['right'] else 'WRONG'}); "
+                  f"{shown}; {r['reruns']} re-runs; {r['wall_s']:.0f} s{duty}", flush=True)  # fmt: skip
+            (args.out / "bench-noisy.json").write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
+    for part in parts:
+        tries = [t for t in result["tries"] if t["part"] == part]
+        print(f"{part}: right in {sum(t['right'] for t in tries)} of {len(tries)} tries "
+              f"(exit {RIGHT[part]} expected; exits {[t['exit'] for t in tries]})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
