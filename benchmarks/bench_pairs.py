@@ -7,11 +7,11 @@
 One build against itself (A/A), so every paired log ratio log(B/A) is noise; its standard deviation
 is what a paired gate has to see through (``ab`` and ``bisect``: docs/decide.md). The kinds:
 
-- ``sequential``: today's pairs, the config's first baseline (llama-completion, its ``n_predict``
-  and ``threads``) run as A then B, the order reversed every pair (ABBA);
-- ``duet``: A and B at the same time, each pinned to its own half of the CPUs
-  (``os.sched_setaffinity``, so their threads inherit it) with half the threads, the halves
-  swapped every pair; CPU backends only;
+- ``sequential`` (``pairing: sequential``): the config's first baseline (llama-completion, its
+  ``n_predict`` and ``threads``) run as A then B, the order reversed every pair (ABBA);
+- ``duet`` (``pairing: duet``, what ``ab`` runs on CPU builds by default): A and B at the same
+  time, each pinned to its own half of the CPUs (``os.sched_setaffinity``, so their threads inherit
+  it) with half the threads, the halves swapped every pair; CPU backends only;
 - ``server``: two llama-servers of the build, resident, each answering short requests
   (``--server-tokens``), A then B, the order reversed every pair: a pair takes about a second.
 
@@ -33,16 +33,16 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from specbench.base.noisegen import NoiseGenerator, NoiseSpec
 from specbench.execute.contention import cpu_share
-from specbench.execute.executor import ProcessExecutor
+from specbench.execute.executor import DuetExecutor, ProcessExecutor
 from specbench.execute.judge import judge
 from specbench.plan.invocation import Invocation
+from specbench.plan.pairing import cpu_halves
 from specbench.results.manifest import now_iso
 from specbench.results.records import Generation
 
@@ -57,39 +57,24 @@ class Measurer:
     """Measures one invocation and says its t/s and CPU share; raw logs go to ``folder``."""
 
     def __init__(self, folder: Path):
-        self.folder, self.count, self.lock = folder, 0, threading.Lock()
+        self.folder, self.count = folder, 0
 
     def index(self) -> int:
-        with self.lock:
-            self.count += 1
-            return self.count
+        self.count += 1
+        return self.count
 
     def run(self, executor, inv: Invocation) -> Side:
-        out = executor.run([(self.index(), inv)], self.folder)[0]
-        sample = judge(inv, out, "bench-pairs", now_iso()).sample
-        wall = out.batch_wall_s if out.batch_wall_s is not None else out.wall_s
-        return sample.tps, cpu_share(out.cpu_s, wall, inv.generation.threads)
+        return self.together(executor, [inv])[0]
 
-
-def halves() -> tuple[set[int], set[int]] | None:
-    """Two disjoint CPU sets of equal size (None: fewer than 2 CPUs, or no affinity on this OS)."""
-    if not hasattr(os, "sched_getaffinity"):
-        return None
-    cpus = sorted(os.sched_getaffinity(0))
-    half = len(cpus) // 2
-    return (set(cpus[:half]), set(cpus[half : 2 * half])) if half else None
-
-
-def pinned(cpus: set[int], fn: Callable[[], Side], out: list, slot: int) -> threading.Thread:
-    """``fn`` in a thread pinned to ``cpus``: the process it starts inherits the thread's affinity."""
-
-    def body() -> None:
-        os.sched_setaffinity(0, cpus)
-        out[slot] = fn()
-
-    t = threading.Thread(target=body)
-    t.start()
-    return t
+    def together(self, executor, invs: list[Invocation]) -> list[Side]:
+        """A batch through ``executor`` (a duet pair: both at once), each side's t/s and CPU share."""
+        outs = executor.run([(self.index(), inv) for inv in invs], self.folder)
+        sides = []
+        for inv, out in zip(invs, outs, strict=True):
+            sample = judge(inv, out, "bench-pairs", now_iso()).sample
+            wall = out.batch_wall_s if out.batch_wall_s is not None else out.wall_s
+            sides.append((sample.tps, cpu_share(out.cpu_s, wall, inv.generation.threads)))
+        return sides
 
 
 class Pairs:
@@ -99,6 +84,8 @@ class Pairs:
         self.seq, self.duet, self.server = seq, duet, server
         self.m = Measurer(folder)
         self.servers = (None, None)
+        sets = cpu_halves()
+        self.duet_executor = DuetExecutor([list(h) for h in sets], ["a", "b"]) if sets else None
         if server is not None:
             from specbench.execute.server_executor import ServerExecutor
 
@@ -117,19 +104,11 @@ class Pairs:
 
     def pair(self, kind: str, k: int) -> tuple[Side, Side]:
         """(A, B) of pair ``k``: ABBA order (sequential, server), or CPU halves swapped (duet)."""
-        if kind == "duet":
-            sets = halves()
-            assert sets is not None and self.duet is not None
-            a_cpus, b_cpus = sets if k % 2 == 0 else sets[::-1]
-            out: list = [(None, None), (None, None)]
-            inv = self.duet
-            threads = [
-                pinned(a_cpus, lambda: self.m.run(ProcessExecutor(), inv), out, 0),
-                pinned(b_cpus, lambda: self.m.run(ProcessExecutor(), inv), out, 1),
-            ]
-            for t in threads:
-                t.join()
-            return out[0], out[1]
+        if kind == "duet":  # the executor `ab` runs duet pairs with: it swaps the halves every pair
+            assert self.duet is not None and self.duet_executor is not None
+            a, b = (self.duet.model_copy(update={"build": label}) for label in ("a", "b"))
+            side_a, side_b = self.m.together(self.duet_executor, [a, b])
+            return side_a, side_b
         if kind == "server":
             assert self.server is not None
             ex_a, ex_b = self.servers
@@ -235,7 +214,7 @@ def main() -> None:
     if args.pairs < 2:
         sys.exit("error: --pairs must be at least 2 (a standard deviation needs two)")
     kinds = list(args.kinds)
-    sets = halves()
+    sets = cpu_halves()
     if "duet" in kinds and sets is None:
         print("note: duet left out: it needs at least 2 CPUs and CPU affinity (Linux)", file=sys.stderr)
         kinds.remove("duet")

@@ -1,5 +1,5 @@
 """The report says which runs re-ran pairs (a process did not get its share of the CPU) and which
-runs' speed moved between pairs (a note: the paired figures cancel it)."""
+runs' speed moved between pairs (a note: the paired figures cancel it), and which measured duet pairs."""
 
 from __future__ import annotations
 
@@ -16,3 +16,12 @@ def test_a_move_between_pairs_is_said_as_it_is():
     move = "machine speed moved by +32% during the run (from 45.5 to 60.0 t/s), between pairs: ..."
     (note,) = caveats([RunInfo(run="r1", path="results/r1", status="complete", speed_notes=[move])])
     assert note == f"Run r1: {move}."
+
+
+def test_a_duet_run_says_its_figures_are_half_machine_ones():
+    from specbench.results.manifest import facts_from_manifest
+
+    assert facts_from_manifest({"pairing": "duet"}, "r1").pairing == "duet"
+    assert facts_from_manifest({}, "r1").pairing == "sequential"  # runs before the key: one after the other
+    (note,) = caveats([RunInfo(run="r1", path="results/r1", status="complete", pairing="duet")])
+    assert note.startswith("Run r1 measured its builds in duet pairs") and "half-machine" in note
