@@ -17,6 +17,7 @@ from specbench.plan.pairing import cpu_halves
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.helpers.fakeruns import inv, manifest
+from tests.helpers.procs import gone
 
 pytestmark = pytest.mark.skipif(cpu_halves() is None, reason="duet needs 2 CPUs and CPU affinity")
 
@@ -99,12 +100,4 @@ def test_ctrl_c_in_a_duet_pair_kills_both_sides(tmp_path, env_info):
     assert len(partial) == 2, "both sides of the pair were in flight"
     for log in partial:
         for pid in (int(line.split()[1]) for line in log.read_text().splitlines()):
-            assert _gone(pid), f"Ctrl-C left {pid} of {log.name} running"
-
-
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+            assert gone(pid), f"Ctrl-C left {pid} of {log.name} running"

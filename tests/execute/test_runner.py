@@ -22,15 +22,8 @@ from specbench.results.manifestfile import load_manifest
 from specbench.results.runlock import RunLock
 from specbench.results.samplelog import load_samples
 from tests.helpers.fakeruns import inv, manifest, process
+from tests.helpers.procs import gone
 from tests.helpers.realruns import threads
-
-
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 def test_faults_are_recorded_and_the_run_goes_on(tmp_path, env_info):
@@ -64,7 +57,7 @@ def test_faults_are_recorded_and_the_run_goes_on(tmp_path, env_info):
     s = samples["hang"]
     assert s.status == "timeout" and "timed out after 1 s" in s.invalid_reason and 1.0 <= s.wall_s < 5
     pids = dict(line.split() for line in (run_dir / s.stdout_path).read_text().splitlines())
-    assert all(_gone(int(p)) for p in pids.values()), "the hung binary's process group survived"
+    assert all(gone(int(p)) for p in pids.values()), "the hung binary's process group survived"
     for sample in samples.values():  # every log is kept, next to its sample
         assert (run_dir / sample.stdout_path).is_file() and (run_dir / sample.stderr_path).is_file()
     assert load_manifest(run_dir).status == "complete"
@@ -217,7 +210,7 @@ def _ctrl_c_run(tmp_path, env_info):
     assert man.status == "interrupted" and man.finished_at is not None
     hung = next(run_dir.glob("raw/*-b-r0.stdout.partial"))  # cut short: marked, not a whole log
     pids = dict(line.split() for line in hung.read_text().splitlines())
-    assert all(_gone(int(p)) for p in pids.values()), "Ctrl-C left the running binary behind"
+    assert all(gone(int(p)) for p in pids.values()), "Ctrl-C left the running binary behind"
     assert not list(run_dir.glob("raw/*-b-r0.stdout")) and not list(run_dir.glob("raw/*-b-r0.stderr"))
 
     events = []

@@ -66,3 +66,12 @@ def wait_for(predicate, seconds: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def gone(pid: int) -> bool:
+    """The process has exited (no such pid, or a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
