@@ -26,7 +26,6 @@ import argparse
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,9 +45,8 @@ def one_try(args, part: str, base: str, head: str, out: Path, spec: NoiseSpec | 
     if gen is not None:
         gen.start()
     try:
-        t0 = time.monotonic()
-        data, _ = ab(args.config, base, head, out, args.sets, args.threshold, args.metric, budget=args.budget)
-        wall = time.monotonic() - t0
+        sets = args.sets
+        data, wall = ab(args.config, base, head, out, sets, args.threshold, args.metric, budget=args.budget)
     finally:
         duty = None
         if gen is not None:

@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 from specbench.base import interrupts
 from specbench.base.childenv import child_env
@@ -115,8 +115,8 @@ class _Child:
     command: Command
     proc: subprocess.Popen
     start: float
-    out: Any
-    err: Any
+    out: BinaryIO
+    err: BinaryIO
     reader: threading.Thread | None = None
     times: list[tuple[float, int]] | None = None
     result: ProcessResult | None = None

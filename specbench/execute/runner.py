@@ -205,6 +205,7 @@ def execute(
             left = sum(not inv.warmup and inv.sample_key() not in done for inv in queue)
             total, count, last_tps, ran = len(queue), 0, None, 0  # ran: measured samples this session ran
             look = observe or (lambda phase, n: None)
+            one_by_one = plan.runner == "process" and plan.pairing == "sequential"  # a pair's starts
             notify(ProgressEvent("start", 0, total))
             look("before", 0)
             while queue:
@@ -233,7 +234,6 @@ def execute(
                         started = datetime.now(UTC)
                         outcomes = executor.run(batch, run_dir)
                     manifest.model_loads = loads_before + executor.model_loads
-                    one_by_one = plan.runner == "process" and plan.pairing == "sequential"
                     starts = _starts(started, outcomes, one_by_one)
                     for (_, b), outcome, started_at in zip(batch, outcomes, starts, strict=True):
                         in_flight.pop(0)

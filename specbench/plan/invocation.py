@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from specbench.plan.pairing import Pairing
 from specbench.plan.request import CompletionRequest
 from specbench.results.bracket import AFTER
 from specbench.results.cell import label_parts
@@ -61,7 +62,7 @@ class Plan(BaseModel):
     # re-measured at the start, at intervals and at the end (specbench.execute.sentinel)
     sentinel: Invocation | None = None
     # several builds: a pair one after the other, or at once on these CPU sets (specbench.plan.pairing)
-    pairing: Literal["sequential", "duet"] = "sequential"
+    pairing: Pairing = "sequential"
     cpu_sets: list[list[int]] = Field(default_factory=list)
 
     @model_validator(mode="after")

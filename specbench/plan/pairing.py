@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 
     from specbench.plan.config import Config
 
-Pairing = Literal["sequential", "duet"]
-PAIRINGS = ("auto", "sequential", "duet")
+Pairing = Literal["sequential", "duet"]  # what a plan runs with (config `pairing` adds auto)
 
 
 @dataclass(frozen=True)

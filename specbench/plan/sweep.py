@@ -154,8 +154,7 @@ def make_plan(
         )
     elif first is not None:
         tokens = min(SENTINEL_TOKENS, config.generation.n_predict)  # never dearer than a baseline sample
-        fixed = config.model_copy(update={"generation": config.generation.model_copy(
-            update={"n_predict": tokens})})  # fmt: skip
+        fixed = _with_generation(config, n_predict=tokens)
         alone = _Factory(fixed, completion, completion, models)
         sentinel = alone.alone("sentinel", with_build(first[0], labels[0]), by_target[first[0].model][0], 0)
         sentinel = with_workarounds([sentinel], builds)[0]  # it runs the build's binary as samples do
@@ -170,8 +169,7 @@ def make_plan(
     notes += [chosen.note] if chosen.note else []
     measured_config = config
     if chosen.threads is not None:  # duet: each side on half the CPUs, with half the threads
-        measured_config = config.model_copy(update={"generation": config.generation.model_copy(
-            update={"threads": chosen.threads})})  # fmt: skip
+        measured_config = _with_generation(config, threads=chosen.threads)
     role = config.speculative_role
     make = {
         b: _Factory(measured_config, builds[b].binary("completion"), builds[b].binary(role), models)
@@ -196,6 +194,11 @@ def make_plan(
     invocations = with_workarounds(_warmups(measured, config.warmup) + measured, builds)
     return Plan(runner="process", invocations=invocations, notes=notes, sentinel=sentinel,
                 pairing=chosen.pairing, cpu_sets=[list(c) for c in chosen.cpu_sets])  # fmt: skip
+
+
+def _with_generation(config: Config, **changes: object) -> Config:
+    """The config with these generation settings changed (the sentinel's tokens, a duet side's threads)."""
+    return config.model_copy(update={"generation": config.generation.model_copy(update=changes)})
 
 
 def _check_free_args(
