@@ -135,7 +135,10 @@ def run_together(
     children: list[_Child] = []
     try:
         for command in commands:
-            children.append(_start(command, env, cwd))
+            # A signal during Popen waits until the child is in ``children``, then is raised here:
+            # the clean-up below kills it with the others (raised inside _start, it would orphan it).
+            with interrupts.starting_child():
+                children.append(_start(command, env, cwd))
         delay = 0.0005  # polls as Popen.wait does: quickly at first, then every 50 ms at most
         while any(c.result is None for c in children):
             for child in children:
@@ -157,13 +160,12 @@ def run_together(
 
 def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _Child:
     """Popen in its own session, pinned to ``command.cpus`` (set on this thread around the fork: the
-    child inherits it, no ``preexec_fn``)."""
+    child inherits it, no ``preexec_fn``). Called inside ``interrupts.starting_child``."""
     for path in (command.stdout_path, command.stderr_path):
         path.parent.mkdir(parents=True, exist_ok=True)
     out, err = open(command.stdout_path, "wb"), open(command.stderr_path, "wb")
     before = os.sched_getaffinity(0) if command.cpus and hasattr(os, "sched_setaffinity") else None
     start = time.monotonic()
-    interrupts.child_starting()
     try:
         if before is not None:
             os.sched_setaffinity(0, command.cpus)
@@ -183,14 +185,12 @@ def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _C
     except OSError as exc:
         out.close()
         err.close()
-        interrupts.child_started()
         raise RunError(
             f"cannot start {command.argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
         ) from exc
     except BaseException:
         out.close()
         err.close()
-        interrupts.child_started()
         raise
     child = _Child(command, proc, start, out, err)
     if command.stamp_stdout:
@@ -198,7 +198,6 @@ def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _C
         args = (proc.stdout, out, start, child.times)
         child.reader = threading.Thread(target=_copy_stamped, args=args, daemon=True)
         child.reader.start()
-    interrupts.child_started()  # a signal that came meanwhile: raised here, the caller kills the group
     return child
 
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from specbench.base import interrupts
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
-from specbench.execute.process import run_command
+from specbench.execute.process import Command, run_command, run_together
 
 FAKEBINS = Path(__file__).parents[1] / "fakebins"
 
@@ -100,3 +102,25 @@ def test_missing_binary_is_a_one_line_error(tmp_path):
     with pytest.raises(RunError, match="cannot start .*no-such-binary") as exc:
         run_command([str(tmp_path / "no-such-binary")], tmp_path / "o", tmp_path / "e", timeout_s=5)
     assert "\n" not in str(exc.value)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("when", [0, 1], ids=["first-start", "second-start"])
+def test_a_signal_while_a_child_starts_kills_every_child_started(tmp_path, monkeypatch, when):
+    """The handler defers a signal that lands inside Popen until the child is known (the failure of
+    CI run 51: raised before the new child joined the list that is killed, it outlived the run)."""
+    real_popen, starts = subprocess.Popen, []
+
+    def popen_then_signal(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        starts.append(proc.pid)
+        if len(starts) == when + 1:
+            interrupts.deliver(KeyboardInterrupt())  # what the SIGINT handler does mid-Popen
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", popen_then_signal)
+    commands = [Command(["sleep", "30"], tmp_path / f"o{i}", tmp_path / f"e{i}", 60) for i in range(2)]
+    with pytest.raises(KeyboardInterrupt):
+        run_together(commands, grace_s=0.5)
+    assert len(starts) == when + 1  # the signal stops the pair before its next start
+    assert not [pid for pid in starts if _alive(pid)], "a child outlived the interrupted start"
