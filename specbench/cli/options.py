@@ -37,6 +37,6 @@ Budget = Annotated[
     float | None,
     budget_option(
         "Stop adding rounds to undecided cells after this long (600, 10m, 1h; bisect: per step); "
-        "default: until decided or max_repetitions."
+        "it replaces max_repetitions unless the config sets it. Default: until decided or max_repetitions."
     ),
 ]

@@ -161,7 +161,7 @@ def run_benchmark(
     watch = NoiseWatch(manifest, strict, sentinel=sentinel)
     watch.check("before")  # --strict refuses before anything is written
     if prepared.config.auto_repetitions or undecided is not None:
-        adaptive = _adaptive(prepared)
+        adaptive = _adaptive(prepared, budget_s is not None)
         adaptive.undecided = undecided
         if budget_s is not None:
             adaptive.deadline = time.monotonic() + budget_s
@@ -203,13 +203,13 @@ def _with_begun_rounds(plan: Plan, adaptive: AdaptivePlan, samples: list[Sample]
     return plan.only([*plan.invocations, *more])
 
 
-def _adaptive(prepared: Prepared):
-    """The plan of every repetition up to ``Config.most_repetitions``, to cut rounds from."""
+def _adaptive(prepared: Prepared, budget: bool = False):
+    """The plan of every repetition up to ``Config.round_limit``, to cut rounds from."""
     from specbench.execute.adaptive import AdaptivePlan
     from specbench.plan.sweep import make_plan
 
     cfg = prepared.config
-    most = cfg.most_repetitions
+    most = cfg.round_limit(budget)
     full = make_plan(cfg, prepared.builds, prepared.models, prepared.prompts, repetitions=most)
     if prepared.sharding is not None:  # the later rounds of a shard repeat its own cells only
         from specbench.plan.shards import restrict

@@ -64,12 +64,17 @@ def round_notes(notes: list[str], cfg: Config, budget_s: float | None) -> list[s
 
     run_only = set(ignored_settings(cfg))
     kept = [n for n in notes if n not in run_only and not n.startswith("repetitions: auto:")]
-    budget = f" or --budget {budget_s:g} s" if budget_s is not None else ""
+    most = cfg.round_limit(budget_s is not None)
+    if budget_s is None:
+        limit = f"up to {most} (max_repetitions)"
+    elif most != cfg.most_repetitions:  # max_repetitions not set: the budget is the limit
+        limit = f"until --budget {budget_s:g} s is spent (at most {most})"
+    else:
+        limit = f"up to {most} (max_repetitions) or --budget {budget_s:g} s"
     return [
         *kept,
         f"round 1 is {cfg.first_repetitions} repetition{'s' * (cfg.first_repetitions != 1)}; cells the "
-        f"paired gate leaves undecided get one more repetition a round, up to {cfg.most_repetitions} "
-        f"(max_repetitions){budget}",
+        f"paired gate leaves undecided get one more repetition a round, {limit}",
     ]
 
 

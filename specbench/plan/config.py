@@ -31,6 +31,8 @@ from specbench.plan.sections import (
 from specbench.results.expect import Expectation
 from specbench.results.records import Generation
 
+# `ab`/`bisect --budget` with max_repetitions not set: the most repetitions a cell gets (Config.round_limit)
+BUDGET_REPETITIONS = 100
 
 class Config(Strict, OptionValues):
     """A validated run config. ``base_dir`` is the config file's folder (relative paths resolve there)."""
@@ -157,6 +159,14 @@ class Config(Strict, OptionValues):
         """The most a cell gets in rounds (``repetitions: auto``; ``ab`` and ``bisect`` always):
         ``max_repetitions``, or a fixed ``repetitions`` above it (the first round is never cut)."""
         return max(self.first_repetitions, self.max_repetitions)
+
+    def round_limit(self, budget: bool) -> int:
+        """``most_repetitions``, except under ``ab``/``bisect --budget`` with ``max_repetitions`` not
+        set: then the budget is the limit (up to ``BUDGET_REPETITIONS``). Whoever gives ten minutes
+        means ten minutes; the default's 10 repetitions left noisy A/A cells undecided after half of it."""
+        if budget and "max_repetitions" not in self.model_fields_set:
+            return max(self.most_repetitions, BUDGET_REPETITIONS)
+        return self.most_repetitions
 
     @field_validator("models", "pairs")
     @classmethod

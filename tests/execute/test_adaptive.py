@@ -147,3 +147,20 @@ def test_a_fixed_count_is_the_first_round_and_never_cut_by_max_repetitions():
     assert Config.model_validate({**base, "repetitions": 12}).most_repetitions == 12
     cfg = Config.model_validate({**base, "repetitions": "auto", "max_repetitions": 6})
     assert (cfg.first_repetitions, cfg.most_repetitions) == (3, 6)
+
+
+def test_a_budget_is_the_round_limit_unless_the_config_sets_max_repetitions():
+    """``ab --budget 10m``: a noisy A/A stopped undecided at the default's 10 repetitions with half
+    its budget left; with the budget given, it is the limit. An explicit max_repetitions still is."""
+    from specbench.gate.abrun import round_notes
+    from specbench.plan.config import BUDGET_REPETITIONS, Config
+
+    base = {"models": {"m": {"path": "m.gguf"}}, "pairs": {"p": {"target": "m", "draft": "m"}}}
+    default = Config.model_validate({**base, "repetitions": 3})
+    assert default.round_limit(budget=False) == 10
+    assert default.round_limit(budget=True) == BUDGET_REPETITIONS > 10
+    assert round_notes([], default, 600.0)[-1].endswith("until --budget 600 s is spent (at most 100)")
+    assert round_notes([], default, None)[-1].endswith("up to 10 (max_repetitions)")
+    explicit = Config.model_validate({**base, "repetitions": 3, "max_repetitions": 12})
+    assert explicit.round_limit(budget=True) == explicit.round_limit(budget=False) == 12
+    assert round_notes([], explicit, 600.0)[-1].endswith("up to 12 (max_repetitions) or --budget 600 s")
