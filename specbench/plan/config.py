@@ -34,6 +34,7 @@ from specbench.results.records import Generation
 # `ab`/`bisect --budget` with max_repetitions not set: the most repetitions a cell gets (Config.round_limit)
 BUDGET_REPETITIONS = 100
 
+
 class Config(Strict, OptionValues):
     """A validated run config. ``base_dir`` is the config file's folder (relative paths resolve there)."""
 
