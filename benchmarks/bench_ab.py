@@ -151,6 +151,15 @@ def baseline_step_ms(run: Path) -> float:
     return 1000.0 / statistics.median(tps)
 
 
+def step_in_pairing(config: str, tree: str, out: Path, sets: list[str]) -> float:
+    """The pinned build's decode step (ms) as ``ab`` and ``bisect`` measure it, quiet: the config's
+    pairing (duet: one thread a side) changes it, so a delay sized from a whole-machine ``run`` is
+    the wrong fraction of the step those commands time. An A/A of 2 repetitions, baselines judged."""
+    fixed = [*sets, "repetitions=2", "min_repetitions=2", "max_repetitions=2"]
+    ab(config, tree, tree, out, fixed, "5%", ["baseline_tps"])
+    return baseline_step_ms(out)
+
+
 def build_times(out: Path) -> list[float]:
     """Seconds each distinct build of a bisect took, in the order the steps used them (their build.json)."""
     seen: dict[str, float] = {}

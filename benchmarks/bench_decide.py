@@ -5,8 +5,9 @@
         [--threshold 2%] [--metric baseline_tps] [--budget SECONDS] [--set KEY=VALUE ...]
 
 Builds a ``--commits`` git history of the pinned llama.cpp tree (``tests/fixtures/llama_history``)
-whose commit ``--slow-commit`` and every later one sleep ``--delay-us`` per decode step (default:
-``--delay-frac`` of the decode step a one-repetition ``run`` of the config measures now), then runs
+whose commit ``--slow-commit`` and every later one spin ``--delay-us`` per decode step (default:
+``--delay-frac`` of the decode step a quiet 2-repetition ``ab`` of the config measures now, in the
+pairing ``bisect`` uses: duet halves the threads, which lengthens the step), then runs
 ``specbench bisect CONFIG --metric METRIC --threshold T`` on it ``--tries`` times, each into a
 fresh ``--out`` (the builds come from the build cache after the first try). The config is used as
 it is (no ``--set`` unless given): with ``configs/ci.yaml`` that is 3 fixed repetitions, which
@@ -30,17 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_ab import baseline_step_ms, repeated, specbench  # noqa: E402
-
-
-def measure_step_ms(config: str, out: Path, sets: list[str]) -> float:
-    """The pinned build's decode step now: one repetition of CONFIG, its baselines' median."""
-    run = out / "step"
-    res = specbench("run", config, "--out", run, "--quiet", "--set", "repetitions=1", "--set", "warmup=0",
-                    *repeated("--set", sets), timeout=3600)  # fmt: skip
-    if res.returncode:
-        sys.exit(f"specbench run {config} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
-    return baseline_step_ms(run)
+from bench_ab import repeated, specbench, step_in_pairing  # noqa: E402
 
 
 def step_pairs(run_dir: Path, metric: str) -> int | None:
@@ -107,10 +98,11 @@ def main() -> None:
     args.out.mkdir(parents=True)
     step_ms = None
     if args.delay_us is None:
-        step_ms = measure_step_ms(args.config, args.out, args.sets)
+        step_ms = step_in_pairing(args.config, str(pinned_tree()), args.out / "sizing", args.sets)
         args.delay_us = max(1, round(args.delay_frac * step_ms * 1000))
     delays = [0 if i < args.slow_commit else args.delay_us for i in range(args.commits)]
-    hist = make_history(args.out / "history" / "llama.cpp", pinned_tree(), delays)
+    # a spin, not a sleep: a sleeping vCPU here wakes late, which doubled the slowdown asked for
+    hist = make_history(args.out / "history" / "llama.cpp", pinned_tree(), delays, busy=True)
     expected = hist.shas[args.slow_commit]
     sized = f" ({args.delay_frac:.0%} of {step_ms:.2f} ms measured now)" if step_ms else ""
     print(f"delay {args.delay_us} us per decode step{sized}; slow commit {expected[:10]} "

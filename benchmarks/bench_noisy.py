@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_noisy.py [--config configs/ci.yaml] [--out results/bench-noisy]
         [--tries 10] [--parts aa,slow] [--budget 10m] [--threshold 5%] [--metric METRIC ...]
-        [--noise noisy|quiet] [--duty 0.3] [--burst 1-5] [--delay-frac 0.05] [--delay-us N]
+        [--noise noisy|quiet] [--duty 0.3] [--burst 1-5] [--delay-frac 0.05] [--delay-us N] [--check-reps N]
         [--set KEY=VALUE ...]
 
 With specbench's noise generator running (``specbench.base.noisegen``: one thread busy ``--duty``
@@ -12,7 +12,8 @@ of the time in random ``--burst`` second bursts, started before each ``ab`` and 
    exit 0 (pass) is right, exit 1 (a fail) a false alarm, exit 3 undecided.
 2. ``slow``: ``ab`` of a commit whose every decode step sleeps ``--delay-us`` (default
    ``--delay-frac`` of the decode step the config's pairing measures, quiet, before the noise
-   starts: ``ab`` with 2 repetitions) against its parent,
+   starts: ``ab`` with 2 repetitions; a spin, as real work) against its parent (``--check-reps N``:
+   first a quiet ``ab`` of N repetitions says what slowdown the build really gives),
    ``--tries`` times: exit 1 is right.
 
 The config is used as it is (its ``pairing``, default auto: duet on CPU builds) unless ``--set``
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_ab import ab, baseline_step_ms, specbench  # noqa: E402
+from bench_ab import ab, specbench, step_in_pairing  # noqa: E402
 from bench_pairs import burst_range  # noqa: E402
 
 from specbench.base.noisegen import NoiseGenerator, NoiseSpec  # noqa: E402
@@ -77,6 +78,7 @@ def main() -> None:
     ap.add_argument("--burst", type=burst_range, default=(1.0, 5.0))
     ap.add_argument("--delay-frac", type=float, default=0.05)
     ap.add_argument("--delay-us", type=int)
+    ap.add_argument("--check-reps", type=int, default=0, help="a quiet ab of the slow build first (0: none)")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
     from tests.fixtures.llama_history import make_history, pinned_tree
@@ -97,12 +99,10 @@ def main() -> None:
     if "slow" in parts:
         step_ms = None
         if args.delay_us is None:  # sized quiet, in the pairing the tries use
-            sizing = args.out / "sizing"
-            sets = [*args.sets, "repetitions=2", "min_repetitions=2", "max_repetitions=2"]
-            ab(args.config, tree, tree, sizing, sets, args.threshold, ["baseline_tps"])
-            step_ms = baseline_step_ms(sizing)
+            step_ms = step_in_pairing(args.config, tree, args.out / "sizing", args.sets)
             args.delay_us = max(1, round(args.delay_frac * step_ms * 1000))
-        hist = make_history(args.out / "history" / "llama.cpp", Path(tree), [0, args.delay_us])
+        # a spin, not a sleep: a sleeping vCPU here wakes late, which doubled the slowdown asked for
+        hist = make_history(args.out / "history" / "llama.cpp", Path(tree), [0, args.delay_us], busy=True)
         base, head = f"{hist.repo}@{hist.shas[0]}", f"{hist.repo}@{hist.shas[1]}"
         for sha in hist.shas:  # both builds exist before the first timed try
             res = specbench("build", "--source", hist.repo, "--ref", sha, timeout=7200)
@@ -110,7 +110,14 @@ def main() -> None:
                 sys.exit(f"specbench build --ref {sha} failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
         result.update(delay_us=args.delay_us, step_ms=step_ms)
         sized = f" ({args.delay_frac:.0%} of {step_ms:.2f} ms measured now)" if step_ms else ""
-        print(f"slow build: {args.delay_us} us per decode step{sized}", flush=True)
+        print(f"slow build: {args.delay_us} us of spin per decode step{sized}", flush=True)
+        if args.check_reps:  # what the slow build really gives, quiet, before the noisy tries
+            sets = [*args.sets, *(f"{k}={args.check_reps}" for k in ("repetitions", "max_repetitions"))]
+            data, _ = ab(args.config, base, head, args.out / "check", sets, args.threshold, ["baseline_tps"])
+            (d,) = [d for d in data["decisions"] if d["metric"] == "baseline_tps"]
+            result["check"] = {k: d.get(k) for k in ("ratio", "ci_low", "ci_high", "n_pairs")}
+            print(f"quiet check: baseline_tps {d['ratio']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] "
+                  f"({d['n_pairs']} pairs)", flush=True)  # fmt: skip
     for i in range(args.tries):  # the parts take turns: a phase of the host falls on each alike
         for part in parts:
             pair = (tree, tree) if part == "aa" else (base, head)
