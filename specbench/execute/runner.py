@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.builder import noise
 from specbench.builder.workaround import crash_facts as build_crash_facts
-from specbench.execute import contention
+from specbench.execute import batches, contention
 from specbench.execute.executor import DuetExecutor, Executor, ProcessExecutor, raw_stem, read_output
 from specbench.execute.judge import Measured, judge
 from specbench.execute.outputs import compare, continuation
@@ -217,7 +217,7 @@ def execute(
                         notify(ProgressEvent("skipped", count, total, inv, last_tps=last_tps))
                         i += 1
                         continue
-                    batch, i = _batch(queue, i, done)
+                    batch, i = batches.batch_at(queue, i, done)
                     batch = [(offset + j, b) for j, b in batch]
                     for _, b in batch:
                         notify(ProgressEvent("begin", count, total, b, last_tps=last_tps))
@@ -234,8 +234,8 @@ def execute(
                         started = datetime.now(UTC)
                         outcomes = executor.run(batch, run_dir)
                     manifest.model_loads = loads_before + executor.model_loads
-                    starts = _starts(started, outcomes, one_by_one)
-                    for (_, b), outcome, started_at in zip(batch, outcomes, starts, strict=True):
+                    begun = batches.starts(started, outcomes, one_by_one)
+                    for (_, b), outcome, started_at in zip(batch, outcomes, begun, strict=True):
                         in_flight.pop(0)
                         count += 1
                         if b.warmup:
@@ -354,42 +354,6 @@ def _note_rerun(manifest: Manifest, why: str) -> None:
     note = contention.note_rerun(record, why)
     record.notes = [n for n in record.notes if not n.endswith(contention.RERUN_NOTE_END)] + [note]
     noise.record(record, noise.snapshot("rerun", now_iso()))
-
-
-def _starts(started: datetime, outcomes: Sequence, one_by_one: bool) -> list[str]:
-    """When each invocation of a batch began: one after the other (the process runner's pair), or
-    all at ``started`` (the server runner's requests in flight together)."""
-    out, offset = [], 0.0
-    for outcome in outcomes:
-        out.append((started + timedelta(seconds=offset)).isoformat(timespec="seconds"))
-        offset += outcome.wall_s if one_by_one else 0.0
-    return out
-
-
-def _pair_key(inv: Invocation) -> tuple:
-    return inv.model_copy(update={"build": None}).sample_key()
-
-
-def _batch(plan: Sequence[Invocation], i: int, done: set[tuple]) -> tuple[list[tuple[int, Invocation]], int]:
-    """The invocations from ``i`` on that are in flight together (same ``batch``; finished ones of a
-    resumed run left out), and the index after them. The process runner's batch is a pair: the
-    builds' runs of one cell, prompt and repetition, back to back, measured again together when one
-    did not get its share of the CPU (``execute.contention``)."""
-    batch = [(i, plan[i])]
-    j = i + 1
-    if plan[i].batch is None:
-        key = None if plan[i].warmup else _pair_key(plan[i])
-        partner = lambda inv: not inv.warmup and inv.batch is None and _pair_key(inv) == key  # noqa: E731
-        while key and j < len(plan) and partner(plan[j]):
-            if plan[j].sample_key() not in done:
-                batch.append((j, plan[j]))
-            j += 1
-        return batch, j
-    while plan[i].batch is not None and j < len(plan) and plan[j].batch == plan[i].batch:
-        if plan[j].warmup or plan[j].sample_key() not in done:
-            batch.append((j, plan[j]))
-        j += 1
-    return batch, j
 
 
 def _finish(manifest: Manifest, run_dir: Path, status: str, reason: str | None, lock: RunLock) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from specbench.execute.batches import batch_at, starts
 from specbench.execute.judge import Outcome
-from specbench.execute.runner import _batch, _starts
 from tests.helpers.fakeruns import inv
 
 
@@ -20,20 +20,20 @@ def test_a_pair_is_one_batch_and_nothing_else_joins_it():
         inv("plain", build="b"),
         inv("plain", build="a", prompt_id="p2"),  # a lone run: a batch of one
     ]
-    assert _batch(plan, 0, set()) == ([(0, plan[0])], 1)
-    assert _batch(plan, 1, set()) == ([(1, plan[1])], 2)
-    assert _batch(plan, 2, set()) == ([(2, plan[2]), (3, plan[3])], 4)
-    assert _batch(plan, 4, set()) == ([(4, plan[4]), (5, plan[5])], 6)
-    assert _batch(plan, 6, set()) == ([(6, plan[6])], 7)
+    assert batch_at(plan, 0, set()) == ([(0, plan[0])], 1)
+    assert batch_at(plan, 1, set()) == ([(1, plan[1])], 2)
+    assert batch_at(plan, 2, set()) == ([(2, plan[2]), (3, plan[3])], 4)
+    assert batch_at(plan, 4, set()) == ([(4, plan[4]), (5, plan[5])], 6)
+    assert batch_at(plan, 6, set()) == ([(6, plan[6])], 7)
     done = {plan[3].sample_key()}  # a resumed run: the finished side is not run again
-    assert _batch(plan, 2, done) == ([(2, plan[2])], 4)
+    assert batch_at(plan, 2, done) == ([(2, plan[2])], 4)
 
 
 def test_a_pairs_samples_start_one_after_the_other_a_servers_requests_together():
     started = datetime(2026, 11, 25, 15, 0, 0, tzinfo=UTC)
     outcomes = [Outcome(wall_s=2.4), Outcome(wall_s=3.0)]
-    assert _starts(started, outcomes, one_by_one=True) == [
+    assert starts(started, outcomes, one_by_one=True) == [
         "2026-11-25T15:00:00+00:00",
         "2026-11-25T15:00:02+00:00",
     ]
-    assert _starts(started, outcomes, one_by_one=False) == ["2026-11-25T15:00:00+00:00"] * 2
+    assert starts(started, outcomes, one_by_one=False) == ["2026-11-25T15:00:00+00:00"] * 2
