@@ -4,6 +4,7 @@
         [--tries 10] [--parts aa,slow] [--budget 10m] [--threshold 5%] [--metric METRIC ...]
         [--noise noisy|quiet] [--duty 0.3] [--burst 1-5] [--delay-frac 0.05] [--delay-us N] [--check-reps N]
         [--set KEY=VALUE ...]
+    .venv/bin/python benchmarks/bench_noisy.py --tally OUT1/bench-noisy.json OUT2/bench-noisy.json
 
 With specbench's noise generator running (``specbench.base.noisegen``: one thread busy ``--duty``
 of the time in random ``--burst`` second bursts, started before each ``ab`` and stopped after it):
@@ -19,6 +20,8 @@ of the time in random ``--burst`` second bursts, started before each ``ab`` and 
 The config is used as it is (its ``pairing``, default auto: duet on CPU builds) unless ``--set``
 says otherwise (``--set pairing=sequential`` measures the other kind). Prints one line per try and
 the counts, and writes OUT/bench-noisy.json. Needs a quiet machine apart from the generator.
+``--tally`` counts the tries of saved files together (one check run in parts: they must agree on
+what was measured, the slow build's delay included), with each decision's interval.
 """
 
 from __future__ import annotations
@@ -64,8 +67,50 @@ def one_try(args, part: str, base: str, head: str, out: Path, spec: NoiseSpec | 
     }  # fmt: skip
 
 
+# what the files --tally counts together must agree on
+SAME = ("config", "sets", "threshold", "budget", "noise", "duty", "burst_s", "delay_us")
+
+
+def try_line(r: dict, label: str, intervals: bool = False) -> str:
+    def one(d: dict) -> str:
+        if d["ratio"] is None:
+            return f"{d['metric']} {d['decision']}"
+        ci = f" [{d['ci_low']:.3f}, {d['ci_high']:.3f}]" if intervals and d["ci_low"] is not None else ""
+        return f"{d['metric']} {d['decision']} {d['ratio']:.3f}{ci} ({d['n_pairs']})"
+
+    shown = ", ".join(one(d) for d in r["decisions"] if not intervals or d["metric"] != "acceptance")
+    duty = f"; noise duty {r['duty']:.0%}" if r["duty"] is not None else ""
+    return (f"{label}: exit {r['exit']} ({'right' if r['right'] else 'WRONG'}); {shown}; "
+            f"{r['reruns']} re-runs; {r['wall_s']:.0f} s{duty}")  # fmt: skip
+
+
+def counts(tries: list[dict], parts: list[str]) -> list[str]:
+    out = []
+    for part in parts:
+        got = [t for t in tries if t["part"] == part]
+        out.append(f"{part}: right in {sum(t['right'] for t in got)} of {len(got)} tries "
+                   f"(exit {RIGHT[part]} expected; exits {[t['exit'] for t in got]})")  # fmt: skip
+    return out
+
+
+def tally(files: list[Path]) -> None:
+    """The tries of several saved runs of this benchmark, counted as one check."""
+    runs = [json.loads(f.read_text()) for f in files]
+    for f, r in zip(files[1:], runs[1:], strict=True):
+        differ = [k for k in SAME if r.get(k) != runs[0].get(k)]
+        if differ:
+            sys.exit(f"{f} measured other things than {files[0]} ({', '.join(differ)} differ): not one check")
+    tries = [t for r in runs for t in r["tries"]]
+    parts = list(dict.fromkeys(t["part"] for t in tries))
+    for part in parts:
+        for i, t in enumerate(t for t in tries if t["part"] == part):
+            print(try_line(t, f"{part} {i + 1}", intervals=True))
+    print("\n".join(counts(tries, parts)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tally", type=Path, nargs="+", metavar="JSON", help="count the tries of saved runs")
     ap.add_argument("--config", default="configs/ci.yaml")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench-noisy")
     ap.add_argument("--tries", type=int, default=10)
@@ -81,6 +126,8 @@ def main() -> None:
     ap.add_argument("--check-reps", type=int, default=0, help="a quiet ab of the slow build first (0: none)")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
+    if args.tally:
+        return tally(args.tally)
     from tests.fixtures.llama_history import make_history, pinned_tree
 
     spec = None
@@ -124,18 +171,9 @@ def main() -> None:
             r = one_try(args, part, *pair, args.out / f"{part}-{i + 1}", spec)
             r["right"] = r["exit"] == RIGHT[part]
             result["tries"].append(r)
-            shown = ", ".join(
-                f"{d['metric']} {d['decision']} {d['ratio']:.3f} ({d['n_pairs']})" if d["ratio"] is not None
-                else f"{d['metric']} {d['decision']}" for d in r["decisions"]
-            )  # fmt: skip
-            duty = f"; noise duty {r['duty']:.0%}" if r["duty"] is not None else ""
-            print(f"{part} {i + 1}/{args.tries}: exit {r['exit']} ({'right' if r['right'] else 'WRONG'}); "
-                  f"{shown}; {r['reruns']} re-runs; {r['wall_s']:.0f} s{duty}", flush=True)  # fmt: skip
+            print(try_line(r, f"{part} {i + 1}/{args.tries}"), flush=True)
             (args.out / "bench-noisy.json").write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
-    for part in parts:
-        tries = [t for t in result["tries"] if t["part"] == part]
-        print(f"{part}: right in {sum(t['right'] for t in tries)} of {len(tries)} tries "
-              f"(exit {RIGHT[part]} expected; exits {[t['exit'] for t in tries]})")  # fmt: skip
+    print("\n".join(counts(result["tries"], parts)))
 
 
 if __name__ == "__main__":

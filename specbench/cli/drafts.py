@@ -141,7 +141,8 @@ def drafts(
     """Rank draft models for a target by what they need to pay off here, from their GGUF headers alone."""
     from specbench.base.paths import check_path, results_dir
     from specbench.execute import preparation
-    from specbench.tune.drafts import Request, pick_build, rank
+    from specbench.tune.draftmodels import Request
+    from specbench.tune.drafts import pick_build, rank
 
     cfg = None
     if config is not None:

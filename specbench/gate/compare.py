@@ -16,7 +16,6 @@ geometric mean of the per-cell ratios.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Literal
 
@@ -24,10 +23,17 @@ from pydantic import BaseModel
 
 from specbench.analysis.figures import Figure, Value, figure
 from specbench.gate.baseline import InputError, Side
+from specbench.gate.comparable import (
+    NotComparable,
+    check_machine,
+    check_timing,
+    natural_order,
+    shown_differences,
+    why_nothing,
+)
 from specbench.gate.decision import EXIT_CODES, Status, Verdict, verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
 from specbench.results import cell
-from specbench.results.folder import MANIFEST
 from specbench.results.identity import CellKey, cell_key
 from specbench.results.manifest import RunFacts
 from specbench.results.metrics import COMPARE_DEFAULT, METRICS, choices
@@ -35,10 +41,6 @@ from specbench.results.records import Sample
 
 DEFAULT_METRICS = COMPARE_DEFAULT  # each metric's facts: results/metrics.py
 OUTPUT = "output"  # the greedy output check (``output_check``): not a number, its own table
-
-
-class NotComparable(InputError):
-    """The two sides share no measurement (exit 2)."""
 
 
 class CellSeries(BaseModel):
@@ -206,7 +208,7 @@ def output_check(base: Side, cur: Side, allow_change: bool = False) -> MetricRes
         status = Status.WARN if allow_change else Status.FAIL
         why += "" if allow_change else "; --allow-output-change passes it"
         cells.append(CellResult(label=label, prompt_id=key.prompt_id, status=status, reason=why))
-    cells.sort(key=lambda r: (r.status != Status.FAIL, _natural(r.label), _natural(r.prompt_id)))
+    cells.sort(key=lambda r: (r.status != Status.FAIL, natural_order(r.label), natural_order(r.prompt_id)))
     return MetricResult(metric=OUTPUT, unit="text", cells=cells, geomean_ratio=None)
 
 
@@ -282,147 +284,10 @@ def compare_metric(
         Status.IMPROVED: 4,
         Status.PASS: 5,
     }
-    cells.sort(key=lambda r: (order[r.status], _natural(r.label), _natural(r.prompt_id)))
+    cells.sort(key=lambda r: (order[r.status], natural_order(r.label), natural_order(r.prompt_id)))
     return MetricResult(
         metric=metric, unit=METRICS[metric].unit, cells=cells, geomean_ratio=geometric_mean(ratios)
     )
-
-
-def _natural(text: str) -> tuple:
-    """Sort key that orders numbers by value: draft_max=4 before draft_max=16."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text))
-
-
-def _threads(samples: list[Sample]) -> str:
-    values = sorted({str(s.generation.threads) if s.generation.threads else "default" for s in samples})
-    return ",".join(values) or "-"
-
-
-def shown_differences(base: Side, cur: Side) -> list[str]:
-    """What may differ between the sides and is shown, not matched on."""
-    out = []
-    pairs = [
-        ("llama.cpp commit", base.facts.llama_cpp_commit, cur.facts.llama_cpp_commit),
-        ("driver", ", ".join(base.facts.drivers) or None, ", ".join(cur.facts.drivers) or None),
-        ("threads", _threads(base.samples), _threads(cur.samples)),
-        ("specbench", base.facts.specbench_version, cur.facts.specbench_version),
-    ]
-    for name, b, c in pairs:
-        if b != c:
-            out.append(f"{name}: {b or 'unknown'} -> {c or 'unknown'}")
-    vb, vc = base.facts.env_vars, cur.facts.env_vars
-    for k in sorted(set(vb) | set(vc)):
-        if vb.get(k) != vc.get(k):
-            out.append(
-                f"WARNING: environment {k}: {vb.get(k, 'unset')} -> {vc.get(k, 'unset')} "
-                "(llama.cpp reads it: the sides may not have run the same options)"
-            )
-    return out
-
-
-def check_machine(base: Side, cur: Side) -> None:
-    """Numbers from two machines measure the machines, not the change: refuse (exit 2)."""
-    mb, mc = base.facts.machine, cur.facts.machine
-    for side, m, other in ((base, mb, mc), (cur, mc, mb)):
-        if not m.cpu_model and other.cpu_model:  # a damaged manifest must not pass as the same machine
-            raise NotComparable(
-                f"not comparable: {side.ref} does not say which machine measured it (its {MANIFEST} "
-                f"has no env.cpu_model; damaged?), so it cannot be checked against {other.describe()}"
-            )
-    for field in ("cpu_model", "backend"):
-        vb, vc = getattr(mb, field), getattr(mc, field)
-        if vb and vc and vb != vc:
-            raise NotComparable(
-                f"not comparable: different machine ({mb.describe()} vs {mc.describe()}); "
-                f"compare with a baseline saved on this machine"
-            )
-    wb, wc = base.facts.workarounds, cur.facts.workarounds
-    if wb != wc:  # repacking off on one side only: other code paths, as another machine would run
-        raise NotComparable(
-            f"not comparable: workaround on one side only ({', '.join(wb) or 'none'} vs "
-            f"{', '.join(wc) or 'none'}): the builds ran different code paths; measure both sides alike "
-            "(both with the self-test's workaround, or both with --no-workarounds)"
-        )
-    if sorted(mb.gpus) != sorted(mc.gpus):
-        raise NotComparable(
-            f"not comparable: different GPUs ({mb.describe()} vs {mc.describe()}); "
-            f"compare with a baseline saved on this machine"
-        )
-
-
-_WHY_ORDER = (
-    "target",
-    "runner",
-    "parallel",
-    "n_predict",
-    "temperature",
-    "seed",
-    "ctx_size",
-    "top_k",
-    "prompt_id",
-)
-
-
-def _why_nothing(base: Side, cur: Side) -> str:
-    """Name the first reason no cell matched: models, generation settings, prompts, settings."""
-
-    def ids(side: Side, attr: str) -> set[str]:
-        roles = ("baseline", "speculative")
-        return {str(getattr(cell_key(s, side.facts), attr)) for s in side.samples if s.role in roles}
-
-    def names(side: Side) -> str:
-        return ", ".join(sorted({s.model for s in side.samples}))
-
-    for attr in _WHY_ORDER:
-        b, c = ids(base, attr), ids(cur, attr)
-        if b and c and not (b & c):
-            if attr == "target":
-                return f"different models ({names(base)} vs {names(cur)}: no sha256 in common)"
-            if attr == "runner":
-                return (
-                    f"different runners ({', '.join(sorted(b))} vs {', '.join(sorted(c))}): a server's "
-                    "t/s is not a process's; compare runs of one runner"
-                )
-            what = "prompts" if attr == "prompt_id" else attr
-            return f"different {what} ({', '.join(sorted(b))} vs {', '.join(sorted(c))})"
-    axes = _differing_axes(base, cur)
-    if axes:
-        return f"no cell measured on both sides: the settings differ ({'; '.join(axes)})"
-    return "no cell (method, settings, prompt) measured on both sides"
-
-
-# The cell key's fields that are not settings: named by _WHY_ORDER above, or which side is which.
-_NOT_AXES = ("role", "target", "draft", *_WHY_ORDER)
-
-
-def _differing_axes(base: Side, cur: Side) -> list[str]:
-    """``axis: base values -> current values`` for every axis of the cell key (so every field of
-    ``Cell``, a new one included) whose values differ between the sides, per role: the
-    speculative cells first, then the baselines (a baseline has no draft settings to compare)."""
-
-    def shown(v: object) -> str:
-        return "unset" if v is None else str(v)
-
-    def axis_values(side: Side, role: str) -> dict[str, set[str]]:
-        out: dict[str, set[str]] = defaultdict(set)
-        for s in side.samples:
-            if s.role == role:
-                for name, v in cell_key(s, side.facts).model_dump().items():
-                    if name not in _NOT_AXES:
-                        out[name].add(shown(v))
-        return out
-
-    found: dict[str, str] = {}
-    for role in ("speculative", "baseline"):
-        b, c = axis_values(base, role), axis_values(cur, role)
-        if not b or not c:
-            continue
-        for name in CellKey.model_fields:
-            if name in b and name in c and b[name] != c[name] and name not in found:
-                found[name] = f"{name}: {', '.join(sorted(b[name], key=_natural))} -> " + ", ".join(
-                    sorted(c[name], key=_natural)
-                )
-    return list(found.values())
 
 
 def compare(
@@ -463,27 +328,13 @@ def compare(
         results.append(greedy)
     compared = [r for r in results if r.nothing is None]
     if compared and all(c.status in ("only_baseline", "only_current") for r in compared for c in r.cells):
-        raise NotComparable(f"not comparable: {_why_nothing(base, cur)}")
+        raise NotComparable(f"not comparable: {why_nothing(base, cur)}")
     return Comparison(
         baseline_ref=base.ref, current_ref=cur.ref, baseline=base.facts, current=cur.facts,
         threshold=threshold, alpha=alpha, strict=strict, allow_missing=allow_missing, allow_noisy=allow_noisy,
         differences=shown_differences(base, cur),
         metrics=results,
     )  # fmt: skip
-
-
-def check_timing(base: Side, cur: Side, metrics: tuple[str, ...] | list[str]) -> None:
-    """Refuse to compare a baseline t/s timed over the generation span with one timed inside
-    llama.cpp's decode call only: they differ by the sampling and bookkeeping of every token."""
-    mixed = [m for m in metrics if m in METRICS and METRICS[m].baseline_span]  # docs/timing.md
-    if not mixed or base.facts.timing == cur.facts.timing:
-        return
-    old = base if base.facts.timing == "decode-only" else cur
-    raise InputError(
-        f"not comparable: {old.ref} times baseline t/s inside llama.cpp's decode call only (run folder "
-        f"format before 2), the other over the whole generation span ({', '.join(mixed)} changed meaning); "
-        "measure the baseline again with this specbench, or compare --metric spec_tps only (docs/timing.md)"
-    )
 
 
 def _status(side: Side) -> str:

@@ -19,7 +19,8 @@ from specbench.base.errors import ModelError
 from specbench.models.hf import fetch_hf
 from specbench.models.spec import HfSource
 from specbench.plan.config import Config, config_from_mapping
-from specbench.tune.drafts import DraftRow, DraftsResult
+from specbench.tune.draftmodels import DraftRow
+from specbench.tune.drafts import DraftsResult
 
 PROMPT_IDS = ["code-02", "extr-05", "summ-03"]  # the quickstart's: code rewrite, extraction, summary
 N_PREDICT = 128

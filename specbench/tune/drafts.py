@@ -11,14 +11,14 @@ Costs come from this machine: the target's passes and the curve's models are tim
 estimated from its bytes per token (``tune.draftcost``), and ``analysis.speedmodel`` turns both into
 the per-token acceptance each candidate needs to break even and to reach 1.5x, at its best draft
 length. Candidates are ranked by that acceptance: the one that needs the least comes first. How
-well a candidate will actually be accepted is the one thing the header cannot tell.
+well a candidate will actually be accepted is the one thing the header cannot tell. Which models are
+candidates, and whether each can draft for the target, is ``tune.draftmodels``'.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -28,15 +28,8 @@ from specbench.base.errors import ModelError, RunError, SpecbenchError
 from specbench.base.methods import METHODS
 from specbench.builder.buildinfo import BuildInfo
 from specbench.models import cache
-from specbench.models.families import load_families
-from specbench.models.gguffile import shard_paths
-from specbench.models.ggufheader import GGUFHeader, header_meta, read_local_header
-from specbench.models.hfheader import RemoteGGUF, list_ggufs, read_remote_header
-from specbench.models.meta import GGUFMeta, read_metadata
-from specbench.models.paircheck import check_metadata, check_tokens
-from specbench.models.spec import ModelSpec
+from specbench.models.ggufheader import GGUFHeader, read_local_header
 from specbench.plan.cells import speculative_flags
-from specbench.plan.config import Config
 from specbench.results.calibration import PassCosts
 from specbench.results.cell import Cell
 from specbench.tune.calibrate import pass_sizes
@@ -50,43 +43,10 @@ from specbench.tune.draftcost import (
     free_draft,
     timed_costs,
 )
+from specbench.tune.draftmodels import DraftRow, Judged, Request, gather
 
 GOAL = 1.5  # the speedup whose acceptance is shown beside break-even
 CURVE_MAX_BYTES = 2 << 30  # cached models larger than this are not timed for the curve (too slow)
-
-
-class DraftRow(BaseModel):
-    """One candidate: what its header says, whether it can draft for the target, what it costs."""
-
-    candidate: str  # a path, repo/file, or an n-gram method
-    kind: str  # local | hub | config | ngram
-    family: str | None = None  # the curated family it was listed under
-    listed_params: float | None = None  # the size the family list gives
-    source: str | None = None  # the local path, or repo/file@commit
-    compatible: bool
-    reason: str | None = None  # why it cannot draft for the target (or why it was not read)
-    architecture: str | None = None
-    parameter_count: int | None = None
-    file_type: str | None = None
-    size_bytes: int | None = None
-    tensor_types: dict[str, float] = Field(default_factory=dict)  # type -> share of the weight bytes
-    header_bytes_read: int | None = None  # bytes fetched from the Hub to judge it
-    bytes_per_token: int | None = None
-    decode_ms: float | None = None  # estimated from the cost curve
-    decode_ms_low: float | None = None
-    decode_ms_high: float | None = None
-    decode_ms_measured: float | None = None  # llama-bench's, when this machine has timed it
-    priced_by: str | None = None  # measured (llama-bench's costs) | estimated (the curve's) | None
-    draft_max: int | None = None  # the draft length that needs the least acceptance
-    alpha_break_even: float | None = None  # per-token acceptance for 1.0x at draft_max
-    alpha_goal: float | None = None  # ... for GOAL
-    ceiling: float | None = None  # the speedup at full acceptance at draft_max
-    alpha_earlier: float | None = None  # per-token acceptance of this pair in an earlier run here
-    earlier_run: str | None = None  # that run's folder
-    predicted_speedup: float | None = None  # the speed model's, at alpha_earlier and draft_max
-    rank: int | None = None
-    path: Path | None = Field(default=None, exclude=True)  # a local file (for timing and the command)
-    pass_costs: PassCosts | None = Field(default=None, exclude=True)  # what the speed model priced it at
 
 
 class CurveInfo(BaseModel):
@@ -105,16 +65,6 @@ class DraftsResult(BaseModel):
     depth: int = DEPTH
     notes: list[str] = Field(default_factory=list)
     server_command: str | None = None
-
-
-@dataclass
-class _Model:
-    """A GGUF judged from its header, before costs."""
-
-    row: DraftRow
-    meta: GGUFMeta | None = None
-    header: GGUFHeader | None = None
-    sha256: str | None = None
 
 
 def earlier_alpha(target_sha: str, draft_sha: str, base: Path) -> tuple[float, str] | None:
@@ -151,181 +101,8 @@ def earlier_alpha(target_sha: str, draft_sha: str, base: Path) -> tuple[float, s
     return None if alpha is None or where is None else (alpha, where)
 
 
-@dataclass
-class Request:
-    target: str
-    candidates: list[str] = field(default_factory=list)
-    families: list[str] = field(default_factory=list)
-    config: Config | None = None
-    max_draft: int = 16
-    threads: int | None = None
-    measure_costs: bool = True  # time missing pass costs with llama-bench
-    results: Path | None = None  # run folders to look for earlier runs of a pair in (None: none)
-
-
-def _local(path: Path, kind: str, name: str | None = None) -> _Model:
-    row = DraftRow(candidate=name or path.name, kind=kind, source=str(path), compatible=False, path=path)
-    try:
-        header = read_local_header(path)
-        meta = read_metadata(path)
-    except ModelError as exc:
-        row.reason = str(exc)
-        return _Model(row)
-    _describe(row, meta, header)
-    if header.data_end > path.stat().st_size and meta.n_shards == 1:
-        row.reason = (
-            f"{path} is truncated: its tensors need {header.data_end} bytes, the file has {meta.size_bytes}"
-        )
-        return _Model(row, meta)
-    return _Model(row, meta, header, cache.sha256_file(path))
-
-
-def _describe(row: DraftRow, meta: GGUFMeta, header: GGUFHeader) -> None:
-    row.architecture, row.parameter_count = meta.architecture, meta.parameter_count
-    row.file_type, row.size_bytes = meta.file_type, meta.size_bytes
-    row.tensor_types = {k: round(v, 4) for k, v in header.tensor_types().items()}
-    row.bytes_per_token = header.bytes_per_token()
-
-
-def _remote(model: RemoteGGUF, kind: str, name: str | None = None) -> _Model:
-    row = DraftRow(
-        candidate=name or model.name, kind=kind, source=f"{model.name}@{model.revision}", compatible=False
-    )
-    try:
-        got = read_remote_header(model)
-    except ModelError as exc:
-        row.reason = str(exc)
-        return _Model(row)
-    row.header_bytes_read = got.bytes_read
-    meta = header_meta(
-        got.header, model.size_bytes or got.header.data_end, len(model.files), got.parameter_count
-    )
-    _describe(row, meta, got.header)
-    return _Model(row, meta, got.header, model.sha256)
-
-
-def _repo_models(repo: str, pattern: str | None, kind: str) -> list[_Model]:
-    try:
-        found = list_ggufs(repo, pattern=pattern)
-    except ModelError as exc:
-        return [
-            _Model(
-                DraftRow(
-                    candidate=repo + (f" ({pattern})" if pattern else ""),
-                    kind=kind,
-                    compatible=False,
-                    reason=str(exc),
-                )
-            )
-        ]
-    if not found:
-        what = f"no GGUF file matches {pattern!r}" if pattern else "it has no GGUF files"
-        return [_Model(DraftRow(candidate=repo, kind=kind, compatible=False, reason=f"{repo}: {what}"))]
-    return [_remote(m, kind) for m in found]
-
-
-def _is_hub_name(arg: str) -> bool:
-    """``owner/repo`` or ``owner/repo/path/file.gguf`` (``dir/file.gguf`` is a local path)."""
-    parts = arg.split("/")
-    if len(parts) == 2 and arg.endswith(".gguf"):
-        return False
-    return len(parts) >= 2 and all(parts) and not arg.startswith((".", "/", "~"))
-
-
-def models_of(arg: str, cfg: Config | None, build: BuildInfo | None, kind: str | None = None) -> list[_Model]:
-    """The GGUF models an argument names: a config's model, a local file (or a folder of them), a
-    Hub ``repo/file`` or a whole repo."""
-    if cfg is not None and arg in cfg.models:
-        return [_config_model(arg, cfg.models[arg], cfg, build)]
-    path = Path(arg).expanduser()
-    if path.is_dir():
-        files = sorted(p for p in path.glob("*.gguf") if shard_paths(p)[0] == p)
-        return [_local(p, kind or "local") for p in files] or [
-            _Model(
-                DraftRow(candidate=arg, kind="local", compatible=False, reason=f"{arg} holds no .gguf file")
-            )
-        ]
-    if path.exists() or not _is_hub_name(arg):
-        return [_local(path, kind or "local")]
-    parts = arg.split("/")
-    if len(parts) == 2:
-        return _repo_models(arg, None, kind or "hub")
-    repo, file = "/".join(parts[:2]), "/".join(parts[2:])
-    return _repo_models(repo, file, kind or "hub")
-
-
-def _config_model(name: str, spec: ModelSpec, cfg: Config, build: BuildInfo | None) -> _Model:
-    """A config's model: its file when this machine has it, else (an hf model) its header on the Hub."""
-    from specbench.models import resolve_models
-    from specbench.models.hf import cached_hf
-
-    if spec.hf is not None:
-        fetched = cached_hf(spec.hf)
-        if fetched is not None:
-            return _local(fetched.files[0], "config", name)
-        found = _repo_models(spec.hf.repo, spec.hf.file or spec.hf.pattern, "config")
-        if len(found) == 1:
-            found[0].row.candidate = name
-        return (
-            found[0]
-            if len(found) == 1
-            else _Model(
-                DraftRow(
-                    candidate=name,
-                    kind="config",
-                    compatible=False,
-                    reason=f"{spec.describe()} selects {len(found)} files; make it select one",
-                )
-            )
-        )
-    try:
-        model = resolve_models(cfg.models, cfg.base_dir, build, only=[name])[name]
-    except (ModelError, SpecbenchError) as exc:
-        return _Model(DraftRow(candidate=name, kind="config", compatible=False, reason=str(exc)))
-    return _local(model.path, "config", name)
-
-
-def _compatibility(target: _Model, cand: _Model) -> None:
-    if cand.meta is None or cand.header is None or cand.row.reason:
-        return
-    assert target.meta is not None and target.header is not None
-    failed = check_metadata(target.meta, cand.meta) or check_tokens(target.header.tokens, cand.header.tokens)
-    cand.row.compatible = failed is None
-    cand.row.reason = failed.message if failed else None
-
-
-def gather(req: Request, build: BuildInfo | None) -> tuple[_Model, list[_Model]]:
-    """The target (exactly one model) and every candidate, judged against it."""
-    targets = models_of(req.target, req.config, build)
-    if len(targets) != 1:
-        names = ", ".join(t.row.candidate for t in targets[:6])
-        raise ModelError(f"target {req.target} is {len(targets)} models ({names}); name one file")
-    target = targets[0]
-    if target.header is None:
-        raise ModelError(f"target {req.target}: {target.row.reason}")
-    target.row.compatible = True
-    cands: list[_Model] = []
-    for arg in req.candidates:
-        cands += models_of(arg, req.config, build)
-    if req.config is not None and not req.candidates and not req.families:
-        for name in req.config.models:
-            if name != req.target:
-                cands.append(_config_model(name, req.config.models[name], req.config, build))
-    families = load_families()
-    for fam in req.families:
-        if fam not in families:
-            raise ModelError(f"no draft family {fam!r}; known families: {', '.join(sorted(families))}")
-        for d in families[fam].drafts:
-            for m in _repo_models(d.repo, d.pattern, "family"):
-                m.row.family, m.row.listed_params = fam, d.params
-                cands.append(m)
-    for c in cands:
-        _compatibility(target, c)
-    return target, cands
-
-
 def _curve(
-    build: BuildInfo, local: list[_Model], threads: int | None, measure: bool, note: Callable[[str], None]
+    build: BuildInfo, local: list[Judged], threads: int | None, measure: bool, note: Callable[[str], None]
 ) -> CostCurve | None:
     """The cost curve from every local model (the target, local candidates, the model cache)."""
     from specbench.models.listing import list_cached

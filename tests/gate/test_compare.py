@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from specbench.gate.baseline import InputError, load_run
-from specbench.gate.compare import NotComparable, cell_series, compare
+from specbench.gate.comparable import NotComparable
+from specbench.gate.compare import cell_series, compare
 from specbench.gate.regression import Status
 from tests.helpers.runs import BASE, DRAFT_SHA, SPEC, make_run
 

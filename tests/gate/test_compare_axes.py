@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from specbench.gate.baseline import load_run
-from specbench.gate.compare import NotComparable, compare
+from specbench.gate.comparable import NotComparable
+from specbench.gate.compare import compare
 
 
 def _recorded_copy(tmp_path: Path, name: str, edit) -> Path:

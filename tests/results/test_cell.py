@@ -132,10 +132,10 @@ def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
         assert '"seed2": 1' in _cell_id(k1, "m") and "seed2" not in _cell_id(old, "m")
         assert "seed2=1" in cell_label(samples[2]) and "seed2" in CELL_KEYS
         from specbench.gate.baseline import Side
-        from specbench.gate.compare import _differing_axes
+        from specbench.gate.comparable import differing_axes
         sides = [Side(ref=r, kind="run", facts=RunFacts(run_id=r), samples=[s])
                  for r, s in zip("ab", samples[1:])]
-        assert _differing_axes(*sides) == ["seed2: 0 -> 1"]  # compare's "no common cell" names it
+        assert differing_axes(*sides) == ["seed2: 0 -> 1"]  # compare's "no common cell" names it
         print("ok")
         """
     )

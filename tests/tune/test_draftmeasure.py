@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from specbench.tune.draftmeasure import PROMPT_IDS, measure_config
-from specbench.tune.drafts import DraftRow, DraftsResult
+from specbench.tune.draftmodels import DraftRow
+from specbench.tune.drafts import DraftsResult
 
 
 def _row(name: str, g: int | None, rank: int | None) -> DraftRow:

@@ -15,7 +15,8 @@ import pytest
 
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo, FlagSpelling
 from specbench.models.meta import read_token_texts
-from specbench.tune.drafts import Request, rank
+from specbench.tune.draftmodels import Request
+from specbench.tune.drafts import rank
 from tests.helpers.hub import requested_ranges
 from tests.models.tiny_gguf import write_tiny_gguf
 
@@ -180,15 +181,6 @@ def test_an_earlier_run_of_the_pair_gives_its_acceptance(tmp_path):
     )  # its one draft cell: g 8, 8.64 tokens per pass
     assert earlier_alpha(q4, f32, tmp_path / "r") is None  # the other way round is another pair
     assert earlier_alpha(f32, q4, tmp_path / "none") is None
-
-
-def test_what_an_argument_names():
-    from specbench.tune.drafts import _is_hub_name
-
-    assert _is_hub_name("bartowski/Llama-3.2-1B-Instruct-GGUF")
-    assert _is_hub_name("org/repo/sub/file.gguf")
-    assert not _is_hub_name("models/file.gguf")  # a local path, even when missing
-    assert not _is_hub_name("./org/repo") and not _is_hub_name("/abs/path") and not _is_hub_name("x.gguf")
 
 
 def test_a_hub_target_is_priced_from_the_curve_and_fetched_in_the_command(

@@ -10,7 +10,8 @@ import pytest
 
 from specbench.models import DeriveSource, ModelSpec, resolve_models
 from specbench.tune.draftmeasure import measure
-from specbench.tune.drafts import Request, rank
+from specbench.tune.draftmodels import Request
+from specbench.tune.drafts import rank
 from tests.fixtures.models import SMOL_Q4
 from tests.helpers.hub import requested_ranges
 from tests.helpers.realruns import threads
