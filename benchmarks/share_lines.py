@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specbench.execute.contention import cpu_share  # noqa: E402
+from specbench.execute.contention import sample_share  # noqa: E402
 from specbench.results.samplelog import load_samples  # noqa: E402
 
 
@@ -34,7 +34,7 @@ def pairs(run: Path, role: str) -> list[tuple[float, float, float]]:
     for side in by.values():
         if {"base", "head"} <= side.keys():
             a, b = side["base"], side["head"]
-            sa, sb = (cpu_share(x.cpu_s, x.wall_s, x.cpu_threads) for x in (a, b))
+            sa, sb = sample_share(a), sample_share(b)
             if sa is not None and sb is not None:
                 out.append((math.log(b.tps / a.tps), sa, sb))
     return out
@@ -54,9 +54,12 @@ def main() -> None:
                 kept = [lr for lr, sa, sb in got if min(sa, sb) >= line]
                 sd = f"{statistics.stdev(kept) * 100:.1f}%" if len(kept) > 1 else "-"
                 print(f"{run.name} {role} {line:.2f} {len(kept)}/{len(got)} {sd}")
-            if len(got) > 2:
-                r = statistics.correlation([sb - sa for _, sa, sb in got], [lr for lr, _, _ in got])
-                print(f"{run.name} {role} corr(share head - share base, log ratio) {r:+.2f}")
+            diffs, ratios = [sb - sa for _, sa, sb in got], [lr for lr, _, _ in got]
+            if len(got) > 2 and len(set(diffs)) > 1 and len(set(ratios)) > 1:
+                r = f"{statistics.correlation(diffs, ratios):+.2f}"
+            else:  # too few pairs, or the shares (or ratios) never differ: no correlation to give
+                r = "-"
+            print(f"{run.name} {role} corr(share head - share base, log ratio) {r}")
 
 
 if __name__ == "__main__":
