@@ -19,7 +19,7 @@ from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession, warn_busy
 from specbench.gate.abrun import load_builds_config, measuring_is_input, round_notes, rounds_end
 from specbench.gate.decision import Status
-from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices
+from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, roles_read
 
 
 def _check_paths(config: Path, out: Path) -> None:
@@ -60,7 +60,7 @@ def run_builds(
         if resume:
             resumecheck.check_resume_config(run_dir, cfg)
 
-    prepared = session.prepare(cfg, checks)
+    prepared = session.prepare(cfg, checks, roles=roles_read(metrics))
     say_notes(round_notes(prepared.plan.notes, cfg, budget_s))  # before the first sample, as `run` does
 
     def interrupted(exc) -> str:

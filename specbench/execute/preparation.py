@@ -154,9 +154,11 @@ def prepare(
     build_progress: Any = None,
     model_progress: Any = None,
     shard: Shard | None = None,
+    roles: frozenset[str] | None = None,
 ) -> Prepared:
     """Build (or, dry, preview the build), resolve models, check pairs, render prompts, plan
-    (``shard``: only that shard's part of the plan, ``specbench.plan.shards``)."""
+    (``shard``: only that shard's part of the plan, ``specbench.plan.shards``; ``roles``: only the
+    invocations of these roles, ``Plan.of_roles``)."""
     from specbench.execute.builds import ensure_builds, preview_builds
     from specbench.models import resolve_models
     from specbench.plan.prompts import render, render_all
@@ -181,6 +183,8 @@ def prepare(
     for name in sorted(targets.keys() - here.keys()):  # dry run: no GGUF, so no chat template to render with
         prompts += [render(p, name, None) for p in config.prompt_list()]
     plan = make_plan(config, builds, models, prompts)
+    if roles is not None:
+        plan = plan.of_roles(roles)
     sharding = None
     if shard is not None:
         from specbench.plan.shards import cut

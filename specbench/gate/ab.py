@@ -274,12 +274,16 @@ def output_decisions(
 ) -> list[CellDecision]:
     """At temperature 0 the same models and prompt give the same text on any correct build: a cell
     whose head generated other text than base fails (a warning-free pass needs the same text on
-    every prompt), unless ``allow_change``. Cells with no greedy output on both builds: none."""
+    every prompt), unless ``allow_change``. Cells with no greedy output on both builds: none.
+    The speculative cells' text is checked; a run that measured none (``--metric baseline_tps``
+    measures only the baseline, ``Plan.of_roles``) has its baseline cells' text checked instead."""
     texts: dict[tuple, dict[str, dict[str, set[str]]]] = {}
     labels: dict[tuple, str] = {}
-    for s in samples:
+    ours = [s for s in samples if build_of(s) in (base, head)]
+    role = "speculative" if any(s.role == "speculative" for s in ours) else "baseline"
+    for s in ours:
         b = build_of(s)
-        if s.role != "speculative" or b not in (base, head) or s.generation.temperature != 0:
+        if s.role != role or s.generation.temperature != 0:
             continue
         if not s.output_sha256 or s.status not in ("ok", "invalid"):
             continue

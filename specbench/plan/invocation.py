@@ -76,6 +76,20 @@ class Plan(BaseModel):
         """The same plan (runner, settings) over other invocations, e.g. a subset of these."""
         return self.model_copy(update={"invocations": invocations})
 
+    def of_roles(self, roles: frozenset[str]) -> Plan:
+        """Only the invocations of these roles (warmups too), with a note of what was left out:
+        ``ab``/``bisect`` measure what their metrics read (``results.metrics.roles_read``)."""
+        left = sorted({i.role for i in self.invocations} - roles)
+        if not left:
+            return self
+        kept = self.only([i for i in self.invocations if i.role in roles])
+        if not kept.measured:  # nothing the metrics read: measure all, and the gate says what it lacks
+            return self
+        measured = ", ".join(sorted({i.role for i in kept.invocations}))
+        note = f"measured only the {measured} samples: no judged metric reads the {', '.join(left)} ones"
+        kept.notes = [*self.notes, f"{note} (--metric chooses)"]
+        return kept
+
     @property
     def measured(self) -> list[Invocation]:
         return [i for i in self.invocations if not i.warmup]

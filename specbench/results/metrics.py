@@ -95,6 +95,23 @@ PAIRED_DEFAULT = ("baseline_tps", "spec_tps", "speedup", "acceptance")
 SITE_FIRST = "speedup"  # the results site leads each page with it, then the table's order
 
 
+def roles_read(names: list[str] | tuple[str, ...]) -> frozenset[str]:
+    """The sample roles a gate judging ``names`` needs measured: each metric's role, the baseline
+    of a paired one (a speedup), and with any speculative metric the draft alone and (server
+    runner, with a baseline) the baseline window after the speculative servers, which belong to
+    those cells. ``ab``/``bisect`` measure only these: a bisect of ``baseline_tps`` spends its
+    budget on baseline pairs, not on speculative samples no decision reads."""
+    from specbench.results.bracket import AFTER
+
+    metrics = [METRICS[n] for n in names]
+    roles = {m.role for m in metrics} | {"baseline" for m in metrics if m.paired}
+    if "speculative" in roles:
+        roles.add("draft")
+        if "baseline" in roles:
+            roles.add(AFTER)
+    return frozenset(roles)
+
+
 def choices(last: str = " or ") -> str:
     """``spec_tps, baseline_tps, ... or tokens_per_pass``: the names for help texts and errors."""
     names = list(METRICS)

@@ -90,3 +90,25 @@ def test_ab_fails_a_head_build_whose_greedy_text_changed():
         _two_builds(True), "r", "base", "head", ["spec_tps"], allow_noisy=True, allow_output_change=True
     )
     assert allowed.exit_code == 0
+
+
+def test_a_baseline_only_ab_checks_the_baseline_text():
+    """`--metric baseline_tps` measures only the baseline (Plan.of_roles): its text is checked."""
+    from specbench.gate.ab import paired_compare
+
+    def baseline_only(head_text_changed: bool) -> list:
+        out = []
+        for s in _two_builds(False):
+            if s.role != "baseline":
+                continue
+            if s.build == "head" and head_text_changed and s.output_sha256:
+                s = s.model_copy(update={"output_sha256": "e" * 64})
+            out.append(s)
+        return out
+
+    same = paired_compare(baseline_only(False), "r", "base", "head", ["baseline_tps"], allow_noisy=True)
+    outputs = [d for d in same.decisions if d.metric == "output"]
+    assert outputs and all(d.status == "pass" and "baseline" in d.cell for d in outputs)
+    changed = paired_compare(baseline_only(True), "r", "base", "head", ["baseline_tps"], allow_noisy=True)
+    assert [d.status for d in changed.decisions if d.metric == "output"] == ["fail"] * len(outputs)
+    assert changed.exit_code == 1

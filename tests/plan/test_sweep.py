@@ -364,3 +364,20 @@ def test_a_misspelt_method_is_named_with_the_build_method_it_resembles(tmp_path,
     with pytest.raises(ConfigError, match="unknown method ngram-simpel: did you mean ngram-simple") as info:
         make_plan(config, llama_build, MODELS, rendered(config))
     assert "newer" not in str(info.value)
+
+
+def test_of_roles_keeps_what_the_judged_metrics_read_and_says_what_it_left(tmp_path, llama_build):
+    from specbench.results.metrics import roles_read
+
+    config = make_config(tmp_path)
+    plan = make_plan(config, llama_build, MODELS, rendered(config))
+    base = plan.of_roles(roles_read(["baseline_tps"]))
+    assert {i.role for i in base.invocations} == {"baseline"}  # the warmups too
+    assert len(base.measured) == 2 * 3 and base.sentinel == plan.sentinel
+    assert base.notes[-1].startswith("measured only the baseline samples: no judged metric reads the draft, "
+                                     "speculative ones")  # fmt: skip
+    # a speculative metric keeps its cells' draft-alone runs; a speedup needs the baseline too
+    assert {i.role for i in plan.of_roles(roles_read(["spec_tps"])).measured} == {"speculative", "draft"}
+    assert plan.of_roles(roles_read(["speedup"])) is plan
+    # nothing the metrics read: everything is measured, and the gate says what it lacks
+    assert plan.of_roles(frozenset({"baseline-after"})) is plan

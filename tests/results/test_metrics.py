@@ -138,3 +138,13 @@ def test_tokens_per_target_pass_is_a_metric_of_compare_ab_history_and_the_site(t
     samples = [s.model_copy(update={"build": b}) for b in ("base", "head") for s in load_run(base).samples]
     (d,) = [d for d in paired_compare(samples, "r", "base", "head", ["tokens_per_pass"]).decisions]
     assert d.status == "pass" and d.ratio == pytest.approx(1.0)
+
+
+def test_roles_read_is_what_each_metric_reads_and_what_its_cells_need():
+    from specbench.results.bracket import AFTER
+    from specbench.results.metrics import roles_read
+
+    assert roles_read(["baseline_tps"]) == {"baseline"}
+    assert roles_read(["spec_tps", "acceptance"]) == {"speculative", "draft"}
+    assert roles_read(["speedup"]) == {"speculative", "draft", "baseline", AFTER}
+    assert roles_read(list(PAIRED_DEFAULT)) == roles_read(["speedup"])  # ab's default measures every role
