@@ -162,3 +162,19 @@ def test_resume_refuses_another_config_or_threshold(history, tmp_path):
         bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.02, True, config="cfg-a")
     again = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, True, config="cfg-a")
     assert again.config == "cfg-a"
+
+
+def test_a_step_shows_its_metrics_worst_cell_and_the_output_check_only_when_it_fails():
+    from specbench.gate.ab import CellDecision
+
+    def d(metric, status, ratio):
+        return CellDecision(cell=f"{metric} cell", metric=metric, unit="t/s", n_pairs=8, ratio=ratio,
+                            ci_low=ratio and ratio - 0.01, ci_high=ratio and ratio + 0.01, p_value=None,
+                            detectable=None, status=status, reason=status)  # fmt: skip
+
+    passed = bisect.step_result([d("output", Status.PASS, None), d("baseline_tps", Status.PASS, 1.01)])
+    assert passed.status == Status.PASS and passed.ratio == 1.01 and passed.reason.startswith("baseline_tps")
+    text = bisect.step_result([d("baseline_tps", Status.PASS, 0.99), d("output", Status.FAIL, None)])
+    assert text.status == Status.FAIL and text.ratio is None and text.reason.startswith("output")
+    slow = bisect.step_result([d("baseline_tps", Status.FAIL, 0.93), d("baseline_tps", Status.FAIL, 0.95)])
+    assert slow.ratio == 0.93
