@@ -294,7 +294,10 @@ def step_result(decisions: list) -> StepResult:
     if not decisions:
         return StepResult(status=Status.TOO_NOISY, reason="no cell of this metric had pairs on both builds")
     rank = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.PASS: 2, Status.IMPROVED: 3}
-    worst = min(decisions, key=lambda d: (rank.get(d.status, 2), d.ratio is None, d.ratio or 1.0))
+    worst = min(
+        decisions,
+        key=lambda d: (rank.get(d.status, 2), d.ratio is None, d.ratio if d.ratio is not None else 1.0),
+    )
     return StepResult(
         status=worst.status, ratio=worst.ratio, ci_low=worst.ci_low, ci_high=worst.ci_high,
         reason=f"{worst.cell}: {worst.reason}",

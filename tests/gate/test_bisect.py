@@ -178,3 +178,5 @@ def test_a_step_shows_its_metrics_worst_cell_and_the_output_check_only_when_it_f
     assert text.status == Status.FAIL and text.ratio is None and text.reason.startswith("output")
     slow = bisect.step_result([d("baseline_tps", Status.FAIL, 0.93), d("baseline_tps", Status.FAIL, 0.95)])
     assert slow.ratio == 0.93
+    stopped = bisect.step_result([d("baseline_tps", Status.FAIL, 0.5), d("baseline_tps", Status.FAIL, 0.0)])
+    assert stopped.ratio == 0.0  # a head at zero t/s is the worst cell, not taken for 1.0
