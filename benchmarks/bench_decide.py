@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_ab import repeated, specbench, step_in_pairing  # noqa: E402
+from bench_ab import repeated, step_in_pairing  # noqa: E402
 
 
 def step_pairs(run_dir: Path, metric: str) -> int | None:
@@ -45,36 +46,61 @@ def step_pairs(run_dir: Path, metric: str) -> int | None:
     return sum(s.role == role and s.build == "head" and s.valid for s in load_samples(run_dir))
 
 
+def judged(run: dict, metric: str) -> dict:
+    """A step's run (against good, or against bad) as bisect.json has it, with its pairs counted."""
+    pairs = step_pairs(Path(run["run_dir"]), metric)
+    ci = [run["ci_low"], run["ci_high"]]
+    return {"status": run["status"], "ratio": run["ratio"], "ci": ci, "pairs": pairs}
+
+
+def timed_lines(args: list[str], timeout: float) -> tuple[int, list[tuple[float, str]]]:
+    """``specbench ARGS`` with each stdout line stamped (seconds since the start): a bisect prints
+    a line as each step ends, so the stamps give each step's wall time, preparation included."""
+    t0 = time.monotonic()
+    lines: list[tuple[float, str]] = []
+    cmd = [sys.executable, "-m", "specbench", *map(str, args)]
+    quiet = {"stderr": subprocess.DEVNULL, "stdin": subprocess.DEVNULL}
+    with subprocess.Popen(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE, **quiet) as proc:
+        for line in proc.stdout:
+            lines.append((time.monotonic() - t0, line.rstrip("\n")))
+        rc = proc.wait(timeout=timeout)
+    return rc, lines
+
+
 def one_try(args, repo: Path, good: str, bad: str, out: Path) -> dict:
     t0 = time.monotonic()
     budget = ["--budget", args.budget] if args.budget else []
-    res = specbench("bisect", args.config, "--source", repo, "--good", good, "--bad", bad, "--metric",
-                    args.metric, "--threshold", args.threshold, "--out", out, "--quiet", *budget,
-                    *repeated("--set", args.sets), timeout=6 * 3600)  # fmt: skip
+    rc, lines = timed_lines(["bisect", args.config, "--source", repo, "--good", good, "--bad", bad,
+                             "--metric", args.metric, "--threshold", args.threshold, "--out", out, "--quiet",
+                             *budget, *repeated("--set", args.sets)], timeout=6 * 3600)  # fmt: skip
     wall = time.monotonic() - t0
+    stdout = "\n".join(line for _, line in lines)
     state = json.loads((out / "bisect.json").read_text()) if (out / "bisect.json").is_file() else {}
-    named = next(
-        (ln.split()[3] for ln in res.stdout.splitlines() if ln.startswith("first bad commit:")), None
-    )
-    steps = [
-        {
-            "commit": s["commit"][:10],
-            "status": s["status"],
-            "ratio": s["ratio"],
-            "ci": [s["ci_low"], s["ci_high"]],
-            "pairs": step_pairs(Path(s["run_dir"]), args.metric),
-        }  # fmt: skip
-        for s in state.get("steps", [])
-    ]
-    if res.returncode not in (0, 3):
-        print(res.stdout[-2000:], res.stderr[-3000:], file=sys.stderr)
-    return {
-        "exit": res.returncode,
-        "named": named,
-        "steps": steps,
-        "wall_s": wall,
-        "output": res.stdout[-4000:],
-    }
+    named = next((ln.split()[3] for _, ln in lines if ln.startswith("first bad commit:")), None)
+    ends = [0.0, *(t for t, ln in lines if ln.startswith("step "))]
+    steps = []
+    for i, s in enumerate(state.get("steps", [])):
+        vs = s.get("against_bad")
+        steps.append({
+            **judged(s, args.metric), "commit": s["commit"][:10],
+            "against_bad": vs and judged(vs, args.metric),
+            "wall_s": ends[i + 1] - ends[i] if i + 1 < len(ends) else None,
+        })  # fmt: skip
+    if rc not in (0, 3):
+        print(stdout[-3000:], file=sys.stderr)
+    return {"exit": rc, "named": named, "steps": steps, "wall_s": wall, "output": stdout[-4000:]}
+
+
+def shown(step: dict) -> str:
+    """One step as the try's line shows it: against good, then against bad if it was measured."""
+
+    def part(s: dict) -> str:
+        return s["status"] if s["ratio"] is None else f"{s['status']} {s['ratio']:.3f} ({s['pairs']} pairs)"
+
+    text = f"{step['commit']} {part(step)}"
+    if step.get("against_bad"):
+        text += f" / vs bad {part(step['against_bad'])}"
+    return text + (f" {step['wall_s']:.0f} s" if step.get("wall_s") is not None else "")
 
 
 def main() -> None:
@@ -112,13 +138,9 @@ def main() -> None:
         r = one_try(args, hist.repo, hist.shas[0], hist.shas[-1], args.out / f"try-{i + 1}")
         r["correct"] = r["named"] == expected
         tries.append(r)
-        shown = ", ".join(
-            f"{s['commit']} {s['status']} {s['ratio']:.3f} ({s['pairs']} pairs)" if s["ratio"] is not None
-            else f"{s['commit']} {s['status']}"
-            for s in r["steps"]
-        )  # fmt: skip
+        steps = ", ".join(shown(s) for s in r["steps"])
         print(f"try {i + 1}/{args.tries}: exit {r['exit']}, named the slow commit: {r['correct']}; "
-              f"steps: {shown}; {r['wall_s']:.0f} s", flush=True)  # fmt: skip
+              f"steps: {steps}; {r['wall_s']:.0f} s", flush=True)  # fmt: skip
         (args.out / "bench-decide.json").write_text(json.dumps({
             "config": args.config, "sets": args.sets, "threshold": args.threshold, "metric": args.metric,
             "budget": args.budget, "delay_us": args.delay_us, "step_ms": step_ms, "commits": args.commits,

@@ -183,8 +183,9 @@ def bisect_cmd(
     budget: Budget = None,
 ) -> None:
     """Find the first commit between --good and --bad that made METRIC slower: each step an
-    interleaved A/B of the midpoint against --good (--bad is taken as slow, as in git bisect).
-    Exit 0 found, 2 bad input, 3 a step stayed undecided."""
+    interleaved A/B of the midpoint against --good (--bad is taken as slow, as in git bisect); a step
+    that stays undecided there is measured against --bad, and is good if significantly faster than
+    it. --budget is a step's. Exit 0 found, 2 bad input, 3 a step stayed undecided."""
     from specbench.gate import bisect
     from specbench.gate.ab import BuildChoiceError
     from specbench.gate.regression import parse_threshold
@@ -212,27 +213,26 @@ def bisect_cmd(
     say(f"bisect {metric}: {len(state.commits)} first-parent commits after {state.good[:10]} up to "
          f"{state.bad[:10]}; results in {out}")  # fmt: skip
 
-    def measure(good_sha: str, mid_sha: str, run_dir: Path) -> bisect.StepResult:
-        specs = [("base", str(src), good_sha), ("head", str(src), mid_sha)]
+    def measure(base_sha: str, head_sha: str, run_dir: Path, budget_s: float | None) -> bisect.Measured:
+        specs = [("base", str(src), base_sha), ("head", str(src), head_sha)]
         with measuring_is_input():
             summary = run_builds(
                 config, list(set_ or []), specs, run_dir, quiet, [metric], thr, f"--resume --out {out}",
-                budget_s=budget,
+                budget_s=budget_s,
             )  # fmt: skip
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
-        result = bisect.step_result(cmp.decisions)
-        if result.status == Status.TOO_NOISY:  # undecided only once the rounds are spent: say which
-            result.reason += f"; {rounds_end(summary, budget)}"
-        return result
+        return bisect.Measured(decisions=cmp.decisions, rounds_end=rounds_end(summary, budget_s))
 
     def on_step(step: bisect.Step) -> None:
         commit = state.commits[step.index]
-        ratio = f"{step.ratio:.3f}" if step.ratio is not None else "-"
-        ci = f" [{step.ci_low:.3f}, {step.ci_high:.3f}]" if step.ci_low is not None else ""
         say(f"step {state.steps.index(step) + 1}: {commit.short} {commit.subject[:60]}: "
-             f"{ratio}{ci} {step.word} ({step.reason})")  # fmt: skip
+            f"{_ratio(step)} {step.word} ({step.reason})")  # fmt: skip
+        if step.against_bad is not None:
+            vs = step.against_bad
+            said = "faster: good" if step.side == "good" else "not decided"
+            say(f"  against --bad {state.bad[:10]}: {_ratio(vs)} {said} ({vs.reason})")
 
-    state = bisect.run(out, state, measure, on_step)
+    state = bisect.run(out, state, measure, on_step, budget)
     lo, hi, stopped = state.bounds()
     found = state.first_bad
     if found is not None:
@@ -241,6 +241,11 @@ def bisect_cmd(
             say(f"note: that is --bad itself, taken as slow and not measured (every commit before it "
                  f"passed); `specbench ab {config} --base {src}@{state.good[:10]} "
                  f"--head {src}@{found.short}` measures it")  # fmt: skip
+        by_bad = [str(i + 1) for i, step in enumerate(state.steps) if step.good_by_bad]
+        if by_bad:
+            say(f"note: step {', '.join(by_bad)} was good by being faster than --bad (its run against --good "
+                 f"stayed undecided): the commit named made it slower, and a smaller slowdown before it "
+                 f"is not excluded")  # fmt: skip
         raise typer.Exit(0)
     after = state.commits[lo].short if lo >= 0 else state.good[:10]
     say(
@@ -249,6 +254,12 @@ def bisect_cmd(
         "for more pairs, or a higher --threshold)"
     )
     raise typer.Exit(3)
+
+
+def _ratio(step) -> str:
+    """A step's (or its run against bad's) ratio and interval as the bisect lines show them."""
+    ratio = f"{step.ratio:.3f}" if step.ratio is not None else "-"
+    return ratio + (f" [{step.ci_low:.3f}, {step.ci_high:.3f}]" if step.ci_low is not None else "")
 
 
 def register(app: typer.Typer) -> None:

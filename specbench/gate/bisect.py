@@ -5,14 +5,21 @@ The candidates are the first-parent commits after ``good`` up to ``bad`` (``git 
 the midpoint of the commits still in doubt against ``good`` in one interleaved run and lets the
 paired gate decide: fail -> the midpoint is bad, pass or improved -> good. As in ``git bisect``,
 ``bad`` is taken as bad without a step of its own (8 commits: 3 steps); when the search closes on
-it unmeasured, the answer says so. An undecided step (after the extra repetitions of
-``repetitions: auto``) stops the search and says between which commits the change lies: a guess
-would send the search the wrong way for good.
+it unmeasured, the answer says so.
 
-The state lives in ``OUT/bisect.json`` (rewritten after every step), each step's run in
-``OUT/step-N-<commit>/``; ``--resume`` replays the decided steps and measures only the rest
-(builds come from the build cache); an undecided step's run goes on, so a step that a ``--budget``
-stopped can be given more time.
+A midpoint without the regression is slow to *pass*: the gate must exclude a slowdown of the
+threshold (2% needs an interval inside ±2%), while a fail needs only a significant drop beyond it.
+So a step left undecided against ``good`` is measured against ``bad`` with the rest of its
+``--budget``: a midpoint significantly faster than ``bad`` by more than the threshold is good (the
+regression ``bad`` shows lies after it); that is the same kind of decision as a fail, and as
+quick. What it cannot exclude, and the step says so, is a smaller slowdown before the midpoint.
+A step undecided both ways stops the search and says between which commits the change lies: a
+guess would send the search the wrong way for good.
+
+The state lives in ``OUT/bisect.json`` (rewritten after every step), each step's runs in
+``OUT/step-N-<commit>/`` (and ``...-vs-bad/``); ``--resume`` replays the decided steps and measures
+only the rest (builds come from the build cache); an undecided step's runs go on, so a step that a
+``--budget`` stopped can be given more time.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -49,22 +57,56 @@ class Commit(BaseModel):
         return self.sha[:10]
 
 
+class Versus(BaseModel):
+    """A step's second run: the midpoint against ``bad`` (is it faster, beyond the threshold?)."""
+
+    run_dir: str
+    status: Status | None = None  # improved: faster than bad; None: not finished
+    ratio: float | None = None  # midpoint / bad
+    ci_low: float | None = None
+    ci_high: float | None = None
+    reason: str = ""
+
+
 class Step(BaseModel):
-    """One measured midpoint against good."""
+    """One measured midpoint against good (and, when that is undecided, against bad)."""
 
     index: int  # into BisectState.commits
     commit: str
     run_dir: str
-    status: Status | None = None  # None: not finished (re-measured on --resume)
+    status: Status | None = None  # against good; None: not finished (re-measured on --resume)
     ratio: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
     reason: str = ""
+    against_bad: Versus | None = None
+
+    @property
+    def side(self) -> str | None:
+        """ "bad", "good" or "undecided" (None: not finished): what the search reads."""
+        if self.status is None:
+            return None
+        if self.status == Status.FAIL:
+            return "bad"
+        if self.status in (Status.PASS, Status.IMPROVED, Status.WARN):
+            return "good"
+        if self.against_bad is not None and self.against_bad.status == Status.IMPROVED:
+            return "good"
+        if self.against_bad is not None and self.against_bad.status is None:
+            return None  # stopped while measured against bad
+        return "undecided"
+
+    @property
+    def good_by_bad(self) -> bool:
+        """Good only by its run against bad: a smaller slowdown before it is not excluded."""
+        return self.side == "good" and self.status == Status.TOO_NOISY
 
     @property
     def word(self) -> str:
         from specbench.gate.paired import ab_word
 
+        if self.good_by_bad:
+            return "good (faster than --bad)"
         return ab_word(self.status) if self.status is not None else "unfinished"
 
 
@@ -83,13 +125,12 @@ class BisectState(BaseModel):
         -1 is ``good`` itself, len - 1 is ``bad``."""
         lo, hi = -1, len(self.commits) - 1
         for step in self.steps:
-            if step.status is None:
-                continue
-            if step.status == Status.FAIL:
+            side = step.side
+            if side == "bad":
                 hi = min(hi, step.index)
-            elif step.status in (Status.PASS, Status.IMPROVED, Status.WARN):
+            elif side == "good":
                 lo = max(lo, step.index)
-            else:
+            elif side == "undecided":
                 return lo, hi, step
         return lo, hi, None
 
@@ -108,11 +149,13 @@ class BisectState(BaseModel):
     @property
     def bad_unmeasured(self) -> bool:
         """The answer is ``bad`` itself, which no step measured: every commit before it passed (or
-        the range holds one commit), so it rests on ``--bad`` being slow as the user said."""
+        the range holds one commit), so it rests on ``--bad`` being slow as the user said. A step good
+        by being faster than bad did measure it."""
         return (
             self.first_bad is not None
             and self.first_bad.sha == self.bad
             and not any(s.commit == self.bad and s.status is not None for s in self.steps)
+            and not any(s.good_by_bad for s in self.steps)
         )
 
 
@@ -235,9 +278,9 @@ def start(
                 f"--resume: {out / STATE} decided its steps at --threshold {old.threshold:.1%}, not "
                 f"{threshold:.1%}: give the same threshold, or another --out for a new bisect"
             )
-        # unfinished steps are measured again, and so is an undecided one: its run goes on where it
+        # unfinished steps are measured again, and so is an undecided one: its runs go on where they
         # stopped, with the rounds a new --budget (or the rest of max_repetitions) allows
-        old.steps = [s for s in old.steps if s.status not in (None, Status.TOO_NOISY)]
+        old.steps = [s for s in old.steps if s.side in ("good", "bad")]
         return old
     return BisectState(
         source=str(source),
@@ -250,8 +293,16 @@ def start(
     )
 
 
-# A step's measurement: (good sha, midpoint sha, the step's run folder) -> its decision.
-Measure = Callable[[str, str, Path], "StepResult"]
+class Measured(BaseModel):
+    """One run of a step: the paired decisions of its metric (one per cell, and the greedy output
+    check) and, for an undecided one, why its rounds ended (budget or max_repetitions)."""
+
+    decisions: list  # CellDecision
+    rounds_end: str = ""
+
+
+# A step's run: (base sha, head sha, its run folder, seconds of rounds or None) -> its decisions.
+Measure = Callable[[str, str, Path, float | None], Measured]
 
 
 class StepResult(BaseModel):
@@ -263,9 +314,17 @@ class StepResult(BaseModel):
 
 
 def run(
-    out: Path, state: BisectState, measure: Measure, on_step: Callable[[Step], None] | None = None
+    out: Path,
+    state: BisectState,
+    measure: Measure,
+    on_step: Callable[[Step], None] | None = None,
+    budget_s: float | None = None,
 ) -> BisectState:
-    """Measure midpoints until the first bad commit is found or a step stays undecided."""
+    """Measure midpoints until the first bad commit is found or a step stays undecided.
+
+    ``budget_s`` is a step's: half for the run against good, the rest (whatever that run left) for
+    the run against bad, which only a step undecided against good needs. Without a budget each run
+    has the config's ``max_repetitions``."""
     for step in state.steps:  # replayed from --resume
         if on_step is not None:
             on_step(step)
@@ -276,21 +335,34 @@ def run(
         )
         state.steps.append(step)
         save_state(out, state)
-        result = measure(state.good, commit.sha, Path(step.run_dir))
+        started = time.monotonic()
+        half = None if budget_s is None else budget_s / 2
+        first = measure(state.good, commit.sha, Path(step.run_dir), half)
+        result = step_result(first)
         step.status, step.ratio, step.ci_low, step.ci_high, step.reason = (
             result.status, result.ratio, result.ci_low, result.ci_high, result.reason,
         )  # fmt: skip
+        left = None if budget_s is None else budget_s - (time.monotonic() - started)
+        if step.status == Status.TOO_NOISY and (left is None or left > 0):
+            step.against_bad = Versus(run_dir=f"{step.run_dir}-vs-bad")
+            save_state(out, state)
+            second = faster_than_bad(measure(state.bad, commit.sha, Path(step.against_bad.run_dir), left))
+            versus = step.against_bad
+            versus.status, versus.ratio, versus.ci_low, versus.ci_high, versus.reason = (
+                second.status, second.ratio, second.ci_low, second.ci_high, second.reason,
+            )  # fmt: skip
         save_state(out, state)
         if on_step is not None:
             on_step(step)
     return state
 
 
-def step_result(decisions: list) -> StepResult:
-    """One step's verdict from the paired decisions of its metric (one per cell): any fail makes the
-    midpoint bad, any undecided leaves it undecided, else it is good. The worst cell is shown; of
-    equal status a measured one before the greedy output check (no ratio), so a passing step shows
-    its metric's ratio, not the text check's."""
+def step_result(measured: Measured) -> StepResult:
+    """One step's verdict against good from the paired decisions of its metric (one per cell): any
+    fail makes the midpoint bad, any undecided leaves it undecided, else it is good. The worst cell
+    is shown; of equal status a measured one before the greedy output check (no ratio), so a passing
+    step shows its metric's ratio, not the text check's."""
+    decisions = measured.decisions
     if not decisions:
         return StepResult(status=Status.TOO_NOISY, reason="no cell of this metric had pairs on both builds")
     rank = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.PASS: 2, Status.IMPROVED: 3}
@@ -298,7 +370,31 @@ def step_result(decisions: list) -> StepResult:
         decisions,
         key=lambda d: (rank.get(d.status, 2), d.ratio is None, d.ratio if d.ratio is not None else 1.0),
     )
+    reason = f"{worst.cell}: {worst.reason}"
+    if worst.status == Status.TOO_NOISY and measured.rounds_end:  # said only once the rounds are spent
+        reason += f"; {measured.rounds_end}"
     return StepResult(
-        status=worst.status, ratio=worst.ratio, ci_low=worst.ci_low, ci_high=worst.ci_high,
-        reason=f"{worst.cell}: {worst.reason}",
+        status=worst.status, ratio=worst.ratio, ci_low=worst.ci_low, ci_high=worst.ci_high, reason=reason,
     )  # fmt: skip
+
+
+def faster_than_bad(measured: Measured) -> StepResult:
+    """The midpoint (head) against bad (base): improved when every cell of the metric is
+    significantly faster beyond the threshold, so the regression lies after the midpoint; anything
+    else decides nothing (undecided). A changed greedy text decides nothing either way here: it
+    says the code changed between them, not where the slowdown is. The least improved cell shows."""
+    from specbench.gate.ab import OUTPUT
+
+    cells: Sequence = [d for d in measured.decisions if d.metric != OUTPUT]
+    if not cells:
+        return StepResult(status=Status.TOO_NOISY, reason="no cell of this metric had pairs on both builds")
+    least = min(cells, key=lambda d: (d.status == Status.IMPROVED, d.ratio if d.ratio is not None else 0.0))
+    reason = f"{least.cell}: {least.reason}"
+    if least.status != Status.IMPROVED:
+        if measured.rounds_end:
+            reason += f"; {measured.rounds_end}"
+        return StepResult(status=Status.TOO_NOISY, ratio=least.ratio, ci_low=least.ci_low,
+                          ci_high=least.ci_high, reason=reason)  # fmt: skip
+    return StepResult(
+        status=Status.IMPROVED, ratio=least.ratio, ci_low=least.ci_low, ci_high=least.ci_high, reason=reason
+    )

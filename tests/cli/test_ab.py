@@ -142,13 +142,10 @@ def test_ab_and_bisect_bad_input(tmp_path):
 
 
 @needs_build_field
-def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
-    """The commands' flow (the runs replaced by constructed two-build run folders whose head is 10%
-    slower from commit 2 on): ab's exit and table, bisect's steps, first bad commit and --resume."""
-    from typer.testing import CliRunner
-
+def _stand_in_history(tmp_path: Path, monkeypatch, measured: list) -> list[str]:
+    """A 5-commit llama.cpp-shaped repo, and ``ab``'s runs replaced by constructed two-build run
+    folders in which a build at commit 2 or later is 10% slower (base and head alike)."""
     import specbench.cli.ab as ab_cli
-    from specbench.cli import app
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -162,27 +159,40 @@ def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
         subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", f"c{i}"], cwd=repo, check=True, env=env)
         shas.append(subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, env=env, capture_output=True,
                                    text=True).stdout.strip())  # fmt: skip
-    measured = []
+
+    def speed(ref):
+        return 0.9 if ref and shas.index(ref) >= 2 else 1.0
 
     def fake_run_builds(
         config, sets, specs, run_dir, quiet, metrics, threshold, resume_hint=None, budget_s=None
     ):
-        head_ref = specs[1][2]
-        measured.append(head_ref)
-        slow = 0.9 if head_ref and shas.index(head_ref) >= 2 else 1.0
+        measured.append((specs[0][2], specs[1][2]))
         (run_dir.parent / "tmp-make").mkdir(parents=True)
-        made = multi_build_run(run_dir.parent / "tmp-make", slow={"head": slow})
+        made = multi_build_run(run_dir.parent / "tmp-make", slow={"base": speed(specs[0][2]),
+                                                                  "head": speed(specs[1][2])})  # fmt: skip
         made.rename(run_dir)
         (run_dir.parent / "tmp-make").rmdir()
         return RunSummary(run_dir=run_dir, run_id=run_dir.name, n_samples=0, n_new=0, n_failed=0, n_invalid=0)
 
     monkeypatch.setattr(ab_cli, "run_builds", fake_run_builds)
+    return [str(repo), *shas]
+
+
+def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
+    """The commands' flow (the runs replaced by constructed two-build run folders whose head is 10%
+    slower from commit 2 on): ab's exit and table, bisect's steps, first bad commit and --resume."""
+    from typer.testing import CliRunner
+
+    from specbench.cli import app
+
+    measured: list = []
+    repo, *shas = _stand_in_history(tmp_path, monkeypatch, measured)
     runner = CliRunner()
     cfg = str(Path(__file__).resolve().parents[2] / "configs" / "ci.yaml")
     r = runner.invoke(app, ["ab", cfg, "--base", f"{repo}@{shas[0]}", "--head", f"{repo}@{shas[3]}",
                             "--out", str(tmp_path / "ab"), "--metric", "baseline_tps"])  # fmt: skip
     assert r.exit_code == 1 and "FAIL" in r.output, r.output
-    args = ["bisect", cfg, "--source", str(repo), "--good", shas[0], "--bad", shas[4],
+    args = ["bisect", cfg, "--source", repo, "--good", shas[0], "--bad", shas[4],
             "--metric", "baseline_tps", "--out", str(tmp_path / "bis")]  # fmt: skip
     measured.clear()
     r = runner.invoke(app, args)
@@ -191,12 +201,37 @@ def test_ab_and_bisect_flow_over_stand_in_runs(tmp_path, monkeypatch):
     assert [ln.split()[2] for ln in r.output.splitlines() if ln.startswith("step ")] == [
         shas[i][:10] for i in (2, 1)
     ]
-    assert len(measured) == 2
+    assert measured == [(shas[0], shas[2]), (shas[0], shas[1])]  # decided against good: no run against bad
     measured.clear()
     r = runner.invoke(app, [*args, "--resume"])
     assert r.exit_code == 0 and measured == [] and f"first bad commit: {shas[2]}" in r.output
     r = runner.invoke(app, args)  # in process: the error is raised, main() would print it in one line
     assert "pass --resume to continue it" in str(r.exception)
+
+
+def test_bisect_measures_an_undecided_step_against_bad_and_says_what_that_decided(tmp_path, monkeypatch):
+    """At a threshold inside the stand-in runs' noise (1% a sample) a code-identical step cannot
+    pass against good; 10% faster than bad, it is good, and the answer says how it was decided."""
+    from typer.testing import CliRunner
+
+    from specbench.cli import app
+
+    measured: list = []
+    repo, *shas = _stand_in_history(tmp_path, monkeypatch, measured)
+    cfg = str(Path(__file__).resolve().parents[2] / "configs" / "ci.yaml")
+    r = CliRunner().invoke(app, ["bisect", cfg, "--source", repo, "--good", shas[0], "--bad", shas[4],
+                                 "--metric", "baseline_tps", "--threshold", "0.2%", "--out",
+                                 str(tmp_path / "bis")])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert f"first bad commit: {shas[2]} c2" in r.output
+    assert measured == [(shas[0], shas[2]), (shas[0], shas[1]), (shas[4], shas[1])]
+    lines = r.output.splitlines()
+    step2 = lines.index(next(ln for ln in lines if ln.startswith("step 2:")))
+    assert "good (faster than --bad)" in lines[step2] and "cannot exclude a slowdown" in lines[step2]
+    against = lines[step2 + 1]
+    assert against.startswith(f"  against --bad {shas[4][:10]}: 1.1") and "faster: good" in against
+    assert "note: step 2 was good by being faster than --bad" in " ".join(r.output.split())
+    assert (tmp_path / "bis" / f"step-2-{shas[1][:10]}-vs-bad").is_dir()
 
 
 @needs_build_field
