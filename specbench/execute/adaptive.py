@@ -11,7 +11,9 @@ output checks pair them by repetition.
 
 ``specbench ab`` and ``bisect`` use these rounds whatever ``repetitions`` says (a fixed count is
 then the first round), with the paired gate's ``undecided`` cells as the stop rule and an optional
-``deadline`` (``--budget``): no round starts after it, so a run ends at most one round past it.
+``deadline`` (``--budget``): a round starts only if it would end by then at the pace of the round
+before it (seconds per invocation), so a run ends within its budget give or take that pace's drift
+(a step of ``bisect --budget 3m`` ran to 190-200 s when rounds merely had to start before it).
 
 The runner loop stays generic: it asks ``next_round`` for more once its plan is done; resume
 plans with ``resume_plan``, which first finishes the repetitions already planned.
@@ -78,9 +80,26 @@ class AdaptivePlan:
     # Another stop rule (``specbench ab``: the paired gate): the samples of every cell still
     # undecided; those cells, and no others, get another repetition. None: the precision rule.
     undecided: Callable[[Sequence[Sample]], Sequence[Sample]] | None = None
-    # ``time.monotonic()`` after which no round starts (``--budget``); None: rounds until the maximum.
+    # ``time.monotonic()`` by which the last round ends (``--budget``); None: rounds until the maximum.
     deadline: float | None = None
-    budget_spent: bool = False  # a round was wanted when the deadline had passed
+    budget_spent: bool = False  # a round was wanted that would have ended after the deadline
+    # (when the round now running started, its invocations): its pace sizes the next round
+    _running: tuple[float, int] | None = None
+
+    def started(self, invocations: int) -> None:
+        """The first round (the plan ``execute`` was given) starts now, with this many invocations."""
+        self._running = (time.monotonic(), invocations)
+
+    def _would_overrun(self, invocations: int) -> bool:
+        now = time.monotonic()
+        if self.deadline is None:
+            return False
+        if now >= self.deadline:
+            return True
+        if self._running is None or self._running[1] == 0:
+            return False
+        began, count = self._running
+        return now + (now - began) / count * invocations > self.deadline
 
     def precise(self, state: CellState) -> bool:
         return stratified(list(state.by_prompt.values())).meets(self.precision)
@@ -130,13 +149,14 @@ class AdaptivePlan:
 
     def next_round(self, samples: Sequence[Sample]) -> list[Invocation]:
         """One more repetition of every cell (and baseline) that misses the precision (or that
-        ``undecided`` names); [] when done, at the maximum, or past the deadline."""
+        ``undecided`` names); [] when done, at the maximum, or when it would end past the deadline."""
         plan = self._cut(samples, grow=True)
-        if plan and self.deadline is not None and time.monotonic() >= self.deadline:
+        if plan and self._would_overrun(len(plan)):
             self.budget_spent = True
             return []
         if plan:
             self.rounds += 1
+            self._running = (time.monotonic(), len(plan))
         return plan
 
     def resume_plan(self, samples: Sequence[Sample]) -> list[Invocation]:

@@ -137,7 +137,7 @@ def run_benchmark(
     ``undecided`` replaces their precision rule (``specbench ab``: the cells its paired gate leaves
     undecided get the next round), and with it the rounds follow whatever ``repetitions`` says (a
     fixed count is the first round), up to ``max_repetitions`` or ``budget_s`` seconds of this
-    call (no round starts after it). ``force``: resume a run made on another machine.
+    call (no round starts that would end after it). ``force``: resume a run made on another machine.
     """
     from specbench.execute.builds import check_same_builds
     from specbench.execute.sentinel import Sentinel
@@ -168,6 +168,8 @@ def run_benchmark(
         if resume and has_samples(run_dir):
             plan = _with_begun_rounds(plan, adaptive, load_samples(run_dir))
     started = time.monotonic()
+    if adaptive:
+        adaptive.started(len(plan.invocations))
     result = execute(
         plan, run_dir, manifest, progress=progress, resume=resume,
         extend=adaptive.next_round if adaptive else None, observe=watch,

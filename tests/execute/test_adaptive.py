@@ -139,6 +139,30 @@ def test_no_round_starts_after_the_deadline_and_the_plan_says_the_budget_stopped
     assert done.next_round(record(done.full)) == [] and not done.budget_spent
 
 
+def test_a_round_starts_only_if_the_last_rounds_pace_ends_it_within_the_budget(monkeypatch):
+    """The budget is a limit on the run's end, not on its last round's start: at the pace of the
+    round before (seconds per invocation) the next one must end by the deadline."""
+    import specbench.execute.adaptive as adaptive
+
+    clock = [1000.0]
+    monkeypatch.setattr(adaptive.time, "monotonic", lambda: clock[0])
+    always = lambda samples: samples  # noqa: E731  (every cell undecided)
+    plan = AdaptivePlan(full_plan(5), precision=0.03, maximum=5, undecided=always, deadline=1070.0)
+    first = [i for i in plan.full if i.repetition < 2]
+    plan.started(len(first))
+    clock[0] += 40.0  # the first round took 40 s
+    samples = record(first)
+    more = plan.next_round(samples)
+    per = 40.0 / len(first)
+    assert more and not plan.budget_spent  # 40 s gone, 30 left: the next round takes 20 s
+    clock[0] += per * len(more)
+    samples += record(more)
+    left = 1070.0 - clock[0]
+    wanted = plan._cut(samples, grow=True)
+    assert wanted and left > 0 and per * len(wanted) > left  # the third would start in time, but end past it
+    assert plan.next_round(samples) == [] and plan.budget_spent and plan.rounds == 1
+
+
 def test_a_fixed_count_is_the_first_round_and_never_cut_by_max_repetitions():
     from specbench.plan.config import Config
 
