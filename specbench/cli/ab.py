@@ -40,11 +40,13 @@ def run_builds(
     threshold: float,
     resume_hint: str | None = None,
     budget_s: float | None = None,
+    open_: frozenset[Status] = frozenset({Status.TOO_NOISY}),
 ):
     """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
     whatever ``repetitions`` says, rounds go on while the paired gate leaves a cell undecided, up to
     ``max_repetitions`` or ``budget_s`` (issue 32: decide by default, as Pinpoint does).
     ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``).
+    ``open_``: the decisions that still want rounds (``undecided_samples``).
     Returns the run's ``RunSummary`` (its extra rounds, whether the budget stopped them)."""
     from specbench.cli.common import resume_command
     from specbench.execute import benchmark, resumecheck
@@ -72,7 +74,7 @@ def run_builds(
         base, head = specs[0][0], specs[1][0]
         summary = benchmark.run_benchmark(
             prepared, run_dir, resume=resume, progress=view, command_line=["specbench", *sys.argv[1:]],
-            undecided=lambda samples: undecided_samples(samples, base, head, metrics, threshold),
+            undecided=lambda samples: undecided_samples(samples, base, head, metrics, threshold, open_),
             budget_s=budget_s,
         )  # fmt: skip
     # a paired gate on a busy machine decides little; the builds alternate, so both sides saw a speed
@@ -213,12 +215,14 @@ def bisect_cmd(
     say(f"bisect {metric}: {len(state.commits)} first-parent commits after {state.good[:10]} up to "
          f"{state.bad[:10]}; results in {out}")  # fmt: skip
 
-    def measure(base_sha: str, head_sha: str, run_dir: Path, budget_s: float | None) -> bisect.Measured:
+    def measure(
+        base_sha: str, head_sha: str, run_dir: Path, budget_s: float | None, open_: frozenset[Status]
+    ) -> bisect.Measured:
         specs = [("base", str(src), base_sha), ("head", str(src), head_sha)]
         with measuring_is_input():
             summary = run_builds(
                 config, list(set_ or []), specs, run_dir, quiet, [metric], thr, f"--resume --out {out}",
-                budget_s=budget_s,
+                budget_s=budget_s, open_=open_,
             )  # fmt: skip
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
         return bisect.Measured(decisions=cmp.decisions, rounds_end=rounds_end(summary, budget_s))

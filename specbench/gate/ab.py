@@ -311,13 +311,20 @@ def output_decisions(
 
 
 def undecided_samples(
-    samples: Sequence[Sample], base: str, head: str, metrics: Sequence[str], threshold: float
+    samples: Sequence[Sample],
+    base: str,
+    head: str,
+    metrics: Sequence[str],
+    threshold: float,
+    open_: frozenset[Status] = frozenset({Status.TOO_NOISY}),
 ) -> list[Sample]:
     """The samples of every cell some metric leaves undecided so far: with ``repetitions: auto``
-    those cells (and only those) get another round, until decided or ``max_repetitions``."""
+    those cells (and only those) get another round, until decided or ``max_repetitions``.
+    ``open_``: the decisions that still want pairs (``bisect``'s run against bad looks for
+    "improved", so a pass wants more there)."""
     open_cells = set()
     for metric in dict.fromkeys(metrics):
         for key, cp in pairs(samples, metric, base, head).items():
-            if decide(cp.base, cp.head, metric, threshold).status == Status.TOO_NOISY:
+            if decide(cp.base, cp.head, metric, threshold).status in open_:
                 open_cells.add(key)
     return [s for s in samples if build_of(s) in (base, head) and _cell(s) in open_cells]

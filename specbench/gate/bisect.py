@@ -301,8 +301,13 @@ class Measured(BaseModel):
     rounds_end: str = ""
 
 
-# A step's run: (base sha, head sha, its run folder, seconds of rounds or None) -> its decisions.
-Measure = Callable[[str, str, Path, float | None], Measured]
+# A step's run: (base sha, head sha, its run folder, seconds of rounds or None, the decisions that
+# still want rounds) -> its decisions.
+Measure = Callable[[str, str, Path, float | None, frozenset[Status]], Measured]
+# Against good the gate's rule: rounds until each cell passes, fails or improves. Against bad only
+# "improved" decides something, so a cell that passes (no slowdown) wants more pairs too.
+OPEN_AGAINST_GOOD = frozenset({Status.TOO_NOISY})
+OPEN_AGAINST_BAD = frozenset({Status.TOO_NOISY, Status.PASS})
 
 
 class StepResult(BaseModel):
@@ -337,7 +342,7 @@ def run(
         save_state(out, state)
         started = time.monotonic()
         half = None if budget_s is None else budget_s / 2
-        first = measure(state.good, commit.sha, Path(step.run_dir), half)
+        first = measure(state.good, commit.sha, Path(step.run_dir), half, OPEN_AGAINST_GOOD)
         result = step_result(first)
         step.status, step.ratio, step.ci_low, step.ci_high, step.reason = (
             result.status, result.ratio, result.ci_low, result.ci_high, result.reason,
@@ -346,7 +351,8 @@ def run(
         if step.status == Status.TOO_NOISY and (left is None or left > 0):
             step.against_bad = Versus(run_dir=f"{step.run_dir}-vs-bad")
             save_state(out, state)
-            second = faster_than_bad(measure(state.bad, commit.sha, Path(step.against_bad.run_dir), left))
+            against = Path(step.against_bad.run_dir)
+            second = faster_than_bad(measure(state.bad, commit.sha, against, left, OPEN_AGAINST_BAD))
             versus = step.against_bad
             versus.status, versus.ratio, versus.ci_low, versus.ci_high, versus.reason = (
                 second.status, second.ratio, second.ci_low, second.ci_high, second.reason,

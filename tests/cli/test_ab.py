@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from specbench.execute.benchmark import RunSummary
+from specbench.gate.decision import Status
 from specbench.results.records import Sample
 from tests.helpers.cli import specbench
 
@@ -164,9 +165,19 @@ def _stand_in_history(tmp_path: Path, monkeypatch, measured: list) -> list[str]:
         return 0.9 if ref and shas.index(ref) >= 2 else 1.0
 
     def fake_run_builds(
-        config, sets, specs, run_dir, quiet, metrics, threshold, resume_hint=None, budget_s=None
+        config,
+        sets,
+        specs,
+        run_dir,
+        quiet,
+        metrics,
+        threshold,
+        resume_hint=None,
+        budget_s=None,
+        open_=frozenset({Status.TOO_NOISY}),
     ):
         measured.append((specs[0][2], specs[1][2]))
+        assert (Status.PASS in open_) == (specs[0][2] == shas[-1])  # against bad: a pass wants more rounds
         (run_dir.parent / "tmp-make").mkdir(parents=True)
         made = multi_build_run(run_dir.parent / "tmp-make", slow={"base": speed(specs[0][2]),
                                                                   "head": speed(specs[1][2])})  # fmt: skip

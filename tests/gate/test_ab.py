@@ -161,6 +161,13 @@ def test_undecided_samples_are_those_of_open_cells():
     )
     enough = run(reps=6)
     assert undecided_samples(enough, "base", "head", ["baseline_tps", "spec_tps"], 0.05) == []
+    # bisect's run against bad wants "improved": there a passing cell is still open
+    open_ = frozenset({Status.TOO_NOISY, Status.PASS})
+    assert len(undecided_samples(enough, "base", "head", ["baseline_tps"], 0.05, open_)) == sum(
+        s.role == "baseline" for s in enough
+    )
+    faster = run(reps=6, head_base=1.3)
+    assert undecided_samples(faster, "base", "head", ["baseline_tps"], 0.05, open_) == []
 
 
 def test_a_head_that_crashes_where_base_works_fails_with_the_crash_named():

@@ -95,7 +95,7 @@ def _measured(status: Status, ratio: float | None = None, rounds_end: str = "") 
 
 
 def _measure_with_slow(commits: list[str], slow: int, calls: list):
-    def measure(good: str, mid: str, run_dir: Path, budget_s=None) -> bisect.Measured:
+    def measure(good: str, mid: str, run_dir: Path, budget_s=None, open_=None) -> bisect.Measured:
         calls.append(mid)
         bad = commits.index(mid) >= slow
         return _measured(Status.FAIL if bad else Status.PASS, 0.9 if bad else 1.0)
@@ -120,7 +120,7 @@ def test_an_undecided_step_stops_and_resume_measures_only_the_rest(history, tmp_
     state = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, resume=False)
     first = shas[state.next_index() + 1]
 
-    def undecided(good, mid, run_dir, budget_s=None):
+    def undecided(good, mid, run_dir, budget_s=None, open_=bisect.OPEN_AGAINST_GOOD):
         return _measured(Status.TOO_NOISY, 0.99)
 
     state = bisect.run(tmp_path, state, undecided)
@@ -147,7 +147,7 @@ def test_resume_measures_an_undecided_step_again_in_its_own_run_folder(history, 
     state = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, resume=False)
     seen: list[tuple[str, Path]] = []
 
-    def undecided(good, mid, run_dir, budget_s=None):
+    def undecided(good, mid, run_dir, budget_s=None, open_=bisect.OPEN_AGAINST_GOOD):
         seen.append((mid, run_dir))
         return _measured(Status.TOO_NOISY, 0.99, "--budget 60 s spent")
 
@@ -155,7 +155,7 @@ def test_resume_measures_an_undecided_step_again_in_its_own_run_folder(history, 
     resumed = bisect.start(tmp_path, repo, shas[0], shas[-1], "spec_tps", 0.05, resume=True)
     assert resumed.steps == []
 
-    def decided(good, mid, run_dir, budget_s=None):
+    def decided(good, mid, run_dir, budget_s=None, open_=bisect.OPEN_AGAINST_GOOD):
         seen.append((mid, run_dir))
         return _measure_with_slow(shas, 2, [])(good, mid, run_dir)
 
@@ -218,10 +218,12 @@ def test_a_step_undecided_against_good_is_good_when_faster_than_bad(history, tmp
     repo, shas = history
     state = bisect.start(tmp_path, repo, shas[0], shas[-1], "baseline_tps", 0.02, resume=False)
     runs: list[tuple[str, str, float | None]] = []
+    wants: list[frozenset] = []
     slow = 6
 
-    def measure(base, head, run_dir, budget_s=None):
+    def measure(base, head, run_dir, budget_s=None, open_=bisect.OPEN_AGAINST_GOOD):
         runs.append((base, head, budget_s))
+        wants.append(open_)
         late = shas.index(head) >= slow
         if base == shas[0]:  # against good: a regression fails quickly, no change never passes
             return _measured(Status.FAIL, 0.93) if late else _measured(Status.TOO_NOISY, 1.0, "budget")
@@ -233,6 +235,8 @@ def test_a_step_undecided_against_good_is_good_when_faster_than_bad(history, tmp
     assert first.side == "good" and first.status == Status.TOO_NOISY and first.against_bad.ratio == 1.07
     assert first.word == "good (faster than --bad)" and first.against_bad.run_dir.endswith("-vs-bad")
     assert runs[0] == (shas[0], shas[4], 90.0) and runs[1][0] == shas[-1] and 90 < runs[1][2] <= 180
+    # against bad a pass (no slowdown) is not what it looks for: such a cell gets more rounds
+    assert wants[:2] == [bisect.OPEN_AGAINST_GOOD, bisect.OPEN_AGAINST_BAD] and Status.PASS in wants[1]
     # a fail against good needs no run against bad
     assert [(r[0], r[1]) for r in runs] == [
         (shas[0], shas[4]),
@@ -267,7 +271,7 @@ def test_no_budget_left_after_the_run_against_good_means_no_run_against_bad(hist
     state = bisect.start(tmp_path, repo, shas[0], shas[-1], "baseline_tps", 0.02, resume=False)
     runs = []
 
-    def slow_measure(base, head, run_dir, budget_s=None):
+    def slow_measure(base, head, run_dir, budget_s=None, open_=bisect.OPEN_AGAINST_GOOD):
         runs.append(base)
         import time
 
