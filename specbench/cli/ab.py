@@ -225,7 +225,9 @@ def bisect_cmd(
                 budget_s=budget_s, open_=open_,
             )  # fmt: skip
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
-        return bisect.Measured(decisions=cmp.decisions, rounds_end=rounds_end(summary, budget_s))
+        # the step's --budget, as the user gave it: its share for this run is spent, and so (once the
+        # step is shown) is the step's
+        return bisect.Measured(decisions=cmp.decisions, rounds_end=rounds_end(summary, budget))
 
     def on_step(step: bisect.Step) -> None:
         commit = state.commits[step.index]
