@@ -18,7 +18,7 @@ from specbench.cli.options import Budget, Quiet, Sets, Threshold
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession, warn_busy
 from specbench.gate.abrun import load_builds_config, measuring_is_input, round_notes, rounds_end
-from specbench.gate.decision import Status
+from specbench.gate.decision import STILL_OPEN, Status
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, roles_read
 
 
@@ -40,7 +40,7 @@ def run_builds(
     threshold: float,
     resume_hint: str | None = None,
     budget_s: float | None = None,
-    open_: frozenset[Status] = frozenset({Status.TOO_NOISY}),
+    open_: frozenset[Status] = STILL_OPEN,
 ):
     """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
     whatever ``repetitions`` says, rounds go on while the paired gate leaves a cell undecided, up to

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, computed_field
 
 from specbench.base.errors import SpecbenchError
-from specbench.gate.decision import EXIT_CODES, Status, verdict
+from specbench.gate.decision import EXIT_CODES, STILL_OPEN, Status, verdict
 from specbench.gate.paired import ACCEPTANCE_POINTS, CONFIDENCE, PairedDecision, decide_points, decide_ratio
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, paired_order
 from specbench.results.records import Measurement, Sample
@@ -316,7 +316,7 @@ def undecided_samples(
     head: str,
     metrics: Sequence[str],
     threshold: float,
-    open_: frozenset[Status] = frozenset({Status.TOO_NOISY}),
+    open_: frozenset[Status] = STILL_OPEN,
 ) -> list[Sample]:
     """The samples of every cell some metric leaves undecided so far: with ``repetitions: auto``
     those cells (and only those) get another round, until decided or ``max_repetitions``.

@@ -28,7 +28,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -36,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 from specbench.base.errors import SpecbenchError
 from specbench.base.files import write_atomic
 from specbench.builder.source import is_llama_tree
-from specbench.gate.decision import Status
+from specbench.gate.decision import STILL_OPEN, Status
 from specbench.results.folder import BISECT
 
 STATE = BISECT
@@ -57,15 +57,22 @@ class Commit(BaseModel):
         return self.sha[:10]
 
 
-class Versus(BaseModel):
+class StepResult(BaseModel):
+    status: Status
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    reason: str = ""
+
+
+class Versus(StepResult):
     """A step's second run: the midpoint against ``bad`` (is it faster, beyond the threshold?)."""
 
     run_dir: str
     status: Status | None = None  # improved: faster than bad; None: not finished
-    ratio: float | None = None  # midpoint / bad
-    ci_low: float | None = None
-    ci_high: float | None = None
-    reason: str = ""
+
+
+NO_PAIRS = "no cell of this metric had pairs on both builds"
 
 
 class Step(BaseModel):
@@ -306,16 +313,8 @@ class Measured(BaseModel):
 Measure = Callable[[str, str, Path, float | None, frozenset[Status]], Measured]
 # Against good the gate's rule: rounds until each cell passes, fails or improves. Against bad only
 # "improved" decides something, so a cell that passes (no slowdown) wants more pairs too.
-OPEN_AGAINST_GOOD = frozenset({Status.TOO_NOISY})
-OPEN_AGAINST_BAD = frozenset({Status.TOO_NOISY, Status.PASS})
-
-
-class StepResult(BaseModel):
-    status: Status
-    ratio: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    reason: str = ""
+OPEN_AGAINST_GOOD = STILL_OPEN
+OPEN_AGAINST_BAD = STILL_OPEN | {Status.PASS}
 
 
 def run(
@@ -349,14 +348,11 @@ def run(
         )  # fmt: skip
         left = None if budget_s is None else budget_s - (time.monotonic() - started)
         if step.status == Status.TOO_NOISY and (left is None or left > 0):
-            step.against_bad = Versus(run_dir=f"{step.run_dir}-vs-bad")
+            against = f"{step.run_dir}-vs-bad"
+            step.against_bad = Versus(run_dir=against)
             save_state(out, state)
-            against = Path(step.against_bad.run_dir)
-            second = faster_than_bad(measure(state.bad, commit.sha, against, left, OPEN_AGAINST_BAD))
-            versus = step.against_bad
-            versus.status, versus.ratio, versus.ci_low, versus.ci_high, versus.reason = (
-                second.status, second.ratio, second.ci_low, second.ci_high, second.reason,
-            )  # fmt: skip
+            second = faster_than_bad(measure(state.bad, commit.sha, Path(against), left, OPEN_AGAINST_BAD))
+            step.against_bad = Versus(run_dir=against, **second.model_dump())
         save_state(out, state)
         if on_step is not None:
             on_step(step)
@@ -370,7 +366,7 @@ def step_result(measured: Measured) -> StepResult:
     step shows its metric's ratio, not the text check's."""
     decisions = measured.decisions
     if not decisions:
-        return StepResult(status=Status.TOO_NOISY, reason="no cell of this metric had pairs on both builds")
+        return StepResult(status=Status.TOO_NOISY, reason=NO_PAIRS)
     rank = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.PASS: 2, Status.IMPROVED: 3}
     worst = min(
         decisions,
@@ -391,9 +387,9 @@ def faster_than_bad(measured: Measured) -> StepResult:
     says the code changed between them, not where the slowdown is. The least improved cell shows."""
     from specbench.gate.ab import OUTPUT
 
-    cells: Sequence = [d for d in measured.decisions if d.metric != OUTPUT]
+    cells = [d for d in measured.decisions if d.metric != OUTPUT]
     if not cells:
-        return StepResult(status=Status.TOO_NOISY, reason="no cell of this metric had pairs on both builds")
+        return StepResult(status=Status.TOO_NOISY, reason=NO_PAIRS)
     least = min(cells, key=lambda d: (d.status == Status.IMPROVED, d.ratio if d.ratio is not None else 0.0))
     reason = f"{least.cell}: {least.reason}"
     if least.status != Status.IMPROVED:

@@ -27,6 +27,11 @@ class Status(StrEnum):
     UNDECIDED = "too_noisy"  # the same outcome under the name `ab` uses (an alias, not a new value)
 
 
+# The decisions that want more pairs under the gate's rule (``ab``'s rounds); ``bisect``'s run
+# against bad, which looks for "improved", adds PASS.
+STILL_OPEN = frozenset({Status.TOO_NOISY})
+
+
 class Verdict(StrEnum):
     """What a whole gate says; each has its exit code (``ExitCode``)."""
 
