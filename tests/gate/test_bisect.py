@@ -1,85 +1,13 @@
-"""bisect's commit walk and search on a real (tiny) git history, with a stand-in measurement."""
+"""bisect's search on a real (tiny) git history (tests/gate/conftest.py), with a stand-in measurement."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from specbench.gate import bisect
 from specbench.gate.decision import Status
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}  # fmt: skip
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env
-    ).stdout
-
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory) -> tuple[Path, list[str]]:
-    """8 commits c0..c7 on main, plus a merged side branch after c3 (first-parent skips its commit)."""
-    repo = tmp_path_factory.mktemp("hist")
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "CMakeLists.txt").write_text("project(llama)\n")  # llama.cpp's shape, not its code
-    (repo / "llama.h").write_text("\n")
-    git(repo, "add", "CMakeLists.txt", "llama.h")
-    shas = []
-    for i in range(8):
-        (repo / "f.txt").write_text(f"{i}\n")
-        git(repo, "add", "f.txt")
-        git(repo, "commit", "-qm", f"c{i}")
-        shas.append(git(repo, "rev-parse", "HEAD").strip())
-        if i == 3:
-            git(repo, "checkout", "-qb", "side")
-            (repo / "side.txt").write_text("s\n")
-            git(repo, "add", "side.txt")
-            git(repo, "commit", "-qm", "side")
-            git(repo, "checkout", "-q", "main")
-            git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
-            shas.append(git(repo, "rev-parse", "HEAD").strip())
-    return repo, shas
-
-
-def test_the_range_is_first_parent_after_good_up_to_bad(history):
-    repo, shas = history
-    good, bad, commits = bisect.commit_range(repo, shas[0], "main")
-    assert good == shas[0] and bad == shas[-1]
-    assert [c.sha for c in commits] == shas[1:]  # the merge counts once, the side commit not at all
-    assert commits[3].subject == "merge side"
-
-
-@pytest.mark.parametrize(
-    "good, bad, words",
-    [
-        ("main", "main", "same commit"),
-        ("nope", "main", "--good nope: no such commit"),
-        ("main", "main~3", "not an ancestor"),
-    ],
-)
-def test_bad_ranges_are_one_line_errors(history, good, bad, words):
-    repo, _ = history
-    with pytest.raises(bisect.BisectError, match=words):
-        bisect.commit_range(repo, good, bad)
-
-
-def test_a_folder_that_is_not_a_checkout(tmp_path):
-    with pytest.raises(bisect.BisectError, match="not a git checkout"):
-        bisect.commit_range(tmp_path, "a", "b")
-
-
-def test_a_checkout_that_is_not_llama_cpp(tmp_path):
-    """Even a one-commit range (whose answer needs no build) is refused: nothing would be measured."""
-    git(tmp_path, "init", "-q", "-b", "main")
-    for i in range(2):
-        (tmp_path / "README").write_text(f"{i}\n")
-        git(tmp_path, "add", "README")
-        git(tmp_path, "commit", "-qm", f"c{i}")
-    with pytest.raises(bisect.BisectError, match="is not a llama.cpp tree"):
-        bisect.commit_range(tmp_path, "main~1", "main")
 
 
 def _cell(metric: str, status: Status, ratio: float | None):
