@@ -151,7 +151,8 @@ def executor_for(plan: Plan, facts: CrashFacts | None = None) -> Executor:
         return ServerExecutor(warmup=plan.server_warmup)
     if plan.runner == "process" and plan.pairing == "duet":
         labels = list(dict.fromkeys(i.build for i in plan.invocations))
-        return DuetExecutor(plan.cpu_sets, labels, facts)
+        prompts = list(dict.fromkeys(i.prompt_id for i in plan.invocations))
+        return DuetExecutor(plan.cpu_sets, labels, facts, prompts)
     if plan.runner == "process":
         return ProcessExecutor(facts)
     raise RunError(f"no executor for runner {plan.runner!r}; this is a bug in the plan")

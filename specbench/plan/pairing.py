@@ -4,9 +4,10 @@
 repetition as a pair (``execute.runner``), and the paired gate judges the ratio of its two sides.
 - ``sequential``: A then B, the order reversed every pair (ABBA); each build has the whole machine.
 - ``duet``: A and B at the same time, each pinned to its own half of the CPUs with half the threads,
-  the halves swapped every pair (Bulej et al. 2020). Whatever else takes the CPU slows both sides at
-  once, so the ratio cancels it: on this 2-core VM, beside one thread busy 30% of the time, the A/A
-  log ratio's sd was 10% for duet and 66% for sequential pairs; quiet, 9.9% and 5.6%
+  the halves alternated by repetition and prompt (Bulej et al. 2020). Whatever else takes the CPU
+  slows both sides at once, so the ratio cancels it: on this 2-core VM, beside one thread busy 30%
+  of the time, the A/A log ratio's sd was 10% for duet and 66% for sequential pairs; quiet, 9.9%
+  and 5.6%
   (``benchmarks/bench_pairs.py``, docs/decide.md). CPU backends only: one GPU cannot be halved.
 - ``auto`` (the default): duet where it can run (several builds, the process runner, every build on
   the CPU backend, two CPUs or more), else sequential.
@@ -90,7 +91,7 @@ def choose(config: Config, backends: Iterable[str | None]) -> Chosen:
     of = f" of the config's {config.generation.threads}" if config.generation.threads else ""
     note = (
         f"pairing: duet: each pair's builds run at the same time, each on half the CPUs ({sets}) with "
-        f"{threads} thread{'s' * (threads != 1)}{of}, the halves swapped every pair; t/s are half-machine "
-        "figures (pairing: sequential for whole-machine ones; docs/decide.md)"
+        f"{threads} thread{'s' * (threads != 1)}{of}, the halves alternated by repetition and prompt; t/s "
+        "are half-machine figures (pairing: sequential for whole-machine ones; docs/decide.md)"
     )
     return Chosen("duet", halves, threads, note)

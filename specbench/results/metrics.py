@@ -97,18 +97,17 @@ SITE_FIRST = "speedup"  # the results site leads each page with it, then the tab
 
 def roles_read(names: list[str] | tuple[str, ...]) -> frozenset[str]:
     """The sample roles a gate judging ``names`` needs measured: each metric's role, the baseline
-    of a paired one (a speedup), and with any speculative metric the draft alone and (server
-    runner, with a baseline) the baseline window after the speculative servers, which belong to
-    those cells. ``ab``/``bisect`` measure only these: a bisect of ``baseline_tps`` spends its
-    budget on baseline pairs, not on speculative samples no decision reads."""
+    of a paired one (a speedup), and with a speculative metric and a baseline (server runner) the
+    baseline window after the speculative servers, which belongs to those cells. ``ab``/``bisect``
+    measure only these: a bisect of ``baseline_tps`` spends its budget on baseline pairs, not on
+    speculative samples no decision reads. No metric reads the draft alone (it gives a run's report
+    its cost ratio), so a gate leaves it out: on ``configs/ci.yaml`` it was a quarter of each round."""
     from specbench.results.bracket import AFTER
 
     metrics = [METRICS[n] for n in names]
     roles = {m.role for m in metrics} | {"baseline" for m in metrics if m.paired}
-    if "speculative" in roles:
-        roles.add("draft")
-        if "baseline" in roles:
-            roles.add(AFTER)
+    if {"speculative", "baseline"} <= roles:
+        roles.add(AFTER)
     return frozenset(roles)
 
 

@@ -376,8 +376,11 @@ def test_of_roles_keeps_what_the_judged_metrics_read_and_says_what_it_left(tmp_p
     assert len(base.measured) == 2 * 3 and base.sentinel == plan.sentinel
     assert base.notes[-1].startswith("measured only the baseline samples: no judged metric reads the draft, "
                                      "speculative ones")  # fmt: skip
-    # a speculative metric keeps its cells' draft-alone runs; a speedup needs the baseline too
-    assert {i.role for i in plan.of_roles(roles_read(["spec_tps"])).measured} == {"speculative", "draft"}
-    assert plan.of_roles(roles_read(["speedup"])) is plan
+    # no metric reads the draft alone: a gate leaves it out; a speedup needs the baseline too
+    assert {i.role for i in plan.of_roles(roles_read(["spec_tps"])).measured} == {"speculative"}
+    speedup = plan.of_roles(roles_read(["speedup"]))
+    assert {i.role for i in speedup.invocations} == {"baseline", "speculative"}
+    assert speedup.notes[-1].startswith("measured only the baseline, speculative samples: no judged metric "
+                                        "reads the draft ones")  # fmt: skip
     # nothing the metrics read: everything is measured, and the gate says what it lacks
     assert plan.of_roles(frozenset({"baseline-after"})) is plan

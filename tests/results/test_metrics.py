@@ -145,6 +145,7 @@ def test_roles_read_is_what_each_metric_reads_and_what_its_cells_need():
     from specbench.results.metrics import roles_read
 
     assert roles_read(["baseline_tps"]) == {"baseline"}
-    assert roles_read(["spec_tps", "acceptance"]) == {"speculative", "draft"}
-    assert roles_read(["speedup"]) == {"speculative", "draft", "baseline", AFTER}
+    assert roles_read(["spec_tps", "acceptance"]) == {"speculative"}
+    assert roles_read(["speedup"]) == {"speculative", "baseline", AFTER}
+    assert not any("draft" in roles_read([m]) for m in METRICS)  # no metric reads the draft alone
     assert roles_read(list(PAIRED_DEFAULT)) == roles_read(["speedup"])  # ab's default measures every role
