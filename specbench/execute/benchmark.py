@@ -213,6 +213,8 @@ def _adaptive(prepared: Prepared, budget: bool = False):
     cfg = prepared.config
     most = cfg.round_limit(budget)
     full = make_plan(cfg, prepared.builds, prepared.models, prepared.prompts, repetitions=most)
+    if prepared.roles is not None:  # ab/bisect: the later rounds measure what the first did
+        full = full.of_roles(prepared.roles)
     if prepared.sharding is not None:  # the later rounds of a shard repeat its own cells only
         from specbench.plan.shards import restrict
 

@@ -63,6 +63,7 @@ class Prepared:
     builds: dict[str | None, BuildInfo] = field(default_factory=dict)  # by label, in the config's order
     build_previews: dict[str | None, BuildPlan] = field(default_factory=dict)  # dry run: each build's plan
     sharding: Sharding | None = None  # `run --shard i/N`: the part of the plan this run measures
+    roles: frozenset[str] | None = None  # ab/bisect: only these roles are measured, later rounds too
 
 
 def _planned_build(preview: BuildPlan) -> BuildInfo:
@@ -202,8 +203,9 @@ def prepare(
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
     return Prepared(
-        config, build, preview, models, checks, prompts, plan, builds, previews, sharding=sharding
-    )
+        config, build, preview, models, checks, prompts, plan, builds, previews, sharding=sharding,
+        roles=roles,
+    )  # fmt: skip
 
 
 def _as_configured(config: Config, builds: dict[str | None, BuildInfo]) -> dict[str | None, BuildInfo]:

@@ -188,3 +188,28 @@ def test_a_budget_is_the_round_limit_unless_the_config_sets_max_repetitions():
     explicit = Config.model_validate({**base, "repetitions": 3, "max_repetitions": 12})
     assert explicit.round_limit(budget=True) == explicit.round_limit(budget=False) == 12
     assert round_notes([], explicit, 600.0)[-1].endswith("up to 12 (max_repetitions) or --budget 600 s")
+
+
+def test_the_later_rounds_of_a_gate_measure_only_the_roles_its_metrics_read(tmp_path, llama_build):
+    """``ab``/``bisect`` leave out what no judged metric reads (``Plan.of_roles``): the rounds after
+    the first are cut from the plan of every repetition, which left the draft alone back in (a
+    default ``ab`` measured it from round 2 on, and its first round's missing ones with it)."""
+    from specbench.execute.benchmark import _adaptive
+    from specbench.execute.preparation import Prepared
+    from specbench.plan.sweep import make_plan
+    from specbench.results.metrics import PAIRED_DEFAULT, roles_read
+    from tests.helpers.sweeps import MODELS, make_config, rendered
+
+    config = make_config(tmp_path)
+    prompts, models = rendered(config), {name: str(path) for name, path in MODELS.items()}
+    plan = make_plan(config, llama_build, models, prompts)
+    roles = roles_read(list(PAIRED_DEFAULT))
+
+    def prepared(roles):
+        first = plan.of_roles(roles) if roles else plan
+        builds = dict.fromkeys(config.build_labels, llama_build)
+        return Prepared(config, llama_build, None, models, {}, prompts, first, builds=builds, roles=roles)
+
+    assert "draft" in {i.role for i in _adaptive(prepared(None), budget=True).full}  # the control: run
+    later = _adaptive(prepared(roles), budget=True).full
+    assert {i.role for i in later} == {"baseline", "speculative"} and len(later) > len(plan.measured) / 2
