@@ -160,7 +160,7 @@ def ab_cmd(
         out, "base", "head", metric, thr, allow_noisy=allow_noisy, allow_output_change=allow_output_change
     )
     if cmp.count(Status.TOO_NOISY):
-        say(f"undecided cells: {rounds_end(summary, budget)}", err=True)
+        say(f"undecided cells: {rounds_end(summary, budget, failed=cmp.count(Status.FAIL) > 0)}", err=True)
     show(cmp, fmt)
 
 
@@ -225,9 +225,10 @@ def bisect_cmd(
                 budget_s=budget_s, open_=open_,
             )  # fmt: skip
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
+        failed = any(d.status == Status.FAIL for d in cmp.decisions)
         # the step's --budget, as the user gave it: its share for this run is spent, and so (once the
         # step is shown) is the step's
-        return bisect.Measured(decisions=cmp.decisions, rounds_end=rounds_end(summary, budget))
+        return bisect.Measured(decisions=cmp.decisions, rounds_end=rounds_end(summary, budget, failed))
 
     def on_step(step: bisect.Step) -> None:
         commit = state.commits[step.index]

@@ -321,10 +321,16 @@ def undecided_samples(
     """The samples of every cell some metric leaves undecided so far: with ``repetitions: auto``
     those cells (and only those) get another round, until decided or ``max_repetitions``.
     ``open_``: the decisions that still want pairs (``bisect``'s run against bad looks for
-    "improved", so a pass wants more there)."""
+    "improved", so a pass wants more there). None once a cell has failed: a fail is the verdict
+    whatever the open cells would say, so more rounds would only spend the budget (a slow try of
+    ``ab configs/ci.yaml`` failed spec_tps after 20 pairs, then ran on to its 10 minutes for a
+    baseline_tps that could not change the exit)."""
     open_cells = set()
     for metric in dict.fromkeys(metrics):
         for key, cp in pairs(samples, metric, base, head).items():
-            if decide(cp.base, cp.head, metric, threshold).status in open_:
+            status = decide(cp.base, cp.head, metric, threshold).status
+            if status == Status.FAIL:
+                return []
+            if status in open_:
                 open_cells.add(key)
     return [s for s in samples if build_of(s) in (base, head) and _cell(s) in open_cells]

@@ -78,9 +78,12 @@ def round_notes(notes: list[str], cfg: Config, budget_s: float | None) -> list[s
     ]
 
 
-def rounds_end(summary: RunSummary, budget_s: float | None) -> str:
-    """Why an undecided cell got no more pairs: the budget was spent, or max_repetitions reached."""
+def rounds_end(summary: RunSummary, budget_s: float | None, failed: bool = False) -> str:
+    """Why an undecided cell got no more pairs: the budget was spent, a cell failed (``failed``:
+    the rounds stop then, ``gate.ab.undecided_samples``), or max_repetitions was reached."""
     extra = f"{summary.rounds} round{'s' * (summary.rounds != 1)} after the first"
     if summary.budget_spent:
         return f"--budget {budget_s:g} s spent ({extra})"
+    if failed:
+        return f"not measured further once a cell failed, which is the verdict whatever they say ({extra})"
     return f"max_repetitions ({summary.most_repetitions}) reached ({extra}; --set max_repetitions=N for more)"

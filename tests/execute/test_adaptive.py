@@ -190,6 +190,20 @@ def test_a_budget_is_the_round_limit_unless_the_config_sets_max_repetitions():
     assert round_notes([], explicit, 600.0)[-1].endswith("up to 12 (max_repetitions) or --budget 600 s")
 
 
+def test_why_the_rounds_ended_says_budget_then_a_failed_cell_then_max_repetitions():
+    from pathlib import Path
+
+    from specbench.execute.benchmark import RunSummary
+    from specbench.gate.abrun import rounds_end
+
+    def summary(**kw):
+        return RunSummary(Path("r"), "r", 0, 0, 0, 0, rounds=2, most_repetitions=10, **kw)
+
+    assert rounds_end(summary(budget_spent=True), 600.0, failed=True).startswith("--budget 600 s spent")
+    assert rounds_end(summary(), 600.0, failed=True).startswith("not measured further once a cell failed")
+    assert rounds_end(summary(), 600.0).startswith("max_repetitions (10) reached")
+
+
 def test_the_later_rounds_of_a_gate_measure_only_the_roles_its_metrics_read(tmp_path, llama_build):
     """``ab``/``bisect`` leave out what no judged metric reads (``Plan.of_roles``): the rounds after
     the first are cut from the plan of every repetition, which left the draft alone back in (a

@@ -170,6 +170,17 @@ def test_undecided_samples_are_those_of_open_cells():
     assert undecided_samples(faster, "base", "head", ["baseline_tps"], 0.05, open_) == []
 
 
+def test_no_cell_gets_another_round_once_one_has_failed():
+    """A fail is the verdict whatever the open cells would say: the rounds stop there."""
+    failing = run(reps=1, head_spec=0.5)  # 2 pairs a cell: spec_tps fails, baseline_tps is still open
+    decided = {d.metric: d.decision for d in paired_compare(failing, "r").decisions}
+    assert decided["spec_tps"] == "fail" and decided["baseline_tps"] == "undecided"
+    assert len(undecided_samples(failing, "base", "head", ["baseline_tps"], 0.05)) == sum(
+        s.role == "baseline" for s in failing
+    )  # the control: alone, the baseline cell wants more pairs
+    assert undecided_samples(failing, "base", "head", ["baseline_tps", "spec_tps"], 0.05) == []
+
+
 def test_a_head_that_crashes_where_base_works_fails_with_the_crash_named():
     why = "not run: its warmup failed: killed by SIGSEGV: probably llama.cpp's AMX repack crash"
     samples = [
