@@ -27,14 +27,15 @@ demo: build
 # llama.cpp, on both cores (pytest-xdist), then the `slow` ones (real llama.cpp) on one worker per
 # core, each worker pinned to its core (SPECBENCH_TEST_PIN, tests/conftest.py) and its llama.cpp runs
 # given one thread: two llama.cpp processes never share a core. A test file runs on one worker
-# (--dist loadfile), so a module's real runs are made once. The `perf` tests judge a real llama.cpp
+# (--dist loadfile), so a module's real runs are made once; the longest modules start first
+# (tests/conftest.py LONGEST_FIRST; --no-loadscope-reorder keeps that order). The `perf` tests judge a real llama.cpp
 # timing (a slowdown caught by ab, the sentinel seeing a slowed phase): they need a quiet machine and
 # run in `make test-perf`, one at a time (docs/development.md, "Tests and linters").
 TEST_WORKERS ?= 2
 test: setup
 	$(SPECBENCH) build --backend cpu  # on every core, before any worker is pinned (cached: instant)
 	$(BIN)/pytest -q --durations=15 -n $(TEST_WORKERS) -m "not slow and not perf"
-	SPECBENCH_TEST_PIN=1 $(BIN)/pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile -m "slow and not perf"
+	SPECBENCH_TEST_PIN=1 $(BIN)/pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "slow and not perf"
 
 test-perf: setup
 	$(BIN)/pytest -q --durations=25 -m perf

@@ -1,4 +1,6 @@
-"""`make lint`: every test file on disk is one pytest collects (as `make test` runs it).
+"""`make lint`: every test file on disk is one pytest collects (as `make test` runs it), and every
+module tests/conftest.py's LONGEST_FIRST starts first is one (a renamed module would quietly drop
+out of the order that balances the real-run tier's two workers).
 
 pytest skips folders named build/, dist/, venv... by default (``norecursedirs``): 83 tests under
 ``tests/build/`` once never ran. This compares the files on disk with pytest's own collection, so
@@ -32,6 +34,14 @@ def main() -> int:
     if missing:
         print(f"error: pytest does not collect {', '.join(missing)} (a folder name in norecursedirs, "
               "or a missing __init__.py?)", file=sys.stderr)  # fmt: skip
+        return 1
+    sys.path.insert(0, str(ROOT))
+    from tests.conftest import LONGEST_FIRST
+
+    gone = [p for p in LONGEST_FIRST if p not in collected]
+    if gone:
+        print(f"error: tests/conftest.py LONGEST_FIRST names {', '.join(gone)}, which pytest does not collect",
+              file=sys.stderr)  # fmt: skip
         return 1
     print(f"{len(on_disk)} test files, all collected")
     return 0
