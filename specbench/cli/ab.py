@@ -225,7 +225,7 @@ def bisect_cmd(
                 budget_s=budget_s, open_=open_,
             )  # fmt: skip
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
-        failed = any(d.status == Status.FAIL for d in cmp.decisions)
+        failed = cmp.count(Status.FAIL) > 0
         # the step's --budget, as the user gave it: its share for this run is spent, and so (once the
         # step is shown) is the step's
         return bisect.Measured(decisions=cmp.decisions, rounds_end=rounds_end(summary, budget, failed))

@@ -7,8 +7,8 @@ repetition as a pair (``execute.runner``), and the paired gate judges the ratio 
   the halves alternated by repetition and prompt (Bulej et al. 2020). Whatever else takes the CPU
   slows both sides at once, so the ratio cancels it: on this 2-core VM, beside one thread busy 30%
   of the time, the A/A log ratio's sd was 10% for duet and 66% for sequential pairs; quiet, 9.9%
-  and 5.6%
-  (``benchmarks/bench_pairs.py``, docs/decide.md). CPU backends only: one GPU cannot be halved.
+  and 5.6% (``benchmarks/bench_pairs.py``, docs/decide.md). CPU backends only: one GPU cannot be
+  halved.
 - ``auto`` (the default): duet where it can run (several builds, the process runner, every build on
   the CPU backend, two CPUs or more), else sequential.
 """
