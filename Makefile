@@ -2,6 +2,10 @@
 PYTHON ?= python3
 # mkdocs-material prints a banner about its successor on every build; keep `make lint` quiet.
 export NO_MKDOCS_2_WARNING := 1
+# Python may keep its bytecode (empty: not set): pytest keeps each test module with its asserts
+# rewritten in __pycache__. With PYTHONDONTWRITEBYTECODE set (some images set it), `make lint`'s
+# collection and every worker of both test tiers rewrote all 160 modules again, 16 s each time.
+export PYTHONDONTWRITEBYTECODE :=
 VENV := .venv
 BIN := $(VENV)/bin
 SPECBENCH := $(BIN)/specbench

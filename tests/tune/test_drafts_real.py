@@ -52,7 +52,7 @@ def test_rank_then_measure_the_two_best(hub, llama_build, smol_f32, smol_q4, gem
     run_dir, measured = measure(result, 2, tmp_path / "run", None, llama_build.backend,
                                 overrides={"prompts": {"suite": "builtin", "ids": ["math-03"]},
                                            "generation": {"n_predict": 16}, "repetitions": 2,
-                                           "sentinel": False})  # fmt: skip
+                                           "warmup": 0, "sentinel": False})  # fmt: skip
     fetched = [r.path for r in hub.requests if r.method == "GET" and "/resolve/" in r.path and not r.range]
     assert sorted(Path(p).name for p in fetched) == sorted(Path(r.candidate).name for r in ranked[:2])
     assert run_dir == tmp_path / "run" and (run_dir / "manifest.json").is_file()
