@@ -153,6 +153,30 @@ class _Cursor:
         self.pos += 8
         return _U64.unpack_from(self.buf, i)[0]
 
+    def strings(self, n: int, out: list[bytes] | None) -> None:
+        """``n`` strings on (appended to ``out`` unless None): ``string`` with the buffer in locals,
+        since a token list is 50,000-250,000 of them (5 s a header the plain way)."""
+        unpack, buf, base, pos = _U64.unpack_from, self.buf, self.base, self.pos
+        for _ in range(n):
+            i = pos - base
+            if i + 8 > len(buf):
+                self.pos = pos
+                i = self.need(8)
+                buf, base = self.buf, self.base
+            k = unpack(buf, i)[0]
+            if k > 1 << 30:
+                raise ValueError(f"a string of {k} bytes")
+            pos += 8
+            i += 8
+            if i + k > len(buf):
+                self.pos = pos
+                i = self.need(k)
+                buf, base = self.buf, self.base
+            pos += k
+            if out is not None:
+                out.append(buf[i : i + k])
+        self.pos = pos
+
 
 def _value(cur: _Cursor, vtype: GGUFValueType, key: str, tokens: list[bytes]) -> Any:
     if vtype == GGUFValueType.STRING:
@@ -168,11 +192,7 @@ def _value(cur: _Cursor, vtype: GGUFValueType, key: str, tokens: list[bytes]) ->
         for _ in range(n):
             _value(cur, itype, "", tokens)
         return n
-    keep = key in _KEEP_ARRAYS
-    for _ in range(n):
-        s = cur.string()
-        if keep:
-            tokens.append(s)
+    cur.strings(n, tokens if key in _KEEP_ARRAYS else None)
     return n
 
 

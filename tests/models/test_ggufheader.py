@@ -60,3 +60,23 @@ def test_header_truncation_detected_through_data_end(tmp_path):
     cut.write_bytes(path.read_bytes()[: header.data_offset + 10])
     assert read_local_header(cut).data_end > cut.stat().st_size
     assert read_local_header(Path(path)).data_end == path.stat().st_size
+
+
+class _Exact:
+    """A source that hands out exactly the bytes asked for: every string of the token list then
+    crosses the edge of what the parser holds (a Hub header arrives in such pieces)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def read(self, offset: int, n: int) -> bytes:
+        return self.data[offset : offset + n]
+
+
+def test_token_list_read_in_pieces_is_the_whole_files(tmp_path):
+    tokens = [f"tok{i}" * (i % 7) for i in range(3000)]  # empty strings too
+    path = write_tiny_gguf(tmp_path / "t.gguf", tokens=tokens)
+    whole = read_local_header(path)
+    pieces = parse_header(_Exact(path.read_bytes()))
+    assert pieces.tokens == whole.tokens == [t.encode() for t in tokens]
+    assert pieces.data_offset == whole.data_offset and pieces.kv == whole.kv
