@@ -20,6 +20,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specbench.base import interrupts
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
 from specbench.execute.outputs import failure_reason
@@ -118,21 +119,26 @@ def start_server(argv: list[str], stdout_path: Path, stderr_path: Path, timeout_
     llama.cpp's error line, which becomes the message. On any failure the process group is killed.
     """
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        try:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env(),
-                start_new_session=True, preexec_fn=_die_with_parent,
-            )  # fmt: skip
-        except OSError as exc:
-            raise RunError(
-                f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
-            ) from exc
-    server = RunningServer(list(argv), proc, stdout_path, stderr_path)
+    server = None
     try:
+        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+            # A signal during Popen waits until the server is ``server`` (interrupts.starting_child),
+            # then is raised: the clean-up below stops it (raised inside Popen, it would orphan it).
+            with interrupts.starting_child():
+                try:
+                    proc = subprocess.Popen(
+                        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env(),
+                        start_new_session=True, preexec_fn=_die_with_parent,
+                    )  # fmt: skip
+                except OSError as exc:
+                    raise RunError(
+                        f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
+                    ) from exc
+                server = RunningServer(list(argv), proc, stdout_path, stderr_path)
         _wait_ready(server, timeout_s)
     except BaseException:
-        server.stop()
+        if server is not None:
+            server.stop()
         raise
     return server
 
