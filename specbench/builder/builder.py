@@ -73,6 +73,7 @@ def ensure_build(
     work tree and index are never touched); cached by commit, backend and cmake arguments.
     """
     report = (lambda msg: progress(BuildProgress("source", msg))) if progress else None
+    _refuse_unbuildable(backend, cmake_args)
     plan = plan_build(backend, source, cmake_args, report, ref)
     info_path = plan.build_dir / BUILD_JSON
     if not force and (info := load_cached(info_path)) is not None:
@@ -82,6 +83,14 @@ def ensure_build(
         if not force and (info := load_cached(info_path)) is not None:
             return _as_asked(checked(info, info_path, progress), plan)  # built by another process meanwhile
         return checked(_build(plan, jobs, force, progress), info_path, progress)
+
+
+def _refuse_unbuildable(backend: str, cmake_args: Sequence[str]) -> None:
+    """A GPU backend this machine cannot build is refused before the source is found (on a fresh
+    machine that is a download of minutes first), unless a build of that backend is cached here:
+    its key needs the source, and a cached build needs no toolkit. ``_build`` checks again."""
+    if backend in ("cuda", "metal") and not any(paths.builds_dir().glob(f"*-{backend}-*/{BUILD_JSON}")):
+        toolkit.check_backend(backend, cmake_args)
 
 
 def checked(info: BuildInfo, info_path: Path, progress: ProgressFn | None = None) -> BuildInfo:

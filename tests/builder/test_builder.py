@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -303,3 +304,29 @@ def test_a_build_probed_before_an_option_key_existed_is_reprobed(tmp_path, llama
     fresh = _cached(path)
     assert fresh is not None and fresh.binaries["completion"].flags.options["prio"].flag == "--prio"
     assert set(BuildInfo.load(path).probed_options) == set(BY_KEY)  # written back: probed once
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="Metal builds here")
+def test_an_unbuildable_backend_is_refused_before_the_source_is_found(tmp_path, monkeypatch):
+    """On a fresh machine finding the source is a download of minutes: a backend this machine
+    cannot build is refused first. With a build of it cached here the source is resolved first
+    (the cache key needs it; a cached build needs no toolkit)."""
+    from specbench.builder import builder
+
+    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
+    planned: list[str] = []
+
+    def plan_build(backend, *args, **kwargs):
+        planned.append(backend)
+        raise BuildError("planned")
+
+    monkeypatch.setattr(builder, "plan_build", plan_build)
+    with pytest.raises(BuildError, match="Metal builds only on macOS"):
+        ensure_build("metal")
+    assert planned == []
+    cached = tmp_path / "home" / "builds" / "0c1e57098bba-metal-0123456789"
+    cached.mkdir(parents=True)
+    (cached / "build.json").write_text("{}")
+    with pytest.raises(BuildError, match="planned"):
+        ensure_build("metal")
+    assert planned == ["metal"]
