@@ -71,11 +71,10 @@ def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
     plan = prepared.plan
     if prepared.config.auto_repetitions and samples:  # a round begun before the interruption goes on
         plan.invocations = _with_begun_rounds(plan, _adaptive(prepared), samples).invocations
-    measured = [i for i in plan.measured if i.sample_key() not in done]
-    n_done = len(plan.measured) - len(measured)
-    plan.invocations = [
-        i for i in plan.invocations if (i.warmup and measured) or not i.warmup and i.sample_key() not in done
-    ]
+    planned = len(plan.measured)
+    plan.invocations = plan.left(done)
+    measured = plan.measured
+    n_done = planned - len(measured)
     plan.notes += warnings  # each names the samples file
     if not measured:
         plan.notes.append(f"{run_dir}: every planned sample is recorded already; nothing left to run")
@@ -168,8 +167,9 @@ def run_benchmark(
         if resume and has_samples(run_dir):
             plan = _with_begun_rounds(plan, adaptive, load_samples(run_dir))
     started = time.monotonic()
-    if adaptive:
-        adaptive.started(len(plan.invocations))
+    if adaptive:  # the pace that sizes the next round: of what this session runs, not what was recorded
+        done = {s.sample_key() for s in load_samples(run_dir)} if resume and has_samples(run_dir) else set()
+        adaptive.started(len(plan.left(done)))
     result = execute(
         plan, run_dir, manifest, progress=progress, resume=resume,
         extend=adaptive.next_round if adaptive else None, observe=watch,
@@ -194,8 +194,7 @@ def _nothing_left(plan: Plan, run_dir: Path, resume: bool, config: Config) -> bo
     the machine's speed for."""
     if not resume or config.auto_repetitions or not has_samples(run_dir):
         return False
-    done = {s.sample_key() for s in load_samples(run_dir)}
-    return all(i.warmup or i.sample_key() in done for i in plan.invocations)
+    return not plan.left({s.sample_key() for s in load_samples(run_dir)})
 
 
 def _with_begun_rounds(plan: Plan, adaptive: AdaptivePlan, samples: list[Sample]) -> Plan:

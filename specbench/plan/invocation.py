@@ -98,6 +98,13 @@ class Plan(BaseModel):
     def warmups(self) -> list[Invocation]:
         return [i for i in self.invocations if i.warmup]
 
+    def left(self, done: set[tuple]) -> list[Invocation]:
+        """What a resumed run still runs with the samples of ``done`` recorded (their keys): every
+        sample not recorded yet, and the warmups while one is left (``execute.runner`` skips them
+        once none is)."""
+        todo = [i for i in self.invocations if i.warmup or i.sample_key() not in done]
+        return todo if any(not i.warmup for i in todo) else []
+
     def describe(self, max_prompt_chars: int | None = None) -> list[str]:
         """Lines for ``--dry-run``: a summary, the notes, then each invocation's label and command."""
         n_spec = sum(i.role == "speculative" for i in self.measured)
