@@ -11,7 +11,7 @@ import typer
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.cli.common import say, say_notes
 from specbench.cli.options import Quiet, Sets, budget_option
-from specbench.cli.output import print_json
+from specbench.cli.output import Format, chosen, format_option, print_json
 from specbench.cli.session import RunSession, warn_busy
 
 
@@ -77,8 +77,11 @@ def tune(
     max_draft: Annotated[
         int, typer.Option("--max-draft", help="Longest draft_max to consider.", min=1, max=64)
     ] = 32,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     quiet: Quiet = False,
+    fmt: Annotated[
+        Format, format_option(Format.table, Format.json, help="table, or json: one object on stdout.")
+    ] = Format.table,
 ) -> None:
     """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
     from specbench.base.paths import check_path
@@ -88,6 +91,7 @@ def tune(
     from specbench.tune.search import pick_pair, tune_config
     from specbench.tune.search import tune as run_tune
 
+    as_json = chosen(fmt, as_json) == Format.json
     for what, path in (("CONFIG", config), ("--out", out)):
         if path is not None:
             check_path(path, what)

@@ -115,3 +115,12 @@ def test_compare_as_csv_rows_on_stdout_and_the_verdict_on_stderr(tmp_path):
     assert r.returncode == 1 and rows and {row["metric"] for row in rows} == {"spec_tps"}
     assert {row["prompt"] for row in rows if row["status"] == "fail"} == {"p1", "p2"}
     assert r.stderr.strip().splitlines()[-1].startswith("FAIL: 2 regressions")
+
+
+def test_tune_prints_json_with_the_one_format_option_too(tmp_path):
+    """`tune --json` came before --format; both are taken, and --format offers what tune writes."""
+    tune = "specbench tune"
+    names, _ = _format_params()[tune].get_help_record(context(dict(commands(app))[tune], tune))
+    assert names == "--format <table|json>"
+    r = specbench("tune", "config.yaml", "--format", "md", cwd=tmp_path)
+    assert r.returncode == 2 and "'md' is not one of 'table', 'json'" in r.stderr

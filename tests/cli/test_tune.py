@@ -43,8 +43,8 @@ def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, lla
     sweep = cli("run", str(config), "--set", "sweep.draft_max=[2]", "--set", "repetitions=1", "--quiet",
                 "--out", str(tmp_path / "sweep"), env=env, timeout=600)  # fmt: skip
     assert sweep.returncode == 0, sweep.stderr
-    result = cli("tune", str(config), "--pair", "smol", "--budget", "900",
-                 "--max-draft", "3", "--json", "--out", str(run_dir), env=env, timeout=1800)  # fmt: skip
+    result = cli("tune", str(config), "--pair", "smol", "--budget", "900", "--max-draft", "3",
+                 "--format", "json", "--out", str(run_dir), env=env, timeout=1800)  # fmt: skip
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert set(out) == KEYS
