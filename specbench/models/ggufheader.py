@@ -155,7 +155,7 @@ class _Cursor:
 
     def strings(self, n: int, out: list[bytes] | None) -> None:
         """``n`` strings on (appended to ``out`` unless None): ``string`` with the buffer in locals,
-        since a token list is 50,000-250,000 of them (5 s a header the plain way)."""
+        since a token list is 50,000-250,000 of them (gemma-3's 262,144: 0.83 s with ``string``, 0.42 s)."""
         unpack, buf, base, pos = _U64.unpack_from, self.buf, self.base, self.pos
         for _ in range(n):
             i = pos - base
