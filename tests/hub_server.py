@@ -18,6 +18,7 @@ the API). Every request is logged in ``requests``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -186,7 +187,8 @@ class FakeHub:
         h.wfile.write(body)
 
     def _sha256(self, repo_id: str, name: str, p: Path) -> str:
-        real = hashlib.sha256(p.read_bytes()).hexdigest()
+        st = p.stat()
+        real = _file_sha256(str(p), st.st_size, st.st_mtime_ns)
         if f"{repo_id}/{name}" in self.lie_sha256:
             return hashlib.sha256(b"not " + real.encode()).hexdigest()
         return real
@@ -199,8 +201,7 @@ class FakeHub:
         p = repo.commits[commit] / name
         if not p.is_file():
             return self._error(h, 404, "EntryNotFound", f"{name} does not exist", commit=commit)
-        data = p.read_bytes()
-        size = len(data)
+        size = p.stat().st_size
         etag = f'"{self._sha256(repo_id, name, p)}"'
         start, end = 0, size  # end: one past the last byte sent
         rng = h.headers.get("Range")
@@ -224,17 +225,29 @@ class FakeHub:
         if head:
             return
         key = f"{repo_id}/{name}"
-        data = data[:end]
+        with p.open("rb") as fh:  # only the bytes asked for: a range read of a header is 512 KB of 500 MB
+            fh.seek(start)
+            data = fh.read(end - start)
         if key in self.stall:
-            h.wfile.write(data[start : start + self.stall[key]])
+            h.wfile.write(data[: self.stall[key]])
             h.wfile.flush()
             self._stopping.wait(120)
             h.close_connection = True
             return
         cut = self.drop_once.pop(key, self.drop_always.get(key))
         if cut is not None:
-            h.wfile.write(data[start : start + cut])
+            h.wfile.write(data[:cut])
             h.wfile.flush()
             h.close_connection = True
             return
-        h.wfile.write(data[start:])
+        h.wfile.write(data)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """A served file's sha256, once per version of it (every request sends it as the ETag)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
