@@ -246,8 +246,5 @@ class FakeHub:
 @functools.lru_cache(maxsize=64)
 def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
     """A served file's sha256, once per version of it (every request sends it as the ETag)."""
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()

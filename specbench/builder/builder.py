@@ -89,7 +89,9 @@ def _refuse_unbuildable(backend: str, cmake_args: Sequence[str]) -> None:
     """A GPU backend this machine cannot build is refused before the source is found (on a fresh
     machine that is a download of minutes first), unless a build of that backend is cached here:
     its key needs the source, and a cached build needs no toolkit. ``_build`` checks again."""
-    if backend in ("cuda", "metal") and not any(paths.builds_dir().glob(f"*-{backend}-*/{BUILD_JSON}")):
+    if backend not in ("cuda", "metal"):
+        return
+    if all(b.backend != backend for b in BuildInfo.load_all(paths.builds_dir())):
         toolkit.check_backend(backend, cmake_args)
 
 

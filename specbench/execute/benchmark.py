@@ -153,8 +153,10 @@ def run_benchmark(
     else:
         manifest = make_manifest(prepared, run_dir, command_line or [])
     plan, adaptive = prepared.plan, None
+    recorded = load_samples(run_dir) if resume and has_samples(run_dir) else None  # read once, here
+    done = {s.sample_key() for s in recorded or ()}
     speed = manifest.noise.speed
-    reference = None if _nothing_left(plan, run_dir, resume, prepared.config) else plan.sentinel
+    reference = None if _nothing_left(plan, recorded, prepared.config) else plan.sentinel
     sentinel = Sentinel(reference, run_dir, speed, prepared.config.precision, manifest.run_id,
                         off=not prepared.config.sentinel)  # fmt: skip
     watch = NoiseWatch(manifest, strict, sentinel=sentinel)
@@ -164,11 +166,10 @@ def run_benchmark(
         adaptive.undecided = undecided
         if budget_s is not None:
             adaptive.deadline = time.monotonic() + budget_s
-        if resume and has_samples(run_dir):
-            plan = _with_begun_rounds(plan, adaptive, load_samples(run_dir))
+        if recorded is not None:
+            plan = _with_begun_rounds(plan, adaptive, recorded)
     started = time.monotonic()
     if adaptive:  # the pace that sizes the next round: of what this session runs, not what was recorded
-        done = {s.sample_key() for s in load_samples(run_dir)} if resume and has_samples(run_dir) else set()
         adaptive.started(len(plan.left(done)))
     result = execute(
         plan, run_dir, manifest, progress=progress, resume=resume,
@@ -189,12 +190,12 @@ def run_benchmark(
     return summary
 
 
-def _nothing_left(plan: Plan, run_dir: Path, resume: bool, config: Config) -> bool:
-    """A resume with every planned sample recorded (and no later round to plan): nothing to read
-    the machine's speed for."""
-    if not resume or config.auto_repetitions or not has_samples(run_dir):
+def _nothing_left(plan: Plan, recorded: list[Sample] | None, config: Config) -> bool:
+    """A resume (``recorded``: its samples) with every planned sample recorded (and no later round
+    to plan): nothing to read the machine's speed for."""
+    if recorded is None or config.auto_repetitions:
         return False
-    return not plan.left({s.sample_key() for s in load_samples(run_dir)})
+    return not plan.left({s.sample_key() for s in recorded})
 
 
 def _with_begun_rounds(plan: Plan, adaptive: AdaptivePlan, samples: list[Sample]) -> Plan:

@@ -312,6 +312,7 @@ def test_an_unbuildable_backend_is_refused_before_the_source_is_found(tmp_path, 
     cannot build is refused first. With a build of it cached here the source is resolved first
     (the cache key needs it; a cached build needs no toolkit)."""
     from specbench.builder import builder
+    from specbench.builder.buildinfo import BuildInfo
 
     monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
     planned: list[str] = []
@@ -326,7 +327,8 @@ def test_an_unbuildable_backend_is_refused_before_the_source_is_found(tmp_path, 
     assert planned == []
     cached = tmp_path / "home" / "builds" / "0c1e57098bba-metal-0123456789"
     cached.mkdir(parents=True)
-    (cached / "build.json").write_text("{}")
+    BuildInfo(key=cached.name, source="tree", backend="metal", cmake_args=[], bin_dir=str(cached / "bin"),
+              binaries={}).save(cached / "build.json")  # fmt: skip
     with pytest.raises(BuildError, match="planned"):
         ensure_build("metal")
     assert planned == ["metal"]
