@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SPECBENCH := $(BIN)/specbench
 
-.PHONY: setup build demo test test-perf lint actionlint docs clean
+.PHONY: setup build demo test test-integration test-perf lint actionlint docs clean
 
 setup: $(VENV)/.installed
 
@@ -35,11 +35,18 @@ demo: build
 # (tests/conftest.py LONGEST_FIRST; --no-loadscope-reorder keeps that order). The `perf` tests judge a real llama.cpp
 # timing (a slowdown caught by ab, the sentinel seeing a slowed phase): they need a quiet machine and
 # run in `make test-perf`, one at a time (docs/development.md, "Tests and linters").
+# The `integration` tests (real llama.cpp beyond the small shared tier: each rule they assert is also
+# proven in `make test` by a replayed run, docs/development.md) run in `make test-integration`, with
+# the same pinned workers; `.ci/run` runs it after `make test`.
 TEST_WORKERS ?= 2
 test: setup
 	$(SPECBENCH) build --backend cpu  # on every core, before any worker is pinned (cached: instant)
-	$(BIN)/pytest -q --durations=15 -n $(TEST_WORKERS) -m "not slow and not perf"
-	SPECBENCH_TEST_PIN=1 $(BIN)/pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "slow and not perf"
+	$(BIN)/pytest -q --durations=15 -n $(TEST_WORKERS) -m "not slow and not perf and not integration"
+	SPECBENCH_TEST_PIN=1 $(BIN)/pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "slow and not perf and not integration"
+
+test-integration: setup
+	$(SPECBENCH) build --backend cpu  # on every core, before any worker is pinned (cached: instant)
+	SPECBENCH_TEST_PIN=1 $(BIN)/pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "integration and not perf"
 
 test-perf: setup
 	$(BIN)/pytest -q --durations=25 -m perf
