@@ -1,3 +1,3 @@
 """specbench: trustworthy numbers for speculative decoding in llama.cpp."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -97,3 +97,32 @@ def test_every_page_is_in_the_nav():
         assert re.search(rf":\s+{re.escape(page.name)}\s*$", nav, re.M), (
             f"{page.name} is not in mkdocs.yml nav"
         )
+
+
+def test_the_formats_page_gives_each_files_current_version():
+    """docs/formats.md's table of current versions is the code's: a format raised without its row fails."""
+    from specbench.gate.baseline import FORMAT_VERSION as BASELINE
+    from specbench.gate.history import SCHEMA_VERSION as HISTORY
+    from specbench.results.manifest import FORMAT_VERSION as RUN_FOLDER
+
+    text = (DOCS / "formats.md").read_text()
+    for constant, version in (
+        ("results/manifest.py", RUN_FOLDER),
+        ("gate/baseline.py", BASELINE),
+        ("gate/history.py", HISTORY),
+    ):
+        row = next(line for line in text.splitlines() if constant in line)
+        assert f"| {version} |" in row, row
+    for section, version in (
+        ("## Run folder", RUN_FOLDER),
+        ("## Baseline", BASELINE),
+        ("## History database", HISTORY),
+    ):
+        rows = text.split(section, 1)[1].split("\n## ", 1)[0]
+        assert re.search(rf"^\| {version} \|", rows, re.M), f"{section}: no row for version {version}"
+
+
+def test_the_changelog_has_the_packages_version():
+    from specbench import __version__
+
+    assert f"## {__version__} - " in (ROOT / "CHANGELOG.md").read_text()
