@@ -58,7 +58,7 @@ def headings() -> dict[str, Path]:
 
 
 def test_the_readme_is_short():
-    assert len(README.read_text().splitlines()) <= 300
+    assert len(README.read_text().splitlines()) <= 200
 
 
 def test_the_readme_sets_up_with_make_demo_and_make_test():
