@@ -7,7 +7,8 @@ A llama-server log holds one block per request, printed by the slot that served 
     slot print_timing: id  0 | task 5 |       total time = 352.67 ms / 77 tokens
     slot print_timing: id  0 | task 5 | draft acceptance = 0.61905 (39 accepted / 63 generated), ...
 
-(older servers print the lines after a ``print_timing`` header of their own). As with several runs
+(older servers and forks print the lines after a ``print_timing`` header of their own, and spell the
+last one ``draft acceptance rate = 0.61905 (...)``). As with several runs
 in one process log, the last request's block is the one reported. A response (``.response.json``)
 carries the same numbers as its ``timings`` object. Both come out as the ``ParsedLog`` a process run
 would have given: ``encoded``/``decoded`` and the draft counters when it drafted, the target's
@@ -35,8 +36,10 @@ _COUNTERS = {
     "spec_decode_num_accepted_tokens_total": "accepted",
 }
 _PER_POS = "spec_decode_num_accepted_tokens_per_pos_total"
+# the pin: `draft acceptance = R (A accepted / D generated), mean len = L`; older trees and forks
+# (ik_llama.cpp): `draft acceptance rate = R (A accepted / D generated)`
 _DRAFT = re.compile(
-    rf"draft acceptance\s*=\s*(?P<r>{_NUM})\s*\(\s*(?P<a>\d+)\s*accepted\s*/\s*(?P<d>\d+)\s*generated"
+    rf"draft acceptance(?: rate)?\s*=\s*(?P<r>{_NUM})\s*\(\s*(?P<a>\d+)\s*accepted\s*/\s*(?P<d>\d+)\s*generated"
 )
 
 

@@ -52,6 +52,17 @@ def test_older_server_spelling_and_what_is_not_a_request():
         parse_response("{", "r.json")
 
 
+def test_an_older_servers_draft_acceptance_rate_line_is_speculative_with_its_counters():
+    """ik_llama.cpp and upstream servers before the pin print ``draft acceptance rate = R (A
+    accepted / D generated)``: the request drafted, so it is no plain completion."""
+    log = parse_file(Path(__file__).parents[1] / "logs" / "synthetic" / "server-ik-draft.log")
+    assert log.kind == "speculative"
+    assert (log.n_drafted, log.n_accept, log.n_predict, log.decoded.tps) == (56, 48, 64, 158.90)
+    line = "draft acceptance rate = 0.50000 (    1 accepted /     2 generated)\n"
+    old = "slot print_timing: id  0 | task 3 | \n       eval time =  310.20 ms /    64 tokens\n" + line
+    assert (parse_server_log(old).n_drafted, parse_server_log(old).n_accept) == (2, 1)
+
+
 def test_parse_command_reads_every_raw_file_of_a_server_run(tmp_path):
     names = ("server-draft.stderr", "server-draft.response.json", "server-baseline.stderr")
     files = [REAL / name for name in names]
