@@ -192,7 +192,7 @@ def t_interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     s = summarize(d)
     mean, sd = s.mean, s.sd
     test = {"differences": tuple(float(x) for x in d), "signed_rank": False}
-    if sd is None:  # one pair
+    if sd is None or mean is None:  # one pair
         return Interval(n=n, estimate=mean, low=None, high=None, confidence=None, **test)
     reach = t_quantile(n - 1, confidence) * (sd / math.sqrt(n))  # t x standard error
     return Interval(n=n, estimate=mean, low=mean - reach, high=mean + reach, confidence=confidence, **test)
@@ -203,7 +203,7 @@ def t_test_p(d: Sequence[float]) -> float:
     from scipy.special import stdtr  # the t CDF (scipy.stats.t.cdf)
 
     s = summarize(d)
-    if s.sd is None or s.mean == 0:
+    if s.sd is None or s.mean is None or s.mean == 0:
         return 1.0
     se = s.sd / math.sqrt(s.n)
     return 0.0 if se == 0 else float(2 * stdtr(s.n - 1, -abs(s.mean) / se))

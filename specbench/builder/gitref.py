@@ -111,12 +111,13 @@ def _cat_blobs(top: Path, blobs: list[tuple[str, str, str]]) -> Iterator[Entry]:
         stderr=subprocess.DEVNULL, env=_git_env(),
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
+    stdin = proc.stdin
 
     def feed() -> None:  # in a thread: writing every name first could fill the pipe both ways
         try:
             for _, _, sha in blobs:
-                proc.stdin.write(sha.encode() + b"\n")
-            proc.stdin.close()
+                stdin.write(sha.encode() + b"\n")
+            stdin.close()
         except OSError:
             pass
 

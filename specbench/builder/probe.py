@@ -113,7 +113,7 @@ def _spec_values(entry: HelpOption) -> list[str]:
     return []
 
 
-def _ngram_sizes(methods: list, usable: dict[str, HelpOption]) -> dict[str, NgramSizeFlags]:
+def _ngram_sizes(methods: list[str], usable: dict[str, HelpOption]) -> dict[str, NgramSizeFlags]:
     """``--spec-<method>-size-n``/``-m`` of each n-gram lookup (``base.methods``) that has them (the
     pinned build: ngram-simple, ngram-map-k, ngram-map-k4v)."""
     sizes = {}
@@ -139,9 +139,10 @@ def flags_from_help(text: str) -> FlagSpelling:
     for key, spellings in PREFERENCES.items():
         if key in FlagSpelling.model_fields:
             found[key] = next((s for s in spellings if s in usable), None)
+    spec_types = _spec_values(usable[str(found["spec_type"])]) if found["spec_type"] else []
     if found["spec_type"]:
-        found["spec_types"] = _spec_values(usable[str(found["spec_type"])])
-    found["ngram_sizes"] = _ngram_sizes(found.get("spec_types") or [], usable)
+        found["spec_types"] = spec_types
+    found["ngram_sizes"] = _ngram_sizes(spec_types, usable)
     found["options"] = probe_options(usable)
     found["known"] = sorted(usable)
     return FlagSpelling.model_validate(found)

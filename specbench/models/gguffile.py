@@ -28,7 +28,8 @@ class FastGGUFReader(GGUFReader):
     def __init__(self, path: Path | str):
         mm = np.memmap(path, mode="r")
         self._plain = mm.view(np.ndarray)
-        self._mv = memoryview(self._plain)
+        # numpy's stubs give ndarray __buffer__ only from Python 3.12; it is a buffer on 3.11 too
+        self._mv = memoryview(self._plain)  # type: ignore[arg-type]
         # GGUFReader.__init__ re-creates the memmap; cheap (no data is read).
         super().__init__(path, "r")
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import TypeGuard, cast
 
 from specbench.base.errors import ParseError
 from specbench.base.paths import os_problem
@@ -173,7 +174,7 @@ class _State:
         self.steps.append((minutes * 60 + secs + ms / 1e3 + us / 1e6, accepted + 1))
 
     @staticmethod
-    def _whole(m: re.Match | None, body: str, complete: bool) -> bool:
+    def _whole(m: re.Match[str] | None, body: str, complete: bool) -> TypeGuard[re.Match[str]]:
         # A complete line must be nothing but the statistic (generated prose must not pass);
         # a cut final line may end early, its optional parts then simply absent.
         return m is not None and (m.end() == len(body) or not complete)
@@ -323,7 +324,8 @@ def parse_file(path: str | Path) -> ParsedLog:
     import sys
 
     if str(path) == "-":
-        return parse_stream(sys.stdin.buffer, "<stdin>")
+        # a BufferedReader at run time (what peek needs); typeshed types it as BinaryIO
+        return parse_stream(cast(io.BufferedReader, sys.stdin.buffer), "<stdin>")
     path = Path(path)
     try:
         fh = open(path, "rb")
