@@ -126,3 +126,18 @@ def test_the_changelog_has_the_packages_version():
     from specbench import __version__
 
     assert f"## {__version__} - " in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_the_architecture_page_names_every_module_with_its_purpose():
+    """The generated page lists every module of every layer, each with a docstring line (not a dash)."""
+    import sys
+
+    sys.path.insert(0, str(DOCS / "_hooks"))
+    from architecture import architecture_page, first_line, layers, modules
+
+    page = architecture_page()
+    for layer in layers():
+        for path in modules(layer):
+            rel = path.relative_to(ROOT / "specbench").as_posix()
+            assert f"| `{rel}` |" in page, rel
+            assert first_line(path) != "-", f"{rel} has no docstring: say what the module is for"

@@ -1,0 +1,1 @@
+"""Builder: get, configure and build llama.cpp for this machine, probe its binaries, self-test it."""

@@ -1,0 +1,1 @@
+"""Execute: run a plan (the runner loop, process and llama-server executors, the one judge of a sample)."""
