@@ -15,6 +15,7 @@ sample of the cell and every matched baseline sample is valid.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from specbench.analysis import stats
 from specbench.analysis.quality import DEFAULT_PRECISION, assess
@@ -39,7 +40,8 @@ ALL = "all"
 
 ROW_NAMES = {"model": "target"}  # a row's name for an axis, where it differs
 ROW_CELL = tuple(ROW_NAMES.get(f, f) for f in cell.CELL_FIELDS)
-_RowCell = cell.model_with_cell("_RowCell", "Every axis of the cell, as a row names it.", ROW_NAMES)
+# made from the cell's fields at import (create_model): its fields are unknown to the type checker
+_RowCell: Any = cell.model_with_cell("_RowCell", "Every axis of the cell, as a row names it.", ROW_NAMES)
 
 
 class ReportRow(_RowCell):

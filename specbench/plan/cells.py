@@ -14,7 +14,7 @@ method. ``speculative_flags`` spells a cell as options, for every binary and pri
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import product
 from pathlib import Path
 
@@ -53,7 +53,8 @@ def model_path(models: Mapping[str, object], name: str) -> str:
         raise ConfigError(
             f"model {name!r} was not resolved; resolve every model of the config before planning"
         )
-    return str(m if isinstance(m, (str, Path)) else m.path)
+    # a models.ResolvedModel or an execute.PlannedModel (a layer above: not importable here), each with .path
+    return str(m if isinstance(m, (str, Path)) else m.path)  # type: ignore[attr-defined]
 
 
 def sweep_cells(
@@ -138,7 +139,7 @@ def free_args(config: Config, cell: Cell) -> list[str]:
     return argv
 
 
-def option_flags(spec: BinaryInfo, cell: Cell, extra: list[str] = ()) -> list[str]:
+def option_flags(spec: BinaryInfo, cell: Cell, extra: Sequence[str] = ()) -> list[str]:
     """The cell's llama.cpp options as this binary spells them (its model's, then its draft
     model's when it has one), then the free arguments ``extra``; ConfigError when the binary
     cannot take one (an older build without the option: named, with the build's binary)."""
@@ -258,7 +259,7 @@ def _require_draft_flags(
         notes.append(note)
 
 
-def build_order(labels: list[str | None], repetition: int) -> list[str | None]:
+def build_order(labels: Sequence[str | None], repetition: int) -> list[str | None]:
     """The builds' order in a repetition: the config's in even ones, reversed in odd ones (ABBA),
     so a drift during the run falls on every build alike."""
     return list(labels) if repetition % 2 == 0 else list(reversed(labels))
@@ -278,7 +279,8 @@ def build_cells(
     """The sweep's cells (without a build), the same for every build: a build whose binaries spell
     the cells otherwise (an older tree without some option) cannot be paired with the others."""
     labels = list(specs)
-    cells, others = None, []
+    cells: list[Cell] | None = None
+    others: list[tuple[str | None, list[Cell]]] = []
     for label in labels:
         try:
             theirs = sweep_cells(config, specs[label], notes if cells is None else [], runs)
@@ -288,6 +290,7 @@ def build_cells(
             cells = theirs
         else:
             others.append((label, theirs))
+    cells = cells or []
     for label, theirs in others:
         if theirs != cells:
             odd = [c for c in theirs if c not in cells] + [c for c in cells if c not in theirs]
@@ -296,7 +299,6 @@ def build_cells(
                 f"({odd[0].model_dump(exclude_defaults=True)} is in one only: their binaries take "
                 "different options); compare builds that both have them"
             )
-    cells = cells or []
     notes += [n for n in unused_settings(config, cells) if n not in notes]
     return cells
 
@@ -308,7 +310,7 @@ def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
     methods = ", ".join(dict.fromkeys(c.method for c in cells)) or "none"
     out = []
     for axis in ("draft_max", "draft_min", "p_min", "ngld"):
-        if getattr(sweep, axis) != fields[axis].default_factory() and all(
+        if getattr(sweep, axis) != fields[axis].get_default(call_default_factory=True) and all(
             getattr(c, axis) is None for c in cells
         ):
             out.append(f"sweep.{axis} does not apply to this sweep's methods ({methods}): no cell uses it")
@@ -321,7 +323,9 @@ def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
             given = getattr(config, key) is not None or getattr(sweep, key)
             if given or any(getattr(p, key) is not None for p in config.pairs.values()):
                 out.append(f"{key} is for a draft model, and no cell of this sweep has one ({methods})")
-    if sweep.method != fields["method"].default_factory() and all(p.method for p in config.pairs.values()):
+    if sweep.method != fields["method"].get_default(call_default_factory=True) and all(
+        p.method for p in config.pairs.values()
+    ):
         out.append("sweep.method is not used: every pair names its own `method:`")
     for name, pair in config.pairs.items():
         if pair.draft is not None and cells and not any(c.pair == name and c.draft for c in cells):

@@ -8,6 +8,7 @@ into a GPU sweep costs the user the night.
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Literal
 
@@ -239,7 +240,7 @@ def _resolve(base: Path, p: Path | str) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def _check_references(cfg: Config, origin: str, overridden: set[str] = frozenset()) -> None:
+def _check_references(cfg: Config, origin: str, overridden: AbstractSet[str] = frozenset()) -> None:
     """Names that must point at other entries of the config, and paths that must exist."""
     known = ", ".join(cfg.models)
     for name, spec in cfg.models.items():
@@ -308,7 +309,7 @@ def _check_builds(cfg: Config, origin: str) -> None:
 
 
 def config_from_mapping(
-    data: dict, base_dir: Path, origin: str, overridden: set[str] = frozenset()
+    data: dict, base_dir: Path, origin: str, overridden: AbstractSet[str] = frozenset()
 ) -> Config:
     """Validate a raw mapping (already parsed and overridden) into a Config."""
     for reserved in ("base_dir", "path"):

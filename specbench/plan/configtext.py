@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import yaml
@@ -202,7 +203,7 @@ def first_error(errors: list) -> Any:
 def format_validation_error(
     exc: ValidationError,
     origin: str,
-    overridden: set[str] = frozenset(),
+    overridden: AbstractSet[str] = frozenset(),
     model: type[BaseModel] | None = None,
 ) -> str:
     """pydantic's errors -> ``origin: a.b[2]: message`` (the first, plus how many more). With

@@ -75,7 +75,8 @@ def _fa_off(cell: Cell, spec: BinaryInfo | None) -> bool:
 def drop_conflicts(cells: list[Cell], spec: BinaryInfo | None, notes: list[str]) -> list[Cell]:
     """``cells`` without the combinations llama.cpp refuses (each named in a note); a ConfigError
     when none is left."""
-    kept, dropped = [], {}
+    kept: list[Cell] = []
+    dropped: dict[Conflict, list[Cell]] = {}
     for c in cells:
         hit = next((k for k in CONFLICTS if k.refused(c, _fa_off(c, spec))), None)
         if hit is None:

@@ -9,7 +9,7 @@ argument sets. An argument specbench sets itself is refused with the key to use 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
@@ -149,9 +149,17 @@ def _scalar_fields() -> dict[str, Any]:
 
 
 # The option keys once (the whole config, or a pair: a pair's value pins the key for that pair).
-OptionValues = create_model(
-    "OptionValues", __base__=_Strict, __doc__="llama.cpp options set once.", **_scalar_fields()
-)
+if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type checker:
+
+    class OptionValues(_Strict):
+        args: list[str] = []
+
+        def __getattr__(self, key: str) -> Any: ...  # an OPTION_KEYS field
+
+else:
+    OptionValues = create_model(
+        "OptionValues", __base__=_Strict, __doc__="llama.cpp options set once.", **_scalar_fields()
+    )
 
 
 class NamedArgs(_Strict):
@@ -162,8 +170,9 @@ class NamedArgs(_Strict):
 
 
 def _sweep_fields() -> dict[str, Any]:
+    # list[kind]: a type held in a variable, a run-time annotation for create_model (not a static type)
     fields: dict[str, Any] = {
-        key: (list[kind], Field(default_factory=list, description=f"Sweep axis (one cell per value): {desc}"))
+        key: (list[kind], Field(default_factory=list, description=f"Sweep axis (one cell per value): {desc}"))  # type: ignore[valid-type]
         for key, (kind, desc) in OPTION_KEYS.items()
     }
     fields["args"] = (
@@ -181,13 +190,21 @@ def _unique_options(cls: type, v: list) -> list:
     return v
 
 
-SweepOptions = create_model(
-    "SweepOptions",
-    __base__=_Strict,
-    __doc__="llama.cpp options swept: [] is not swept.",
-    __validators__={"unique_options": field_validator(*OPTION_KEYS, "args")(_unique_options)},
-    **_sweep_fields(),
-)
+if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type checker:
+
+    class SweepOptions(_Strict):
+        args: list[NamedArgs] = []
+
+        def __getattr__(self, key: str) -> list[Any]: ...  # an OPTION_KEYS axis
+
+else:
+    SweepOptions = create_model(
+        "SweepOptions",
+        __base__=_Strict,
+        __doc__="llama.cpp options swept: [] is not swept.",
+        __validators__={"unique_options": field_validator(*OPTION_KEYS, "args")(_unique_options)},
+        **_sweep_fields(),
+    )
 
 
 def flag_name(arg: str) -> str:

@@ -151,6 +151,11 @@ NUMBER_LISTS = (
 )  # fmt: skip
 
 
+def _llama_default() -> list[int | None]:
+    """One value, null: llama.cpp's own default (a typed factory: ``lambda: [None]`` is list[None])."""
+    return [None]
+
+
 class SweepConfig(Strict, SweepOptions):
     """Lists expanded as a cartesian product (see specbench.plan.sweep for which cells apply where)."""
 
@@ -167,9 +172,9 @@ class SweepConfig(Strict, SweepOptions):
     ngld: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # draft GPU layers
     """Draft layers offloaded to the GPU (-ngld)."""
     # n-gram methods' lookup (n) and draft (m) lengths; null: llama.cpp's default (12 and 48)
-    ngram_size_n: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
+    ngram_size_n: list[PositiveInt | None] = Field(default_factory=_llama_default, min_length=1)
     """N-gram methods' lookup length (--spec-<method>-size-n); null: llama.cpp's 12."""
-    ngram_size_m: list[PositiveInt | None] = Field(default_factory=lambda: [None], min_length=1)
+    ngram_size_m: list[PositiveInt | None] = Field(default_factory=_llama_default, min_length=1)
     """N-gram methods' draft length (--spec-<method>-size-m); null: llama.cpp's 48."""
     parallel: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)  # requests in flight
     """Requests in flight at once (llama-server slots); above 1 needs runner: server."""

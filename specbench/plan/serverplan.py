@@ -13,7 +13,7 @@ Warmups are sent by the executor, once per server start.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from specbench.base.errors import ConfigError
 from specbench.builder.buildinfo import BinaryInfo
@@ -45,7 +45,7 @@ def request_for(gen: Generation, prompt: str) -> CompletionRequest:
     )
 
 
-def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int, parallel: int) -> list[str]:
+def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int | None, parallel: int) -> list[str]:
     """A plain llama-server: ``-np`` slots, each with the process runner's context, no prompt cache,
     ``/metrics`` on.
 
@@ -54,7 +54,7 @@ def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int, parall
     """
     f = server.flags
     ctx = gen.ctx_size * parallel
-    argv = [server.path, "-m", path, "-c", str(ctx), "-ngl", str(ngl)]
+    argv = [server.path, "-m", path, "-c", str(ctx), "-ngl", str(ngl or 0)]  # no ngl: on the CPU
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
     # Builds probed before specbench knew these options record no spelling: the pinned one's, then.
@@ -72,7 +72,7 @@ def order_for_server(
     speculative: Callable[[Cell, int, RenderedPrompt, int], object],
     draft_alone: Callable[[Cell, int, RenderedPrompt, int], object],
     repetitions: int,
-    labels: tuple[str | None, ...] | list[str | None] = (None,),
+    labels: Sequence[str | None] = (None,),
     baseline_after: Callable[[Cell, int, RenderedPrompt, int], object] | None = None,
 ) -> list[list]:
     """The measured invocations grouped by server setting, baselines before what compares with them
@@ -101,9 +101,12 @@ def order_for_server(
                         for b in order:
                             cell = with_build(c, b)
                             groups.append([speculative(cell, parallel, p, r) for r in reps for p in prompts])
-                    for b in order if baseline_after is not None else []:
-                        base = with_build(group[0], b)
-                        groups.append([baseline_after(base, parallel, p, r) for r in reps for p in prompts])
+                    if baseline_after is not None:
+                        for b in order:
+                            base = with_build(group[0], b)
+                            groups.append(
+                                [baseline_after(base, parallel, p, r) for r in reps for p in prompts]
+                            )
                     for draft in draft_alone_cells(group, alone_done, order):
                         groups.append([draft_alone(draft, parallel, p, r) for r in reps for p in prompts])
     return groups

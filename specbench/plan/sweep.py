@@ -45,19 +45,19 @@ MAX_PROMPT_BYTES = 100_000
 SENTINEL_TOKENS = 64  # the speed sentinel's decode: short (its cost), long enough to time (~1 s on a CPU)
 
 
-def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int) -> list[str]:
+def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int | None) -> list[str]:
     argv = ["-p", prompt, "-n", str(gen.n_predict), "--temp", fmt_num(gen.temperature), "-s", str(gen.seed)]
     if gen.top_k is not None:
         argv += ["--top-k", str(gen.top_k)]
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
-    argv += ["-c", str(gen.ctx_size), "-ngl", str(ngl)]
+    argv += ["-c", str(gen.ctx_size), "-ngl", str(ngl or 0)]  # no ngl: on the CPU
     if binary.flags.no_escape:
         argv.append(binary.flags.no_escape)  # the prompt is passed verbatim (code has backslashes)
     return argv
 
 
-def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl: int) -> list[str]:
+def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl: int | None) -> list[str]:
     argv = [binary.path, "-m", path, *_common(binary, gen, prompt, ngl)]
     if binary.flags.no_conversation:
         argv.append(binary.flags.no_conversation)  # chat mode would wait on stdin

@@ -8,13 +8,16 @@ on it and history keeps one series per cell.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ConfigDict
 
 from specbench.results import cell
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
 
-_Axes = cell.model_with_cell(
+# made from the cell's fields at import (create_model): its fields are unknown to the type checker
+_Axes: Any = cell.model_with_cell(
     "_Axes", "Every axis but the pair, models as ids.", {"model": "target"}, cell.RUN_LOCAL
 )
 

@@ -187,7 +187,9 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
     if isinstance(raw_models, list):
         raw_models = {m.get("name"): m for m in raw_models if isinstance(m, dict)}
     models = {str(k): (v.get("sha256") if isinstance(v, dict) else None) for k, v in raw_models.items()}
-    env = manifest.get("env") if isinstance(manifest.get("env"), dict) else {}
+    env = manifest.get("env")
+    if not isinstance(env, dict):
+        env = {}
     gpus = env.get("gpus") or []
     return RunFacts(
         run_id=str(manifest.get("run_id") or fallback_id),
@@ -240,7 +242,9 @@ def _speed(data: object) -> SpeedRecord:
 
 def _shard_machines(manifest: dict) -> dict[str, str]:
     """Which machine measured each shard of a merged run (or the one shard a shard run is)."""
-    merged = manifest.get("merged_from") if isinstance(manifest.get("merged_from"), list) else []
+    merged = manifest.get("merged_from")
+    if not isinstance(merged, list):
+        merged = []
     found = {str(m.get("shard")): str(m.get("hostname") or "?") for m in merged if isinstance(m, dict)}
     if not found and isinstance(manifest.get("shard"), str):
         found[manifest["shard"]] = str(_value(manifest, "env", "hostname") or "?")

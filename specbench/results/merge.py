@@ -59,34 +59,34 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
             raise RunError(
                 f"shard {m.shard} in {d} is {status}: {runstate.finish_hint(d, status)}, then merge"
             )
-        manifests.append((d, m))
-    first_dir, first = manifests[0]
+        manifests.append((d, m, m.shard))
+    first_dir, first, first_shard = manifests[0]
     by_label: dict[str, Path] = {}
     owner: dict[str, str] = {}
-    for d, m in manifests:
+    for d, m, shard in manifests:
         if m.plan_id != first.plan_id:
             raise RunError(
                 f"{d} is a shard of another config than {first_dir} (plan {m.plan_id} vs {first.plan_id}); "
                 "merge shards of one config and one set of --set values"
             )
-        if m.shard.split("/")[1] != first.shard.split("/")[1]:
-            raise RunError(f"{d} is shard {m.shard}, {first_dir} is shard {first.shard}: cut into different "
+        if shard.split("/")[1] != first_shard.split("/")[1]:
+            raise RunError(f"{d} is shard {shard}, {first_dir} is shard {first_shard}: cut into different "
                            "numbers of shards; merge shards of one `--shards N`")  # fmt: skip
-        if m.shard in by_label:
-            raise RunError(f"shard {m.shard} is given twice ({by_label[m.shard]} and {d}); keep one")
-        by_label[m.shard] = d
+        if shard in by_label:
+            raise RunError(f"shard {shard} is given twice ({by_label[shard]} and {d}); keep one")
+        by_label[shard] = d
         for c in m.shard_cells:
             if c in owner:
-                raise RunError(f"cell {c!r} is in shard {owner[c]} and shard {m.shard} ({d}); "
+                raise RunError(f"cell {c!r} is in shard {owner[c]} and shard {shard} ({d}); "
                                "the shards overlap, merge shards of one plan")  # fmt: skip
-            owner[c] = m.shard
+            owner[c] = shard
     folder.check_writable(out)
     runstate.check_fresh(out)
     if folder.has_manifest(out):
         raise RunError(f"{out} already holds a run; choose a new --out folder")
     samples, kept, notes = [], [], []
-    for d, m in sorted(manifests, key=lambda dm: int(dm[1].shard.split("/")[0])):
-        name = _sub(m.shard)
+    for d, m, shard in sorted(manifests, key=lambda dms: int(dms[2].split("/")[0])):
+        name = _sub(shard)
         warnings: list[str] = []
         shard_samples = samplelog.load_samples(d, warnings)
         notes += warnings  # each names its shard folder
@@ -96,7 +96,7 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
                 "stderr_path": folder.raw_in_shard(s.stderr_path, name),
             }))  # fmt: skip
         shardcopy.keep_shard(d, out, name)
-        kept.append(MergedShard(shard=m.shard, run_id=m.run_id, hostname=m.env.hostname, status="complete",
+        kept.append(MergedShard(shard=shard, run_id=m.run_id, hostname=m.env.hostname, status="complete",
                                 n_samples=len(shard_samples)))  # fmt: skip
     missing = [c for c in first.plan_cells if c not in owner]
     merged = first.model_copy(deep=True)
@@ -106,13 +106,13 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
         [c for c in first.plan_cells if c in owner],
     )
     merged.merged_from = kept
-    merged.started_at = min(m.started_at for _, m in manifests)
+    merged.started_at = min(m.started_at for _, m, _ in manifests)
     merged.resumed_at, merged.command_line = [], []
-    merged.model_loads = sum(m.model_loads for _, m in manifests)
-    merged.plan_size = sum(m.plan_size for _, m in manifests)
-    merged.n_samples_planned = sum(m.n_samples_planned for _, m in manifests)
-    merged.noise.busy = [b for _, m in manifests for b in m.noise.busy]
-    merged.other_machines = [o for _, m in manifests for o in m.other_machines]
+    merged.model_loads = sum(m.model_loads for _, m, _ in manifests)
+    merged.plan_size = sum(m.plan_size for _, m, _ in manifests)
+    merged.n_samples_planned = sum(m.n_samples_planned for _, m, _ in manifests)
+    merged.noise.busy = [b for _, m, _ in manifests for b in m.noise.busy]
+    merged.other_machines = [o for _, m, _ in manifests for o in m.other_machines]
     merged.status, merged.finished_at = "complete", now_iso()
     if missing:
         merged.status = "interrupted"
