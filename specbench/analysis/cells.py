@@ -207,8 +207,9 @@ def _pairs(spec: list[Sample], paired: dict[tuple, Sample]) -> list[Pair]:
     out = []
     for s in spec:
         base = paired.get(s.sample_key())
-        if bracket.speedup_ratio(s, base) is not None:
-            out.append(Pair(s.prompt_id, s.repetition, s.tps, base.tps))
+        if base is None or s.tps is None or base.tps is None or bracket.speedup_ratio(s, base) is None:
+            continue
+        out.append(Pair(s.prompt_id, s.repetition, s.tps, base.tps))
     return out
 
 
@@ -226,11 +227,11 @@ def _row(
     quality = assess(spec, base, facts)
     used = [s for s in spec if _usable(s)]
     base_used = [s for s in base if _usable(s)]
-    b = summarize([s.tps for s in base_used])
-    p = summarize([s.tps for s in used])
+    b = summarize([s.tps for s in base_used if s.tps is not None])  # all of them (_usable)
+    p = summarize([s.tps for s in used if s.tps is not None])
     ratio = paired_speedup(_pairs(used, paired))
     acceptance = _pooled(used, "n_accept", "n_drafted")
-    draft_tps = summarize([s.tps for s in drafts if _usable(s)]).mean
+    draft_tps = summarize([s.tps for s in drafts if _usable(s) and s.tps is not None]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
     predicted = best_g = None
     if acceptance is not None and c is not None and first.draft_max:
@@ -284,7 +285,7 @@ def run_rows(
     judged = bracket.judged_baselines(samples)  # the one pairing rule (results/bracket.py)
     paired = bracket.paired_baseline(samples)
     drafts = [s for s in samples if s.role == "draft"]
-    rows = []
+    rows: list[ReportRow] = []
     for key, spec in cells.items():
         first = spec[0]
         keys = {(s.prompt_id, s.repetition) for s in spec}

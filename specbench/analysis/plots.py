@@ -115,8 +115,10 @@ def _groups(rows: list[ReportRow], key: Callable) -> dict:
 
 def _err(rows: list[ReportRow]) -> list[list[float]]:
     """Asymmetric error bars from the speedup CI; 0 where there is none (one repetition)."""
-    low = [r.speedup - r.speedup_ci_low if r.speedup_ci_low is not None else 0.0 for r in rows]
-    high = [r.speedup_ci_high - r.speedup if r.speedup_ci_high is not None else 0.0 for r in rows]
+    low = [r.speedup - r.speedup_ci_low if r.speedup is not None and r.speedup_ci_low is not None else 0.0
+           for r in rows]  # fmt: skip
+    high = [r.speedup_ci_high - r.speedup if r.speedup is not None and r.speedup_ci_high is not None else 0.0
+            for r in rows]  # fmt: skip
     return [low, high]
 
 
@@ -126,7 +128,8 @@ def _flat(ax, rows: list[ReportRow], metric: str, label: Callable, first_color: 
     for i, r in enumerate(rows):
         color = f"C{first_color + i}"
         ls, marker = style(i, LEVEL_STYLES)
-        y = r.speedup if metric == "speedup" else 100 * r.acceptance
+        value = getattr(r, metric)  # the rows have it (_by_draft keeps only those)
+        y = value if metric == "speedup" else 100 * value
         at = 0.06 + (0.88 * (i + 0.5) / len(rows))  # the marker's place along the line (axes fraction)
         ax.plot([0, at, 1], [y, y, y], transform=ax.get_yaxis_transform(), color=color, lw=1.5, ls=ls,
                 marker=marker, markevery=[1], ms=7, label=f"{label(r)} (no draft length)")  # fmt: skip
@@ -136,7 +139,8 @@ def _flat(ax, rows: list[ReportRow], metric: str, label: Callable, first_color: 
 
 def _speedup_limits(ax, rows: list[ReportRow]) -> None:
     """Keep the points readable: very wide intervals run off the axes instead of squashing them."""
-    points = [1.0] + [r.speedup for r in rows] + [r.predicted_speedup for r in rows if r.predicted_speedup]
+    points = [1.0] + [r.speedup for r in rows if r.speedup is not None]
+    points += [r.predicted_speedup for r in rows if r.predicted_speedup]
     lows = [r.speedup_ci_low for r in rows if r.speedup_ci_low is not None]
     highs = [r.speedup_ci_high for r in rows if r.speedup_ci_high is not None]
     low = max(min(points + lows), min(points) * 0.5, 0.0)
@@ -250,7 +254,9 @@ def tps_bars(report: Report, path: Path) -> Path | None:
     for y, r in zip(ys, rows, strict=True):
         if r.speedup is not None:
             ax.text(
-                max(r.spec_tps + (r.spec_tps_sd or 0), (r.baseline_tps or 0) + (r.baseline_tps_sd or 0))
+                max(
+                    (r.spec_tps or 0) + (r.spec_tps_sd or 0), (r.baseline_tps or 0) + (r.baseline_tps_sd or 0)
+                )
                 * 1.02,
                 y - h / 2,
                 f"{r.speedup:.2f}x" + (" (best)" if r.best else ""),
@@ -260,7 +266,8 @@ def tps_bars(report: Report, path: Path) -> Path | None:
     ax.set_yticks(ys, [label(r) for r in rows], fontsize=8)
     ax.set_xlabel("decode throughput (tokens/s, mean +- sd)")
     right = max(
-        max(r.spec_tps + (r.spec_tps_sd or 0), (r.baseline_tps or 0) + (r.baseline_tps_sd or 0)) for r in rows
+        max((r.spec_tps or 0) + (r.spec_tps_sd or 0), (r.baseline_tps or 0) + (r.baseline_tps_sd or 0))
+        for r in rows
     )
     ax.set_xlim(0, right * 1.25)  # room for the speedup labels
     ax.set_title(TITLES[TPS_BARS] + " per setting")
@@ -276,7 +283,7 @@ def speedup_by_category(report: Report, path: Path) -> Path | None:
     best: dict[tuple, ReportRow] = {}
     for r in overall:
         key = (r.run, r.pair, r.method)
-        if key not in best or r.speedup > best[key].speedup:
+        if key not in best or (r.speedup or 0.0) > (best[key].speedup or 0.0):  # never None (overall)
             best[key] = r
     chosen = list(best.values())
     cats = sorted({r.category for r in report.rows if r.category != ALL})

@@ -49,7 +49,7 @@ def _by_prompt(samples: Sequence[Sample]) -> dict[str, list[Sample]]:
 
 
 def precision_of(samples: Sequence[Sample]) -> Precision:
-    return stratified([[s.tps for s in g] for g in _by_prompt(samples).values()])
+    return stratified([[s.tps for s in g if s.tps is not None] for g in _by_prompt(samples).values()])
 
 
 def _pct(x: float) -> str:
@@ -64,10 +64,12 @@ def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | Non
     q = Quality(spec_tps_rel_ci=ps.relative, baseline_tps_rel_ci=pb.relative)
     if facts.auto_repetitions:
         q.precision_met = ps.meets(target) and pb.meets(target)
-    loose = [(name, p) for name, p in (("spec", ps), ("baseline", pb)) if p.relative and p.relative > target]
+    loose = [
+        (name, p, rel) for name, p in (("spec", ps), ("baseline", pb)) if (rel := p.relative) and rel > target
+    ]
     if loose:
-        what = ", ".join(f"{name} t/s ±{_pct(p.relative)}" for name, p in loose)
-        reps = max(p.n_min for _, p in loose)
+        what = ", ".join(f"{name} t/s ±{_pct(rel)}" for name, _, rel in loose)
+        reps = max(p.n_min for _, p, _ in loose)
         hint = "" if facts.auto_repetitions else "; try --set repetitions=auto"
         q.warnings.append(
             f"imprecise: {what} (95% CI) > precision {_pct(target)} after {reps} repetitions{hint}"
@@ -91,7 +93,7 @@ def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | Non
 
 
 def _window(s: Sample) -> float | None:
-    if not _usable(s) or not s.n_generated or s.tps <= 0:
+    if not _usable(s) or not s.n_generated or s.tps is None or s.tps <= 0:
         return None
     return s.n_generated / s.tps
 
@@ -99,16 +101,16 @@ def _window(s: Sample) -> float | None:
 def _short_window(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts) -> str | None:
     """The shorter side's mean decode window against min_decode_s, and the n_predict to reach it."""
     limit = facts.min_decode_s if facts.min_decode_s is not None else DEFAULT_MIN_DECODE_S
-    windows = {}
+    windows: dict[str, float] = {}
     for name, samples in (("spec", spec), ("baseline", base)):
         ws = [w for w in map(_window, samples) if w is not None]
         if ws:
             windows[name] = math.fsum(ws) / len(ws)
     if not windows or limit <= 0 or min(windows.values()) >= limit:
         return None
-    name = min(windows, key=windows.get)
+    name = min(windows, key=windows.__getitem__)
     used = [s for s in (spec if name == "spec" else base) if _usable(s)]
-    tps = math.fsum(s.tps for s in used) / len(used)
+    tps = math.fsum(s.tps for s in used if s.tps is not None) / len(used)
     n_predict = used[0].generation.n_predict
     needed = max(16, math.ceil(limit * tps / 16) * 16)
     generated = math.fsum(s.n_generated or 0 for s in used) / len(used)
@@ -126,7 +128,7 @@ def _short_window(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFact
 def _outliers(name: str, samples: Sequence[Sample], whole: Precision) -> str | None:
     found, kept = [], []
     for prompt, group in _by_prompt(samples).items():
-        values = [s.tps for s in group]
+        values = [s.tps for s in group if s.tps is not None]  # all of them (_usable)
         odd = set(outliers(values))
         med = sorted(values)[len(values) // 2]
         found += [
@@ -137,7 +139,11 @@ def _outliers(name: str, samples: Sequence[Sample], whole: Precision) -> str | N
         return None
     clean = stratified(kept)  # the CI of the other repetitions: does the outlier matter against it?
     shift = (clean.mean - whole.mean) / whole.mean if clean.mean is not None and whole.mean else 0.0
-    inside = clean.half_width is not None and abs(clean.mean - whole.mean) <= clean.half_width
+    inside = (
+        clean.half_width is not None
+        and clean.mean is not None
+        and abs(clean.mean - whole.mean) <= clean.half_width
+    )
     verdict = "within the others' 95% CI" if inside else "beyond the others' 95% CI: rerun on a quiet machine"
     shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
     return f"outlier repetitions ({name}): {shown}; dropping them moves the mean {shift:+.1%}, {verdict}"

@@ -134,7 +134,11 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
         if key in _OPTIONS and len({getattr(r, key) for r in rows}) < 2:
             continue  # a llama.cpp option the rows share: once, above the table (options_line)
         if key not in _OWN_COLUMNS and any(getattr(r, key) is not None for r in rows):
-            cols.append(Column(key, lambda r, key=key: _text(getattr(r, key)), True))
+
+            def axis_text(r: ReportRow, key: str = key) -> str:
+                return _text(getattr(r, key))
+
+            cols.append(Column(key, axis_text, True))
     if any(r.machine for r in rows):  # a merged sharded sweep: which machine measured the row
         cols.append(Column("machine", lambda r: r.machine or "-"))
     if any(r.ngl is not None or r.ngld is not None for r in rows):

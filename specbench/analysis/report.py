@@ -3,6 +3,7 @@ captions, the best setting per pair, and the findings worth a sentence."""
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from datetime import datetime
 from pathlib import Path
 
@@ -82,17 +83,17 @@ def run_info(run: StoredRun) -> RunInfo:
     )
 
 
-def _mark_best(rows: list[ReportRow], incomplete: set[str] = frozenset()) -> None:
+def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()) -> None:
     """★ per pair, category and server ``parallel`` (a speedup compares with the baseline at the
     same parallel only); an incomplete run gets none (its missing cells might have won)."""
-    best: dict[tuple, ReportRow] = {}
+    best: dict[tuple, tuple[float, ReportRow]] = {}  # its speedup, the row
     for r in rows:
         if r.run in incomplete or r.synthetic:  # a synthetic cell's acceptance is chosen, not achieved
             continue
         key = (r.run, r.pair, r.category, r.parallel)
-        if r.speedup is not None and (key not in best or r.speedup > best[key].speedup):
-            best[key] = r
-    for r in best.values():
+        if r.speedup is not None and (key not in best or r.speedup > best[key][0]):
+            best[key] = (r.speedup, r)
+    for _, r in best.values():
         r.best = True
 
 
@@ -119,7 +120,9 @@ def build_report(run_dirs: list[Path]) -> Report:
     """Every row (overall and per category) of every run, captions and the report's notes."""
     if not run_dirs:
         raise ReportError("no run folders given")
-    infos, rows, expected, warnings = [], [], [], []
+    infos: list[RunInfo] = []
+    rows: list[ReportRow] = []
+    expected, warnings = [], []
     for run_dir in run_dirs:
         run = _load(run_dir)
         warnings += run.warnings
@@ -180,9 +183,11 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[str]:
     notes = []
     overall = [r for r in rows if r.category == ALL]
     modelled = [r for r in overall if r.model_speedup and r.speedup is not None]
-    gaps = [r for r in modelled if r.speedup < GAP_FACTOR * r.model_speedup]
+    # each row's measured/predicted ratio (both set in modelled)
+    ratios = [(r.speedup / r.model_speedup, r) for r in modelled if r.speedup is not None and r.model_speedup]
+    gaps = [r for ratio, r in ratios if ratio < GAP_FACTOR]
     if gaps:
-        worst = min(gaps, key=lambda r: r.speedup / r.model_speedup)
+        worst = min(ratios, key=lambda rr: rr[0])[1]
         notes.append(
             f"Measured speedup is below {GAP_FACTOR:.0%} of the calibrated model's prediction in "
             f"{len(gaps)} of {len(modelled)} settings (largest gap: {cell_name(worst)}, "

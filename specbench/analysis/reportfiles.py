@@ -8,6 +8,7 @@ PNGs as base64 data URIs.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def _md_table(rows: list[ReportRow], runs: int) -> list[str]:
 
 
 def markdown(
-    report: Report, by_category: bool = False, images: list[Path] = (), limit: int = MD_LIMIT
+    report: Report, by_category: bool = False, images: Sequence[Path] = (), limit: int = MD_LIMIT
 ) -> str:
     """report.md: fits a GitHub comment or step summary (rows beyond ``limit`` characters are
     left to report.csv); images are linked by file name."""
@@ -44,7 +45,7 @@ def markdown(
     return text
 
 
-def _markdown(report: Report, rows: list[ReportRow], images: list[Path], dropped: int) -> str:
+def _markdown(report: Report, rows: list[ReportRow], images: Sequence[Path], dropped: int) -> str:
     out = ["## specbench report", ""]
     out += [f"- {md_escape(i.caption())}" for i in report.runs]
     shared = options_line(rows)
@@ -113,7 +114,7 @@ figure { margin: 1.5em 0; } img { max-width: 100%; }
 """
 
 
-def html(report: Report, by_category: bool = False, images: list[Path] = ()) -> str:
+def html(report: Report, by_category: bool = False, images: Sequence[Path] = ()) -> str:
     """One file a person can open or attach: the table, notes and every plot embedded."""
     import jinja2
 

@@ -15,9 +15,9 @@ import math
 from specbench.results.records import Sample
 
 
-def _mean(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None and math.isfinite(v)]
-    return math.fsum(values) / len(values) if values else None
+def _mean(values: list[float | None]) -> float | None:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return math.fsum(finite) / len(finite) if finite else None
 
 
 def share(outside: float) -> float | None:

@@ -38,13 +38,13 @@ from dataclasses import dataclass
 from specbench.results.calibration import Calibration, PassCosts
 
 
-def expected_tokens(alpha: float, g: int) -> float:
+def expected_tokens(alpha: float, g: float) -> float:
     """Tokens per step with i.i.d. per-token acceptance ``alpha`` (geometric): (1 − α^(g+1)) / (1 − α)."""
     a = min(max(alpha, 0.0), 1.0)
     return float(g + 1) if a >= 1.0 else (1.0 - a ** (g + 1)) / (1.0 - a)
 
 
-def alpha_for(tokens_per_step: float, g: int) -> float:
+def alpha_for(tokens_per_step: float, g: float) -> float:
     """The per-token acceptance whose geometric model gives ``tokens_per_step`` at draft length g."""
     target = min(max(tokens_per_step, 1.0), g + 1.0)
     lo, hi = 0.0, 1.0
@@ -57,7 +57,7 @@ def alpha_for(tokens_per_step: float, g: int) -> float:
     return (lo + hi) / 2
 
 
-def fit_alpha(points: Sequence[tuple[int, float]]) -> float | None:
+def fit_alpha(points: Sequence[tuple[float, float]]) -> float | None:
     """One α for a pair from measured (draft length, tokens per step) points, weighting each by g."""
     usable = [(g, e) for g, e in points if g and g > 0 and e is not None]
     if not usable:

@@ -82,7 +82,9 @@ def paired_speedup(pairs: Iterable[Pair]) -> PairedSpeedup:
         iv = interval(per_rep)
         if iv.low is None:  # fewer than MIN_PAIRS repetitions: the t interval, as `specbench ab`
             iv = t_interval(per_rep)
-        centre, low, high = iv.estimate, math.exp(iv.low), math.exp(iv.high)
+        centre = iv.estimate
+        if iv.low is not None and iv.high is not None:  # always, from two repetitions on
+            low, high = math.exp(iv.low), math.exp(iv.high)
     return PairedSpeedup(
         value=math.exp(centre), ci_low=low, ci_high=high, repetitions=len(per_rep), prompts=len(m),
         prompt_low=math.exp(min(m.values())), prompt_high=math.exp(max(m.values())),

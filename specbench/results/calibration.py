@@ -20,7 +20,7 @@ class PassCosts(BaseModel):
     decode_s: float  # one token decoded after another (llama-bench tg), per token
     pass_s: dict[int, float] = Field(default_factory=dict)  # k -> seconds for one pass over k tokens
 
-    def cost(self, k: int) -> float:
+    def cost(self, k: float) -> float:
         """Seconds for a pass over ``k`` tokens: measured, else linear between the measured k's
         (beyond the largest, extended with the slope of the last two)."""
         if k <= 1:
@@ -28,8 +28,8 @@ class PassCosts(BaseModel):
         pts = sorted(self.pass_s.items())
         if not pts:
             return self.decode_s * k
-        if k in self.pass_s:
-            return self.pass_s[k]
+        if k == int(k) and int(k) in self.pass_s:  # a measured k (a mean draft length is a float)
+            return self.pass_s[int(k)]
         lo = [(x, y) for x, y in pts if x < k]
         hi = [(x, y) for x, y in pts if x > k]
         if lo and hi:
