@@ -64,6 +64,7 @@ METHODS: dict[str, Method] = {
     "ngram-mod": Method("ngram-mod", lookup=True, server_state=True),
     "ngram-cache": Method("ngram-cache", lookup=True, server_state=True),
 }  # fmt: skip
+DRAFT_SIMPLE = METHODS[DRAFT_METHOD].spec_type  # llama.cpp's name of `draft`
 
 
 def method_of(name: str) -> Method:

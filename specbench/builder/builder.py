@@ -238,6 +238,7 @@ def _build_in(
         build_steps=steps[-1] if steps else 0,
         work_area=str(area),
         ccache=workarea.find_ccache(),
+        programs=sorted(executables),
     )
     info.save(bdir / BUILD_JSON)
     return info

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from specbench.base.errors import BuildError
 from specbench.base.files import write_atomic
+from specbench.base.methods import DRAFT_SIMPLE
 from specbench.builder.options import OptionFlag
 
 # Roles specbench runs, in the order it prefers names for them (newest first).
@@ -24,6 +25,9 @@ ROLE_NAMES: dict[str, list[str]] = {
     "quantize": ["llama-quantize", "quantize"],
     "bench": ["llama-bench"],
 }
+# The process runner's speculative programs, preferred first: llama-speculative-simple runs every
+# --spec-type; llama-speculative (tree drafting) drafts with a draft model only.
+SPECULATIVE_ROLES = ("speculative_simple", "speculative")
 
 
 class NgramSizeFlags(BaseModel):
@@ -56,6 +60,13 @@ class FlagSpelling(BaseModel):
     # every option name the --help lists (removed ones left out): free arguments are checked against
     # it (specbench.plan.feasible); None: probed before specbench recorded them
     known: list[str] | None = None
+
+    @property
+    def classic_draft(self) -> bool:
+        """The binary speculates with ``-md`` alone (every llama.cpp before ``draft-simple``, and
+        forks): it takes a draft model and a draft length, and its ``--spec-type`` (if any) has no
+        ``draft-simple``, so ``-md`` is the method and no ``--spec-type`` is passed with it."""
+        return bool(self.model_draft and self.draft_max) and DRAFT_SIMPLE not in self.spec_types
 
 
 class BinaryInfo(BaseModel):
@@ -132,6 +143,9 @@ class BuildInfo(BaseModel):
     ccache: str | None = None  # the ccache the compiler ran through, when one was found
     selftest: SelfTest | None = None  # the last self-test (specbench.builder.selftest), on this machine
     workarounds_off: bool = False  # `--no-workarounds`: run as built even where the self-test found one
+    # every executable target the tree defines (cmake's code model); None: built before specbench kept
+    # them. A role missing from ``binaries`` of a build that has them is a program the tree lacks.
+    programs: list[str] | None = None
 
     @property
     def workaround(self) -> Workaround | None:
@@ -140,12 +154,38 @@ class BuildInfo(BaseModel):
 
     def binary(self, role: str) -> BinaryInfo:
         info = self.binaries.get(role)
+        names = ", ".join(ROLE_NAMES.get(role, [role]))
+        if info is None and self.programs is not None:  # the tree was asked: it defines none of them
+            raise BuildError(
+                f"the llama.cpp tree {self.source} has no {role} program ({names}); no rebuild adds "
+                "one: use a tree that has it"
+            )
         if info is None or not Path(info.path).is_file():
             raise BuildError(
-                f"this llama.cpp build has no {role} binary ({', '.join(ROLE_NAMES.get(role, [role]))}); "
-                f"rebuild with `specbench build --force`"
+                f"this llama.cpp build has no {role} binary ({names}); rebuild with `specbench build --force`"
             )
         return info
+
+    def speculative(self, role: str | None = None) -> BinaryInfo:
+        """The process runner's speculative program: ``role`` when the config names one, else the
+        first of ``SPECULATIVE_ROLES`` the tree has (chosen from what the build found, never from
+        the tree's name)."""
+        if role is not None:
+            return self.binary(role)
+        found = next((r for r in SPECULATIVE_ROLES if r in self.binaries), None)
+        if found is not None:
+            return self.binary(found)
+        names = ", ".join(n for r in SPECULATIVE_ROLES for n in ROLE_NAMES[r])
+        server = self.binaries.get("server")
+        hint = (
+            "run it with `runner: server` (its llama-server takes a draft model)"
+            if server is not None and server.flags.model_draft
+            else "use a llama.cpp tree that has one"
+        )
+        raise BuildError(
+            f"the llama.cpp tree {self.source} has no speculative program ({names}), so the process "
+            f"runner cannot speculate on it: {hint}"
+        )
 
     def save(self, path: Path) -> None:
         """Atomically: a crash mid-save leaves the old build.json, never half of one."""

@@ -37,6 +37,14 @@ PREFERENCES: dict[str, list[str]] = {
     "log_verbosity": ["-lv", "--verbosity", "--log-verbosity"],
 }
 
+# `--spec-ngram-size-n/-m`: the lookup lengths of ngram-simple and ngram-map-* before llama.cpp gave
+# each method its own (PR 22397; removed in the pin), and in ik_llama.cpp
+SHARED_NGRAM_SIZES = ("--spec-ngram-size-n", "--spec-ngram-size-m")
+
+# Entries start at column 0 (2024+ common/arg.cpp), 2 (2023 gpt_print_usage) or, for an option with
+# no short form, 9 (ik_llama.cpp's `  %-32s` of `       --verbosity N`); descriptions continue at
+# column 24 (2023), 34 (ik) or 40 (2024+).
+_ENTRY_INDENT = 12
 _OPTION = re.compile(r"^-{1,2}[A-Za-z0-9][\w.-]*$")
 _REMOVED = re.compile(r"\b(has been removed|was removed|no longer (supported|available))\b", re.I)
 _VALUE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -81,8 +89,8 @@ def _parse_header(line: str) -> HelpOption:
 def parse_help(text: str) -> list[HelpOption]:
     """Split a ``--help`` text of any era into option entries.
 
-    An entry starts with a line whose first non-blank character is ``-`` and that is indented less
-    than the description column; deeper-indented lines continue the entry before them.
+    An entry starts with a line whose first word is an option and that is indented less than the
+    description column (``_ENTRY_INDENT``); deeper-indented lines continue the entry before them.
     """
     entries: list[HelpOption] = []
     for raw in text.splitlines():
@@ -91,7 +99,7 @@ def parse_help(text: str) -> list[HelpOption]:
         if not stripped:
             continue
         indent = len(line) - len(stripped)
-        if stripped.startswith("-") and indent < 8 and not stripped.startswith("---"):
+        if stripped.startswith("-") and indent < _ENTRY_INDENT and not stripped.startswith("---"):
             entry = _parse_header(stripped)
             if entry.names:
                 entries.append(entry)
@@ -103,8 +111,11 @@ def parse_help(text: str) -> list[HelpOption]:
 
 def _spec_values(entry: HelpOption) -> list[str]:
     """The values ``--spec-type`` takes: from ``a,b,c`` / ``[a|b]`` metavars or a listed description."""
+    # ik_llama.cpp writes `--spec-type Name [none | ngram - cache | ngram - simple | ...]`: the
+    # spaces around `|` and `-` are dropped before the list is read
+    described = re.sub(r"\s*([|,-])\s*", r"\1", " ".join(entry.description))
     candidates = [entry.metavar] + [
-        m.group(1) for m in re.finditer(r"[\[{(]([a-z0-9_|,-]+)[\]})]", " ".join(entry.description))
+        m.group(1) for m in re.finditer(r"[\[{(]([a-z0-9_|,-]+)[\]})]", described)
     ]
     for cand in candidates:
         values = [v.strip() for v in re.split(r"[,|]", cand.strip("[]{}()<>")) if v.strip()]
@@ -121,6 +132,8 @@ def _ngram_sizes(methods: list[str], usable: dict[str, HelpOption]) -> dict[str,
         if not method_of(str(method)).lookup:
             continue
         n, m = (f"--spec-{method}-size-{x}" for x in ("n", "m"))
+        if n not in usable and m not in usable and method_of(str(method)).ngram_sizes:
+            n, m = SHARED_NGRAM_SIZES  # before the per-method names (and ik_llama.cpp): one pair for all
         flags = NgramSizeFlags(n=n if n in usable else None, m=m if m in usable else None)
         if flags.n or flags.m:
             sizes[str(method)] = flags
@@ -177,8 +190,8 @@ def binary_version(path: Path) -> str:
 # Raised whenever the probe learns to read something new, so a cached build.json is re-probed (not
 # rebuilt): 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack, 4 the tuned
 # options, 5 every option name (free arguments are checked against it), 6 -lv (a speculative run's
-# step log). A new key in specbench.builder.options needs no raise: build.json records the keys probed.
-PROBE_VERSION = 6
+# step log), 7 ik_llama.cpp's spaced --spec-type list and the shared --spec-ngram-size-n/-m. A new key in specbench.builder.options needs no raise: build.json records the keys probed.
+PROBE_VERSION = 7
 PROBED_OPTIONS: tuple[str, ...] = tuple(sorted(BY_KEY))  # the option keys this probe reads
 
 

@@ -39,7 +39,8 @@ _PER_POS = "spec_decode_num_accepted_tokens_per_pos_total"
 # the pin: `draft acceptance = R (A accepted / D generated), mean len = L`; older trees and forks
 # (ik_llama.cpp): `draft acceptance rate = R (A accepted / D generated)`
 _DRAFT = re.compile(
-    rf"draft acceptance(?: rate)?\s*=\s*(?P<r>{_NUM})\s*\(\s*(?P<a>\d+)\s*accepted\s*/\s*(?P<d>\d+)\s*generated"
+    rf"draft acceptance(?: rate)?\s*=\s*(?P<r>{_NUM})\s*\("
+    rf"\s*(?P<a>\d+)\s*accepted\s*/\s*(?P<d>\d+)\s*generated"
 )
 
 

@@ -188,17 +188,20 @@ def _require_method(spec: BinaryInfo, method: str) -> None:
         runs = ", ".join(n for n, m in METHODS.items() if spec.role in m.binaries)
         raise ConfigError(
             f"{spec.name} drafts only with a draft model (method {runs}; it ignores --spec-type), not "
-            f"{method}; set speculative_binary: speculative-simple or runner: server"
+            f"{method}; where the tree has them, set speculative_binary: speculative-simple or runner: server"
         )
-    if method == DRAFT_METHOD and (not flags.spec_type or DRAFT_SIMPLE in flags.spec_types):
+    # the classic draft method: -md alone speculates (no --spec-type, or one without draft-simple)
+    if method == DRAFT_METHOD and (
+        not flags.spec_type or flags.classic_draft or DRAFT_SIMPLE in flags.spec_types
+    ):
         return
     missing = [t for t in spec_type_names(method) if t not in flags.spec_types or t == "none"]
     if not flags.spec_type or missing:
-        have = (
-            ", ".join(t for t in flags.spec_types if t != "none")
-            if flags.spec_type
-            else "no --spec-type at all"
-        )
+        listed = ", ".join(t for t in flags.spec_types if t != "none")
+        if not flags.spec_type:
+            have = "no --spec-type at all"
+        else:
+            have = listed or f"none: its {flags.spec_type} lists no value specbench can read"
         import difflib
 
         names = [t for t in flags.spec_types if t != "none"]
@@ -366,8 +369,8 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
         value, option = getattr(cell, key), getattr(flags, key)
         if value is not None and option:
             argv += [option, fmt_num(value) if isinstance(value, float) else str(value)]
-    legacy = cell.method == DRAFT_METHOD and not (flags.spec_type and DRAFT_SIMPLE in flags.spec_types)
-    if not legacy:  # -md alone does not speculate in the pinned build; older builds had no --spec-type
+    legacy = cell.method == DRAFT_METHOD and DRAFT_SIMPLE not in flags.spec_types  # classic draft
+    if not legacy:  # -md alone does not speculate in the pinned build; older builds and forks: it does
         argv += [flags.spec_type or "--spec-type", ",".join(spec_type_names(cell.method))]
     for part in ngram_parts(cell.method):
         sizes = (flags.ngram_sizes or {}).get(part)

@@ -67,8 +67,9 @@ class Config(Strict, OptionValues):
     """Warmup runs per binary and model: judged (a failed one drops the cells that need it), not recorded."""
     timeout_s: float = Field(default=600.0, gt=0)
     """Seconds per invocation before its process group is killed."""
-    speculative_binary: Literal["speculative-simple", "speculative"] = "speculative-simple"
-    """Process runner: llama-speculative-simple, or llama-speculative (tree drafting)."""
+    speculative_binary: Literal["auto", "speculative-simple", "speculative"] = "auto"
+    """Process runner: llama-speculative-simple, llama-speculative (tree drafting), or auto: the
+    first of the two the build's tree has."""
     expect: Expectation | None = None  # published figures for this setup, shown by `specbench report`
     """Published figures for this setup, printed by `specbench report` beside the run's."""
     runner: Literal["process", "server"] = "process"  # a process per sample, or a llama-server per setting
@@ -212,8 +213,11 @@ class Config(Strict, OptionValues):
         return self
 
     @property
-    def speculative_role(self) -> str:
-        """The BuildInfo role of the speculative binary this config asks for."""
+    def speculative_role(self) -> str | None:
+        """The BuildInfo role of the speculative binary this config asks for; None (auto): the
+        build's own (``BuildInfo.speculative``)."""
+        if self.speculative_binary == "auto":
+            return None
         return "speculative_simple" if self.speculative_binary == "speculative-simple" else "speculative"
 
     def dump(self) -> dict:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from specbench.base.methods import DRAFT_METHOD, METHODS, SEPARATOR, method_of, parts
+from specbench.base.methods import DRAFT_SIMPLE, METHODS, SEPARATOR, method_of, parts
 
-DRAFT_SIMPLE = METHODS[DRAFT_METHOD].spec_type  # llama.cpp's name of `draft`
+__all__ = ["DRAFT_SIMPLE"]  # llama.cpp's name of `draft`, for the plan's modules
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 

@@ -127,10 +127,13 @@ def make_plan(
     completion = builds[labels[0]].binary("completion")
     targets = config.targets()
     by_target = _prompts_by_target(prompts, targets)
-    binary = "server" if config.runner == "server" else config.speculative_role  # the one that speculates
     facts = read_facts(config, models)
     runs = pair_methods(config, facts, notes)  # refuses a method its files lack
-    specs = {b: builds[b].binary(binary) for b in labels}
+    server = config.runner == "server"
+    specs = {  # the binary that speculates, per build (each tree has its own speculative program)
+        b: builds[b].binary("server") if server else builds[b].speculative(config.speculative_role)
+        for b in labels
+    }
     cells = build_cells(config, specs, notes, runs)
     cells = drop_conflicts(cells, specs[labels[0]], notes)  # what llama.cpp refuses (plan.feasible)
     cells = collapse_ignored(cells, facts, notes)  # and what it ignores
@@ -170,11 +173,7 @@ def make_plan(
     measured_config = config
     if chosen.threads is not None:  # duet: each side on half the CPUs, with half the threads
         measured_config = _with_generation(config, threads=chosen.threads)
-    role = config.speculative_role
-    make = {
-        b: _Factory(measured_config, builds[b].binary("completion"), builds[b].binary(role), models)
-        for b in labels
-    }
+    make = {b: _Factory(measured_config, builds[b].binary("completion"), specs[b], models) for b in labels}
     groups = baseline_groups(cells)
     measured: list[Invocation] = []
     for rep in range(reps):
@@ -255,7 +254,7 @@ class _Factory:
         return Invocation(
             role="speculative",
             **cell_dict(c),
-            binary_role=self.config.speculative_role,
+            binary_role=self.spec.role,
             argv=_spec_argv(self.config, self.spec, c, self.models, prompt.text),
             prompt_echoed=True,
             **self._base(prompt, rep),

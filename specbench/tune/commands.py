@@ -19,7 +19,7 @@ def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pai
     """llama-server with the same models, settings and llama.cpp options (spelled as its --help does)."""
     target, draft = base.pairs[pair].target, base.pairs[pair].draft
     server = prepared.build.binaries.get("server")
-    spec = prepared.build.binary(base.speculative_role)
+    spec = prepared.build.speculative(base.speculative_role)
     f = server.flags if server is not None and server.flags.draft_max else spec.flags
     gen = base.generation
     argv = [server.path if server else "llama-server", "-m", str(prepared.models[target].path),

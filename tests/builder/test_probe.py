@@ -13,6 +13,7 @@ import pytest
 
 from specbench.builder.probe import flags_from_help, parse_help, probe_binary
 from specbench.builder.source import PINNED_COMMIT
+from tests.helpers.trees import HELP
 
 HELP_2023_SPECULATIVE = """
 usage: ./speculative [options]
@@ -132,6 +133,36 @@ def test_pinned_era_skips_removed_spellings():
     assert f.p_min == "--spec-draft-p-min"
     assert (f.ngld, f.model_draft) == ("--spec-draft-ngl", "--spec-draft-model")
     assert f.spec_types == ["none", "draft-simple", "ngram-simple", "ngram-cache"]
+
+
+def test_ik_fork_takes_the_classic_draft_method_and_lists_its_spaced_spec_types():
+    """ik_llama.cpp: `-md` speculates alone (its --spec-type has no draft-simple), the values are
+    written `ngram - cache`, long-only options sit at column 9 and n-gram sizes are shared."""
+    f = flags_from_help((HELP / "ik-0.1.5-llama-speculative.txt").read_text())
+    assert (f.model_draft, f.draft_max, f.draft_min, f.p_min) == (
+        "-md",
+        "--draft-max",
+        "--draft-min",
+        "--draft-p-min",
+    )
+    assert f.spec_type == "--spec-type" and f.classic_draft
+    assert f.spec_types == [
+        "none",
+        "ngram-cache",
+        "ngram-simple",
+        "ngram-map-k",
+        "ngram-map-k4v",
+        "ngram-mod",
+    ]
+    assert (f.no_display_prompt, f.no_escape, f.log_verbosity) == (
+        "--no-display-prompt",
+        "--no-escape",
+        "--verbosity",
+    )
+    simple = f.ngram_sizes["ngram-simple"]
+    assert (simple.n, simple.m) == ("--spec-ngram-size-n", "--spec-ngram-size-m")
+    assert not flags_from_help(HELP_PINNED_EXCERPT).classic_draft  # the pin needs --spec-type draft-simple
+    assert flags_from_help(HELP_2024_SPECULATIVE).classic_draft
 
 
 def test_parse_help_joins_continuation_lines():

@@ -21,7 +21,7 @@ def test_good_config_defaults_and_relative_paths(cfg_dir, monkeypatch, tmp_path_
     assert type(cfg.generation) is Generation
     assert cfg.generation.temperature == 0.0
     assert cfg.sweep.draft_max == [4, 8] and cfg.sweep.p_min == [0.0]
-    assert cfg.speculative_role == "speculative_simple"
+    assert cfg.speculative_role is None  # auto: the speculative program the build's tree has
     assert cfg.targets() == ["big"]
     assert cfg.prompts.suite == "builtin" and len(cfg.prompt_list()) >= 24
 

@@ -10,6 +10,7 @@ from specbench.plan.methods import parse_method, spec_type_names
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import draft_alone_of
 from tests.helpers.sweeps import MODELS, make_config, pairs, rendered
+from tests.helpers.trees import ik_build
 
 
 def test_spelling_one_name_per_method():
@@ -98,6 +99,36 @@ def test_a_method_the_build_lacks_is_refused_naming_what_it_takes(tmp_path, llam
     message = str(info.value)
     assert "does not support method lookahead" in message and "draft-eagle3" in message
     assert "\n" not in message and "takes: none" not in message
+
+
+@pytest.mark.parametrize("runner", ["process", "server"])
+def test_the_classic_draft_method_runs_on_a_fork_without_draft_simple(tmp_path, runner):
+    """ik_llama.cpp: `-md` with the draft length options and no --spec-type, on the speculative
+    program the tree has (llama-speculative: it has no llama-speculative-simple)."""
+    _, spec = spec_of(
+        tmp_path, ik_build(tmp_path), runner=runner, sweep={"method": ["draft"], "draft_max": [8]}
+    )
+    argv = spec[0].argv
+    assert argv[0].endswith("llama-server" if runner == "server" else "llama-speculative")
+    assert pairs(argv)["-md"] == "/models/small.gguf" and pairs(argv)["--draft-max"] == "8"
+    assert "--spec-type" not in argv and "--draft-p-min" in argv
+    if runner == "process":
+        assert {i.binary_role for i in spec} == {"speculative"}
+
+
+def test_an_ngram_method_on_a_fork_runs_where_its_program_takes_it(tmp_path):
+    ik = ik_build(tmp_path)
+    _, spec = spec_of(tmp_path, ik, runner="server", sweep={"method": ["ngram-simple"], "ngram_size_n": [3]})
+    assert pairs(spec[0].argv)["--spec-type"] == "ngram-simple"
+    assert pairs(spec[0].argv)["--spec-ngram-size-n"] == "3"
+    with pytest.raises(ConfigError) as info:  # llama-speculative ignores --spec-type
+        spec_of(tmp_path, ik, sweep={"method": ["draft", "ngram-simple"]})
+    assert "llama-speculative drafts only with a draft model" in str(info.value)
+    assert "\n" not in str(info.value)
+    with pytest.raises(ConfigError) as info:  # a method the fork lacks: named, with what it takes
+        spec_of(tmp_path, ik, runner="server", sweep={"method": ["draft-eagle3"]},
+                pairs={"p": {"target": "big", "draft": "mid", "method": "draft-eagle3"}})  # fmt: skip
+    assert "ngram-cache, ngram-simple" in str(info.value) and "takes: )" not in str(info.value)
 
 
 def test_pair_needs_what_its_method_needs(tmp_path):
