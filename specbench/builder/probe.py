@@ -190,7 +190,8 @@ def binary_version(path: Path) -> str:
 # Raised whenever the probe learns to read something new, so a cached build.json is re-probed (not
 # rebuilt): 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack, 4 the tuned
 # options, 5 every option name (free arguments are checked against it), 6 -lv (a speculative run's
-# step log), 7 ik_llama.cpp's spaced --spec-type list and the shared --spec-ngram-size-n/-m. A new key in specbench.builder.options needs no raise: build.json records the keys probed.
+# step log), 7 ik_llama.cpp's spaced --spec-type list and the shared --spec-ngram-size-n/-m. A new
+# key in specbench.builder.options needs no raise: build.json records the keys probed.
 PROBE_VERSION = 7
 PROBED_OPTIONS: tuple[str, ...] = tuple(sorted(BY_KEY))  # the option keys this probe reads
 
