@@ -7,6 +7,7 @@ pytest_plugins = [
     "tests.fixtures.llama_history",
     "tests.fixtures.shared",
     "tests.fixtures.realrun",
+    "tests.fixtures.replay",
 ]
 
 

@@ -1,0 +1,136 @@
+"""The runner loop over replayed real outcomes (tests/fixtures/replay.py): `specbench run` as a
+user runs it, every invocation a recorded llama.cpp run of the pinned build with the timing the
+rule needs, in milliseconds. What the real binaries alone can show stays in the real tier
+(tests/cli/test_run.py::test_one_cell_end_to_end and the other `slow` tests)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
+from tests.fixtures.replay import Take
+from tests.helpers.cli import invoke
+
+CI = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
+QUICK = ["--set", "pairing=sequential", "--set", "sentinel=false"]
+
+
+def run(tmp_path: Path, *args: str):
+    return invoke("run", CI, "--out", tmp_path / "run", *QUICK, *args, cwd=tmp_path)
+
+
+def test_every_sample_is_judged_from_its_raw_logs_in_the_sweeps_order(tmp_path, replay):
+    r = run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    assert len(samples) == 18 and all(
+        s.status == "ok" and s.valid for s in samples
+    )  # 3 reps x 2 prompts x 3 roles
+    assert [s.role for s in samples[:3]] == ["baseline", "speculative", "draft"]  # a baseline before its cell
+    assert [(s.repetition, s.prompt_id) for s in samples[::3]] == [
+        (rep, p) for rep in range(3) for p in ("code-02", "extr-05")
+    ]
+    spec = [s for s in samples if s.role == "speculative"]
+    assert {round(s.tps, 2) for s in spec} == {43.31} and all(s.outputs_match for s in spec)
+    assert {round(s.tps, 1) for s in samples if s.role == "baseline"} == {28.2}
+    for s in samples:  # each judged from the raw logs written where the process writes them
+        assert (tmp_path / "run" / s.stderr_path).is_file() and (tmp_path / "run" / s.stdout_path).is_file()
+    assert len(replay.log) == 18 + 3  # and one warmup per model or setting, not recorded
+    assert load_manifest(tmp_path / "run").status == "complete"
+
+
+def test_a_crash_at_sample_7_is_recorded_and_the_run_goes_on(tmp_path, replay):
+    """llama.cpp killed by SIGSEGV at the 7th sample: that sample is failed with the reason, the
+    rest are measured."""
+    replay.script = lambda inv, n: Take(signal="SIGSEGV") if n == 3 + 6 else Take()  # 3 warmups first
+    r = run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    assert [s.status for s in samples] == ["ok"] * 6 + ["failed"] + ["ok"] * 11
+    assert "SIGSEGV" in samples[6].invalid_reason
+
+
+def test_specbench_stopped_at_sample_7_keeps_6_and_the_resume_runs_only_the_rest(tmp_path, replay):
+    replay.script = lambda inv, n: Take(stop=KeyboardInterrupt()) if n == 3 + 6 else Take()
+    r = run(tmp_path)
+    assert r.returncode == 130, r.stderr
+    assert "6 samples kept" in r.stderr
+    first = load_samples(tmp_path / "run")
+    assert len(first) == 6 and load_manifest(tmp_path / "run").status == "interrupted"
+    replay.log.clear()
+    replay.script = lambda inv, n: Take()
+    r = invoke("run", "--resume", tmp_path / "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    assert len(samples) == 18 and len({s.sample_key() for s in samples}) == 18
+    assert samples[:6] == first  # the kept samples stay as they were
+    measured = replay.measured()  # the warmups again, then only what was missing
+    assert [i.sample_key() for i in measured] == [s.sample_key() for s in samples[6:]]
+    manifest = load_manifest(tmp_path / "run")
+    assert manifest.status == "complete" and len(manifest.resumed_at) == 1
+
+
+def test_a_sample_whose_process_was_starved_is_measured_again_with_its_pair(tmp_path, replay):
+    """Its process got 40% of its threads' CPU (under contention.MIN_CPU_SHARE): measured again,
+    counted in the sample and the manifest; a second starved try is measured a third time."""
+    replay.script = lambda inv, n: Take(cpu_share=0.4, slowdown=5.0) if n in (3 + 4, 3 + 5) else Take()
+    r = run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    assert len(samples) == 18
+    assert [s.reruns for s in samples][:6] == [0, 0, 0, 0, 2, 0]
+    assert round(samples[4].tps, 2) == 43.31  # the last try is the one kept: the unstarved one
+    assert len(replay.log) == 18 + 3 + 2
+    notes = load_manifest(tmp_path / "run").noise.notes
+    assert any("measured again" in n or "re-run" in n or "rerun" in n for n in notes), notes
+    raws = sorted(p.name for p in (tmp_path / "run" / "raw").iterdir())
+    assert sum(".rerun" in name for name in raws) == 4  # the two starved tries' logs kept, marked
+
+
+def test_a_failed_warmup_drops_its_cells_unrun_and_the_others_are_measured(tmp_path, replay):
+    replay.script = lambda inv, n: Take(exit_code=1) if inv.warmup and inv.role == "speculative" else Take()
+    r = run(tmp_path)
+    assert r.returncode == 1 and "1 of 1 cells have no valid sample (smol draft_max 8)" in r.stderr
+    samples = load_samples(tmp_path / "run")
+    spec = [s for s in samples if s.role == "speculative"]
+    assert len(spec) == 6 and all(s.status == "failed" for s in spec)
+    assert all(s.invalid_reason.startswith("not run: its warmup failed") for s in spec)
+    assert all(s.status == "ok" for s in samples if s.role != "speculative")
+    assert not any(i.role == "speculative" for i in replay.measured())  # dropped: never run
+    assert "dropped 6 sample(s)" in r.stderr
+
+
+def test_every_warmup_failing_stops_the_run_before_measuring(tmp_path, replay):
+    replay.script = lambda inv, n: Take(exit_code=1)
+    r = run(tmp_path)
+    assert r.returncode != 0 and "every cell's warmup failed" in r.stderr
+    assert replay.measured() == []
+
+
+def test_the_sentinel_reads_at_start_between_samples_and_at_end_and_warns_of_a_move(tmp_path, replay):
+    """The reference runs at the start, at the end, and between samples once its share of the time
+    (sentinel.SHARE) allows: a reading of ~2.3 virtual seconds, every ~92 s (a sample takes
+    ~2.3); the machine 30% slower from the middle on is a warning."""
+    replay.sentinel_script = lambda inv, n: Take(slowdown=1.3 if n >= 1 else 1.0)
+    r = invoke("run", CI, "--out", tmp_path / "run", "--set", "pairing=sequential", "--set", "repetitions=12",
+               cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    speed = load_manifest(tmp_path / "run").noise.speed
+    phases = [x.phase for x in speed.readings]
+    assert phases[0] == "before" and phases[-1] == "after" and "during" in phases
+    assert len(replay.sentinel_log) == len(phases)
+    assert speed.warnings, speed  # 1.3x slower: far beyond the run's precision
+    quiet = tmp_path / "quiet"
+    replay.sentinel_script = lambda inv, n: Take()
+    r = invoke(
+        "run", CI, "--out", quiet, "--set", "pairing=sequential", "--set", "repetitions=2", cwd=tmp_path
+    )
+    assert r.returncode == 0 and not load_manifest(quiet).noise.speed.warnings
+
+
+def test_the_samples_file_is_strict_json(tmp_path, replay):
+    assert run(tmp_path).returncode == 0
+    for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
