@@ -20,9 +20,9 @@ import argparse
 from pathlib import Path
 
 from specbench.builder.builder import ensure_build
+from specbench.execute.preparation import load
 from specbench.execute.process import run_command
 from specbench.parse.span import format_stamps
-from specbench.execute.preparation import load
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = "Write a Python function that returns the sum of a list of numbers."  # replay.RECORDED_PROMPT
