@@ -21,6 +21,7 @@ from specbench.execute.resumecheck import (
     check_same_machine,
 )
 from specbench.execute.runner import ProgressFn, RunResult, execute, prepare_run_dir
+from specbench.models.spec import ResolvedModel
 from specbench.results.folder import has_manifest, has_samples, make_run_id
 from specbench.results.manifest import Manifest
 from specbench.results.manifestfile import load_manifest
@@ -148,7 +149,9 @@ def run_benchmark(
         check_same_config(manifest, prepared.config, run_dir)
         check_same_machine(manifest, run_dir, force)
         check_same_builds(manifest.builds, prepared.builds, run_dir)
-        manifest.build, manifest.models = prepared.build, prepared.models
+        # a resumed run is a real one: every model resolved (PlannedModel is a dry run's)
+        manifest.build = prepared.build
+        manifest.models = {n: m for n, m in prepared.models.items() if isinstance(m, ResolvedModel)}
         manifest.builds = {label: b for label, b in prepared.builds.items() if label is not None}
     else:
         manifest = make_manifest(prepared, run_dir, command_line or [])

@@ -78,6 +78,7 @@ def starved(inv: Invocation, out: Outcome, backend: str | None) -> str | None:
         return None
     wall = out.batch_wall_s if out.batch_wall_s is not None else out.wall_s
     load = _load_s(out) if out.batch_wall_s is None else 0.0  # a server loaded before its batch
+    share: float | None
     if out.cpu_s is not None and 0 < load < wall:
         used = min(threads, cpu_cores())
         share = max(out.cpu_s - load, 0.0) / ((wall - load) * used)

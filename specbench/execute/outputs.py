@@ -51,9 +51,10 @@ def continuation(stdout: str, prompt: str, echoed: bool = True) -> str | None:
     if not echoed or not prompt:
         rest = stdout.lstrip("\n") if echoed else stdout
     else:
-        rest = _after_prompt(stdout, prompt)
-        if rest is None:
+        after = _after_prompt(stdout, prompt)
+        if after is None:
             return None
+        rest = after
     rest = rest.rstrip()
     if rest.endswith(END_OF_TEXT.strip()):
         rest = rest[: -len(END_OF_TEXT.strip())].rstrip()

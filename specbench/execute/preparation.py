@@ -72,7 +72,7 @@ def _planned_build(preview: BuildPlan) -> BuildInfo:
 
     infos = BuildInfo.load_all(paths.builds_dir())
     same_tree = [i for i in infos if i.source == str(preview.tree.path)]
-    donor = (same_tree or infos or [None])[0]
+    donor = next(iter(same_tree or infos), None)
     if donor is None:
         raise BuildError(
             "a dry run needs one build of llama.cpp to learn its flag spellings; run `specbench build` first"
@@ -176,7 +176,7 @@ def prepare(
     else:
         builds = _as_configured(config, ensure_builds(config, build_progress))
         build = next(iter(builds.values()))  # the first build derives models (llama-quantize)
-        models = resolve_models(config.models, config.base_dir, build, progress=model_progress)
+        models = dict(resolve_models(config.models, config.base_dir, build, progress=model_progress))
     checks = check_pairs(config, models)
     targets = {name: Path(models[name].path) for name in config.targets()}
     here = {name: path for name, path in targets.items() if path.is_file()}

@@ -167,7 +167,7 @@ def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _C
     before = os.sched_getaffinity(0) if command.cpus and hasattr(os, "sched_setaffinity") else None
     start = time.monotonic()
     try:
-        if before is not None:
+        if before is not None and command.cpus:  # before is read only when cpus are given
             os.sched_setaffinity(0, command.cpus)
         try:
             proc = subprocess.Popen(
@@ -213,7 +213,7 @@ def _poll(child: _Child, grace_s: float) -> None:
     if pid == proc.pid:
         if status is not None:
             proc.returncode = os.waitstatus_to_exitcode(status)
-            cpu_s = usage.ru_utime + usage.ru_stime
+            cpu_s = usage.ru_utime + usage.ru_stime if usage is not None else None
     elif time.monotonic() - child.start > child.command.timeout_s:
         timed_out = True
         kill_group(proc, grace_s)
@@ -249,7 +249,8 @@ def _result(child: _Child, timed_out: bool, wall_s: float, cpu_s: float | None) 
 def _close(child: _Child, grace_s: float) -> None:
     if child.reader is not None:
         child.reader.join(timeout=grace_s + 1.0)
-        child.proc.stdout.close()
+        if child.proc.stdout is not None:  # the pipe the reader read
+            child.proc.stdout.close()
     child.out.close()
     child.err.close()
 

@@ -340,7 +340,8 @@ def _drop_dead(
 
 def _dropped_line(warmup: Invocation, verdict: Sample, dropped: list[Sample]) -> str:
     """One line: which cells are out of the run, and why."""
-    cells = sorted({s.pair if s.role == "speculative" else f"{s.role} {s.model}" for s in dropped} - {None})
+    names = {s.pair if s.role == "speculative" else f"{s.role} {s.model}" for s in dropped}
+    cells = sorted(n for n in names if n is not None)
     what = f"model {warmup.model}" if warmup.role != "speculative" else f"{warmup.pair} {warmup.method}"
     return (
         f"dropped {len(dropped)} sample(s) of {', '.join(str(c) for c in cells)}: the warmup of {what} "

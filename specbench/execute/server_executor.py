@@ -41,12 +41,22 @@ from specbench.results.records import ServerTimings
 
 if TYPE_CHECKING:
     from specbench.plan.invocation import Invocation
+    from specbench.plan.request import CompletionRequest
 
 NO_SPECULATION = (
     "llama-server runs without speculation (/slots says so: the draft model or method failed to "
     "initialise; see the server's log)"
 )
 SOURCE = "the response"
+
+
+def _request(inv: Invocation) -> CompletionRequest:
+    """A server invocation's request (the server plan gives each one; a process plan none)."""
+    if inv.request is None:
+        raise ValueError(
+            f"a server invocation without a request ({inv.role} {inv.prompt_id}): a planning bug"
+        )
+    return inv.request
 
 
 def _seconds(ms: float | None) -> float | None:
@@ -101,7 +111,7 @@ class ServerExecutor:
         try:
             cpu_before = process_cpu_s(server.proc.pid)  # the server's CPU time over the batch
             start = time.monotonic()
-            bodies = [(inv.request.body(), inv.timeout_s) for _, inv in batch]
+            bodies = [(_request(inv).body(), inv.timeout_s) for _, inv in batch]
             futures = [pool.submit(post, server, "/completion", body, t) for body, t in bodies]
             replies = [f.result() for f in futures]
             batch_wall = time.monotonic() - start
@@ -183,10 +193,12 @@ def warmup_body(inv: Invocation) -> dict:
     """The warmup request of ``inv``'s server: the sample's own request, or for a stateful method
     (``keeps_server_state``) a short unrelated one, so no warmup primes the sample it precedes."""
     if inv.role == "speculative" and keeps_server_state(inv.method):
-        return inv.request.model_copy(
-            update={"prompt": NEUTRAL_WARMUP, "n_predict": NEUTRAL_WARMUP_TOKENS}
-        ).body()
-    return inv.request.body()
+        return (
+            _request(inv)
+            .model_copy(update={"prompt": NEUTRAL_WARMUP, "n_predict": NEUTRAL_WARMUP_TOKENS})
+            .body()
+        )
+    return _request(inv).body()
 
 
 def _counters(server: RunningServer) -> SpecCounters | None:

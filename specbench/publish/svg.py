@@ -9,7 +9,7 @@ and interval (the browser shows it on hover).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
@@ -113,7 +113,7 @@ def trend_svg(
     links: Callable[[Point], str],
     axes: tuple[Axis, Axis],
     unit: str,
-    markers: list[Marker] = (),
+    markers: Sequence[Marker] = (),
 ) -> str:
     """One metric's series: lines, 95% bars, flagged points ringed. Drawn over time; each element that
     moves keeps its x over commits in ``data-c`` (the page's script swaps them: one plot, two axes)."""
