@@ -1,4 +1,5 @@
-"""The text formats every table is written in, once: a Markdown table, strict JSON, CSV.
+"""The text formats specbench writes, once: a Markdown table, strict JSON (every JSON file and
+output), CSV.
 
 At the bottom so that the report files (``analysis``) and the commands (``cli``) write them alike.
 No printing here: each returns text (or lines) for its caller to print or write.
@@ -10,8 +11,10 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from pydantic import BaseModel
 
 
 def md_escape(text: str) -> str:
@@ -36,21 +39,53 @@ def md_table(
     return [line(headers), "|" + "|".join("---:" if r else "---" for r in right) + "|", *map(line, rows)]
 
 
+NOT_FINITE = "not_finite"  # the key that names an object's fields written as null for inf or nan
+
+
 def finite(data: Any) -> Any:
-    """``data`` with every non-finite float as None: strict JSON has no Infinity or NaN."""
+    """``data`` as strict JSON can hold it: a pydantic model as its JSON form, every non-finite
+    float as None, and an object that had one names the field in ``not_finite`` (as
+    ``parse.parsed`` and samples.jsonl do), so the reason is kept: strict JSON has no Infinity or NaN."""
     if isinstance(data, float):
         return data if math.isfinite(data) else None
+    if isinstance(data, BaseModel):
+        return finite(data.model_dump(mode="json"))
     if isinstance(data, dict):
-        return {k: finite(v) for k, v in data.items()}
+        out = {k: finite(v) for k, v in data.items()}
+        bad = [str(k) for k, v in data.items() if isinstance(v, float) and not math.isfinite(v)]
+        if bad:
+            known = out.get(NOT_FINITE)
+            out[NOT_FINITE] = sorted({*(known if isinstance(known, list) else []), *bad})
+        return out
     if isinstance(data, list | tuple):
         return [finite(v) for v in data]
     return data
 
 
-def json_text(data: Any, indent: int | None = 2) -> str:
-    """Strict JSON, indented by 2 (no trailing newline): what every ``--format json`` prints;
-    ``indent=None``: one line (a GitHub Actions matrix read from an output)."""
-    return json.dumps(finite(data), indent=indent, allow_nan=False)
+def json_text(
+    data: Any,
+    indent: int | None = 2,
+    *,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+    ensure_ascii: bool = True,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """The one JSON writer: every JSON file specbench writes, every JSON it prints or sends, and
+    every key it hashes from JSON is this text (``tests/base/test_formats.py`` finds any other).
+    Strict (``finite``: no Infinity or NaN, which ``JSON.parse`` and jq refuse), indented by 2 with
+    no trailing newline (what every ``--format json`` prints); ``indent=None``: one line, spelled as
+    ``json.dumps`` spells it (so a hash of it stays what it was). The other arguments are
+    ``json.dumps``'s."""
+    return json.dumps(
+        finite(data), indent=indent, allow_nan=False, sort_keys=sort_keys, separators=separators,
+        ensure_ascii=ensure_ascii, default=default,
+    )  # fmt: skip
+
+
+def json_line(data: Any) -> str:
+    """One compact line (no spaces, UTF-8 as it is), as a JSON Lines file (samples.jsonl) holds it."""
+    return json_text(data, None, separators=(",", ":"), ensure_ascii=False)
 
 
 def csv_text(records: Sequence[dict[str, Any]]) -> str:

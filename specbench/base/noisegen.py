@@ -26,6 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from specbench.base.childenv import child_env
+from specbench.base.formats import json_text
 
 TICK_S = 0.05  # how often a worker checks its limit and its parent, busy or asleep
 STOP_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this
@@ -109,7 +110,7 @@ class NoiseGenerator:
     def start(self) -> NoiseGenerator:
         for i in range(self.spec.threads):
             seed = None if self.spec.seed is None else self.spec.seed + i
-            payload = json.dumps({**asdict(self.spec), "seed": seed})
+            payload = json_text({**asdict(self.spec), "seed": seed}, None)
             argv = [sys.executable, "-m", "specbench.base.noisegen", payload, str(os.getpid())]
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=child_env(),

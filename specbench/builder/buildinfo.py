@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from specbench.base.errors import BuildError
 from specbench.base.files import write_atomic
+from specbench.base.formats import json_text
 from specbench.base.methods import DRAFT_SIMPLE
 from specbench.builder.options import OptionFlag
 
@@ -189,7 +190,7 @@ class BuildInfo(BaseModel):
 
     def save(self, path: Path) -> None:
         """Atomically: a crash mid-save leaves the old build.json, never half of one."""
-        write_atomic(path, self.model_dump_json(indent=2))
+        write_atomic(path, json_text(self, ensure_ascii=False))
 
     @classmethod
     def load(cls, path: Path) -> BuildInfo:

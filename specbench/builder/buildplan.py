@@ -9,7 +9,6 @@ so two requests that mean the same build share one.
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 import re
 import shutil
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from specbench.base import paths
 from specbench.base.errors import BuildError
+from specbench.base.formats import json_text
 from specbench.builder import envinfo
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.gitref import GitRef, resolve_ref, short_ref
@@ -145,7 +145,7 @@ def build_key(tree_ident: str, backend: str, args: Sequence[str], isa: Sequence[
     }
     if is_native(args):
         fields["isa"] = list(envinfo.cpu_isa() if isa is None else isa)
-    payload = json.dumps(fields, sort_keys=True)
+    payload = json_text(fields, None, sort_keys=True)
     digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
     head = tree_ident[:12] if not tree_ident.startswith("tree-") else "tree"
     if "-dirty-" in tree_ident:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from specbench import __version__
 from specbench.base import paths
 from specbench.base.childenv import child_env, provenance_env
+from specbench.base.formats import json_text
 from specbench.builder import toolkit
 from specbench.builder.buildinfo import BuildInfo, SelfTest
 
@@ -140,7 +141,9 @@ def cpu_isa() -> list[str]:
 
 def fingerprint(isa: list[str], gpus: list[GpuInfo]) -> str:
     """What a build's self-test is valid for: the CPU's instruction sets, CPU model, and GPUs."""
-    payload = json.dumps({"cpu": cpu_model(), "isa": isa, "gpus": [[g.name, g.compute_cap] for g in gpus]})
+    payload = json_text(
+        {"cpu": cpu_model(), "isa": isa, "gpus": [[g.name, g.compute_cap] for g in gpus]}, None
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

@@ -23,6 +23,7 @@ from filelock import FileLock
 
 from specbench.base import paths
 from specbench.base.errors import BuildError
+from specbench.base.formats import json_text
 
 PINNED_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 SDIST_NAME = "llama_cpp_python"
@@ -221,7 +222,7 @@ def extract_sdist(archive: Path, dest: Path, expected_commit: str = PINNED_COMMI
             f"{archive.name} held no usable llama.cpp tree; pass your own tree with --source DIR"
         )
     (dest / MARKER).write_text(
-        json.dumps({"commit": expected_commit, "from": f"{SDIST_REQUIREMENT} (PyPI sdist)"}, indent=2)
+        json_text({"commit": expected_commit, "from": f"{SDIST_REQUIREMENT} (PyPI sdist)"})
     )
     return dest
 

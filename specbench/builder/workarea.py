@@ -15,7 +15,6 @@ folder ``SPECBENCH_HOME/work`` (every work area looks alike from inside, so area
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import re
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.base import paths
+from specbench.base.formats import json_text
 from specbench.builder.gitref import Entry
 
 # Defines that only name the commit in --version: one work area serves every commit.
@@ -49,10 +49,10 @@ def area_key(backend: str, args: Sequence[str], tree: Path | None = None) -> str
     """The work area of a build: shared by every exported tree (``tree`` None) with these
     arguments, or one per user tree compiled in place. Commit-naming defines do not count."""
     kept = [a for a in args if not any(a.startswith(f"-D{name}=") for name in COMMIT_DEFINES)]
-    payload = json.dumps(
+    payload = json_text(
         {"backend": backend, "args": kept, "tree": str(tree) if tree else None,
          "host": [platform.system(), platform.machine()]},
-        sort_keys=True,
+        None, sort_keys=True,
     )  # fmt: skip
     return f"{'tree' if tree else 'export'}-{backend}-{hashlib.sha256(payload.encode()).hexdigest()[:10]}"
 

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import say
+from specbench.cli.output import print_json
 
 
 def env(
@@ -18,7 +19,7 @@ def env(
 
     info = collect(builds=True)
     if as_json:
-        typer.echo(info.model_dump_json(indent=2))
+        print_json(info)
         return
     ram = f"{info.ram_gb} GB" if info.ram_gb is not None else "unknown"
     rows = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import typer
 
 from specbench.base.errors import ParseError
 from specbench.cli.common import console, say, state
+from specbench.cli.output import print_json
 
 _SUMMARY = ("n_draft", "n_predict", "n_drafted", "n_accept")
 
@@ -71,8 +71,8 @@ def parse(
             failed += 1
             say(f"error: {exc}", err=True)
     if as_json:
-        # inf and nan are real values here (e.g. a speculative target's eval t/s): Infinity/NaN.
-        typer.echo(json.dumps([log.to_json() for log in parsed], indent=2))
+        # inf and nan are real values here (a speculative target's eval t/s): null, named in not_finite
+        print_json([log.to_json() for log in parsed])
     else:
         for log in parsed:
             _print(log)

@@ -4,13 +4,12 @@ pydantic models) and the commands from the typer app, so the reference cannot dr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import typer
 
-from specbench.base.formats import md_table
+from specbench.base.formats import json_text, md_table
 from specbench.plan.schema import config_schema
 
 
@@ -31,9 +30,9 @@ def _type(schema: dict, node: dict) -> str:
         if "$ref" in alt:
             parts.append("mapping")
         elif "const" in alt:
-            parts.append(json.dumps(alt["const"]))
+            parts.append(json_text(alt["const"], None))
         elif "enum" in alt:
-            parts.append(" | ".join(json.dumps(v) for v in alt["enum"]))
+            parts.append(" | ".join(json_text(v, None) for v in alt["enum"]))
         elif alt.get("type") == "array":
             item = _type(schema, alt.get("items", {}))
             parts.append(f"list of ({item})" if " | " in item else f"list of {item}")
@@ -57,7 +56,7 @@ def _bounds(node: dict) -> str:
                 if "pattern" in item:
                     out.append(f"{prefix}matches `{item['pattern']}`")
                 if "enum" in item and prefix:
-                    out.append(f"{prefix}one of {', '.join(json.dumps(v) for v in item['enum'])}")
+                    out.append(f"{prefix}one of {', '.join(json_text(v, None) for v in item['enum'])}")
         if alt.get("minItems"):
             out.append(f"at least {alt['minItems']} item(s)")
         if alt.get("minProperties"):
@@ -105,7 +104,9 @@ def config_reference() -> str:
     tables: dict[str, list[list[str]]] = {}  # one per mapping: the top level, llama_cpp, models.NAME.hf, ...
     for key, prop, required in config_keys(schema):
         default = (
-            "required" if required else (f"`{json.dumps(prop['default'])}`" if "default" in prop else "-")
+            "required"
+            if required
+            else (f"`{json_text(prop['default'], None)}`" if "default" in prop else "-")
         )
         tables.setdefault(key.rsplit(".", 1)[0] if "." in key else "", []).append(
             [f"`{key}`", _type(schema, prop), default, _bounds(prop) or "-", prop.get("description", "")]

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 
-from specbench.cli.common import say
+from specbench.cli.output import print_json
 
 
 def schema() -> None:
     """Print the run config's JSON Schema (from the models that validate a config)."""
     from specbench.plan.schema import config_schema
 
-    say(json.dumps(config_schema(), indent=2))
+    print_json(config_schema())
 
 
 def register(app: typer.Typer) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from specbench.base import interrupts
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
+from specbench.base.formats import json_text
 from specbench.execute.outputs import failure_reason
 from specbench.execute.process import kill_group
 
@@ -197,7 +198,7 @@ def speculative_slots(server: RunningServer) -> bool | None:
 
 def post(server: RunningServer, path: str, body: dict, timeout_s: float) -> Reply:
     """POST JSON; an HTTP error, a dead server or no answer in ``timeout_s`` is a Reply with ``error``."""
-    data = json.dumps(body).encode("utf-8")
+    data = json_text(body, None).encode("utf-8")
     req = urllib.request.Request(
         server.url + path, data=data, headers={"Content-Type": "application/json"}, method="POST"
     )

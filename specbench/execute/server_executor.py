@@ -13,13 +13,13 @@ difference of the draft counters is the batch's verification steps and acceptanc
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.base.errors import ParseError
+from specbench.base.formats import json_text
 from specbench.execute.executor import raw_stem
 from specbench.execute.judge import Outcome
 from specbench.execute.process import process_cpu_s
@@ -224,7 +224,7 @@ def _outcome(
             stderr_path=log_path, batch_wall_s=batch_wall,
         )  # fmt: skip
     text_path, json_path = response_paths(run_dir, raw_stem(index, inv))
-    write_raw(json_path, json.dumps(reply.data, indent=1, ensure_ascii=False))
+    write_raw(json_path, json_text(reply.data, 1, ensure_ascii=False))
     content = reply.data.get("content")
     content = content if isinstance(content, str) else None
     if content is not None:

@@ -4,10 +4,11 @@ their rounds say. The CLI measures and prints; these decide."""
 
 from __future__ import annotations
 
-import json
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from specbench.base.formats import json_text
 
 if TYPE_CHECKING:
     from specbench.execute.benchmark import RunSummary
@@ -39,7 +40,7 @@ def load_builds_config(config: Path, sets: list[str], specs: list[BuildSpec]) ->
     from specbench.execute import preparation
 
     cfg = preparation.load(config, sets)
-    override = "llama_cpp=" + json.dumps(_build_entries(cfg, specs))
+    override = "llama_cpp=" + json_text(_build_entries(cfg, specs), None)
     return preparation.load(config, [*sets, override])
 
 

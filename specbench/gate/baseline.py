@@ -8,7 +8,6 @@ with (llama.cpp commit, driver). Compare accepts a NAME, a baseline file, or a r
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from specbench import __version__
 from specbench.base.errors import PathError, SpecbenchError
 from specbench.base.files import write_atomic
+from specbench.base.formats import json_text
 from specbench.base.paths import check_path, os_problem, results_dir, shorten
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
@@ -184,9 +184,10 @@ def save_baseline(
     header["facts"]["specbench_version"] = header["facts"]["specbench_version"] or __version__
     # One sample per line: a committed baseline should diff line by line.
     lines = [
-        json.dumps(s.model_dump(mode="json", exclude=SAMPLE_FIELDS_DROPPED, exclude_none=True)) for s in kept
+        json_text(s.model_dump(mode="json", exclude=SAMPLE_FIELDS_DROPPED, exclude_none=True), None)
+        for s in kept
     ]
-    head = json.dumps(header, indent=2)[:-2]  # drop the closing "\n}"
+    head = json_text(header)[:-2]  # drop the closing "\n}"
     text = head + ',\n  "samples": [\n    ' + ",\n    ".join(lines) + "\n  ]\n}\n"
     try:
         write_atomic(dest, text)

@@ -31,6 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from specbench.base.files import write_atomic
+from specbench.base.formats import json_text
 from specbench.gate.commits import BisectError, Commit, commit_range
 from specbench.gate.decision import STILL_OPEN, Status
 from specbench.results.folder import BISECT
@@ -148,7 +149,7 @@ class BisectState(BaseModel):
 
 
 def save_state(out: Path, state: BisectState) -> None:
-    write_atomic(out / STATE, state.model_dump_json(indent=2))
+    write_atomic(out / STATE, json_text(state, ensure_ascii=False))
 
 
 def load_state(out: Path) -> BisectState | None:

@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from specbench.analysis.figures import Value, figure
 from specbench.base.errors import SpecbenchError
+from specbench.base.formats import json_text
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
 from specbench.base.stats import summarize
 from specbench.gate.baseline import load_run
@@ -181,7 +182,7 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
             prompts = ",".join(sorted(prompts_by_cell[cell]))
             mark = _SAME_SPAN if METRICS[metric].baseline_span and facts.timing == "same-span" else ""
             rows.append((run_key, metric, cell + "|" + prompts + mark, s.label, prompts, key.prompt_id,
-                         json.dumps(s.repetitions), json.dumps(s.values)))  # fmt: skip
+                         json_text(s.repetitions, None), json_text(s.values, None)))  # fmt: skip
     if not rows:  # a run that measured nothing (yet) must not replace the points it recorded before
         return 0
     shards = _shard_run_keys(Path(run_dir))
@@ -230,7 +231,7 @@ def _cell_id(key, machine: str) -> str:
     for name in cell.CELL_FIELDS:
         if name not in cell.FIRST_FIELDS and data.get(name, cell.default(name)) == cell.default(name):
             data.pop(name, None)
-    return machine + "|" + json.dumps(data, sort_keys=True)
+    return machine + "|" + json_text(data, None, sort_keys=True)
 
 
 def run_count(db_path: Path | None = None) -> int:

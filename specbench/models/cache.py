@@ -22,6 +22,7 @@ from pathlib import Path
 from specbench.base import paths
 from specbench.base.errors import ModelError
 from specbench.base.files import write_atomic
+from specbench.base.formats import json_text
 
 _CHUNK = 1 << 20
 
@@ -78,7 +79,7 @@ def remember_sha256(path: Path, value: str) -> None:
     st = path.stat()
     record = {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": value}
     try:
-        write_atomic(_memo_path(path), json.dumps(record))
+        write_atomic(_memo_path(path), json_text(record, None))
     except OSError:
         pass  # a read-only cache only costs a re-hash next time
 

@@ -6,7 +6,6 @@ source model is called in a config.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
@@ -17,6 +16,7 @@ from filelock import FileLock
 from specbench.base.childenv import child_env
 from specbench.base.errors import ModelError
 from specbench.base.files import TMP_PREFIX, publish, write_atomic
+from specbench.base.formats import json_text
 from specbench.builder.buildinfo import BuildInfo
 from specbench.models import cache
 from specbench.models.gguffile import split_info
@@ -94,4 +94,4 @@ def _quantize(
     finally:
         tmp.unlink(missing_ok=True)
     record = {"source": str(source_path), "source_sha256": source_sha256, "quant": quant, "binary": quantize}
-    write_atomic(out.parent / SOURCE_JSON, json.dumps(record, indent=2))
+    write_atomic(out.parent / SOURCE_JSON, json_text(record))

@@ -24,6 +24,7 @@ from filelock import FileLock
 
 from specbench.base.errors import ModelError
 from specbench.base.files import TMP_PREFIX, publish, write_atomic
+from specbench.base.formats import json_text
 from specbench.models import cache
 from specbench.models.spec import ProgressFn, PypiSource
 
@@ -34,7 +35,7 @@ SOURCE_JSON = "source.json"
 def cache_folder(src: PypiSource) -> Path:
     """One folder per package==version list + member (+ sha256)."""
     reqs = src.requirements()
-    key = json.dumps([reqs, src.member, src.sha256, src.filename])
+    key = json_text([reqs, src.member, src.sha256, src.filename], None)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     name = cache.slug(reqs[0]) + (f"+{len(reqs) - 1}" if len(reqs) > 1 else "")
     return cache.models_dir() / "pypi" / f"{name}-{digest}"
@@ -101,7 +102,7 @@ def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
         "size": final.stat().st_size,
         "sha256": actual,
     }
-    write_atomic(folder / SOURCE_JSON, json.dumps(record, indent=2))
+    write_atomic(folder / SOURCE_JSON, json_text(record))
     return final
 
 

@@ -3,12 +3,12 @@ server plan (``serverplan``) build these, so they live below both."""
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from specbench.base.formats import json_text
 from specbench.plan.pairing import Pairing
 from specbench.plan.request import CompletionRequest
 from specbench.results.bracket import AFTER
@@ -136,5 +136,5 @@ class Plan(BaseModel):
             if max_prompt_chars is not None and len(inv.request.prompt) > max_prompt_chars:
                 body["prompt"] = inv.request.prompt[:max_prompt_chars] + "..."
             lines.append(f"# {inv.label()} (batch {inv.batch})")
-            lines.append("POST /completion " + json.dumps(body, ensure_ascii=False))
+            lines.append("POST /completion " + json_text(body, None, ensure_ascii=False))
         return lines

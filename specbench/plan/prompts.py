@@ -8,7 +8,6 @@ suite follows Spec-Bench's six categories, because speculation pays very differe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from specbench.base.errors import ConfigError, ModelError
+from specbench.base.formats import json_text
 from specbench.plan.configtext import first_error, keys_at, unknown_key
 
 CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
@@ -195,7 +195,7 @@ def _compile(template: str) -> jinja2.Template:
     env = ImmutableSandboxedEnvironment(
         trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
     )
-    env.filters["tojson"] = lambda x, indent=None, **_: json.dumps(x, ensure_ascii=False, indent=indent)
+    env.filters["tojson"] = lambda x, indent=None, **_: json_text(x, indent, ensure_ascii=False)
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
     return env.from_string(template)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from specbench.base.errors import ConfigError
+from specbench.base.formats import json_text
 from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.results.cell import alone_of, baseline_of, cell_of, draft_alone_of, label_parts
@@ -98,7 +99,7 @@ def cell_name(inv: Invocation) -> str:
 
 def config_hash(config_data: dict) -> str:
     """The identity of a whole plan: shards of different configs must not be merged."""
-    text = json.dumps(config_data, sort_keys=True, separators=(",", ":"), default=str)
+    text = json_text(config_data, None, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specbench.base.errors import SpecbenchError
+from specbench.base.formats import json_text
 from specbench.gate.ab import PairedComparison, paired_compare
 from specbench.gate.bisect import STATE, BisectState
 from specbench.gate.decision import Status
@@ -179,7 +180,7 @@ def _one_value(value: object) -> str:
         return "[on]" if value else "[off]"
     if isinstance(value, int | float) or re.fullmatch(r"[A-Za-z0-9_.+-]+", str(value)):
         return f"[{value}]"
-    return json.dumps([value])
+    return json_text([value], None)
 
 
 def reproduce(run: RunFolder | None, pair: str, key: dict) -> str:
@@ -193,7 +194,7 @@ def reproduce(run: RunFolder | None, pair: str, key: dict) -> str:
     argv = ["specbench", "run", config]
     mine: list[str] = []
     if run is not None and pair in run.pairs:
-        mine += ["--set", "pairs=" + json.dumps({pair: run.pairs[pair]}, separators=(",", ":"))]
+        mine += ["--set", "pairs=" + json_text({pair: run.pairs[pair]}, None, separators=(",", ":"))]
     for axis in AXES:
         if key.get(axis) is not None:
             mine += ["--set", f"sweep.{axis}={_one_value(key[axis])}"]

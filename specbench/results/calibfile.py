@@ -7,6 +7,7 @@ from pathlib import Path
 
 from specbench.base.errors import RunError
 from specbench.base.files import write_atomic
+from specbench.base.formats import json_text
 from specbench.results.calibration import Calibration
 from specbench.results.folder import CALIBRATION
 
@@ -15,7 +16,7 @@ def save_calibration(run_dir: Path, calibration: Calibration) -> None:
     """Write atomically, like the manifest."""
     path = run_dir / CALIBRATION
     try:
-        write_atomic(path, calibration.model_dump_json(indent=2))
+        write_atomic(path, json_text(calibration, ensure_ascii=False))
     except OSError as exc:
         raise RunError(f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions") from exc
 

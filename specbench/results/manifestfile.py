@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from specbench import __version__
 from specbench.base.errors import RunError
 from specbench.base.files import write_atomic
+from specbench.base.formats import json_text
 from specbench.results.folder import MANIFEST, has_manifest
 from specbench.results.manifest import FORMAT_VERSION, Manifest, RunFacts, facts_from_manifest
 from specbench.results.records import Sample
@@ -23,7 +24,7 @@ def save_manifest(run_dir: Path, manifest: Manifest) -> None:
     """Write atomically: the old manifest stays whole until the new one is complete."""
     path = run_dir / MANIFEST
     try:
-        write_atomic(path, manifest.model_dump_json(indent=2))
+        write_atomic(path, json_text(manifest, ensure_ascii=False))
     except OSError as exc:
         raise RunError(
             f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions "

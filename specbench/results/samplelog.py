@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from specbench.base.errors import RunError
 from specbench.base.files import write_atomic
+from specbench.base.formats import json_line
 from specbench.base.paths import os_problem
 from specbench.results.folder import SAMPLES, has_manifest
 from specbench.results.records import Sample
@@ -19,7 +20,7 @@ from specbench.results.records import Sample
 
 def append_sample(run_dir: Path, sample: Sample) -> None:
     """Append one line and make it durable before returning."""
-    line = (sample.model_dump_json() + "\n").encode("utf-8")
+    line = (json_line(sample) + "\n").encode("utf-8")
     path = run_dir / SAMPLES
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -72,7 +73,7 @@ def write_samples(run_dir: Path, samples: Iterable[Sample]) -> None:
     """A whole sample log at once (``specbench merge``): complete or not there at all."""
     path = run_dir / SAMPLES
     try:
-        write_atomic(path, "".join(s.model_dump_json() + "\n" for s in samples))
+        write_atomic(path, "".join(json_line(s) + "\n" for s in samples))
     except OSError as exc:
         raise RunError(f"cannot write {path}: {os_problem(exc)}; free space or fix permissions") from exc
 

@@ -23,6 +23,7 @@ from specbench.base import paths
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
 from specbench.base.files import write_atomic
+from specbench.base.formats import json_line
 from specbench.builder import envinfo
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.workaround import crash_facts, with_workaround
@@ -230,7 +231,7 @@ class CalibrationTimeout(RunError):
 def store(entry: CachedCosts) -> None:
     """Write one model's costs to the cache (atomically: a crash leaves the old entry or none)."""
     cache = _cache_file(entry.build, entry.sha256, entry.threads, entry.ngl, entry.depth, entry.options)
-    write_atomic(cache, entry.model_dump_json())
+    write_atomic(cache, json_line(entry))
 
 
 @dataclass

@@ -15,18 +15,46 @@ def specbench(*args) -> subprocess.CompletedProcess:
     return invoke(*args)
 
 
+def strict_json(text: str):
+    """``text`` read as strict JSON: Infinity, -Infinity and NaN refused (``JSON.parse`` and jq do)."""
+
+    def refuse(constant: str):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+SPECULATIVE_LOGS = sorted(
+    p
+    for p in (LOGS / "real").iterdir()
+    if p.name.startswith("spec") and "stdout" not in p.name and "fa-off" not in p.name  # those crashed
+)
+
+
+def test_json_of_every_real_speculative_log_is_strict_json():
+    """The speculative logs of this build print the target's eval t/s as `inf`: the JSON says null and
+    names the field (issue 58 item 7: it printed `Infinity`, which no strict reader takes)."""
+    out = specbench("parse", "--json", *SPECULATIVE_LOGS)
+    assert out.returncode == 0, out.stderr
+    data = strict_json(out.stdout)
+    assert len(data) == len(SPECULATIVE_LOGS) and all(d["kind"] == "speculative" for d in data)
+    assert any("eval_tps" in d["perf"]["target"].get("not_finite", []) for d in data)
+
+
 def test_json_is_a_list_with_one_object_per_file():
     spec, comp = LOGS / "real/spec-simple-draft.mixed.log", LOGS / "real/completion-f32.stderr"
     out = specbench("parse", "--json", spec, comp)
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)  # Python's json reads the Infinity/NaN constants
+    data = strict_json(out.stdout)
     assert [d["file"] for d in data] == [str(spec), str(comp)]
     assert data[0]["kind"] == "speculative" and data[0]["decoded"] == {
         "tokens": 73,
         "seconds": 1.501,
         "tps": 48.628,
     }
-    assert data[0]["accept"] == 0.98462 and data[0]["perf"]["target"]["eval_tps"] == float("inf")
+    # the target's eval t/s, printed `inf`: null, and named, as samples.jsonl writes it
+    assert data[0]["accept"] == 0.98462 and data[0]["perf"]["target"]["eval_tps"] is None
+    assert data[0]["perf"]["target"]["not_finite"] == ["eval_tps"]
     assert "draft" not in data[0]["perf"]  # empty draft block in the pinned build: omitted, not zeros
     assert data[1] == {"file": str(comp), "kind": "completion", "perf": {"target": {
         "load_ms": 136.35, "sample_ms": 8.76, "sample_runs": 78,
@@ -34,7 +62,7 @@ def test_json_is_a_list_with_one_object_per_file():
         "eval_ms": 2229.23, "eval_runs": 63, "eval_tps": 28.26, "total_ms": 2293.54, "total_tokens": 77,
     }}}  # fmt: skip
     single = specbench("parse", "--json", comp)
-    assert json.loads(single.stdout) == [data[1]]  # always a list, even for one file
+    assert strict_json(single.stdout) == [data[1]]  # always a list, even for one file
 
 
 def test_table(tmp_path):
