@@ -12,8 +12,11 @@ report's columns have always been.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Generic, TypeVar
 
 from specbench.analysis.speedup import Pair, paired_speedup
 from specbench.base.stats import summarize
@@ -63,3 +66,77 @@ def figure(metric: str, values: Iterable[Value]) -> Figure:
         return Figure(s.value, s.ci_low, s.ci_high, s.repetitions)
     m = summarize([v.value for v in vals])
     return Figure(m.mean, m.ci_low, m.ci_high, m.n)
+
+
+# Which cell may be called best: the one rule for report's ★, tune's choice, history and the site.
+MAX_SPREAD = 2.0  # an interval whose high bound is over twice its low one does not tell 1.4x from 2.8x
+
+
+class Standing(StrEnum):
+    """What a speedup figure can be called: only a decided, real cell is ever "the best"."""
+
+    DECIDED = "decided"  # measured, with a 95% interval within a factor MAX_SPREAD
+    UNDECIDED = (
+        "undecided"  # measured, but one repetition (no interval) or an interval too wide to mean a number
+    )
+    SYNTHETIC = "synthetic"  # drafts accepted at random (synth_len): a simulation, not an achieved speedup
+    NOTHING = "nothing"  # no value
+
+
+def standing(value: float | None, low: float | None, high: float | None, synthetic: bool = False) -> Standing:
+    """A speedup's standing (see ``Standing``)."""
+    if value is None or not math.isfinite(value):
+        return Standing.NOTHING
+    if synthetic:
+        return Standing.SYNTHETIC
+    if low is None or high is None or not low > 0 or not math.isfinite(high) or high / low > MAX_SPREAD:
+        return Standing.UNDECIDED
+    return Standing.DECIDED
+
+
+def standing_text(s: Standing) -> str:
+    """How a best that is not decided is named where a figure would stand (site, tune, history)."""
+    return {
+        Standing.UNDECIDED: f"undecided (one repetition, or a 95% interval over a factor {MAX_SPREAD:g})",
+        Standing.SYNTHETIC: "synthetic (drafts accepted at random: a simulation, not a measured speedup)",
+        Standing.NOTHING: "nothing measured",
+    }.get(s, "")
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Best(Generic[T]):
+    """The best of some cells and its standing: DECIDED only when ``item`` is a decided real cell;
+    UNDECIDED: no real cell is decided, ``item`` is the highest undecided one; SYNTHETIC: only
+    synthetic cells, ``item`` the highest of them; NOTHING: no value at all (``item`` None)."""
+
+    item: T | None
+    standing: Standing
+
+    @property
+    def decided(self) -> bool:
+        return self.standing == Standing.DECIDED
+
+
+_RANK = (Standing.DECIDED, Standing.UNDECIDED, Standing.SYNTHETIC)
+
+
+def pick_best(
+    items: Iterable[T],
+    speedup: Callable[[T], tuple[float | None, float | None, float | None]],
+    synthetic: Callable[[T], bool] = lambda _: False,
+) -> Best[T]:
+    """The highest speedup among the decided real cells; failing those, among the undecided ones,
+    then the synthetic ones, with the standing that says which (``speedup``: value, low, high)."""
+    found: dict[Standing, list[tuple[float, T]]] = {}
+    for item in items:
+        value, low, high = speedup(item)
+        s = standing(value, low, high, synthetic(item))
+        if s != Standing.NOTHING:
+            found.setdefault(s, []).append((value, item))  # type: ignore[arg-type]
+    for s in _RANK:
+        if s in found:
+            return Best(max(found[s], key=lambda t: t[0])[1], s)
+    return Best(None, Standing.NOTHING)

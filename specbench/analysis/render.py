@@ -10,14 +10,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow
-from specbench.analysis.figures import speedup_text
+from specbench.analysis.figures import MAX_SPREAD, speedup_text
 from specbench.analysis.report import Report
 from specbench.results.cell import OPTION_FIELDS
 
 BEST = "★"
 IMPRECISE = "†"  # repetitions: auto stopped at max_repetitions without meeting `precision`
 LEGEND = (
-    f"{BEST} best setting of its pair (highest measured speedup). t/s: decode tokens/s, mean ± sd. "
+    f"{BEST} best setting of its pair: the highest speedup among its measured cells whose 95% interval "
+    f"is within a factor {MAX_SPREAD:g} (none where no cell is; synthetic cells never). "
+    "t/s: decode tokens/s, mean ± sd. "
     "speedup: speculative / baseline t/s paired by prompt and repetition, the geometric mean over "
     "prompts (each weighted equally), with a 95% interval from repetition noise alone (n=1: one "
     "repetition, no noise estimate, no interval). per prompt: the slowest and the fastest prompt's "

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from specbench.analysis.caveats import RunInfo, caveats, generation_text
 from specbench.analysis.cells import ALL, ReportRow, cell_name, is_invalid, run_rows, sort_key
+from specbench.analysis.figures import pick_best, speedup_text, standing_text
 from specbench.analysis.published import published_note
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.base.paths import results_dir
@@ -83,18 +84,30 @@ def run_info(run: StoredRun) -> RunInfo:
     )
 
 
-def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()) -> None:
+def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()) -> list[str]:
     """★ per pair, category and server ``parallel`` (a speedup compares with the baseline at the
-    same parallel only); an incomplete run gets none (its missing cells might have won)."""
-    best: dict[tuple, tuple[float, ReportRow]] = {}  # its speedup, the row
+    same parallel only), on the cell ``figures.pick_best`` may call best: a decided real one (an
+    incomplete run gets none: its missing cells might have won). Returns a note per overall group
+    whose best is undecided or synthetic, so that no ★ is not read as an oversight."""
+    groups: dict[tuple, list[ReportRow]] = {}
     for r in rows:
-        if r.run in incomplete or r.synthetic:  # a synthetic cell's acceptance is chosen, not achieved
-            continue
-        key = (r.run, r.pair, r.category, r.parallel)
-        if r.speedup is not None and (key not in best or r.speedup > best[key][0]):
-            best[key] = (r.speedup, r)
-    for _, r in best.values():
-        r.best = True
+        if r.run not in incomplete:
+            groups.setdefault((r.run, r.pair, r.category, r.parallel), []).append(r)
+    notes = []
+    for (run, pair, category, _), group in groups.items():
+        best = pick_best(
+            group, lambda r: (r.speedup, r.speedup_ci_low, r.speedup_ci_high), lambda r: r.synthetic
+        )
+        if best.decided and best.item is not None:
+            best.item.best = True
+        elif best.item is not None and category == ALL:
+            r = best.item
+            figure = speedup_text(r.speedup, r.speedup_ci_low, r.speedup_ci_high, r.speedup_repetitions)
+            notes.append(
+                f"No setting of {pair} in {run} is marked best: its highest speedup ({cell_name(r)}, "
+                f"{figure}) is {standing_text(best.standing)}."
+            )
+    return notes
 
 
 def _load(run_dir: Path) -> StoredRun:
@@ -154,9 +167,9 @@ def build_report(run_dirs: list[Path]) -> Report:
     rows.sort(
         key=lambda r: (tuple(map(sort_key, r.cell())), r.category != ALL, r.category, order.index(r.run))
     )
-    _mark_best(rows, {i.run for i in infos if i.incomplete})
+    unmarked = _mark_best(rows, {i.run for i in infos if i.incomplete})
     published = [published_note(expect, run, rows) for expect, run in expected]
-    return Report(runs=infos, rows=rows, notes=[*warnings, *published, *_notes(infos, rows)])
+    return Report(runs=infos, rows=rows, notes=[*warnings, *published, *_notes(infos, rows), *unmarked])
 
 
 def aggregate(run_dirs: list[Path], by_category: bool = False) -> list[ReportRow]:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.analysis.figures import speedup_text
+from specbench.analysis.figures import Standing, speedup_text, standing_text
 from specbench.cli.common import Col, metric_text, say, say_notes
 from specbench.cli.output import Format, TableFormat, print_table
 from specbench.results.metrics import METRICS, choices
@@ -69,8 +69,11 @@ def history_cmd(
               if p.low is not None and p.high is not None else f" n={p.n_reps}")  # fmt: skip
         started, commit = (p.started_at or "")[:19], (p.commit or "?")[:12]
         value = f"{metric_text(p.mean, metric)}{ci}"
-        if METRICS[metric].paired:  # a speedup: as report prints the cell
+        if METRICS[metric].paired:  # a speedup: as report prints the cell, and what it may be called
             value = speedup_text(p.mean, p.low, p.high, p.n_reps)
+            value += "" if p.standing == Standing.DECIDED else f" {p.standing}"
+        elif p.synthetic:
+            value += " synthetic"
         cells = [
             "" if name == last and fmt == Format.table else name,  # a record names its cell
             started,
@@ -87,6 +90,9 @@ def history_cmd(
     print_table([Col(h, wrap=h == "cell") for h in headers], rows, fmt, f"{metric} over runs",
                 ("threads", "reps", "prompts", "run", "started", "llama.cpp"),
                 "a wider terminal, or pipe the output, shows them", title_justify="left")  # fmt: skip
+    if fmt == Format.table and any(p.standing != Standing.DECIDED for p in points if METRICS[metric].paired):
+        shown = sorted({p.standing for p in points} - {Standing.DECIDED})
+        say("; ".join(standing_text(s) for s in shown))
     if fmt == Format.table and any(p.speed_warned for p in points):
         say("speed: how far the machine's own speed moved during the run (speed sentinel); '!': beyond the "
             "run's precision, so its points may sit off the trend (a slow phase of the host)")  # fmt: skip

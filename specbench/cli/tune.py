@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from specbench.analysis.figures import Standing, standing_text
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.cli.common import say, say_notes
 from specbench.cli.options import Quiet, Sets, budget_option
@@ -29,6 +30,7 @@ def result_json(result) -> dict:
         "speedup": best.speedup if best else None,
         "speedup_ci_low": best.speedup_ci_low if best else None,
         "speedup_ci_high": best.speedup_ci_high if best else None,
+        "standing": str(result.standing),
         "predicted_speedup": best.model_speedup if best else None,
         "command": result.command,
         "server_command": result.server_command,
@@ -153,6 +155,9 @@ def _print(result) -> None:
     say(f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "
          f"ngld {s.ngld}: "
          f"{_x(best)} measured, {_x(best, modelled=True)} modelled")  # fmt: skip
+    if not result.standing == Standing.DECIDED:  # the fastest guess, not a figure (analysis.figures)
+        say(f"  {standing_text(result.standing)}: the fastest survivor, not a decided best; a longer "
+            "--budget measures it again")  # fmt: skip
     drift = result.drift
     if drift is not None and drift.outside(best.speedup_ci_low, best.speedup_ci_high):
         low, high = drift.widened(best.speedup_ci_low, best.speedup_ci_high)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from specbench.analysis.figures import Value, figure
+from specbench.analysis.figures import Standing, Value, figure, standing
 from specbench.base.errors import SpecbenchError
 from specbench.base.formats import json_text
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
@@ -97,6 +97,12 @@ class HistoryPoint(BaseModel):
     # and whether it was beyond the run's precision (the run warned; its points may be off the trend)
     speed_moved: float | None = None
     speed_warned: bool | None = None
+    synthetic: bool = False  # a synth_len cell: drafts accepted at random (a simulation)
+
+    @property
+    def standing(self) -> Standing:
+        """Whether the point may be called a figure (``analysis.figures.standing``)."""
+        return standing(self.mean, self.low, self.high, self.synthetic)
 
 
 def default_db() -> Path:
@@ -292,6 +298,7 @@ def load_history(
                 n_prompts=0,
                 speed_moved=speed[0],
                 speed_warned=None if speed[1] is None else bool(speed[1]),
+                synthetic=key.get("synth_len") is not None,
             )
             grouped[(cell_id, run_key)] = point
         point.n_prompts += 1

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from specbench.analysis.figures import pick_best, standing_text
 from specbench.gate.history import span_free
 from specbench.publish.folders import AbRun, BisectRun, Folders, reproduce
 from specbench.publish.series import SETTING_AXES, THRESHOLD, Point, Series
@@ -201,14 +202,17 @@ def trend_href(machine: str, pair: str, method: str) -> str:
 
 
 def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
-    speedups = [s for s in found if s.metric == "speedup"]
-    per_run: dict[str, tuple[str, float, Series, Point]] = {}
-    for s in speedups:
-        for p in s.points:
-            best = per_run.get(p.run_key)
-            if best is None or p.mean > best[1]:
-                per_run[p.run_key] = (p.started_at, p.mean, s, p)
-    ordered = sorted(per_run.values(), key=lambda t: t[0])
+    per_run: dict[str, list[tuple[Series, Point]]] = defaultdict(list)
+    for s in found:
+        if s.metric == "speedup":
+            for p in s.points:
+                per_run[p.run_key].append((s, p))
+    picks = [pick_best(points, lambda t: (t[1].mean, t[1].low, t[1].high), lambda t: t[0].synthetic)
+             for points in per_run.values()]  # fmt: skip
+    # (start, best's series and point, its Best) per run, oldest first
+    ordered = sorted(
+        ((b.item[1].started_at, b.item, b) for b in picks if b.item is not None), key=lambda t: t[0]
+    )
     card = dict(
         pair=pair,
         speedup="-",
@@ -217,6 +221,7 @@ def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
         baseline="-",
         spark="",
         n_runs=len(ordered),
+        why="",
         gate="no earlier run",
         gate_class="muted",
         ab=None,
@@ -225,8 +230,13 @@ def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
         ],
     )
     if ordered:
-        _, value, s, p = ordered[-1]
-        card.update(speedup=f"{value:.2f}x{_ci(p)}", cell=s.setting, spark=sparkline([t[1] for t in ordered]))
+        _, (s, p), latest = ordered[-1]
+        card.update(cell=s.setting, spark=sparkline([q.mean for _, (_, q), b in ordered if b.decided]))
+        figure = f"{p.mean:.2f}x{_ci(p)}"
+        if latest.decided:  # the one rule of what may be called best (analysis.figures.pick_best)
+            card["speedup"] = figure
+        else:  # no headline figure: say what the highest cell is instead
+            card.update(speedup=str(latest.standing), why=f"{figure}: {standing_text(latest.standing)}")
         spec = model.by_cell.get(("spec_tps", span_free(s.cell_id)))  # a speedup id may carry the span mark
         sp = next((q for q in spec.points if q.run_key == p.run_key), None) if spec else None
         card["spec"] = _n(sp.mean) if sp else "-"
@@ -384,22 +394,26 @@ def bisect_page(b: BisectRun, ab_keys: dict[str, str]) -> str:
 def best_page(model: Model) -> str:
     machines: dict[str, list[dict]] = defaultdict(list)
     for (machine, pair), found in model.pairs().items():
-        latest = [(s, s.latest) for s in found if s.metric == "spec_tps"]
-        if not latest:
+        latest = [s for s in found if s.metric == "speedup"]
+        best = pick_best(
+            latest, lambda s: (s.latest.mean, s.latest.low, s.latest.high), lambda s: s.synthetic
+        )
+        if best.item is None:
             continue
-        s, p = max(latest, key=lambda t: t[1].mean)
-        sp = model.by_cell.get(("speedup", s.cell_id))
-        q = next((x for x in sp.points if x.run_key == p.run_key), None) if sp else None
+        sp, q = best.item, best.item.latest
+        s = model.by_cell.get(("spec_tps", span_free(sp.cell_id)), sp)  # a speedup id may carry the span mark
+        p = next((x for x in s.points if x.run_key == q.run_key), None) if s is not sp else None
+        figure = f"{q.mean:.2f}x{_ci(q)}"
         machines[machine].append(
             dict(
                 pair=pair,
-                method=s.method,
-                setting=s.setting,
-                spec=f"{p.mean:.1f}{_ci(p, '.1f')}",
-                speedup=f"{q.mean:.2f}x{_ci(q)}" if q else "-",
-                run=p.run_id,
-                href=run_page(p.run_key),
-                command=reproduce(model.folders.runs.get(p.run_key), pair, s.key),
+                method=sp.method,
+                setting=sp.setting,
+                spec=f"{p.mean:.1f}{_ci(p, '.1f')}" if p else "-",
+                speedup=figure if best.decided else f"{best.standing}: {figure}",
+                run=q.run_id,
+                href=run_page(q.run_key),
+                command=reproduce(model.folders.runs.get(q.run_key), pair, sp.key),
             )
         )
     return render("best", title="best settings", root="", machines=sorted(machines.items()))

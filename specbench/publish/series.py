@@ -67,6 +67,11 @@ class Series:
     def latest(self) -> Point:
         return self.points[-1]
 
+    @property
+    def synthetic(self) -> bool:
+        """A synth_len cell: drafts accepted at random, a simulation (never the best)."""
+        return self.key.get("synth_len") is not None
+
 
 def _centre(values: list[float], log: bool) -> float:
     """One repetition's value over its prompts (``reps``, read by the change flags): the geometric

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specbench.analysis.cells import ALL, ReportRow
+from specbench.analysis.figures import Standing, pick_best
 from specbench.analysis.report import aggregate
 from specbench.analysis.speedmodel import diagnose
 from specbench.base import interrupts
@@ -88,6 +89,7 @@ class TuneResult:
     cache_note: str | None = None  # why the calibration was not cached
     drift: BaselineDrift | None = None  # the same baseline in this machine's other runs (history)
     history_notes: list[str] = field(default_factory=list)  # what recording in history left out or why not
+    standing: Standing = Standing.NOTHING  # whether ``best`` is decided (analysis.figures.pick_best)
 
 
 def _round_config(base: Config, settings: list[Setting], reps: int, warmup: int) -> Config:
@@ -373,15 +375,26 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     _finish(result, base, prepared, cands, cal, ngl)
 
 
+def choose(measured: list[Candidate]) -> tuple[Candidate, Standing]:
+    """Tune's choice by the rule every command calls best by (``analysis.figures.pick_best``): the
+    fastest decided candidate; with none decided, the fastest survivor of the last round (the most
+    repetitions), named undecided."""
+    figure = lambda c: (c.speedup, c.speedup_ci_low, c.speedup_ci_high)  # noqa: E731
+    decided = pick_best(measured, figure)
+    if decided.decided and decided.item is not None:
+        return decided.item, decided.standing
+    most = max(c.n for c in measured)  # the survivors of the last round: the most repetitions
+    return max((c for c in measured if c.n == most), key=lambda c: c.speedup or 0.0), Standing.UNDECIDED
+
+
 def _finish(result: TuneResult, base: Config, prepared: preparation.Prepared, cands: dict, cal: Calibration,
             ngl: int) -> None:  # fmt: skip
     measured = [c for c in cands.values() if c.speedup is not None]
     result.candidates = sorted(cands.values(), key=lambda c: c.setting.key())
     if not measured:
         return
-    most = max(c.n for c in measured)  # the survivors of the last round: the most repetitions
-    best = max((c for c in measured if c.n == most), key=lambda c: c.speedup)
-    result.best = best
+    result.best, result.standing = choose(measured)
+    best = result.best
     p = base.pairs[result.pair]
     # the one-shot command is llama-speculative-simple's, whichever runner measured
     cfg = _round_config(base, [best.setting], 1, 0).model_copy(update={"runner": "process"})

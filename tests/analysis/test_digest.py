@@ -31,7 +31,7 @@ def test_one_line_per_kind_naming_the_cells(tmp_path):
 def test_cells_that_differ_only_in_parallel_are_told_apart(tmp_path):
     from specbench.results.samplelog import append_sample, load_samples
 
-    run = make_run(tmp_path, "run1", BASE, {4: SPEC[16]})
+    run = make_run(tmp_path, "run1", BASE, {4: SPEC[16], 8: SPEC[8]})  # 8: a decided cell, for the ★
     for s in load_samples(run):
         append_sample(run, s.model_copy(update={"parallel": 2}))
     rows = build_report([run]).shown(False)

@@ -65,3 +65,21 @@ def test_the_gate_line_compares_only_runs_of_the_same_cells(tmp_path):
     record_run(_copy(tmp_path, "quickstart-3rep", "c", "2026-11-26T12:00:00+00:00", scale=0.5), db)
     card = _cards(db)["smol"]
     assert card["gate_class"] == "fail" and "regressions flagged" in card["gate"]
+
+
+def test_the_headline_is_a_decided_real_cell_or_says_what_it_is(tmp_path):
+    """Issue 58: after a 2-repetition synthetic run the card read ``2.61x [0.00, 373145.74]`` in large
+    type. Now it says ``undecided`` (no real cell is decided), and with 3 repetitions it shows the
+    decided real cell, not the synthetic one with the higher figure."""
+    from tests.helpers.synthetic import synthetic_run
+
+    db = tmp_path / "history.sqlite"
+    record_run(synthetic_run(tmp_path, "two", reps=2, started_at="2026-11-25T12:00:00+00:00"), db)
+    card = _cards(db)["smol"]
+    assert card["speedup"] == "undecided" and "undecided" in card["why"]
+    assert "ngram-simple" not in card["cell"] or "1.40x" in card["why"]
+    record_run(synthetic_run(tmp_path, "three", reps=3, started_at="2026-11-26T12:00:00+00:00"), db)
+    card = _cards(db)["smol"]
+    assert card["speedup"].startswith("1.40x [1.03, 1.92]") and card["why"] == ""
+    best = pages.best_page(pages.Model(series=load_series([db]), folders=Folders()))
+    assert "1.40x [1.03, 1.92]" in best and "synth_len" not in best
