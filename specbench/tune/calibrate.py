@@ -2,8 +2,9 @@
 
 One llama-bench run per model: ``-p k1,k2,... -n N -d DEPTH -o json`` times one forward pass over k
 tokens (``pp k``) and N tokens decoded one after another (``tg N``), all with DEPTH tokens already in
-the KV cache (the prompts put a few hundred there; an empty cache is faster). Results are cached
-under ``SPECBENCH_HOME/calibration/`` (or ``SPECBENCH_CALIBRATION``) per build, model sha256,
+the KV cache (the prompts put a few hundred there; an empty cache is faster); a llama-bench without
+``-d`` (trees before 2025, ik_llama.cpp) times at depth 0, which the calibration records. Results are
+cached under ``SPECBENCH_HOME/calibration/`` (or ``SPECBENCH_CALIBRATION``) per build, model sha256,
 threads, ngl and depth, but only when the machine was quiet and the costs grow with k (the caller
 judges: ``store``); an entry serves any later request whose k's it holds.
 """
@@ -84,6 +85,32 @@ def costs_from_entries(model: str, sha256: str | None, ngl: int, entries: list[B
     return PassCosts(model=model, sha256=sha256, ngl=ngl, decode_s=decode, pass_s=pp)
 
 
+DEPTH_OPTIONS = ("-d", "--n-depth")  # llama-bench's KV depth (2025+; older trees and ik_llama.cpp lack it)
+
+
+def has_depth(build: BuildInfo) -> bool:
+    """This build's llama-bench ``--help`` lists ``-d``; a build probed before specbench recorded
+    option names is taken to have it (the pin's does)."""
+    known = build.binary("bench").flags.known
+    return known is None or any(o in known for o in DEPTH_OPTIONS)
+
+
+def bench_depth(build: BuildInfo, depth: int) -> int:
+    """The KV depth this build's llama-bench can time passes at: ``depth``, or 0 without ``-d`` (an
+    empty cache: faster passes than a run's prompts see, which the calibration's depth then says)."""
+    return depth if has_depth(build) else 0
+
+
+def depth_note(build: BuildInfo, depth: int) -> str | None:
+    """One line for the user when this build's llama-bench cannot time at the run's ``depth``."""
+    if depth == 0 or has_depth(build):
+        return None
+    return (
+        f"llama-bench of this build has no -d (KV depth): passes are timed on an empty cache, not at "
+        f"the prompts' depth {depth}, so the speed model's costs are low; a llama.cpp from 2025 on has it"
+    )
+
+
 def bench_argv(
     build: BuildInfo, model_path: str, ks: list[int], depth: int, threads: int | None, ngl: int, reps: int,
     options: list[str] = (),
@@ -93,9 +120,14 @@ def bench_argv(
     The build's self-test workaround goes first, as llama-bench spells it (``--repack 0``): the costs
     are those of the mode every other binary of the build runs in here (so the cache key, per build,
     needs no more)."""
+    if depth and not has_depth(build):
+        raise RunError(
+            f"llama-bench of this build has no -d (KV depth) to time passes at depth {depth}; "
+            "calibrate at depth 0 (bench_depth) or build a llama.cpp from 2025 on"
+        )
+    at = ["-d", str(depth)] if has_depth(build) else []
     argv = [build.binary("bench").path, "-m", model_path, "-p", ",".join(map(str, ks)),
-            "-n", str(DECODE_TOKENS), "-d", str(depth), "-r", str(reps),
-            "-ngl", str(ngl), "-o", "json"]  # fmt: skip
+            "-n", str(DECODE_TOKENS), *at, "-r", str(reps), "-ngl", str(ngl), "-o", "json"]  # fmt: skip
     if threads is not None:
         argv += ["-t", str(threads)]
     return with_workaround(argv + list(options), build, "bench")
@@ -262,6 +294,7 @@ def calibrate(
     import time
 
     ks = pass_sizes(max_draft, level)
+    depth = bench_depth(build, depth)  # without llama-bench -d: at depth 0, which the calibration says
     deadline = time.monotonic() + timeout_s
     entries = []
     for name, path, sha, ngl, *rest in models:

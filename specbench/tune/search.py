@@ -58,7 +58,15 @@ from specbench.tune.budget import (
     per_run,
     plan_calibration,
 )
-from specbench.tune.calibrate import Calibrated, CalibrationTimeout, calibrate, pass_sizes, store
+from specbench.tune.calibrate import (
+    Calibrated,
+    CalibrationTimeout,
+    bench_depth,
+    calibrate,
+    depth_note,
+    pass_sizes,
+    store,
+)
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
 from specbench.tune.commands import server_command, with_placeholder
 from specbench.tune.drift import BaselineDrift, record_and_compare
@@ -292,6 +300,9 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     rows = _rows(run_dir, combo)
     if not any(r.speedup is not None for r in rows.values()):
         raise RunError(nothing_measured(run_dir))  # before calibrating: there is nothing to tune
+    if (why := depth_note(prepared.build, depth)) is not None:
+        note(why)
+    depth = bench_depth(prepared.build, depth)
     note(f"calibrate: llama-bench passes of {len(pass_sizes(max_draft, plan.level))} sizes up to "
          f"{max_draft + 1} tokens at KV depth {depth}, {plan.reps} repetition(s) "
          f"(about {plan.seconds:.0f} s; nothing when cached)")  # fmt: skip
