@@ -75,7 +75,7 @@ class PairedComparison(BaseModel):
     allow_noisy: bool = False
     confidence: float = CONFIDENCE
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form; mypy cannot type it
     @property
     def exit_code(self) -> int:
         """0 pass/improved, 1 any fail, 4 a metric with nothing to compare, 3 any undecided (0 with
@@ -283,7 +283,7 @@ def output_decisions(
     role = "speculative" if any(s.role == "speculative" for s in ours) else "baseline"
     for s in ours:
         b = build_of(s)
-        if s.role != role or s.generation.temperature != 0:
+        if b is None or s.role != role or s.generation.temperature != 0:  # b: base or head (ours)
             continue
         if not s.output_sha256 or s.status not in ("ok", "invalid"):
             continue

@@ -26,7 +26,7 @@ from specbench.results.runstate import finish_hint
 from specbench.results.samplelog import unique_samples, why_invalid
 from specbench.results.stored import read_run
 
-FORMAT = "specbench-baseline"
+FORMAT: Literal["specbench-baseline"] = "specbench-baseline"
 FORMAT_VERSION = 1
 ROLES_KEPT = ("baseline", "speculative")  # the draft-alone samples only feed the cost ratio
 SAMPLE_FIELDS_DROPPED = {"metrics", "cmd", "stdout_path", "stderr_path"}

@@ -51,7 +51,8 @@ class Versus(StepResult):
     """A step's second run: the midpoint against ``bad`` (is it faster, beyond the threshold?)."""
 
     run_dir: str
-    status: Status | None = None  # improved: faster than bad; None: not finished
+    # improved: faster than bad; None: not finished (a StepResult always has one: narrower there)
+    status: Status | None = None  # type: ignore[assignment]
 
 
 NO_PAIRS = "no cell of this metric had pairs on both builds"

@@ -37,7 +37,7 @@ from specbench.results import cell
 from specbench.results.identity import CellKey, cell_key
 from specbench.results.manifest import RunFacts
 from specbench.results.metrics import COMPARE_DEFAULT, METRICS, choices
-from specbench.results.records import Sample
+from specbench.results.records import Measurement
 
 DEFAULT_METRICS = COMPARE_DEFAULT  # each metric's facts: results/metrics.py
 OUTPUT = "output"  # the greedy output check (``output_check``): not a number, its own table
@@ -122,7 +122,7 @@ class Comparison(BaseModel):
         return int(EXIT_CODES[self.verdict])
 
 
-def cell_label(s: Sample) -> str:
+def cell_label(s: Measurement) -> str:
     """How a cell is named in tables: what ran, with which settings (prompt shown separately)."""
     if s.role == "baseline":
         parts = [f"{s.model} baseline"]
@@ -232,7 +232,7 @@ def cell_figures(
 
 
 def _missing_reason(series: CellSeries, side: str) -> str:
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for status in series.statuses:
         counts[status] += 1
     what = ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))

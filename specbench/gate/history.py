@@ -306,9 +306,9 @@ def load_history(
             by_rep[(cell_id, run_key)][rep].append(value)
             values[(cell_id, run_key)].append(Value(prompt_id, rep, value))
     points = []
-    for key, point in grouped.items():
-        summary = summarize([sum(v) / len(v) for _, v in sorted(by_rep[key].items())])
-        fig = figure(metric, values[key])  # the report's figure of the cell, from the same values
+    for cell_run, point in grouped.items():
+        summary = summarize([sum(v) / len(v) for _, v in sorted(by_rep[cell_run].items())])
+        fig = figure(metric, values[cell_run])  # the report's figure of the cell, from the same values
         points.append(point.model_copy(update=dict(
             mean=fig.value, sd=summary.sd, low=fig.low, high=fig.high, n_reps=summary.n,
         )))  # fmt: skip

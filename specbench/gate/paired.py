@@ -60,7 +60,7 @@ class PairedDecision(BaseModel):
     status: Status
     reason: str
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form; mypy cannot type it
     @property
     def decision(self) -> str:
         """fail, pass, improved or undecided."""

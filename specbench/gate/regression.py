@@ -96,11 +96,15 @@ def parse_budget(text: str) -> float:
 def mean_sd(values: Sequence[float]) -> tuple[float, float | None]:
     """Mean and sample standard deviation (n - 1; None for a single value), ``base.stats``'."""
     s = summarize(values)
+    if s.mean is None:
+        raise ValueError("no values: every caller has at least one")
     return s.mean, s.sd
 
 
 def cv(values: Sequence[float]) -> float | None:
     """Coefficient of variation sd/mean; None with fewer than 2 values or a zero mean."""
+    if len(values) < 2:
+        return None
     mean, sd = mean_sd(values)
     if sd is None or mean == 0:
         return None
@@ -200,12 +204,13 @@ def decide_throughput(
     p = _p_value(base, cur, change)
     status = classify(change, low, high, threshold)
 
-    def pct(x: float | None) -> str | None:
-        return None if x is None else f"{x * 100:+.1f}%"
+    def pct(x: float) -> str:
+        return f"{x * 100:+.1f}%"
 
     mde_text = None if mde is None else f"{mde * 100:.1f}%"
     shown_low = None if low is None else max(low, -1.0)  # the linear bound can pass -100%; t/s cannot
-    reason = _reason(status, pct(change), pct(shown_low), mde_text, f"{threshold * 100:g}%", p)
+    low_text = None if shown_low is None else pct(shown_low)
+    reason = _reason(status, pct(change), low_text, mde_text, f"{threshold * 100:g}%", p)
     status, reason = _noise(status, reason, d)
     return Decision(status=status, reason=reason, change=change, p_value=p, low=low, high=high, mde=mde, **d)
 
@@ -234,12 +239,14 @@ def decide_acceptance(
         mde = 0.0
     status = classify(change, low, high, points)
 
-    def pts(x: float | None) -> str | None:
-        return None if x is None else f"{x:+.1f} points"
+    def pts(x: float) -> str:
+        return f"{x:+.1f} points"
 
     mde_text = None if mde is None else f"{mde:.1f} points"
     if temperature > 0:
-        reason = _reason(status, pts(change), pts(low), mde_text, f"{points:g} points", p)
+        reason = _reason(
+            status, pts(change), None if low is None else pts(low), mde_text, f"{points:g} points", p
+        )
     else:
         where = {Status.FAIL: f"beyond -{points:g}", Status.IMPROVED: f"beyond +{points:g}"}
         reason = f"{pts(change)}, {where.get(status, f'within ±{points:g}')} (temperature 0: exact)"

@@ -15,7 +15,7 @@ sides (log ratios; the gate's ``--threshold`` is relative) and summarised by geo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -54,7 +54,7 @@ class Metric:
             return None
         return float(v)
 
-    def pairing(self, samples: list[Sample] | tuple[Sample, ...]) -> dict[tuple, Sample]:
+    def pairing(self, samples: Sequence[Sample]) -> dict[tuple, Sample]:
         """The paired baselines ``read`` needs (empty for a metric that reads none)."""
         from specbench.results import bracket
 
