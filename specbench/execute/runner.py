@@ -72,7 +72,9 @@ class ProgressEvent:
 
 ProgressFn = Callable[[ProgressEvent], None]
 ExtendFn = Callable[[list[Sample]], Sequence["Invocation"]]  # all samples so far -> more to run ([]: done)
-ObserveFn = Callable[[str, int], None]  # phase (before | during | after), samples recorded so far
+ObserveFn = Callable[
+    [str, int], object
+]  # what it returns is not read; phase (before | during | after), samples recorded so far
 
 
 @dataclass

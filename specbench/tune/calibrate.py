@@ -15,6 +15,7 @@ import hashlib
 import json
 import signal
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def depth_note(build: BuildInfo, depth: int) -> str | None:
 
 def bench_argv(
     build: BuildInfo, model_path: str, ks: list[int], depth: int, threads: int | None, ngl: int, reps: int,
-    options: list[str] = (),
+    options: Sequence[str] = (),
 ) -> list[str]:  # fmt: skip
     """llama-bench over passes of ``ks`` tokens at ``depth``; ``options``: the run's llama.cpp options in
     llama-bench's spelling (``specbench.builder.options.bench_argv``), so it times the same setting.
@@ -153,7 +154,7 @@ def _cache_file(
     threads: int | None,
     ngl: int,
     depth: int,
-    options: list[str] = (),
+    options: Sequence[str] = (),
 ) -> Path:
     key = build if isinstance(build, str) else build.key
     opts = f"|o{' '.join(options)}" if options else ""  # without options: the digests of older entries
@@ -175,7 +176,7 @@ def _read_cached(path: Path) -> CachedCosts | None:
 
 def cached_costs(
     build: str, sha256: str | None, threads: int | None, ngl: int, depth: int, depth_tolerance: float = 0.0,
-    options: list[str] = (),
+    options: Sequence[str] = (),
 ) -> CachedCosts | None:  # fmt: skip
     """The cached costs of a model at ``depth``; with ``depth_tolerance`` (a fraction) the entry of the
     nearest depth within it (a run's prompts fill the KV cache about as deep as tune's)."""
@@ -204,7 +205,7 @@ def measure_model(
     timeout_s: float = 600,
     use_cache: bool = True,
     limit: str | None = None,
-    options: list[str] = (),
+    options: Sequence[str] = (),
 ) -> tuple[CachedCosts, bool]:
     """One model's pass costs, and whether they came from the cache: they do when it holds this build,
     model, threads, ngl and depth with every k of ``ks``; else they are measured now and not stored

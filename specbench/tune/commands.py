@@ -9,6 +9,7 @@ from specbench.plan.cells import free_args, option_axes, option_flags, speculati
 from specbench.plan.config import Config
 from specbench.results.cell import Cell
 from specbench.tune.candidates import Setting
+from specbench.tune.setup import tuned_draft
 
 
 def with_placeholder(argv: list[str], prompt: str) -> str:
@@ -17,7 +18,7 @@ def with_placeholder(argv: list[str], prompt: str) -> str:
 
 def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pair: str) -> str:
     """llama-server with the same models, settings and llama.cpp options (spelled as its --help does)."""
-    target, draft = base.pairs[pair].target, base.pairs[pair].draft
+    target, draft = base.pairs[pair].target, tuned_draft(base, pair)
     server = prepared.build.binaries.get("server")
     spec = prepared.build.speculative(base.speculative_role)
     f = server.flags if server is not None and server.flags.draft_max else spec.flags

@@ -70,7 +70,14 @@ from specbench.tune.calibrate import (
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
 from specbench.tune.commands import server_command, with_placeholder
 from specbench.tune.drift import BaselineDrift, record_and_compare
-from specbench.tune.setup import bench_options, choose_options, option_combinations, pick_pair, tune_config
+from specbench.tune.setup import (
+    bench_options,
+    choose_options,
+    option_combinations,
+    pick_pair,
+    tune_config,
+    tuned_draft,
+)
 
 MAX_DRAFT = 32
 PROBE_DRAFT = 8
@@ -249,7 +256,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
             clock: Clock, every: list[Setting], probe: list[Setting], ngld_values: list[int], max_draft: int,
             progress: ProgressFn | None, note: Callable[[str], None]) -> None:  # fmt: skip
     run_dir, pair = result.run_dir, result.pair
-    p = base.pairs[pair]
+    p, draft = base.pairs[pair], tuned_draft(base, pair)
     ngl = base.sweep.ngl[0]
     rounds: dict[tuple, int] = {}  # setting -> rounds it was measured in
     prompts = prepared.prompts
@@ -307,7 +314,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
          f"{max_draft + 1} tokens at KV depth {depth}, {plan.reps} repetition(s) "
          f"(about {plan.seconds:.0f} s; nothing when cached)")  # fmt: skip
     models = prepared.models
-    tm, dm = models[p.target], models[p.draft]
+    tm, dm = models[p.target], models[draft]
     busy = _look(manifest, "during")  # judges the calibration: it is cached only if the machine is quiet
 
     def cost(n_settings: int) -> float:
@@ -327,7 +334,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
         )
     opts_t, opts_d = bench_options(base, pair, prepared.build)  # llama-bench times the same options
     bench = [(p.target, str(tm.path), getattr(tm, "sha256", None), ngl, opts_t)]
-    bench += [(p.draft, str(dm.path), getattr(dm, "sha256", None), nd, opts_d) for nd in ngld_values]
+    bench += [(draft, str(dm.path), getattr(dm, "sha256", None), nd, opts_d) for nd in ngld_values]
     try:
         calibrated = calibrate(
             prepared.build, bench, max_draft=max_draft, depth=depth, threads=base.generation.threads,
@@ -358,7 +365,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
         measured = [r for r in rows.values() if r.tokens_per_pass is not None]
         bases = [r.baseline_tps for r in measured if r.baseline_tps]
         result.baseline_tps = sum(bases) / len(bases) if bases else None
-        predict(cands, rows, cal, p.target, p.draft, ngl, result.baseline_tps)
+        predict(cands, rows, cal, p.target, draft, ngl, result.baseline_tps)
 
     update()
 
@@ -413,8 +420,8 @@ def _finish(result: TuneResult, base: Config, prepared: preparation.Prepared, ca
     spec = next(i for i in plan.invocations if i.role == "speculative")
     result.command = with_placeholder(spec.argv, spec.prompt_text)
     result.server_command = server_command(prepared, base, best.setting, result.pair)
-    if best.speedup <= 1.0:
-        target, draft = cal.costs(p.target, ngl), cal.costs(p.draft, best.setting.ngld)
+    if best.speedup is not None and best.speedup <= 1.0:  # measured: never None
+        target, draft = cal.costs(p.target, ngl), cal.costs(tuned_draft(base, result.pair), best.setting.ngld)
         top = max(cands.values(), key=lambda c: c.model_speedup or 0)
         if target and draft and top.tokens is not None and top.drafted is not None:
             result.no_gain = diagnose(target, draft, top.drafted, top.tokens, result.baseline_tps)

@@ -50,6 +50,14 @@ def pick_pair(config: Config, pair: str | None) -> str:
     return pair
 
 
+def tuned_draft(config: Config, pair: str) -> str:
+    """The draft model of the pair tune tunes (``pick_pair`` gives only a pair with one)."""
+    draft = config.pairs[pair].draft
+    if draft is None:
+        raise ConfigError(f"--pair {pair}: it has no draft model to tune")
+    return draft
+
+
 def tune_config(config: Config, pair: str) -> Config:
     """The config the rounds derive from: one pair, its models, the draft method only."""
     if len(config.builds) > 1:
@@ -65,7 +73,7 @@ def tune_config(config: Config, pair: str) -> Config:
     return config.model_copy(
         update={
             "pairs": {pair: p},
-            "models": _needed_models(config, [p.target, p.draft]),
+            "models": _needed_models(config, [p.target, tuned_draft(config, pair)]),
             "sweep": sweep,
             "name": f"{config.name}-tune",
         }  # fmt: skip
