@@ -110,3 +110,17 @@ def test_bisect_of_8_commits_names_the_first_slow_one_and_a_slow_build_spends_no
     steps = [ln.split()[2] for ln in r.stdout.splitlines() if ln.startswith("step ")]
     assert len(steps) == 3 and steps[-1] in (shas[5][:10], shas[4][:10])
     assert {ref for _, ref in replay.builds} <= set(shas) and len(replay.builds) == 2 * 3
+
+
+def test_a_bisect_step_the_budget_leaves_undecided_stops_the_search_and_says_where(tmp_path, replay):
+    """The budget is each step's: with the pair noisy (head 3% slower, then faster, by turns) a
+    step cannot decide in 13 s of pairs; bisect exits 3 and names the range the first bad commit is in."""
+    shas = llama_shaped_repo(tmp_path / "repo", 5)
+    replay.script = lambda inv, n: Take(
+        slowdown=1.0 if inv.build == "base" else (1.03, 0.97)[inv.repetition % 2]
+    )
+    r = invoke("bisect", CI, "--source", tmp_path / "repo", "--good", shas[0], "--bad", shas[4],
+               "--out", tmp_path / "bis", *ONE_PAIR_A_ROUND, "--budget", "13s", cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-3000:]
+    assert f"undecided: step at {shas[2][:10]} could not be decided" in r.stdout
+    assert f"the first bad commit is after {shas[0][:10]} and at or before {shas[4][:7]}" in r.stdout

@@ -6,6 +6,8 @@ rule needs, in milliseconds. What the real binaries alone can show stays in the 
 from __future__ import annotations
 
 import json
+import platform
+import random
 from pathlib import Path
 
 from specbench.results.manifestfile import load_manifest
@@ -53,23 +55,107 @@ def test_a_crash_at_sample_7_is_recorded_and_the_run_goes_on(tmp_path, replay):
 
 
 def test_specbench_stopped_at_sample_7_keeps_6_and_the_resume_runs_only_the_rest(tmp_path, replay):
+    """Ctrl-C as the 7th sample starts (its run in flight): 6 kept, the resume command said; a
+    resume with another config is refused, a dry one lists what is left, the real one runs the
+    warmups and the 12 left (nothing twice) and is recorded; then nothing is left, and a folder made
+    on another machine is refused unless --force, which the manifest records."""
     replay.script = lambda inv, n: Take(stop=KeyboardInterrupt()) if n == 3 + 6 else Take()
+    run_dir = tmp_path / "run"
     r = run(tmp_path)
-    assert r.returncode == 130, r.stderr
-    assert "6 samples kept" in r.stderr
-    first = load_samples(tmp_path / "run")
-    assert len(first) == 6 and load_manifest(tmp_path / "run").status == "interrupted"
+    assert r.returncode == 130 and "Traceback" not in r.stderr, r.stderr
+    assert "6 samples kept" in r.stderr and f"resume with: specbench run --resume {run_dir}" in r.stderr
+    first = load_samples(run_dir)
+    assert len(first) == 6 and load_manifest(run_dir).status == "interrupted"
+    other = invoke("run", CI, "--resume", run_dir, *QUICK, "--set", "repetitions=4", cwd=tmp_path)
+    assert other.returncode != 0 and "Traceback" not in other.stderr
+    assert "was run with a different config (repetitions differ)" in other.stderr
+    dry = invoke("run", "--resume", run_dir, "--dry-run", cwd=tmp_path)
+    assert dry.returncode == 0 and "6 of 18 planned samples are recorded already" in dry.stdout, dry.stderr
+    assert dry.stdout.count("\n# rep ") == 12 and len(load_samples(run_dir)) == 6
     replay.log.clear()
     replay.script = lambda inv, n: Take()
-    r = invoke("run", "--resume", tmp_path / "run", cwd=tmp_path)
+    r = invoke("run", "--resume", run_dir, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    samples = load_samples(tmp_path / "run")
+    samples = load_samples(run_dir)
     assert len(samples) == 18 and len({s.sample_key() for s in samples}) == 18
     assert samples[:6] == first  # the kept samples stay as they were
-    measured = replay.measured()  # the warmups again, then only what was missing
-    assert [i.sample_key() for i in measured] == [s.sample_key() for s in samples[6:]]
-    manifest = load_manifest(tmp_path / "run")
+    assert len(replay.log) == 3 + 12  # the warmups again, then only what was missing
+    assert [i.sample_key() for i in replay.measured()] == [s.sample_key() for s in samples[6:]]
+    manifest = load_manifest(run_dir)
     assert manifest.status == "complete" and len(manifest.resumed_at) == 1
+    logs = sorted(run_dir.glob("raw/*.stderr"))  # every log under a number of its own
+    assert len({p.name[:4] for p in logs}) == len(logs) == 3 + 6 + 3 + 12
+    assert invoke("parse", *logs[:4], cwd=tmp_path).returncode == 0
+    done = invoke("run", "--resume", run_dir, "--dry-run", cwd=tmp_path)
+    assert "nothing left to run" in done.stdout and "\n# rep " not in done.stdout
+    again = invoke("run", "--resume", run_dir, "--quiet", cwd=tmp_path)
+    assert again.returncode == 0 and "nothing was run" in again.stderr + again.stdout, again.stderr
+    assert len(load_manifest(run_dir).resumed_at) == 1 and len(replay.measured()) == 12
+    data = json.loads((run_dir / "manifest.json").read_text())
+    data["env"]["hostname"] = "elsewhere"
+    (run_dir / "manifest.json").write_text(json.dumps(data))
+    refused = invoke("run", "--resume", run_dir, cwd=tmp_path)
+    assert refused.returncode != 0 and "made on another machine (hostname elsewhere" in refused.stderr
+    assert invoke("run", "--resume", run_dir, "--force", "--quiet", cwd=tmp_path).returncode == 0
+    assert load_manifest(run_dir).other_machines == [f"hostname elsewhere, here {platform.node()}"]
+
+
+def test_a_run_that_measured_nothing_fails_and_still_prints_its_table(tmp_path, replay):
+    replay.script = lambda inv, n: Take(timed_out=True)
+    r = run(tmp_path, "--set", "warmup=0", "--set", "repetitions=1")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert (
+        last.startswith("error: 1 of 1 cells have no valid sample (smol draft_max 8)")
+        and "samples.jsonl" in last
+    )
+    assert {s.status for s in load_samples(tmp_path / "run")} == {"timeout"}
+    assert "0/2 !" in r.stdout  # the table is still printed
+
+
+def test_auto_repetitions_stop_at_the_maximum_and_say_so(tmp_path, replay):
+    """A precision no noise meets (0.0001, 1% noise a sample): every cell runs max_repetitions, each
+    round baseline first, and the table marks it; a decode shorter than min_decode_s is named."""
+    rng = random.Random(3)
+    replay.script = lambda inv, n: Take(slowdown=1 + rng.gauss(0, 0.01))
+    r = run(tmp_path, "--set", "prompts.ids=[code-02]", "--set", "repetitions=auto",
+            "--set", "precision=0.0001", "--set", "min_repetitions=2", "--set", "max_repetitions=3",
+            "--set", "min_decode_s=600")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    assert sorted((s.role, s.repetition) for s in samples) == [
+        (role, rep) for role in ("baseline", "draft", "speculative") for rep in range(3)
+    ]
+    order = [(s.repetition, s.role) for s in samples]
+    assert order.index((2, "baseline")) < order.index((2, "speculative"))
+    manifest = load_manifest(tmp_path / "run")
+    assert manifest.status == "complete" and manifest.n_samples_planned == 9
+    assert "short decode window" in r.stderr and "n_predict" in r.stderr
+    assert "†" in r.stdout
+
+
+def test_llama_arg_variables_are_recorded_named_and_compared(tmp_path, replay):
+    sets = ["--set", "repetitions=2", "--set", "warmup=0", "--set", "prompts.ids=[code-02]"]
+    with_fa, without = tmp_path / "with-fa", tmp_path / "without"
+    env = {
+        "LLAMA_ARG_FLASH_ATTN": "on",
+        "LLAMA_ARG_API_KEY": "sekrit-123",
+        "HF_TOKEN": "hf_sekrit",
+        "COLUMNS": "200",
+    }
+    first = invoke("run", CI, "--out", with_fa, *QUICK, *sets, env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "environment: LLAMA_ARG_FLASH_ATTN=on reach every llama.cpp binary" in first.stderr
+    speed = load_manifest(with_fa).noise.speed  # `sentinel: false`: no reading, and said
+    assert speed.off and not speed.readings and "speed sentinel off (sentinel: false)" in first.stderr
+    assert load_manifest(with_fa).env.variables.get("LLAMA_ARG_FLASH_ATTN") == "on"
+    text = (with_fa / "manifest.json").read_text()
+    assert "sekrit" not in text and "LLAMA_ARG_API_KEY" not in text  # secrets are never recorded
+    second = invoke("run", CI, "--out", without, *QUICK, *sets, env={"COLUMNS": "200"}, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "LLAMA_ARG_FLASH_ATTN" not in load_manifest(without).env.variables
+    compared = invoke("compare", without, with_fa, env={"COLUMNS": "200"}, cwd=tmp_path)
+    assert "WARNING: environment LLAMA_ARG_FLASH_ATTN: unset -> on" in compared.stdout + compared.stderr
 
 
 def test_a_sample_whose_process_was_starved_is_measured_again_with_its_pair(tmp_path, replay):
