@@ -149,6 +149,14 @@ def _build(plan: BuildPlan, jobs: int | None, force: bool, progress: ProgressFn 
             raise
 
 
+def _commit_defines(commit: str, args: Sequence[str]) -> list[str]:
+    """The commit of a user's git checkout for its ``--version``: its copy has no ``.git`` to ask.
+    Given at configure time only, so the cache key of such a tree stays what it was."""
+    given = {a.split("=", 1)[0] for a in args}
+    defines = {"-DLLAMA_BUILD_COMMIT": commit[:7], "-DLLAMA_BUILD_NUMBER": "0"}
+    return [f"{k}={v}" for k, v in defines.items() if k not in given]
+
+
 def _build_in(
     plan: BuildPlan, area: Path, jobs: int | None, force: bool, progress: ProgressFn | None
 ) -> BuildInfo:
@@ -173,18 +181,24 @@ def _build_in(
         if progress:
             progress(BuildProgress(phase, msg))
 
-    src = tree.path
-    if plan.exported:
-        src = area / "src"
-        note("source", f"exporting {plan.describe} into {src}")
-        entries = commit_entries(plan.ref) if plan.ref is not None else workarea.dir_entries(tree.path)
-        synced = workarea.sync_tree(entries, src)
-        note("source", f"{synced.written} files written, {synced.removed} removed, {synced.unchanged} kept")
+    # every tree is compiled from a copy: a user's tree is never written into (``workarea``)
+    src = area / "src"
+    note("source", f"{'exporting' if plan.exported else 'copying'} {plan.describe} into {src}")
+    if plan.ref is not None:
+        entries = commit_entries(plan.ref)
+    else:
+        entries = workarea.dir_entries(tree.path) if plan.exported else workarea.tree_entries(tree.path)
+    synced = workarea.sync_tree(entries, src)
+    note("source", f"{synced.written} files written, {synced.removed} removed, {synced.unchanged} kept")
+    if cache.is_file() and not cmake.cache_source_is(cache, src):
+        shutil.rmtree(wbuild)  # configured in place by an older specbench: cmake refuses a new -S
+        wbuild.mkdir(parents=True)
     env = workarea.build_env()
     note("configure", f"configuring {plan.describe} ({backend})")
     cmake_exe = shutil.which("cmake") or "cmake"
     cmake.request_codemodel(wbuild)
-    configure = [cmake_exe, "-S", str(src), "-B", str(wbuild), *gen, *args]
+    named = [] if plan.exported or not tree.commit else _commit_defines(tree.commit, args)
+    configure = [cmake_exe, "-S", str(src), "-B", str(wbuild), *gen, *args, *named]
     if cmake.stream_step(configure, log, progress, "configure", env) != 0:
         raise cmake.compile_failure("configuring llama.cpp with cmake", log)
     executables = cmake.executable_targets(wbuild)

@@ -43,6 +43,15 @@ class CompileError(BuildError):
         self.log = log
 
 
+def cache_source_is(cache: Path, src: Path) -> bool:
+    """Whether the build folder of ``cache`` (its CMakeCache.txt) was configured from ``src``: cmake
+    refuses another ``-S`` for it."""
+    for line in cache.read_text(errors="replace").splitlines():
+        if line.startswith("CMAKE_HOME_DIRECTORY:"):
+            return Path(line.partition("=")[2].strip()).resolve() == src.resolve()
+    return False
+
+
 def request_codemodel(build_dir: Path) -> None:
     """Ask CMake (file API, 3.14+) to describe the configured targets; works with every generator."""
     query = build_dir / ".cmake" / "api" / "v1" / "query" / "codemodel-v2"

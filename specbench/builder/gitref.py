@@ -135,3 +135,18 @@ def _cat_blobs(top: Path, blobs: list[tuple[str, str, str]]) -> Iterator[Entry]:
         proc.kill()
         proc.wait()
         writer.join(timeout=5)
+
+
+def worktree_files(top: Path) -> list[str] | None:
+    """The files of a git checkout's work tree that git would commit (tracked, and untracked ones it
+    does not ignore: a user's own build folders and models stay out), relative to ``top``; None when
+    ``top`` is not the top of its own checkout or git cannot say."""
+    if shutil.which("git") is None:
+        return None
+    inside = _git(["rev-parse", "--show-toplevel"], top)
+    if inside.returncode != 0 or Path(inside.stdout.strip()).resolve() != top.resolve():
+        return None
+    listed = _git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], top, timeout=120)
+    if listed.returncode != 0:
+        return None
+    return sorted({name for name in listed.stdout.split("\0") if name})

