@@ -13,7 +13,7 @@ from specbench.analysis.caveats import RunInfo, caveats, generation_text
 from specbench.analysis.cells import ALL, ReportRow, cell_name, is_invalid, run_rows, sort_key
 from specbench.analysis.figures import pick_best, speedup_text, standing_text
 from specbench.analysis.published import published_note
-from specbench.base.errors import RunError, SpecbenchError
+from specbench.base.errors import InputError, RunError
 from specbench.base.paths import results_dir
 from specbench.results.calibfile import load_calibration
 from specbench.results.folder import has_manifest, has_samples, run_folders, samples_path
@@ -24,7 +24,7 @@ from specbench.results.stored import StoredRun, read_run
 GAP_FACTOR = 0.7  # measured below this fraction of the prediction is a finding worth a sentence
 
 
-class ReportError(SpecbenchError):
+class ReportError(InputError):
     """A run folder cannot be reported (missing, empty, not a run)."""
 
 

@@ -6,6 +6,7 @@ Heavy libraries (scipy, matplotlib) are imported inside commands so ``--help`` s
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
 import sys
@@ -16,7 +17,7 @@ import typer
 
 from specbench import __version__
 from specbench.base import interrupts
-from specbench.base.errors import SpecbenchError
+from specbench.base.errors import ExitCode, SpecbenchError
 from specbench.cli.common import say, state
 
 app = typer.Typer(
@@ -84,22 +85,52 @@ def _wrap_commands(group: typer.Typer) -> None:
 _wrap_commands(app)  # every command, the ones modules above register in the future included
 
 
+# click's exceptions as typer raises them (typer 0.2x carries its own copy of click)
+_click_errors = sys.modules[typer.BadParameter.__module__]
+
+
+def _usage_line(exc: Exception) -> str:
+    """Click's own error (an unknown option, a missing argument, a bad value) as specbench's one
+    line: ``error: specbench run: no such option: --foo (see specbench run --help)``; exit 2, as
+    every other bad input (``ExitCode``)."""
+    message = exc.format_message().rstrip(".")
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    return f"{ctx.command_path}: {message} (see {ctx.command_path} --help)"
+
+
 def main() -> None:
     interrupts.install()  # SIGTERM/SIGHUP end every command as Ctrl-C does (specbench.base.interrupts)
     try:
-        app()
+        # not standalone: click's errors come here, to be said as specbench says its own
+        code = app(standalone_mode=False)
+    except _click_errors.ClickException as exc:
+        if isinstance(exc, getattr(_click_errors, "NoArgsIsHelpError", ())):  # `specbench` alone: its help
+            exc.show()
+        else:
+            say(f"error: {_usage_line(exc)}", err=True)
+        sys.exit(ExitCode.BAD_INPUT)
+    except typer.Abort:  # end of input at a prompt
+        say("error: aborted (no input)", err=True)
+        sys.exit(ExitCode.FAILED)
     except SpecbenchError as exc:
         if state.debug or "--debug" in sys.argv:
             raise
         say(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except OSError as exc:  # a path the system refused that no check foresaw: still one line
+        if exc.errno == errno.EPIPE:  # the reader went away (`| head`): nothing to say, nowhere to say it
+            sys.exit(ExitCode.FAILED)
         if state.debug or "--debug" in sys.argv:
             raise
         from specbench.base.paths import os_problem
 
         say(f"error: {os_problem(exc)}", err=True)
-        sys.exit(1)
+        sys.exit(ExitCode.FAILED)
     except KeyboardInterrupt as exc:  # outside any command (options parsing): nothing to keep
         say(f"interrupted ({interrupts.describe(exc)})", err=True)
         sys.exit(interrupts.exit_code(exc))
+    # a command's typer.Exit(n) comes back as n; a command that returned is done
+    sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else ExitCode.OK)

@@ -41,19 +41,21 @@ def run_builds(
     resume_hint: str | None = None,
     budget_s: float | None = None,
     open_: frozenset[Status] = STILL_OPEN,
+    typed: dict[str, str] | None = None,
 ):
     """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
     whatever ``repetitions`` says, rounds go on while the paired gate leaves a cell undecided, up to
     ``max_repetitions`` or ``budget_s`` (issue 32: decide by default, as Pinpoint does).
     ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``).
-    ``open_``: the decisions that still want rounds (``undecided_samples``).
+    ``open_``: the decisions that still want rounds (``undecided_samples``). ``typed``: each build's
+    option as written, for the errors (``load_builds_config``).
     Returns the run's ``RunSummary`` (its extra rounds, whether the budget stopped them)."""
     from specbench.cli.common import resume_command
     from specbench.execute import benchmark, resumecheck
     from specbench.gate.ab import undecided_samples
     from specbench.results.folder import has_manifest
 
-    cfg = load_builds_config(config, sets, specs)
+    cfg = load_builds_config(config, sets, specs, typed)
     resume = has_manifest(run_dir)
     session = RunSession(quiet, run_dir)
     session.open_folder(resume)
@@ -155,6 +157,7 @@ def ab_cmd(
             list(metric or PAIRED_DEFAULT),
             thr,
             budget_s=budget,
+            typed={"base": f"--base {base}", "head": f"--head {head}"},
         )
     cmp = paired_from_run(
         out, "base", "head", metric, thr, allow_noisy=allow_noisy, allow_output_change=allow_output_change

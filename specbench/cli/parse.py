@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.base.errors import ParseError
+from specbench.base.errors import ExitCode, ParseError
 from specbench.cli.common import console, say, state
 from specbench.cli.output import print_json
 
@@ -57,7 +57,7 @@ def parse(
 ) -> None:
     """Show the statistics in llama.cpp logs: speculative summary, draft and target timings.
 
-    Parses every file; each one that fails is reported on stderr and the exit code is 1.
+    Parses every file; each one that fails is reported on stderr and the exit code is 2 (bad input).
     """
     from specbench.parse.process import parse_file
 
@@ -77,7 +77,7 @@ def parse(
         for log in parsed:
             _print(log)
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.BAD_INPUT)
 
 
 def register(app: typer.Typer) -> None:

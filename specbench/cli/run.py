@@ -152,7 +152,7 @@ def run(
 ) -> None:
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_report, nothing_measured
-    from specbench.base.errors import RunError, SpecbenchError
+    from specbench.base.errors import InputError, RunError, SpecbenchError
     from specbench.base.paths import check_path
     from specbench.execute import benchmark, preparation, resumecheck
     from specbench.gate.history import record_run
@@ -162,9 +162,11 @@ def run(
         if path is not None:
             check_path(path, what)
     if resume is not None and out is not None and out.resolve() != resume.resolve():
-        raise RunError("--out and --resume name different folders; --resume RUN_DIR continues RUN_DIR")
+        raise InputError("--out and --resume name different folders; --resume RUN_DIR continues RUN_DIR")
     if config is None and resume is None:
-        raise RunError("give a CONFIG (e.g. configs/quickstart.yaml), or --resume RUN_DIR to continue a run")
+        raise InputError(
+            "give a CONFIG (e.g. configs/quickstart.yaml), or --resume RUN_DIR to continue a run"
+        )
     if resume is not None:
         from specbench.results.runstate import check_not_tune
 
@@ -225,17 +227,17 @@ def run(
 
 def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> Any:
     """The shard to run: --shard, the resumed run's own, or a Slurm array task's (said on stderr)."""
-    from specbench.base.errors import RunError
+    from specbench.base.errors import InputError
     from specbench.execute import resumecheck
     from specbench.plan.shards import parse_shard, shard_from_env, with_cells
 
     if cells is not None and text is None and resume is None and shard_from_env() is None:
-        raise RunError("--shard-cells goes with --shard I/N (the matrix entry's shard and cells)")
+        raise InputError("--shard-cells goes with --shard I/N (the matrix entry's shard and cells)")
     asked = parse_shard(text) if text is not None else None
     if resume is not None:
         kept = resumecheck.resumed_shard(resume)
         if asked is not None and asked != kept:
-            raise RunError(f"{resume} measures shard {kept.label if kept else 'none (the whole plan)'}; "
+            raise InputError(f"{resume} measures shard {kept.label if kept else 'none (the whole plan)'}; "
                            "resume it without --shard")  # fmt: skip
         return kept
     if asked is None:

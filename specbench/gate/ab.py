@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, computed_field
 
-from specbench.base.errors import SpecbenchError
+from specbench.base.errors import InputError
 from specbench.gate.decision import EXIT_CODES, STILL_OPEN, Status, verdict
 from specbench.gate.paired import ACCEPTANCE_POINTS, CONFIDENCE, PairedDecision, decide_points, decide_ratio
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, paired_order
@@ -53,10 +53,8 @@ def parse_build_spec(text: str, flag: str) -> tuple[str | None, str | None]:
     return (src or None), (ref or None)
 
 
-class BuildChoiceError(SpecbenchError):
-    """--base/--head do not name the run's builds (exit 2: bad input)."""
-
-    exit_code = 2
+class BuildChoiceError(InputError):
+    """--base/--head do not name the run's builds."""
 
 
 class CellDecision(PairedDecision):

@@ -4,6 +4,7 @@ their rounds say. The CLI measures and prints; these decide."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,14 +35,42 @@ def _build_entries(cfg: Config, specs: list[BuildSpec]) -> list[dict]:
     return entries
 
 
-def load_builds_config(config: Path, sets: list[str], specs: list[BuildSpec]) -> Config:
+def load_builds_config(
+    config: Path, sets: list[str], specs: list[BuildSpec], typed: Mapping[str, str] | None = None
+) -> Config:
     """CONFIG with its ``llama_cpp`` replaced by these builds (label, source, ref): checked before
-    anything is built or written, so a typo is one line and nothing to clean up."""
+    anything is built or written, so a typo is one line and nothing to clean up. ``typed``: each
+    label's option as the user wrote it (``--base ~/llama.cpp@v1``), which a ref git does not know
+    is blamed on, rather than the ``llama_cpp[0].ref`` the replacement wrote."""
     from specbench.execute import preparation
 
     cfg = preparation.load(config, sets)
+    _check_refs(cfg, specs, typed or {})
     override = "llama_cpp=" + json_text(_build_entries(cfg, specs), None)
     return preparation.load(config, [*sets, override])
+
+
+def _check_refs(cfg: Config, specs: list[BuildSpec], typed: Mapping[str, str]) -> None:
+    from specbench.base.errors import BuildError
+    from specbench.builder.gitref import resolve_ref
+    from specbench.builder.source import pinned_checkout
+    from specbench.gate.ab import BuildChoiceError
+
+    own = cfg.builds[0].source
+    for label, source, ref in specs:
+        if ref is None or label not in typed:
+            continue
+        tree = source or (cfg.base_dir / Path(own).expanduser() if own is not None else pinned_checkout())
+        if tree is None:
+            raise BuildChoiceError(
+                f"{typed[label]}: @{ref} alone needs a git checkout to find it in, and the config has "
+                f"no llama_cpp.source (the pinned tree is no git checkout); write SRC@{ref}, "
+                f"e.g. ~/llama.cpp@{ref}"
+            )
+        try:
+            resolve_ref(tree, ref)
+        except BuildError as exc:
+            raise BuildChoiceError(f"{typed[label]}: {exc}") from exc
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from specbench import __version__
-from specbench.base.errors import PathError, SpecbenchError
+from specbench.base.errors import InputError, PathError, SpecbenchError
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
 from specbench.base.paths import check_path, os_problem, results_dir, shorten
@@ -32,12 +32,6 @@ ROLES_KEPT = ("baseline", "speculative")  # the draft-alone samples only feed th
 SAMPLE_FIELDS_DROPPED = {"metrics", "cmd", "stdout_path", "stderr_path"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_NAME = 200  # NAME.json must fit a file name (255 bytes)
-
-
-class InputError(SpecbenchError):
-    """A side of a comparison cannot be read (exit 2: bad input, nothing was compared)."""
-
-    exit_code = 2
 
 
 class BaselineFile(BaseModel):

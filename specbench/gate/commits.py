@@ -11,14 +11,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from specbench.base.errors import SpecbenchError
+from specbench.base.errors import InputError
 from specbench.builder.source import is_llama_tree
 
 
-class BisectError(SpecbenchError):
+class BisectError(InputError):
     """Bad bisect input: a ref that is not there, an empty range (exit 2)."""
-
-    exit_code = 2
 
 
 class Commit(BaseModel):

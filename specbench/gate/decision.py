@@ -11,7 +11,9 @@ pass or fail, but never a fail into a pass: a point estimate beyond the threshol
 
 from __future__ import annotations
 
-from enum import IntEnum, StrEnum
+from enum import StrEnum
+
+from specbench.base.errors import ExitCode
 
 ACCEPTANCE_POINTS = 2.0  # the acceptance change (percentage points) that counts, whatever --threshold
 
@@ -33,7 +35,7 @@ STILL_OPEN = frozenset({Status.TOO_NOISY})
 
 
 class Verdict(StrEnum):
-    """What a whole gate says; each has its exit code (``ExitCode``)."""
+    """What a whole gate says; each has its exit code (``ExitCode``, specbench.base.errors)."""
 
     PASS = "pass"
     FAIL = "fail"
@@ -41,19 +43,9 @@ class Verdict(StrEnum):
     NOTHING = "nothing_to_compare"
 
 
-class ExitCode(IntEnum):
-    """Exit codes of the gating commands (``compare``, ``ab``), documented in the README."""
-
-    PASS = 0  # every cell passed or improved (warnings too, unless --strict)
-    FAIL = 1  # a regression: a failed cell, a cell that stopped working, a missing cell
-    BAD_INPUT = 2  # bad input, or the two sides are not comparable (other machine, models, runner)
-    UNDECIDED = 3  # no failure, but a cell too noisy to decide (--allow-noisy passes it)
-    NOTHING = 4  # a side has nothing to compare (an interrupted or empty run)
-
-
 EXIT_CODES = {
-    Verdict.PASS: ExitCode.PASS,
-    Verdict.FAIL: ExitCode.FAIL,
+    Verdict.PASS: ExitCode.OK,
+    Verdict.FAIL: ExitCode.FAILED,
     Verdict.UNDECIDED: ExitCode.UNDECIDED,
     Verdict.NOTHING: ExitCode.NOTHING,
 }

@@ -29,7 +29,7 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from specbench.analysis.figures import Standing, Value, figure, standing
-from specbench.base.errors import SpecbenchError
+from specbench.base.errors import InputError, SpecbenchError
 from specbench.base.formats import json_text
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
 from specbench.base.stats import summarize
@@ -67,8 +67,8 @@ MIGRATE_1_2 = (
 )
 
 
-class HistoryError(SpecbenchError):
-    """The history database cannot be read or written."""
+class HistoryError(InputError):
+    """The history database cannot be read or written (a damaged file, a folder given as --db)."""
 
 
 class HistoryPoint(BaseModel):

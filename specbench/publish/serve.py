@@ -6,11 +6,11 @@ import functools
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from specbench.base.errors import SpecbenchError
+from specbench.base.errors import InputError
 
 
-class ServeError(SpecbenchError):
-    exit_code = 2
+class ServeError(InputError):
+    """The site cannot be served as asked (a port in use, no site)."""
 
 
 class _Quiet(SimpleHTTPRequestHandler):

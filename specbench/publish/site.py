@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench.base.errors import SpecbenchError
+from specbench.base.errors import InputError, SpecbenchError
 from specbench.base.paths import check_path, nearest_existing, os_problem, shorten
 from specbench.publish import pages
 from specbench.publish.folders import REPORT_HTML, RunFolder, scan
@@ -24,10 +24,8 @@ MARKER = ".specbench-site"
 ASSETS = Path(__file__).parent / "assets"
 
 
-class PublishError(SpecbenchError):
+class PublishError(InputError):
     """The site cannot be written where asked."""
-
-    exit_code = 2
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specbench import __version__
-from specbench.base.errors import RunError
+from specbench.base.errors import RunError, UnreadableRun
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
 from specbench.results.folder import MANIFEST, has_manifest
@@ -38,7 +38,7 @@ def load_manifest(run_dir: Path) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:  # the field and why, not pydantic's "1 validation error for Manifest"
-        raise RunError(
+        raise UnreadableRun(
             f"{run_dir / MANIFEST} is not a valid manifest ({why_invalid(exc)}); {_MANIFEST_FIX}"
         ) from exc
 
@@ -51,11 +51,11 @@ def manifest_data(run_dir: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise RunError(f"{run_dir} has no {MANIFEST}; is it a specbench run folder?") from exc
+        raise UnreadableRun(f"{run_dir} has no {MANIFEST}; is it a specbench run folder?") from exc
     except ValueError as exc:
-        raise RunError(f"{path} is not valid JSON: {exc}") from exc
+        raise UnreadableRun(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
-        raise RunError(f"{path} is not a JSON object; is it a specbench run folder?")
+        raise UnreadableRun(f"{path} is not a JSON object; is it a specbench run folder?")
     _check_format(data, path)
     return data
 
@@ -64,10 +64,10 @@ def _check_format(data: dict, path: Path) -> None:
     """Refuse a folder from a newer specbench rather than misread it; older ones load as they are."""
     found = data.get("format_version", 0)
     if isinstance(found, bool) or not isinstance(found, int):
-        raise RunError(f"{path} is not a valid manifest: format_version {found!r} is not a whole number")
+        raise UnreadableRun(f"{path} is not a valid manifest: format_version {found!r} is not a whole number")
     if found > FORMAT_VERSION:
         writer = data.get("specbench_version")
-        raise RunError(
+        raise UnreadableRun(
             f"{path.parent} is run folder format {found} (written by specbench {writer or 'unknown'}); "
             f"this specbench {__version__} reads formats up to {FORMAT_VERSION}: upgrade specbench to read it"
         )

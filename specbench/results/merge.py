@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench.base.errors import RunError
+from specbench.base.errors import InputError
 from specbench.results import folder, manifestfile, runstate, samplelog, shardcopy
 from specbench.results.manifest import MergedShard, now_iso
 
@@ -39,24 +39,24 @@ def _sub(label: str) -> str:
 def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
     """Merge shard folders ``dirs`` into the new run folder ``out`` (nothing is changed in ``dirs``)."""
     if not dirs:
-        raise RunError("give the shard folders to merge, e.g. specbench merge shards/* --out results/sweep")
+        raise InputError("give the shard folders to merge, e.g. specbench merge shards/* --out results/sweep")
     seen: dict[Path, Path] = {}
     for d in dirs:
         real = d.resolve()
         if real in seen:
-            raise RunError(f"{d} is given twice (also as {seen[real]}); give each shard folder once")
+            raise InputError(f"{d} is given twice (also as {seen[real]}); give each shard folder once")
         seen[real] = d
     if out.resolve() in seen:
-        raise RunError(f"--out {out} is one of the shards; merge into a new folder")
+        raise InputError(f"--out {out} is one of the shards; merge into a new folder")
     manifests = []
     for d in dirs:
         m = manifestfile.load_manifest(d)
         if m.shard is None:
-            raise RunError(f"{d} is not a shard (it was run without --shard); merge only the folders of "
-                           "`specbench run CONFIG --shard i/N`")  # fmt: skip
+            raise InputError(f"{d} is not a shard (it was run without --shard); merge only the folders of "
+                             "`specbench run CONFIG --shard i/N`")  # fmt: skip
         status = manifestfile.read_facts(d).status
         if status != "complete":
-            raise RunError(
+            raise InputError(
                 f"shard {m.shard} in {d} is {status}: {runstate.finish_hint(d, status)}, then merge"
             )
         manifests.append((d, m, m.shard))
@@ -65,25 +65,25 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
     owner: dict[str, str] = {}
     for d, m, shard in manifests:
         if m.plan_id != first.plan_id:
-            raise RunError(
+            raise InputError(
                 f"{d} is a shard of another config than {first_dir} (plan {m.plan_id} vs {first.plan_id}); "
                 "merge shards of one config and one set of --set values"
             )
         if shard.split("/")[1] != first_shard.split("/")[1]:
-            raise RunError(f"{d} is shard {shard}, {first_dir} is shard {first_shard}: cut into different "
-                           "numbers of shards; merge shards of one `--shards N`")  # fmt: skip
+            raise InputError(f"{d} is shard {shard}, {first_dir} is shard {first_shard}: cut into "
+                             "different numbers of shards; merge shards of one `--shards N`")  # fmt: skip
         if shard in by_label:
-            raise RunError(f"shard {shard} is given twice ({by_label[shard]} and {d}); keep one")
+            raise InputError(f"shard {shard} is given twice ({by_label[shard]} and {d}); keep one")
         by_label[shard] = d
         for c in m.shard_cells:
             if c in owner:
-                raise RunError(f"cell {c!r} is in shard {owner[c]} and shard {shard} ({d}); "
-                               "the shards overlap, merge shards of one plan")  # fmt: skip
+                raise InputError(f"cell {c!r} is in shard {owner[c]} and shard {shard} ({d}); "
+                                 "the shards overlap, merge shards of one plan")  # fmt: skip
             owner[c] = shard
     folder.check_writable(out)
     runstate.check_fresh(out)
     if folder.has_manifest(out):
-        raise RunError(f"{out} already holds a run; choose a new --out folder")
+        raise InputError(f"{out} already holds a run; choose a new --out folder")
     samples, kept, notes = [], [], []
     for d, m, shard in sorted(manifests, key=lambda dms: int(dms[2].split("/")[0])):
         name = _sub(shard)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specbench.base.errors import RunError
+from specbench.base.errors import InputError, RunError, UnreadableRun
 from specbench.results.folder import LOCK, MANIFEST, SAMPLES, has_manifest, has_samples
 from specbench.results.manifestfile import manifest_data
 from specbench.results.runlock import lock_holder
@@ -19,12 +19,12 @@ def check_fresh(run_dir: Path) -> None:
         resume = (
             f" (or continue that run with `specbench run --resume {run_dir}`)" if by in (None, "run") else ""
         )
-        raise RunError(f"{run_dir} already holds a run; choose another --out{resume}")
+        raise InputError(f"{run_dir} already holds a run; choose another --out{resume}")
 
 
 def check_resumable(run_dir: Path) -> None:
     if not has_samples(run_dir) and not has_manifest(run_dir):
-        raise RunError(f"{run_dir} is not a run folder to resume (no {SAMPLES} or {MANIFEST})")
+        raise UnreadableRun(f"{run_dir} is not a run folder to resume (no {SAMPLES} or {MANIFEST})")
 
 
 def finish_hint(run_dir: Path, status: str | None) -> str:
@@ -58,7 +58,7 @@ def made_by(run_dir: Path) -> str | None:
 def check_not_tune(run_dir: Path) -> None:
     """``run --resume`` of a tune folder would corrupt it (``TUNE_NOT_RESUMED``): refused."""
     if made_by(run_dir) == "tune":
-        raise RunError(
+        raise InputError(
             f"{run_dir} was written by `specbench tune` and is not resumed as a run: {TUNE_NOT_RESUMED} "
             f"(`specbench report {run_dir}` shows what it measured)"
         )

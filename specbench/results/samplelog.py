@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from specbench.base.errors import RunError
+from specbench.base.errors import RunError, UnreadableRun
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_line
 from specbench.base.paths import os_problem
@@ -109,7 +109,7 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
     if not path.is_file():
         if has_manifest(run_dir):  # started, but stopped (or still busy) before its first sample
             return []
-        raise RunError(
+        raise UnreadableRun(
             f"{run_dir} is not a specbench run folder (no {SAMPLES}); pass a folder under results/"
         )
     samples = []
@@ -128,7 +128,7 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
                         f"short) was left out; `specbench run --resume {run_dir}` measures it again"
                     )
                 break
-            raise RunError(f"{path}:{lineno}: not a valid sample ({why_invalid(exc)})") from exc
+            raise UnreadableRun(f"{path}:{lineno}: not a valid sample ({why_invalid(exc)})") from exc
     samples, note = unique_samples(samples, str(path))
     if note and warnings is not None:
         warnings.append(note)

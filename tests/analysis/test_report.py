@@ -139,7 +139,7 @@ def test_bad_run_dirs_get_one_line(case, tmp_path):
         (run / "samples.jsonl").write_text("")
     args = () if case == "no-results" else (run,)
     res = specbench("report", *args, cwd=tmp_path, env=env)
-    assert res.returncode == 1
+    assert res.returncode == 2  # bad input, as in every command
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in res.stderr
     with pytest.raises(ReportError):

@@ -175,6 +175,7 @@ def _stand_in_history(tmp_path: Path, monkeypatch, measured: list) -> list[str]:
         resume_hint=None,
         budget_s=None,
         open_=frozenset({Status.TOO_NOISY}),
+        typed=None,
     ):
         measured.append((specs[0][2], specs[1][2]))
         assert (Status.PASS in open_) == (specs[0][2] == shas[-1])  # against bad: a pass wants more rounds

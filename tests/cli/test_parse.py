@@ -91,7 +91,7 @@ def test_failures_are_reported_and_the_rest_still_parsed(tmp_path):
     out = specbench(
         "parse", "--json", LOGS / "real/completion-f32.stdout", good, tmp_path / "missing.log", binary
     )
-    assert out.returncode == 1
+    assert out.returncode == 2  # bad input, as in every command
     errors = out.stderr.splitlines()
     assert len(errors) == 3 and all(e.startswith("error: ") for e in errors), out.stderr
     assert "completion-f32.stdout" in errors[0] and "missing.log" in errors[1] and "binary" in errors[2]

@@ -23,7 +23,7 @@ def refused(tmp_path: Path, *words: str, **data) -> str:
     results = tmp_path / "results"
     result = cli("run", str(config), env={"SPECBENCH_RESULTS": str(results)})
     line = assert_one_line_error(result, *words)
-    assert result.returncode == 1
+    assert result.returncode == 2  # a config that cannot run: bad input
     assert not results.exists() or not any(results.iterdir()), "a refused run left a run folder"
     return line
 

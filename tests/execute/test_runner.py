@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.base.errors import RunError
+from specbench.base.errors import InputError, RunError
 from specbench.execute.runner import RunInterrupted, execute
 from specbench.results.manifestfile import load_manifest
 from specbench.results.runlock import RunLock
@@ -95,7 +95,7 @@ def test_new_run_refuses_a_folder_that_holds_a_run(tmp_path, env_info):
     run_dir = tmp_path / "run"
     execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
     with pytest.raises(
-        RunError, match="already holds a run; choose another --out .or continue that run with"
+        InputError, match="already holds a run; choose another --out .or continue that run with"
     ):
         execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
     # a tune or merge folder is not continued with `run --resume`: only another --out is offered
@@ -103,7 +103,7 @@ def test_new_run_refuses_a_folder_that_holds_a_run(tmp_path, env_info):
     (run_dir / "manifest.json").write_text(
         json.dumps({**data, "command_line": ["specbench", "tune", "c.yaml"]})
     )
-    with pytest.raises(RunError, match=r"choose another --out$"):
+    with pytest.raises(InputError, match=r"choose another --out$"):
         execute(process([inv("nodraft")]), run_dir, manifest(run_dir, env_info))
 
 
