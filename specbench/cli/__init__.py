@@ -89,7 +89,7 @@ _wrap_commands(app)  # every command, the ones modules above register in the fut
 _click_errors = sys.modules[typer.BadParameter.__module__]
 
 
-def _usage_line(exc: Exception) -> str:
+def _usage_line(exc: Any) -> str:
     """Click's own error (an unknown option, a missing argument, a bad value) as specbench's one
     line: ``error: specbench run: no such option: --foo (see specbench run --help)``; exit 2, as
     every other bad input (``ExitCode``)."""
@@ -107,7 +107,8 @@ def main() -> None:
         # not standalone: click's errors come here, to be said as specbench says its own
         code = app(standalone_mode=False)
     except _click_errors.ClickException as exc:
-        if isinstance(exc, getattr(_click_errors, "NoArgsIsHelpError", ())):  # `specbench` alone: its help
+        no_args: Any = getattr(_click_errors, "NoArgsIsHelpError", None)  # click >= 8.2
+        if no_args is not None and isinstance(exc, no_args):  # `specbench` or a group alone: its help
             exc.show()
         else:
             say(f"error: {_usage_line(exc)}", err=True)
