@@ -17,7 +17,9 @@ import pytest
 from tests.helpers.cli import specbench
 from tests.helpers.realruns import threads
 
-pytestmark = pytest.mark.slow
+# the integration tier (make test-integration): each rule here is also proven over replayed runs in
+# tests/cli/test_ab_replay.py (docs/development.md, "Tests and linters")
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "ci.yaml"

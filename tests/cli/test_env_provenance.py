@@ -10,7 +10,9 @@ from specbench.results.manifestfile import load_manifest
 from tests.fixtures.build import cli_process as cli
 from tests.helpers.realruns import ngram_config
 
-pytestmark = pytest.mark.slow
+# the integration tier (make test-integration): each rule here is also proven over replayed runs in
+# tests/execute/test_runner_replay.py (docs/development.md, "Tests and linters")
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
 def test_llama_arg_variables_are_recorded_named_and_compared(tmp_path, llama_build, smol_q4):

@@ -179,6 +179,9 @@ def test_unwritable_results_folder_is_a_one_line_error(tmp_path, smol_q4):
     assert_one_line_error(result, "is not writable", "--out")
 
 
+# integration tier; its rule, replayed: tests/execute/test_runner_replay.py (a test of the same name
+# or docs/development.md's table)
+@pytest.mark.integration
 def test_ctrl_c_keeps_samples_and_resume_completes(tmp_path, llama_build, smol_q4):
     config = write_config(
         tmp_path / "ngram.yaml",

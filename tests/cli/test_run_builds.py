@@ -53,6 +53,9 @@ def check_interleaved(samples, n: int = 12) -> None:
             assert (baseline_of(s), s.prompt_id, s.repetition) in baselines and s.outputs_match is True
 
 
+# integration tier; its rule, replayed: tests/execute/test_runner_replay.py (a test of the same name
+# or docs/development.md's table)
+@pytest.mark.integration
 def test_two_builds_interleave_with_the_process_runner(tmp_path, llama_build, smol_target, smol_q4):
     run_dir, samples = run_aa(tmp_path, smol_target, smol_q4)
     check_interleaved(samples)

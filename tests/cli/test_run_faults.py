@@ -17,7 +17,9 @@ from tests.fixtures.build import cli_process as cli
 from tests.helpers.procs import processes_with, start_and_signal
 from tests.helpers.realruns import ngram_config
 
-pytestmark = pytest.mark.slow
+# the integration tier (make test-integration): each rule here is also proven over replayed runs in
+# tests/execute/test_runner_replay.py (docs/development.md, "Tests and linters")
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)

@@ -55,6 +55,9 @@ def test_strict_refuses_beside_another_llama_process(tmp_path, llama_build, smol
     assert not run_dir.exists()  # refused before anything was written
 
 
+# integration tier; its rule, replayed: tests/execute/test_runner_replay.py (a test of the same name
+# or docs/development.md's table)
+@pytest.mark.integration
 def test_auto_repetitions_stop_at_the_maximum_and_say_so(tmp_path, llama_build, smol_q4, foreign_llama):
     """Precision 0.0001 cannot be met: every cell runs max_repetitions and is marked; 16 tokens
     decode in far less than min_decode_s; the noise check saw the foreign llama-server and warned."""

@@ -8,8 +8,14 @@ from __future__ import annotations
 import json
 import platform
 import random
+import shlex
+import signal
 from pathlib import Path
 
+import pytest
+
+from specbench.base.errors import Terminated
+from specbench.results.cell import baseline_of
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.fixtures.replay import Take
@@ -220,3 +226,53 @@ def test_the_samples_file_is_strict_json(tmp_path, replay):
     assert run(tmp_path).returncode == 0
     for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines():
         json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_keeps_samples_and_the_printed_resume_command_works(tmp_path, replay, sig):
+    """SIGTERM/SIGHUP (errors.Terminated, raised where Ctrl-C would be: tests/base/test_interrupts.py
+    sends the real signals) as the 4th sample starts: exit 128 + the signal, the manifest says which;
+    the printed resume command, run as printed (a space in the folder: quoted), completes the run, and
+    its closing table is `specbench report`'s, row for row."""
+    run_dir = tmp_path / "run dir"
+    replay.script = lambda inv, n: Take(stop=Terminated(sig.name, sig)) if n == 3 + 3 else Take()
+    r = invoke("run", CI, "--out", run_dir, *QUICK, "--set", "repetitions=2", cwd=tmp_path)
+    assert r.returncode == 128 + sig and "Traceback" not in r.stderr, r.stderr
+    assert f"interrupted ({sig.name})" in r.stderr
+    man = load_manifest(run_dir)
+    assert man.status == "interrupted" and man.status_reason == sig.name and len(load_samples(run_dir)) == 3
+    printed = next(line for line in r.stderr.splitlines() if line.startswith("resume with: "))
+    argv = shlex.split(printed.removeprefix("resume with: "))
+    assert argv == ["specbench", "run", "--resume", str(run_dir)]
+    replay.script = lambda inv, n: Take()
+    resumed = invoke(*argv[1:], env={"COLUMNS": "200"}, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert len(load_samples(run_dir)) == 12 and load_manifest(run_dir).status == "complete"
+    report = invoke("report", run_dir, env={"COLUMNS": "200"}, cwd=tmp_path)
+    run_rows = [line for line in resumed.stdout.splitlines() if "smol" in line]
+    assert run_rows and run_rows == [line for line in report.stdout.splitlines() if "smol" in line]
+
+
+def test_two_builds_interleave_back_to_back_each_judged_against_its_own_baseline(tmp_path, replay):
+    """Two labels of one build (an A/A): every baseline, cell and draft-alone run twice in a row, a
+    then b in repetition 0, b then a in 1; one model load a sample, two more a re-run pair; a report
+    row per build; the paired gate over the run pairs both metrics."""
+    replay.script = lambda inv, n: Take(cpu_share=0.4) if n == 1 else Take()  # the 2nd sample starved once
+    builds = "llama_cpp=[{label: a, backend: cpu}, {label: b, backend: cpu}]"
+    r = run(tmp_path, "--set", builds, "--set", "repetitions=2", "--set", "warmup=0",
+            "--set", "prompts.ids=[code-02]")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    assert len(samples) == 12 and {s.build for s in samples} == {"a", "b"}
+    for first, second in zip(samples[::2], samples[1::2], strict=True):
+        assert (first.role, first.repetition) == (second.role, second.repetition)
+        assert (first.build, second.build) == (("a", "b") if first.repetition == 0 else ("b", "a"))
+    baselines = {(baseline_of(s), s.repetition) for s in samples if s.role == "baseline"}
+    assert all((baseline_of(s), s.repetition) in baselines for s in samples if s.role == "speculative")
+    man = load_manifest(tmp_path / "run")
+    assert set(man.builds) == {"a", "b"} and man.noise.reruns == 1 and man.model_loads == 12 + 2
+    rows = json.loads(invoke("report", tmp_path / "run", "--format", "json", cwd=tmp_path).stdout)
+    assert sorted(r["build"] for r in rows) == ["a", "b"]
+    gate = invoke("compare", tmp_path / "run", "--format", "json", cwd=tmp_path)
+    decisions = json.loads(gate.stdout)["decisions"]
+    assert {d["n_pairs"] for d in decisions if d["metric"] in ("baseline_tps", "spec_tps")} == {2}
