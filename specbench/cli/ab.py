@@ -7,6 +7,7 @@ The run's config and notes come from ``specbench.gate.abrun``; the gate's table 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -33,7 +34,7 @@ def _check_paths(config: Path, out: Path) -> None:
 def run_builds(
     config: Path,
     sets: list[str],
-    specs: list[tuple[str, str | None, str | None]],
+    specs: Sequence[tuple[str, str | None, str | None]],
     run_dir: Path,
     quiet: bool,
     metrics: list[str],
@@ -210,7 +211,10 @@ def bisect_cmd(
     with measuring_is_input():  # config, --set and --out are checked before any state is written
         _check_paths(config, out)
         good_sha, _, _ = bisect.commit_range(src, good, bad)
-        specs = [("base", str(src), good_sha), ("head", str(src), good_sha)]
+        specs = [
+            ("base", str(src), good_sha),
+            ("head", str(src), good_sha),
+        ]
         resolved = load_builds_config(config, list(set_ or []), specs)
         check_writable(out)
         ident = config_hash(resolved.model_dump(mode="json", exclude={"path", "base_dir"}))
@@ -221,7 +225,10 @@ def bisect_cmd(
     def measure(
         base_sha: str, head_sha: str, run_dir: Path, budget_s: float | None, open_: frozenset[Status]
     ) -> bisect.Measured:
-        specs = [("base", str(src), base_sha), ("head", str(src), head_sha)]
+        specs = [
+            ("base", str(src), base_sha),
+            ("head", str(src), head_sha),
+        ]
         with measuring_is_input():
             summary = run_builds(
                 config, list(set_ or []), specs, run_dir, quiet, [metric], thr, f"--resume --out {out}",
@@ -259,7 +266,8 @@ def bisect_cmd(
         raise typer.Exit(0)
     after = state.commits[lo].short if lo >= 0 else state.good[:10]
     say(
-        f"undecided: step at {stopped.commit[:10]} could not be decided; the first bad commit is after "
+        f"undecided: {f'step at {stopped.commit[:10]}' if stopped else 'a step'} could not be decided; "
+        "the first bad commit is after "
         f"{after} and at or before {state.commits[hi].short} (--set max_repetitions=N or a longer --budget "
         "for more pairs, or a higher --threshold)"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict
 
 from rich.console import Console
 
@@ -12,9 +13,17 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 # Tables in CI logs (not a terminal) would be folded at 80 columns; give them room.
 table_console = console if console.is_terminal else Console(width=200)
+
+
 # How every line of text is printed: verbatim, no markup, no highlighting, no wrapping (command lines
 # must stay copyable). The one spelling: ``say`` and every ``print(..., **PLAIN)``.
-PLAIN = {"markup": False, "highlight": False, "soft_wrap": True}
+class Plain(TypedDict):
+    markup: bool
+    highlight: bool
+    soft_wrap: bool
+
+
+PLAIN: Plain = {"markup": False, "highlight": False, "soft_wrap": True}
 
 
 def say(line: str, err: bool = False, style: str | None = None) -> None:
@@ -63,7 +72,7 @@ def fitted_table(
     rows: list[list[str]],
     drop_order: tuple[str, ...],
     width: int | None,
-    **table_args: object,
+    **table_args: Any,
 ) -> tuple[object, list[str]]:
     """A rich Table whose headers and values are never cut: when the terminal (``width``; None:
     no limit) is too narrow, columns are left out in ``drop_order`` and returned by header, for a

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -263,7 +263,7 @@ def compare_cmd(
         if strict:  # said, not silently ignored
             say("note: --strict has no effect on one multi-build run: the paired gate has no warnings "
                 "to make failures", err=True)  # fmt: skip
-        options = {"allow_missing": allow_missing, "allow_noisy": allow_noisy}
+        options: dict[str, Any] = {"allow_missing": allow_missing, "allow_noisy": allow_noisy}
         if alpha is not None:  # one-sided alpha: the two-sided interval of 1 - 2 alpha, as compare's
             options["confidence"] = 1 - 2 * alpha
         show(paired_from_run(Path(baseline), base, head, metric, thr, **options), fmt)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from specbench.base.formats import md_table
 from specbench.cli.common import Col, say, say_notes
 from specbench.cli.output import Format, TableFormat, print_json, print_table
+
+if TYPE_CHECKING:
+    from specbench.tune.draftmeasure import Measured
 from specbench.models.families import load_families
 
 _FAMILIES = ", ".join(load_families())
@@ -160,7 +163,8 @@ def drafts(
     note = (lambda line: None) if fmt == Format.json else (lambda line: say(line, err=True))
     result = rank(req, build, note)
     say_notes(result.notes)
-    measured, run_dir = [], None
+    measured: list[Measured] = []
+    run_dir = None
     if measure:
         from specbench.cli.progress import ProgressView
         from specbench.tune.draftmeasure import measure as measure_best

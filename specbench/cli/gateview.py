@@ -5,7 +5,7 @@ multi-build run folder)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -90,7 +90,7 @@ def to_markdown(cmp) -> str:
     return "\n".join(out)
 
 
-def show(cmp, fmt: Format) -> None:
+def show(cmp, fmt: Format) -> NoReturn:
     """Print a paired comparison, append it to the GitHub job summary, exit with its code."""
     if fmt == Format.json:
         print_json(cmp.model_dump(mode="json"))

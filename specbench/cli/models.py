@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from specbench.cli.common import Col, console, fitted_table, print_fitted, say, table_width
 from specbench.cli.output import Format, TableFormat, chosen, print_json, print_table
+
+if TYPE_CHECKING:
+    from specbench.plan.config import Config
 from specbench.cli.progress import DownloadBars
 
 models_app = typer.Typer(
@@ -134,7 +137,7 @@ class _Models:
 
     def __init__(self, config: Path | None):
         self.config_path = config
-        self.cfg = None
+        self.cfg: Config | None = None
 
     def path(self, arg: str) -> Path:
         from specbench.base.errors import ModelError

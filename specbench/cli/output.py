@@ -84,5 +84,5 @@ def print_table(
     elif fmt == Format.csv:
         typer.echo(csv_text(records), nl=False)
     else:
-        table, dropped = fitted_table(cols, rows, drop, table_width(), title=title, **table_args)
-        print_fitted(table, dropped, hint)
+        fitted, dropped = fitted_table(cols, rows, drop, table_width(), title=title, **table_args)
+        print_fitted(fitted, dropped, hint)

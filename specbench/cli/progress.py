@@ -3,9 +3,12 @@ bar or plain lines, and the build and model steps before them (the download bars
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specbench.cli.common import PLAIN, err_console, say
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 def _fmt(mean: float | None, sd: float | None = None, digits: int = 1) -> str:
@@ -130,7 +133,7 @@ class DownloadBars:
             console=err_console,
             transient=True,
         )
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __call__(self, label: str, done: int, total: int | None) -> None:
         if total is None:

@@ -53,6 +53,7 @@ def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
     from specbench.analysis.render import table
 
     if report is not None:
+        width: int | None
         out, width = console, console.width
         if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"
             from rich.console import Console
@@ -163,20 +164,20 @@ def run(
             check_path(path, what)
     if resume is not None and out is not None and out.resolve() != resume.resolve():
         raise InputError("--out and --resume name different folders; --resume RUN_DIR continues RUN_DIR")
-    if config is None and resume is None:
-        raise InputError(
-            "give a CONFIG (e.g. configs/quickstart.yaml), or --resume RUN_DIR to continue a run"
-        )
     if resume is not None:
         from specbench.results.runstate import check_not_tune
 
         check_not_tune(resume)
     if no_workarounds:
         set_ = [*(set_ or []), "workarounds=false"]
-    if config is None:
+    if config is not None:
+        cfg = preparation.load(config, set_ or ())
+    elif resume is not None:
         cfg = preparation.load_resumed(resume, set_ or ())
     else:
-        cfg = preparation.load(config, set_ or ())
+        raise InputError(
+            "give a CONFIG (e.g. configs/quickstart.yaml), or --resume RUN_DIR to continue a run"
+        )
     part = _shard(shard, resume, shard_cells)
     session = RunSession(quiet)
     if dry_run:

@@ -4,7 +4,7 @@ their rounds say. The CLI measures and prints; these decide."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 BuildSpec = tuple[str, str | None, str | None]  # label, source tree, git ref
 
 
-def _build_entries(cfg: Config, specs: list[BuildSpec]) -> list[dict]:
+def _build_entries(cfg: Config, specs: Sequence[BuildSpec]) -> list[dict]:
     """The config's `llama_cpp` as a list of labelled builds (backend and cmake args kept)."""
     lc = cfg.llama_cpp
     template = lc[0] if isinstance(lc, list) else lc
@@ -36,7 +36,7 @@ def _build_entries(cfg: Config, specs: list[BuildSpec]) -> list[dict]:
 
 
 def load_builds_config(
-    config: Path, sets: list[str], specs: list[BuildSpec], typed: Mapping[str, str] | None = None
+    config: Path, sets: list[str], specs: Sequence[BuildSpec], typed: Mapping[str, str] | None = None
 ) -> Config:
     """CONFIG with its ``llama_cpp`` replaced by these builds (label, source, ref): checked before
     anything is built or written, so a typo is one line and nothing to clean up. ``typed``: each
@@ -50,7 +50,7 @@ def load_builds_config(
     return preparation.load(config, [*sets, override])
 
 
-def _check_refs(cfg: Config, specs: list[BuildSpec], typed: Mapping[str, str]) -> None:
+def _check_refs(cfg: Config, specs: Sequence[BuildSpec], typed: Mapping[str, str]) -> None:
     from specbench.base.errors import BuildError
     from specbench.builder.gitref import resolve_ref
     from specbench.builder.source import pinned_checkout

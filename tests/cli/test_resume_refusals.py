@@ -112,3 +112,8 @@ def test_a_dry_resume_refuses_what_the_resume_would(tmp_path):
     elsewhere = _copy(tmp_path / "b", **_here(**{"env.hostname": "elsewhere"}))
     assert_one_line_error(cli("run", "--resume", str(elsewhere), "--dry-run"), "another machine",
                           "(hostname elsewhere, here")  # fmt: skip
+
+
+def test_run_without_a_config_or_a_run_to_resume_is_refused():
+    """Neither CONFIG nor --resume: one line that names both, before anything is built."""
+    assert_one_line_error(cli("run"), "give a CONFIG", "--resume RUN_DIR")
