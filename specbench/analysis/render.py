@@ -170,7 +170,7 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
         Column("accept", lambda r: "-" if r.acceptance is None else f"{100 * r.acceptance:.1f}%", True),
         Column("tok/pass", lambda r: _num(r.tokens_per_pass, ".2f"), True),
     ]
-    if any(r.accept_len is not None for r in rows):  # server runner: counted by /metrics
+    if any(r.accept_len is not None for r in rows):  # /metrics (server), -lv 5 statistics (process)
         cols.append(Column("acc len", lambda r: _num(r.accept_len, ".2f"), True))
     cols += [
         Column("match", _match),

@@ -40,6 +40,7 @@ class Outcome:
     timings: ServerTimings | None = None  # server runner: the response's own timings
     batch_wall_s: float | None = None  # server runner: wall time of the batch in flight together
     counters: SpecCounters | None = None  # server runner: /metrics draft counters over the batch
+    # (the process runner's come with ``log``: ParsedLog.spec_counters)
     stdout_times: Stamps | None = None  # process runner, llama-completion: time-stamped stdout reads
     cpu_s: float | None = None  # CPU seconds the measured process got (server: over the batch)
 
@@ -219,6 +220,8 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
     span = sample_span(inv, out)
     capped = capped_span(out.log, inv.generation.n_predict) if out.log and inv.role == "speculative" else None
     status, reason, (tps, acc, tpp, n_gen) = _status(inv, out, span, capped)
+    # the server's /metrics over the batch, or the process's own -lv 5 statistics line
+    counters = out.counters or (out.log.spec_counters if out.log else None)
     text = None
     if status in ("ok", "invalid") and out.output is not None:
         text = continuation(out.output, inv.prompt_text, echoed=out.echoed)
@@ -231,7 +234,7 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
         stderr_path=out.stderr_path, started_at=started_at, timings=out.timings,
         ttft_ms=finite(out.timings.prompt_ms) if out.timings else None, batch=inv.batch,
         batch_wall_s=round(out.batch_wall_s, 4) if out.batch_wall_s is not None else None,
-        spec_counters=out.counters, synthetic=inv.synth_len is not None,
+        spec_counters=counters, synthetic=inv.synth_len is not None,
         decode_tps=decode_only_tps(inv.role, out.log) if out.timings is None else None,
         span_s=round(span.seconds, 6) if span else None,
         timed_tokens=timed_tokens(inv.role, out.log, span, capped) if status == "ok" else None,

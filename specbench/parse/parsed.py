@@ -60,29 +60,6 @@ class PerfBlocks(BaseModel):
     draft: Perf | None = None
 
 
-class ParsedLog(_Printed):
-    """What one log really contains; absent values stay None and are omitted from JSON."""
-
-    file: str | None = None
-    kind: str  # "speculative" | "completion"
-    encoded: Throughput | None = None
-    decoded: Throughput | None = None
-    n_draft: int | None = None
-    n_predict: int | None = None
-    n_drafted: int | None = None
-    n_accept: int | None = None
-    accept: float | None = None  # fraction, printed percentage / 100
-    perf: PerfBlocks | None = None
-    # a speculative run's generation steps (the debug line ``accepted A/D draft tokens`` of
-    # llama-speculative-simple at -lv 5): (seconds since start, tokens the step committed = A + 1).
-    # What the rate over the first n_predict tokens is taken from (parse.span.first_tokens); kept out
-    # of JSON, recomputable from the raw log.
-    steps: list[tuple[float, int]] | None = Field(default=None, exclude=True)
-
-    def to_json(self) -> dict:
-        return self.model_dump(exclude_none=True)
-
-
 class SpecCounters(BaseModel):
     """llama-server's speculative counters (``/metrics``), or the difference of two readings.
 
@@ -126,3 +103,30 @@ class SpecCounters(BaseModel):
     def accept_by_pos(self) -> list[float] | None:
         """Per draft position, the share of steps that accepted the token there."""
         return [n / self.steps for n in self.accepted_per_pos] if self.steps > 0 else None
+
+
+class ParsedLog(_Printed):
+    """What one log really contains; absent values stay None and are omitted from JSON."""
+
+    file: str | None = None
+    kind: str  # "speculative" | "completion"
+    encoded: Throughput | None = None
+    decoded: Throughput | None = None
+    n_draft: int | None = None
+    n_predict: int | None = None
+    n_drafted: int | None = None
+    n_accept: int | None = None
+    accept: float | None = None  # fraction, printed percentage / 100
+    perf: PerfBlocks | None = None
+    # a speculative run's generation steps (the debug line ``accepted A/D draft tokens`` of
+    # llama-speculative-simple at -lv 5): (seconds since start, tokens the step committed = A + 1).
+    # What the rate over the first n_predict tokens is taken from (parse.span.first_tokens); kept out
+    # of JSON, recomputable from the raw log.
+    steps: list[tuple[float, int]] | None = Field(default=None, exclude=True)
+    # the draft counters llama-speculative-simple prints at -lv 5, one `statistics NAME: #calls(b,g,a)
+    # ..., #acc rate/pos = (...)` line per speculative implementation, summed: acceptance by draft
+    # position for the process runner as /metrics gives it for the server (a sample's spec_counters)
+    spec_counters: SpecCounters | None = Field(default=None, exclude=True)
+
+    def to_json(self) -> dict:
+        return self.model_dump(exclude_none=True)

@@ -27,7 +27,7 @@ from typing import TypeGuard, cast
 
 from specbench.base.errors import ParseError
 from specbench.base.paths import os_problem
-from specbench.parse.parsed import ParsedLog, Perf, PerfBlocks, Throughput
+from specbench.parse.parsed import ParsedLog, Perf, PerfBlocks, SpecCounters, Throughput
 from specbench.parse.server import looks_like_server_log, parse_response, parse_server_log
 
 # --- patterns ------------------------------------------------------------------------------------
@@ -50,6 +50,15 @@ _PERF = re.compile(
 _THROUGHPUT = re.compile(
     rf"(?P<what>encoded|decoded)\s+(?P<n>\d+)\s+tokens"
     rf"(?:\s+in\s+(?P<s>{_NUM})\s+seconds(?:,\s*speed:\s*(?P<tps>{_NUM})\s*t/s)?)?"
+)
+# common/speculative.cpp common_speculative_print_stats (the pin, at -lv 5), per implementation:
+# `statistics ngram-simple: #calls(b,g,a) = 1 11 6, #gen drafts = 6, #acc drafts = 6, #gen tokens =
+# 93, #acc tokens = 68, #mean acc len = 12.33, #acc rate/pos = (1.000, 0.833, ...)[, dur(b,g,a) = ...]`
+# (the rate at position i is accepted-at-i / a, the accept calls: verification steps)
+_STATISTICS = re.compile(
+    r"statistics\s+(?P<name>\S+):\s*#calls\(b,g,a\)\s*=\s*\d+\s+\d+\s+(?P<a>\d+),.*?"
+    r"#gen tokens\s*=\s*(?P<gen>\d+),\s*#acc tokens\s*=\s*(?P<acc>\d+)"
+    r"(?:,\s*#mean acc len\s*=\s*[\d.]+,\s*#acc rate/pos\s*=\s*\((?P<pos>[\d.,\s]*)\))?"
 )
 _COUNT = re.compile(r"(?P<what>n_draft|n_predict|n_drafted|n_accept)\s*=\s*(?P<n>-?\d+)")
 _ACCEPT = re.compile(rf"accept\s*=\s*(?P<p>{_NUM})\s*%")
@@ -106,6 +115,7 @@ class _State:
 
     def _reset(self) -> None:
         self.steps: list[tuple[float, int]] = []
+        self.counters: SpecCounters | None = None
         self.summary: dict[str, object] = {}
         self.perf = {"target": _Perf(), "draft": _Perf()}
         self.section = "target"
@@ -161,7 +171,25 @@ class _State:
             return self._accept(body, complete)
         if first == "t" and body == "target:":
             return self._header("target")
+        if "statistics" in body and complete:
+            return self._statistics(body)
         return False
+
+    def _statistics(self, body: str) -> bool:
+        """One speculative implementation's draft counters: summed over the implementations of a
+        combination (``draft-simple,ngram-mod``: each verification step checks one's draft)."""
+        m = _STATISTICS.search(body)
+        if m is None:
+            return False
+        steps = int(m["a"])
+        rates = [_float(r) for r in m["pos"].split(",") if r.strip()] if m["pos"] else []
+        # the rates are printed with 3 decimals: the counts they give are exact below 1000 steps
+        per_pos = [round(r * steps) for r in rates]
+        counters = SpecCounters(
+            steps=steps, drafted=int(m["gen"]), accepted=int(m["acc"]), accepted_per_pos=per_pos
+        )
+        self.counters = counters if self.counters is None else self.counters.plus(counters)
+        return True
 
     def _step(self, line: str, complete: bool) -> None:
         """A generation step of a speculative run (debug level): when, and how many tokens."""
@@ -255,6 +283,7 @@ class _State:
             kind="speculative" if self.summary else "completion",
             perf=PerfBlocks(target=target, draft=draft) if (target or draft) else None,
             steps=self.steps or None,
+            spec_counters=self.counters,
             **self.summary,
         )
 

@@ -123,3 +123,21 @@ def test_the_loading_debug_lines_of_a_step_log_are_dropped_and_nothing_else():
     assert dropped == 100 and kept == text
     assert parse_text(kept) == parse_text(noisy)
     assert without_loading_noise(text) == (text, 0)
+
+
+def test_statistics_lines_give_the_draft_counters_summed_over_implementations():
+    """`statistics NAME: ... #acc rate/pos = (...)` (-lv 5, one line per implementation of a
+    combination): the counts by position are rate x accept calls; kept out of the JSON like steps."""
+    line = ("0.26.763.859 I spec common_specu: statistics {name}: #calls(b,g,a) =    1     11      {a}, "
+            "#gen drafts =      6, #acc drafts =     6, #gen tokens =     {gen}, #acc tokens =    {acc}"
+            "{tail}, dur(b,g,a) = 0.000, 0.040, 0.010 ms\n")  # fmt: skip
+    text = (LOGS / "real/spec-simple-ngram-steps.stderr").read_text(encoding="utf-8")
+    one = parse_text(text)
+    assert one.spec_counters.accepted_per_pos == [6, 6, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4]
+    assert "spec_counters" not in one.to_json()
+    combo = text + line.format(name="draft-simple", a=4, gen=8, acc=6,
+                               tail=", #mean acc len = 2.50, #acc rate/pos = (1.000, 0.500)")  # fmt: skip
+    combo += line.format(name="ngram-mod", a=0, gen=0, acc=0, tail="")  # never accepted: no rates
+    both = parse_text(combo).spec_counters
+    assert (both.steps, both.drafted, both.accepted) == (10, 101, 74)
+    assert both.accepted_per_pos[:3] == [10, 8, 5]
