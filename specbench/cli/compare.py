@@ -316,17 +316,26 @@ def baseline_list(
         Path | None,
         typer.Option("--dir", metavar="DIR", help="Where the baselines are (default results/baselines)."),
     ] = None,
+    fmt: TableFormat = Format.table,
 ) -> None:
     """List saved baselines."""
     from specbench.gate.baseline import baselines_dir, list_baselines
 
     listed = list_baselines(out_dir)
-    if not listed:
+    if not listed and fmt == Format.table:
         say(f"no baselines in {out_dir or baselines_dir()}")
         return
+    rows = []
     for b in listed:
-        what = _facts(str(b.path), b.side.facts) if b.side else f"unreadable: {b.problem}"
-        say(f"{b.name}: {what}")
+        if b.side is None:
+            rows.append([b.name, "-", "-", "-", f"unreadable: {b.problem}"])
+            continue
+        f = b.side.facts
+        status = f" ({f.status})" if f.status and f.status != "complete" else ""
+        commit = (f.llama_cpp_commit or "unknown")[:12]
+        rows.append([b.name, f"{f.run_id}{status}", commit, f.machine.describe(), str(b.path)])
+    cols = [Col("baseline"), Col("run"), Col("llama.cpp"), Col("machine", wrap=True), Col("file", wrap=True)]
+    print_table(cols, rows, fmt, box=None)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,18 +7,19 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import say
-from specbench.cli.output import print_json
+from specbench.cli.output import Format, RecordFormat, chosen, print_json
 
 
 def env(
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+    fmt: RecordFormat = Format.table,
 ) -> None:
     """Show OS, CPU, RAM, GPUs, versions, the backend `build --backend auto` picks, and cached builds."""
     from specbench.builder.envinfo import collect
     from specbench.cli.build import selftest_lines
 
     info = collect(builds=True)
-    if as_json:
+    if chosen(fmt, as_json) == Format.json:
         print_json(info)
         return
     ram = f"{info.ram_gb} GB" if info.ram_gb is not None else "unknown"

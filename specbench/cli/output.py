@@ -25,9 +25,9 @@ class Format(StrEnum):
     html = "html"
 
 
-def format_option(*formats: Format, help: str, short: bool = False) -> Any:
-    """The one ``--format`` option: the same name and values everywhere, each command offering the
-    formats it writes, shown as ``<table|md|json>``; the value is a ``Format``."""
+def format_option(*formats: Format, help: str) -> Any:
+    """The one ``--format``/``-f`` option: the same names and values everywhere, each command
+    offering the formats it writes, shown as ``<table|md|json>``; the value is a ``Format``."""
 
     def parse(value: str | Format) -> Format:
         if value not in formats:
@@ -35,8 +35,7 @@ def format_option(*formats: Format, help: str, short: bool = False) -> Any:
             raise typer.BadParameter(f"{str(value)!r} is not one of {offered}.")
         return Format(value)
 
-    names = ("--format", "-f") if short else ("--format",)
-    return typer.Option(*names, parser=parse, metavar=f"<{'|'.join(formats)}>", help=help)
+    return typer.Option("--format", "-f", parser=parse, metavar=f"<{'|'.join(formats)}>", help=help)
 
 
 # A result table (compare, ab, drafts, history, models list): a table, Markdown (a PR comment), CSV
@@ -46,7 +45,9 @@ TableFormat = Annotated[
     format_option(Format.table, Format.md, Format.csv, Format.json, help="table, md, csv or json."),
 ]
 # `report`: also CSV and one HTML page (the files it writes beside the table).
-ReportFormat = Annotated[Format, format_option(*Format, help="What to print on stdout.", short=True)]
+ReportFormat = Annotated[Format, format_option(*Format, help="What to print on stdout.")]
+# A result that is one record, not rows (env, parse): the table as printed, or JSON.
+RecordFormat = Annotated[Format, format_option(Format.table, Format.json, help="table, or json on stdout.")]
 
 
 def print_json(data: Any, indent: int | None = 2) -> None:

@@ -9,7 +9,7 @@ import typer
 
 from specbench.base.errors import ExitCode, ParseError
 from specbench.cli.common import console, say, state
-from specbench.cli.output import print_json
+from specbench.cli.output import Format, RecordFormat, chosen, print_json
 
 _SUMMARY = ("n_draft", "n_predict", "n_drafted", "n_accept")
 
@@ -52,8 +52,10 @@ def parse(
         list[Path], typer.Argument(metavar="LOG", help="llama.cpp logs (stderr or mixed); - reads stdin.")
     ],
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print a JSON list: one object per file that parsed.")
+        bool,
+        typer.Option("--json", help="The same as --format json: a list, one object per file that parsed."),
     ] = False,
+    fmt: RecordFormat = Format.table,
 ) -> None:
     """Show the statistics in llama.cpp logs: speculative summary, draft and target timings.
 
@@ -70,7 +72,7 @@ def parse(
                 raise
             failed += 1
             say(f"error: {exc}", err=True)
-    if as_json:
+    if chosen(fmt, as_json) == Format.json:
         # inf and nan are real values here (a speculative target's eval t/s): null, named in not_finite
         print_json([log.to_json() for log in parsed])
     else:

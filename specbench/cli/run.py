@@ -10,6 +10,7 @@ import typer
 
 from specbench.cli.common import console, resume_command, say, say_notes
 from specbench.cli.options import Quiet, Sets
+from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession, warn_busy
 from specbench.results.folder import samples_path
 
@@ -48,11 +49,20 @@ def _print_dry_run(prepared: Any) -> None:
         say(line)
 
 
-def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
-    """The closing table: rendered by the same function as `specbench report`, so the two agree."""
+def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Format.table) -> None:
+    """The closing table: rendered by the same function as `specbench report`, so the two agree;
+    in another ``fmt``, the report's own Markdown, CSV or JSON alone on stdout (the rest on stderr)."""
     from specbench.analysis.render import table
 
-    if report is not None:
+    if report is not None and fmt != Format.table:
+        from specbench.analysis import reportfiles
+
+        writer = {Format.md: reportfiles.markdown, Format.csv: reportfiles.csv_text}.get(
+            fmt, reportfiles.json_text
+        )
+        typer.echo(writer(report), nl=False)
+        notes = [*report.notes, *notes]
+    elif report is not None:
         width: int | None
         out, width = console, console.width
         if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"
@@ -61,7 +71,7 @@ def _print_summary(summary: Any, report: Any, notes: list[str]) -> None:
             out, width = Console(width=200, no_color=True, highlight=False), None
         out.print(table(report, width=width))
         notes = [*report.notes, *notes]
-    say(f"results: {summary.run_dir}")
+    say(f"results: {summary.run_dir}", err=fmt != Format.table)
     if summary.n_failed or summary.n_invalid:
         say(f"warning: {summary.n_failed} failed and {summary.n_invalid} invalid samples; "
             f"their reasons are in {samples_path(summary.run_dir)}", err=True)  # fmt: skip
@@ -110,6 +120,7 @@ def run(
         ),
     ] = None,
     quiet: Quiet = False,
+    fmt: TableFormat = Format.table,
     strict: Annotated[
         bool,
         typer.Option(
@@ -220,7 +231,7 @@ def run(
         record_run(summary.run_dir)
     except SpecbenchError as exc:
         notes.append(f"not recorded in history: {exc}")
-    _print_summary(summary, report, notes)
+    _print_summary(summary, report, notes, fmt)
     why = nothing_measured(summary.run_dir, report)
     if why is not None:
         raise RunError(why)

@@ -112,7 +112,9 @@ def test_baseline_save_then_compare_by_name(tmp_path, runs):
     assert specbench("compare", "ci-test", same, cwd=tmp_path).returncode == 0
     assert specbench("compare", "ci-test", slow, cwd=tmp_path).returncode == 1
     listed = specbench("baseline", "list", cwd=tmp_path)
-    assert listed.returncode == 0 and listed.stdout.startswith("ci-test:")
+    assert listed.returncode == 0 and "ci-test" in listed.stdout
+    records = json.loads(specbench("baseline", "list", "-f", "json", cwd=tmp_path).stdout)
+    assert [r["baseline"] for r in records] == ["ci-test"] and records[0]["run"] == "run1"
 
 
 def test_history_command(tmp_path, runs):

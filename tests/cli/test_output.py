@@ -17,8 +17,10 @@ from tests.helpers.runs import BASE, SPEC, make_run
 # The commands that print a result table: each takes --format.
 TABLE_COMMANDS = {
     "specbench compare", "specbench ab", "specbench drafts", "specbench report", "specbench history",
-    "specbench models list", "specbench plan",
+    "specbench models list", "specbench plan", "specbench run", "specbench baseline list",
 }  # fmt: skip
+# The commands whose result is one record (a machine, a log's statistics): the table or JSON.
+RECORD_COMMANDS = {"specbench env", "specbench parse", "specbench tune"}
 
 
 def _format_params() -> dict[str, object]:
@@ -40,7 +42,21 @@ def test_every_table_command_takes_the_one_format_option():
 def test_table_commands_offer_table_md_csv_and_json_with_one_help(path):
     cmds = dict(commands(app))
     names, text = _format_params()[path].get_help_record(context(cmds[path], path))
-    assert names == "--format <table|md|csv|json>" and text.startswith("table, md, csv or json.")
+    assert names == "-f, --format <table|md|csv|json>" and text.startswith("table, md, csv or json.")
+
+
+def test_every_format_option_is_format_or_f_and_record_commands_offer_table_and_json():
+    found = _format_params()
+    assert all(set(p.opts) == {"--format", "-f"} for p in found.values()), found
+    cmds = dict(commands(app))
+    for path in RECORD_COMMANDS:
+        names, _ = found[path].get_help_record(context(cmds[path], path))
+        assert names == "-f, --format <table|json>", path
+
+
+def test_history_takes_f_as_report_does(tmp_path):
+    r = specbench("history", "-f", "json", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
 
 
 def test_a_format_a_command_does_not_write_is_one_line_and_exit_2(tmp_path):
@@ -121,6 +137,23 @@ def test_tune_prints_json_with_the_one_format_option_too(tmp_path):
     """`tune --json` came before --format; both are taken, and --format offers what tune writes."""
     tune = "specbench tune"
     names, _ = _format_params()[tune].get_help_record(context(dict(commands(app))[tune], tune))
-    assert names == "--format <table|json>"
+    assert names == "-f, --format <table|json>"
     r = specbench("tune", "config.yaml", "--format", "md", cwd=tmp_path)
     assert r.returncode == 2 and "'md' is not one of 'table', 'json'" in r.stderr
+
+
+@pytest.mark.parametrize("fmt", [Format.json, Format.csv, Format.md])
+def test_run_s_closing_table_in_another_format_is_the_report_s_alone_on_stdout(tmp_path, capsys, fmt):
+    from types import SimpleNamespace
+
+    from specbench.analysis.report import build_report
+    from specbench.analysis.reportfiles import csv_text, json_text, markdown
+    from specbench.cli.run import _print_summary
+
+    run = make_run(tmp_path, "run1", BASE, SPEC)
+    rep = build_report([run])
+    summary = SimpleNamespace(run_dir=run, n_failed=0, n_invalid=0, busy=[], speed_moved=[], noise_notes=[])
+    _print_summary(summary, rep, [], fmt)
+    out, err = capsys.readouterr()
+    assert out == {Format.json: json_text, Format.csv: csv_text, Format.md: markdown}[fmt](rep)
+    assert f"results: {run}" in err
