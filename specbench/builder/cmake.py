@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from specbench.base import interrupts
+from specbench.base import interrupts, lifeline
 from specbench.base.childenv import child_env
 from specbench.base.errors import BuildError
 
@@ -121,7 +121,7 @@ def stream_step(
         out.flush()
         interrupts.child_starting()
         try:  # its own session: on Ctrl-C/SIGTERM the whole group goes (cmake, ninja, every compiler)
-            proc = subprocess.Popen(
+            proc = lifeline.popen(  # and it dies with specbench, even a kill -9'd one (lifeline)
                 cmd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -129,7 +129,6 @@ def stream_step(
                 text=True,
                 errors="replace",
                 env=env,
-                start_new_session=True,
             )
         except OSError as exc:
             interrupts.child_started()
@@ -149,7 +148,9 @@ def stream_step(
         except BaseException:
             _kill_group(proc)
             raise
-        return proc.wait()
+        code = proc.wait()
+        lifeline.forget(proc)
+        return code
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
@@ -169,6 +170,7 @@ def _kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+    lifeline.forget(proc)
 
 
 def first_error(details: list[str]) -> str:

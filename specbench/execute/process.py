@@ -2,7 +2,8 @@
 
 * stdin is ``/dev/null``: a chat-mode binary would otherwise wait on the terminal forever.
 * The command gets its own session (process group); a timeout or Ctrl-C kills the whole group
-  (SIGTERM, then SIGKILL after a grace period), so helper processes die with it.
+  (SIGTERM, then SIGKILL after a grace period), so helper processes die with it. Started by
+  ``lifeline.popen``, it also dies when specbench is killed outright (``kill -9``, the OOM killer).
 * stdout and stderr go to separate files: generated text on one, statistics on the other.
 * ``LC_ALL=C`` so numbers print with a decimal point; secrets (HF_TOKEN...) are not passed on
   (``specbench.base.childenv``), so a binary that echoes its environment cannot write them into the raw logs.
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from specbench.base import interrupts
+from specbench.base import interrupts, lifeline
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
 
@@ -56,6 +57,7 @@ def kill_group(proc: subprocess.Popen, grace_s: float) -> None:
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
+        lifeline.forget(proc)
         return
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
@@ -67,6 +69,7 @@ def kill_group(proc: subprocess.Popen, grace_s: float) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+    lifeline.forget(proc)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -159,8 +162,9 @@ def run_together(
 
 
 def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _Child:
-    """Popen in its own session, pinned to ``command.cpus`` (set on this thread around the fork: the
-    child inherits it, no ``preexec_fn``). Called inside ``interrupts.starting_child``."""
+    """Popen in its own session that dies with specbench (``lifeline``), pinned to ``command.cpus``
+    (set on this thread around the fork: the child inherits it). Called inside
+    ``interrupts.starting_child``."""
     for path in (command.stdout_path, command.stderr_path):
         path.parent.mkdir(parents=True, exist_ok=True)
     out, err = open(command.stdout_path, "wb"), open(command.stderr_path, "wb")
@@ -170,14 +174,13 @@ def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _C
         if before is not None and command.cpus:  # before is read only when cpus are given
             os.sched_setaffinity(0, command.cpus)
         try:
-            proc = subprocess.Popen(
+            proc = lifeline.popen(
                 command.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE if command.stamp_stdout else out,
                 stderr=err,
                 env=child_env(env),
                 cwd=cwd,
-                start_new_session=True,
             )
         finally:
             if before is not None:
@@ -228,6 +231,7 @@ def _poll(child: _Child, grace_s: float) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    lifeline.forget(proc)
     child.result = _result(child, timed_out, wall_s, cpu_s)
 
 

@@ -8,19 +8,17 @@ whole process group, so nothing the server started outlives it.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench.base import interrupts
+from specbench.base import interrupts, lifeline
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
 from specbench.base.formats import json_text
@@ -30,7 +28,6 @@ from specbench.execute.process import kill_group
 _LISTENING = re.compile(r"listening on https?://[^\s/]*?:(\d+)")
 _POLL_S = 0.1
 _LOG_TAIL = 1 << 20
-_PR_SET_PDEATHSIG = 1
 # The server is local: an http_proxy in the environment must not route requests elsewhere.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -83,16 +80,7 @@ class RunningServer:
         """Kill the whole process group (SIGTERM, then SIGKILL) and reap the server."""
         if self.proc.returncode is None:
             kill_group(self.proc, grace_s=2.0)
-
-
-def _die_with_parent() -> None:
-    """In the child, Linux only: SIGKILL it when specbench dies, even by SIGKILL (no cleanup runs
-    then), so a server is never left holding a port and the CPU or GPU for the next benchmark."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
+        lifeline.forget(self.proc)
 
 
 def _tail(path: Path) -> str:
@@ -127,10 +115,10 @@ def start_server(argv: list[str], stdout_path: Path, stderr_path: Path, timeout_
             # then is raised: the clean-up below stops it (raised inside Popen, it would orphan it).
             with interrupts.starting_child():
                 try:
-                    proc = subprocess.Popen(
-                        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env(),
-                        start_new_session=True, preexec_fn=_die_with_parent,
-                    )  # fmt: skip
+                    # its own group, killed with specbench however it ends (lifeline)
+                    proc = lifeline.popen(
+                        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env()
+                    )
                 except OSError as exc:
                     raise RunError(
                         f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"

@@ -13,7 +13,14 @@ from specbench.results.runlock import lock_holder
 
 
 def check_fresh(run_dir: Path) -> None:
-    """A new run must not append to an old run's samples: that is what --resume is for."""
+    """A new run must not append to an old run's samples: that is what --resume is for (unless that
+    run is still going: its lock would refuse the resume, so that is not suggested)."""
+    pid = lock_holder(run_dir)
+    if pid is not None:
+        raise RunError(
+            f"{run_dir} holds a run that is {_still_running(run_dir, pid)}; wait for it to finish "
+            f"or choose another --out"
+        )
     if has_samples(run_dir):
         by = made_by(run_dir)
         resume = (
@@ -31,12 +38,15 @@ def finish_hint(run_dir: Path, status: str | None) -> str:
     """What to do about an unfinished run: wait for a live one (the lock refuses a resume while it
     runs), resume one that stopped (not a tune folder: ``TUNE_NOT_RESUMED``)."""
     if status == "running":
-        pid = lock_holder(run_dir)
-        who = f"process {pid}" if pid else "a process"
-        return f"it is still running ({who} holds {run_dir / LOCK}); wait for it to finish"
+        return f"it is {_still_running(run_dir, lock_holder(run_dir))}; wait for it to finish"
     if made_by(run_dir) == "tune":
         return f"it is a `specbench tune` folder, which is not resumed ({TUNE_NOT_RESUMED})"
     return f"`specbench run --resume {run_dir}` finishes it"
+
+
+def _still_running(run_dir: Path, pid: int | None) -> str:
+    who = f"process {pid}" if pid else "a process"
+    return f"still running ({who} holds {run_dir / LOCK})"
 
 
 # A tune round pairs each setting's speedup with the baseline measured in the same minutes, and

@@ -117,3 +117,19 @@ def test_a_dry_resume_refuses_what_the_resume_would(tmp_path):
 def test_run_without_a_config_or_a_run_to_resume_is_refused():
     """Neither CONFIG nor --resume: one line that names both, before anything is built."""
     assert_one_line_error(cli("run"), "give a CONFIG", "--resume RUN_DIR")
+
+
+def test_a_new_run_into_a_folder_whose_run_is_going_says_so_and_not_resume(tmp_path):
+    """The lock would refuse `--resume` while the run is going: the message names the process that
+    holds it and says to wait or choose another --out, and never suggests the resume."""
+    import os
+
+    from specbench.results.runlock import RunLock
+
+    run = _copy(tmp_path, **_here())
+    with RunLock(run):
+        err = assert_one_line_error(cli("run", "configs/ci.yaml", "--out", str(run)), "still running")
+        assert f"process {os.getpid()}" in err and "another --out" in err
+        assert "--resume" not in err
+    err = assert_one_line_error(cli("run", "configs/ci.yaml", "--out", str(run)), "already holds a run")
+    assert "still running" not in err

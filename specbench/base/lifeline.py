@@ -1,0 +1,152 @@
+"""No process specbench starts outlives it, however specbench ends (``kill -9`` and the OOM killer too).
+
+Ctrl-C, SIGTERM and SIGHUP run specbench's clean-up (``interrupts``), which kills each child's
+process group. SIGKILL runs nothing, and a child in a session of its own (so that a timeout can kill
+its whole group) is not hit by a signal to specbench's group either: it would run on, orphaned and
+without its timeout, holding the CPU, the GPU or a port. ``popen`` starts a child that cannot:
+
+* Linux: ``PR_SET_PDEATHSIG`` (prctl, set in the child between fork and exec) SIGKILLs the child
+  the moment specbench dies. ``prctl`` is looked up in the parent, so the child only makes the one
+  call (no import, no ``dlopen`` after the fork); the parent pid is checked after it, in case
+  specbench died before the call. The signal follows the *thread* that started the child, so it is
+  set only from the main thread (a worker thread that ends would kill its child early).
+* Every platform (macOS has no PDEATHSIG): one watchdog process per specbench process (started with
+  the first child) reads the group ids of the children still running from a pipe whose only writer
+  is specbench. When specbench is gone the pipe closes; the watchdog SIGTERMs each group still
+  listed (ninja kills its compile jobs on SIGTERM), then SIGKILLs what is left. It covers each
+  child's helpers (its whole group), which PDEATHSIG does not. It lives in a session of its own and
+  ignores SIGINT/SIGHUP/SIGTERM, so the signal that ends specbench's group does not end it first.
+
+Limit: a group is listed until specbench has reaped its leader (``forget``); a specbench killed in
+the microseconds between that reaping and ``forget`` could leave a listed id that a new, unrelated
+group takes before the watchdog reads EOF. The watchdog needs ``sys.executable``; where it cannot
+start, the PDEATHSIG alone holds (Linux) and nothing does elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+
+from specbench.base.childenv import child_env
+
+_PR_SET_PDEATHSIG = 1
+_WATCHDOG = r"""
+import os, signal, time
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+groups, buf = set(), b""
+while True:
+    try:
+        data = os.read(0, 4096)
+    except InterruptedError:
+        continue
+    except OSError:
+        data = b""
+    if not data:
+        break
+    buf += data
+    *lines, buf = buf.split(b"\n")
+    for line in lines:
+        if line[:1] == b"+":
+            groups.add(int(line[1:]))
+        elif line[:1] == b"-":
+            groups.discard(int(line[1:]))
+
+def alive(g):
+    try:
+        os.killpg(g, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+def signal_all(sig):
+    for g in list(groups):
+        try:
+            os.killpg(g, sig)
+        except ProcessLookupError:
+            groups.discard(g)
+        except OSError:
+            pass
+
+signal_all(signal.SIGTERM)
+deadline = time.monotonic() + 2.0
+while groups and time.monotonic() < deadline:
+    groups = {g for g in groups if alive(g)}
+    time.sleep(0.05)
+signal_all(signal.SIGKILL)
+"""
+
+_lock = threading.Lock()
+_watchdog: subprocess.Popen | None = None
+_watchdog_failed = False
+_prctl: Callable[..., int] | None = None
+
+
+def popen(argv: list[str], **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen(argv, **kwargs)`` in a session of its own that ends when specbench does.
+
+    Call ``forget(proc)`` once it has been reaped (``kill_group`` in execute/process.py does)."""
+    preexec = _die_with_parent()
+    if preexec is not None:
+        kwargs["preexec_fn"] = preexec
+    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+    _tell(f"+{proc.pid}\n")
+    return proc
+
+
+def forget(proc: subprocess.Popen) -> None:
+    """``proc`` has been reaped: its group id is no longer the watchdog's to kill."""
+    _tell(f"-{proc.pid}\n")
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """The ``preexec_fn`` that sets PR_SET_PDEATHSIG (Linux, main thread), else None."""
+    global _prctl
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    if _prctl is None:
+        try:
+            import ctypes
+
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            return None
+    prctl, parent = _prctl, os.getpid()
+
+    def preexec() -> None:  # runs in the child after fork: one libc call, no allocation-heavy work
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # specbench died before the call: the signal will not come
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+def _tell(line: str) -> None:
+    """Send one line to the watchdog (started on first use); best effort."""
+    global _watchdog, _watchdog_failed
+    with _lock:
+        if _watchdog is None or _watchdog.poll() is not None:
+            if _watchdog_failed or not line.startswith("+"):
+                return
+            try:
+                _watchdog = subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-c", _WATCHDOG],
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    env=child_env(), start_new_session=True,
+                )  # fmt: skip
+            except OSError:
+                _watchdog_failed = True
+                return
+        try:
+            assert _watchdog.stdin is not None
+            _watchdog.stdin.write(line.encode())
+            _watchdog.stdin.flush()
+        except (OSError, ValueError):
+            pass
