@@ -12,8 +12,11 @@ without its timeout, holding the CPU, the GPU or a port. ``popen`` starts a chil
   set only from the main thread (a worker thread that ends would kill its child early).
 * Every platform (macOS has no PDEATHSIG): one watchdog process per specbench process (started with
   the first child) reads the group ids of the children still running from a pipe whose only writer
-  is specbench. When specbench is gone the pipe closes; the watchdog SIGTERMs each group still
-  listed (ninja kills its compile jobs on SIGTERM), then SIGKILLs what is left. It covers each
+  is specbench (each child writes its own id between fork and exec, so it is listed before it runs:
+  ``subprocess`` calls ``preexec_fn`` before it closes the inherited descriptors, and the pipe's
+  close-on-exec flag takes it from the child at exec). When specbench is gone the pipe closes; the
+  watchdog SIGTERMs each group still listed (ninja kills its compile jobs on SIGTERM), then SIGKILLs
+  what is left. It covers each
   child's helpers (its whole group), which PDEATHSIG does not. It lives in a session of its own and
   ignores SIGINT/SIGHUP/SIGTERM, so the signal that ends specbench's group does not end it first.
 
@@ -87,27 +90,51 @@ _lock = threading.Lock()
 _watchdog: subprocess.Popen | None = None
 _watchdog_failed = False
 _prctl: Callable[..., int] | None = None
+_POPEN = subprocess.Popen  # the watchdog's own start (a test's stand-in Popen is for the children)
 
 
 def popen(argv: list[str], **kwargs) -> subprocess.Popen:
     """``subprocess.Popen(argv, **kwargs)`` in a session of its own that ends when specbench does.
 
-    Call ``forget(proc)`` once it has been reaped (``kill_group`` in execute/process.py does)."""
-    preexec = _die_with_parent()
-    if preexec is not None:
-        kwargs["preexec_fn"] = preexec
-    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
-    _tell(f"+{proc.pid}\n")
-    return proc
+    The child lists its own group with the watchdog, between fork and exec: it is listed before it
+    can do anything, and a specbench killed in between still gets EOF once the child has exec'd
+    (its copy of the pipe closes on exec). Call ``forget(proc)`` once it has been reaped
+    (``kill_group`` in execute/process.py does)."""
+    kwargs["preexec_fn"] = _in_child(_watchdog_fd(), _pdeathsig())
+    return subprocess.Popen(argv, start_new_session=True, **kwargs)
 
 
 def forget(proc: subprocess.Popen) -> None:
     """``proc`` has been reaped: its group id is no longer the watchdog's to kill."""
-    _tell(f"-{proc.pid}\n")
+    fd = _watchdog_fd()
+    if fd is not None:
+        try:
+            os.write(fd, f"-{proc.pid}\n".encode())
+        except OSError:
+            pass
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    """The ``preexec_fn`` that sets PR_SET_PDEATHSIG (Linux, main thread), else None."""
+def _in_child(fd: int | None, prctl: Callable[..., int] | None) -> Callable[[], None]:
+    """The ``preexec_fn``: after fork, before exec, a few system calls and nothing else."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        me = os.getpid()
+        if fd is not None:  # start_new_session ran before this: our pid is our group's id
+            try:
+                os.write(fd, b"+%d\n" % me)
+            except OSError:
+                pass
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # specbench died before the call: the signal will not come
+                os.kill(me, signal.SIGKILL)
+
+    return preexec
+
+
+def _pdeathsig() -> Callable[..., int] | None:
+    """libc's ``prctl``, looked up here in the parent (Linux, main thread only), else None."""
     global _prctl
     if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
         return None
@@ -118,35 +145,26 @@ def _die_with_parent() -> Callable[[], None] | None:
             _prctl = ctypes.CDLL(None, use_errno=True).prctl
         except (OSError, AttributeError):
             return None
-    prctl, parent = _prctl, os.getpid()
-
-    def preexec() -> None:  # runs in the child after fork: one libc call, no allocation-heavy work
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # specbench died before the call: the signal will not come
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return preexec
+    return _prctl
 
 
-def _tell(line: str) -> None:
-    """Send one line to the watchdog (started on first use); best effort."""
+def _watchdog_fd() -> int | None:
+    """The write end of the watchdog's pipe (the watchdog started on first use); None if it cannot run."""
     global _watchdog, _watchdog_failed
     with _lock:
-        if _watchdog is None or _watchdog.poll() is not None:
-            if _watchdog_failed or not line.startswith("+"):
-                return
-            try:
-                _watchdog = subprocess.Popen(
-                    [sys.executable, "-I", "-S", "-c", _WATCHDOG],
-                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                    env=child_env(), start_new_session=True,
-                )  # fmt: skip
-            except OSError:
-                _watchdog_failed = True
-                return
-        try:
+        if _watchdog is not None and _watchdog.poll() is None:
             assert _watchdog.stdin is not None
-            _watchdog.stdin.write(line.encode())
-            _watchdog.stdin.flush()
-        except (OSError, ValueError):
-            pass
+            return _watchdog.stdin.fileno()
+        if _watchdog_failed:
+            return None
+        try:
+            _watchdog = _POPEN(
+                [sys.executable, "-I", "-S", "-c", _WATCHDOG],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=child_env(), start_new_session=True, bufsize=0,
+            )  # fmt: skip
+        except OSError:
+            _watchdog_failed = True
+            return None
+        assert _watchdog.stdin is not None
+        return _watchdog.stdin.fileno()

@@ -20,12 +20,13 @@ def test_a_signal_while_the_server_starts_stops_it(tmp_path, monkeypatch):
 
     def popen(*args, **kwargs):
         proc = real(*args, **kwargs)
-        started.append(proc)
-        interrupts.deliver(KeyboardInterrupt())  # what the signal handler does (interrupts._interrupt)
+        if args[0] == argv:  # the server, not base/lifeline's watchdog (started with the first child)
+            started.append(proc)
+            interrupts.deliver(KeyboardInterrupt())  # what the signal handler does (interrupts._interrupt)
         return proc
 
-    monkeypatch.setattr(subprocess, "Popen", popen)
     argv = [sys.executable, "-c", "import time; time.sleep(300)"]
+    monkeypatch.setattr(subprocess, "Popen", popen)
     try:
         with pytest.raises(KeyboardInterrupt):
             start_server(argv, tmp_path / "server.stdout", tmp_path / "server.stderr", timeout_s=60)
