@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.build import assert_one_line_error, cli
+from tests.fixtures.replay import TIERS, Take, runs_by
 from tests.helpers.realruns import threads
 
-pytestmark = pytest.mark.slow
 QUICK = "configs/quickstart.yaml"
 CHEAP = ["--set", "generation.n_predict=16", "--set", "repetitions=1", "--set", "warmup=0",
          "--set", "prompts.ids=[math-03]", "--set", "sweep.method=[draft]",
@@ -27,10 +27,17 @@ def _rows(run: Path) -> dict[tuple, dict]:
     return {tuple(r[k] for k in AXES): r for r in json.loads(out.stdout)}
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory, llama_build, smol_f32):
+@pytest.fixture(scope="module", params=TIERS)
+def runs(request, tmp_path_factory):
     """The plan (in a results folder of this test's own: no history yet, so dealt from sizes),
-    the whole run, and each shard run with its matrix entry's cells, as sweep.yml does."""
+    the whole run, and each shard run with its matrix entry's cells, as sweep.yml does: replayed
+    (a longer draft decodes slower: draft_max 8 is the slowest cell), and real in the integration
+    tier."""
+    with runs_by(request, tmp_path_factory, lambda inv, n: Take(slowdown=1 + (inv.draft_max or 0) / 10)):
+        yield _runs(tmp_path_factory)
+
+
+def _runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("shards")
     env = {"SPECBENCH_RESULTS": str(tmp / "results")}
     plan = cli("plan", QUICK, *CHEAP, "--shards", "3", "--json", env=env)

@@ -1,6 +1,7 @@
-"""The published site in a real browser (Debian's headless Chromium): real llama.cpp runs recorded in
-history, every page reached from the index loads with no console error, the trend plots draw every
-point, points link to run pages with the run's report, a moved run folder is said missing."""
+"""The published site in a real browser (Debian's headless Chromium): runs recorded in history
+(replayed, tests/fixtures/replay.py; real llama.cpp runs in the integration tier), every page
+reached from the index loads with no console error, the trend plots draw every point, points link
+to run pages with the run's report, a moved run folder is said missing."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from specbench.gate.decision import Status
 from specbench.publish.series import load_series
 from specbench.results.manifestfile import load_manifest, save_manifest
 from specbench.results.samplelog import append_sample, load_samples
+from tests.fixtures.replay import TIERS, runs_by
 from tests.helpers.cli import specbench
 from tests.publish.browser import CHROMIUM, Browser
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(
         not CHROMIUM.exists(),
         reason="/usr/bin/chromium missing: `apt-get install -y chromium` "
@@ -67,8 +68,15 @@ def publish(root: Path, out: Path, *runs: Path):
     return r
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory, smol_f32):
+@pytest.fixture(scope="module", params=TIERS)
+def site(request, tmp_path_factory):
+    """Two runs recorded in history (replayed; real in the integration tier), an ab run made of
+    the second and a bisect folder, published."""
+    with runs_by(request, tmp_path_factory):
+        yield _site(tmp_path_factory)
+
+
+def _site(tmp_path_factory):
     root = tmp_path_factory.mktemp("publish")
     results = root / "results"
     for name in ("r1", "r2"):
