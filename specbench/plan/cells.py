@@ -21,7 +21,7 @@ from pathlib import Path
 from specbench.base.errors import ConfigError
 from specbench.base.methods import DRAFT_METHOD, METHODS
 from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
-from specbench.builder.options import OptionError, option_argv
+from specbench.builder.options import OptionError, default_on, option_argv
 from specbench.plan.config import Config
 from specbench.plan.methods import (
     DRAFT_SIMPLE,
@@ -380,6 +380,18 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
     if cell.synth_len is not None:  # llama-server and llama-cli only (the config refuses the process runner)
         argv += ["--spec-synth-len", fmt_num(cell.synth_len)]
     return argv
+
+
+def draft_backend_sampling(spec: BinaryInfo, cell: Cell) -> bool | None:
+    """Whether the draft's sampling runs on the backend in this speculative invocation: the cell's
+    ``backend_sampling_draft``, else the binary's default as its --help says it (the pin: enabled);
+    None without a draft context or where the binary has no such option. Recorded in every sample:
+    two builds whose defaults differ otherwise differ unexplained."""
+    if draft_free(cell.method):
+        return None
+    if cell.backend_sampling_draft is not None:
+        return cell.backend_sampling_draft
+    return default_on((spec.flags.options or {}).get("backend_sampling_draft"))
 
 
 def draft_alone_cells(group: list[Cell], done: set[tuple], order: list[str | None]) -> list[Cell]:

@@ -132,6 +132,11 @@ OPTION_KEYS: dict[str, tuple[Any, str]] = {
         Annotated[int, Field(ge=-1, le=3)],
         "Process and thread priority: -1 low, 0 normal, 1 medium, 2 high, 3 realtime (--prio).",
     ),
+    "backend_sampling_draft": (
+        Switch,
+        "The draft's sampling offloaded to the backend: on (the pinned build's default) or off "
+        "(--no-spec-draft-backend-sampling); builds without the option cannot take it.",
+    ),
 }
 ARGS_DESCRIPTION = "Extra arguments for every llama.cpp invocation (for what has no key); one string each."
 

@@ -21,6 +21,7 @@ from specbench.plan.cells import (
     baseline_groups,
     build_order,
     draft_alone_cells,
+    draft_backend_sampling,
     free_args,
     model_path,
     option_flags,
@@ -140,7 +141,8 @@ def server_plan(
         base = server_argv(server, model_path(models, c.model), gen, c.ngl, parallel)
         draft = model_path(models, c.draft) if c.draft else None
         flags = speculative_flags(server.flags, c, draft) + option_flags(server, c, free_args(config, c))
-        return make("speculative", c, parallel, p, rep, argv=base + flags)
+        inv = make("speculative", c, parallel, p, rep, argv=base + flags)
+        return inv.model_copy(update={"draft_backend_sampling": draft_backend_sampling(server, c)})
 
     def alone(model: Cell) -> Cell:
         return baseline_cell(model)

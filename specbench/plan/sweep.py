@@ -23,6 +23,7 @@ from specbench.plan.cells import (
     build_cells,
     build_order,
     draft_alone_cells,
+    draft_backend_sampling,
     fmt_num,
     free_args,
     model_path,
@@ -256,6 +257,7 @@ class _Factory:
             **cell_dict(c),
             binary_role=self.spec.role,
             argv=_spec_argv(self.config, self.spec, c, self.models, prompt.text),
+            draft_backend_sampling=draft_backend_sampling(self.spec, c),
             prompt_echoed=True,
             **self._base(prompt, rep),
         )

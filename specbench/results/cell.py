@@ -61,6 +61,7 @@ class Cell(BaseModel):
     repack: bool | None = None
     poll: int | None = None  # 0..100
     prio: int | None = None  # -1 low .. 3 realtime
+    backend_sampling_draft: bool | None = None  # --spec-draft-backend-sampling (the pin: on by default)
     args: str | None = None  # the name of a `sweep.args` set of free arguments
     runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
     parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)

@@ -38,6 +38,10 @@ class Measurement(Cell):
     category: str
     repetition: int  # 0-based; warmups are never stored
     generation: Generation
+    # provenance, not identity: whether the draft's sampling ran on the backend, as this invocation
+    # had it (the cell's backend_sampling_draft, else the binary's default read from its --help: the
+    # pin turns it on); None: nothing drafted with a draft context, or a build without the option
+    draft_backend_sampling: bool | None = None
 
     def sample_key(self) -> tuple:
         """Identity of the invocation within a run: used by --resume to skip finished samples."""

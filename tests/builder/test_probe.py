@@ -165,6 +165,21 @@ def test_ik_fork_takes_the_classic_draft_method_and_lists_its_spaced_spec_types(
     assert flags_from_help(HELP_2024_SPECULATIVE).classic_draft
 
 
+def test_the_pins_draft_backend_sampling_and_its_default_are_read_from_its_help():
+    from specbench.builder.options import default_on
+
+    pinned = flags_from_help((HELP / "pinned-llama-speculative-simple.txt").read_text()).options
+    flag = pinned["backend_sampling_draft"]
+    assert (flag.flag, flag.off, flag.default) == (
+        "--spec-draft-backend-sampling", "--no-spec-draft-backend-sampling", "enabled"
+    )  # fmt: skip
+    assert default_on(flag) is True
+    ik = flags_from_help((HELP / "ik-0.1.5-llama-speculative.txt").read_text()).options
+    assert "backend_sampling_draft" not in ik and default_on(ik.get("backend_sampling_draft")) is None
+    bench = flags_from_help((HELP / "pinned-llama-bench.txt").read_text())
+    assert "-d" in bench.known  # the pin's llama-bench takes the KV depth (tune.calibrate)
+
+
 def test_parse_help_joins_continuation_lines():
     entries = {e.names[0]: e for e in parse_help(HELP_2023_SPECULATIVE)}
     draft = entries["-md"]

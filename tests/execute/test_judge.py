@@ -73,7 +73,8 @@ def test_a_process_run_at_lv5_carries_its_acceptance_by_draft_position():
     second = judge(spec("ngram-simple"), process("spec-simple-ngram-steps"), "r", "t2").sample
     total = _counters([first, second])  # two process samples: each counted
     assert total.steps == 12 and total.accept_by_pos() == c.accept_by_pos()
-    assert judge(spec(), process("spec-simple-draft"), "r", "t").sample.spec_counters is None  # no -lv 5
+    plain = judge(spec(draft_backend_sampling=True), process("spec-simple-draft"), "r", "t").sample
+    assert plain.spec_counters is None and plain.draft_backend_sampling is True  # provenance kept
 
 
 def test_a_baseline_gives_its_same_span_speed_and_tokens_on_both_runners():

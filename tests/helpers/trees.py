@@ -36,3 +36,15 @@ def tree_build(tmp_path: Path, roles: dict[str, str], help_file: str, **fields) 
 
 def ik_build(tmp_path: Path) -> BuildInfo:
     return tree_build(tmp_path, IK_PROGRAMS, "ik-0.1.5-llama-speculative.txt")
+
+
+def pinned_build(tmp_path: Path) -> BuildInfo:
+    """The pin's programs as their captured --help texts give them (no binary runs)."""
+    roles = {"completion": "llama-completion", "speculative_simple": "llama-speculative-simple",
+             "server": "llama-server", "bench": "llama-bench"}  # fmt: skip
+    help_of = {"completion": "pinned-llama-speculative-simple.txt", "server": "pinned-llama-server.txt",
+               "bench": "pinned-llama-bench.txt"}  # fmt: skip
+    build = tree_build(tmp_path, roles, "pinned-llama-speculative-simple.txt")
+    for role, name in help_of.items():
+        build.binaries[role].flags = flags_from_help((HELP / name).read_text())
+    return build

@@ -10,7 +10,7 @@ from specbench.plan.methods import parse_method, spec_type_names
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import draft_alone_of
 from tests.helpers.sweeps import MODELS, make_config, pairs, rendered
-from tests.helpers.trees import ik_build
+from tests.helpers.trees import ik_build, pinned_build
 
 
 def test_spelling_one_name_per_method():
@@ -129,6 +129,31 @@ def test_an_ngram_method_on_a_fork_runs_where_its_program_takes_it(tmp_path):
         spec_of(tmp_path, ik, runner="server", sweep={"method": ["draft-eagle3"]},
                 pairs={"p": {"target": "big", "draft": "mid", "method": "draft-eagle3"}})  # fmt: skip
     assert "ngram-cache, ngram-simple" in str(info.value) and "takes: )" not in str(info.value)
+
+
+@pytest.mark.parametrize("runner", ["process", "server"])
+def test_draft_backend_sampling_is_recorded_in_every_speculative_sample_and_settable(tmp_path, runner):
+    """The pin turns --spec-draft-backend-sampling on by default: each speculative invocation
+    records the value it ran with (the build's default from its --help, or the config's key)."""
+    pinned = pinned_build(tmp_path)
+    _, spec = spec_of(
+        tmp_path, pinned, runner=runner, sweep={"method": ["draft", "ngram-simple"], "draft_max": [4]}
+    )
+    by = {i.method: i for i in spec}
+    assert (
+        by["draft"].draft_backend_sampling is True
+        and "--no-spec-draft-backend-sampling" not in by["draft"].argv
+    )
+    assert by["ngram-simple"].draft_backend_sampling is None  # no draft context
+    _, off = spec_of(
+        tmp_path, pinned, runner=runner, backend_sampling_draft=False, sweep={"method": ["draft"]}
+    )
+    assert off[0].draft_backend_sampling is False and "--no-spec-draft-backend-sampling" in off[0].argv
+    _, forked = spec_of(tmp_path, ik_build(tmp_path / "ik"), runner=runner, sweep={"method": ["draft"]})
+    assert forked[0].draft_backend_sampling is None  # ik_llama.cpp has no such option
+    with pytest.raises(ConfigError, match="has no option for backend_sampling_draft"):
+        spec_of(tmp_path, ik_build(tmp_path / "ik"), runner=runner, backend_sampling_draft=False,
+                sweep={"method": ["draft"]})  # fmt: skip
 
 
 def test_pair_needs_what_its_method_needs(tmp_path):
