@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from specbench.analysis import stats
+from specbench.analysis.figures import Figure, Value, figure
 from specbench.analysis.quality import DEFAULT_PRECISION, assess
 from specbench.analysis.span import span_fields
 from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
@@ -213,6 +214,22 @@ def _pairs(spec: list[Sample], paired: dict[tuple, Sample]) -> list[Pair]:
     return out
 
 
+def _tps_figures(pairs: list[Pair], spec: list[Sample], base: list[Sample]) -> tuple[Figure, Figure]:
+    """The row's spec and baseline t/s, averaged as its speedup is (``figures.figure``) and over the
+    pairs it uses, so that spec / baseline is the speedup; each side's usable samples without a pair."""
+    if not pairs:
+        return (
+            figure("spec_tps", [Value(s.prompt_id, s.repetition, s.tps) for s in spec if s.tps is not None]),
+            figure(
+                "baseline_tps", [Value(s.prompt_id, s.repetition, s.tps) for s in base if s.tps is not None]
+            ),
+        )
+    return (
+        figure("spec_tps", [Value(x.prompt, x.repetition, x.spec_tps) for x in pairs]),
+        figure("baseline_tps", [Value(x.prompt, x.repetition, x.base_tps) for x in pairs]),
+    )
+
+
 def _row(
     run: str,
     category: str,
@@ -227,9 +244,11 @@ def _row(
     quality = assess(spec, base, facts)
     used = [s for s in spec if _usable(s)]
     base_used = [s for s in base if _usable(s)]
-    b = summarize([s.tps for s in base_used if s.tps is not None])  # all of them (_usable)
-    p = summarize([s.tps for s in used if s.tps is not None])
-    ratio = paired_speedup(_pairs(used, paired))
+    b = summarize([s.tps for s in base_used if s.tps is not None])  # all of them (_usable); the sd
+    p = summarize([s.tps for s in used if s.tps is not None])  # (the columns' centre is the figure's)
+    pairs = _pairs(used, paired)
+    ratio = paired_speedup(pairs)
+    spec_fig, base_fig = _tps_figures(pairs, used, base_used)
     acceptance = _pooled(used, "n_accept", "n_drafted")
     draft_tps = summarize([s.tps for s in drafts if _usable(s) and s.tps is not None]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
@@ -249,7 +268,7 @@ def _row(
     counters = _counters(used)
     return ReportRow(
         **axes, run=run, category=category,
-        baseline_tps=b.mean, baseline_tps_sd=b.sd, spec_tps=p.mean, spec_tps_sd=p.sd,
+        baseline_tps=base_fig.value, baseline_tps_sd=b.sd, spec_tps=spec_fig.value, spec_tps_sd=p.sd,
         speedup=ratio.value, speedup_ci_low=ratio.ci_low, speedup_ci_high=ratio.ci_high,
         speedup_repetitions=ratio.repetitions, speedup_prompts=ratio.prompts,
         speedup_prompt_low=ratio.prompt_low, speedup_prompt_high=ratio.prompt_high,
@@ -257,7 +276,8 @@ def _row(
         outputs_match=all(compared) if compared else None,
         valid=len(used) == len(spec) and len(base_used) == len(base) and bool(base),
         n=len(used), baseline_n=b.n,
-        baseline_ci_low=b.ci_low, baseline_ci_high=b.ci_high, spec_ci_low=p.ci_low, spec_ci_high=p.ci_high,
+        baseline_ci_low=base_fig.low, baseline_ci_high=base_fig.high, spec_ci_low=spec_fig.low,
+        spec_ci_high=spec_fig.high,
         n_total=len(spec), n_invalid=sum(is_invalid(s) for s in spec),
         n_failed=sum(s.status in ("failed", "timeout") for s in spec), draft_tps=draft_tps, cost_ratio=c,
         best_draft_max=best_g, first_diff=min(diffs) if diffs else None, model_speedup=modelled,

@@ -6,8 +6,16 @@ Before this module the report, history and the results site each summarised a ce
 interval), and one cell read 3.87x, 110x and 46x. Now every reader hands the same values to
 ``figure``: speedups are the samples' ratios to the baseline ``results.bracket.paired_baseline``
 pairs them with, and their figure is ``paired_speedup``'s (prompts weighted equally, the interval
-from repetitions); a t/s or an acceptance is the mean over the samples with its t interval, as the
-report's columns have always been.
+from repetitions).
+
+One kind of average for every rate and ratio (issue 58): a t/s (any metric on the ``ratio`` scale)
+is averaged as the speedup is, ``paired_speedup`` over the values against 1: the geometric mean
+over prompts of each prompt's geometric mean over repetitions, its interval from repetitions. So a
+report row's spec t/s over its baseline t/s, both over the pairs its speedup uses, is its speedup
+(exactly from 1 to 5 repetitions; from 6 the centre is each side's Hodges-Lehmann estimate, within
+rounding). Before, the t/s columns were arithmetic means over samples, dominated by the one prompt
+that copies: the quickstart's ngram-simple row read 50.5 and 89.6 t/s (1.77x) beside 1.25x. An
+acceptance (``points`` scale) is the mean over the samples with its t interval.
 """
 
 from __future__ import annotations
@@ -61,9 +69,9 @@ def figure(metric: str, values: Iterable[Value]) -> Figure:
     vals = list(values)
     if not vals:
         return NOTHING
-    if metric in METRICS and METRICS[metric].paired:  # a speedup: each value a ratio to its pair
+    if metric in METRICS and METRICS[metric].scale == "ratio":  # rates and ratios: the speedup's average
         s = paired_speedup(Pair(v.prompt, v.repetition, v.value, 1.0) for v in vals)
-        return Figure(s.value, s.ci_low, s.ci_high, s.repetitions)
+        return Figure(s.value, s.ci_low, s.ci_high, s.repetitions if METRICS[metric].paired else len(vals))
     m = summarize([v.value for v in vals])
     return Figure(m.mean, m.ci_low, m.ci_high, m.n)
 

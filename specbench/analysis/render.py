@@ -19,7 +19,8 @@ IMPRECISE = "†"  # repetitions: auto stopped at max_repetitions without meetin
 LEGEND = (
     f"{BEST} best setting of its pair: the highest speedup among its measured cells whose 95% interval "
     f"is within a factor {MAX_SPREAD:g} (none where no cell is; synthetic cells never). "
-    "t/s: decode tokens/s, mean ± sd. "
+    "t/s: decode tokens/s over the speedup's pairs, averaged as the speedup is (the geometric mean over "
+    "prompts, each weighted equally), so spec / baseline t/s is the speedup; ± the samples' sd. "
     "speedup: speculative / baseline t/s paired by prompt and repetition, the geometric mean over "
     "prompts (each weighted equally), with a 95% interval from repetition noise alone (n=1: one "
     "repetition, no noise estimate, no interval). per prompt: the slowest and the fastest prompt's "

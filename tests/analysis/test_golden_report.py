@@ -9,7 +9,11 @@ quote a speedup carry the new numbers, and the rows gained ``speedup_repetitions
 ``speedup_prompts``, ``speedup_prompt_low`` and ``speedup_prompt_high``; every other number is
 still the old code's. (The old interval of ngl-sweep-cpu's ngl 0 cell was [-0.19, 9.27].) Issue 42
 removed the note comparing speedups with Leviathan's formula (the report's prediction is now the
-calibrated model, which these runs do not have), and only that note."""
+calibrated model, which these runs do not have), and only that note. Issue 58 marks ★ only on a
+decided real cell (``analysis.figures.pick_best``): every row's ``best`` and the notes that say why
+a pair has no ★ are the new code's; and it averages a row's t/s as its speedup is (geometric over
+prompts, over the speedup's pairs: ``figures.figure``), so ``baseline_tps``, ``spec_tps`` and their
+``*_ci_low``/``*_ci_high`` are the new code's too (the sd columns are still the old code's)."""
 
 import json
 

@@ -1,6 +1,7 @@
 """The history database: idempotent per run, one series per cell, plotted with matplotlib."""
 
 import json
+import math
 import sqlite3
 
 import pytest
@@ -35,12 +36,14 @@ def test_series_over_runs_mean_over_prompts_per_repetition(tmp_path):
     record_run(make_run(tmp_path, "run2", BASE, slower, prompts=("p1", "p2"), commit="bbbb", threads=1), db)
     points = load_history(db, "spec_tps", cell="draft_max=8")
     assert [(p.run_id, p.commit, p.threads) for p in points] == [("run1", "aaaa", "2"), ("run2", "bbbb", "1")]
-    # make_run scales prompt i by 1 + 0.1 i: per repetition the mean over prompts is 1.05 x the value.
+    # make_run scales prompt i by 1 + 0.1 i: per repetition the mean over prompts is 1.05 x the value,
+    # and the figure (issue 58: averaged as a speedup) the geometric mean of the geometric ones.
     per_rep = [x * 1.05 for x in SPEC[8]]
     mean = sum(per_rep) / 3
-    assert points[0].mean == pytest.approx(mean)
+    figure = math.exp(sum(math.log(x * math.sqrt(1.1)) for x in SPEC[8]) / 3)
+    assert points[0].mean == pytest.approx(figure)
     assert points[0].sd == pytest.approx((sum((x - mean) ** 2 for x in per_rep) / 2) ** 0.5)
-    assert points[1].mean == pytest.approx(mean * 0.5)
+    assert points[1].mean == pytest.approx(figure * 0.5)
     assert (points[0].n_reps, points[0].n_prompts) == (3, 2)
     # Another prompt set is another series, not a point of this one.
     record_run(make_run(tmp_path, "run3", BASE, SPEC, prompts=("p1",)), db)

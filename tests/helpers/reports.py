@@ -64,6 +64,15 @@ def _speedup(spec: list[dict], base: list[dict]) -> dict:
     }
 
 
+def geomean_over_prompts(samples: list[dict]) -> float:
+    """A t/s averaged as the speedup is (issue 58): per prompt the geometric mean over repetitions,
+    then the geometric mean over prompts (every recorded sample valid, fewer than 6 repetitions)."""
+    logs: dict[str, list[float]] = {}
+    for s in samples:
+        logs.setdefault(s["prompt_id"], []).append(math.log(s["tps"]))
+    return math.exp(statistics.mean(statistics.mean(v) for v in logs.values()))
+
+
 def expected_rows(run: Path) -> dict[tuple, dict]:
     """The overall row of every cell, recomputed from the JSON lines."""
     samples = raw_samples(run)
@@ -92,9 +101,9 @@ def expected_rows(run: Path) -> dict[tuple, dict]:
         compared = [s["outputs_match"] for s in spec if s["outputs_match"] is not None]
         out[(c["pair"], c["method"], c["draft_max"], c["ngl"], c["ngld"])] = {
             "n": len(spec_tps),
-            "baseline_tps": statistics.mean(base_tps),
+            "baseline_tps": geomean_over_prompts([s for s in base if usable(s)]),
             "baseline_tps_sd": statistics.stdev(base_tps),
-            "spec_tps": statistics.mean(spec_tps),
+            "spec_tps": geomean_over_prompts(used),
             "spec_tps_sd": statistics.stdev(spec_tps),
             **_speedup(used, [s for s in base if usable(s)]),
             "acceptance": accepted / drafted,

@@ -1,6 +1,7 @@
 """The cell is declared once (specbench/results/cell.py): a new axis there reaches sample keys,
 adaptive rounds, report rows, identities and labels; the baseline of a cell is the one on its build."""
 
+import math
 import shutil
 import subprocess
 import sys
@@ -58,7 +59,7 @@ def test_the_baseline_of_a_cell_is_the_baseline_on_its_build():
     assert set(rows) == {"a", "b"}
     for build, speed in (("a", 1.0), ("b", 2.0)):
         r = rows[build]
-        assert r.baseline_tps == 10 * speed and r.baseline_n == 2  # its own build's baseline only
+        assert math.isclose(r.baseline_tps, 10 * speed) and r.baseline_n == 2  # its own build's baseline only
         assert r.draft_tps == 40 * speed  # and its own build's draft alone
         # the geometric mean of its two paired ratios, 15/10 and 16.5/10
         assert r.speedup is not None and abs(r.speedup - (1.5 * 1.65) ** 0.5) < 1e-9
