@@ -77,9 +77,16 @@ def test_every_old_readme_paragraph_lead_is_in_the_docs(lead):
     assert any(lead in page.read_text() for page in DOCS.glob("*.md")), lead
 
 
+# GitHub resolves a README link against the repository's page: ../../actions/workflows/F is the
+# Actions page of workflow F (and its badge), whoever owns the repository or its fork.
+ACTIONS = re.compile(r"\.\./\.\./actions/workflows/([^/]+)(?:/badge\.svg)?")
+
+
 def test_the_readme_links_resolve():
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text()):
-        if not target.startswith("http"):
+        if m := ACTIONS.fullmatch(target):
+            assert (ROOT / ".github" / "workflows" / m[1]).is_file(), target
+        elif not target.startswith("http"):
             assert (ROOT / target).exists(), target
 
 

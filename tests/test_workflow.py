@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -65,3 +66,56 @@ def test_sweep_plans_shards_runs_them_and_merges():
     assert download["with"] == {"pattern": "specbench-shard-*", "path": "shards/", "merge-multiple": True}
     merge = " ".join(s.get("run", "") for s in jobs["merge"]["steps"])
     assert "specbench merge shards/shard-*" in merge and "GITHUB_STEP_SUMMARY" in merge
+
+
+CI = WORKFLOW.parent / "ci.yml"
+
+
+def _ci() -> dict:
+    wf = yaml.safe_load(CI.read_text())
+    wf["on"] = wf.pop(True, wf.get("on"))  # YAML 1.1 reads the key `on` as true
+    return wf
+
+
+def _runs(job: dict) -> list[str]:
+    return [step["run"] for step in job["steps"] if "run" in step]
+
+
+def test_ci_lints_and_tests_every_push_and_pull_request_on_linux_and_macos():
+    wf = _ci()
+    assert {"push", "pull_request"} <= set(wf["on"])
+    test = wf["jobs"]["test"]
+    assert "if" not in test  # every event
+    assert test["strategy"]["matrix"]["os"] == ["ubuntu-latest", "macos-latest"]
+    assert test["strategy"]["fail-fast"] is False  # a Linux failure does not hide the macOS result
+    assert _runs(test)[-2:] == ["make lint", "make test"]
+
+
+def test_ci_runs_the_integration_tier_nightly_and_by_hand():
+    wf = _ci()
+    assert wf["on"]["schedule"][0]["cron"] and "workflow_dispatch" in wf["on"]
+    job = wf["jobs"]["integration"]
+    assert job["if"] == "github.event_name == 'schedule' || github.event_name == 'workflow_dispatch'"
+    assert _runs(job)[-1] == "make test-integration"
+    assert "make test-integration" not in _runs(wf["jobs"]["test"])  # not on every push
+
+
+def test_ci_pins_each_action_to_a_commit_named_by_its_release():
+    uses = [line.split("uses:", 1)[1].strip() for line in CI.read_text().splitlines() if "uses:" in line]
+    assert {u.split("@")[0] for u in uses} == {"actions/checkout", "actions/setup-python", "actions/cache"}
+    for u in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+(\.\d+)*", u), u
+
+
+def test_ci_reads_only_cancels_superseded_pull_request_runs_and_caches_specbench_home():
+    wf = _ci()
+    assert wf["permissions"] == {"contents": "read"}
+    assert wf["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
+    for job in wf["jobs"].values():
+        steps = job["steps"]
+        home = next(s["run"] for s in steps if "SPECBENCH_HOME=" in s.get("run", ""))
+        assert home == 'echo "SPECBENCH_HOME=$HOME/.cache/specbench" >> "$GITHUB_ENV"'
+        cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
+        assert all(p.startswith("~/.cache/specbench/") for p in cache["with"]["path"].split())
+        assert cache["with"]["key"].startswith("specbench-${{ runner.os }}-${{ runner.arch }}-${{ hashFiles(")
+        assert steps.index(cache) < next(i for i, s in enumerate(steps) if s.get("run") == "make setup")
