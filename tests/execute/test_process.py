@@ -14,17 +14,9 @@ from specbench.base import interrupts
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
 from specbench.execute.process import Command, run_command, run_together
+from tests.helpers.procs import alive
 
 FAKEBINS = Path(__file__).parents[1] / "fakebins"
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _pids(stdout: Path) -> dict[str, int]:
@@ -51,9 +43,9 @@ def test_timeout_kills_the_whole_process_group(tmp_path, monkeypatch, stubborn, 
     pids = _pids(res.stdout_path)
     assert set(pids) == {"self", "child"}
     deadline = time.monotonic() + 2
-    while any(_alive(p) for p in pids.values()) and time.monotonic() < deadline:
+    while any(alive(p) for p in pids.values()) and time.monotonic() < deadline:
         time.sleep(0.05)  # the child is reparented to init, which reaps it asynchronously
-    assert not any(_alive(p) for p in pids.values()), "a process of the group survived the timeout"
+    assert not any(alive(p) for p in pids.values()), "a process of the group survived the timeout"
 
 
 def test_segfault_is_reported_by_signal_name(tmp_path):
@@ -123,4 +115,4 @@ def test_a_signal_while_a_child_starts_kills_every_child_started(tmp_path, monke
     with pytest.raises(KeyboardInterrupt):
         run_together(commands, grace_s=0.5)
     assert len(starts) == when + 1  # the signal stops the pair before its next start
-    assert not [pid for pid in starts if _alive(pid)], "a child outlived the interrupted start"
+    assert not [pid for pid in starts if alive(pid)], "a child outlived the interrupted start"

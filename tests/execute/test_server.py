@@ -33,6 +33,7 @@ from specbench.results.manifestfile import load_manifest
 from specbench.results.records import Generation
 from specbench.results.samplelog import load_samples
 from tests.fixtures.build import cli_process as cli
+from tests.helpers.procs import children_named
 from tests.helpers.realruns import server_config, threads
 from tests.models.tiny_gguf import write_tiny_gguf
 
@@ -217,7 +218,7 @@ def test_ctrl_c_kills_the_server(tmp_path, llama_build, smol_target, smol_q4):
     servers: list[int] = []
     while not servers and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.5)
-        servers = _children_named(proc.pid, "llama-server")
+        servers = children_named(proc.pid, "llama-server")
     assert servers, "no llama-server was started"
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
@@ -225,20 +226,6 @@ def test_ctrl_c_kills_the_server(tmp_path, llama_build, smol_target, smol_q4):
     assert proc.returncode == 130, err.decode()[-2000:]
     assert all(not _group_alive(pid) for pid in servers)
     assert load_manifest(run_dir).status == "interrupted"
-
-
-def _children_named(parent: int, name: str) -> list[int]:
-    """Processes started by ``parent`` (they run in their own session, so by parent pid) named ``name``."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        comm, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
-        if comm == name and int(rest[1]) == parent:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def test_a_prompt_the_context_cannot_hold_fails_as_with_the_process_runner(tmp_path, llama_build, smol_q4):

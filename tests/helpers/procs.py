@@ -47,16 +47,46 @@ def stop(pid: int) -> None:
         pass
 
 
+PROC = Path("/proc")  # Linux; elsewhere (macOS) these helpers ask ps, which both have
+
+
+def _ps(*columns: str) -> list[list[str]]:
+    """Every process as ``ps`` lists them: one row of ``columns`` each (the last may hold spaces)."""
+    out = subprocess.run(["ps", "-axww", "-o", ",".join(f"{c}=" for c in columns)],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return [line.split(None, len(columns) - 1) for line in out.splitlines() if line.strip()]
+
+
 def processes_with(marker: str) -> list[int]:
     """Live processes whose command line holds ``marker`` (zombies have none)."""
+    if not PROC.is_dir():
+        return [int(pid) for pid, stat, *cmd in _ps("pid", "stat", "command")
+                if not stat.startswith("Z") and cmd and marker in cmd[0]]  # fmt: skip
     pids = []
-    for proc in Path("/proc").iterdir():
+    for proc in PROC.iterdir():
         try:
             if proc.name.isdigit() and marker.encode() in (proc / "cmdline").read_bytes():
                 pids.append(int(proc.name))
         except OSError:
             continue
     return pids
+
+
+def children_named(parent: int, name: str) -> list[int]:
+    """Live processes started by ``parent`` whose executable is named ``name``."""
+    if not PROC.is_dir():
+        return [int(pid) for pid, ppid, stat, comm in _ps("pid", "ppid", "stat", "comm")
+                if int(ppid) == parent and not stat.startswith("Z") and Path(comm).name == name]  # fmt: skip
+    found = []
+    for stat in PROC.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
+        if comm == name and int(rest[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def wait_for(predicate, seconds: float) -> bool:
@@ -68,10 +98,18 @@ def wait_for(predicate, seconds: float) -> bool:
     return False
 
 
+def alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie waiting to be reaped."""
+    if not PROC.is_dir():
+        out = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout
+        return bool(out.strip()) and not out.strip().startswith("Z")
+    try:
+        with open(PROC / str(pid) / "stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def gone(pid: int) -> bool:
     """The process has exited (no such pid, or a zombie waiting to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+    return not alive(pid)
