@@ -18,6 +18,7 @@ from specbench.analysis.report import Report
 from specbench.base import formats
 from specbench.base.formats import md_escape
 from specbench.base.paths import os_problem
+from specbench.base.redact import redact
 from specbench.results.folder import REPORT_PAGE
 
 MD_LIMIT = 60_000  # GitHub comments take 65,536 characters; leave room for a header
@@ -165,8 +166,8 @@ def write_report(report: Report, out_dir: Path, by_category: bool = False) -> Re
             out_dir / "report.json",
             plots,
         )
-        files.markdown.write_text(markdown(report, by_category, plots), encoding="utf-8")
-        files.html.write_text(html(report, by_category, plots), encoding="utf-8")
+        files.markdown.write_text(redact(markdown(report, by_category, plots)), encoding="utf-8")
+        files.html.write_text(redact(html(report, by_category, plots)), encoding="utf-8")
         files.csv.write_text(csv_text(report, by_category), encoding="utf-8")
         files.json.write_text(json_text(report, by_category), encoding="utf-8")
     except OSError as exc:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import re
 
+from specbench.base.redact import redact
+
 # Environment variables that hold credentials; llama.cpp needs none of them (specbench downloads).
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_TOKEN", "HUGGINGFACE_TOKEN")
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_API_KEY$|_ACCESS_KEY", re.IGNORECASE)
@@ -32,5 +34,7 @@ _PROVENANCE = re.compile(
 
 
 def provenance_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables of ``child_env(base)`` that can change a llama.cpp run, secrets never included."""
-    return {k: v for k, v in sorted(child_env(base).items()) if _PROVENANCE.match(k)}
+    """The variables of ``child_env(base)`` that can change a llama.cpp run, as recorded and shown:
+    a variable named like a secret never included, a credential inside a value (``LLAMA_ARG_MODEL_URL``
+    with ``?token=``) redacted (``base.redact``)."""
+    return {k: redact(v) for k, v in sorted(child_env(base).items()) if _PROVENANCE.match(k)}

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from specbench.base.redact import redact, redact_data
+
 
 def md_escape(text: str) -> str:
     """A table cell's text: a ``|`` would split the cell, a newline would end the table."""
@@ -28,13 +30,14 @@ def md_table(
     numeric: Sequence[bool] = (),
     verbatim: Sequence[bool] = (),
 ) -> list[str]:
-    """A GitHub-flavoured Markdown table as lines, every cell escaped. ``numeric[i]``: column i
+    """A GitHub-flavoured Markdown table as lines, every cell redacted and escaped. ``numeric[i]``: column i
     aligned right; ``verbatim[i]``: column i is Markdown already (a code span), written as it is."""
     right = [*numeric, *[False] * (len(headers) - len(numeric))]
     kept = [*verbatim, *[False] * (len(headers) - len(verbatim))]
 
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c if k else md_escape(c) for c, k in zip(cells, kept, strict=True)) + " |"
+        text = " | ".join(redact(c) if k else md_escape(redact(c)) for c, k in zip(cells, kept, strict=True))
+        return "| " + text + " |"
 
     return [line(headers), "|" + "|".join("---:" if r else "---" for r in right) + "|", *map(line, rows)]
 
@@ -70,15 +73,18 @@ def json_text(
     separators: tuple[str, str] | None = None,
     ensure_ascii: bool = True,
     default: Callable[[Any], Any] | None = None,
+    redacted: bool = True,
 ) -> str:
     """The one JSON writer: every JSON file specbench writes, every JSON it prints or sends, and
     every key it hashes from JSON is this text (``tests/base/test_formats.py`` finds any other).
     Strict (``finite``: no Infinity or NaN, which ``JSON.parse`` and jq refuse), indented by 2 with
     no trailing newline (what every ``--format json`` prints); ``indent=None``: one line, spelled as
-    ``json.dumps`` spells it (so a hash of it stays what it was). The other arguments are
-    ``json.dumps``'s."""
+    ``json.dumps`` spells it (so a hash of it stays what it was). Every string is ``redact``ed (a
+    credential in a URL, a token): ``redacted=False`` only for what is used, not recorded or shown (a
+    request's body, a config passed on). The other arguments are ``json.dumps``'s."""
+    data = redact_data(finite(data)) if redacted else finite(data)
     return json.dumps(
-        finite(data), indent=indent, allow_nan=False, sort_keys=sort_keys, separators=separators,
+        data, indent=indent, allow_nan=False, sort_keys=sort_keys, separators=separators,
         ensure_ascii=ensure_ascii, default=default,
     )  # fmt: skip
 
@@ -90,11 +96,11 @@ def json_line(data: Any) -> str:
 
 def csv_text(records: Sequence[dict[str, Any]]) -> str:
     """Records as CSV: the columns in order of first appearance, None an empty cell, every value as
-    Python writes it (an integer column keeps 4, never 4.0)."""
+    Python writes it (an integer column keeps 4, never 4.0), a text redacted."""
     out = io.StringIO()
     writer = csv.DictWriter(
         out, fieldnames=list(dict.fromkeys(k for r in records for k in r)), lineterminator="\n"
     )
     writer.writeheader()
-    writer.writerows(records)
+    writer.writerows({k: redact(v) if isinstance(v, str) else v for k, v in r.items()} for r in records)
     return out.getvalue()

@@ -110,7 +110,7 @@ class NoiseGenerator:
     def start(self) -> NoiseGenerator:
         for i in range(self.spec.threads):
             seed = None if self.spec.seed is None else self.spec.seed + i
-            payload = json_text({**asdict(self.spec), "seed": seed}, None)
+            payload = json_text({**asdict(self.spec), "seed": seed}, None, redacted=False)
             argv = [sys.executable, "-m", "specbench.base.noisegen", payload, str(os.getpid())]
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=child_env(),

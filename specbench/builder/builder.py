@@ -19,6 +19,7 @@ from filelock import FileLock, Timeout
 
 from specbench.base import paths
 from specbench.base.errors import BuildError
+from specbench.base.redact import redact
 from specbench.builder import cmake, selftest, toolkit, workarea
 from specbench.builder.buildinfo import ROLE_NAMES, BinaryInfo, BuildInfo
 from specbench.builder.buildplan import BUILD_JSON, BUILD_LOG, BuildPlan, load_cached, plan_build
@@ -175,7 +176,7 @@ def _build_in(
     bdir.mkdir(parents=True, exist_ok=True)
     (bdir / BUILD_JSON).unlink(missing_ok=True)
     log = bdir / BUILD_LOG
-    log.write_text(f"# specbench build {key} of {plan.describe} ({tree.origin}) in {area}\n")
+    log.write_text(redact(f"# specbench build {key} of {plan.describe} ({tree.origin}) in {area}\n"))
 
     def note(phase: str, msg: str) -> None:
         if progress:

@@ -16,6 +16,7 @@ from pathlib import Path
 from specbench.base import interrupts, lifeline
 from specbench.base.childenv import child_env
 from specbench.base.errors import BuildError
+from specbench.base.redact import redact_argv
 
 _NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
 _MAKE_STEP = re.compile(r"^\[\s*(\d+)%\]")
@@ -117,7 +118,7 @@ def stream_step(
     """Run a build step, appending its output to the log and reporting ninja/make steps."""
     env = {**child_env(base_env), "NINJA_STATUS": "[%f/%t] "}  # no secrets in the build log
     with log.open("a", encoding="utf-8", errors="replace") as out:
-        out.write(f"$ {' '.join(cmd)}\n")
+        out.write(f"$ {' '.join(redact_argv(cmd))}\n")  # a cmake -D value may hold a URL
         out.flush()
         interrupts.child_starting()
         try:  # its own session: on Ctrl-C/SIGTERM the whole group goes (cmake, ninja, every compiler)

@@ -18,7 +18,7 @@ import typer
 from specbench import __version__
 from specbench.base import interrupts
 from specbench.base.errors import ExitCode, SpecbenchError
-from specbench.cli.common import say, state
+from specbench.cli.common import echo, say, state
 
 app = typer.Typer(
     name="specbench",
@@ -38,7 +38,7 @@ COMMAND_MODULES: list[str] = [
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"specbench {__version__}")
+        echo(f"specbench {__version__}")
         raise typer.Exit()
 
 

@@ -2,17 +2,53 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+import typer
 from rich.console import Console
 
+from specbench.base.redact import redact
+
+
+class _Redacted:
+    """What every console writes to: stdout or stderr as it is at the time (a test swaps them), each
+    text ``redact``ed on its way, so no line specbench prints shows a credential (a URL's userinfo,
+    a ``?token=``) whatever value it came from. Everything else is the stream's own."""
+
+    def __init__(self, err: bool) -> None:
+        self._err = err
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr if self._err else sys.stdout
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def make_console(err: bool = False, **settings: Any) -> Console:
+    """A rich console on stdout (stderr with ``err``) whose output is redacted: every console the CLI
+    prints with is one of these."""
+    return Console(file=_Redacted(err), **settings)  # type: ignore[arg-type]  # a text stream, duck-typed
+
+
+def echo(text: str, nl: bool = True) -> None:
+    """Text on stdout as it is (JSON, CSV, Markdown: no rich rendering), redacted."""
+    typer.echo(redact(text), nl=nl)
+
+
 # Lines of text never wrap (a wrapped path or command cannot be pasted back); tables still fit.
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+console = make_console(soft_wrap=True)
+err_console = make_console(err=True, soft_wrap=True)
 # Tables in CI logs (not a terminal) would be folded at 80 columns; give them room.
-table_console = console if console.is_terminal else Console(width=200)
+table_console = console if console.is_terminal else make_console(width=200)
 
 
 # How every line of text is printed: verbatim, no markup, no highlighting, no wrapping (command lines

@@ -12,6 +12,7 @@ from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
 from specbench.cli.common import (
     Col,
+    echo,
     metric_text,
     say,
     say_notes,
@@ -278,7 +279,7 @@ def compare_cmd(
         data["note"] = UNPAIRED_NOTE
         print_json(data)
     elif fmt == Format.md:
-        typer.echo(to_markdown(cmp) + f"\n{UNPAIRED_NOTE}")
+        echo(to_markdown(cmp) + f"\n{UNPAIRED_NOTE}")
     elif fmt == Format.csv:  # every metric's rows, named; the verdict on stderr
         rows = [[m.metric, *row] for m in cmp.metrics for row in _rows(m)]
         print_table([Col(c) for c in ["metric", *COLUMNS]], rows, fmt)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from specbench.base.formats import md_table
-from specbench.cli.common import Col, say, say_notes
+from specbench.cli.common import Col, echo, say, say_notes
 from specbench.cli.output import Format, TableFormat, print_json, print_table
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ def drafts(
         print_json(data)
         return
     if fmt == Format.md:
-        typer.echo(_markdown(result))
+        echo(_markdown(result))
         _print_measured(measured, run_dir)
         return
     if fmt == Format.csv:  # the ranking alone on stdout

@@ -11,7 +11,7 @@ import typer
 
 from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
-from specbench.cli.common import Col, say, say_notes
+from specbench.cli.common import Col, echo, say, say_notes
 from specbench.cli.output import Format, print_json, print_table, step_summary
 
 STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
@@ -95,7 +95,7 @@ def show(cmp, fmt: Format) -> NoReturn:
     if fmt == Format.json:
         print_json(cmp.model_dump(mode="json"))
     elif fmt == Format.md:
-        typer.echo(to_markdown(cmp))
+        echo(to_markdown(cmp))
     elif fmt == Format.csv:  # the rows alone; the verdict on stderr
         print_table([Col(c) for c in COLUMNS], _rows(cmp), fmt)
         say(_verdict(cmp), err=True)

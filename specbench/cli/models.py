@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from specbench.cli.common import Col, console, fitted_table, print_fitted, say, table_width
+from specbench.cli.common import Col, console, fitted_table, make_console, print_fitted, say, table_width
 from specbench.cli.output import Format, TableFormat, chosen, print_json, print_table
 
 if TYPE_CHECKING:
@@ -124,9 +124,7 @@ def list_(
     table, dropped = fitted_table(cols, rows, ("template", "vocab", "params", "type", "arch", "kind"),
                                   table_width(), box=None, pad_edge=False)  # fmt: skip
     if not console.is_terminal:  # piped: whole paths on one line each, for grep and cut
-        from rich.console import Console
-
-        Console(width=10_000, no_color=True, highlight=False).print(table)
+        make_console(width=10_000, no_color=True, highlight=False).print(table)
     else:
         print_fitted(table, dropped, "`specbench models list --json` has every field")
     console.print(f"{len(cached)} model(s), {human_size(sum(c.size_bytes for c in cached))} in {root}")

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from specbench.base.formats import csv_text, json_text, md_escape, md_table
-from specbench.cli.common import Col, fitted_table, print_fitted, table_width
+from specbench.base.redact import redact
+from specbench.cli.common import Col, echo, fitted_table, print_fitted, table_width
 
 
 class Format(StrEnum):
@@ -52,7 +53,7 @@ RecordFormat = Annotated[Format, format_option(Format.table, Format.json, help="
 
 def print_json(data: Any, indent: int | None = 2) -> None:
     """A result as strict JSON on stdout (non-finite numbers as null), nothing else there."""
-    typer.echo(json_text(data, indent))
+    echo(json_text(data, indent))
 
 
 def step_summary(markdown: str) -> None:
@@ -60,7 +61,7 @@ def step_summary(markdown: str) -> None:
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
         with open(path, "a", encoding="utf-8") as fh:
-            fh.write(markdown + "\n")
+            fh.write(redact(markdown) + "\n")
 
 
 def chosen(fmt: Format, as_json: bool) -> Format:
@@ -79,11 +80,11 @@ def print_table(
     records = [dict(zip(headers, row, strict=True)) for row in rows]
     if fmt == Format.md:
         table = md_table(headers, rows, [c.right for c in cols])
-        typer.echo("\n".join([*([f"### {md_escape(title)}", ""] if title else []), *table]))
+        echo("\n".join([*([f"### {md_escape(title)}", ""] if title else []), *table]))
     elif fmt == Format.json:
         print_json(records)
     elif fmt == Format.csv:
-        typer.echo(csv_text(records), nl=False)
+        echo(csv_text(records), nl=False)
     else:
         fitted, dropped = fitted_table(cols, rows, drop, table_width(), title=title, **table_args)
         print_fitted(fitted, dropped, hint)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import PLAIN, err_console, table_console, table_width
+from specbench.cli.common import PLAIN, echo, err_console, table_console, table_width
 from specbench.cli.output import Format, ReportFormat
 from specbench.results.folder import REPORT
 
@@ -64,7 +64,7 @@ def report(
             Format.json: lambda: json_text(rep, by_category),
             Format.html: lambda: html(rep, by_category, files.plots),
         }[fmt]()
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
         paths = err_console  # stdout carries only the chosen format (for redirection)
     paths.print("wrote:", **PLAIN)
     for path in files.all():

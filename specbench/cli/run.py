@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import console, resume_command, say, say_notes
+from specbench.cli.common import console, make_console, resume_command, say, say_notes
 from specbench.cli.options import Quiet, Sets
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession, warn_busy
@@ -66,9 +66,7 @@ def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Fo
         width: int | None
         out, width = console, console.width
         if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"
-            from rich.console import Console
-
-            out, width = Console(width=200, no_color=True, highlight=False), None
+            out, width = make_console(width=200, no_color=True, highlight=False), None
         out.print(table(report, width=width))
         notes = [*report.notes, *notes]
     say(f"results: {summary.run_dir}", err=fmt != Format.table)

@@ -65,9 +65,10 @@ def check_same_config(manifest: Manifest, config: Config, run_dir: Path) -> None
     """Resuming with another config would mix two experiments in one run folder."""
     from pydantic import ValidationError
 
+    from specbench.base.redact import redact_data
     from specbench.plan.config import Config
 
-    now = config.model_dump(mode="json")
+    now = redact_data(config.model_dump(mode="json"))  # as the manifest recorded it
     try:  # keys added since the run was made (their defaults) must not count as a difference
         then = Config.model_validate(manifest.config).model_dump(mode="json")
     except ValidationError:

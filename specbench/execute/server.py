@@ -186,7 +186,7 @@ def speculative_slots(server: RunningServer) -> bool | None:
 
 def post(server: RunningServer, path: str, body: dict, timeout_s: float) -> Reply:
     """POST JSON; an HTTP error, a dead server or no answer in ``timeout_s`` is a Reply with ``error``."""
-    data = json_text(body, None).encode("utf-8")
+    data = json_text(body, None, redacted=False).encode("utf-8")  # sent as it is
     req = urllib.request.Request(
         server.url + path, data=data, headers={"Content-Type": "application/json"}, method="POST"
     )

@@ -46,7 +46,7 @@ def load_builds_config(
 
     cfg = preparation.load(config, sets)
     _check_refs(cfg, specs, typed or {})
-    override = "llama_cpp=" + json_text(_build_entries(cfg, specs), None)
+    override = "llama_cpp=" + json_text(_build_entries(cfg, specs), None, redacted=False)
     return preparation.load(config, [*sets, override])
 
 

@@ -32,6 +32,7 @@ from specbench.analysis.figures import Standing, Value, figure, standing
 from specbench.base.errors import InputError, SpecbenchError
 from specbench.base.formats import json_text
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
+from specbench.base.redact import redact_data
 from specbench.base.stats import summarize
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import cell_label, cell_series
@@ -209,8 +210,9 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
         run_row = (run_key, facts.run_id, facts.started_at, recorded, str(run_dir), facts.llama_cpp_commit,
                    machine, ", ".join(facts.drivers), ",".join(threads), facts.specbench_version,
                    speed.moved, warned)  # fmt: skip
-        conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
-        conn.executemany("INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        # every text recorded redacted (a run folder or label holding a URL with a credential)
+        conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", redact_data(run_row))
+        conn.executemany("INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", map(redact_data, rows))
     return len(rows)
 
 

@@ -195,7 +195,9 @@ def _compile(template: str) -> jinja2.Template:
     env = ImmutableSandboxedEnvironment(
         trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
     )
-    env.filters["tojson"] = lambda x, indent=None, **_: json_text(x, indent, ensure_ascii=False)
+    env.filters["tojson"] = lambda x, indent=None, **_: json_text(
+        x, indent, ensure_ascii=False, redacted=False
+    )
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
     return env.from_string(template)

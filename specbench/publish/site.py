@@ -16,6 +16,7 @@ from pathlib import Path
 
 from specbench.base.errors import InputError, SpecbenchError
 from specbench.base.paths import check_path, nearest_existing, os_problem, shorten
+from specbench.base.redact import redact
 from specbench.publish import pages
 from specbench.publish.folders import REPORT_HTML, RunFolder, scan
 from specbench.publish.series import Series, load_series
@@ -102,7 +103,7 @@ def publish(dbs: list[Path], roots: list[Path], out: Path) -> Published:
 def _write(root: Path, rel: str, text: str) -> None:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path.write_text(redact(text), encoding="utf-8")
 
 
 def _write_all(
@@ -151,10 +152,10 @@ def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: d
         dest.parent.mkdir(parents=True, exist_ok=True)
         src = folder.path / REPORT_HTML
         try:
-            if src.is_file():
-                shutil.copyfile(src, dest)
+            if src.is_file():  # a report written before redaction could hold a credential
+                dest.write_text(redact(src.read_text(encoding="utf-8", errors="replace")), encoding="utf-8")
             else:
-                dest.write_text(_report_html(folder.path), encoding="utf-8")
+                dest.write_text(redact(_report_html(folder.path)), encoding="utf-8")
                 generated = True
             report = dest.name
         except (SpecbenchError, OSError) as exc:
