@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import console, make_console, resume_command, say, say_notes
+from specbench.cli.common import console, echo, make_console, resume_command, say, say_notes
 from specbench.cli.options import Quiet, Sets
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession, warn_busy
@@ -60,7 +60,7 @@ def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Fo
         writer = {Format.md: reportfiles.markdown, Format.csv: reportfiles.csv_text}.get(
             fmt, reportfiles.json_text
         )
-        typer.echo(writer(report), nl=False)
+        echo(writer(report), nl=False)
         notes = [*report.notes, *notes]
     elif report is not None:
         width: int | None

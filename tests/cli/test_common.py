@@ -69,3 +69,40 @@ def test_a_paired_table_of_four_columns_fits_60():
     console.print(table)
     lines = console.export_text().splitlines()
     assert dropped == ["why"] and max(len(line) for line in lines) <= 60 and "baseline_tps" in lines[3]
+
+
+# What prints outside the redacting consoles (specbench.cli.common: make_console, echo, say).
+_STRAY_PRINT = re.compile(
+    r"\btyper\.echo\s*\(|\bclick\.echo\s*\(|\bConsole\s*\(|(?<![.\w])print\s*\(|sys\.std(?:out|err)\.write"
+)
+
+
+def test_every_line_the_cli_prints_goes_through_the_redacting_consoles():
+    """A credential inside a value (issue 58 item 2) is redacted where the CLI prints; a print past
+    the consoles would skip it."""
+    from pathlib import Path
+
+    import specbench.cli
+
+    package = Path(specbench.cli.__file__).parent
+    stray = [
+        f"{path.name}:{n}: {line.strip()}"
+        for path in sorted(package.glob("*.py"))
+        if path.name != "common.py"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if _STRAY_PRINT.search(line)
+    ]
+    assert not stray, "print with cli.common's say/echo/console/make_console:\n" + "\n".join(stray)
+
+
+def test_the_consoles_redact_what_they_print(capsys):
+    from specbench.cli.common import echo, make_console, say
+
+    secret = "https://me:pa55word@host/m.gguf?token=t0ken"
+    say(secret)
+    say(secret, err=True)
+    echo(secret)
+    make_console(width=40).print(secret)
+    out, err = capsys.readouterr()
+    assert "pa55word" not in out + err and "t0ken" not in out + err
+    assert out.count("https://REDACTED@host/m.gguf?token=REDACTED") == 3 and "REDACTED@host" in err
