@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,11 +21,11 @@ from specbench.base import paths
 from specbench.base.errors import BuildError
 from specbench.base.redact import redact
 from specbench.builder import cmake, selftest, toolkit, workarea
-from specbench.builder.buildinfo import ROLE_NAMES, BinaryInfo, BuildInfo
+from specbench.builder.buildinfo import ROLE_COMMANDS, ROLE_NAMES, UNIFIED_TARGET, BinaryInfo, BuildInfo
 from specbench.builder.buildplan import BUILD_JSON, BUILD_LOG, BuildPlan, load_cached, plan_build
 from specbench.builder.cmake import BuildProgress, ProgressFn
 from specbench.builder.gitref import commit_entries
-from specbench.builder.probe import PROBE_VERSION, PROBED_OPTIONS, probe_binary
+from specbench.builder.probe import PROBE_VERSION, PROBED_OPTIONS, probe_binary, unified_command
 
 
 def check_tools() -> None:
@@ -150,6 +150,24 @@ def _build(plan: BuildPlan, jobs: int | None, force: bool, progress: ProgressFn 
             raise
 
 
+def _unified_roles(
+    path: Path | None, have: set[str], note: Callable[[str, str], None]
+) -> dict[str, BinaryInfo]:
+    """The roles the unified `llama` program plays where no standalone program does: each role's
+    first command (``ROLE_COMMANDS``) whose ``--help`` the program answers."""
+    found: dict[str, BinaryInfo] = {}
+    if path is None:
+        return found
+    for role, names in ROLE_COMMANDS.items():
+        if role in have:
+            continue
+        note("probe", f"probing {path.name} {'|'.join(names)} --help")
+        command = unified_command(path, names)
+        if command is not None:
+            found[role] = probe_binary(role, path, [command])
+    return found
+
+
 def _commit_defines(commit: str, args: Sequence[str]) -> list[str]:
     """The commit of a user's git checkout for its ``--version``: its copy has no ``.git`` to ask.
     Given at configure time only, so the cache key of such a tree stays what it was."""
@@ -204,13 +222,15 @@ def _build_in(
         raise cmake.compile_failure("configuring llama.cpp with cmake", log)
     executables = cmake.executable_targets(wbuild)
     roles = choose_targets(set(executables))
-    if "completion" not in roles and "speculative" not in roles:
+    # the unified `llama` plays the roles no standalone program of the tree plays (probed below)
+    unified = UNIFIED_TARGET in executables and any(r not in roles for r in ROLE_NAMES)
+    if "completion" not in roles and "speculative" not in roles and not unified:
         raise BuildError(
             f"{tree.path} defines none of the llama.cpp programs specbench runs "
-            f"({', '.join(ROLE_NAMES['completion'] + ROLE_NAMES['speculative'])}); "
+            f"({', '.join(ROLE_NAMES['completion'] + ROLE_NAMES['speculative'])}, or a unified `llama`); "
             f"is it a llama.cpp tree?"
         )
-    targets = sorted(set(roles.values()))
+    targets = sorted(set(roles.values()) | ({UNIFIED_TARGET} if unified else set()))
     note("build", f"building {', '.join(targets)}")
     cmd = [cmake_exe, "--build", str(wbuild), "--config", "Release", "-j", str(jobs or os.cpu_count() or 2)]
     steps: list[int] = []
@@ -234,6 +254,12 @@ def _build_in(
     for role, name in roles.items():
         note("probe", f"probing {name} --help")
         binaries[role] = probe_binary(role, copied[name])
+    binaries.update(_unified_roles(copied.get(UNIFIED_TARGET), set(binaries), note))
+    if "completion" not in binaries and "speculative" not in binaries:
+        raise BuildError(
+            f"{tree.path} builds a `llama` program with no completion or speculative command; "
+            "is it a llama.cpp tree?"
+        )
     info = BuildInfo(
         key=key,
         source=str(tree.path),

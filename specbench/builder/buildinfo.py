@@ -26,6 +26,18 @@ ROLE_NAMES: dict[str, list[str]] = {
     "quantize": ["llama-quantize", "quantize"],
     "bench": ["llama-bench"],
 }
+# The unified `llama` program (pinned tree's app/, CMake target llama-app, output `llama`): the
+# commands that play each role where the tree has no standalone program for it, newest name first.
+# Which ones a build has is probed (`llama CMD --help`), never assumed.
+UNIFIED_TARGET = "llama-app"
+ROLE_COMMANDS: dict[str, list[str]] = {
+    "completion": ["completion", "complete"],
+    "speculative_simple": ["speculative-simple"],
+    "speculative": ["speculative"],
+    "server": ["serve", "server"],
+    "quantize": ["quantize"],
+    "bench": ["bench"],
+}
 # The process runner's speculative programs, preferred first: llama-speculative-simple runs every
 # --spec-type; llama-speculative (tree drafting) drafts with a draft model only.
 SPECULATIVE_ROLES = ("speculative_simple", "speculative")
@@ -76,6 +88,14 @@ class BinaryInfo(BaseModel):
     path: str
     version: str = ""
     flags: FlagSpelling = Field(default_factory=FlagSpelling)
+    # the command of the unified `llama` program that plays this role (`llama completion`: ["completion"]);
+    # [] for a standalone program
+    command: list[str] = Field(default_factory=list)
+
+    @property
+    def argv0(self) -> list[str]:
+        """What a command line starts with: the program, and its command when it is the unified one."""
+        return [self.path, *self.command]
 
 
 class TypeCheck(BaseModel):
@@ -155,7 +175,9 @@ class BuildInfo(BaseModel):
 
     def binary(self, role: str) -> BinaryInfo:
         info = self.binaries.get(role)
-        names = ", ".join(ROLE_NAMES.get(role, [role]))
+        names = ", ".join(
+            ROLE_NAMES.get(role, [role]) + [f"llama {c}" for c in ROLE_COMMANDS.get(role, [])[:1]]
+        )
         if info is None and self.programs is not None:  # the tree was asked: it defines none of them
             raise BuildError(
                 f"the llama.cpp tree {self.source} has no {role} program ({names}); no rebuild adds "
@@ -177,6 +199,7 @@ class BuildInfo(BaseModel):
         if found is not None:
             return self.binary(found)
         names = ", ".join(n for r in SPECULATIVE_ROLES for n in ROLE_NAMES[r])
+        names += ", or a `llama` with a speculative command"
         server = self.binaries.get("server")
         hint = (
             "run it with `runner: server` (its llama-server takes a draft model)"

@@ -173,7 +173,9 @@ def load_cached(info_path: Path) -> BuildInfo | None:
     if not all(Path(b.path).is_file() for b in info.binaries.values()):
         return None
     if not probe_is_current(info):  # a new option key re-probes too: adding one needs no version bump
-        info.binaries = {role: probe_binary(role, Path(b.path)) for role, b in info.binaries.items()}
+        info.binaries = {
+            role: probe_binary(role, Path(b.path), b.command) for role, b in info.binaries.items()
+        }
         info.probe_version, info.probed_options = PROBE_VERSION, list(PROBED_OPTIONS)
         try:
             info.save(info_path)

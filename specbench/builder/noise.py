@@ -39,7 +39,8 @@ CPU_SAMPLE_S = 0.5  # how long the idle CPU usage is sampled
 BUSY_CPU_FRACTION = 0.25  # share of all cores busy with other work, specbench idle
 BUSY_GPU_UTIL = 10  # % utilisation of a GPU while specbench runs nothing on it
 LLAMA_PREFIX = "llama-"  # llama.cpp binaries: llama-completion, llama-server, llama-bench, ...
-LLAMA_NAMES = {"main", "server", "speculative", "lookup"}  # pre-2024 names, only with a llama.cpp path
+# pre-2024 names and the unified `llama` program (2026), only with a llama.cpp path
+LLAMA_NAMES = {"main", "server", "speculative", "lookup", "llama"}
 STEADY_GOVERNORS = {"performance"}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,11 +162,11 @@ def flags_from_help(text: str) -> FlagSpelling:
     return FlagSpelling.model_validate(found)
 
 
-def _run(path: Path, arg: str) -> subprocess.CompletedProcess[str]:
+def _run(path: Path, arg: str, command: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     env = {**child_env(), "LANG": "C"}
     try:
         return subprocess.run(
-            [str(path), arg],
+            [str(path), *command, arg],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -201,14 +202,25 @@ def probe_is_current(info: BuildInfo) -> bool:
     return info.probe_version >= PROBE_VERSION and set(PROBED_OPTIONS) <= set(info.probed_options)
 
 
-def probe_binary(role: str, path: Path) -> BinaryInfo:
-    """Version and flag spellings of one built binary."""
-    result = _run(path, "--help")
+def unified_command(path: Path, names: Sequence[str]) -> str | None:
+    """The first of ``names`` the unified `llama` program runs as a command (its ``--help`` exits 0;
+    an unknown one says ``error: unknown command``), or None."""
+    for name in names:
+        result = _run(path, "--help", [name])
+        text = result.stdout + result.stderr
+        if result.returncode == 0 and "unknown command" not in text and text.strip():
+            return name
+    return None
+
+
+def probe_binary(role: str, path: Path, command: Sequence[str] = ()) -> BinaryInfo:
+    """Version and flag spellings of one built binary (``command``: of the unified `llama`)."""
+    result = _run(path, "--help", command)
     if result.returncode < 0:
         raise BuildError(
             f"{path} --help was killed by signal {-result.returncode}; rebuild with `specbench build --force`"
         )
     text = result.stdout + "\n" + result.stderr
-    return BinaryInfo(
-        role=role, name=path.name, path=str(path), version=binary_version(path), flags=flags_from_help(text)
-    )
+    name = " ".join([path.name, *command])
+    return BinaryInfo(role=role, name=name, path=str(path), version=binary_version(path),
+                      flags=flags_from_help(text), command=list(command))  # fmt: skip

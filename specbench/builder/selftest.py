@@ -118,7 +118,7 @@ def tiny_model(wtype: str, quantize: BinaryInfo | None) -> tuple[Path | None, st
     with atomic_path(out) as tmp:
         try:
             res = subprocess.run(
-                [quantize.path, str(f32), str(tmp), wtype], stdin=subprocess.DEVNULL, capture_output=True,
+                [*quantize.argv0, str(f32), str(tmp), wtype], stdin=subprocess.DEVNULL, capture_output=True,
                 text=True, errors="replace", timeout=QUANTIZE_TIMEOUT_S, env=child_env(),
             )  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -132,7 +132,7 @@ def tiny_model(wtype: str, quantize: BinaryInfo | None) -> tuple[Path | None, st
 def decode_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]) -> list[str]:
     """The command a sweep would run for the model alone, 8 tokens (flags as the binary spells them)."""
     f = binary.flags
-    argv = [binary.path, "-m", str(model), "-p", "Hello world", "-n", "8", "--temp", "0", "-s", "1"]
+    argv = [*binary.argv0, "-m", str(model), "-p", "Hello world", "-n", "8", "--temp", "0", "-s", "1"]
     argv += ["-c", "256", "-ngl", str(ngl)]
     argv += [x for x in (f.no_escape, f.no_conversation, f.no_display_prompt) if x]
     return argv + extra

@@ -45,7 +45,9 @@ def with_workaround(argv: list[str], info: BuildInfo | None, role: str) -> list[
     extra = workaround_argv(info, role)
     if not extra or REPACK_OPTIONS & set(argv):
         return list(argv)
-    return [argv[0], *extra, *argv[1:]]
+    binary = info.binaries.get(role) if info is not None else None
+    at = 1 + len(binary.command) if binary is not None else 1  # after `llama completion` too
+    return [*argv[:at], *extra, *argv[at:]]
 
 
 def crash_facts(

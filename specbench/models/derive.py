@@ -50,7 +50,7 @@ def derive(
         raise ModelError(
             f"deriving {quant} from {source_path.name} needs llama-quantize: run `specbench build` first"
         )
-    quantize = build.binary("quantize").path
+    quantize = build.binary("quantize").argv0
     per_weight = _BYTES_PER_WEIGHT.get(quant, 1.0)
     cache.check_free_space(int(source_meta.parameter_count * per_weight), out.parent, f"{out.name}")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -65,7 +65,12 @@ def _done(out: Path) -> bool:
 
 
 def _quantize(
-    quantize: str, source_path: Path, source_sha256: str, quant: str, out: Path, progress: ProgressFn | None
+    quantize: list[str],
+    source_path: Path,
+    source_sha256: str,
+    quant: str,
+    out: Path,
+    progress: ProgressFn | None,
 ) -> None:
     if progress:
         progress(f"llama-quantize {source_path.name} -> {quant}", 0, None)
@@ -76,7 +81,7 @@ def _quantize(
     try:
         with log.open("w") as log_fh:
             proc = subprocess.run(
-                [quantize, "--allow-requantize", str(source_path), str(tmp), quant],
+                [*quantize, "--allow-requantize", str(source_path), str(tmp), quant],
                 stdin=subprocess.DEVNULL,
                 stdout=log_fh,
                 stderr=subprocess.STDOUT,

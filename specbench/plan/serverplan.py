@@ -55,7 +55,7 @@ def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int | None,
     """
     f = server.flags
     ctx = gen.ctx_size * parallel
-    argv = [server.path, "-m", path, "-c", str(ctx), "-ngl", str(ngl or 0)]  # no ngl: on the CPU
+    argv = [*server.argv0, "-m", path, "-c", str(ctx), "-ngl", str(ngl or 0)]  # no ngl: on the CPU
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
     # Builds probed before specbench knew these options record no spelling: the pinned one's, then.

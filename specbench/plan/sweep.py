@@ -59,7 +59,7 @@ def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int | None) -
 
 
 def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl: int | None) -> list[str]:
-    argv = [binary.path, "-m", path, *_common(binary, gen, prompt, ngl)]
+    argv = [*binary.argv0, "-m", path, *_common(binary, gen, prompt, ngl)]
     if binary.flags.no_conversation:
         argv.append(binary.flags.no_conversation)  # chat mode would wait on stdin
     if binary.flags.no_display_prompt:
@@ -76,7 +76,7 @@ STEP_LOG_LEVEL = "5"
 def _spec_argv(config: Config, binary: BinaryInfo, cell: Cell, models: Mapping[str, object], prompt: str):
     draft = model_path(models, cell.draft) if cell.draft else None
     gen = config.generation
-    argv = [binary.path, "-m", model_path(models, cell.model), *_common(binary, gen, prompt, cell.ngl)]
+    argv = [*binary.argv0, "-m", model_path(models, cell.model), *_common(binary, gen, prompt, cell.ngl)]
     if binary.role == "speculative_simple" and binary.flags.log_verbosity:
         argv += [binary.flags.log_verbosity, STEP_LOG_LEVEL]
     argv += speculative_flags(binary.flags, cell, draft)

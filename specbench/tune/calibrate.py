@@ -127,7 +127,7 @@ def bench_argv(
             "calibrate at depth 0 (bench_depth) or build a llama.cpp from 2025 on"
         )
     at = ["-d", str(depth)] if has_depth(build) else []
-    argv = [build.binary("bench").path, "-m", model_path, "-p", ",".join(map(str, ks)),
+    argv = [*build.binary("bench").argv0, "-m", model_path, "-p", ",".join(map(str, ks)),
             "-n", str(DECODE_TOKENS), *at, "-r", str(reps), "-ngl", str(ngl), "-o", "json"]  # fmt: skip
     if threads is not None:
         argv += ["-t", str(threads)]

@@ -23,7 +23,7 @@ def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pai
     spec = prepared.build.speculative(base.speculative_role)
     f = server.flags if server is not None and server.flags.draft_max else spec.flags
     gen = base.generation
-    argv = [server.path if server else "llama-server", "-m", str(prepared.models[target].path),
+    argv = [*(server.argv0 if server else ["llama-server"]), "-m", str(prepared.models[target].path),
             "-c", str(gen.ctx_size), "-ngl", str(s.ngl)]  # fmt: skip
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]

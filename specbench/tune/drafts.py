@@ -307,7 +307,7 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
     flags = server.flags if server is not None and server.flags.draft_max else pinned
     cell = Cell(model="target", draft="draft", method="draft", draft_max=best.draft_max)
     argv = [
-        server.path if server else "llama-server",
+        *(server.argv0 if server else ["llama-server"]),
         "-m",
         "TARGET",
         *speculative_flags(flags, cell, "DRAFT"),

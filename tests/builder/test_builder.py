@@ -12,6 +12,7 @@ import pytest
 
 from specbench.base.errors import BuildError
 from specbench.builder.builder import ensure_build
+from specbench.builder.buildinfo import SelfTest, Workaround
 from specbench.builder.buildplan import (
     BUILD_JSON,
     backend_switch,
@@ -209,6 +210,61 @@ def test_a_user_tree_is_never_written_into_and_the_next_run_uses_the_cached_buil
     assert info.binary("completion").version.startswith("version: 1")
     again = plan_build("cpu", tree)
     assert again.key == info.key and again.cached  # the tree's fingerprint is what it was
+
+
+# The pinned tree's unified program in miniature (app/llama.cpp): `llama <command>`, an unknown
+# command refused with `error: unknown command` (exit 1); each command's --help its own.
+UNIFIED_MAIN = r"""#include <cstdio>
+#include <cstring>
+int main(int argc, char ** argv) {
+    const char * cmd = argc > 1 ? argv[1] : "help";
+    if (std::strcmp(cmd, "--version") == 0) {
+        std::printf("version: 2 (def5678)\nbuilt with fake\n");
+        return 0;
+    }
+    const char * known[] = {"serve", "cli", "completion", "bench", "quantize"};
+    for (const char * k : known) {
+        if (std::strcmp(cmd, k) == 0) {
+            std::printf("-m,    --model FNAME   model path\n");
+            if (std::strcmp(cmd, "serve") == 0) {
+                std::printf("-md,   --model-draft FNAME   draft model\n--draft-max N   draft length\n");
+            }
+            if (std::strcmp(cmd, "bench") == 0) { std::printf("  -d, --n-depth <n>   (default: 0)\n"); }
+            return 0;
+        }
+    }
+    std::fprintf(stderr, "error: unknown command '%s'\n", cmd);
+    return 1;
+}
+"""
+
+
+def test_a_tree_whose_programs_are_llama_commands_only_is_a_build_with_roles(tmp_path, monkeypatch):
+    """Roles played by `llama completion`, `llama serve`, `llama bench`, `llama quantize` (probed by
+    their --help, as the pinned tree's app/ has them), run with the command after the program."""
+    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
+    tree = fake_llama_tree(tmp_path / "tree", UNIFIED_MAIN)
+    (tree / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.14)\nproject(llama CXX)\nadd_executable(llama-app main.cpp)\n"
+        "set_target_properties(llama-app PROPERTIES OUTPUT_NAME llama)\n"
+    )
+    info = ensure_build(backend="cpu", source=tree, jobs=1)
+    assert sorted(info.binaries) == ["bench", "completion", "quantize", "server"]
+    completion = info.binary("completion")
+    assert Path(completion.path).name == "llama" and completion.command == ["completion"]
+    assert completion.argv0 == [completion.path, "completion"] and completion.name == "llama completion"
+    assert info.binary("server").command == ["serve"] and info.binary("server").flags.model_draft == "-md"
+    assert "-d" in info.binary("bench").flags.known and completion.version.startswith("version: 2")
+    with pytest.raises(BuildError, match="has no speculative program .*run it with `runner: server`"):
+        info.speculative()
+    from specbench.builder.workaround import with_workaround
+
+    worked = info.model_copy(deep=True)
+    off = Workaround(name="repack-off", flag="--no-repack", reason="r")
+    worked.selftest = SelfTest(fingerprint="x", machine="m", checked_at="t", workaround=off)
+    worked.binaries["completion"].flags.no_repack = "--no-repack"
+    argv = with_workaround([*completion.argv0, "-m", "x.gguf"], worked, "completion")
+    assert argv[:3] == [completion.path, "completion", "--no-repack"]
 
 
 def _path_with(tmp_path: Path, *tools: str) -> str:

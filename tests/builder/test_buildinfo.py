@@ -23,7 +23,7 @@ def test_a_program_the_tree_lacks_is_refused_without_rebuild_advice(tmp_path):
     with pytest.raises(BuildError) as info:
         ik.speculative("speculative_simple")
     message = str(info.value)
-    assert "has no speculative_simple program (llama-speculative-simple)" in message
+    assert "has no speculative_simple program (llama-speculative-simple, llama speculative-simple)" in message
     assert "no rebuild adds one" in message and "--force" not in message and "\n" not in message
     server_only = tree_build(tmp_path / "c", {"server": "llama-server"}, "ik-0.1.5-llama-speculative.txt")
     with pytest.raises(BuildError, match="has no speculative program .*: run it with `runner: server`"):
