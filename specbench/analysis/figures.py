@@ -142,8 +142,8 @@ def pick_best(
     for item in items:
         value, low, high = speedup(item)
         s = standing(value, low, high, synthetic(item))
-        if s != Standing.NOTHING:
-            found.setdefault(s, []).append((value, item))  # type: ignore[arg-type]
+        if value is not None and s != Standing.NOTHING:  # NOTHING: no value
+            found.setdefault(s, []).append((value, item))
     for s in _RANK:
         if s in found:
             return Best(max(found[s], key=lambda t: t[0])[1], s)

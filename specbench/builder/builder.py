@@ -144,6 +144,7 @@ def _build(plan: BuildPlan, jobs: int | None, force: bool, progress: ProgressFn 
         try:
             return _build_in(plan, area, jobs, force, progress)
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints what was kept
+            # what the CLI prints after the interruption: our attribute on the builtin exception
             exc.kept = (  # type: ignore[attr-defined]
                 f"nothing cached; the next `specbench build` goes on from the objects compiled in {area}"
             )

@@ -31,7 +31,7 @@ from specbench.execute.server_executor import ServerExecutor
 from specbench.parse.crash import CrashFacts
 from specbench.results.cell import baseline_of, cell_record
 from specbench.results.folder import check_writable, has_samples, prepare_raw, samples_path
-from specbench.results.manifest import Manifest, now_iso
+from specbench.results.manifest import Manifest, Status, now_iso
 from specbench.results.manifestfile import save_manifest
 from specbench.results.rawlogs import mark_orphans, mark_partial, next_raw_number
 from specbench.results.records import Measurement, Sample
@@ -360,10 +360,10 @@ def _note_rerun(manifest: Manifest, why: str) -> None:
     noise.record(record, noise.snapshot("rerun", now_iso()))
 
 
-def _finish(manifest: Manifest, run_dir: Path, status: str, reason: str | None, lock: RunLock) -> None:
+def _finish(manifest: Manifest, run_dir: Path, status: Status, reason: str | None, lock: RunLock) -> None:
     """Record how the run ended; on a full disk, with the space the lock reserved for it. A manifest
     that still cannot be written must not hide the error that ended the run."""
-    manifest.mark_finished(status, reason)  # type: ignore[arg-type]
+    manifest.mark_finished(status, reason)
     try:
         save_manifest(run_dir, manifest)
     except RunError:

@@ -274,6 +274,7 @@ def _download_resumable(
         hfresume.download(url, build_hf_headers(token=_token()), part, f.size, report)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints what was kept
         size = part.stat().st_size if part.is_file() else 0
+        # what the CLI prints after the interruption: our attribute on the builtin exception
         exc.kept = f"{size} bytes of {label} kept in {part}; run the command again to resume"  # type: ignore[attr-defined]
         raise
     except hfresume.TransferBroken as exc:

@@ -65,6 +65,6 @@ def _factory_defaults(cls: type[BaseModel], properties: dict[str, Any]) -> None:
         prop = properties.get(field.alias or name)
         if prop is None or "default" in prop or field.default_factory is None:
             continue
-        value = field.default_factory()  # type: ignore[call-arg]
+        value = field.get_default(call_default_factory=True)
         if not isinstance(value, BaseModel):
             prop["default"] = value

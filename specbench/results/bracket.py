@@ -41,7 +41,7 @@ def _middle(samples: Iterable[Sample]) -> float | None:
 
 
 def _keyed(samples: Iterable[Sample]) -> dict[tuple, float]:
-    return {(s.prompt_id, s.repetition): s.tps for s in samples if _usable(s)}  # type: ignore[misc]
+    return {(s.prompt_id, s.repetition): s.tps for s in samples if _usable(s) and s.tps is not None}
 
 
 def window_means(before: Sequence[Sample], after: Sequence[Sample]) -> tuple[float, float] | None:

@@ -46,7 +46,7 @@ from specbench.plan.sweep import make_plan
 from specbench.results.calibfile import save_calibration
 from specbench.results.calibration import Calibration
 from specbench.results.folder import has_manifest, has_samples, samples_path
-from specbench.results.manifest import Manifest, now_iso
+from specbench.results.manifest import Manifest, Status, now_iso
 from specbench.results.manifestfile import save_manifest
 from specbench.results.samplelog import load_samples
 from specbench.tune.budget import (
@@ -242,10 +242,10 @@ def _kept(run_dir: Path) -> int:
     return len(load_samples(run_dir)) if has_samples(run_dir) else 0
 
 
-def _record_end(run_dir: Path, manifest: Manifest, status: str, reason: str | None) -> None:
+def _record_end(run_dir: Path, manifest: Manifest, status: Status, reason: str | None) -> None:
     if not has_manifest(run_dir):
         return  # nothing ran yet: no run to record
-    manifest.mark_finished(status, reason)  # type: ignore[arg-type]
+    manifest.mark_finished(status, reason)
     try:
         save_manifest(run_dir, manifest)
     except RunError:
