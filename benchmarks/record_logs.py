@@ -3,8 +3,8 @@
 Usage, on a quiet machine, after `specbench build --backend cpu` and with the quickstart models cached
 (`specbench models fetch configs/quickstart.yaml` or one `make demo`)::
 
-    .venv/bin/python tests/logs/record.py            # writes tests/logs/real/<name>.{stdout,stderr,times}
-    .venv/bin/python tests/logs/record.py --out DIR  # elsewhere, to compare first
+    .venv/bin/python benchmarks/record_logs.py  # writes tests/logs/real/<name>.{stdout,stderr,times}
+    .venv/bin/python benchmarks/record_logs.py --out DIR  # elsewhere, to compare first
 
 It runs the commands tests/logs/README.md lists for ``completion-f32`` (quiet, unstamped),
 ``completion-f32-stamped`` (stdout time-stamped, as the process runner reads it) and
@@ -24,14 +24,14 @@ from specbench.execute.preparation import load
 from specbench.execute.process import run_command
 from specbench.parse.span import format_stamps
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 PROMPT = "Write a Python function that returns the sum of a list of numbers."  # replay.RECORDED_PROMPT
 COMMON = ["-n", "64", "--temp", "0", "-t", "2", "-c", "1024", "--seed", "42", "-p", PROMPT]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "real")
+    parser.add_argument("--out", type=Path, default=REPO / "tests" / "logs" / "real")
     out = parser.parse_args().out
     out.mkdir(parents=True, exist_ok=True)
     from specbench.models import resolve_models
