@@ -1,13 +1,24 @@
 """What a report must say about the runs it shows before anyone reads its numbers: an incomplete
-run, runs measured with different generation settings side by side, outputs not compared."""
+run, runs measured with different generation settings side by side, outputs not compared, a busy or
+moving machine.
+
+Each is a ``Caveat`` with a severity and the fact it states (its ``key``), so that a run's end says
+each thing once, warnings first, however many sources hold it (issue 58: the quickstart ended with
+the same drift message three times among six notes and warnings): the manifest's noise and speed
+records, the run's summary of the same, and the report's findings all go through ``said_once``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from specbench.execute.contention import RERUN_NOTE_END
 from specbench.results.runstate import finish_hint
 
 if TYPE_CHECKING:
@@ -37,6 +48,9 @@ class RunInfo(BaseModel):
     speed_precision: float | None = None  # the threshold its verdict used
     speed_warnings: list[str] = []
     speed_notes: list[str] = []  # moves that fell between pairs: the paired figures cancel them
+    busy: list[str] = []  # the noise check's reasons the machine was busy
+    noise_notes: list[str] = []  # the noise check's notes (an unsteady governor, pairs measured again)
+    sentinel: str | None = None  # the speed sentinel's readings in a line (or that it was off)
 
     @property
     def incomplete(self) -> bool:
@@ -57,42 +71,127 @@ def generation_text(g: Generation) -> str:
     )
 
 
-def caveats(infos: list[RunInfo]) -> list[str]:
-    notes = []
+class Severity(IntEnum):
+    """How much a caveat matters: warnings first."""
+
+    WARNING = 0  # the numbers may be off: a busy or moving machine, lost samples, unlike runs side by side
+    NOTE = 1  # how they were made: worth knowing, no reason to doubt them
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """One thing a report or a run's end says about its numbers. ``key`` is the fact it states: the
+    same fact from two sources (the manifest's record, the run's summary, the report) is said once."""
+
+    severity: Severity
+    key: str
+    text: str
+
+    def line(self) -> str:
+        """As the terminal shows it: a warning loudly, a note plainly."""
+        return f"{'WARNING' if self.severity == Severity.WARNING else 'note'}: {self.text}"
+
+
+def warning(key: str, text: str) -> Caveat:
+    return Caveat(Severity.WARNING, key, text)
+
+
+def note(key: str, text: str) -> Caveat:
+    return Caveat(Severity.NOTE, key, text)
+
+
+SHOWN = 6  # caveats a run's end shows on the terminal; the rest are in `specbench report`
+
+
+def said_once(found: Iterable[Caveat]) -> list[Caveat]:
+    """Each fact once, warnings before notes, otherwise in the order first said. A fact said by
+    several sources keeps its first place, its most severe saying's severity and its last wording
+    (a caller gives its own, most specific wording last)."""
+    place: dict[str, int] = {}
+    by_key: dict[str, Caveat] = {}
+    for i, c in enumerate(found):
+        place.setdefault(c.key, i)
+        old = by_key.get(c.key)
+        by_key[c.key] = c if old is None else Caveat(min(old.severity, c.severity), c.key, c.text)
+    return sorted(by_key.values(), key=lambda c: (c.severity, place[c.key]))
+
+
+def machine_caveats(
+    run: str, busy: Iterable[str], speed_warnings: Iterable[str], speed_notes: Iterable[str],
+    noise_notes: Iterable[str], sentinel: str | None = None,
+) -> list[Caveat]:  # fmt: skip
+    """What the machine did during a run (the noise check, the speed sentinel), declared once for the
+    report (from the manifest) and a run's end (from its summary): busy, its speed moved within pairs
+    (warnings); a move between pairs, the noise check's notes (an unsteady governor, pairs measured
+    again), the sentinel's readings (notes)."""
+    out = [
+        warning(f"busy:{run}:{reason}",
+                f"busy machine: {reason}; run {run}'s numbers may be meaningless (--strict refuses)")
+        for reason in busy
+    ]  # fmt: skip
+    out += [
+        warning(
+            f"speed:{run}:{w}",
+            f"Run {run}: {w}: cells measured on either side of the change ran at different machine "
+            "speeds; compare its speedups with care, or measure again when the host is steady "
+            "(--strict refuses)",
+        )
+        for w in speed_warnings
+    ]
+    out += [note(f"speed:{run}:{n}", f"Run {run}: {n}.") for n in speed_notes]
+    out += [
+        note(f"rerun:{run}" if n.endswith(RERUN_NOTE_END) else f"noise:{run}:{n}", n) for n in noise_notes
+    ]
+    if sentinel:
+        out.append(note(f"sentinel:{run}", sentinel))
+    return out
+
+
+def caveats(infos: list[RunInfo]) -> list[Caveat]:
+    """What the runs' manifests say about their numbers (each run's machine, how it ran)."""
+    notes: list[Caveat] = []
     for info in infos:
         if info.incomplete:
-            notes.append(
+            notes.append(warning(
+                f"incomplete:{info.run}",
                 f"Run {info.run} is incomplete ({info.status}): some cells may be missing, so no setting "
-                f"is marked best; {finish_hint(Path(info.path), info.status)}."
-            )
+                f"is marked best; {finish_hint(Path(info.path), info.status)}.",
+            ))  # fmt: skip
         if any(", temperature 0," not in g for g in info.generation):
-            notes.append(
+            notes.append(note(
+                f"temperature:{info.run}",
                 f"Run {info.run} samples at temperature > 0: outputs differ by design, so `match` is `-` "
-                "(outputs are compared with the baseline's only at temperature 0)."
-            )
+                "(outputs are compared with the baseline's only at temperature 0).",
+            ))  # fmt: skip
         if info.n_rerun:
-            notes.append(
+            notes.append(note(
+                f"rerun:{info.run}",
                 f"Run {info.run}: {info.n_rerun} sample{'s' * (info.n_rerun != 1)} come from pairs measured "
                 "again because a process of the pair did not get its share of the CPU (something else ran "
-                "beside it); the samples' `reruns` and `cpu_s` say which and how much."
-            )
+                "beside it); the samples' `reruns` and `cpu_s` say which and how much.",
+            ))  # fmt: skip
         if info.pairing == "duet":
-            notes.append(
+            notes.append(note(
+                f"duet:{info.run}",
                 f"Run {info.run} measured its builds in duet pairs: both at the same time, each on half the "
                 "CPUs with half the threads; its t/s are half-machine figures, and what it judges is the "
-                "ratio of each pair (docs/decide.md)."
-            )
-        for note in info.speed_notes:
-            notes.append(f"Run {info.run}: {note}.")
-        for warning in info.speed_warnings:
-            notes.append(
-                f"Run {info.run}: {warning}: cells measured on either side of the change ran at different "
-                "machine speeds; compare its speedups with care, or measure again when the host is steady."
-            )
+                "ratio of each pair (docs/decide.md).",
+            ))  # fmt: skip
+        notes += machine_caveats(
+            info.run, info.busy, info.speed_warnings, info.speed_notes, info.noise_notes, info.sentinel
+        )
+        if info.n_failed or info.n_invalid:
+            notes.append(warning(
+                f"failed:{info.run}",
+                f"Run {info.run}: {info.n_failed} failed and {info.n_invalid} invalid of {info.n_samples} "
+                f"samples are left out of the statistics (their reasons are in the samples and raw logs "
+                f"in {info.path}).",
+            ))  # fmt: skip
     if len({tuple(i.generation) for i in infos}) > 1:
         settings = "; ".join(f"{i.run}: {' | '.join(i.generation)}" for i in infos)
-        notes.append(
+        notes.append(warning(
+            "generation",
             f"The runs used different generation settings ({settings}): side by side, their t/s are "
-            "not the same measurement."
-        )
+            "not the same measurement.",
+        ))  # fmt: skip
     return notes

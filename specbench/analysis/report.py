@@ -6,11 +6,22 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from specbench.analysis.caveats import RunInfo, caveats, generation_text
+from specbench.analysis.caveats import (
+    Caveat,
+    RunInfo,
+    caveats,
+    generation_text,
+    machine_caveats,
+    note,
+    said_once,
+    warning,
+)
 from specbench.analysis.cells import ALL, ReportRow, cell_name, is_invalid, run_rows, sort_key
+from specbench.analysis.digest import digest
 from specbench.analysis.figures import pick_best, speedup_text, standing_text
 from specbench.analysis.published import published_note
 from specbench.base.errors import InputError, RunError
@@ -20,6 +31,9 @@ from specbench.results.folder import has_manifest, has_samples, run_folders, sam
 from specbench.results.manifestfile import read_facts
 from specbench.results.runstate import finish_hint
 from specbench.results.stored import StoredRun, read_run
+
+if TYPE_CHECKING:
+    from specbench.execute.benchmark import RunSummary
 
 GAP_FACTOR = 0.7  # measured below this fraction of the prediction is a finding worth a sentence
 
@@ -31,7 +45,12 @@ class ReportError(InputError):
 class Report(BaseModel):
     runs: list[RunInfo]
     rows: list[ReportRow]  # every row, per-category ones included
-    notes: list[str]
+    caveats: list[Caveat]  # each once, warnings first (``caveats.said_once``)
+
+    @property
+    def notes(self) -> list[str]:
+        """The caveats' texts, in their order (the report files' notes)."""
+        return [c.text for c in self.caveats]
 
     def shown(self, by_category: bool) -> list[ReportRow]:
         return [r for r in self.rows if by_category or r.category == ALL]
@@ -79,12 +98,15 @@ def run_info(run: StoredRun) -> RunInfo:
         speed_tps=[tps for _, tps in series],
         speed_reference=facts.speed.reference,
         speed_warnings=facts.speed.warnings,
-        speed_notes=[*facts.speed.notes, *([facts.speed.describe()] if facts.speed.off else [])],
+        speed_notes=facts.speed.notes,
+        sentinel=facts.speed.describe(),
+        busy=facts.busy,
+        noise_notes=facts.noise_notes,
         speed_precision=facts.speed.precision,
     )
 
 
-def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()) -> list[str]:
+def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()) -> list[Caveat]:
     """★ per pair, category and server ``parallel`` (a speedup compares with the baseline at the
     same parallel only), on the cell ``figures.pick_best`` may call best: a decided real one (an
     incomplete run gets none: its missing cells might have won). Returns a note per overall group
@@ -93,7 +115,7 @@ def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()
     for r in rows:
         if r.run not in incomplete:
             groups.setdefault((r.run, r.pair, r.category, r.parallel), []).append(r)
-    notes = []
+    notes: list[Caveat] = []
     for (run, pair, category, _), group in groups.items():
         best = pick_best(
             group, lambda r: (r.speedup, r.speedup_ci_low, r.speedup_ci_high), lambda r: r.synthetic
@@ -103,10 +125,11 @@ def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()
         elif best.item is not None and category == ALL:
             r = best.item
             figure = speedup_text(r.speedup, r.speedup_ci_low, r.speedup_ci_high, r.speedup_repetitions)
-            notes.append(
+            notes.append(note(
+                f"best:{run}:{pair}",
                 f"No setting of {pair} in {run} is marked best: its highest speedup ({cell_name(r)}, "
-                f"{figure}) is {standing_text(best.standing)}."
-            )
+                f"{figure}) is {standing_text(best.standing)}.",
+            ))  # fmt: skip
     return notes
 
 
@@ -135,10 +158,11 @@ def build_report(run_dirs: list[Path]) -> Report:
         raise ReportError("no run folders given")
     infos: list[RunInfo] = []
     rows: list[ReportRow] = []
-    expected, warnings = [], []
+    expected: list = []
+    warnings: list[Caveat] = []
     for run_dir in run_dirs:
         run = _load(run_dir)
-        warnings += run.warnings
+        warnings += [note(f"read:{w}", w) for w in run.warnings]
         info = run_info(run)
         if any(i.run == info.run for i in infos):
             info.run = f"{info.run} ({run_dir})"
@@ -148,19 +172,21 @@ def build_report(run_dirs: list[Path]) -> Report:
         if run.facts.workarounds:  # every row of such a run says so: its builds ran another code path
             for r in run_rows_:
                 r.warnings.append(f"workaround {', '.join(run.facts.workarounds)}")
-            warnings.append(
+            warnings.append(note(
+                f"workaround:{info.run}",
                 f"{info.run}: run with the self-test's workaround ({', '.join(run.facts.workarounds)}; "
-                "see the manifest's build.selftest); `specbench run --no-workarounds` runs as built"
-            )
+                "see the manifest's build.selftest); `specbench run --no-workarounds` runs as built",
+            ))  # fmt: skip
         rows.extend(run_rows_)
         if cal is not None and any(r.model_calibration == cal.describe() for r in run_rows_):
-            warnings.append(f"model column of {info.run}: {cal.describe()}")
+            warnings.append(note(f"model:{info.run}", f"model column of {info.run}: {cal.describe()}"))
         curve = sorted({r.model_calibration or "" for r in run_rows_} - {""} - {cal and cal.describe()})
         if curve:
-            warnings.append(
+            warnings.append(note(
+                f"curve:{info.run}",
                 f"model column of {info.run}: real cells read off {curve[0]} at their acceptance length"
-                + (f" (and {len(curve) - 1} more curves)" if len(curve) > 1 else "")
-            )
+                + (f" (and {len(curve) - 1} more curves)" if len(curve) > 1 else ""),
+            ))  # fmt: skip
         if run.facts.expect is not None:
             expected.append((run.facts.expect, info.run))
     order = [i.run for i in infos]
@@ -168,8 +194,14 @@ def build_report(run_dirs: list[Path]) -> Report:
         key=lambda r: (tuple(map(sort_key, r.cell())), r.category != ALL, r.category, order.index(r.run))
     )
     unmarked = _mark_best(rows, {i.run for i in infos if i.incomplete})
-    published = [published_note(expect, run, rows) for expect, run in expected]
-    return Report(runs=infos, rows=rows, notes=[*warnings, *published, *_notes(infos, rows), *unmarked])
+    published = [note(f"published:{run}", published_note(expect, run, rows)) for expect, run in expected]
+    quality = [warning(f"quality:{line.split(' in ', 1)[0]}", line) for line in digest(_overall(rows))]
+    found = [*warnings, *published, *_notes(infos, rows), *quality, *unmarked]
+    return Report(runs=infos, rows=rows, caveats=said_once(found))
+
+
+def _overall(rows: list[ReportRow]) -> list[ReportRow]:
+    return [r for r in rows if r.category == ALL]
 
 
 def aggregate(run_dirs: list[Path], by_category: bool = False) -> list[ReportRow]:
@@ -186,14 +218,36 @@ def closing_report(run_dir: Path) -> tuple[Report | None, list[str]]:
         return None, [str(exc)]
 
 
+PRECISION_MARK = "† precision not met: the cell stopped at max_repetitions with a wider CI than asked"
+
+
+def closing_caveats(summary: RunSummary, report: Report | None, notes: list[str]) -> list[Caveat]:
+    """What a run's end says, each thing once, warnings first: the report's caveats, the run's own
+    record of the same facts (in its wording: what the sentinel cost of this run, where the failed
+    samples' reasons are) and what only the run knows (``notes``: a resume with nothing left, history
+    not recorded, why there is no report)."""
+    own = machine_caveats(summary.run_id, summary.busy, summary.speed_moved, summary.speed_notes,
+                          summary.noise_notes, summary.sentinel)  # fmt: skip
+    if summary.n_failed or summary.n_invalid:
+        own.append(warning(
+            f"failed:{summary.run_id}",
+            f"{summary.n_failed} failed and {summary.n_invalid} invalid samples are left out of the "
+            f"statistics; their reasons are in {samples_path(summary.run_dir)}",
+        ))  # fmt: skip
+    if report is not None and any(r.precision_met is False for r in report.shown(False)):
+        own.append(note("precision-mark", PRECISION_MARK))
+    own += [note(f"run:{n}", n) for n in notes]
+    return said_once([*(report.caveats if report is not None else []), *own])
+
+
 def empty_cells(report: Report) -> list[ReportRow]:
     """Cells with no valid speculative sample or no valid baseline: they measured nothing."""
     return [r for r in report.shown(False) if r.n == 0 or r.baseline_n == 0]
 
 
-def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[str]:
-    """One sentence per finding: the model gap, mismatched outputs, invalid or failed samples."""
-    notes = []
+def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[Caveat]:
+    """One sentence per finding: the model gap, mismatched outputs, the runs' caveats."""
+    notes: list[Caveat] = []
     overall = [r for r in rows if r.category == ALL]
     modelled = [r for r in overall if r.model_speedup and r.speedup is not None]
     # each row's measured/predicted ratio (both set in modelled)
@@ -201,27 +255,21 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[str]:
     gaps = [r for ratio, r in ratios if ratio < GAP_FACTOR]
     if gaps:
         worst = min(ratios, key=lambda rr: rr[0])[1]
-        notes.append(
+        notes.append(note(
+            "gap",
             f"Measured speedup is below {GAP_FACTOR:.0%} of the calibrated model's prediction in "
             f"{len(gaps)} of {len(modelled)} settings (largest gap: {cell_name(worst)}, "
             f"{worst.speedup:.2f}x measured vs {worst.model_speedup:.2f}x predicted): the model counts "
             "the pass costs llama-bench measured on this machine, so the gap is time outside the passes "
-            "(sampling, draft bookkeeping) or a machine whose speed moved since the calibration."
-        )
+            "(sampling, draft bookkeeping) or a machine whose speed moved since the calibration.",
+        ))  # fmt: skip
     mismatched = [r for r in overall if r.outputs_match is False]
     if mismatched:
         where = ", ".join(
             f"{cell_name(r)} (first difference at character {r.first_diff})" for r in mismatched
         )
-        notes.append(f"Speculative output differs from the baseline's in {where}.")
-    notes += caveats(infos)
-    for info in infos:
-        if info.n_failed or info.n_invalid:
-            notes.append(
-                f"Run {info.run}: {info.n_failed} failed and {info.n_invalid} invalid of {info.n_samples} "
-                f"samples are left out of the statistics (see the samples and raw logs in {info.path})."
-            )
-    return notes
+        notes.append(warning("mismatch", f"Speculative output differs from the baseline's in {where}."))
+    return notes + caveats(infos)
 
 
 def nothing_measured(run_dir: Path, report: Report | None) -> str | None:

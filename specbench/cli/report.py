@@ -54,8 +54,8 @@ def report(
     files = write_report(rep, out or default_out(dirs), by_category)
     if fmt == Format.table:
         table_console.print(table(rep, by_category, width=table_width()))
-        for note in rep.notes:
-            table_console.print(f"note: {note}", **PLAIN)
+        for caveat in rep.caveats:  # each once, warnings first (analysis.caveats.said_once)
+            table_console.print(caveat.line(), **PLAIN)
         paths = table_console
     else:
         text = {

@@ -11,8 +11,7 @@ import typer
 from specbench.cli.common import console, echo, make_console, resume_command, say, say_notes
 from specbench.cli.options import Quiet, Sets
 from specbench.cli.output import Format, TableFormat
-from specbench.cli.session import RunSession, warn_busy
-from specbench.results.folder import samples_path
+from specbench.cli.session import RunSession
 
 
 def _print_dry_run(prepared: Any) -> None:
@@ -51,7 +50,9 @@ def _print_dry_run(prepared: Any) -> None:
 
 def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Format.table) -> None:
     """The closing table: rendered by the same function as `specbench report`, so the two agree;
-    in another ``fmt``, the report's own Markdown, CSV or JSON alone on stdout (the rest on stderr)."""
+    in another ``fmt``, the report's own Markdown, CSV or JSON alone on stdout (the rest on stderr).
+    Then its closing words: each thing once, warnings first, at most ``SHOWN`` of them and a pointer
+    to `specbench report` for the rest (issue 58: one drift said three times among twelve lines)."""
     from specbench.analysis.render import table
 
     if report is not None and fmt != Format.table:
@@ -61,36 +62,24 @@ def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Fo
             fmt, reportfiles.json_text
         )
         echo(writer(report), nl=False)
-        notes = [*report.notes, *notes]
     elif report is not None:
         width: int | None
         out, width = console, console.width
         if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"
             out, width = make_console(width=200, no_color=True, highlight=False), None
         out.print(table(report, width=width))
-        notes = [*report.notes, *notes]
     say(f"results: {summary.run_dir}", err=fmt != Format.table)
-    if summary.n_failed or summary.n_invalid:
-        say(f"warning: {summary.n_failed} failed and {summary.n_invalid} invalid samples; "
-            f"their reasons are in {samples_path(summary.run_dir)}", err=True)  # fmt: skip
-    say_notes(notes)
-    _print_warnings(summary, report.shown(False) if report is not None else [])
+    from specbench.analysis.caveats import SHOWN, Severity
+    from specbench.analysis.report import closing_caveats
 
-
-def _print_warnings(summary: Any, rows: list) -> None:
-    """The quality warnings: a busy machine loudly, then each cell's (short, actionable)."""
-    warn_busy(
-        summary,
-        "these numbers may be meaningless (--strict refuses)",
-        "the cells measured on either side of it ran on a different machine speed (--strict refuses)",
-    )
-    say_notes(summary.noise_notes)
-    if any(r.precision_met is False for r in rows):
-        say("† precision not met: the cell stopped at max_repetitions with a wider CI than asked", err=True)
-    from specbench.analysis.digest import digest
-
-    for line in digest(rows):  # one line per kind of warning, naming its cells
-        say(f"warning: {line}", err=True)
+    said = closing_caveats(summary, report, notes)  # each thing once, warnings first
+    for c in said[:SHOWN]:
+        say(c.line(), err=True)
+    if len(said) > SHOWN:
+        rest = said[SHOWN:]
+        warned = sum(c.severity == Severity.WARNING for c in rest)
+        what = f"{len(rest)} more ({warned} warnings)" if warned else f"{len(rest)} more notes"
+        say(f"note: {what}: `specbench report {summary.run_dir}` says them all", err=True)
 
 
 def run(

@@ -51,6 +51,7 @@ class RunSummary:
     most_repetitions: int = 0  # the most a cell could get in rounds (0: no rounds)
     speed_moved: list[str] = field(default_factory=list)  # the speed sentinel's warnings
     speed_notes: list[str] = field(default_factory=list)  # its moves that fell between pairs (not warned)
+    sentinel: str | None = None  # the sentinel's readings in a line: what they cost of this run
     sentinel_cost_s: float = 0.0  # what its readings took (all of this run's, resumed ones too)
 
 
@@ -184,9 +185,8 @@ def run_benchmark(
     summary.speed_moved, summary.sentinel_cost_s = list(speed.warnings), speed.cost_s()
     # a resumed run's readings span several runs; `sentinel: false` is said by the closing report
     line = None if speed.off else speed.describe(run_s if not resume else None)
-    summary.noise_notes += [line] if line else []
+    summary.sentinel = line
     summary.speed_notes = list(speed.notes)
-    summary.noise_notes += summary.speed_notes
     summary.rounds = adaptive.rounds if adaptive else 0
     if adaptive:
         summary.budget_spent, summary.most_repetitions = adaptive.budget_spent, adaptive.maximum

@@ -144,6 +144,7 @@ class RunFacts(BaseModel):
     precision: float | None = None  # config `precision`
     min_decode_s: float | None = None  # config `min_decode_s`
     busy: list[str] = Field(default_factory=list)  # the noise check's reasons the machine was busy
+    noise_notes: list[str] = Field(default_factory=list)  # its notes (an unsteady governor, pairs re-run)
     speed: SpeedRecord = Field(default_factory=SpeedRecord)  # the speed sentinel (older runs: empty)
     other_machines: list[str] = Field(default_factory=list)  # forced resumes elsewhere: what differed
     shard_machines: dict[str, str] = Field(default_factory=dict)  # merged shards: shard -> hostname
@@ -211,6 +212,7 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         precision=_number(_value(manifest, "config", "precision")),
         min_decode_s=_number(_value(manifest, "config", "min_decode_s")),
         busy=[b for b in (_value(manifest, "noise", "busy") or []) if isinstance(b, str)],
+        noise_notes=[n for n in (_value(manifest, "noise", "notes") or []) if isinstance(n, str)],
         speed=_speed(_value(manifest, "noise", "speed")),
         other_machines=[m for m in (manifest.get("other_machines") or []) if isinstance(m, str)],
         shard_machines=_shard_machines(manifest),

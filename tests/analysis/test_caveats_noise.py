@@ -7,14 +7,16 @@ from specbench.analysis.caveats import RunInfo, caveats
 
 
 def test_a_run_with_pairs_measured_again_says_how_many_samples_came_from_them():
-    (note,) = caveats([RunInfo(run="r1", path="results/r1", status="complete", n_rerun=4)])
+    (note,) = [c.text for c in caveats([RunInfo(run="r1", path="results/r1", status="complete", n_rerun=4)])]
     assert note.startswith("Run r1: 4 samples come from pairs measured again")
     assert caveats([RunInfo(run="r1", path="results/r1", status="complete")]) == []
 
 
 def test_a_move_between_pairs_is_said_as_it_is():
     move = "machine speed moved by +32% during the run (from 45.5 to 60.0 t/s), between pairs: ..."
-    (note,) = caveats([RunInfo(run="r1", path="results/r1", status="complete", speed_notes=[move])])
+    (note,) = [
+        c.text for c in caveats([RunInfo(run="r1", path="results/r1", status="complete", speed_notes=[move])])
+    ]
     assert note == f"Run r1: {move}."
 
 
@@ -23,5 +25,21 @@ def test_a_duet_run_says_its_figures_are_half_machine_ones():
 
     assert facts_from_manifest({"pairing": "duet"}, "r1").pairing == "duet"
     assert facts_from_manifest({}, "r1").pairing == "sequential"  # runs before the key: one after the other
-    (note,) = caveats([RunInfo(run="r1", path="results/r1", status="complete", pairing="duet")])
+    (note,) = [
+        c.text for c in caveats([RunInfo(run="r1", path="results/r1", status="complete", pairing="duet")])
+    ]
     assert note.startswith("Run r1 measured its builds in duet pairs") and "half-machine" in note
+
+
+def test_each_fact_is_said_once_at_its_first_place_most_severe_in_the_last_wording():
+    from specbench.analysis.caveats import Severity, note, said_once, warning
+
+    said = said_once([
+        note("a", "a1"), note("drift", "drift as the report says it"), warning("busy", "busy"),
+        warning("drift", "drift, warned"), note("drift", "drift in the run's own words"),
+    ])  # fmt: skip
+    assert [(c.severity, c.text) for c in said] == [
+        (Severity.WARNING, "drift in the run's own words"),  # first said before busy; a warning once
+        (Severity.WARNING, "busy"),
+        (Severity.NOTE, "a1"),
+    ]

@@ -152,7 +152,8 @@ def test_run_s_closing_table_in_another_format_is_the_report_s_alone_on_stdout(t
 
     run = make_run(tmp_path, "run1", BASE, SPEC)
     rep = build_report([run])
-    summary = SimpleNamespace(run_dir=run, n_failed=0, n_invalid=0, busy=[], speed_moved=[], noise_notes=[])
+    summary = SimpleNamespace(run_dir=run, run_id="run1", n_failed=0, n_invalid=0, busy=[], speed_moved=[],
+                              speed_notes=[], noise_notes=[], sentinel=None)  # fmt: skip
     _print_summary(summary, rep, [], fmt)
     out, err = capsys.readouterr()
     assert out == {Format.json: json_text, Format.csv: csv_text, Format.md: markdown}[fmt](rep)

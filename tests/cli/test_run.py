@@ -349,3 +349,44 @@ def test_a_real_run_says_its_plan_notes_before_the_first_sample(one_cell_run):
     err = " ".join(result.stderr.split())
     assert "note: sweep.ngram_size_n is for n-gram methods" in err and "note: precision is for" in err
     assert err.index("note: sweep.ngram_size_n") < err.index("[1/")  # before the first sample
+
+
+def test_a_runs_closing_words_say_each_thing_once_warnings_first(tmp_path, capsys):
+    """Issue 58: the quickstart ended with one drift said three times (a note, a WARNING and the
+    report's note) among six lines, a busy machine with twelve. On a recorded run whose machine was
+    busy (another benchmark), whose speed moved within and between pairs and whose pairs were measured
+    again: each thing once, every warning before every note, at most SHOWN lines and a pointer."""
+    import shutil
+
+    from specbench.analysis.caveats import SHOWN
+    from specbench.analysis.report import build_report
+    from specbench.cli.run import _print_summary
+    from specbench.execute.benchmark import RunSummary
+    from specbench.execute.contention import rerun_note
+
+    run = tmp_path / "busy"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "runs" / "quickstart-3rep", run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    drift = "machine speed moved by -21% during the run (from 6.2 to 4.9 t/s), up to 9% within a pair (30 s)"
+    between = "machine speed moved by +8% during the run (from 4.9 to 5.3 t/s), between pairs: at most 1%"
+    rerun = rerun_note(2, "its process got 40% of its CPU")
+    manifest["noise"].update(notes=[rerun], speed={"moved": -0.21, "precision": 0.03, "warnings": [drift],
+                                                   "notes": [between]})  # fmt: skip
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    lines = (run / "samples.jsonl").read_text().splitlines()
+    (run / "samples.jsonl").write_text("".join(
+        json.dumps({**json.loads(x), "reruns": 1 if i < 2 else 0}) + "\n" for i, x in enumerate(lines)
+    ))  # fmt: skip
+    busy = manifest["noise"]["busy"]
+    summary = RunSummary(run_dir=run, run_id=manifest["run_id"], n_samples=len(lines), n_new=len(lines),
+                         n_failed=0, n_invalid=0, busy=busy, noise_notes=[rerun], speed_moved=[drift],
+                         speed_notes=[between], sentinel="speed sentinel: 5 readings")  # fmt: skip
+    _print_summary(summary, build_report([run]), [])
+    said = [x for x in capsys.readouterr().err.splitlines() if x.startswith(("WARNING: ", "note: "))]
+    for fact in (drift, between, busy[0], busy[1], "re-run", "come from pairs measured again"):
+        assert sum(fact in x for x in said) <= 1, (fact, said)
+    for fact in (drift, busy[0], busy[1]):  # the warnings are never the ones left out
+        assert sum(fact in x for x in said) == 1, (fact, said)
+    kinds = [x.split(":")[0] for x in said]
+    assert kinds == sorted(kinds, key=lambda k: k != "WARNING"), said  # warnings before notes
+    assert len(said) <= SHOWN + 1 and "specbench report" in said[-1], said

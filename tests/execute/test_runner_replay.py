@@ -249,8 +249,8 @@ def test_a_signal_keeps_samples_and_the_printed_resume_command_works(tmp_path, r
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert len(load_samples(run_dir)) == 12 and load_manifest(run_dir).status == "complete"
     report = invoke("report", run_dir, env={"COLUMNS": "200"}, cwd=tmp_path)
-    run_rows = [line for line in resumed.stdout.splitlines() if "smol" in line]
-    assert run_rows and run_rows == [line for line in report.stdout.splitlines() if "smol" in line]
+    run_rows = [line for line in resumed.stdout.splitlines() if "smol" in line]  # the table's rows
+    assert run_rows and run_rows == [line for line in report.stdout.splitlines() if line.startswith("│ smol")]
 
 
 def test_two_builds_interleave_back_to_back_each_judged_against_its_own_baseline(tmp_path, replay):
