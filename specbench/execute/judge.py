@@ -187,6 +187,21 @@ def prompt_tokens(log: ParsedLog) -> int | None:
     return perf.prompt_eval_tokens if perf else None
 
 
+def prefill(log: ParsedLog | None, timings: ServerTimings | None) -> tuple[int | None, float | None]:
+    """(prompt tokens, prefill seconds) of a sample: the server's prompt_n/prompt_ms, a speculative
+    run's ``encoded`` line, else the target's ``prompt eval``."""
+    if timings is not None and timings.prompt_ms is not None:
+        return timings.prompt_n, finite(timings.prompt_ms / 1000)
+    if log is None:
+        return None, None
+    if log.encoded is not None and log.encoded.seconds is not None:
+        return log.encoded.tokens, finite(log.encoded.seconds)
+    perf = log.perf.target if log.perf else None
+    if perf is None or perf.prompt_eval_ms is None:
+        return prompt_tokens(log), None
+    return perf.prompt_eval_tokens, finite(perf.prompt_eval_ms / 1000)
+
+
 def _status(
     inv: Invocation, out: Outcome, span: Span | None, capped: Span | None
 ) -> tuple[str, str | None, tuple]:
@@ -225,6 +240,7 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
     text = None
     if status in ("ok", "invalid") and out.output is not None:
         text = continuation(out.output, inv.prompt_text, echoed=out.echoed)
+    n_prompt, prefill_s = prefill(out.log, out.timings)
     sample = Sample(
         **inv.model_dump(include=set(Measurement.model_fields)),
         run_id=run_id, status=status, valid=status == "ok", invalid_reason=reason, metrics=out.log, tps=tps,
@@ -236,7 +252,8 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
         batch_wall_s=round(out.batch_wall_s, 4) if out.batch_wall_s is not None else None,
         spec_counters=counters, synthetic=inv.synth_len is not None,
         decode_tps=decode_only_tps(inv.role, out.log) if out.timings is None else None,
-        span_s=round(span.seconds, 6) if span else None,
+        span_s=round(span.seconds, 6) if span else None, prompt_tokens=n_prompt,
+        prefill_s=round(prefill_s, 6) if prefill_s is not None else None,
         timed_tokens=timed_tokens(inv.role, out.log, span, capped) if status == "ok" else None,
     )  # fmt: skip
     return Measured(sample, text)

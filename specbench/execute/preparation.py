@@ -161,6 +161,7 @@ def prepare(
     (``shard``: only that shard's part of the plan, ``specbench.plan.shards``; ``roles``: only the
     invocations of these roles, ``Plan.of_roles``)."""
     from specbench.execute.builds import ensure_builds, preview_builds
+    from specbench.execute.context import deep_prompts
     from specbench.models import resolve_models
     from specbench.plan.prompts import render, render_all
     from specbench.plan.sweep import make_plan
@@ -183,6 +184,8 @@ def prepare(
     prompts = render_all(config.prompt_list(), here) if here else []
     for name in sorted(targets.keys() - here.keys()):  # dry run: no GGUF, so no chat template to render with
         prompts += [render(p, name, None) for p in config.prompt_list()]
+    unread = dry_run or bool(targets.keys() - here.keys())  # no GGUF to tokenize with: a placeholder
+    prompts += deep_prompts(config, build, models, prompts, dry_run=unread)
     plan = make_plan(config, builds, models, prompts)
     if roles is not None:
         plan = plan.of_roles(roles)

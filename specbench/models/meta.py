@@ -159,6 +159,7 @@ class SpecFacts(BaseModel):
     nextn_layers: int = 0  # <arch>.nextn_predict_layers: next-token-prediction (MTP) layers
     markov_head: bool = False  # a `markov_w1` tensor: a DSpark drafter (a dflash GGUF with a Markov head)
     experts: int = 0  # <arch>.expert_count: a MoE model's experts (0: dense; n_cpu_moe does nothing)
+    context_length: int | None = None  # <arch>.context_length: the trained context (sweep.depth's limit)
 
 
 def read_spec_facts(path: Path) -> SpecFacts:
@@ -168,5 +169,6 @@ def read_spec_facts(path: Path) -> SpecFacts:
     nextn = _scalar(reader.fields, f"{arch}.nextn_predict_layers") if arch else None
     markov = any(t.name == "markov_w1.weight" for t in reader.tensors)
     experts = _scalar(reader.fields, f"{arch}.expert_count") if arch else None
+    ctx = _scalar(reader.fields, f"{arch}.context_length") if arch else None
     return SpecFacts(architecture=arch, nextn_layers=int(nextn or 0), markov_head=markov,
-                     experts=int(experts or 0))  # fmt: skip
+                     experts=int(experts or 0), context_length=int(ctx) if ctx else None)  # fmt: skip

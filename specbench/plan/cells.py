@@ -89,14 +89,14 @@ def sweep_cells(
                 ]
             sizes = _ngram_axes(config, spec, method, notes)
             options = option_axes(config, pname, notes)
-            for ngl, (ngld, dmax, dmin, pmin), (size_n, size_m), opts in product(
-                sweep.ngl, draft_axes, sizes, options
+            for ngl, (ngld, dmax, dmin, pmin), (size_n, size_m), opts, depth in product(
+                sweep.ngl, draft_axes, sizes, options, sweep.depth
             ):
                 if draft is None:  # no draft model: the draft's options do not apply
                     opts = {**opts, **dict.fromkeys(DRAFT_OPTIONS)}
                 cell = Cell(pair=pname, model=pair.target, draft=draft, method=method, ngl=ngl, ngld=ngld,
                             draft_max=dmax, draft_min=dmin, p_min=pmin, ngram_size_n=size_n,
-                            ngram_size_m=size_m, **opts)  # fmt: skip
+                            ngram_size_m=size_m, depth=depth, **opts)  # fmt: skip
                 if draft is None:
                     key = cell.model_dump(exclude={"pair"})
                     if tuple(key.items()) in owned:

@@ -14,12 +14,14 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from specbench.base.errors import ConfigError
+from specbench.base.errors import ConfigError, PathError
+from specbench.base.paths import check_path
 from specbench.models.spec import ModelSpec
 from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml
 from specbench.plan.options import OptionValues, check_options
 from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
 from specbench.plan.sections import (
+    ContextConfig,
     LlamaCppConfig,
     LlamaCppField,
     PairConfig,
@@ -51,6 +53,8 @@ class Config(Strict, OptionValues):
     """Which prompts: the built-in suite or a JSONL file, filtered."""
     sweep: SweepConfig = Field(default_factory=SweepConfig)
     """Lists of settings, expanded as a cartesian product into cells."""
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    """The document each sample's context of `sweep.depth` tokens is cut from."""
     generation: Generation = Field(default_factory=Generation)
     """How each invocation generates: tokens, sampling, threads, context."""
     repetitions: int | Literal["auto"] = 3  # auto: repeat until `precision` is met (see execute.adaptive)
@@ -275,6 +279,16 @@ def _check_references(cfg: Config, origin: str, overridden: AbstractSet[str] = f
         raise ConfigError(
             f"{origin}: prompts.file: {where} {what} (relative paths start at the config file's folder)"
         )
+    if cfg.context.file is not None:
+        try:
+            check_path(cfg.context.file, "context.file")
+        except PathError as exc:
+            raise ConfigError(f"{origin}: {exc}") from exc
+        if not (where := _resolve(cfg.base_dir, cfg.context.file)).is_file():
+            what = "is a folder, not a text file" if where.is_dir() else "does not exist"
+            raise ConfigError(
+                f"{origin}: context.file: {where} {what} (relative paths start at the config file's folder)"
+            )
     try:
         cfg.prompt_list()
     except ConfigError as exc:  # blamed on the --set that chose the prompts, if one did
@@ -328,6 +342,8 @@ def config_from_mapping(
             build.source = _resolve(base_dir, build.source)
     if cfg.prompts.file is not None:
         cfg.prompts.file = _resolve(base_dir, cfg.prompts.file)
+    if cfg.context.file is not None:
+        cfg.context.file = _resolve(base_dir, cfg.context.file)
     _check_references(cfg, origin, overridden)
     return cfg
 

@@ -65,6 +65,7 @@ class RenderedPrompt(BaseModel):
     model: str
     text: str
     rendering: Literal["raw", "template", "fallback"]
+    depth: int = 0  # tokens of context in front of the prompt (specbench.plan.depth)
 
 
 def _parse_lines(lines: Iterable[str], origin: str) -> list[Prompt]:

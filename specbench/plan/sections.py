@@ -146,8 +146,16 @@ class PromptsConfig(Strict):
         return self
 
 
+class ContextConfig(Strict):
+    """The document the context of a depth is cut from (``sweep.depth``)."""
+
+    file: Path | None = None
+    """A UTF-8 text file; unset: the shipped default (the U.S. Constitution, prose, public domain)."""
+
+
 NUMBER_LISTS = (
     "draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m", "parallel", "synth_len",
+    "depth",
 )  # fmt: skip
 
 
@@ -182,6 +190,9 @@ class SweepConfig(Strict, SweepOptions):
     # cell also runs once per value with its drafts accepted at random ([]: none)
     synth_len: list[Annotated[float, Field(ge=1.0, allow_inf_nan=False)]] = Field(default_factory=list)
     """Synthetic acceptance lengths (runner: server): draft-model cells run again per value."""
+    depth: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)
+    """Tokens of context (the target's tokenizer, from `context.file`) before each prompt: the KV
+    cache's depth when generation starts; 0: the prompt alone."""
 
     @field_validator(*NUMBER_LISTS, mode="before")
     @classmethod

@@ -29,6 +29,7 @@ from specbench.plan.cells import (
     with_build,
 )
 from specbench.plan.config import Config
+from specbench.plan.depth import at_depth
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.methods import keeps_server_state
 from specbench.plan.prompts import RenderedPrompt
@@ -116,7 +117,7 @@ def order_for_server(
 def server_plan(
     config: Config, servers: Mapping[str | None, BinaryInfo], models: Mapping[str, object],
     targets: list[str], by_target: dict[str, list[RenderedPrompt]], cells: list[Cell], notes: list[str],
-    repetitions: int,
+    repetitions: int, deep: Mapping[tuple[str, int, str], RenderedPrompt] | None = None,
 ) -> Plan:  # fmt: skip
     """One llama-server per build and setting; batches of ``parallel`` requests (see serverplan)."""
     gen = config.generation
@@ -126,6 +127,7 @@ def server_plan(
         role: str, c: Cell, par: int, p: RenderedPrompt, rep: int, argv: list[str] | None = None
     ) -> Invocation:
         """``c``: the cell (speculative) or the model alone (its build, model and ngl)."""
+        p = at_depth(p, c.depth, deep or {})
         if argv is None:
             argv = server_argv(servers[c.build], model_path(models, c.model), gen, c.ngl, par)
             argv += option_flags(servers[c.build], c, free_args(config, c))

@@ -13,7 +13,7 @@ baseline runs right before its cells, then the draft models alone that the cells
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from specbench.base.errors import ConfigError
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
@@ -32,6 +32,7 @@ from specbench.plan.cells import (
     with_build,
 )
 from specbench.plan.config import Config
+from specbench.plan.depth import at_depth, check_depths
 from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.preflight import pair_methods, read_facts
@@ -83,25 +84,33 @@ def _spec_argv(config: Config, binary: BinaryInfo, cell: Cell, models: Mapping[s
     return argv + option_flags(binary, cell, free_args(config, cell))
 
 
-def _prompts_by_target(prompts: list[RenderedPrompt], targets: list[str]) -> dict[str, list[RenderedPrompt]]:
+def _prompts_by_target(
+    prompts: list[RenderedPrompt], targets: list[str]
+) -> tuple[dict[str, list[RenderedPrompt]], dict[tuple[str, int, str], RenderedPrompt]]:
+    """The prompts of each target (without context), and each at depth by (target, depth, id)."""
     by_target: dict[str, list[RenderedPrompt]] = {t: [] for t in targets}
+    deep: dict[tuple[str, int, str], RenderedPrompt] = {}
     for p in prompts:
-        if p.model in by_target:
+        if p.model in by_target and p.depth:
+            deep[(p.model, p.depth, p.id)] = p
+        elif p.model in by_target:
             by_target[p.model].append(p)
     for t, ps in by_target.items():
         if not ps:
             raise ConfigError(f"no prompts were rendered for target {t!r}; render prompts for every target")
-        for p in ps:
-            if len(p.text.encode()) > MAX_PROMPT_BYTES:
-                raise ConfigError(
-                    f"prompt {p.id!r} is {len(p.text.encode())} bytes; prompts over {MAX_PROMPT_BYTES} bytes "
-                    "cannot be passed on the command line, shorten it"
-                )
+    for p in [*(p for ps in by_target.values() for p in ps), *deep.values()]:
+        if len(p.text.encode()) > MAX_PROMPT_BYTES:
+            at = f" with its context of {p.depth} tokens" if p.depth else ""
+            what = "lower sweep.depth" if p.depth else "shorten it"
+            raise ConfigError(
+                f"prompt {p.id!r}{at} is {len(p.text.encode())} bytes; prompts over {MAX_PROMPT_BYTES} bytes "
+                f"cannot be passed on the command line, {what}"
+            )
     ids = [p.id for p in by_target[targets[0]]]
     for t in targets[1:]:
         if [p.id for p in by_target[t]] != ids:
             raise ConfigError(f"target {t!r} was given different prompts than {targets[0]!r}")
-    return by_target
+    return by_target, deep
 
 
 def make_plan(
@@ -127,8 +136,10 @@ def make_plan(
     labels = list(builds)
     completion = builds[labels[0]].binary("completion")
     targets = config.targets()
-    by_target = _prompts_by_target(prompts, targets)
+    by_target, deep = _prompts_by_target(prompts, targets)
     facts = read_facts(config, models)
+    trained = {t: facts[t].context_length if t in facts else None for t in targets}
+    check_depths(config.sweep.depth, config.generation.ctx_size, config.generation.n_predict, trained)
     runs = pair_methods(config, facts, notes)  # refuses a method its files lack
     server = config.runner == "server"
     specs = {  # the binary that speculates, per build (each tree has its own speculative program)
@@ -160,12 +171,13 @@ def make_plan(
         tokens = min(SENTINEL_TOKENS, config.generation.n_predict)  # never dearer than a baseline sample
         fixed = _with_generation(config, n_predict=tokens)
         alone = _Factory(fixed, completion, completion, models)
-        sentinel = alone.alone("sentinel", with_build(first[0], labels[0]), by_target[first[0].model][0], 0)
+        reference = with_build(first[0], labels[0]).model_copy(update={"depth": 0})  # the prompt alone
+        sentinel = alone.alone("sentinel", reference, by_target[first[0].model][0], 0)
         sentinel = with_workarounds([sentinel], builds)[0]  # it runs the build's binary as samples do
     if config.runner == "server":
         servers = {b: builds[b].binary("server") for b in labels}
         notes += workaround_notes(builds)
-        plan = server_plan(config, servers, models, targets, by_target, cells, notes, reps)
+        plan = server_plan(config, servers, models, targets, by_target, cells, notes, reps, deep)
         _check_free_args(config, plan.invocations, builds)
         plan.invocations = with_workarounds(plan.invocations, builds)
         return plan.model_copy(update={"sentinel": sentinel})
@@ -174,7 +186,9 @@ def make_plan(
     measured_config = config
     if chosen.threads is not None:  # duet: each side on half the CPUs, with half the threads
         measured_config = _with_generation(config, threads=chosen.threads)
-    make = {b: _Factory(measured_config, builds[b].binary("completion"), specs[b], models) for b in labels}
+    make = {
+        b: _Factory(measured_config, builds[b].binary("completion"), specs[b], models, deep) for b in labels
+    }
     groups = baseline_groups(cells)
     measured: list[Invocation] = []
     for rep in range(reps):
@@ -225,6 +239,7 @@ class _Factory:
     completion: BinaryInfo
     spec: BinaryInfo
     models: Mapping[str, object]
+    deep: Mapping[tuple[str, int, str], RenderedPrompt] = field(default_factory=dict)
 
     def _base(self, prompt: RenderedPrompt, rep: int) -> dict:
         return {
@@ -239,6 +254,7 @@ class _Factory:
     def alone(self, role: str, model: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
         """The target (``baseline``) or a draft model (``draft``) alone, with llama-completion.
         ``model``: its build, model, ngl and options (``baseline_cell`` / ``draft_alone_cell``)."""
+        prompt = at_depth(prompt, model.depth, self.deep)
         gen = self.config.generation
         argv = _alone_argv(self.completion, model_path(self.models, model.model), gen, prompt.text, model.ngl)
         argv += option_flags(self.completion, model, free_args(self.config, model))
@@ -252,6 +268,7 @@ class _Factory:
         )
 
     def speculative(self, c: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
+        prompt = at_depth(prompt, c.depth, self.deep)
         return Invocation(
             role="speculative",
             **cell_dict(c),

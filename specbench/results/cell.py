@@ -69,6 +69,9 @@ class Cell(BaseModel):
     # synthetic acceptance (llama-server --spec-synth-len): drafted tokens accepted at random with this
     # mean acceptance length; output invalid, cost real (None: a real cell)
     synth_len: float | None = None
+    # tokens of context (the target's tokenizer) in front of the prompt: the KV cache's depth when
+    # generation starts (specbench.execute.context; 0: the prompt alone)
+    depth: int = 0
 
 
 CELL_FIELDS: tuple[str, ...] = tuple(Cell.model_fields)
@@ -79,7 +82,9 @@ DRAFT_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f.endswith("_
 MODEL_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f not in DRAFT_OPTIONS)
 # What a speculative cell shares with the baseline it is measured against: the same target on the
 # same build, at the same GPU layers and options, run the same way, on the same machine (shard).
-BASELINE_FIELDS: tuple[str, ...] = ("build", "model", "ngl", *MODEL_OPTIONS, "runner", "parallel", "shard")
+BASELINE_FIELDS: tuple[str, ...] = (
+    "build", "model", "ngl", *MODEL_OPTIONS, "runner", "parallel", "shard", "depth",
+)  # fmt: skip
 MODEL_FIELDS = ("model", "draft")  # model names: identities across runs use their sha256 instead
 # Names given by one config or one sweep: identities across runs leave them out (a merged sharded
 # run compares with an unsharded one).
@@ -124,19 +129,20 @@ def draft_alone_of(m: Any) -> tuple | None:
     with the draft's options; None for a method whose draft cannot run alone (``runs_draft_alone``)."""
     if m.draft is None or not runs_draft_alone(str(m.method)):
         return None
-    return ("draft", m.build, m.draft, m.ngld or 0, *draft_options(m).values(), m.shard)
+    return ("draft", m.build, m.draft, m.ngld or 0, *draft_options(m).values(), m.shard, m.depth)
 
 
 def alone_of(m: Any) -> tuple:
     """A baseline or draft-alone sample's key, as ``baseline_of`` / ``draft_alone_of`` name it."""
     if m.role == "draft":
-        return ("draft", m.build, m.model, m.ngl or 0, *values(m, MODEL_OPTIONS), m.shard)
+        return ("draft", m.build, m.model, m.ngl or 0, *values(m, MODEL_OPTIONS), m.shard, m.depth)
     return baseline_of(m)
 
 
 def draft_alone_cell(m: Any, build: str | None) -> Cell:
-    """The draft model of cell ``m`` run alone on ``build``: at ngld, with the draft's options."""
-    return Cell(build=build, model=m.draft, ngl=m.ngld or 0, **draft_options(m))
+    """The draft model of cell ``m`` run alone on ``build``: at ngld, with the draft's options, at
+    the cell's depth (the cost ratio at that depth)."""
+    return Cell(build=build, model=m.draft, ngl=m.ngld or 0, depth=m.depth, **draft_options(m))
 
 
 def baseline_cell(m: Any) -> Cell:

@@ -68,6 +68,10 @@ class Sample(Measurement):
     acceptance: float | None = None  # n_accept / n_drafted
     tokens_per_pass: float | None = None  # n_predict / (n_predict - n_accept)
     n_generated: int | None = None
+    # the prompt's pass, outside the timed span: the tokens in the KV cache when generation began (the
+    # cell's depth of context plus the prompt's own) and the seconds their prefill took
+    prompt_tokens: int | None = None
+    prefill_s: float | None = None
     outputs_match: bool | None = None  # vs the baseline continuation (temperature 0 only)
     first_diff: int | None = None  # first differing character of the continuation
     output_sha256: str | None = None

@@ -25,7 +25,7 @@ from tests.analysis.golden_report import GOLDEN, report_numbers
 # fields rows gained since; the fixture runs have them at their default
 NEW_KEYS = {
     "build": None, "shard": None, "machine": None, "model_calibration": None,
-    "synth_len": None, "synthetic": False, "accept_len": None, "accept_by_pos": None,
+    "synth_len": None, "synthetic": False, "accept_len": None, "accept_by_pos": None, "depth": 0,
     **dict.fromkeys(OPTION_FIELDS),  # llama.cpp options: not passed (the default)
     "baseline_window": None,
 }  # fmt: skip

@@ -167,3 +167,19 @@ def test_a_prompt_over_ctx_size_fails_on_the_server_as_it_does_in_a_process():
     assert sample.output_sha256 is None
     default = spec(runner="server", generation=Generation(n_predict=32, ctx_size=0))  # the model's own
     assert judge(default, server("server-draft", "speculative"), "r", "now").sample.status == "ok"
+
+
+def test_every_sample_records_its_prompt_tokens_and_prefill_time_outside_the_span():
+    """Speculation at depth (issue 62): the prompt's pass, context included, is recorded beside the
+    timed span on both runners: a speculative run's `encoded` line, a baseline's `prompt eval`, the
+    server's prompt_n/prompt_ms."""
+    s = judge(spec(), process("spec-simple-draft"), "r", "now").sample
+    enc = s.metrics.encoded
+    assert (s.prompt_tokens, s.prefill_s) == (enc.tokens, round(enc.seconds, 6)) and s.prefill_s > 0
+    stamps = parse_stamps((LOGS / "completion-f32-stamped.times").read_text())
+    out = process("completion-f32-stamped", stdout_times=stamps)
+    b = judge(inv("x", role="baseline", prompt_text=PROMPT), out, "r", "now").sample
+    perf = b.metrics.perf.target
+    assert (b.prompt_tokens, b.prefill_s) == (perf.prompt_eval_tokens, round(perf.prompt_eval_ms / 1000, 6))
+    v = judge(spec(runner="server"), server("server-draft", "speculative"), "r", "now").sample
+    assert (v.prompt_tokens, v.prefill_s) == (v.timings.prompt_n, round(v.timings.prompt_ms / 1000, 6))

@@ -76,7 +76,7 @@ def test_sample_keys_identities_labels_and_rounds_tell_builds_apart():
     states = cell_states(two_builds())
     assert len(states) == 4  # two speculative cells and two baselines, one of each per build
     assert {k for k in states if k[0] == "baseline"} == {
-        ("baseline", b, "smol-f32", 0, *NO_OPTIONS, "process", 1, None) for b in "ab"
+        ("baseline", b, "smol-f32", 0, *NO_OPTIONS, "process", 1, None, 0) for b in "ab"
     }
 
 
@@ -92,7 +92,7 @@ def test_the_plan_groups_cells_by_baseline_build_included():
     cells = [cell.Cell(build=b, model="t", method="draft", ngl=n) for b in ("a", "b") for n in (0, 99)]
     groups = baseline_groups(cells)
     assert list(groups) == [
-        ("baseline", b, "t", n, *NO_OPTIONS, "process", 1, None) for b in ("a", "b") for n in (0, 99)
+        ("baseline", b, "t", n, *NO_OPTIONS, "process", 1, None, 0) for b in ("a", "b") for n in (0, 99)
     ]
 
 

@@ -1,0 +1,131 @@
+"""Speculation at depth: the context of exactly D tokens a sample generates after (``sweep.depth``).
+
+A cell's ``depth`` is the number of tokens, counted by the target's own tokenizer, of a document
+placed in front of the rendered prompt: the KV cache holds that many tokens (plus the prompt) when
+generation starts. The document is ``context.file`` or the shipped default
+(``contexts/us-constitution.txt``: prose, public domain). The baseline and the speculative side of a
+pair get the same text. Cutting the document is pure here, given a tokenizer
+(``specbench.execute.context`` asks llama-server's own ``/tokenize``); it is checked on the joined
+text, since tokens can merge across the join: ``len(tok(context + prompt)) - len(tok(prompt))``
+must be exactly D.
+
+What no context can do is refused before anything runs (``check_depths``): a depth at or beyond
+the config's ``ctx_size`` or the target's trained context (its GGUF header's ``context_length``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from importlib import resources
+from pathlib import Path
+
+from specbench.base.errors import ConfigError
+from specbench.plan.prompts import RenderedPrompt
+
+DEFAULT_DOCUMENT = "us-constitution.txt"
+# between the context and the prompt, the first that gives an exact count: the prompt starts a
+# paragraph of its own where the tokenizer lets it; the last ends in no space, for a prompt that
+# starts with one (whitespace merges across the join)
+SEPARATORS = ("\n\n", "\n", " ", "", "\n\n---")
+_ATTEMPTS = 8
+
+Tokenize = Callable[[str], list[int]]  # text -> token ids, no BOS/EOS added
+Detokenize = Callable[[list[int]], str]
+
+
+def document_text(path: Path | None) -> tuple[str, str]:
+    """(the document's text, its name for messages): ``context.file`` or the shipped default."""
+    if path is None:
+        text = resources.files("specbench.plan").joinpath("contexts", DEFAULT_DOCUMENT).read_text("utf-8")
+        return text, f"the shipped context ({DEFAULT_DOCUMENT})"
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"context.file {path}: not UTF-8 text ({exc.reason}); give a text file") from exc
+    except OSError as exc:
+        raise ConfigError(f"context.file {path}: cannot read it ({exc.strerror or exc})") from exc
+    if not text.strip():
+        raise ConfigError(f"context.file {path}: the file is empty; give a document to fill the context with")
+    return text, f"context.file {path}"
+
+
+def check_depths(depths: list[int], ctx_size: int, n_predict: int, trained: Mapping[str, int | None]) -> None:
+    """Refuse, before running, a depth no run can reach: at or over the config's ``ctx_size`` (with
+    the n_predict tokens still to generate) or the target's trained context (``trained``: target
+    name -> its GGUF header's context_length, None where unknown)."""
+    deepest = max(depths)
+    if deepest == 0:
+        return
+    if ctx_size and deepest + n_predict >= ctx_size:
+        raise ConfigError(
+            f"sweep.depth {deepest} does not fit generation.ctx_size {ctx_size} with n_predict {n_predict} "
+            f"and the prompt; raise ctx_size (to at least {deepest + n_predict + 512}) or lower the depth"
+        )
+    for name, limit in trained.items():
+        if limit and deepest + n_predict >= limit:
+            raise ConfigError(
+                f"sweep.depth {deepest} is beyond model {name}'s context ({limit} tokens, its GGUF "
+                f"context_length) with n_predict {n_predict}; lower the depth below {limit - n_predict}"
+            )
+
+
+def cut_context(
+    document: str, origin: str, depth: int, prompt: str, tokenize: Tokenize, detokenize: Detokenize,
+    ids: list[int] | None = None,
+) -> str:  # fmt: skip
+    """The context of exactly ``depth`` tokens before ``prompt``: the document's first tokens, then
+    a break (a paragraph's, else a line's or a space), as many as make ``tok(context + prompt)``
+    exactly ``depth`` longer than ``tok(prompt)``. ``ids``: the document already tokenized.
+    ConfigError when the document is too short (it is never repeated: a repeated document is easy
+    to draft, and would flatter speculation) or no cut is exact (tokens merge across every one)."""
+    if depth == 0:
+        return ""
+    ids = tokenize(document) if ids is None else ids
+    if len(ids) < depth:
+        raise ConfigError(
+            f"{origin} has {len(ids)} tokens, too few for sweep.depth {depth}; give context.file a "
+            "longer document (it is never repeated: repeated text would flatter speculation)"
+        )
+    own = len(tokenize(prompt))
+
+    def reached(k: int, sep: str) -> int:
+        return len(tokenize(detokenize(ids[:k]) + sep + prompt)) - own
+
+    for sep in SEPARATORS:
+        k, tried = depth, set()
+        for _ in range(_ATTEMPTS):  # Newton-like: the count moves about one token per token kept
+            tried.add(k)
+            got = reached(k, sep)
+            if got == depth:
+                return detokenize(ids[:k]) + sep
+            k = max(0, min(len(ids), k + depth - got))
+            if k in tried:
+                break
+        for near in range(max(0, k - 3), min(len(ids), k + 3) + 1):  # where a merge skips a count
+            if near not in tried and reached(near, sep) == depth:
+                return detokenize(ids[:near]) + sep
+    raise ConfigError(
+        f"cannot cut {origin} to exactly {depth} tokens before prompt {prompt[:30]!r} (its tokens merge "
+        "across every cut); try another depth or context.file"
+    )
+
+
+def at_depth(
+    prompt: RenderedPrompt, depth: int, deep: Mapping[tuple[str, int, str], RenderedPrompt]
+) -> RenderedPrompt:
+    """The prompt a cell at ``depth`` is given: the rendered prompt with its context in front
+    (``deep``: by target, depth and prompt id). ConfigError when it was not prepared."""
+    if depth == 0:
+        return prompt
+    found = deep.get((prompt.model, depth, prompt.id))
+    if found is None:
+        raise ConfigError(
+            f"no context of depth {depth} was prepared for target {prompt.model!r} (prompt {prompt.id}); "
+            "plan with the prompts `specbench.execute.context.deep_prompts` makes"
+        )
+    return found
+
+
+def with_context(prompt: RenderedPrompt, depth: int, context: str) -> RenderedPrompt:
+    """``prompt`` at ``depth``: the context in front of its text."""
+    return prompt.model_copy(update={"text": context + prompt.text, "depth": depth})

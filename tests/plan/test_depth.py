@@ -1,0 +1,123 @@
+"""Speculation at depth in the plan: the context of exactly D tokens (cut with a stand-in
+tokenizer whose tokens merge across the join, as BPE's do), the refusals before running, and the
+depth axis reaching every invocation, the same context on both sides of a pair."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from specbench.base.errors import ConfigError
+from specbench.plan.depth import check_depths, cut_context, document_text, with_context
+from specbench.plan.sweep import make_plan
+from specbench.results.cell import baseline_of
+from tests.helpers.sweeps import MODELS, make_config, rendered
+
+# GPT-2's pre-tokenizer, letters and digits aside: a word with its leading space, whitespace before
+# a word but its last space: "\n\n" and " Hello" joined are "\n", "\n", " Hello" (a merge at the join).
+_TOKEN = re.compile(r" ?[^\s]+|\s+(?!\S)|\s+")
+
+
+class WordTokenizer:
+    """Tokens are words and whitespace runs; ids index a vocabulary grown as it goes."""
+
+    def __init__(self) -> None:
+        self.vocab: list[str] = []
+
+    def tokenize(self, text: str) -> list[int]:
+        out = []
+        for piece in _TOKEN.findall(text):
+            if piece not in self.vocab:
+                self.vocab.append(piece)
+            out.append(self.vocab.index(piece))
+        return out
+
+    def detokenize(self, ids: list[int]) -> str:
+        return "".join(self.vocab[i] for i in ids)
+
+
+DOC = " ".join(f"word{i % 97}" + ("\n\n" if i % 50 == 49 else "") for i in range(3000))
+
+
+@pytest.mark.parametrize("prompt", ["Write a poem.", " leading space", "\n\nnewlines first", "x"])
+@pytest.mark.parametrize("depth", [1, 2, 7, 256, 1000])
+def test_the_context_is_exactly_depth_tokens_of_the_joined_text(prompt, depth):
+    tok = WordTokenizer()
+    context = cut_context(DOC, "doc", depth, prompt, tok.tokenize, tok.detokenize)
+    assert len(tok.tokenize(context + prompt)) - len(tok.tokenize(prompt)) == depth
+    assert DOC.startswith(context.removesuffix("---").rstrip())  # the document's beginning, never repeated
+
+
+def test_depth_0_is_the_prompt_alone_and_a_short_document_is_refused_in_one_line():
+    tok = WordTokenizer()
+    assert cut_context(DOC, "doc", 0, "p", tok.tokenize, tok.detokenize) == ""
+    with pytest.raises(ConfigError, match=r"^doc has \d+ tokens, too few for sweep.depth 7000; ") as exc:
+        cut_context(DOC, "doc", 7000, "p", tok.tokenize, tok.detokenize)
+    assert "\n" not in str(exc.value)
+
+
+def test_the_shipped_document_is_long_prose():
+    text, origin = document_text(None)
+    assert "We the People" in text and len(text) > 30_000
+    assert "us-constitution.txt" in origin
+
+
+def test_a_depth_beyond_the_context_is_refused_before_running():
+    check_depths([0, 1024], 2048, 64, {"t": 8192})  # fits
+    with pytest.raises(ConfigError, match=r"sweep.depth 4096 does not fit generation.ctx_size 2048"):
+        check_depths([0, 4096], 2048, 64, {"t": 8192})
+    with pytest.raises(ConfigError, match=r"beyond model t's context \(8192 tokens, its GGUF context_len"):
+        check_depths([8192], 0, 64, {"t": 8192})
+    check_depths([8192], 0, 64, {"t": None})  # unknown: llama.cpp's own check at run time
+
+
+def test_a_context_file_is_validated_like_every_config_path(tmp_path):
+    with pytest.raises(ConfigError, match=r"^test.yaml: context.file: .*missing.txt does not exist"):
+        make_config(tmp_path, context={"file": "missing.txt"})
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(ConfigError, match=r"context.file: .*folder is a folder, not a text file"):
+        make_config(tmp_path, context={"file": "folder"})
+    with pytest.raises(ConfigError, match=r"context.file .*bytes; a file or folder name is at most 255"):
+        make_config(tmp_path, context={"file": "x" * 300})
+    with pytest.raises(ConfigError, match=r"sweep.depth\[0\]"):
+        make_config(tmp_path, sweep={"depth": [-1]})
+    (tmp_path / "doc.txt").write_text("some text", encoding="utf-8")
+    assert make_config(tmp_path, context={"file": "doc.txt"}).context.file == tmp_path / "doc.txt"
+
+
+def _deep(config, depths):
+    """The rendered prompts, and each at every depth with a context that names its depth."""
+    base = rendered(config)
+    return base + [with_context(p, d, f"<ctx {d}>\n\n") for d in depths for p in base]
+
+
+def test_depth_is_an_axis_and_both_sides_of_a_pair_get_the_same_context(tmp_path, llama_build):
+    config = make_config(tmp_path, sweep={"method": ["draft"], "draft_max": [4], "depth": [0, 256]})
+    plan = make_plan(config, llama_build, MODELS, _deep(config, [256]))
+    spec = [i for i in plan.measured if i.role == "speculative"]
+    assert sorted({i.depth for i in spec}) == [0, 256]
+    by_key = {(baseline_of(i), i.prompt_id, i.repetition): i for i in plan.measured if i.role == "baseline"}
+    assert len(by_key) == len([i for i in plan.measured if i.role == "baseline"])
+    for inv in spec + [i for i in plan.measured if i.role == "draft"]:
+        base = by_key[(baseline_of(inv), inv.prompt_id, inv.repetition)] if inv.role != "draft" else None
+        assert inv.prompt_text.startswith(f"<ctx {inv.depth}>") == (inv.depth > 0)
+        if base is not None:
+            assert base.depth == inv.depth and base.prompt_text == inv.prompt_text
+            assert inv.prompt_text in inv.argv and base.prompt_text in base.argv
+    assert plan.sentinel is not None and plan.sentinel.depth == 0  # the fixed reference: no context
+
+
+def test_the_server_plan_sends_the_context_too(tmp_path, llama_build):
+    sweep = {"method": ["draft"], "draft_max": [4], "depth": [0, 64]}
+    config = make_config(tmp_path, runner="server", sweep=sweep)
+    plan = make_plan(config, llama_build, MODELS, _deep(config, [64]))
+    for inv in plan.measured:
+        assert inv.request is not None
+        assert inv.request.prompt.startswith("<ctx 64>") == (inv.depth == 64)
+
+
+def test_a_cell_at_a_depth_without_its_context_is_refused(tmp_path, llama_build):
+    config = make_config(tmp_path, sweep={"method": ["draft"], "draft_max": [4], "depth": [0, 256]})
+    with pytest.raises(ConfigError, match="no context of depth 256 was prepared"):
+        make_plan(config, llama_build, MODELS, rendered(config))
