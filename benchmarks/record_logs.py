@@ -8,8 +8,10 @@ Usage, on a quiet machine, after `specbench build --backend cpu` and with the qu
 
 It runs the commands tests/logs/README.md lists for ``completion-f32`` (quiet, unstamped),
 ``completion-f32-stamped`` (stdout time-stamped, as the process runner reads it) and
-``spec-simple-draft``, with the pinned CPU build, SmolLM2-135M F32 (derived from the PyPI Q4_1) as
-target and Q4_1 as draft. The replay scales the stamped run's clock to the quiet run's decode time
+``spec-simple-draft``, and llama-bench's JSON (``tests/data/llama_bench/q4-d64.json``), with the
+pinned CPU build,
+SmolLM2-135M F32 (derived from the PyPI Q4_1) as target and Q4_1 as draft. The replay scales the
+stamped run's clock to the quiet run's decode time
 (``tests.fixtures.replay._stamps``): after re-recording, update the two eval times passed there
 (the stderr's ``eval time = ... ms``). The parsers' tests read the same files: run them too.
 """
@@ -48,6 +50,14 @@ def main() -> None:
         "spec-simple-draft": ([speculative, "-m", target, "-md", draft, "--spec-type", "draft-simple",
                                "--spec-draft-n-max", "8", *COMMON], False),
     }  # fmt: skip
+    bench = [build.binary("bench").path, "-m", draft, "-p", ",".join(map(str, range(1, 10))), "-n", "16",
+             "-d", "64", "-r", "1", "-ngl", "0", "-o", "json", "-t", "2"]  # fmt: skip
+    res = run_command(bench, out / "bench-q4-d64.json", out / "bench-q4-d64.stderr", 600)
+    if not res.ok:  # on a CPU whose self-test needs a workaround (AMX), add it: --repack 0
+        raise SystemExit(
+            f"llama-bench: exit {res.exit_code} {res.signal or ''}; see {out}/bench-q4-d64.stderr"
+        )
+    (out / "bench-q4-d64.stderr").unlink()
     for name, (argv, stamped) in runs.items():
         res = run_command(argv, out / f"{name}.stdout", out / f"{name}.stderr", 300, stamp_stdout=stamped)
         if not res.ok:

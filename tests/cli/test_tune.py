@@ -36,6 +36,8 @@ def tiny(tmp: Path, f32, q4) -> Path:
     )
 
 
+# integration tier; its rule, replayed: tests/cli/test_tune_replay.py (a test of the same name)
+@pytest.mark.integration
 def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, llama_build, smol_f32, smol_q4):
     run_dir = tmp_path / "tuned"
     config = tiny(tmp_path, smol_f32, smol_q4)
@@ -138,6 +140,8 @@ def test_tune_on_the_server_runner_measures_with_servers_and_prints_commands_tha
     assert reply.data["content"] and reply.data["timings"].get("draft_n", 0) > 0
 
 
+# integration tier; its rule, replayed: tests/cli/test_tune_replay.py (a test of the same name)
+@pytest.mark.integration
 def test_a_tune_that_measured_nothing_exits_non_zero_before_calibrating(
     tmp_path, llama_build, smol_f32, smol_q4
 ):

@@ -109,6 +109,8 @@ def test_tune_on_a_busy_machine_warns_records_it_caches_no_calibration_and_searc
     assert load_calibration(tmp_path / "t") is not None  # tune itself still used its measurement
 
 
+# integration tier; its rule, replayed: tests/cli/test_tune_replay.py (a test of the same name)
+@pytest.mark.integration
 def test_a_budget_below_the_minimum_is_refused_with_the_minimum(tmp_path, llama_build, smol_f32, smol_q4):
     config, _ = marked(tmp_path, smol_f32, smol_q4)
     t0 = time.monotonic()
@@ -137,6 +139,8 @@ def test_a_budget_below_the_minimum_is_refused_with_the_minimum(tmp_path, llama_
     assert not (tmp_path / "t2").exists(), "refused up front: no folder"
 
 
+# integration tier; its rule, replayed: tests/cli/test_tune_replay.py (a test of the same name)
+@pytest.mark.integration
 def test_run_reports_the_model_from_a_calibration_cached_for_its_pair(
     tmp_path, llama_build, smol_f32, smol_q4
 ):

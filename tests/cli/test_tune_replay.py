@@ -1,0 +1,133 @@
+"""`specbench tune` as a user runs it, its rounds and calibration replayed (tests/fixtures/replay.py:
+recorded llama.cpp runs, and a recorded llama-bench JSON for the pass costs), in seconds. The real
+tune runs stay in the integration tier (tests/cli/test_tune.py, tests/cli/test_tune_faults.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specbench.gate.history import run_count
+from specbench.results.calibfile import load_calibration
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
+from tests.helpers.cli import invoke
+
+CI = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
+ONE_PROMPT = ["--set", "prompts.ids=[code-02]", "--set", "pairing=sequential", "--set", "sentinel=false",
+              "--set", "warmup=0"]  # fmt: skip
+KEYS = {"pair", "best", "speedup", "speedup_ci_low", "speedup_ci_high", "predicted_speedup", "command",
+        "server_command", "candidates", "elapsed_s", "speedup_range_low", "speedup_range_high",
+        "baseline_history", "standing"}  # fmt: skip
+BEST_KEYS = {"method", "draft_max", "draft_min", "p_min", "ngl", "ngld"}
+
+
+def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, replay):
+    run_dir = tmp_path / "tuned"
+    env = {"SPECBENCH_RESULTS": str(tmp_path / "results")}  # a history of its own
+    sweep = invoke("run", CI, *ONE_PROMPT, "--set", "sweep.draft_max=[2]", "--set", "repetitions=1",
+                   "--quiet", "--out", tmp_path / "sweep", env=env, cwd=tmp_path)  # fmt: skip
+    assert sweep.returncode == 0, sweep.stderr
+    result = invoke("tune", CI, *ONE_PROMPT, "--pair", "smol", "--budget", "900", "--max-draft", "3",
+                    "--format", "json", "--out", run_dir, env=env, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert set(out) == KEYS
+    # tune is recorded in history beside the sweep, whose baseline is the same command at another time
+    assert run_count(tmp_path / "results" / "history.sqlite") == 2
+    known = out["baseline_history"]
+    assert known["runs"] == 1 and known["low_tps"] == known["high_tps"] > 0 and known["tune_tps"] > 0
+    assert out["pair"] == "smol" and set(out["best"]) == BEST_KEYS and out["best"]["method"] == "draft"
+    assert [c["settings"]["draft_max"] for c in out["candidates"]] == [1, 2, 3]
+    assert all(c["model_speedup"] is not None and c["model_speedup"] > 0 for c in out["candidates"])
+    measured = [c for c in out["candidates"] if c["speedup"] is not None]
+    assert measured and any(c["settings"] == out["best"] and c["speedup"] == out["speedup"] for c in measured)
+    g = str(out["best"]["draft_max"])
+    for cmd, binary in (
+        (out["command"], "llama-speculative-simple"),
+        (out["server_command"], "llama-server"),
+    ):
+        assert binary in cmd and "SmolLM2-135M-Instruct.Q4_1.gguf" in cmd and f" {g} " in cmd
+    assert replay.bench_log and all("llama-bench" in argv[0] for argv in replay.bench_log)
+    assert (run_dir / "calibration.json").is_file()
+    report = invoke("report", run_dir, "--format", "json", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    rows = json.loads(report.stdout)
+    assert rows and all(r["method"] == "draft" and r["model_speedup"] is not None for r in rows)
+    assert {r["draft_max"] for r in rows} == {c["settings"]["draft_max"] for c in measured}
+    # every round measures the baseline again: each repetition a candidate ran in has its own baseline
+    samples = load_samples(run_dir)
+    spec_reps = {s.repetition for s in samples if s.role == "speculative"}
+    assert {s.repetition for s in samples if s.role == "baseline"} == spec_reps
+    assert len(spec_reps) >= 2, "a 900 s budget leaves room for more than the probe"
+
+
+def test_a_budget_below_the_minimum_is_refused_with_the_minimum(tmp_path, replay):
+    """Without history, refused after the first prompt's probe (its pace: ~2.4 virtual seconds a
+    sample) before calibrating; once history holds the probe's cells, before anything runs."""
+    env = {"SPECBENCH_RESULTS": str(tmp_path / "results")}
+    result = invoke("tune", CI, *ONE_PROMPT, "--budget", "1", "--max-draft", "3", "--out", tmp_path / "t",
+                    env=env, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert "--budget 1 is too small for this config here" in line
+    assert int(line.split("give --budget ")[1].split()[0]) > 1
+    assert not (tmp_path / "t" / "calibration.json").exists() and not replay.bench_log  # before calibrating
+    assert load_manifest(tmp_path / "t").status == "failed"
+    ran = invoke("run", CI, *ONE_PROMPT, "--set", "sweep.draft_max=[3]", "--set", "repetitions=1",
+                 "--quiet", "--out", tmp_path / "r", env=env, cwd=tmp_path)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    replay.log.clear()
+    again = invoke("tune", CI, *ONE_PROMPT, "--budget", "1", "--max-draft", "3", "--out", tmp_path / "t2",
+                   env=env, cwd=tmp_path)  # fmt: skip
+    assert again.returncode != 0 and "Traceback" not in again.stderr
+    assert "--budget 1 is too small" in again.stderr
+    assert "this machine's history puts the probe, the cheapest calibration and one round at" in again.stderr
+    assert not (tmp_path / "t2").exists() and not replay.log, "refused up front: no folder, nothing run"
+
+
+def test_run_reports_the_model_from_a_calibration_cached_for_its_pair(tmp_path, replay):
+    """A calibration in the cache for this build, these models, threads and about this KV depth gives
+    `run` and `report` the model column, and the row says which calibration it is."""
+    from specbench.results.calibration import PassCosts
+    from specbench.tune.calibrate import CachedCosts, store
+    from tests.fixtures.replay import RECORDED_RUN, recorded_build
+
+    at = "2026-11-23T09:30:00"
+    build = recorded_build(None, None, replay.bin_dir)
+    models = load_manifest(RECORDED_RUN).models
+    for name, decode in (("smol_f32", 0.02), ("smol_q4", 0.008)):
+        pass_s = {k: decode * (1 + 0.1 * (k - 1)) for k in (1, 2, 3, 5, 9)}
+        for depth in (20, 25, 31, 39, 49, 61, 76, 95, 119, 149, 186):  # one within 25% of the run's
+            store(CachedCosts(build=build.key, sha256=models[name].sha256, threads=2, ngl=0, depth=depth,
+                              repetitions=2, measured_at=at,
+                              costs=PassCosts(model=name, decode_s=decode, pass_s=pass_s)))  # fmt: skip
+    run_dir = tmp_path / "run"
+    result = invoke("run", CI, *ONE_PROMPT, "--set", "repetitions=1", "--set", "sweep.draft_max=[4]",
+                    "--set", "generation.n_predict=16", "--out", run_dir, "--quiet", env={"COLUMNS": "200"},
+                    cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "model" in result.stdout  # the closing table's model column
+    cal = load_calibration(run_dir)
+    assert cal is not None and cal.source == "cache" and cal.measured_at == at
+    rows = json.loads(invoke("report", run_dir, "--format", "json", cwd=tmp_path).stdout)
+    [row] = [r for r in rows if r["method"] == "draft"]
+    assert row["model_speedup"] is not None and row["model_speedup"] > 0
+    assert (
+        "2026-11-23 09:30" in row["model_calibration"]
+        and "from the calibration cache" in row["model_calibration"]
+    )
+
+
+def test_a_tune_that_measured_nothing_exits_non_zero_before_calibrating(tmp_path, replay):
+    """Every probe sample fails (the prompt's 14 tokens, as recorded, do not fit an 8-token context):
+    one line, exit 1, no calibration."""
+    run_dir = tmp_path / "tuned"
+    result = invoke("tune", CI, *ONE_PROMPT, "--set", "generation.ctx_size=8", "--budget", "60",
+                    "--max-draft", "3", "--json", "--out", run_dir, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "tune's probe measured no speedup" in last
+    assert str(run_dir / "samples.jsonl") in last and "samples failed, timed out or never speculated" in last
+    assert result.stdout == "" and not (run_dir / "calibration.json").exists() and not replay.bench_log
+    assert load_samples(run_dir) and all(not s.valid for s in load_samples(run_dir))
