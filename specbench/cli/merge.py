@@ -17,7 +17,7 @@ def merge(
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The merged run folder (new).")],
 ) -> None:
     """Merge the run folders of `run --shard i/N` into one run folder (report, compare, history read it)."""
-    from specbench.base.errors import RunError
+    from specbench.base.errors import RunError, SpecbenchError
     from specbench.base.paths import check_path
     from specbench.gate.history import record_run
     from specbench.results.merge import merge_runs
@@ -35,7 +35,10 @@ def merge(
             f"({', '.join(result.missing_cells)}): {result.out} is not complete; run the missing shards "
             "and merge again"
         )
-    record_run(result.out)
+    try:
+        record_run(result.out)
+    except SpecbenchError as exc:  # a damaged or locked database: the merged run is kept all the same
+        say(f"warning: {result.out} was not recorded in history: {exc}", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -214,11 +214,14 @@ def run(
     report, notes = closing_report(summary.run_dir)
     if resume is not None and summary.n_new == 0:
         notes.insert(0, f"{summary.run_dir}: every planned sample is recorded already; nothing was run")
+    unrecorded = None
     try:
         record_run(summary.run_dir)
-    except SpecbenchError as exc:
-        notes.append(f"not recorded in history: {exc}")
+    except SpecbenchError as exc:  # a damaged or locked database: the run is kept all the same
+        unrecorded = f"warning: {summary.run_dir} was not recorded in history: {exc}"
     _print_summary(summary, report, notes, fmt)
+    if unrecorded is not None:
+        say(unrecorded, err=True)
     why = nothing_measured(summary.run_dir, report)
     if why is not None:
         raise RunError(why)

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sqlite3
 from collections import defaultdict
-from collections.abc import Callable
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -112,7 +113,9 @@ def default_db() -> Path:
 
 def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
     """Open (with ``create``: make) the history database. Viewing never writes: an empty file
-    that is not a database is said so, not turned into one."""
+    that is not a database is said so, not turned into one. A damaged file is refused before
+    anything is read from it or written to it (``PRAGMA quick_check``): it is left byte for byte as
+    it was, for ``sqlite3 .recover``."""
     check_path(db_path, "history database")
     if db_path.is_dir():
         raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file, e.g. "
@@ -120,15 +123,18 @@ def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
     existing = nearest_existing(db_path)
     if not existing.is_dir():
         raise HistoryError(f"--db {shorten(db_path)}: {shorten(existing)} is a file, not a folder")
+    conn = None
     try:
         if create:
             db_path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(db_path if create else f"file:{db_path}?mode=ro", timeout=30, uri=not create)
+        check = conn.execute("PRAGMA quick_check").fetchall()
+        if check != [("ok",)]:
+            raise HistoryError(_damaged(db_path, "; ".join(str(r[0]) for r in check[:3])))
         conn.execute("PRAGMA foreign_keys = ON")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         empty = version == 0 and not conn.execute("SELECT name FROM sqlite_master").fetchall()
         if empty and not create:
-            conn.close()
             raise HistoryError(
                 f"{shorten(db_path)} is not a specbench history database (an empty file); "
                 "`specbench history --add RUN_DIR --db FILE` records into it"
@@ -136,7 +142,6 @@ def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
         if empty:
             conn.executescript(SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
         elif version > SCHEMA_VERSION:  # refused as a newer run folder is: misreading it is worse
-            conn.close()
             raise HistoryError(
                 f"{shorten(db_path)} was written by a newer specbench (history schema {version}; this "
                 f"specbench reads schema {SCHEMA_VERSION}): upgrade specbench to read it"
@@ -144,23 +149,61 @@ def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
         elif version == 1 and create:  # the sentinel's columns joined in version 2: older runs get NULL
             conn.executescript(MIGRATE_1_2 + f"PRAGMA user_version = {SCHEMA_VERSION};")
         elif version != SCHEMA_VERSION and not (version == 1 and not create):  # viewing reads v1 as is
-            conn.close()
             raise HistoryError(
                 f"{db_path} is not a specbench history database of this version (schema {version}, "
                 f"expected {SCHEMA_VERSION}); move it aside to start anew"
             )
-    except OSError as exc:
-        raise HistoryError(f"cannot open history database {os_problem(exc, db_path)}") from exc
-    except sqlite3.Error as exc:
-        if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
-            raise HistoryError(
-                f"cannot open history database {shorten(db_path)}: {exc}; move it aside to start anew"
-            ) from exc
-        raise HistoryError(  # a folder that cannot be written, a locked file...
-            f"cannot open history database {shorten(db_path)}: {exc}; check that its folder exists and "
-            "can be written, or give another --db"
-        ) from exc
+    except BaseException as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, OSError):
+            raise HistoryError(f"cannot open history database {os_problem(exc, db_path)}") from exc
+        if isinstance(exc, sqlite3.Error):
+            raise _problem(db_path, exc) from exc
+        raise
     return conn
+
+
+@contextmanager
+def _database(db_path: Path, create: bool = True) -> Iterator[sqlite3.Connection]:
+    """``with _database(path) as conn``: the open history database, closed after; an SQLite error
+    while it is used (a damaged page that only a query reaches) is one line (``_problem``)."""
+    conn = _connect(db_path, create)
+    try:
+        with closing(conn):
+            yield conn
+    except sqlite3.Error as exc:
+        raise _problem(db_path, exc) from exc
+
+
+def _damaged(db_path: Path, why: str) -> str:
+    f = shlex.quote(str(db_path))  # the commands must run as printed: the whole path
+    return (
+        f"history database {f} is damaged ({why}); it was left as it was: move it aside (the next "
+        f"run starts a new one), or recover what it holds with `sqlite3 {f} .recover | sqlite3 "
+        "recovered.sqlite` and give --db recovered.sqlite"
+    )
+
+
+def _problem(db_path: Path, exc: sqlite3.Error) -> HistoryError:
+    """An SQLite error as one line that names the file and what to do, by SQLite's error code."""
+    name, text, f = getattr(exc, "sqlite_errorname", "") or "", str(exc), shorten(db_path)
+    if (
+        name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+        or "malformed" in text
+        or "not a database" in text
+    ):
+        return HistoryError(_damaged(db_path, text))
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+        return HistoryError(f"history database {f} is in use by another process ({text}); "
+                            "try again when it is done, or give another --db")  # fmt: skip
+    if name.startswith("SQLITE_FULL"):
+        return HistoryError(f"cannot write history database {f}: {text}; free disk space and run "
+                            "`specbench history --add RUN_DIR` to record the run")  # fmt: skip
+    return HistoryError(  # a folder that cannot be written, a read-only file...
+        f"cannot open history database {f}: {text}; check that its folder exists and can be "
+        "written, or give another --db"
+    )
 
 
 def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | None = None) -> int:
@@ -193,7 +236,7 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
     if not rows:  # a run that measured nothing (yet) must not replace the points it recorded before
         return 0
     shards = _shard_run_keys(Path(run_dir))
-    with closing(_connect(db_path)) as conn, conn:
+    with _database(db_path) as conn, conn:
         conn.execute(_SUPERSEDED)  # a database of an earlier specbench lacks it
         by = conn.execute("SELECT by_run_key FROM superseded WHERE run_key = ?", (run_key,)).fetchone()
         if by is not None:  # its samples are in history already, as part of the merged run
@@ -246,7 +289,7 @@ def run_count(db_path: Path | None = None) -> int:
     db_path = db_path or default_db()
     if not db_path.is_file():
         return 0
-    with closing(_connect(db_path, create=False)) as conn:
+    with _database(db_path, create=False) as conn:
         return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
 
 
@@ -261,7 +304,7 @@ def load_history(
         raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file")
     if not db_path.is_file():
         return []
-    with closing(_connect(db_path, create=False)) as conn:
+    with _database(db_path, create=False) as conn:
         names = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
         columns = "r.speed_moved, r.speed_warned" if "speed_moved" in names else "NULL, NULL"  # version 1
         rows = conn.execute(
@@ -342,7 +385,7 @@ def stored_rows(db_path: Path) -> list[StoredRow]:
         raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file")
     if not db_path.is_file():
         return []
-    with closing(_connect(db_path, create=False)) as conn:
+    with _database(db_path, create=False) as conn:
         rows = conn.execute(
             "SELECT c.metric, c.cell, c.label, c.prompts, r.machine, r.run_key, r.run_id, r.started_at,"
             " r.llama_cpp_commit, r.run_dir, c.repetitions, c.vals, c.prompt_id"
