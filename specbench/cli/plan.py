@@ -32,15 +32,14 @@ def plan(
     """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
     from specbench.base.paths import check_path
     from specbench.execute import preparation
-    from specbench.gate.history import history_estimate, speeds_on
-    from specbench.plan.shards import guess_s, matrix
-    from specbench.results.manifest import MachineFacts
+    from specbench.gate.history import plan_estimate
+    from specbench.plan.shards import matrix
 
     check_path(config, "CONFIG")
     cfg = preparation.load(config, set_ or ())
     prepared = preparation.prepare(cfg, dry_run=True)
-    known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
-    result = matrix(prepared.plan, cfg, shards, estimate=lambda inv: known(inv) or guess_s(inv))
+    estimate = plan_estimate(prepared.build.backend)
+    result = matrix(prepared.plan, cfg, shards, estimate=estimate.seconds)
     fmt = chosen(fmt, as_json)
     if fmt == Format.json:  # one line: a GitHub Actions output holds it as is
         print_json(result, indent=None)
@@ -52,7 +51,7 @@ def plan(
         print_table([Col(h) for h in ("shard", "cells", "est. time", "runs on")], rows, fmt)
         return
     runs = prepared.plan.measured  # what the shards are dealt
-    from_history = sum(known(i) is not None for i in runs)
+    _, from_history = estimate.total(runs)
     from rich.table import Table
 
     table = Table("shard", "cells", "est. time", "runs on", box=None)

@@ -13,8 +13,11 @@ from specbench.cli.options import Quiet, Sets
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession
 
+DRY_RUN_SHOWN = 50  # invocations a dry run lists before it summarises the rest (--all: every one)
+LONG_RUN_S = 3600.0  # a dry run whose estimate is beyond this warns
 
-def _print_dry_run(prepared: Any) -> None:
+
+def _print_dry_run(prepared: Any, every: bool = False) -> None:
     from specbench.builder import toolkit
     from specbench.execute.preparation import PlannedModel
 
@@ -44,8 +47,24 @@ def _print_dry_run(prepared: Any) -> None:
         else:
             verdict = "ok" if check.ok else f"REFUSED: {check.message}"
         say(f"# pair {pname}: {pair.target} + {pair.draft or pair.method}: {verdict}")
-    for line in prepared.plan.describe():
+    for line in prepared.plan.describe(limit=None if every else DRY_RUN_SHOWN):
         say(line)
+    _print_estimate(prepared)
+
+
+def _print_estimate(prepared: Any) -> None:
+    """The dry run's last line: the plan's time by ``plan``'s estimator; loudly beyond an hour."""
+    from specbench.gate.history import duration_text, plan_estimate
+
+    plan = prepared.plan
+    seconds, known = plan_estimate(prepared.build.backend).total(plan.invocations)
+    rounds = " (the first round: repetitions: auto adds rounds until the precision is met)"
+    say(f"# estimated time: {duration_text(seconds)} for {len(plan.invocations)} invocations "
+        f"({known} from this machine's history, the others from their sizes)"
+        + (rounds if prepared.config.auto_repetitions else ""))  # fmt: skip
+    if seconds > LONG_RUN_S:
+        say(f"warning: this run is estimated at {duration_text(seconds)}; narrow the sweep, the prompts or "
+            "the repetitions, or cut it into shards (specbench plan --shards N)", err=True)  # fmt: skip
 
 
 def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Format.table) -> None:
@@ -96,8 +115,14 @@ def run(
     ] = None,
     set_: Sets = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print every command, model and pair check; run nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help=f"Print the commands (the first {DRY_RUN_SHOWN}; --all every one), model and pair checks "
+            "and the estimated time; run nothing.",
+        ),
     ] = False,
+    every: Annotated[bool, typer.Option("--all", help="With --dry-run: list every invocation.")] = False,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -184,7 +209,7 @@ def run(
         prepared = preparation.prepare(cfg, dry_run=True, build_progress=session.note, shard=part)
         if resume is not None:
             benchmark.left_to_run(prepared, resume, force)
-        _print_dry_run(prepared)
+        _print_dry_run(prepared, every)
         return
     session.run_dir = run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
     session.open_folder(resume is not None)

@@ -38,7 +38,7 @@ from specbench.base.stats import summarize
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import cell_label, cell_series
 from specbench.plan.invocation import Invocation
-from specbench.plan.shards import GUESS_LOAD_S
+from specbench.plan.shards import GUESS_LOAD_S, guess_s
 from specbench.results import cell
 from specbench.results.folder import SHARDS
 from specbench.results.manifest import facts_from_manifest
@@ -452,3 +452,36 @@ def history_estimate(
         return GUESS_LOAD_S + inv.generation.n_predict / tps if tps else None
 
     return estimate
+
+
+class PlanEstimate(NamedTuple):
+    """A plan's time as `plan --shards` balances it and `run --dry-run` totals it: each invocation
+    at this machine's last measured t/s for its cell, else from its sizes (``guess_s``)."""
+
+    known: Callable[[Invocation], float | None]
+
+    def seconds(self, inv: Invocation) -> float:
+        return self.known(inv) or guess_s(inv)
+
+    def total(self, invs: list[Invocation]) -> tuple[float, int]:
+        """The invocations' seconds, and how many of them this machine's history knew."""
+        known = [self.known(i) for i in invs]
+        return sum(k or guess_s(i) for k, i in zip(known, invs, strict=True)), sum(
+            k is not None for k in known
+        )
+
+
+def plan_estimate(backend: str, db_path: Path | None = None) -> PlanEstimate:
+    """The one estimator of a plan's time on this machine (``PlanEstimate``)."""
+    from specbench.results.manifest import MachineFacts
+
+    return PlanEstimate(history_estimate(speeds_on(MachineFacts.here(backend).describe(), db_path)))
+
+
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3.2 h``: an estimate's precision, no more."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -36,6 +36,9 @@ from specbench.results.records import Generation
 
 # `ab`/`bisect --budget` with max_repetitions not set: the most repetitions a cell gets (Config.round_limit)
 BUDGET_REPETITIONS = 100
+# The most repetitions a config may ask for (repetitions, min_ and max_repetitions): a cell's mean is
+# as precise as it gets long before, and a million of them is a plan that never ends being built.
+MAX_REPETITIONS = 1000
 
 
 class Config(Strict, OptionValues):
@@ -61,9 +64,11 @@ class Config(Strict, OptionValues):
     """Repetitions of every run, or `auto`: repeat until `precision` is met."""
     precision: float = Field(default=0.03, gt=0.0, lt=1.0)  # target relative half-width of the 95% CI
     """auto: the 95% CI half-width, relative to the mean, to reach."""
-    min_repetitions: int = Field(default=3, ge=2)  # auto: the first round (a CI needs 2)
+    # auto: the first round (a CI needs 2)
+    min_repetitions: int = Field(default=3, ge=2, le=MAX_REPETITIONS)
     """auto: repetitions of the first round."""
-    max_repetitions: int = Field(default=10, ge=2)  # auto, and ab/bisect always: the most any cell gets
+    # auto, and ab/bisect always: the most repetitions any cell gets
+    max_repetitions: int = Field(default=10, ge=2, le=MAX_REPETITIONS)
     """auto (and `ab`/`bisect` whatever `repetitions` says): the most repetitions any cell gets."""
     min_decode_s: float = Field(default=1.0, ge=0.0)  # decode windows shorter than this get a warning
     """A side whose mean decode time is below this gets a warning (seconds)."""
@@ -108,6 +113,11 @@ class Config(Strict, OptionValues):
             )
         if v != "auto" and (not isinstance(v, int) or v < 1):
             raise ValueError(f"must be a whole number >= 1 or `auto` (got {v!r})")
+        if isinstance(v, int) and v > MAX_REPETITIONS:
+            raise ValueError(
+                f"must be at most {MAX_REPETITIONS} (got {v}); `repetitions: auto` repeats until the "
+                "precision is met"
+            )
         return v
 
     @model_validator(mode="after")

@@ -105,8 +105,9 @@ class Plan(BaseModel):
         todo = [i for i in self.invocations if i.warmup or i.sample_key() not in done]
         return todo if any(not i.warmup for i in todo) else []
 
-    def describe(self, max_prompt_chars: int | None = None) -> list[str]:
-        """Lines for ``--dry-run``: a summary, the notes, then each invocation's label and command."""
+    def describe(self, max_prompt_chars: int | None = None, limit: int | None = None) -> list[str]:
+        """Lines for ``--dry-run``: a summary, the notes, then each invocation's label and command;
+        past ``limit`` invocations, one line saying how many more were left out."""
         n_spec = sum(i.role == "speculative" for i in self.measured)
         lines = [
             f"# {len(self.invocations)} invocations: {len(self.warmups)} warmups, "
@@ -121,7 +122,12 @@ class Plan(BaseModel):
             lines.append("# speed sentinel (at the start, at intervals, at the end):")
             lines.append(self.sentinel.command_line(max_prompt_chars))
         server: list[str] | None = None
-        for inv in self.invocations:
+        for shown, inv in enumerate(self.invocations):
+            if limit is not None and shown >= limit:
+                lines.append(
+                    f"# ... and {len(self.invocations) - shown} more invocations, left out (--all shows them)"
+                )
+                break
             if inv.request is None:
                 lines.append(f"# {inv.label()}")
                 lines.append(inv.command_line(max_prompt_chars))

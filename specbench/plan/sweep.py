@@ -34,6 +34,7 @@ from specbench.plan.cells import (
 from specbench.plan.config import Config
 from specbench.plan.depth import at_depth, check_depths
 from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts
+from specbench.plan.fit import check_fit
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.preflight import pair_methods, read_facts
 from specbench.plan.prompts import RenderedPrompt
@@ -45,6 +46,8 @@ from specbench.results.records import Generation
 # Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
 MAX_PROMPT_BYTES = 100_000
 SENTINEL_TOKENS = 64  # the speed sentinel's decode: short (its cost), long enough to time (~1 s on a CPU)
+# The most invocations a plan may hold: weeks of runs on any machine, and a list built in memory.
+MAX_INVOCATIONS = 200_000
 
 
 def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int | None) -> list[str]:
@@ -149,6 +152,10 @@ def make_plan(
     cells = build_cells(config, specs, notes, runs)
     cells = drop_conflicts(cells, specs[labels[0]], notes)  # what llama.cpp refuses (plan.feasible)
     cells = collapse_ignored(cells, facts, notes)  # and what it ignores
+    where = f"{config.path}: " if config.path else ""
+    check_fit(by_target, models, config.generation.ctx_size, where)
+    reps = repetitions if repetitions is not None else config.first_repetitions
+    _check_size(config, cells, len(by_target[targets[0]]), reps, len(labels))
     for t in targets:
         fallback = [p.id for p in by_target[t] if p.rendering == "fallback"]
         if fallback:
@@ -159,7 +166,6 @@ def make_plan(
     if not completion.flags.no_conversation and completion.name == "llama-cli":
         notes.append("llama-cli of this build has no -no-cnv; it is run with stdin closed")
 
-    reps = repetitions if repetitions is not None else config.first_repetitions
     first = next(iter(baseline_groups(cells).values()), None)
     sentinel = None
     if first is not None and not config.sentinel:
@@ -208,6 +214,21 @@ def make_plan(
     invocations = with_workarounds(_warmups(measured, config.warmup) + measured, builds)
     return Plan(runner="process", invocations=invocations, notes=notes, sentinel=sentinel,
                 pairing=chosen.pairing, cpu_sets=[list(c) for c in chosen.cpu_sets])  # fmt: skip
+
+
+def _check_size(config: Config, cells: list[Cell], prompts: int, reps: int, builds: int) -> None:
+    """Refuse, before it is built, a plan of more than ``MAX_INVOCATIONS`` (counting only the cells
+    and their baselines: at least what it would hold)."""
+    runs = len(cells) + len(baseline_groups(cells))
+    if runs * prompts * reps * builds <= MAX_INVOCATIONS:
+        return
+    where = f"{config.path}: " if config.path else ""
+    raise ConfigError(
+        f"{where}the plan would run at least {runs * prompts * reps * builds:,} invocations ({len(cells)} "
+        f"cells and their baselines x {prompts} prompts x {reps} repetitions"
+        + (f" x {builds} builds" if builds > 1 else "")
+        + f"); at most {MAX_INVOCATIONS:,}: narrow the sweep, the prompts or the repetitions"
+    )
 
 
 def _with_generation(config: Config, **changes: object) -> Config:

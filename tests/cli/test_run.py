@@ -108,6 +108,9 @@ def test_dry_run_prints_commands_and_runs_nothing(tmp_path, llama_build, smol_ta
     assert "# pair smol: f32 + q4: ok" in out
     labels = [line for line in out.splitlines() if line.startswith(("# warmup", "# rep"))]
     assert len(labels) == 9 and sum("speculative smol draft draft_max=8" in x for x in labels) == 3
+    # it ends with the plan's estimated time (`plan`'s estimator); a short plan lists every command
+    assert re.fullmatch(r"# estimated time: \d+ (s|min) for 9 invocations \(.*\)", out.splitlines()[-1])
+    assert "left out" not in out
     # each command starts with the binary and the self-test's workaround as it spells it (none where
     # the build decodes here as built; --no-repack where it crashed, e.g. on an AMX CPU)
     spec, completion = (" ".join([llama_build.binary(r).path, *workaround_argv(llama_build, r)])

@@ -177,3 +177,14 @@ def test_a_version_1_database_is_read_as_is_and_migrated_on_write(tmp_path):
     record_run(with_speed(make_run(tmp_path, "new", BASE, SPEC), -0.2, True), db)
     assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 2
     assert {p.run_id: p.speed_warned for p in load_history(db, "spec_tps")}["new"] is True
+
+
+def test_the_plan_estimate_is_history_where_known_else_sizes_and_its_duration_reads_as_one(tmp_path):
+    from specbench.gate.history import duration_text, plan_estimate
+    from specbench.plan.shards import guess_s
+    from tests.helpers.fakeruns import inv
+
+    invs = [inv("nodraft", role="baseline"), inv("spec")]
+    seconds, known = plan_estimate("cpu", tmp_path / "history.sqlite").total(invs)
+    assert known == 0 and seconds == sum(guess_s(i) for i in invs)
+    assert [duration_text(s) for s in (45, 720, 3 * 3600 + 720)] == ["45 s", "12 min", "3.2 h"]

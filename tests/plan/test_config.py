@@ -58,6 +58,8 @@ def test_overrides_apply_before_validation(cfg_dir):
         ("sweep.draft_max=[4", "not valid YAML"),
         ("generation.n_predict=1", "--set generation.n_predict: generation.n_predict: must be >= 2"),
         ("repetitions=true", "--set repetitions: repetitions: must be a number, not true"),
+        ("repetitions=1000000", "--set repetitions: repetitions: must be at most 1000 (got 1000000)"),
+        ("max_repetitions=5000", "--set max_repetitions: max_repetitions: must be <= 1000"),
         ("generation.temperature=yes", "generation.temperature: must be a number, not true"),
         (
             "sweep.draft_max=[4, yes]",

@@ -25,3 +25,12 @@ def test_a_resume_runs_the_samples_not_recorded_with_the_warmups_first():
 def test_with_every_sample_recorded_not_even_the_warmups_run():
     plan = _plan()
     assert plan.left({i.sample_key() for i in plan.measured}) == []
+
+
+def test_describe_past_its_limit_says_how_many_were_left_out_and_how_to_see_them():
+    plan = _plan()
+    every = plan.describe()
+    short = plan.describe(limit=1)
+    assert len(short) < len(every) and short[-1].startswith(f"# ... and {len(plan.invocations) - 1} more")
+    assert short[-1].endswith("(--all shows them)")
+    assert plan.describe(limit=len(plan.invocations)) == every

@@ -384,3 +384,18 @@ def test_of_roles_keeps_what_the_judged_metrics_read_and_says_what_it_left(tmp_p
                                         "reads the draft ones")  # fmt: skip
     # nothing the metrics read: everything is measured, and the gate says what it lacks
     assert plan.of_roles(frozenset({"baseline-after"})) is plan
+
+
+def test_a_plan_beyond_max_invocations_is_refused_before_it_is_built(tmp_path, llama_build):
+    from specbench.plan.sweep import MAX_INVOCATIONS
+
+    config = make_config(
+        tmp_path, repetitions=1000, sweep={"method": ["draft"], "draft_max": list(range(1, 101))}
+    )
+    with pytest.raises(ConfigError) as exc:
+        make_plan(config, llama_build, MODELS, rendered(config))
+    message = str(exc.value)
+    assert message.startswith(
+        "the plan would run at least 303,000 invocations (100 cells and their baselines x 3"
+    )
+    assert f"at most {MAX_INVOCATIONS:,}: narrow the sweep, the prompts or the repetitions" in message

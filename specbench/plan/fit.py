@@ -1,0 +1,124 @@
+"""Whether a rendered prompt can fit ``generation.ctx_size``, said before anything runs.
+
+llama.cpp fails a prompt of more tokens than the context (``execute.outputs.prompt_over_context``:
+the judge's rule, one line per failed sample after the run spent its time). A dry run and a run
+refuse it first, from a floor on the prompt's tokens that is never above the real count:
+
+- with the target's GGUF here, the fewest of its vocabulary's tokens that spell the prompt (every
+  tokenization llama.cpp makes is one such spelling, so the real count is never below it);
+- without it (a dry run before the download), its characters over ``CHARS_PER_TOKEN``, a bound
+  above what any usual tokenizer averages over a prompt.
+
+A prompt whose UTF-8 bytes fit the context fits whatever the vocabulary (a token spells at least
+one byte), so the vocabulary is read only for a prompt that might not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from specbench.base.errors import ConfigError, ModelError
+from specbench.plan.prompts import RenderedPrompt
+
+CHARS_PER_TOKEN = 16  # without the vocabulary: a prompt has at least chars / 16 tokens
+SPECIAL_TOKENS = 2  # BOS and EOS a tokenizer may add
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """The token texts of a GGUF and how the text is spelled in them (byte-level BPE or SentencePiece)."""
+
+    tokens: frozenset[str]
+    lengths: tuple[int, ...]  # the distinct token lengths, ascending
+    kind: str  # "gpt2" (bytes mapped to printable characters) or "llama" (spaces as U+2581)
+    space_prefix: bool  # SentencePiece's leading space
+
+    def spell(self, text: str) -> str:
+        if self.kind == "gpt2":
+            table = _byte_chars()
+            return "".join(table[b] for b in text.encode("utf-8"))
+        spelled = text.replace(" ", "\u2581")
+        return "\u2581" + spelled if self.space_prefix else spelled
+
+    def floor(self, text: str) -> int:
+        """The fewest tokens that spell ``text``; a character no token starts with counts one."""
+        s = self.spell(text)
+        n = len(s)
+        best = [0] + [n + 1] * n
+        for i in range(n):
+            here = best[i] + 1
+            if here < best[i + 1]:
+                best[i + 1] = here  # a lone character: one token at least (byte fallback: more)
+            for length in self.lengths:
+                end = i + length
+                if end > n:
+                    break
+                if here < best[end] and s[i:end] in self.tokens:
+                    best[end] = here
+        return best[n]
+
+
+@lru_cache(maxsize=1)
+def _byte_chars() -> list[str]:
+    """GPT-2's byte-to-character table: how byte-level BPE vocabularies write bytes."""
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
+    chars = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in chars:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+@lru_cache(maxsize=4)
+def read_vocab(path: Path) -> Vocab | None:
+    """The vocabulary of a local GGUF; None for a tokenizer this module cannot spell for."""
+    from specbench.models.ggufheader import read_local_header
+
+    try:
+        header = read_local_header(path)
+    except ModelError:
+        return None  # the run's own model checks say what is wrong with the file
+    kind = header.kv.get("tokenizer.ggml.model")
+    if kind not in ("gpt2", "llama") or not header.tokens:
+        return None
+    tokens = frozenset(t.decode("utf-8", "replace") for t in header.tokens if t)
+    prefix = bool(header.kv.get("tokenizer.ggml.add_space_prefix", True))
+    return Vocab(tokens, tuple(sorted({len(t) for t in tokens})), kind, prefix)
+
+
+def check_fit(
+    prompts: Mapping[str, list[RenderedPrompt]], models: Mapping[str, object], ctx_size: int, where: str = ""
+) -> None:
+    """Refuse a prompt that cannot fit ``ctx_size`` tokens (0: the model's own context, not
+    checked), naming it, its length and how its tokens were counted; ``where``: the config's name."""
+    if ctx_size <= 0:
+        return
+    for target, rendered in prompts.items():
+        for p in rendered:
+            if len(p.text.encode("utf-8")) + SPECIAL_TOKENS <= ctx_size:
+                continue
+            m = models.get(target)
+            path = Path(m if isinstance(m, (str, Path)) else getattr(m, "path", ""))
+            vocab = read_vocab(path) if path.is_file() else None
+            if vocab is not None:
+                floor, how = vocab.floor(p.text), f"counted with {target}'s vocabulary"
+            else:
+                floor = -(-len(p.text) // CHARS_PER_TOKEN)
+                how = (f"at {CHARS_PER_TOKEN} characters a token at most: {target}'s vocabulary is not "
+                       "here to count with")  # fmt: skip
+            if floor > ctx_size:
+                raise ConfigError(
+                    f"{where}prompt {p.id!r} ({len(p.text):,} characters as {target} sees it) is at "
+                    f"least {floor:,} tokens ({how}), more than generation.ctx_size {ctx_size}: "
+                    "llama.cpp would fail every sample of it; raise generation.ctx_size (0: the model's own) "
+                    "or shorten the prompt"
+                )
