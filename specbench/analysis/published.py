@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from specbench.analysis.cells import ReportRow, cell_name
+from specbench.analysis.figures import pick_best
 from specbench.results.expect import Expectation
 
 
@@ -36,10 +37,13 @@ def published_note(expect: Expectation, run: str, rows: list[ReportRow]) -> str:
     mine = [r for r in rows if r.run == run and r.category == "all" and r.speedup is not None]
     if not mine:
         return text + f" Run {run} has no valid speculative cell to set beside it."
-    best = max(mine, key=lambda r: r.speedup or 0.0)
-    cell = cell_name(best)
+    pick = pick_best(mine, lambda r: (r.speedup, r.speedup_ci_low, r.speedup_ci_high), lambda r: r.synthetic)
+    best = pick.item
+    if best is None:
+        return text + f" Run {run} has no valid speculative cell to set beside it."
+    which = "best cell" if pick.decided else f"highest cell, {pick.standing}"  # the one rule (figures.py)
     measured = _figures(
         {"speedup": best.speedup, "acceptance": best.acceptance, "spec_tps": best.spec_tps,
          "baseline_tps": best.baseline_tps}, measured=True
     )  # fmt: skip
-    return text + f" Measured in {run} (best cell, {cell}): {measured}."
+    return text + f" Measured in {run} ({which}, {cell_name(best)}): {measured}."
