@@ -93,6 +93,9 @@ class ReportRow(_RowCell):
     # the share of steps that accepted the token there
     accept_len: float | None = None
     accept_by_pos: list[float] | None = None
+    # the samples' acceptance, a t interval over them (speculation at depth: specbench.analysis.depth)
+    acceptance_ci_low: float | None = None
+    acceptance_ci_high: float | None = None
     # the speedup's paired statistics (specbench.analysis.speedup): repetitions behind its interval
     # (1: no interval, the report says n=1), and the range of per-prompt speedups over its prompts
     speedup_repetitions: int = 0
@@ -250,6 +253,7 @@ def _row(
     ratio = paired_speedup(pairs)
     spec_fig, base_fig = _tps_figures(pairs, used, base_used)
     acceptance = _pooled(used, "n_accept", "n_drafted")
+    acc = summarize([s.acceptance for s in used if s.acceptance is not None])
     draft_tps = summarize([s.tps for s in drafts if _usable(s) and s.tps is not None]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
     predicted = best_g = None
@@ -288,6 +292,7 @@ def _row(
         machine=facts.shard_machines.get(first.shard) if facts and first.shard else None,
         synthetic=first.synth_len is not None, accept_len=counters.accept_len() if counters else None,
         accept_by_pos=counters.accept_by_pos() if counters else None, **span_fields(used, base_used),
+        acceptance_ci_low=acc.ci_low, acceptance_ci_high=acc.ci_high,
     )  # fmt: skip
 
 

@@ -54,14 +54,18 @@ def _markdown(report: Report, rows: list[ReportRow], images: Sequence[Path], dro
     if dropped:
         out += [f"_{dropped} more rows in report.csv (left out to fit a GitHub comment)._", ""]
     out += [f"<sub>{LEGEND}</sub>", ""]
+    from specbench.analysis.depth import depth_curves, markdown_lines
+
+    out += markdown_lines(depth_curves(report.rows))
     out += [f"> {note}" + "\n>" for note in report.notes]
     if report.notes:
         out[-1] = out[-1].removesuffix("\n>")
         out.append("")
+    from specbench.analysis.depthplot import TITLES as DEPTH_TITLES
     from specbench.analysis.plots import TITLES
 
     for img in images:
-        out.append(f"![{TITLES.get(img.name, img.stem)}]({img.name})")
+        out.append(f"![{TITLES.get(img.name, DEPTH_TITLES.get(img.name, img.stem))}]({img.name})")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -151,6 +155,7 @@ class ReportFiles:
 def write_report(report: Report, out_dir: Path, by_category: bool = False) -> ReportFiles:
     """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
     from specbench.analysis.curveplots import curve_plots
+    from specbench.analysis.depthplot import depth_plots
     from specbench.analysis.plots import make_plots
     from specbench.analysis.speedplot import speed_plots
     from specbench.base.errors import SpecbenchError
@@ -158,6 +163,7 @@ def write_report(report: Report, out_dir: Path, by_category: bool = False) -> Re
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         plots = make_plots(report, out_dir) + curve_plots(report, out_dir) + speed_plots(report, out_dir)
+        plots += depth_plots(report, out_dir)
         files = ReportFiles(
             out_dir,
             out_dir / "report.md",

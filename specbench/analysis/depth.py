@@ -1,0 +1,116 @@
+"""Speculation at depth: each setting's speedup and acceptance against the context's depth, with
+their intervals, and the break-even depth where the speedup's interval crosses 1.0.
+
+A setting is a report row's cell less its depth (``sweep.depth``, ``specbench.plan.depth``); its
+points are its rows (every prompt, ``category`` all) at each depth measured. The break-even reads
+the 95% intervals in depth order: the setting *pays* at a depth whose speedup interval lies above
+1.0, *loses* where it lies below, and is *even* where it holds 1.0. The break-even depth is where
+it stops paying: after the last depth that pays, the first that does not.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from specbench.analysis.cells import ALL, ROW_CELL, ReportRow
+
+SETTING_KEYS = tuple(k for k in ("run", *ROW_CELL) if k != "depth")
+
+
+class DepthPoint(BaseModel):
+    depth: int
+    speedup: float | None
+    speedup_ci_low: float | None
+    speedup_ci_high: float | None
+    acceptance: float | None
+    acceptance_ci_low: float | None
+    acceptance_ci_high: float | None
+    n: int
+
+    @property
+    def verdict(self) -> str:
+        """pays | loses | even | unmeasured (no interval: fewer than two repetitions)."""
+        lo, hi = self.speedup_ci_low, self.speedup_ci_high
+        if lo is None or hi is None:
+            return "unmeasured"
+        return "pays" if lo > 1.0 else "loses" if hi < 1.0 else "even"
+
+
+class DepthCurve(BaseModel):
+    setting: dict[str, object]  # the axes the points share (the row's cell, less depth)
+    points: list[DepthPoint]  # by depth
+
+    @property
+    def break_even(self) -> str:
+        """Where the speedup's interval crosses 1.0, in words."""
+        verdicts = [p.verdict for p in self.points]
+        if "pays" not in verdicts:
+            return "never pays at the depths measured"
+        if all(v == "pays" for v in verdicts):
+            return "pays at every depth measured"
+        last = max(i for i, v in enumerate(verdicts) if v == "pays")
+        if last == len(verdicts) - 1:  # paid again at the deepest: no single crossing
+            return f"pays at depth {self.points[last].depth}, the deepest measured (not at every depth)"
+        after = self.points[last + 1]
+        said = "its interval holds 1.0" if after.verdict == "even" else f"it {after.verdict}"
+        return f"break-even between depth {self.points[last].depth} (pays) and {after.depth} ({said})"
+
+
+def depth_curves(rows: list[ReportRow]) -> list[DepthCurve]:
+    """One curve per setting that was measured at more than one depth (overall rows, no synthetic
+    cells), in the rows' order."""
+    groups: dict[tuple, list[ReportRow]] = {}
+    for r in rows:
+        if r.category == ALL and not r.synthetic:
+            groups.setdefault(tuple(getattr(r, k) for k in SETTING_KEYS), []).append(r)
+    curves = []
+    for key, members in groups.items():
+        if len({r.depth for r in members}) < 2:
+            continue
+        points = [
+            DepthPoint(
+                depth=r.depth,
+                speedup=r.speedup,
+                speedup_ci_low=r.speedup_ci_low,
+                speedup_ci_high=r.speedup_ci_high,
+                acceptance=r.acceptance,
+                acceptance_ci_low=r.acceptance_ci_low,
+                acceptance_ci_high=r.acceptance_ci_high,
+                n=r.n,
+            )  # fmt: skip
+            for r in sorted(members, key=lambda r: r.depth)
+        ]
+        curves.append(DepthCurve(setting=dict(zip(SETTING_KEYS, key, strict=True)), points=points))
+    return curves
+
+
+def setting_label(curve: DepthCurve, curves: list[DepthCurve]) -> str:
+    """The setting named by what differs between the curves (the pair and method always)."""
+    varying = [k for k in SETTING_KEYS if len({str(c.setting[k]) for c in curves}) > 1]
+    shown = [k for k in SETTING_KEYS if k in ("pair", "method") or k in varying]
+    return " ".join(f"{k}={curve.setting[k]}" if k not in ("pair", "method") else str(curve.setting[k])
+                    for k in shown if curve.setting[k] is not None)  # fmt: skip
+
+
+def _interval(value: float | None, lo: float | None, hi: float | None, fmt: str) -> str:
+    if value is None:
+        return "-"
+    if lo is None or hi is None:
+        return format(value, fmt)
+    return f"{format(value, fmt)} [{format(lo, fmt)}, {format(hi, fmt)}]"
+
+
+def markdown_lines(curves: list[DepthCurve]) -> list[str]:
+    """report.md's section: a table per setting and its break-even line."""
+    if not curves:
+        return []
+    out = ["### Speculation at depth", ""]
+    for c in curves:
+        out += [f"**{setting_label(c, curves)}**: {c.break_even}.", ""]
+        out += ["| depth | speedup [95% CI] | acceptance [95% CI] | n |", "| ---: | ---: | ---: | ---: |"]
+        for p in c.points:
+            acc = _interval(p.acceptance, p.acceptance_ci_low, p.acceptance_ci_high, ".1%")
+            speed = _interval(p.speedup, p.speedup_ci_low, p.speedup_ci_high, ".3f")
+            out.append(f"| {p.depth} | {speed} | {acc} | {p.n} |")
+        out.append("")
+    return out
