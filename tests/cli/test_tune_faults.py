@@ -42,6 +42,8 @@ def marked(tmp: Path, f32, q4) -> tuple[Path, str]:
     return config, marker
 
 
+# integration tier; its rule, replayed: tests/cli/test_tune_replay.py (docs/development.md's table)
+@pytest.mark.integration
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_signal_during_tune_kills_llama_records_the_run_and_says_what_was_kept(
     tmp_path, llama_build, smol_f32, smol_q4, sig
@@ -75,6 +77,8 @@ def test_a_signal_during_tune_kills_llama_records_the_run_and_says_what_was_kept
     assert man.noise.snapshots, "tune ran no noise check"
 
 
+# integration tier; its rule, replayed: tests/cli/test_tune_replay.py (docs/development.md's table)
+@pytest.mark.integration
 def test_tune_on_a_busy_machine_warns_records_it_caches_no_calibration_and_searches_every_family(
     tmp_path, llama_build, smol_f32, smol_q4
 ):

@@ -5,12 +5,18 @@ tune runs stay in the integration tier (tests/cli/test_tune.py, tests/cli/test_t
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
+import pytest
+
+from specbench.base.errors import Terminated
 from specbench.gate.history import run_count
 from specbench.results.calibfile import load_calibration
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
+from tests.fixtures.replay import Take
 from tests.helpers.cli import invoke
 
 CI = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
@@ -131,3 +137,52 @@ def test_a_tune_that_measured_nothing_exits_non_zero_before_calibrating(tmp_path
     assert str(run_dir / "samples.jsonl") in last and "samples failed, timed out or never speculated" in last
     assert result.stdout == "" and not (run_dir / "calibration.json").exists() and not replay.bench_log
     assert load_samples(run_dir) and all(not s.valid for s in load_samples(run_dir))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_during_tune_records_the_run_and_says_what_was_kept(tmp_path, replay, sig):
+    """SIGTERM/SIGHUP (raised where Ctrl-C would be: tests/base/test_interrupts.py sends the real
+    signals) as the probe's second run starts: exit 128 + the signal, one line saying what was kept,
+    the manifest says interrupted and why, after the noise check ran."""
+    replay.script = lambda inv, n: Take(stop=Terminated(sig.name, sig)) if n == 1 else Take()
+    run_dir = tmp_path / "tuned"
+    r = invoke("tune", CI, *ONE_PROMPT, "--budget", "600", "--max-draft", "3", "--out", run_dir, cwd=tmp_path)
+    assert r.returncode == 128 + sig and "Traceback" not in r.stderr, r.stderr
+    [line] = [ln for ln in r.stderr.splitlines() if ln.startswith("interrupted")]
+    assert line.startswith(f"interrupted ({sig.name}): 1 sample kept") and str(run_dir) in line
+    man = load_manifest(run_dir)
+    assert man.status == "interrupted" and man.status_reason == sig.name
+    assert man.noise.snapshots, "tune ran no noise check"
+
+
+def test_tune_on_a_busy_machine_warns_records_it_caches_no_calibration_and_searches_every_family(
+    tmp_path, replay
+):
+    """Another benchmark the whole time, and a sweep of two draft_min and two p_min: the warning, no
+    calibration cached (tune still uses its own), each family's probe at draft_max 4."""
+    replay.foreign = ["llama-server -m other.gguf"]
+    sweep = [
+        "--set",
+        "sweep.draft_max=[4]",
+        "--set",
+        "sweep.draft_min=[0,2]",
+        "--set",
+        "sweep.p_min=[0.0,0.6]",
+    ]
+    r = invoke("tune", CI, *ONE_PROMPT, *sweep, "--budget", "900", "--max-draft", "4", "--json",
+               "--out", tmp_path / "t", cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "WARNING: busy machine: another benchmark is running" in r.stderr
+    by_family: dict = {}
+    for c in json.loads(r.stdout)["candidates"]:
+        s = c["settings"]
+        assert s["draft_min"] <= s["draft_max"] and c["model_speedup"] is not None
+        by_family.setdefault((s["draft_min"], s["p_min"]), []).append(c)
+    assert set(by_family) == {(0, 0.0), (0, 0.6), (2, 0.0), (2, 0.6)}
+    for family, cands in by_family.items():
+        assert any(c["settings"]["draft_max"] == 4 and c["speedup"] is not None for c in cands), family
+    assert "note: calibration not cached: the machine was busy while it was measured" in r.stderr
+    assert not list(Path(os.environ["SPECBENCH_CALIBRATION"]).glob("*.json"))
+    man = load_manifest(tmp_path / "t")
+    assert man.noise.busy and len(man.noise.snapshots) >= 3  # before, around calibration, after
+    assert load_calibration(tmp_path / "t") is not None  # tune itself still used its measurement
