@@ -41,25 +41,27 @@ def own_calibration_cache(tmp_path_factory, monkeypatch):
 REAL_FIXTURES = {"llama_build", "smol_q4", "gemma_q4"}  # smol_f32, the heads, llama_history: through these
 
 
-# The real-run tier's longest modules, longest first (`make test`'s --durations, 2-core VM,
+# The real-run tiers' longest modules, longest first (`make test`'s --durations, 2-core VM,
 # 2026-11-27): they start first, so the two workers end together. By default pytest-xdist hands
 # out modules with the most tests first (`make test` turns that off), which sent the
 # one-test modules, among them the longest (tune/test_drafts_real.py: 72 s), last: one worker ran
-# them alone while the other had finished.
+# them alone while the other had finished. `make test`'s real tier first, then the modules whose
+# real tests are all in `make test-integration` (issue 60: their rules are replayed in `make test`).
 LONGEST_FIRST = (
-    "tests/cli/test_tune.py",
-    "tests/cli/test_tune_faults.py",
+    "tests/tune/test_drafts_real.py",
     "tests/cli/test_independence_real.py",
     "tests/cli/test_run.py",
-    "tests/tune/test_drafts_real.py",
-    "tests/cli/test_run_builds.py",
     "tests/execute/test_server.py",
+    "tests/cli/test_tune.py",
+    "tests/cli/test_methods_real.py",
+    "tests/cli/test_run_builds.py",
+    "tests/execute/test_server_synth.py",
+    "tests/publish/test_site_browser.py",
+    "tests/cli/test_tune_faults.py",
+    "tests/cli/test_decide_real.py",
     "tests/cli/test_shards.py",
     "tests/cli/test_env_provenance.py",
-    "tests/cli/test_methods_real.py",
-    "tests/publish/test_site_browser.py",
     "tests/cli/test_run_faults.py",
-    "tests/execute/test_server_synth.py",
 )
 
 
