@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from specbench.base.docs import docs_page
 from specbench.execute.contention import RERUN_NOTE_END
+from specbench.plan.pairing import DUET_DOCS
 from specbench.results.runstate import finish_hint
 
 if TYPE_CHECKING:
@@ -175,7 +177,7 @@ def caveats(infos: list[RunInfo]) -> list[Caveat]:
                 f"duet:{info.run}",
                 f"Run {info.run} measured its builds in duet pairs: both at the same time, each on half the "
                 "CPUs with half the threads; its t/s are half-machine figures, and what it judges is the "
-                "ratio of each pair (docs/decide.md).",
+                f"ratio of each pair ({docs_page(*DUET_DOCS)}).",
             ))  # fmt: skip
         notes += machine_caveats(
             info.run, info.busy, info.speed_warnings, info.speed_notes, info.noise_notes, info.sentinel

@@ -32,7 +32,7 @@ app = typer.Typer(
 # Command-group modules, in the order they appear in --help. Each defines `register(app)`.
 COMMAND_MODULES: list[str] = [
     "run", "plan", "merge", "tune", "drafts", "report", "compare", "history", "ab", "publish", "models",
-    "build", "env", "parse", "schema",
+    "build", "env", "parse", "schema", "configs",
 ]  # fmt: skip
 
 

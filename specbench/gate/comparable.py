@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from specbench.base.docs import docs_page
 from specbench.gate.baseline import InputError, Side
 from specbench.results.folder import MANIFEST
 from specbench.results.identity import CellKey, cell_key
@@ -170,5 +171,6 @@ def check_timing(base: Side, cur: Side, metrics: tuple[str, ...] | list[str]) ->
     raise InputError(
         f"not comparable: {old.ref} times baseline t/s inside llama.cpp's decode call only (run folder "
         f"format before 2), the other over the whole generation span ({', '.join(mixed)} changed meaning); "
-        "measure the baseline again with this specbench, or compare --metric spec_tps only (docs/timing.md)"
+        "measure the baseline again with this specbench, or compare --metric spec_tps only "
+        f"({docs_page('timing.md', 'run-folders-compare-history')})"
     )

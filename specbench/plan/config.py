@@ -359,15 +359,23 @@ def config_from_mapping(
 
 
 def load_config(path: Path | str, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Read, override (``--set``) and validate a config file; every problem is a one-line ConfigError."""
-    path = Path(path)
+    """Read, override (``--set``) and validate a config file; every problem is a one-line ConfigError.
+    A path that is not there may name a shipped config (``quickstart``: ``plan.shipped``)."""
+    from specbench.plan.shipped import names_text, resolve_config
+
+    path = resolve_config(Path(path))
     origin = str(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not YAML
     except FileNotFoundError as exc:
-        raise ConfigError(f"config file {path} does not exist; see configs/ for examples") from exc
+        raise ConfigError(
+            f"config file {path} does not exist; name a file, or a shipped config ({names_text()}; "
+            "`specbench configs list`)"
+        ) from exc
     except IsADirectoryError as exc:
-        raise ConfigError(f"{path} is a folder; pass a config file such as configs/quickstart.yaml") from exc
+        raise ConfigError(
+            f"{path} is a folder; pass a config file, or a shipped config such as quickstart"
+        ) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     data = parse_yaml(text, origin)

@@ -45,7 +45,9 @@ def parse_yaml(text: str, origin: str) -> dict:
     try:
         node = loader.get_single_node()
         if node is None:
-            raise ConfigError(f"{origin}: the file is empty; see configs/quickstart.yaml for an example")
+            raise ConfigError(
+                f"{origin}: the file is empty; `specbench configs copy quickstart` writes an example"
+            )
         _check_duplicates(node, "", origin)
         data = loader.construct_document(node)
     except yaml.YAMLError as exc:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from specbench.base.docs import docs_page
 from specbench.base.errors import ConfigError
 from specbench.builder.buildinfo import BinaryInfo
 from specbench.builder.options import OPTIONS
@@ -176,7 +177,7 @@ def check_free_args(args: list[str], binary: BinaryInfo, where: str) -> None:
         cure = f"use the config key {key}" if key else f"did you mean {near[0]}?" if near else "remove it"
         raise ConfigError(
             f"{where}: {binary.name} of this build has no option {name} (its --help does not list it); "
-            f"{cure} (docs/llama-options.md)"
+            f"{cure} ({docs_page('llama-options.md', 'free-arguments-args-and-sweepargs')})"
         )
 
 

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from specbench.base.docs import docs_page
 from specbench.base.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from specbench.plan.config import Config
 
 Pairing = Literal["sequential", "duet"]  # what a plan runs with (config `pairing` adds auto)
+
+# where the docs say what a duet pair measures (its note, and the report's caveat)
+DUET_DOCS = ("decide.md", "the-default-pairing-auto-duet-on-cpu-builds")
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ def choose(config: Config, backends: Iterable[str | None]) -> Chosen:
     note = (
         f"pairing: duet: each pair's builds run at the same time, each on half the CPUs ({sets}) with "
         f"{threads} thread{'s' * (threads != 1)}{of}, the halves alternated by repetition and prompt; t/s "
-        "are half-machine figures (pairing: sequential for whole-machine ones; docs/decide.md)"
+        "are half-machine figures (pairing: sequential for whole-machine ones; "
+        f"{docs_page(*DUET_DOCS)})"
     )
     return Chosen("duet", halves, threads, note)

@@ -18,6 +18,7 @@ from tests.helpers.runs import BASE, SPEC, make_run
 TABLE_COMMANDS = {
     "specbench compare", "specbench ab", "specbench drafts", "specbench report", "specbench history",
     "specbench models list", "specbench plan", "specbench run", "specbench baseline list",
+    "specbench configs list",
 }  # fmt: skip
 # The commands whose result is one record (a machine, a log's statistics): the table or JSON.
 RECORD_COMMANDS = {"specbench env", "specbench parse", "specbench tune"}
