@@ -15,6 +15,21 @@ SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_TOKEN", "HUGGINGFACE
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_API_KEY$|_ACCESS_KEY", re.IGNORECASE)
 
 
+def unpassable(text: str) -> str | None:
+    """Why ``text`` cannot reach a child as an argument or environment value, nor llama-server as a
+    request's text (None: it can): a NUL ends a C string (Popen refuses it: ``embedded null byte``),
+    and a lone surrogate has no UTF-8 bytes (the server's JSON parser refuses its escape)."""
+    at = text.find("\x00")
+    if at >= 0:
+        return f"a NUL character (\\u0000) at character {at + 1}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = ascii(text[exc.start])
+        return f"a character with no UTF-8 form ({bad}, a lone surrogate) at character {exc.start + 1}"
+    return None
+
+
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """``base`` (default: our environment) minus secrets, with ``LC_ALL=C``."""
     env = dict(os.environ if base is None else base)

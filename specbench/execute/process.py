@@ -191,6 +191,10 @@ def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _C
         raise RunError(
             f"cannot start {command.argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
         ) from exc
+    except ValueError as exc:  # a NUL in an argument or the environment (config and prompts refuse it)
+        out.close()
+        err.close()
+        raise RunError(f"cannot start {command.argv[0]}: {exc} in its command line or environment") from exc
     except BaseException:
         out.close()
         err.close()

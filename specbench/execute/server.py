@@ -123,6 +123,9 @@ def start_server(argv: list[str], stdout_path: Path, stderr_path: Path, timeout_
                     raise RunError(
                         f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
                     ) from exc
+                except ValueError as exc:  # a NUL in an argument (config and prompts refuse it)
+                    why = f"{exc} in its command line or environment"
+                    raise RunError(f"cannot start {argv[0]}: {why}") from exc
                 server = RunningServer(list(argv), proc, stdout_path, stderr_path)
         _wait_ready(server, timeout_s)
     except BaseException:

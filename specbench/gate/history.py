@@ -347,11 +347,13 @@ def load_history(
             )
             grouped[(cell_id, run_key)] = point
         point.n_prompts += 1
-        for rep, value in zip(json.loads(reps), json.loads(vals), strict=True):
+        for rep, value in stored_values(reps, vals):
             by_rep[(cell_id, run_key)][rep].append(value)
             values[(cell_id, run_key)].append(Value(prompt_id, rep, value))
     points = []
     for cell_run, point in grouped.items():
+        if not by_rep[cell_run]:  # every value of it was unusable (stored_values)
+            continue
         summary = summarize([sum(v) / len(v) for _, v in sorted(by_rep[cell_run].items())])
         fig = figure(metric, values[cell_run])  # the report's figure of the cell, from the same values
         points.append(point.model_copy(update=dict(
@@ -359,6 +361,17 @@ def load_history(
         )))  # fmt: skip
     points.sort(key=lambda p: (*series_of(p), p.started_at or "", p.run_id))
     return points
+
+
+def stored_values(repetitions: str, vals: str) -> list[tuple[int, float]]:
+    """A stored row's (repetition, value) pairs, those that are numbers: a database an older
+    specbench filled from a sample log holding NaN has ``null`` there (strict JSON), which no figure
+    may take in. The one reader of the stored lists (``load_history``, ``publish``)."""
+    try:
+        pairs = zip(json.loads(repetitions), json.loads(vals), strict=True)
+        return [(int(r), float(v)) for r, v in pairs if isinstance(v, int | float) and math.isfinite(v)]
+    except (ValueError, TypeError):  # not two lists of one length: nothing usable
+        return []
 
 
 class StoredRow(NamedTuple):

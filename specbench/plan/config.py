@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError, PathError
 from specbench.base.paths import check_path
 from specbench.models.spec import ModelSpec
@@ -340,6 +341,7 @@ def config_from_mapping(
     data: dict, base_dir: Path, origin: str, overridden: AbstractSet[str] = frozenset()
 ) -> Config:
     """Validate a raw mapping (already parsed and overridden) into a Config."""
+    _check_passable(data, "", origin)
     for reserved in ("base_dir", "path"):
         if reserved in data:
             raise ConfigError(f"{origin}: {reserved}: unknown key")
@@ -356,6 +358,20 @@ def config_from_mapping(
         cfg.context.file = _resolve(base_dir, cfg.context.file)
     _check_references(cfg, origin, overridden)
     return cfg
+
+
+def _check_passable(node: Any, key: str, origin: str) -> None:
+    """Every text of the config may reach a command line, an environment or a request: one that
+    none can carry (``childenv.unpassable``) is refused here, naming its key, not by Popen mid-run."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, value in items:
+        path = f"{key}.{k}" if key else str(k)
+        for text in (k, value):
+            problem = unpassable(text) if isinstance(text, str) else None
+            if problem is not None:
+                raise ConfigError(f"{origin}: {path}: holds {problem}, which no command line or request "
+                                  "can carry; remove it")  # fmt: skip
+        _check_passable(value, path, origin)
 
 
 def load_config(path: Path | str, overrides: list[str] | tuple[str, ...] = ()) -> Config:

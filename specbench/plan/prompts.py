@@ -21,6 +21,7 @@ from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError, ModelError
 from specbench.base.formats import json_text
 from specbench.plan.configtext import first_error, keys_at, unknown_key
@@ -88,6 +89,13 @@ def _parse_lines(lines: Iterable[str], origin: str) -> list[Prompt]:
                 f"{origin}:{lineno}: {what}; each line must be a JSON object "
                 '{"id": ..., "category": ..., "messages": [{"role": "user", "content": ...}] or "text": ...}'
             ) from exc
+        texts = [("text", prompt.text)] if prompt.text is not None else []
+        texts += [(f"messages.{i}.content", m.content) for i, m in enumerate(prompt.messages or [])]
+        for field, text in texts:
+            problem = unpassable(text)
+            if problem is not None:
+                raise ConfigError(f"{origin}:{lineno}: prompt {prompt.id!r}: {field} holds {problem}, "
+                                  "which no command line or request can carry; remove it")  # fmt: skip
         if prompt.id in seen:
             first = seen[prompt.id]
             raise ConfigError(f"{origin}:{lineno}: duplicate prompt id {prompt.id!r} (first on line {first})")

@@ -11,7 +11,6 @@ improve anything closer (this keeps a 1,000-run history fast).
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from specbench.analysis.figures import Value, figure
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
-from specbench.gate.history import generation_text, stored_key, stored_rows
+from specbench.gate.history import generation_text, stored_key, stored_rows, stored_values
 from specbench.gate.regression import NOISY_CV, cv, welch_interval
 from specbench.results import cell
 from specbench.results.metrics import METRICS
@@ -123,7 +122,7 @@ def load_series(db_paths: list[Path]) -> list[Series]:
             found[sid] = series
         runs[row.run_key] = (row.run_id, row.started_at or "", row.commit or "unknown", row.run_dir)
         reps = by_rep[sid].setdefault(row.run_key, defaultdict(list))
-        for rep, value in zip(json.loads(row.repetitions), json.loads(row.vals), strict=True):
+        for rep, value in stored_values(row.repetitions, row.vals):
             reps[rep].append(value)
             values[(sid, row.run_key)].append(Value(row.prompt_id, rep, value))
     for sid, series in found.items():

@@ -5,6 +5,8 @@ These models know nothing of files; ``results.samplelog`` and ``results.manifest
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from specbench.parse.parsed import SpecCounters
@@ -120,3 +122,72 @@ class ServerTimings(BaseModel):
 
 
 Sample.model_rebuild()
+
+
+# A stored sample's own figures: a hand-edited or another tool's samples.jsonl may hold NaN (valid
+# for Python's json), a negative speed or a zero span; llama.cpp's printed numbers under ``metrics``
+# may be inf or nan as printed (parse.parsed._Printed) and are not figures of the sample.
+_FIGURES = ("tps", "decode_tps", "span_s", "acceptance", "tokens_per_pass", "wall_s", "ttft_ms",
+            "batch_wall_s", "cpu_s", "load_1m")  # fmt: skip
+_COUNTS = ("repetition", "n_generated", "timed_tokens", "batch", "cpu_threads", "reruns")
+
+
+def impossible(sample: Sample) -> tuple[str | None, dict]:
+    """Why ``sample`` cannot have been measured (None: it can), and the update that clears its
+    non-finite figures (strict JSON cannot hold them, and no reader may average them in).
+
+    The one check of a stored sample's numbers: ``results.samplelog.load_samples`` applies it to
+    every sample it reads, so report, compare, history, publish and tune see such a sample as
+    invalid with this reason."""
+    problems: list[str] = []
+    clear: dict = {}
+    for name in _FIGURES:
+        value = getattr(sample, name)
+        if value is None:
+            continue
+        if not math.isfinite(value):
+            problems.append(f"{name} is {value}")
+            clear[name] = 0.0 if name == "wall_s" else None  # wall_s is required
+        elif value < 0:
+            problems.append(f"{name} is negative ({value:g})")
+    for name in _COUNTS:
+        value = getattr(sample, name)
+        if value is not None and value < 0:
+            problems.append(f"{name} is negative ({value})")
+    if sample.valid and sample.tps is not None and math.isfinite(sample.tps) and sample.tps == 0:
+        problems.append("a valid sample at 0 t/s")
+    if sample.span_s is not None and sample.span_s <= 0 and (sample.timed_tokens or 0) > 0:
+        problems.append(f"{sample.timed_tokens} tokens in a span of {sample.span_s:g} s")
+    if sample.acceptance is not None and sample.acceptance > 1:
+        problems.append(f"acceptance above 1 ({sample.acceptance:g})")
+    if sample.tokens_per_pass is not None and sample.tokens_per_pass < 1 - 1e-9:
+        problems.append(f"tokens_per_pass below 1 ({sample.tokens_per_pass:g})")
+    problems += _counter_problems(sample)
+    return ("; ".join(problems) or None), clear
+
+
+def _counter_problems(sample: Sample) -> list[str]:
+    """Draft counters that no run prints: negative, or more tokens accepted than drafted."""
+    out: list[str] = []
+    pairs = []
+    m = sample.metrics
+    if m is not None:
+        out += [f"metrics.{k} is negative ({v})" for k in ("n_draft", "n_predict", "n_drafted", "n_accept")
+                if (v := getattr(m, k)) is not None and v < 0]  # fmt: skip
+        if m.accept is not None and math.isfinite(m.accept) and not 0 <= m.accept <= 1:
+            out.append(f"metrics.accept outside 0..1 ({m.accept:g})")
+        pairs.append(("metrics", m.n_accept, m.n_drafted))
+    c = sample.spec_counters
+    if c is not None:
+        out += [f"spec_counters.{k} is negative ({v})" for k in ("steps", "drafted", "accepted")
+                if (v := getattr(c, k)) < 0]  # fmt: skip
+        pairs.append(("spec_counters", c.accepted, c.drafted))
+    t = sample.timings
+    if t is not None:
+        out += [f"timings.{k} is negative ({v})" for k in ("cache_n", "prompt_n", "predicted_n", "draft_n",
+                "draft_n_accepted") if (v := getattr(t, k)) is not None and v < 0]  # fmt: skip
+        pairs.append(("timings", t.draft_n_accepted, t.draft_n))
+    for where, accepted, drafted in pairs:
+        if accepted is not None and drafted is not None and accepted > drafted >= 0:
+            out.append(f"{where}: {accepted} tokens accepted of {drafted} drafted")
+    return out

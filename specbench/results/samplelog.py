@@ -15,7 +15,7 @@ from specbench.base.files import write_atomic
 from specbench.base.formats import json_line
 from specbench.base.paths import os_problem
 from specbench.results.folder import SAMPLES, has_manifest
-from specbench.results.records import Sample
+from specbench.results.records import Sample, impossible
 
 
 def append_sample(run_dir: Path, sample: Sample) -> None:
@@ -119,7 +119,7 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
         if not line.strip():
             continue
         try:
-            samples.append(Sample.model_validate_json(line))
+            samples.append(_screened(Sample.model_validate_json(line), f"{path}:{lineno}", warnings))
         except ValidationError as exc:
             if lineno == last:  # torn final line from an interrupted write
                 if warnings is not None:
@@ -133,6 +133,22 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
     if note and warnings is not None:
         warnings.append(note)
     return samples
+
+
+def _screened(sample: Sample, where: str, warnings: list[str] | None) -> Sample:
+    """``sample`` as readers may use it: one whose numbers no run can have measured (``impossible``)
+    is invalid with the reason (a sample invalid already keeps its own), its non-finite figures
+    cleared; said once in ``warnings``."""
+    why, clear = impossible(sample)
+    if why is None:
+        return sample
+    update = {**clear, "valid": False}
+    if sample.valid:
+        update.update(status="invalid" if sample.status == "ok" else sample.status,
+                      invalid_reason=f"impossible numbers in the sample log: {why}")  # fmt: skip
+    if warnings is not None:
+        warnings.append(f"{where}: impossible numbers ({why}): counted as an invalid sample")
+    return sample.model_copy(update=update)
 
 
 def why_invalid(exc: ValidationError) -> str:

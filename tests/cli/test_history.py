@@ -4,6 +4,7 @@ simulation and an interval over a factor 2 wide is no figure; the table says so 
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from pathlib import Path
 
@@ -87,3 +88,20 @@ def test_a_run_whose_history_database_is_damaged_warns_and_keeps_its_results(tmp
     assert len(warning) == 1 and warning[0].startswith("warning: "), res.stderr
     assert "is damaged" in warning[0] and ".recover" in warning[0]
     assert db.read_bytes() == before
+
+
+def test_a_database_an_older_specbench_filled_with_a_nan_sample_is_read_without_it(tmp_path):
+    """Before the sample log's reader refused NaN, `history --add` stored it as null (strict JSON)
+    and `history` and `publish` then crashed on every run: a stored value that is no number is
+    left out of every figure."""
+    import sqlite3
+
+    db = tmp_path / "h.sqlite"
+    record_run(make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2")), db)
+    with sqlite3.connect(db) as conn:
+        for rowid, vals in conn.execute("SELECT rowid, vals FROM cells").fetchall():
+            nulled = json.dumps([None, *json.loads(vals)[1:]])
+            conn.execute("UPDATE cells SET vals = ? WHERE rowid = ?", (nulled, rowid))
+    for args in (["history", "--db", db], ["publish", "--db", db, "--out", tmp_path / "site"]):
+        res = invoke(*args, cwd=tmp_path)
+        assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr

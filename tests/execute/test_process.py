@@ -116,3 +116,10 @@ def test_a_signal_while_a_child_starts_kills_every_child_started(tmp_path, monke
         run_together(commands, grace_s=0.5)
     assert len(starts) == when + 1  # the signal stops the pair before its next start
     assert not [pid for pid in starts if alive(pid)], "a child outlived the interrupted start"
+
+
+def test_an_argument_with_a_nul_is_one_line_not_a_traceback(tmp_path):
+    """The config and prompt loaders refuse a NUL; should one reach a command line all the same,
+    Popen's ValueError is a RunError naming the binary."""
+    with pytest.raises(RunError, match=r"cannot start .*plain: embedded null byte in its command line"):
+        run_command([str(FAKEBINS / "plain"), "-p", "a\x00b"], tmp_path / "o", tmp_path / "e", timeout_s=10)

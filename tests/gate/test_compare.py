@@ -79,14 +79,18 @@ def test_a_cell_that_stopped_working_fails(tmp_path):
 
 def test_zero_or_negative_tps_is_no_value_on_either_side(tmp_path):
     """A hand-edited or broken side (0 t/s, -60 t/s) is not a measurement: the cell fails and says
-    why, never "one repetition" or "+198% at worst"."""
+    why, never "one repetition" or "+198% at worst" (the sample log's reader marks such samples
+    invalid, with the reason: results/records.impossible)."""
     a = make_run(tmp_path, "run1", [0.0] * 5, SPEC)
     b = make_run(tmp_path, "run2", BASE, {4: [-45.0, -44.6, -45.3], 8: SPEC[8]})
     base_cmp = compare(load_run(a), load_run(b), metrics=["baseline_tps"])
-    assert base_cmp.exit_code == 1 and "no valid value in baseline (5 0 t/s)" in base_cmp.failed[0].reason
+    assert base_cmp.exit_code == 1 and "no valid value in baseline (5 invalid)" in base_cmp.failed[0].reason
     spec = compare(load_run(b), load_run(a), metrics=["spec_tps"])
     assert spec.exit_code == 1
-    assert any("no valid value in baseline (3 0 t/s)" in c.reason for c in spec.failed)
+    assert any("no valid value in baseline (3 invalid)" in c.reason for c in spec.failed)
+    assert all(
+        "impossible numbers" in (s.invalid_reason or "") for s in load_run(a).samples if s.role == "baseline"
+    )
 
 
 def test_a_baseline_every_shard_measured_counts_once_per_repetition(tmp_path):

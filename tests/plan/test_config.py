@@ -231,3 +231,12 @@ def test_runner_and_parallel(cfg_dir):
     assert "sweep.parallel" in message and "runner: server" in message
     assert "runner" in error_of(path, ["runner=threads"])
     assert "sweep.parallel[0]" in error_of(path, ["runner=server", "sweep.parallel=[0]"])
+
+
+def test_a_config_text_no_command_line_can_carry_is_refused_naming_its_key(tmp_path):
+    """Every config value may reach an argv, an environment or a request: a NUL (YAML's "\\0") is
+    refused where the config is read, naming the key, in the file or in --set."""
+    path = write(tmp_path, GOOD)
+    err = error_of(path, ["generation.threads=1", 'models.m2.path="a\\0b.gguf"'])
+    assert "models.m2.path: holds a NUL character (\\u0000) at character 2" in err
+    assert "no command line or request can carry" in err and "\n" not in err

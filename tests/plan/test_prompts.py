@@ -178,3 +178,24 @@ def test_render_not_a_gguf(tmp_path):
     bad.write_bytes(b"not a model at all")
     with pytest.raises(ModelError, match="not a GGUF"):
         chat_format(bad)
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ({"id": "nul", "category": "chat", "text": "hello \u0000 world"}, "text"),
+        ({"id": "nul2", "category": "chat", "messages": [{"role": "user", "content": "ok"},
+          {"role": "assistant", "content": "a\u0000"}]}, "messages.1.content"),
+    ],
+)  # fmt: skip
+def test_a_prompt_no_command_line_can_carry_is_refused_where_it_is_loaded(tmp_path, line, field):
+    """A NUL passed the loader and the dry run, then the run ended in Popen's `embedded null byte`
+    traceback: the loader names the file, line, prompt and field instead."""
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"id": "fine", "category": "chat", "text": "hi"}\n' + json.dumps(line) + "\n")
+    with pytest.raises(ConfigError) as exc:
+        load_prompt_file(path)
+    assert str(exc.value) == (
+        f"{path}:2: prompt {line['id']!r}: {field} holds a NUL character (\\u0000) at character "
+        f"{7 if field == 'text' else 2}, which no command line or request can carry; remove it"
+    )
