@@ -239,6 +239,11 @@ def _ngram_axes(config: Config, spec: BinaryInfo, method: str, notes: list[str])
     return list(product(ns, ms))
 
 
+# The draft length spellings of trees whose --help was one table for every program, before
+# llama-server could speculate (it came with --draft-max): such a server lists -md and ignores it.
+CLASSIC_DRAFT_ONLY = ("--draft",)
+
+
 def _require_draft_flags(
     config: Config, spec: BinaryInfo, notes: list[str], method: str, draft: str | None
 ) -> None:
@@ -247,6 +252,12 @@ def _require_draft_flags(
     flags, sweep = spec.flags, config.sweep
     if (draft is not None and not flags.model_draft) or not flags.draft_max:
         raise ConfigError(f"{spec.name} of this build takes no draft model (-md / draft length options)")
+    if spec.role == "server" and flags.draft_max in CLASSIC_DRAFT_ONLY:
+        raise ConfigError(
+            f"{spec.name} of this build does not speculate: it lists -md and {flags.draft_max} only in the "
+            "option table all programs of its era share (llama-server drafts since --draft-max, late "
+            "2024); use runner: process"
+        )
     if draft is None and sweep.ngld != [0]:
         note = f"{method} on the target's own layers runs no draft model: sweep.ngld does not apply to it"
         if note not in notes:

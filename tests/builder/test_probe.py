@@ -165,6 +165,23 @@ def test_ik_fork_takes_the_classic_draft_method_and_lists_its_spaced_spec_types(
     assert flags_from_help(HELP_2024_SPECULATIVE).classic_draft
 
 
+def test_the_2024_trees_shared_table_with_long_only_options_at_column_9():
+    """llama-cpp-python 0.2.90's llama.cpp (captured): `         --draft N` and `--verbosity N`
+    sit at column 9, so an entry may start deeper than the 2024+ arg.cpp layout's column 0."""
+    f = flags_from_help((HELP / "2024-0.2.90-llama-speculative.txt").read_text())
+    assert (f.draft_max, f.model_draft, f.draft_min, f.p_min, f.spec_type) == (
+        "--draft",
+        "-md",
+        None,
+        None,
+        None,
+    )
+    assert (
+        f.classic_draft and f.log_verbosity == "--verbosity" and f.no_display_prompt == "--no-display-prompt"
+    )
+    assert "-d" not in flags_from_help((HELP / "2024-0.2.90-llama-bench.txt").read_text()).known
+
+
 def test_the_pins_draft_backend_sampling_and_its_default_are_read_from_its_help():
     from specbench.builder.options import default_on
 

@@ -48,3 +48,14 @@ def pinned_build(tmp_path: Path) -> BuildInfo:
     for role, name in help_of.items():
         build.binaries[role].flags = flags_from_help((HELP / name).read_text())
     return build
+
+
+def build_2024(tmp_path: Path) -> BuildInfo:
+    """The 2024 tree of llama-cpp-python 0.2.90 as built by specbench (its captured --help texts):
+    no llama-speculative-simple, and a llama-server that lists -md but does not speculate."""
+    roles = {"completion": "llama-cli", "speculative": "llama-speculative", "server": "llama-server",
+             "quantize": "llama-quantize", "bench": "llama-bench"}  # fmt: skip
+    build = tree_build(tmp_path, roles, "2024-0.2.90-llama-speculative.txt")
+    for role, name in (("server", "2024-0.2.90-llama-server.txt"), ("bench", "2024-0.2.90-llama-bench.txt")):
+        build.binaries[role].flags = flags_from_help((HELP / name).read_text())
+    return build

@@ -10,7 +10,7 @@ from specbench.plan.methods import parse_method, spec_type_names
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import draft_alone_of
 from tests.helpers.sweeps import MODELS, make_config, pairs, rendered
-from tests.helpers.trees import ik_build, pinned_build
+from tests.helpers.trees import build_2024, ik_build, pinned_build
 
 
 def test_spelling_one_name_per_method():
@@ -114,6 +114,19 @@ def test_the_classic_draft_method_runs_on_a_fork_without_draft_simple(tmp_path, 
     assert "--spec-type" not in argv and "--draft-p-min" in argv
     if runner == "process":
         assert {i.binary_role for i in spec} == {"speculative"}
+
+
+def test_a_2024_tree_runs_the_classic_draft_and_refuses_its_server_before_anything_runs(tmp_path):
+    old = build_2024(tmp_path)
+    plan, spec = spec_of(tmp_path, old, sweep={"method": ["draft"], "draft_max": [8]})
+    argv = spec[0].argv
+    assert (
+        argv[0].endswith("llama-speculative") and pairs(argv)["--draft"] == "8" and "--spec-type" not in argv
+    )
+    assert any("no p_min option" in n for n in plan.notes)
+    with pytest.raises(ConfigError) as info:  # it lists -md in the shared table, and ignores it
+        spec_of(tmp_path, old, runner="server", sweep={"method": ["draft"]})
+    assert "llama-server of this build does not speculate" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_an_ngram_method_on_a_fork_runs_where_its_program_takes_it(tmp_path):
