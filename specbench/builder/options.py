@@ -37,6 +37,8 @@ OPTIONS: tuple[LlamaOption, ...] = (  # fmt: skip
     LlamaOption("cache_type_v", ("-ctv", "--cache-type-v"), bench="-ctv"),
     LlamaOption("cache_type_k_draft", ("--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"), draft=True),
     LlamaOption("cache_type_v_draft", ("--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"), draft=True),
+    # the draft's own context (older builds; the pinned one has none: its draft shares -c)
+    LlamaOption("ctx_size_draft", ("-cd", "--ctx-size-draft"), draft=True),
     LlamaOption("n_cpu_moe", ("-ncmoe", "--n-cpu-moe"), bench="-ncmoe"),
     LlamaOption("n_cpu_moe_draft", ("--spec-draft-n-cpu-moe", "-ncmoed", "--n-cpu-moe-draft"), draft=True),
     LlamaOption("override_tensor", ("-ot", "--override-tensor"), bench="-ot"),

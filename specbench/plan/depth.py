@@ -21,6 +21,7 @@ from pathlib import Path
 
 from specbench.base.errors import ConfigError
 from specbench.plan.prompts import RenderedPrompt
+from specbench.results.cell import Cell
 
 DEFAULT_DOCUMENT = "us-constitution.txt"
 # between the context and the prompt, the first that gives an exact count: the prompt starts a
@@ -67,6 +68,23 @@ def check_depths(depths: list[int], ctx_size: int, n_predict: int, trained: Mapp
                 f"sweep.depth {deepest} is beyond model {name}'s context ({limit} tokens, its GGUF "
                 f"context_length) with n_predict {n_predict}; lower the depth below {limit - n_predict}"
             )
+
+
+def draft_out_of_context(cells: list[Cell], n_predict: int, notes: list[str]) -> list[Cell]:
+    """The cells whose draft context (``ctx_size_draft``, where the build has one) can hold their
+    depth and the tokens to generate; each other one is left unrun and named in a note: a draft
+    whose context fills up stops drafting or slows badly, so its figure would not be the setting's
+    (a measurement of running out, averaged in with the rest)."""
+    kept = []
+    for c in cells:
+        if c.ctx_size_draft and c.depth + n_predict >= c.ctx_size_draft:
+            notes.append(
+                f"draft out of context: {c.pair} {c.method} at depth {c.depth} is not run: ctx_size_draft "
+                f"{c.ctx_size_draft} cannot hold the depth and n_predict {n_predict}; raise ctx_size_draft"
+            )
+        else:
+            kept.append(c)
+    return kept
 
 
 def cut_context(

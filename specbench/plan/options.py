@@ -112,6 +112,11 @@ OPTION_KEYS: dict[str, tuple[Any, str]] = {
     "cache_type_v": (CacheType, "KV cache type of V (-ctv; a quantized V needs flash_attn on)."),
     "cache_type_k_draft": (CacheType, "The draft model's KV cache type of K (-ctkd)."),
     "cache_type_v_draft": (CacheType, "The draft model's KV cache type of V (-ctvd)."),
+    "ctx_size_draft": (
+        Count,
+        "The draft model's own context size (-cd; builds that have it: the pinned "
+        "build's draft shares generation.ctx_size).",
+    ),
     "n_cpu_moe": (Count, "Keep the MoE experts of the target's first N layers on the CPU (-ncmoe)."),
     "n_cpu_moe_draft": (Count, "Keep the MoE experts of the draft's first N layers on the CPU (-ncmoed)."),
     "override_tensor": (Joined, "Tensor buffer overrides of the target, e.g. exps=CPU (-ot)."),

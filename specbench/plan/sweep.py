@@ -32,7 +32,7 @@ from specbench.plan.cells import (
     with_build,
 )
 from specbench.plan.config import Config
-from specbench.plan.depth import at_depth, check_depths
+from specbench.plan.depth import at_depth, check_depths, draft_out_of_context
 from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts
 from specbench.plan.fit import check_fit
 from specbench.plan.invocation import Invocation, Plan
@@ -152,6 +152,7 @@ def make_plan(
     cells = build_cells(config, specs, notes, runs)
     cells = drop_conflicts(cells, specs[labels[0]], notes)  # what llama.cpp refuses (plan.feasible)
     cells = collapse_ignored(cells, facts, notes)  # and what it ignores
+    cells = draft_out_of_context(cells, config.generation.n_predict, notes)
     where = f"{config.path}: " if config.path else ""
     check_fit(by_target, models, config.generation.ctx_size, where)
     reps = repetitions if repetitions is not None else config.first_repetitions
@@ -177,7 +178,8 @@ def make_plan(
         tokens = min(SENTINEL_TOKENS, config.generation.n_predict)  # never dearer than a baseline sample
         fixed = _with_generation(config, n_predict=tokens)
         alone = _Factory(fixed, completion, completion, models)
-        reference = with_build(first[0], labels[0]).model_copy(update={"depth": 0})  # the prompt alone
+        # the first target alone, at no depth (its draft's options are no llama-completion's)
+        reference = baseline_cell(with_build(first[0], labels[0])).model_copy(update={"depth": 0})
         sentinel = alone.alone("sentinel", reference, by_target[first[0].model][0], 0)
         sentinel = with_workarounds([sentinel], builds)[0]  # it runs the build's binary as samples do
     if config.runner == "server":

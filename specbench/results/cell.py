@@ -44,6 +44,7 @@ class Cell(BaseModel):
     cache_type_v: str | None = None
     cache_type_k_draft: str | None = None
     cache_type_v_draft: str | None = None
+    ctx_size_draft: int | None = None  # the draft's own context (-cd), where the build has one
     n_cpu_moe: int | None = None  # the first N layers' MoE experts on the CPU
     n_cpu_moe_draft: int | None = None
     override_tensor: str | None = None  # <tensor regex>=<buffer type>,...

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from specbench.base.errors import ConfigError
-from specbench.plan.depth import check_depths, cut_context, document_text, with_context
+from specbench.plan.depth import check_depths, cut_context, document_text, draft_out_of_context, with_context
 from specbench.plan.sweep import make_plan
-from specbench.results.cell import baseline_of
+from specbench.results.cell import Cell, baseline_of
 from tests.helpers.sweeps import MODELS, make_config, rendered
 
 # GPT-2's pre-tokenizer, letters and digits aside: a word with its leading space, whitespace before
@@ -121,3 +121,15 @@ def test_a_cell_at_a_depth_without_its_context_is_refused(tmp_path, llama_build)
     config = make_config(tmp_path, sweep={"method": ["draft"], "draft_max": [4], "depth": [0, 256]})
     with pytest.raises(ConfigError, match="no context of depth 256 was prepared"):
         make_plan(config, llama_build, MODELS, rendered(config))
+
+
+def test_a_draft_whose_context_cannot_hold_the_depth_is_named_and_not_run():
+    cells = [Cell(pair="p", model="t", draft="d", method="draft", depth=d, ctx_size_draft=c)
+             for d, c in ((0, 300), (256, 300), (256, None), (256, 0), (1024, 2048))]  # fmt: skip
+    notes: list[str] = []
+    kept = draft_out_of_context(cells, 64, notes)
+    assert [(c.depth, c.ctx_size_draft) for c in kept] == [(0, 300), (256, None), (256, 0), (1024, 2048)]
+    assert notes == [
+        "draft out of context: p draft at depth 256 is not run: ctx_size_draft 300 cannot hold the depth "
+        "and n_predict 64; raise ctx_size_draft"
+    ]
