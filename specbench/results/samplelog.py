@@ -113,13 +113,14 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
             f"{run_dir} is not a specbench run folder (no {SAMPLES}); pass a folder under results/"
         )
     samples = []
+    impossibles: list[tuple[int, str]] = []  # (line, why) of the samples no run can have measured
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     last = max((i for i, line in enumerate(lines, 1) if line.strip()), default=0)
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            samples.append(_screened(Sample.model_validate_json(line), f"{path}:{lineno}", warnings))
+            samples.append(_screened(Sample.model_validate_json(line), lineno, impossibles))
         except ValidationError as exc:
             if lineno == last:  # torn final line from an interrupted write
                 if warnings is not None:
@@ -129,16 +130,20 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
                     )
                 break
             raise UnreadableRun(f"{path}:{lineno}: not a valid sample ({why_invalid(exc)})") from exc
+    if impossibles and warnings is not None:  # one note however many: the first named, the rest counted
+        (lineno, why), more = impossibles[0], len(impossibles) - 1
+        warnings.append(f"{path}:{lineno}: impossible numbers ({why}): counted as an invalid sample"
+                        + (f"; and {more} more such sample{'s' * (more > 1)}" if more else ""))  # fmt: skip
     samples, note = unique_samples(samples, str(path))
     if note and warnings is not None:
         warnings.append(note)
     return samples
 
 
-def _screened(sample: Sample, where: str, warnings: list[str] | None) -> Sample:
+def _screened(sample: Sample, lineno: int, impossibles: list[tuple[int, str]]) -> Sample:
     """``sample`` as readers may use it: one whose numbers no run can have measured (``impossible``)
     is invalid with the reason (a sample invalid already keeps its own), its non-finite figures
-    cleared; said once in ``warnings``."""
+    cleared, and noted in ``impossibles``."""
     why, clear = impossible(sample)
     if why is None:
         return sample
@@ -146,8 +151,7 @@ def _screened(sample: Sample, where: str, warnings: list[str] | None) -> Sample:
     if sample.valid:
         update.update(status="invalid" if sample.status == "ok" else sample.status,
                       invalid_reason=f"impossible numbers in the sample log: {why}")  # fmt: skip
-    if warnings is not None:
-        warnings.append(f"{where}: impossible numbers ({why}): counted as an invalid sample")
+    impossibles.append((lineno, why))
     return sample.model_copy(update=update)
 
 

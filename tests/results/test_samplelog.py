@@ -66,6 +66,18 @@ def test_an_impossible_sample_is_read_as_invalid_with_its_reason(tmp_path, chang
     assert sum(s.valid for s in samples) == len(samples) - 1  # the others are as they were
 
 
+def test_many_impossible_samples_are_one_note(tmp_path):
+    run = edited(tmp_path, 2, tps=math.nan)
+    lines = (run / "samples.jsonl").read_text().splitlines()
+    lines[2:5] = [json.dumps({**json.loads(x), "tps": -1.0}) for x in lines[2:5]]
+    (run / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    warnings: list[str] = []
+    samples = load_samples(run, warnings)
+    assert [s.valid for s in samples[1:5]] == [False] * 4
+    assert warnings == [f"{run / 'samples.jsonl'}:2: impossible numbers (tps is nan): counted as an invalid "
+                        "sample; and 3 more such samples"]  # fmt: skip
+
+
 def test_a_nan_sample_reaches_no_figure_of_report_history_or_publish(tmp_path):
     """`report` (a traceback before), `history --add` (stored NaN without a word) and `publish`
     (then crashed on every run) read the NaN sample as invalid: their figures are those of the run
