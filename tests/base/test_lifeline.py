@@ -76,3 +76,17 @@ def test_a_specbench_killed_with_sigkill_leaves_no_child_running(tmp_path, code)
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the processes in /proc")
+def test_run_past_its_timeout_kills_the_childs_whole_group(tmp_path):
+    """``lifeline.run`` (pip downloads): `subprocess.run` kills only the leader on a timeout, and the
+    helper it started would run on."""
+    from specbench.base import lifeline
+
+    pids_file = tmp_path / "pids"
+    script = f'sleep 600 & echo "child $!" > {pids_file}; echo "self $$" >> {pids_file}; wait'
+    with pytest.raises(subprocess.TimeoutExpired):
+        lifeline.run(["sh", "-c", script], timeout=5)  # a generous time to start; then killed
+    pids = _pids(pids_file)
+    assert wait_for(lambda: gone(pids["self"]) and gone(pids["child"]), 30), "the group outlived its timeout"
