@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from specbench.base.errors import ParseError
 from specbench.execute.judge import Outcome
-from specbench.execute.outputs import decode_output, failure_reason
+from specbench.execute.outputs import decode_output, echoed_on_stdout, failure_reason
 from specbench.execute.process import Command, ProcessResult, run_together
 from specbench.parse.crash import CrashFacts
 from specbench.parse.process import ParsedLog, parse_text, without_loading_noise
@@ -124,7 +124,8 @@ class ProcessExecutor:
         if res.exit_code is not None:
             log = _parse(stderr, stdout, str(stderr_path.relative_to(run_dir)))
         return Outcome(
-            wall_s=res.wall_s, error=error, timed_out=res.timed_out, output=stdout, echoed=inv.prompt_echoed,
+            wall_s=res.wall_s, error=error, timed_out=res.timed_out, output=stdout,
+            echoed=echoed_on_stdout(stdout, stderr, inv.prompt_text, inv.prompt_echoed),
             log=log, exit_code=res.exit_code, stdout_path=str(stdout_path.relative_to(run_dir)),
             stderr_path=str(stderr_path.relative_to(run_dir)), stdout_times=res.stdout_times,
             cpu_s=res.cpu_s,

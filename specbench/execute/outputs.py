@@ -2,7 +2,8 @@
 why a run failed. Pure functions over the captured text.
 
 The binaries print the prompt before the continuation, differently: ``llama-speculative(-simple)``
-prints ``\\n\\n`` then every prompt token with special tokens (``<|im_start|>``...);
+prints ``\\n\\n`` then every prompt token with special tokens (``<|im_start|>``...; the 2024
+llama-speculative prints them on stderr, so its stdout is the continuation alone);
 ``llama-completion`` prints it without special tokens (nothing with ``--no-display-prompt``) and
 ends with `` [end of text]`` when the model stopped. The continuation is what follows the prompt.
 """
@@ -59,6 +60,17 @@ def continuation(stdout: str, prompt: str, echoed: bool = True) -> str | None:
     if rest.endswith(END_OF_TEXT.strip()):
         rest = rest[: -len(END_OF_TEXT.strip())].rstrip()
     return rest
+
+
+def echoed_on_stdout(stdout: str, stderr: str, prompt: str, expected: bool = True) -> bool:
+    """Whether the prompt's echo is on stdout: as ``expected`` (``Invocation.prompt_echoed``), unless
+    stdout holds none of it and stderr does (the 2024 llama-speculative echoes on stderr: its
+    stdout is the continuation alone)."""
+    pieces = _segments(prompt)
+    if not expected or not pieces:
+        return expected
+    first = pieces[0].strip()
+    return not (first not in stdout and first in stderr)
 
 
 def generation_offset(stdout: str, prompt: str, echoed: bool = True) -> int | None:

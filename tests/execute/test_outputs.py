@@ -6,7 +6,9 @@ ChatML prompt on SmolLM2 (temperature 0); the real-binary check is in tests/test
 
 from __future__ import annotations
 
-from specbench.execute.outputs import compare, continuation, failure_reason, sha256_text
+from pathlib import Path
+
+from specbench.execute.outputs import compare, continuation, echoed_on_stdout, failure_reason, sha256_text
 
 PROMPT = "<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n"
 ANSWER = "The sea is a mirror that reflects the soul."
@@ -147,3 +149,35 @@ def test_prompt_over_context_is_the_process_runners_limit():
     reason = prompt_over_context(192, 64)
     assert reason.startswith("prompt longer than the context (192 tokens, ctx_size 64")
     assert reason.endswith("raise generation.ctx_size")
+
+
+REAL = Path(__file__).parents[1] / "logs" / "real"
+# the prompt of tests/logs/real/2024-0290-* (built-in prompt code-02, SmolLM2's ChatML template)
+CODE_02 = (
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+    "<|im_start|>user\nHere is a small Python class. Add type hints to every method, and add a method "
+    "`total_weight(self)` that returns the sum of the weights of all items. Return the whole class.\n\n"
+    "```python\nclass Crate:\n    def __init__(self, label):\n        self.label = label\n"
+    "        self.items = []\n\n    def add(self, name, weight):\n        if weight <= 0:\n"
+    '            raise ValueError("weight must be positive")\n        self.items.append((name, weight))\n\n'
+    "    def heaviest(self):\n        if not self.items:\n            return None\n"
+    "        return max(self.items, key=lambda item: item[1])\n\n    def names(self):\n"
+    "        return [name for name, _ in self.items]\n```<|im_end|>\n<|im_start|>assistant\n"
+)
+
+
+def test_a_2024_speculative_binary_echoes_on_stderr_so_its_stdout_is_the_continuation():
+    """llama-speculative of llama-cpp-python 0.2.90's tree (recorded): no echo on stdout; its
+    continuation is all of it, and matches the baseline's (llama-cli --no-display-prompt)."""
+    out, err = ((REAL / f"2024-0290-speculative-draft.{s}").read_text() for s in ("stdout", "stderr"))
+    assert continuation(out, CODE_02) is None  # where the pinned binaries' echo would be: not there
+    echoed = echoed_on_stdout(out, err, CODE_02)
+    spec = continuation(out, CODE_02, echoed=echoed)
+    base = continuation((REAL / "2024-0290-cli-f32.stdout").read_text(), CODE_02, echoed=False)
+    assert not echoed and spec is not None and spec.startswith("```python\nclass Crate:")
+    assert compare(base, spec).match
+    pinned = (REAL / "spec-simple-draft.stdout").read_text(), (REAL / "spec-simple-draft.stderr").read_text()
+    asked = "Write a Python function that returns the sum of a list of numbers."  # tests/logs/README.md
+    assert echoed_on_stdout(*pinned, asked)  # the pin echoes on stdout
+    assert echoed_on_stdout("no echo", "", CODE_02)  # no evidence either way: as expected
+    assert not echoed_on_stdout(out, err, CODE_02, expected=False)

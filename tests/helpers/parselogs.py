@@ -119,6 +119,13 @@ EXPECTED: dict[str, dict] = {
         perf(456.81, 8.78, 78, 410.92, 14, 34.07, 2663.49, 63, 23.65, 3094.24, 77)),
     "real/completion-q4-colors.mixed.log": completion(  # --log-colors on: ANSI escapes around prefixes
         perf(448.03, 8.26, 78, 433.48, 14, 32.30, 635.44, 63, 99.14, 1089.14, 77)),
+    # --- real: the 2024 tree of llama-cpp-python 0.2.90 (1d1ccce6), run by specbench on a loaded machine ---
+    "real/2024-0290-speculative-draft.stderr": spec(
+        (192, 7.012, 27.382), (55, 36.675, 1.500), 8, 55, 48, 48, 1.0,
+        target=perf(519.20, 2.90, 55, 18639.85, 246, 13.20, 0.00, 1, INF, 43792.28, 247),
+        draft=perf(39.75, 506.39, 1, 19673.25, 203, 10.32, 17497.76, 42, 2.40, 43688.25, 245)),
+    "real/2024-0290-cli-f32.stderr": completion(
+        perf(8846.51, 2.52, 48, 7384.96, 192, 26.00, 102591.55, 47, 0.46, 110028.03, 239)),
     # --- hand-written: older eras and the variants ---
     "synthetic/2023-speculative.log": SPEC_2023,
     "synthetic/2023-speculative-pid.log": SPEC_2023,
