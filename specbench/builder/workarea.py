@@ -99,6 +99,55 @@ def tree_entries(root: Path) -> Iterator[Entry]:
             continue  # deleted since git listed it (a tracked file removed in the work tree)
 
 
+# llama.cpp's build-details generator (common/cmake/build-info-gen-cpp.cmake, upstream since 2024,
+# MIT): trees whose common/CMakeLists.txt runs it but that lack it (the ik_llama.cpp sdist of PyPI
+# ik-llama-cpp-python; a git clone has it) stop at "Generating build details from Git". Run with the
+# tree's root as working folder, it reads cmake/build-info.cmake and common/build-info.cpp.in.
+BUILD_INFO_GENERATOR = "common/cmake/build-info-gen-cpp.cmake"
+_GENERATOR_TEXT = """include(${CMAKE_CURRENT_SOURCE_DIR}/cmake/build-info.cmake)
+
+set(TEMPLATE_FILE "${CMAKE_CURRENT_SOURCE_DIR}/common/build-info.cpp.in")
+set(OUTPUT_FILE   "${CMAKE_CURRENT_SOURCE_DIR}/common/build-info.cpp")
+
+# Only write the build info if it changed
+if(EXISTS ${OUTPUT_FILE})
+    file(READ ${OUTPUT_FILE} CONTENTS)
+    string(REGEX MATCH "LLAMA_COMMIT = \\"([^\\"]*)\\";" _ ${CONTENTS})
+    set(OLD_COMMIT ${CMAKE_MATCH_1})
+    string(REGEX MATCH "LLAMA_COMPILER = \\"([^\\"]*)\\";" _ ${CONTENTS})
+    set(OLD_COMPILER ${CMAKE_MATCH_1})
+    string(REGEX MATCH "LLAMA_BUILD_TARGET = \\"([^\\"]*)\\";" _ ${CONTENTS})
+    set(OLD_TARGET ${CMAKE_MATCH_1})
+    if (
+        NOT OLD_COMMIT   STREQUAL BUILD_COMMIT   OR
+        NOT OLD_COMPILER STREQUAL BUILD_COMPILER OR
+        NOT OLD_TARGET   STREQUAL BUILD_TARGET
+    )
+        configure_file(${TEMPLATE_FILE} ${OUTPUT_FILE})
+    endif()
+else()
+    configure_file(${TEMPLATE_FILE} ${OUTPUT_FILE})
+endif()
+"""
+
+
+def supply_missing(src: Path) -> list[str]:
+    """Files a copied tree's own CMake runs but lacks, written into the copy (never the user's tree):
+    llama.cpp's build-details generator where common/CMakeLists.txt calls it and the template and
+    cmake/build-info.cmake it reads are there. The files written, relative to ``src``."""
+    cmake_lists, generator = src / "common" / "CMakeLists.txt", src / BUILD_INFO_GENERATOR
+    try:
+        calls = "cmake/build-info-gen-cpp.cmake" in cmake_lists.read_text(errors="replace")
+    except OSError:
+        return []
+    needs = (src / "cmake" / "build-info.cmake", src / "common" / "build-info.cpp.in")
+    if not calls or generator.exists() or not all(p.is_file() for p in needs):
+        return []
+    generator.parent.mkdir(parents=True, exist_ok=True)
+    generator.write_text(_GENERATOR_TEXT)
+    return [BUILD_INFO_GENERATOR]
+
+
 def sync_tree(entries: Iterable[Entry], dest: Path) -> SyncStats:
     """Make ``dest`` hold exactly ``entries``, rewriting only files whose content or kind differs."""
     dest.mkdir(parents=True, exist_ok=True)

@@ -40,3 +40,35 @@ def test_a_git_checkout_is_copied_as_git_would_commit_it(tmp_path):
     git("add", ".gitignore", "CMakeLists.txt")
     got = {rel: data for rel, _, data in tree_entries(tmp_path)}
     assert sorted(got) == [".gitignore", "CMakeLists.txt", "new.cpp"] and got["new.cpp"] == b"int x;"
+
+
+def _ik_layout(root):
+    """ik_llama.cpp's sdist: common/CMakeLists.txt runs common/cmake/build-info-gen-cpp.cmake, absent."""
+    (root / "common").mkdir(parents=True)
+    (root / "cmake").mkdir()
+    (root / "common" / "CMakeLists.txt").write_text(
+        'add_custom_command(OUTPUT build-info.cpp COMMAND ${CMAKE_COMMAND} -P "${CMAKE_CURRENT_SOURCE_DIR}'
+        '/cmake/build-info-gen-cpp.cmake")\n'
+    )
+    (root / "common" / "build-info.cpp.in").write_text(
+        'int LLAMA_BUILD_NUMBER = @BUILD_NUMBER@;\nchar const *LLAMA_COMMIT = "@BUILD_COMMIT@";\n'
+    )
+    (root / "cmake" / "build-info.cmake").write_text('set(BUILD_NUMBER 0)\nset(BUILD_COMMIT "unknown")\n')
+    return root
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+def test_the_build_details_generator_a_tree_runs_but_lacks_is_supplied_in_the_copy(tmp_path):
+    from specbench.builder.workarea import BUILD_INFO_GENERATOR, supply_missing
+
+    src = _ik_layout(tmp_path / "src")
+    assert supply_missing(src) == [BUILD_INFO_GENERATOR]
+    run = subprocess.run(
+        ["cmake", "-P", str(src / BUILD_INFO_GENERATOR)], cwd=src, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr  # it runs as the tree's CMake runs it: from the tree's root
+    assert 'LLAMA_COMMIT = "unknown"' in (src / "common" / "build-info.cpp").read_text()
+    assert supply_missing(src) == []  # present now: left alone
+    (tmp_path / "other" / "common").mkdir(parents=True)
+    (tmp_path / "other" / "common" / "CMakeLists.txt").write_text("add_library(common x.cpp)\n")
+    assert supply_missing(tmp_path / "other") == []  # a tree that does not run it
