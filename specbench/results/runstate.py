@@ -37,8 +37,10 @@ def check_resumable(run_dir: Path) -> None:
 def finish_hint(run_dir: Path, status: str | None) -> str:
     """What to do about an unfinished run: wait for a live one (the lock refuses a resume while it
     runs), resume one that stopped (not a tune folder: ``TUNE_NOT_RESUMED``)."""
-    if status == "running":
-        return f"it is {_still_running(run_dir, lock_holder(run_dir))}; wait for it to finish"
+    pid = lock_holder(run_dir) if status == "running" else None
+    if pid is not None:
+        return f"it is {_still_running(run_dir, pid)}; wait for it to finish"
+    # `running` with no process holding the lock: it died without a word (kill -9): a resume finishes it
     if made_by(run_dir) == "tune":
         return f"it is a `specbench tune` folder, which is not resumed ({TUNE_NOT_RESUMED})"
     return f"`specbench run --resume {run_dir}` finishes it"
