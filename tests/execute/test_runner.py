@@ -261,10 +261,17 @@ def test_resume_after_a_kill_marks_orphan_logs_and_numbers_on(tmp_path, env_info
 
 
 @pytest.mark.slow
-def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_build, smol_q4):
+def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_build, smol_q4, monkeypatch):
     """Real binaries, ``-c 32``: llama-completion aborts in get_sub_batch, llama-speculative-simple
-    says the prompt exceeds the batch size; both samples fail with the reason, and the run completes."""
+    says the prompt exceeds the batch size; both samples fail with the reason, and the run completes.
+
+    The plan refuses such a prompt before anything runs (plan/fit.py); its count is a lower bound
+    of llama.cpp's, so a prompt can still reach llama.cpp too long (another chat template, a
+    tokenizer the count does not know). The check is switched off here to show that rule."""
     from specbench.execute import benchmark, preparation
+    from specbench.plan import sweep
+
+    monkeypatch.setattr(sweep, "check_fit", lambda *a, **k: None)
 
     config = tmp_path / "tiny.yaml"
     config.write_text(
