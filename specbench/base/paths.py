@@ -2,9 +2,13 @@
 
 import errno
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import platformdirs
+from pydantic import AfterValidator, Field
 
 from specbench.base.errors import PathError
 
@@ -77,6 +81,10 @@ def check_path(path: object, what: str) -> None:
     """Refuse, before any work, a path no filesystem here can hold: a name over NAME_MAX bytes or a
     whole over PATH_MAX (the OS would say only 'File name too long', mid-way through the work)."""
     text = str(path)
+    if any(ord(c) < 32 for c in text):
+        raise PathError(
+            f"{what} {shorten(repr(text))}: it has a control character (NUL, newline...); check the path"
+        )
     for part in Path(text).parts:
         size = len(part.encode("utf-8", "surrogateescape"))
         if size > NAME_MAX:
@@ -116,3 +124,119 @@ def remove_empty(path: Path, made: Path | None) -> None:
             folder.rmdir()
         if folder == made:
             return
+
+
+# --- values from configs, options, files and servers that become parts of a path -----------------
+# One rule for each kind, checked where the value is parsed (pydantic fields carry it as a type,
+# typer options as a parser), and ``inside`` for every join of such a value: a shared config must
+# not write outside the folder it names (``filename: /home/me/notes.txt``, ``../../x.gguf``).
+
+# A name specbench itself makes files and folders from (config, model, pair, build, baseline names).
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+_NAME_RE = re.compile(NAME_PATTERN.strip("^$"))
+
+
+class UnsafePath(PathError, ValueError):
+    """A value that would make a path outside its folder. A ValueError too, so a pydantic
+    validator's raise of it becomes the config's one-line ``key: message``."""
+
+
+@dataclass(frozen=True)
+class PathRole:
+    """Marks a field whose value becomes (part of) a path: ``name`` (NAME_PATTERN), ``part`` (one
+    file or folder name), ``relative`` (a relative path inside a repo or wheel, '/'-separated),
+    ``local`` (a path on this machine the user chose: read, never written by the value's say)."""
+
+    kind: str
+
+
+def _shown(value: object) -> str:
+    return shorten(repr(value), 60)
+
+
+def _part_problem(part: str) -> str | None:
+    if part in ("", ".", ".."):
+        return f"a {part!r} part" if part else "an empty part"
+    if "/" in part or "\\" in part:
+        return "a folder separator"
+    if any(ord(c) < 32 or ord(c) == 127 for c in part):
+        return "a control character"
+    if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        return f"a part over {NAME_MAX} bytes"
+    return None
+
+
+def _refuse(what: str, value: object, problem: str, advice: str) -> UnsafePath:
+    head = f"{what} {_shown(value)}" if what else _shown(value)
+    return UnsafePath(f"{head}: {problem}; {advice}")
+
+
+def check_name(value: str, what: str = "") -> str:
+    """A name specbench makes a file or folder from: letters, digits, '.', '_', '-', starting with a
+    letter or digit, at most NAME_MAX bytes. Returns it; refuses with UnsafePath."""
+    if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
+        raise _refuse(
+            what,
+            value,
+            "not a name",
+            "use letters, digits, '.', '_' and '-', starting with a letter or digit",
+        )
+    if len(value) > NAME_MAX:
+        raise _refuse(what, value, f"over {NAME_MAX} characters", "choose a shorter name")
+    return value
+
+
+def check_part(value: str, what: str = "") -> str:
+    """One file or folder name: no folder separator, not '', '.' or '..', no control character."""
+    if value.startswith(("/", "\\")) or value[1:3] in (":/", ":\\"):
+        raise _refuse(what, value, "an absolute path", "give a file name without folders")
+    problem = _part_problem(value)
+    if problem is not None:
+        raise _refuse(what, value, f"has {problem}", "give a file name without folders")
+    return value
+
+
+def check_relative(value: str, what: str = "") -> str:
+    """A relative '/'-separated path inside a repository or wheel (a glob is fine): not absolute, and
+    no part '', '.' or '..', a backslash or a control character."""
+    if value.startswith(("/", "\\", "~")) or value[1:3] in (":/", ":\\"):
+        raise _refuse(what, value, "an absolute path", "give a path relative to the repository or wheel")
+    for part in value.split("/"):
+        problem = _part_problem(part)
+        if problem is not None:
+            raise _refuse(what, value, f"has {problem}", "give a path relative to the repository or wheel, "
+                          "without '..'")  # fmt: skip
+    return value
+
+
+def check_local(value: object, what: str = "") -> object:
+    """A path on this machine the user chose (a model, a prompts file, a source tree): anywhere, but
+    one the system can take (no NUL byte, no control character)."""
+    text = str(value)
+    if any(ord(c) < 32 for c in text):
+        raise _refuse(what, text, "has a control character", "check the path")
+    return value
+
+
+def inside(root: Path, *parts: str, what: str = "path") -> Path:
+    """``root`` joined with ``parts``, refused (UnsafePath) when it would lie outside ``root``: an
+    absolute part, a '..', or a link that leads out. Every join of a value from a config, an option,
+    a file or a server goes through here."""
+    path = Path(root).joinpath(*parts)
+    base = Path(root).resolve()
+    if not any(str(p).startswith(("/", "\\")) for p in parts) and ".." not in path.relative_to(root).parts:
+        target = path.resolve()
+        if target == base or base in target.parents:
+            return path
+    raise UnsafePath(f"{what} {shorten(str(path))}: it would lie outside {shorten(root)}; refused")
+
+
+# The rules as pydantic field types: a field of one of these types is validated where the config (or
+# a file) is parsed, and carries its PathRole, so tests can find every field that becomes a path.
+Name = Annotated[
+    str, AfterValidator(check_name), PathRole("name"), Field(json_schema_extra={"pattern": NAME_PATTERN})
+]
+FilePart = Annotated[str, AfterValidator(check_part), PathRole("part")]
+RelativePath = Annotated[str, AfterValidator(check_relative), PathRole("relative")]
+LocalPath = Annotated[Path, AfterValidator(check_local), PathRole("local")]
+LocalPathText = Annotated[str, AfterValidator(check_local), PathRole("local")]

@@ -147,7 +147,8 @@ def build_key(tree_ident: str, backend: str, args: Sequence[str], isa: Sequence[
         fields["isa"] = list(envinfo.cpu_isa() if isa is None else isa)
     payload = json_text(fields, None, sort_keys=True)
     digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
-    head = tree_ident[:12] if not tree_ident.startswith("tree-") else "tree"
+    # a marker file's commit is any text: only its letters and digits name the folder
+    head = re.sub(r"[^A-Za-z0-9]", "_", tree_ident[:12]) if not tree_ident.startswith("tree-") else "tree"
     if "-dirty-" in tree_ident:
         head += "-dirty"
     return f"{head}-{backend}-{digest}"
@@ -185,7 +186,7 @@ def load_cached(info_path: Path) -> BuildInfo | None:
 
 
 def build_dir_for(key: str) -> Path:
-    return paths.builds_dir() / key
+    return paths.inside(paths.builds_dir(), key)
 
 
 @dataclass(frozen=True)

@@ -144,9 +144,9 @@ def ab_cmd(
 
             raise BuildChoiceError(f"--metric {m}: choose one of {choices()}")
     if out is None:
-        from specbench.base.paths import results_dir
+        from specbench.base.paths import inside, results_dir
 
-        out = results_dir() / make_run_id(f"{config.stem}-ab")
+        out = inside(results_dir(), make_run_id(f"{config.stem}-ab"), what="run folder")
     with measuring_is_input():
         _check_paths(config, out)
         summary = run_builds(

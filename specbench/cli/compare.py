@@ -290,11 +290,21 @@ def compare_cmd(
     raise typer.Exit(cmp.exit_code)
 
 
+def _baseline_name(text: str) -> str:
+    """``--name``, checked as it is parsed (one line, exit 2): it becomes the file NAME.json."""
+    from specbench.gate.baseline import baseline_name
+
+    return baseline_name(text)
+
+
 @baseline_app.command("save")
 def baseline_save(
     run_dir: Annotated[Path, typer.Argument(help="The run folder to save.")],
     name: Annotated[
-        str, typer.Option(metavar="NAME", help="Baseline name, e.g. ci-rtx4090 (one per machine).")
+        str,
+        typer.Option(
+            metavar="NAME", parser=_baseline_name, help="Baseline name, e.g. ci-rtx4090 (one per machine)."
+        ),
     ],
     out_dir: Annotated[
         Path | None,

@@ -23,6 +23,16 @@ def _alternatives(node: dict) -> list[dict]:
     return node.get("anyOf") or node.get("oneOf") or [node]
 
 
+def _values(node: dict) -> dict | None:
+    """A mapping's value schema: its additionalProperties, or the one patternProperties entry (a
+    mapping whose keys are names: ``models:``, ``pairs:``)."""
+    if node.get("type") != "object":
+        return None
+    patterns = list((node.get("patternProperties") or {}).values())
+    found = node.get("additionalProperties") if not patterns else patterns[0]
+    return found if isinstance(found, dict) else None
+
+
 def _type(schema: dict, node: dict) -> str:
     """`list of integer`, `integer | "auto"`, `mapping of NAME -> pair` in words."""
     parts = []
@@ -36,8 +46,8 @@ def _type(schema: dict, node: dict) -> str:
         elif alt.get("type") == "array":
             item = _type(schema, alt.get("items", {}))
             parts.append(f"list of ({item})" if " | " in item else f"list of {item}")
-        elif alt.get("type") == "object" and isinstance(alt.get("additionalProperties"), dict):
-            parts.append(f"mapping of NAME -> {_type(schema, alt['additionalProperties'])}")
+        elif (values := _values(alt)) is not None:
+            parts.append(f"mapping of NAME -> {_type(schema, values)}")
         elif "type" in alt:
             parts.append(str(alt["type"]))
     return " | ".join(dict.fromkeys(parts)) or "any"
@@ -75,7 +85,7 @@ def config_keys(schema: dict | None = None) -> Iterator[tuple[str, dict, bool]]:
             key = f"{prefix}{name}"
             yield key, prop, name in required
             for alt in _alternatives(prop):
-                target = alt.get("additionalProperties") if alt.get("type") == "object" else None
+                target = _values(alt)
                 if alt.get("type") == "array":
                     target, suffix = alt.get("items", {}), "[]"
                 else:

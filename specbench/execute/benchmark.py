@@ -91,11 +91,11 @@ def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
 
 def new_run_dir(config: Config, out: Path | None) -> Path:
     """``results/<YYYYmmdd-HHMMSS>-<name>/`` unless ``--out`` says otherwise."""
-    from specbench.base.paths import check_path, results_dir
+    from specbench.base.paths import check_path, inside, results_dir
 
     if out is not None:
         return Path(out)
-    run_dir = results_dir() / make_run_id(config.name)
+    run_dir = inside(results_dir(), make_run_id(config.name), what="run folder")
     check_path(run_dir, "run folder (named after the config's `name:`; pass --out DIR or shorten the name)")
     return run_dir
 

@@ -8,7 +8,6 @@ with (llama.cpp commit, driver). Compare accepts a NAME, a baseline file, or a r
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -19,7 +18,7 @@ from specbench import __version__
 from specbench.base.errors import InputError, PathError, SpecbenchError
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
-from specbench.base.paths import check_path, os_problem, results_dir, shorten
+from specbench.base.paths import check_name, check_path, inside, os_problem, results_dir, shorten
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Sample
 from specbench.results.runstate import finish_hint
@@ -30,7 +29,6 @@ FORMAT: Literal["specbench-baseline"] = "specbench-baseline"
 FORMAT_VERSION = 1
 ROLES_KEPT = ("baseline", "speculative")  # the draft-alone samples only feed the cost ratio
 SAMPLE_FIELDS_DROPPED = {"metrics", "cmd", "stdout_path", "stderr_path"}
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_NAME = 200  # NAME.json must fit a file name (255 bytes)
 
 
@@ -105,8 +103,7 @@ def load_side(ref: str | Path) -> Side:
         return load_run(path)
     if path.is_file():
         return load_baseline_file(path)
-    named = baselines_dir() / f"{ref}.json"
-    if _NAME.match(str(ref)) and named.is_file():
+    if _is_name(str(ref)) and (named := inside(baselines_dir(), f"{ref}.json")).is_file():
         return load_baseline_file(named)
     known = sorted(p.stem for p in baselines_dir().glob("*.json")) if baselines_dir().is_dir() else []
     hint = f"saved baselines: {', '.join(known)}" if known else f"no baselines saved in {baselines_dir()}"
@@ -138,16 +135,31 @@ def list_baselines(folder: Path | None = None) -> list[ListedBaseline]:
     return out
 
 
+def _is_name(text: str) -> bool:
+    try:
+        check_name(text)
+    except PathError:
+        return False
+    return True
+
+
+def baseline_name(text: str) -> str:
+    """``--name``: a baseline's name (the file NAME.json). A NAME ending in ``.json`` is taken without
+    it (compare finds ``NAME`` as ``NAME.json``); anything but a name is refused (exit 2)."""
+    name = text[: -len(".json")] if text.endswith(".json") and len(text) > len(".json") else text
+    if len(name) > MAX_NAME:
+        raise InputError(f"--name {shorten(name)}: a baseline name is at most {MAX_NAME} characters")
+    try:
+        return check_name(name, "--name")
+    except PathError as exc:
+        raise InputError(f"{exc} (e.g. ci-rtx4090)") from None
+
+
 def save_baseline(
     run_dir: Path, name: str, dest_dir: Path | None = None, force: bool = False
 ) -> SavedBaseline:
-    """Write ``dest_dir/NAME.json`` (default ``results/baselines``) from a finished run. A NAME
-    ending in ``.json`` is taken without it (compare finds ``NAME`` as ``NAME.json``)."""
-    name = name[: -len(".json")] if name.endswith(".json") and len(name) > len(".json") else name
-    if not _NAME.match(name):
-        raise InputError(f"--name {shorten(name)!r}: use letters, digits, '.', '_' and '-' (e.g. ci-rtx4090)")
-    if len(name) > MAX_NAME:
-        raise InputError(f"--name {shorten(name)}: a baseline name is at most {MAX_NAME} characters")
+    """Write ``dest_dir/NAME.json`` (default ``results/baselines``) from a finished run."""
+    name = baseline_name(name)
     for what, path in (("RUN_DIR", run_dir), ("--dir", dest_dir)):
         if path is not None:
             try:
@@ -165,7 +177,7 @@ def save_baseline(
         raise InputError(
             f"{run_dir} has no valid baseline or speculative sample; nothing to save as a baseline"
         )
-    dest = (dest_dir or baselines_dir()) / f"{name}.json"
+    dest = inside(dest_dir or baselines_dir(), f"{name}.json")
     if dest.exists() and not force:
         raise InputError(f"{dest} exists; pass --force to replace it (its history stays in git)")
     header = BaselineFile(

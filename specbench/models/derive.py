@@ -17,6 +17,7 @@ from specbench.base.childenv import child_env
 from specbench.base.errors import ModelError
 from specbench.base.files import TMP_PREFIX, publish, write_atomic
 from specbench.base.formats import json_text
+from specbench.base.paths import inside
 from specbench.builder.buildinfo import BuildInfo
 from specbench.models import cache
 from specbench.models.gguffile import split_info
@@ -31,7 +32,7 @@ _BYTES_PER_WEIGHT = {"F32": 4.0, "F16": 2.0, "BF16": 2.0, "Q8_0": 1.07}
 def derived_path(source_path: Path, source_sha256: str, quant: str) -> Path:
     info = split_info(source_path)
     stem = info[0] if info else source_path.name.removesuffix(".gguf")
-    return cache.models_dir() / "derived" / f"{source_sha256[:16]}-{quant}" / f"{stem}.{quant}.gguf"
+    return inside(cache.models_dir(), "derived", f"{source_sha256[:16]}-{quant}", f"{stem}.{quant}.gguf")
 
 
 def derive(

@@ -6,15 +6,14 @@ file pattern, so a renamed or removed repo shows up as a candidate with its 404,
 
 from __future__ import annotations
 
-import re
 from importlib import resources
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from specbench.base.errors import ConfigError
-
-_REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+from specbench.base.paths import RelativePath
+from specbench.models.spec import RepoId
 
 
 class FamilyDraft(BaseModel):
@@ -22,16 +21,9 @@ class FamilyDraft(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    repo: str
-    pattern: str = Field(min_length=1)
+    repo: RepoId
+    pattern: RelativePath
     params: float = Field(gt=0)
-
-    @field_validator("repo")
-    @classmethod
-    def _owner_name(cls, v: str) -> str:
-        if not _REPO_RE.match(v):
-            raise ValueError(f"{v!r} is not a Hub repo (owner/name)")
-        return v
 
 
 class Family(BaseModel):

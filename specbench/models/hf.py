@@ -23,6 +23,7 @@ from tqdm.auto import tqdm as _tqdm
 
 from specbench.base.errors import ModelError
 from specbench.base.files import write_atomic
+from specbench.base.paths import UnsafePath, check_part, check_relative, inside
 from specbench.models import cache
 from specbench.models.gguffile import split_name
 from specbench.models.spec import HfSource, ProgressFn
@@ -194,19 +195,34 @@ def fetch_hf(src: HfSource, progress: ProgressFn | None = None) -> HfFetched:
             name=s.rfilename, size=s.lfs.size if s.lfs else s.size, sha256=s.lfs.sha256 if s.lfs else None
         )
         for s in info.siblings or []
+        if _safe(check_relative, s.rfilename)  # a name that would leave the cache is never chosen
     ]
     wanted = select_files(src, remote)
     commit = info.sha or src.revision
+    if not _safe(check_part, commit):
+        raise ModelError(
+            f"the Hugging Face Hub at {_endpoint()} answered commit {commit!r} for {src.repo}, which is "
+            "no commit; check HF_ENDPOINT"
+        )
     _check_space(src, wanted, commit)
     paths = [_download(src, f, commit, progress) for f in wanted]
     if commit != src.revision:
         # Remember branch/tag -> commit as huggingface_hub does, so offline runs find this snapshot.
-        write_atomic(_storage(src) / "refs" / src.revision, commit)
+        write_atomic(inside(_storage(src), "refs", src.revision), commit)
     return HfFetched(files=paths, revision=commit)
 
 
 def _storage(src: HfSource) -> Path:
-    return cache.hf_cache_dir() / ("models--" + src.repo.replace("/", "--"))
+    return inside(cache.hf_cache_dir(), "models--" + src.repo.replace("/", "--"))
+
+
+def _safe(check, value: object) -> bool:
+    """Whether ``value`` passes a specbench.base.paths check (a name from a server is no config key)."""
+    try:
+        check(value)
+    except (UnsafePath, TypeError, AttributeError):
+        return False
+    return True
 
 
 def _reason(exc: Exception) -> str:
@@ -331,10 +347,10 @@ def _from_cache(src: HfSource, reason: str) -> HfFetched:
 
     storage = _storage(src)
     commit = src.revision if _COMMIT_RE.match(src.revision) else None
-    ref = storage / "refs" / src.revision
+    ref = inside(storage, "refs", src.revision)
     if commit is None and ref.is_file():
         commit = ref.read_text().strip()
-    snapshot = storage / "snapshots" / commit if commit else None
+    snapshot = inside(storage, "snapshots", commit) if commit and _safe(check_part, commit) else None
     if snapshot is None or not snapshot.is_dir():
         raise ModelError(
             f"{reason}, and {src.repo}@{src.revision} is not in the cache ({cache.hf_cache_dir()}); "

@@ -16,7 +16,7 @@ from specbench.base.errors import ModelError
 from specbench.models import hf
 from specbench.models.gguffile import split_name
 from specbench.models.ggufheader import GGUFHeader, ShortRead, read_header
-from specbench.models.spec import HfSource
+from specbench.models.spec import HfSource, hub_source
 
 FIRST_CHUNK = 512 * 1024  # bytes asked for first; each next contiguous read asks for twice as many,
 MAX_CHUNK = 2 << 20  # up to this (so a header is overshot by at most 2 MB)
@@ -109,7 +109,7 @@ def list_ggufs(repo: str, revision: str = "main", pattern: str | None = None) ->
     name. One API call; a missing or gated repo is a ModelError naming it."""
     from huggingface_hub import HfApi
 
-    src = HfSource(repo=repo, revision=revision, pattern=pattern or "*.gguf")
+    src = hub_source(repo=repo, revision=revision, pattern=pattern or "*.gguf")
     try:
         info = HfApi(endpoint=hf._endpoint(), token=hf._token()).model_info(
             repo, revision=revision, files_metadata=True
@@ -158,7 +158,9 @@ def read_remote_header(model: RemoteGGUF) -> RemoteHeader:
         except ModelError:
             raise
         except Exception as exc:
-            raise hf._hub_error(HfSource(repo=model.repo, file=name, revision=model.revision), exc) from None
+            raise hf._hub_error(
+                HfSource.model_construct(repo=model.repo, file=name, revision=model.revision), exc
+            ) from None
         finally:
             read += src.bytes_read
             ranges += src.ranges

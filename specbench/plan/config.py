@@ -7,7 +7,6 @@ into a GPU sweep costs the user the night.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Literal
@@ -16,11 +15,11 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError, PathError
-from specbench.base.paths import check_path
+from specbench.base.paths import Name, UnsafePath, check_name, check_path
 from specbench.models.spec import ModelSpec
 from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml
 from specbench.plan.options import OptionValues, check_options
-from specbench.plan.prompts import NAME_PATTERN, Prompt, builtin_prompts, load_prompt_file, select
+from specbench.plan.prompts import Prompt, builtin_prompts, load_prompt_file, select
 from specbench.plan.sections import (
     ContextConfig,
     LlamaCppConfig,
@@ -45,13 +44,13 @@ MAX_REPETITIONS = 1000
 class Config(Strict, OptionValues):
     """A validated run config. ``base_dir`` is the config file's folder (relative paths resolve there)."""
 
-    name: str = Field(default="run", pattern=NAME_PATTERN)
+    name: Name = "run"
     """The run's name in its folder (default: the file name)."""
     llama_cpp: LlamaCppField = Field(default_factory=LlamaCppConfig)
     """The llama.cpp build, or a list of labelled builds (A/B)."""
-    models: dict[str, ModelSpec] = Field(min_length=1)
+    models: dict[Name, ModelSpec] = Field(min_length=1)
     """Models by name, each from exactly one source: hf, path, pypi or derive."""
-    pairs: dict[str, PairConfig] = Field(min_length=1)
+    pairs: dict[Name, PairConfig] = Field(min_length=1)
     """Pairs by name: a target with a draft model, or with one `method:`."""
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
     """Which prompts: the built-in suite or a JSONL file, filtered."""
@@ -185,14 +184,6 @@ class Config(Strict, OptionValues):
         if budget and "max_repetitions" not in self.model_fields_set:
             return max(self.most_repetitions, BUDGET_REPETITIONS)
         return self.most_repetitions
-
-    @field_validator("models", "pairs")
-    @classmethod
-    def _names(cls, v: dict) -> dict:
-        for name in v:
-            if not re.match(NAME_PATTERN, str(name)):
-                raise ValueError(f"name {name!r} may use only letters, digits, '.', '_' and '-'")
-        return v
 
     @model_validator(mode="after")
     def _parallel_needs_server(self) -> Config:
@@ -404,4 +395,8 @@ def load_config(path: Path | str, overrides: list[str] | tuple[str, ...] = ()) -
 
 
 def _valid_name(name: str) -> bool:
-    return re.match(NAME_PATTERN, name) is not None
+    try:
+        check_name(name)
+    except UnsafePath:
+        return False
+    return True

@@ -39,24 +39,87 @@ def _check_duplicates(node: yaml.Node, path: str, origin: str) -> None:
             _check_duplicates(item, f"{path}[{i}]", origin)
 
 
-def parse_yaml(text: str, origin: str) -> dict:
-    """YAML text -> a mapping, with one-line errors for bad YAML, duplicates and non-mappings."""
+# A config after its aliases (``*name``) are expanded: real ones hold hundreds of values, a dozen
+# levels. Ten lines of nested aliases ("billion laughs") stand for 9**9 values; counted on the composed
+# node graph (each node once), the bound refuses them before anything expands.
+MAX_VALUES = 100_000
+MAX_DEPTH = 100
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_size(node: yaml.Node, origin: str) -> None:
+    """Refuse a document whose expanded size passes MAX_VALUES, that nests past MAX_DEPTH, or whose
+    alias refers to a node that holds it (a loop): one pass over the nodes, each counted once."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, int, bool]] = [(node, 0, False)]
+    while stack:
+        here, depth, done = stack.pop()
+        key = id(here)
+        if done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in _children(here))
+            if sizes[key] > MAX_VALUES:
+                raise ConfigError(
+                    f"{origin}: its aliases (*name) expand to over {MAX_VALUES:,} values; a config needs "
+                    "far fewer: write the repeated part out, or use fewer nested aliases"
+                )
+            continue
+        if key in sizes:
+            continue
+        line = here.start_mark.line + 1
+        if key in on_path:
+            raise ConfigError(
+                f"{origin}:{line}: an alias refers to a value that holds it (a loop); remove it"
+            )
+        if depth > MAX_DEPTH:
+            raise ConfigError(
+                f"{origin}:{line}: nested over {MAX_DEPTH} levels deep; a config needs far fewer"
+            )
+        on_path.add(key)
+        stack.append((here, depth, True))
+        stack.extend((c, depth + 1, False) for c in _children(here) if id(c) not in sizes)
+
+
+def _load(text: str, origin: str, check: bool = False) -> Any:
+    """YAML text -> data (None for an empty document), its expanded size bounded before it is built."""
     loader = _NoDuplicatesLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
-            raise ConfigError(
-                f"{origin}: the file is empty; `specbench configs copy quickstart` writes an example"
-            )
-        _check_duplicates(node, "", origin)
-        data = loader.construct_document(node)
+            return None
+        _check_size(node, origin)
+        if check:
+            _check_duplicates(node, "", origin)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{origin}{where}: not valid YAML ({problem})") from exc
+    except RecursionError:  # the parser's own recursion, before any node could be counted
+        raise ConfigError(
+            f"{origin}: nested too deeply for a config; a config needs far fewer levels"
+        ) from None
     finally:
         loader.dispose()
+
+
+def parse_yaml(text: str, origin: str) -> dict:
+    """YAML text -> a mapping, with one-line errors for bad YAML, duplicates, non-mappings and a
+    document whose aliases expand past MAX_VALUES (checked before anything is expanded)."""
+    data = _load(text, origin, check=True)
+    if data is None:
+        raise ConfigError(
+            f"{origin}: the file is empty; `specbench configs copy quickstart` writes an example"
+        )
     if not isinstance(data, dict):
         raise ConfigError(
             f"{origin}: the config must be a YAML mapping (name:, models:, pairs:, ...), "
@@ -75,9 +138,11 @@ def apply_override(data: dict, override: str) -> str:
             f"--set {override!r}: expected KEY=VALUE with a dotted KEY, e.g. generation.threads=1"
         )
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {override!r}: the value is not valid YAML") from exc
+        value = _load(raw, f"--set {override!r}") if raw.strip() else ""
+    except ConfigError as exc:
+        if "not valid YAML" in str(exc):
+            raise ConfigError(f"--set {override!r}: the value is not valid YAML") from exc
+        raise
     node = data
     for i, part in enumerate(parts[:-1]):
         if part not in node or node[part] is None:
@@ -100,6 +165,8 @@ _HIDDEN = ("function-", "@")
 def _loc(loc: tuple) -> str:
     out = ""
     for part in loc:
+        if part == "[key]":  # a mapping's key was refused: the key itself ends the location
+            continue
         if isinstance(part, int):
             out += f"[{part}]"
         else:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
+from specbench.base.paths import Name
 from specbench.builder.options import BY_KEY
-from specbench.plan.prompts import NAME_PATTERN
 
 # llama.cpp's KV cache types (common/arg.cpp kv_cache_types); a build's --help may list fewer.
 CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
@@ -175,7 +175,7 @@ else:
 class NamedArgs(_Strict):
     """One value of the ``sweep.args`` axis: a name (the cell's label) and its arguments."""
 
-    label: str = Field(pattern=NAME_PATTERN, description="The set's name, shown in the report's args column.")
+    label: Name = Field(description="The set's name, shown in the report's args column.")
     args: list[Arg] = Field(min_length=1, description="The set's extra llama.cpp arguments, one string each.")
 
 

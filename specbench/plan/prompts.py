@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError, ModelError
 from specbench.base.formats import json_text
+from specbench.base.paths import Name
 from specbench.plan.configtext import first_error, keys_at, unknown_key
 
 CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
 class Message(BaseModel):
@@ -42,8 +42,8 @@ class Prompt(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(pattern=NAME_PATTERN)
-    category: str = Field(pattern=NAME_PATTERN)
+    id: Name  # in the raw logs' file names
+    category: Name
     messages: list[Message] | None = Field(default=None, min_length=1)
     text: str | None = Field(default=None, min_length=1)
 

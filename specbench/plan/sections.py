@@ -6,7 +6,6 @@ config reference and ``specbench schema`` are generated; ``plan.config`` puts th
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,10 +19,10 @@ from pydantic import (
     model_validator,
 )
 
+from specbench.base.paths import LocalPath, Name
 from specbench.plan.methods import draft_free, needs_draft_model, parse_method
 from specbench.plan.numbers import refuse_bool_number
 from specbench.plan.options import Arg, OptionValues, SweepOptions
-from specbench.plan.prompts import NAME_PATTERN
 from specbench.results.records import Generation
 
 # A speculative method: a --spec-type name of the build, or several joined by `+` (plan.methods).
@@ -49,9 +48,9 @@ class Strict(BaseModel):
 class LlamaCppConfig(Strict):
     """Which llama.cpp to build, as ``specbench build`` takes it; one entry of a list of builds."""
 
-    label: str | None = Field(default=None, pattern=NAME_PATTERN)  # the build axis (required in a list)
+    label: Name | None = None  # the build axis (required in a list)
     """The build's name in samples and reports (the build axis); required in a list."""
-    source: Path | None = None  # a llama.cpp tree or git checkout; None = the pinned tree
+    source: LocalPath | None = None  # a llama.cpp tree or git checkout; None = the pinned tree
     """A llama.cpp tree or git checkout, relative to the config (unset: the pinned tree)."""
     ref: str | None = Field(default=None, min_length=1)  # a git ref in `source`, built from a clean export
     """A branch, tag or commit of the `source` checkout, built from a clean export of it."""
@@ -128,7 +127,7 @@ class PromptsConfig(Strict):
 
     suite: Literal["builtin"] | None = None
     """The built-in suite of 30 prompts (the default when no `file` is given)."""
-    file: Path | None = None
+    file: LocalPath | None = None
     """A JSONL prompts file, one {id, category, messages|text} per line."""
     categories: list[str] | None = Field(default=None, min_length=1)
     """Keep only prompts of these categories."""
@@ -149,7 +148,7 @@ class PromptsConfig(Strict):
 class ContextConfig(Strict):
     """The document the context of a depth is cut from (``sweep.depth``)."""
 
-    file: Path | None = None
+    file: LocalPath | None = None
     """A UTF-8 text file; unset: the shipped default (the U.S. Constitution, prose, public domain)."""
 
 

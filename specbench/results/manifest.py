@@ -8,7 +8,7 @@ is the one typed. ``results.manifestfile`` does the reading and writing.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -39,10 +39,14 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+# "i/N": merge names a shard's folder after it (shards/shard-i-of-N), so a manifest may say nothing else
+ShardLabel = Annotated[str, Field(pattern=r"^[1-9][0-9]{0,8}/[1-9][0-9]{0,8}$")]
+
+
 class MergedShard(BaseModel):
     """One shard folder a merged run was made from (its whole manifest is kept beside it)."""
 
-    shard: str
+    shard: ShardLabel
     run_id: str
     hostname: str | None = None
     status: str
@@ -76,7 +80,7 @@ class Manifest(BaseModel):
     # one line per `--resume --force` on another machine: what differed (its samples mix machines)
     other_machines: list[str] = Field(default_factory=list)
     # a shard of a sharded sweep (specbench.plan.shards): which, its cells, and the whole plan's
-    shard: str | None = None  # "i/N"
+    shard: ShardLabel | None = None  # "i/N"
     shard_cells: list[str] = Field(default_factory=list)
     plan_cells: list[str] = Field(default_factory=list)
     plan_id: str | None = None  # the whole plan's config hash: shards of other configs do not merge

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from specbench.base.errors import RunError
-from specbench.base.paths import os_problem
+from specbench.base.paths import inside, os_problem
 from specbench.results.folder import MANIFEST, RAW, SHARDS
 
 
@@ -15,11 +15,11 @@ def keep_shard(src: Path, dst: Path, name: str) -> None:
     the logs under ``raw/<name>/`` (hard links where the file system allows, copies elsewhere)."""
     import shutil
 
+    kept, target = inside(dst, SHARDS, name), inside(dst, RAW, name)
     try:
-        (dst / SHARDS / name).mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src / MANIFEST, dst / SHARDS / name / MANIFEST)
+        kept.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / MANIFEST, kept / MANIFEST)
         if (src / RAW).is_dir():
-            target = dst / RAW / name
             target.mkdir(parents=True, exist_ok=True)
             for f in (src / RAW).iterdir():
                 if f.is_file():

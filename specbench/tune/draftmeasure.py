@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from specbench.base.errors import ModelError
 from specbench.models.hf import fetch_hf
-from specbench.models.spec import HfSource
+from specbench.models.spec import hub_source
 from specbench.plan.config import Config, config_from_mapping
 from specbench.tune.draftmodels import DraftRow
 from specbench.tune.drafts import DraftsResult
@@ -47,7 +47,7 @@ def local_file(row: DraftRow) -> Path:
         raise ModelError(f"{row.candidate} has no file to measure")
     name, _, revision = row.source.rpartition("@")
     parts = name.split("/")
-    src = HfSource(repo="/".join(parts[:2]), file="/".join(parts[2:]), revision=revision)
+    src = hub_source(repo="/".join(parts[:2]), file="/".join(parts[2:]), revision=revision)
     return fetch_hf(src).files[0]
 
 

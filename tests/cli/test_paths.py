@@ -61,9 +61,11 @@ def test_a_config_name_too_long_for_a_run_folder(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "big.gguf").write_bytes(b"GGUF")
     (tmp_path / "sub" / "small.gguf").write_bytes(b"GGUF")
-    (tmp_path / "c.yaml").write_text(GOOD.replace("name: t", f"name: {LONG}", 1))
-    one_line_error(specbench("run", "c.yaml", cwd=tmp_path), "255 bytes", "--out DIR")
+    (tmp_path / "c.yaml").write_text(GOOD.replace("name: t", f"name: {LONG[:250]}", 1))  # a name, too long
+    one_line_error(specbench("run", "c.yaml", cwd=tmp_path), "255 bytes", "--out DIR")  # with the date
     one_line_error(specbench("run", "c.yaml", "--dry-run", cwd=tmp_path), "255 bytes", "--out DIR")
+    (tmp_path / "c.yaml").write_text(GOOD.replace("name: t", f"name: {LONG}", 1))  # no file's name
+    one_line_error(specbench("run", "c.yaml", "--dry-run", cwd=tmp_path), "c.yaml: name:", "over 255")
     assert not (tmp_path / "results").exists()
 
 
@@ -154,3 +156,47 @@ def test_history_db_and_plot_places_are_checked_before_any_work_and_viewing_writ
         one_line_error(proc, *words)
         assert "recorded" not in proc.stdout  # refused before the run was recorded or the table drawn
     assert (tmp_path / "emptyf").read_bytes() == b"" and not (tmp_path / "h.sqlite").exists()
+
+
+# issue 58: a shared config's value that would lead outside its folder; the dry run and plan refuse
+# it as the run does, naming the key and the value (the whole list of fields: tests/plan/test_config_paths.py)
+TRAVERSALS = [
+    ("models.small={pypi: {package: tiny==1.0, member: tiny/m.gguf, filename: /home/me/notes.txt}}",
+     "models.small.pypi.filename: '/home/me/notes.txt'"),
+    ("models.small={pypi: {package: tiny==1.0, member: tiny/m.gguf, filename: ../../../../x.gguf}}",
+     "models.small.pypi.filename: '../../../../x.gguf'"),
+    ("models.small={hf: {repo: a/b, file: ../../../../etc/passwd}}",
+     "models.small.hf.file: '../../../../etc/passwd'"),
+    ("models.small={hf: {repo: a/b, file: m.gguf, revision: ../../etc}}",
+     "models.small.hf.revision: '../../etc'"),
+    ("models.small={hf: {repo: ../../../etc, file: m.gguf}}", "models.small.hf.repo: '../../../etc'"),
+    ("name=../../x", "name: '../../x'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", [["run", "--dry-run"], ["plan"], ["run"], ["models", "pull"]])
+@pytest.mark.parametrize(("override", "words"), TRAVERSALS, ids=[w for _, w in TRAVERSALS])
+def test_a_value_that_leaves_its_folder_is_refused_before_anything(tmp_path, command, override, words):
+    from tests.helpers.configs import GOOD
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "big.gguf").write_bytes(b"GGUF")
+    (tmp_path / "sub" / "small.gguf").write_bytes(b"GGUF")
+    key, _, value = override.partition("=")
+    if key == "name":
+        text = GOOD.replace("name: t", f"name: {value}")
+    else:  # the model `small` written with the value, in the file (a shared config)
+        text = GOOD.replace("  small: {path: sub/small.gguf}", f"  small: {value}")
+    (tmp_path / "c.yaml").write_text(text)
+    before = sorted(p for p in tmp_path.rglob("*"))
+    err = one_line_error(
+        specbench(*command, "c.yaml", cwd=tmp_path, env={"SPECBENCH_HOME": str(tmp_path / "h")})
+    )
+    assert f"c.yaml: {words}" in err, err
+    assert sorted(p for p in tmp_path.rglob("*")) == before  # nothing made, in the cache or beside it
+
+
+def test_a_baseline_name_that_leaves_its_folder_is_refused(tmp_path, run):
+    for name in ("../../x", "/tmp/x", "..", "a\x00b"):
+        one_line_error(specbench("baseline", "save", "run1", "--name", name, cwd=tmp_path), "--name")
+    assert not (tmp_path / "results").exists()

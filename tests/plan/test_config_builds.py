@@ -86,7 +86,7 @@ def test_builds_by_set_override(cfg_dir):  # noqa: F811
         ("llama_cpp: [{label: a}, {backend: cpu}]\n", ["llama_cpp:", "build 2 of 2 has no label"]),
         ("llama_cpp: [{label: a}, {label: a}]\n", ["llama_cpp:", "builds 1 and 2 are both labelled 'a'"]),
         ("llama_cpp: []\n", ["llama_cpp:", "at least one build"]),
-        ("llama_cpp: [{label: 'a b'}]\n", ["llama_cpp[0].label:", "should match pattern"]),
+        ("llama_cpp: [{label: 'a b'}]\n", ["llama_cpp[0].label:", "'a b': not a name"]),
         ("llama_cpp: [{label: a, bogus: 1}]\n", ["llama_cpp[0].bogus: unknown key"]),
         ("llama_cpp: {bogus: 1}\n", ["llama_cpp.bogus: unknown key"]),
         ("llama_cpp: [{label: a, backend: rocm}]\n", ["llama_cpp[0].backend: must be one of"]),

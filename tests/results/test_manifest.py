@@ -33,3 +33,21 @@ def test_hostname_cpu_and_gpus_are_each_named_with_both_values():
 def test_a_manifest_without_a_hostname_compares_the_rest():
     assert machine_differences(env(hostname=None), env("box-b")) == []
     assert machine_differences(env(hostname=None), env("box-b", cpu="Other")) == ["CPU AMD EPYC, here Other"]
+
+
+def test_a_shard_label_is_i_of_n_and_nothing_else(tmp_path):
+    """merge names a shard's folder after its label (shards/shard-i-of-N): a manifest that says
+    ``1/../../x`` would have had merge write outside its --out."""
+    import pytest
+    from pydantic import ValidationError
+
+    from specbench.results.manifest import Manifest, MergedShard
+    from tests.helpers.fakeruns import manifest
+
+    good = manifest(tmp_path / "run", env()).model_dump(mode="json")
+    assert Manifest.model_validate({**good, "shard": "2/3"}).shard == "2/3"
+    for bad in ("1/../../x", "../1/2", "1/2/3", "0/2", "1/2\n"):
+        with pytest.raises(ValidationError):
+            Manifest.model_validate({**good, "shard": bad})
+        with pytest.raises(ValidationError):
+            MergedShard(shard=bad, run_id="r", status="complete", n_samples=1)
