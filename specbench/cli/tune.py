@@ -79,6 +79,15 @@ def tune(
     max_draft: Annotated[
         int, typer.Option("--max-draft", help="Longest draft_max to consider.", min=1, max=64)
     ] = 32,
+    depth: Annotated[
+        int | None,
+        typer.Option(
+            "--depth",
+            help="Tune for a context of this many tokens before each prompt "
+            "(sweep.depth; default: the config's deepest).",
+            min=0,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     quiet: Quiet = False,
     fmt: Annotated[
@@ -99,7 +108,8 @@ def tune(
             check_path(path, what)
     if budget < 1:
         raise SpecbenchError(f"--budget {budget:g}: tune needs at least 1 second (e.g. 300, 5m)", exit_code=2)
-    cfg = preparation.load(config, set_ or ())
+    sets = [*(set_ or ()), *([f"sweep.depth=[{depth}]"] if depth is not None else [])]
+    cfg = preparation.load(config, sets)
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)
     gpu = bool(collect().gpus) and cfg.builds[0].backend != "cpu"

@@ -59,7 +59,8 @@ def tuned_draft(config: Config, pair: str) -> str:
 
 
 def tune_config(config: Config, pair: str) -> Config:
-    """The config the rounds derive from: one pair, its models, the draft method only."""
+    """The config the rounds derive from: one pair, its models, the draft method only, at one depth
+    (the config's deepest: a setting for a long context is chosen at it; `tune --depth D` picks D)."""
     if len(config.builds) > 1:
         raise ConfigError(
             f"tune tunes one llama.cpp build, and the config lists {len(config.builds)} "
@@ -68,7 +69,12 @@ def tune_config(config: Config, pair: str) -> Config:
         )
     p = config.pairs[pair]
     sweep = config.sweep.model_copy(
-        update={"method": ["draft"], "ngl": config.sweep.ngl[:1], "parallel": config.sweep.parallel[:1]}
+        update={
+            "method": ["draft"],
+            "ngl": config.sweep.ngl[:1],
+            "parallel": config.sweep.parallel[:1],
+            "depth": [max(config.sweep.depth)],
+        }  # fmt: skip
     )
     return config.model_copy(
         update={

@@ -2,6 +2,7 @@
 baselines ran slower than a sweep's; the cause is not in what is run, this keeps it that way)."""
 
 from specbench.execute import preparation
+from specbench.plan.depth import with_context
 from specbench.plan.sweep import make_plan
 from specbench.tune.candidates import Setting
 from specbench.tune.search import _invocations, _round_config, tune_config
@@ -29,3 +30,17 @@ def test_tune_rounds_run_the_sweeps_baseline_and_speculative_command_lines(tmp_p
         (role, p.id) for p in prompts for role in ("baseline", "speculative")
     ]
     assert {i.repetition for i in rounds} == {3}
+
+
+def test_tune_measures_at_one_depth_the_configs_deepest_or_the_one_asked(tmp_path, llama_build):
+    """Speculation at depth (issue 62): a draft setting is chosen for one context length, and its
+    rounds are measured there (their prompts carry that context; calibration reads their depth)."""
+    config = make_config(tmp_path, sweep={"method": ["draft"], "draft_max": [4], "depth": [0, 1024]})
+    base = tune_config(config, "p")
+    assert base.sweep.depth == [1024]
+    deep = [with_context(p, 1024, "<ctx>\n\n") for p in rendered(config)]
+    models = {name: str(path) for name, path in MODELS.items()}
+    prepared = preparation.Prepared(base, llama_build, None, models, {}, rendered(config) + deep, None)  # type: ignore[arg-type]
+    setting = Setting(4, 0, 0.0, 0, 0)
+    rounds = _invocations(_round_config(base, [setting], 1, 0), prepared, [setting], rep=0).measured
+    assert rounds and all(i.depth == 1024 and i.prompt_text.startswith("<ctx>") for i in rounds)
