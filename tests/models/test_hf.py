@@ -246,3 +246,29 @@ def test_a_hub_name_that_leaves_the_cache_is_refused_before_anything_moves(tmp_p
         place_in_cache(part, storage, "a" * 64, commit, name)
     assert part.read_bytes() == b"GGUF" and not (storage / "blobs").exists()
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [part.name]
+
+
+@pytest.mark.parametrize(
+    ("sha", "listed", "words"),
+    [
+        ("c" * 40, "../../../../x.gguf", "no file in Hugging Face repo"),  # never chosen
+        ("c" * 40, "/tmp/x.gguf", "no file in Hugging Face repo"),
+        ("../../..", "tiny.gguf", "which is no commit"),
+    ],
+)
+def test_a_hub_answer_that_would_leave_the_cache_is_refused(empty_home, monkeypatch, sha, listed, words):
+    """A mirror (HF_ENDPOINT) answers what it likes: a listed name or a commit that would lead out of
+    the cache is never used, and nothing is written."""
+    from types import SimpleNamespace
+
+    from huggingface_hub import HfApi
+
+    from specbench.models.hf import fetch_hf
+
+    sibling = SimpleNamespace(rfilename=listed, size=4, lfs=SimpleNamespace(size=4, sha256="a" * 64))
+    info = SimpleNamespace(sha=sha, siblings=[sibling])
+    monkeypatch.setattr(HfApi, "model_info", lambda *a, **k: info)
+    with pytest.raises(ModelError) as exc:
+        fetch_hf(HfSource(repo="org/tiny", pattern="*.gguf"))
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+    assert not empty_home.exists() or not any(p.is_file() for p in empty_home.rglob("*"))
