@@ -40,11 +40,25 @@ def start_foreign(name: str, seconds: int = 60) -> int:
     return int(out.stdout.strip())
 
 
-def stop(pid: int) -> None:
+def stop(pid: int, wait_s: float = 10.0) -> None:
+    """SIGKILL ``pid`` and wait until it has left the process list (or is a zombie): on a loaded
+    machine a killed process lingers a moment, and a test that looks right after saw it."""
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        stat = PROC / str(pid) / "stat"
+        try:
+            if PROC.is_dir() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return
+            os.kill(pid, 0)
+        except (ProcessLookupError, FileNotFoundError):
+            return
+        except PermissionError:
+            return
+        time.sleep(0.05)
 
 
 PROC = Path("/proc")  # Linux; elsewhere (macOS) these helpers ask ps, which both have
