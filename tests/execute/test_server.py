@@ -1,7 +1,9 @@
 """The server runner with the real llama-server of the pinned build on SmolLM2: a small sweep at
 parallel 1 and 2 through the CLI (every draft sample valid and equal to its baseline, one model load
 per server setting), and the ways a server fails: a model that does not load, a port that is taken,
-a server killed while it answers. Kept small: 16 tokens, two short prompts, one repetition.
+a server killed while it answers. Kept small: 16 tokens, two short prompts, one repetition. The
+faults are `integration` (issue 60): tests/execute/test_server_replay.py proves their rules over
+replayed servers in `make test`; the shared run (``server_run``) stays in its small real tier.
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ def _manifest(run_dir: Path, build) -> Manifest:
     return Manifest(run_id=run_dir.name, name="t", config={}, build=build, env=collect(), models={})
 
 
+@pytest.mark.integration  # replayed in make test: see docs/development.md
 def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, llama_build, smol_target, smol_q4):
     # a readable header (planning reads it: a corrupt one is refused before anything runs, a one-line
     # ModelError) whose llama weights are missing: llama-server starts and fails to load it
@@ -154,6 +157,7 @@ def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, llama_build
     assert load_manifest(run_dir).model_loads == len({tuple(s.cmd) for s in samples})
 
 
+@pytest.mark.integration  # replayed in make test: see docs/development.md
 def test_a_taken_port_is_a_clear_error(tmp_path, llama_build, smol_q4):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -166,6 +170,7 @@ def test_a_taken_port_is_a_clear_error(tmp_path, llama_build, smol_q4):
     assert "llama-server exited" in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.integration  # replayed in make test: see docs/development.md
 def test_a_dying_or_hung_server_fails_its_request_and_the_next_one_restarts(tmp_path, llama_build, smol_q4):
     data = server_config(tmp_path, smol_q4, smol_q4, pairs={"q": {"target": "q4", "method": "ngram-simple"}})
     data["models"] = {"q4": {"path": str(smol_q4.path)}}
@@ -206,6 +211,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+@pytest.mark.integration  # replayed in make test: see docs/development.md
 def test_ctrl_c_kills_the_server(tmp_path, llama_build, smol_target, smol_q4):
     data = server_config(tmp_path, smol_target, smol_q4, warmup=0, sweep={"draft_max": [8], "parallel": [1]})
     data["generation"]["n_predict"] = 400  # long enough to be interrupted while the server answers
@@ -228,6 +234,7 @@ def test_ctrl_c_kills_the_server(tmp_path, llama_build, smol_target, smol_q4):
     assert load_manifest(run_dir).status == "interrupted"
 
 
+@pytest.mark.integration  # replayed in make test: see docs/development.md
 def test_a_prompt_the_context_cannot_hold_fails_as_with_the_process_runner(tmp_path, llama_build, smol_q4):
     """ctx_size 64 and a ~200-token prompt: llama-completion aborts and llama-speculative-simple
     refuses it (the batch is capped at the context asked for); llama-server would round each slot up

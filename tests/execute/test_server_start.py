@@ -1,14 +1,16 @@
-"""Starting a llama-server never orphans it: a stand-in server (a sleeping Python), no llama.cpp."""
+"""Starting a llama-server: it is never orphaned (a stand-in server, a sleeping Python) and a start
+that fails says why in one line (a stand-in replaying the real server's log); no llama.cpp."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from specbench.base import interrupts
-from specbench.execute.server import start_server
+from specbench.execute.server import ServerError, start_server
 
 
 def test_a_signal_while_the_server_starts_stops_it(tmp_path, monkeypatch):
@@ -37,3 +39,20 @@ def test_a_signal_while_the_server_starts_stops_it(tmp_path, monkeypatch):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+PORT_TAKEN = Path(__file__).resolve().parents[1] / "data" / "load_errors" / "port-taken.server.stderr"
+
+
+def test_a_taken_port_is_a_one_line_error_in_llama_servers_words(tmp_path):
+    """The pinned llama-server's own log of a port another socket holds (recorded: the folder's
+    README), replayed by a stand-in that prints it and exits 1 as the real one does: the start
+    fails at once with one line that says the server exited and why."""
+    server = tmp_path / "llama-server"
+    server.write_text(f'#!/bin/sh\ncat "{PORT_TAKEN}" >&2\nexit 1\n')
+    server.chmod(0o755)
+    with pytest.raises(ServerError) as info:
+        start_server([str(server), "--port", "18556"], tmp_path / "s.out", tmp_path / "s.err", timeout_s=60)
+    message = str(info.value)
+    assert message.startswith("llama-server exited (exit code 1") and "\n" not in message, message
+    assert "couldn't bind HTTP server socket" in message and "port: 18556" in message, message

@@ -1,0 +1,104 @@
+"""The server runner over replayed llama-servers (tests/fixtures/replay.py, ``ServerReplay``): the
+real ``ServerExecutor``, requests, readiness check, runner loop and judge, with recorded server logs
+and responses of the pinned build and the faults a rule needs, in milliseconds. The real server's
+run of the quickstart pair stays in the real tier (tests/execute/test_server.py::server_run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specbench.results.manifestfile import load_manifest
+from specbench.results.samplelog import load_samples
+from tests.fixtures.replay import Take
+from tests.helpers.cli import invoke
+
+CI = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
+SERVER = ["--set", "runner=server", "--set", "sentinel=false", "--set", "repetitions=1",
+          "--set", "generation.n_predict=32"]  # fmt: skip  # the recorded responses' 32 tokens
+
+
+def run(tmp_path: Path, *args: str):
+    return invoke("run", CI, "--out", tmp_path / "run", *SERVER, *args, cwd=tmp_path)
+
+
+def _model(argv: list[str]) -> str:
+    return argv[argv.index("-m") + 1]
+
+
+def test_a_server_run_loads_each_setting_once_brackets_and_batches_its_parallel_requests(tmp_path, replay):
+    r = run(tmp_path, "--set", "sweep.parallel=[1,2]")
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    assert {(s.runner, s.parallel) for s in samples} == {("server", 1), ("server", 2)}
+    assert all(s.status == "ok" and s.valid for s in samples), [s.invalid_reason for s in samples]
+    spec = [s for s in samples if s.role == "speculative"]
+    assert len(spec) == 4 and all(s.outputs_match is True and s.acceptance > 0 for s in spec)
+    pairs = [s for s in samples if s.parallel == 2 and s.role == "baseline"]
+    assert len({s.batch for s in pairs}) == 1 and len({s.batch_wall_s for s in pairs}) == 1  # together
+    settings = {tuple(s.cmd) for s in samples}
+    assert len(settings) == 5  # baseline and draft cell at P=1 and P=2, the draft alone once
+    after = [s for s in samples if s.role == "baseline-after"]
+    assert sorted((s.parallel, s.prompt_id) for s in after) == sorted(
+        (s.parallel, s.prompt_id) for s in samples if s.role == "baseline"
+    )
+    assert min(s.started_at for s in after) >= max(s.started_at for s in spec if s.parallel == 1)
+    manifest = load_manifest(tmp_path / "run")
+    # one load per setting, and the baseline's server again after the speculative one, at P=1 and 2
+    assert manifest.runner == "server"
+    assert manifest.model_loads == len(settings) + 2 == len(replay.server.starts)
+    assert len(list((tmp_path / "run" / "raw").glob("*-server.stderr"))) == manifest.model_loads
+    assert sorted(replay.server.stopped) == [95000 + n for n in range(manifest.model_loads)]  # none left
+
+
+def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, replay):
+    """The target's servers exit as the pinned llama-server does on a model it cannot load
+    (tests/data/load_errors): every target sample fails with the server's reason, the draft alone
+    is measured, and each setting is tried once, not once per sample."""
+    replay.server.start = lambda argv, n: "unknown-arch.server.stderr" if "F32" in _model(argv) else None
+    r = run(tmp_path, "--set", "repetitions=2")
+    samples = load_samples(tmp_path / "run")
+    target = [s for s in samples if s.role != "draft"]
+    assert target and all(s.status == "failed" and not s.valid for s in target), r.stderr
+    why = "llama-server exited (exit code 1: the model did not load: unknown model architecture"
+    assert all(s.invalid_reason.startswith(why) for s in target), target[0].invalid_reason
+    alone = [s for s in samples if s.role == "draft"]
+    assert len(alone) == 4 and all(s.status == "ok" for s in alone)
+    assert load_manifest(tmp_path / "run").model_loads == len({tuple(s.cmd) for s in samples}) == 3
+
+
+def test_a_dying_or_hung_server_fails_its_request_and_the_next_one_restarts(tmp_path, replay):
+    """The baseline's server killed while it answers its 2nd request, then its 4th never answered:
+    each fails with its reason, the server is stopped (a hung one too: not asked again), and the
+    next request of the setting gets a fresh one."""
+    takes = {1: Take(signal="SIGKILL"), 3: Take(timed_out=True)}
+    replay.server.script = lambda argv, body, n: takes.get(n, Take())
+    r = run(tmp_path, "--set", "warmup=0", "--set", "repetitions=3", "--set", "timeout_s=30")
+    assert r.returncode == 0, r.stderr
+    base = [s for s in load_samples(tmp_path / "run") if s.role == "baseline"]
+    assert [s.status for s in base] == ["ok", "failed", "ok", "timeout", "ok", "ok"]
+    assert base[1].invalid_reason.startswith("llama-server exited (killed by SIGKILL"), base[1].invalid_reason
+    assert "no answer in 30 s" in base[3].invalid_reason
+    spec = [n for n, a in enumerate(replay.server.starts) if "--spec-type" in a]
+    assert spec[0] == 3  # the baseline's servers before it: the first, after the death, after the hang
+    assert sorted(replay.server.stopped) == [95000 + n for n in range(len(replay.server.starts))]
+
+
+def test_a_server_that_does_not_speculate_fails_its_samples(tmp_path, replay):
+    replay.server.speculates = False  # /slots: the draft failed to initialise
+    r = run(tmp_path)
+    samples = load_samples(tmp_path / "run")
+    spec = [s for s in samples if s.role == "speculative"]
+    assert spec and all(s.status == "failed" for s in spec), r.stderr
+    assert all("without speculation" in s.invalid_reason for s in spec)
+    assert all(s.status == "ok" for s in samples if s.role != "speculative")
+
+
+def test_ctrl_c_while_the_server_answers_stops_the_server_and_keeps_the_run(tmp_path, replay):
+    replay.server.script = lambda argv, body, n: Take(stop=KeyboardInterrupt()) if n == 3 else Take()
+    r = run(tmp_path)
+    assert r.returncode == 130 and "Traceback" not in r.stderr, r.stderr
+    assert replay.server.starts and sorted(replay.server.stopped) == [
+        95000 + n for n in range(len(replay.server.starts))
+    ]
+    assert load_manifest(tmp_path / "run").status == "interrupted"
+    assert len(load_samples(tmp_path / "run")) == 2  # the warmup, then the baseline's two prompts
