@@ -59,3 +59,15 @@ def build_2024(tmp_path: Path) -> BuildInfo:
     for role, name in (("server", "2024-0.2.90-llama-server.txt"), ("bench", "2024-0.2.90-llama-bench.txt")):
         build.binaries[role].flags = flags_from_help((HELP / name).read_text())
     return build
+
+
+def build_2025(tmp_path: Path) -> BuildInfo:
+    """The August 2025 tree of llama-cpp-python 0.3.16 as built by specbench (captured --help texts):
+    llama-speculative-simple and llama-server take -md with --draft-max, and have no --spec-type."""
+    roles = {"completion": "llama-cli", "speculative": "llama-speculative",
+             "speculative_simple": "llama-speculative-simple", "server": "llama-server",
+             "quantize": "llama-quantize", "bench": "llama-bench"}  # fmt: skip
+    build = tree_build(tmp_path, roles, "2025-0.3.16-llama-speculative-simple.txt")
+    for role, name in (("server", "2025-0.3.16-llama-server.txt"), ("bench", "2025-0.3.16-llama-bench.txt")):
+        build.binaries[role].flags = flags_from_help((HELP / name).read_text())
+    return build

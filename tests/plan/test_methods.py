@@ -10,7 +10,7 @@ from specbench.plan.methods import parse_method, spec_type_names
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import draft_alone_of
 from tests.helpers.sweeps import MODELS, make_config, pairs, rendered
-from tests.helpers.trees import build_2024, ik_build, pinned_build
+from tests.helpers.trees import build_2024, build_2025, ik_build, pinned_build
 
 
 def test_spelling_one_name_per_method():
@@ -127,6 +127,21 @@ def test_a_2024_tree_runs_the_classic_draft_and_refuses_its_server_before_anythi
     with pytest.raises(ConfigError) as info:  # it lists -md in the shared table, and ignores it
         spec_of(tmp_path, old, runner="server", sweep={"method": ["draft"]})
     assert "llama-server of this build does not speculate" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("runner", ["process", "server"])
+def test_a_2025_tree_runs_the_classic_draft_on_its_speculative_simple_and_server(tmp_path, runner):
+    _, spec = spec_of(
+        tmp_path, build_2025(tmp_path), runner=runner, sweep={"method": ["draft"], "draft_max": [8]}
+    )
+    argv = spec[0].argv
+    assert argv[0].endswith("llama-server" if runner == "server" else "llama-speculative-simple")
+    assert pairs(argv)["-md"] == "/models/small.gguf" and pairs(argv)["--draft-max"] == "8"
+    assert "--spec-type" not in argv and pairs(argv)["--draft-p-min"] == "0"
+    if runner == "process":
+        assert pairs(argv)["-lv"] == "5"  # the step log (and, in the pin, the statistics line)
+    with pytest.raises(ConfigError, match="does not support method ngram-simple .*no --spec-type at all"):
+        spec_of(tmp_path, build_2025(tmp_path), runner=runner, sweep={"method": ["ngram-simple"]})
 
 
 def test_an_ngram_method_on_a_fork_runs_where_its_program_takes_it(tmp_path):
