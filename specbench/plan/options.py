@@ -50,6 +50,24 @@ RESERVED: dict[str, str] = {
 }  # fmt: skip
 
 
+# llama.cpp flags whose value is a file or folder it reads or writes (common/arg.cpp's FNAME, FILE,
+# PATH and DIR value hints, in the pinned tree and earlier ones). A shared config's free `args` may
+# not name one: `--log-file /home/me/notes.txt` would have llama.cpp write anywhere the user can.
+FILE_FLAGS = frozenset((
+    "--api-key-file", "--chat-template-file", "--context-file", "--control-vector",
+    "--control-vector-scaled", "--grammar-file", "--image", "--audio", "--video", "--in-file",
+    "--log-file", "--log-prompts-dir", "--logits-output-dir", "--lora", "--lora-scaled",
+    "--mcp-servers-config", "--media-path", "--models-dir",
+    "--models-preset", "--negative-file", "--path", "--positive-file", "--prompt-cache",
+    "--save-all-logits", "--kl-divergence-base", "--slot-save-path", "--ssl-cert-file",
+    "--ssl-key-file", "--tts-lang", "--tts-speaker-file", "--ui-config-file", "--webui-config-file",
+    "--video-ffmpeg-dir", "-bf", "--binary-file", "-hff", "--hf-file", "-jf", "--json-schema-file",
+    "-lcd", "--lookup-cache-dynamic", "-lcs", "--lookup-cache-static", "-mm", "--mmproj",
+    "-o", "--output", "--output-file", "-sysf", "--system-prompt-file",
+    "-mmu", "--mmproj-url",
+))  # fmt: skip
+
+
 def _on_off(v: Any) -> Any:
     """YAML reads on/off as booleans: ``flash_attn: on`` is the string llama.cpp takes."""
     if isinstance(v, bool):
@@ -231,6 +249,12 @@ def check_args(args: list[str], where: str, keys_set: set[str]) -> None:
         name = flag_name(arg)
         if name in RESERVED:
             raise ValueError(f"{where}[{i}]: {name} is set by specbench; use {RESERVED[name]} instead")
+        if name in FILE_FLAGS:
+            raise ValueError(
+                f"{where}[{i}]: {name} names a file or folder for llama.cpp to read or write, which a config "
+                "may not (nothing it names may reach outside specbench's folders): models and prompts "
+                "have their keys; run llama.cpp by hand for the rest"
+            )
         key = spelled.get(name)
         if key is not None and key in keys_set:
             raise ValueError(f"{where}[{i}]: {name} is also set by the key {key}; give it once, as {key}")

@@ -6,6 +6,7 @@ config reference and ``specbench schema`` are generated; ``plan.config`` puts th
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -38,6 +39,17 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
+# A config's cmake argument: -DNAME=VALUE or -DNAME:TYPE=VALUE. Names that reach outside the build
+# folder: compilers and launchers run a program, toolchain/include files run cmake code, output
+# directories and the install prefix write elsewhere.
+_CMAKE_DEFINE = re.compile(r"^-D([A-Za-z_][A-Za-z0-9_]*)(?::[A-Z]+)?=.*$", re.S)
+_CMAKE_REACHES_OUT = re.compile(
+    r"COMPILER|LAUNCHER|TOOLCHAIN|INCLUDE|OUTPUT_DIRECTORY|OUTPUT_PATH|INSTALL_PREFIX|_EXECUTABLE$|"
+    r"^CMAKE_(PROJECT|USER_MAKE_RULES|MODULE_PATH|PREFIX_PATH|FIND_ROOT)",
+    re.I,
+)
+
+
 class Strict(BaseModel):
     # a field's docstring is its description: the config reference and `specbench schema` show it
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -58,6 +70,25 @@ class LlamaCppConfig(Strict):
     """auto: CUDA with nvcc and an NVIDIA GPU, Metal on Apple silicon, else CPU."""
     cmake_args: list[str] = Field(default_factory=list)
     """Extra -DNAME=VALUE cmake arguments (debug and sanitizer builds refused)."""
+
+    @field_validator("cmake_args")
+    @classmethod
+    def _defines_only(cls, args: list[str]) -> list[str]:
+        """A shared config's cmake arguments only set build options: not cmake's own options
+        (``-C script``, ``-P``), nor a variable that runs a program or writes outside the build
+        folder (a compiler, a launcher, a toolchain or include file, an output directory)."""
+        for i, arg in enumerate(args):
+            m = _CMAKE_DEFINE.match(arg)
+            if m is None:
+                raise ValueError(f"[{i}] {arg!r}: give -DNAME=VALUE build options only")
+            if _CMAKE_REACHES_OUT.search(m.group(1)):
+                raise ValueError(
+                    f"[{i}] {arg!r}: {m.group(1)} runs a program or writes outside specbench's build "
+                    "folder, which a config may not set; set it in the environment (CC, CXX, "
+                    "CUDACXX) or build by hand with `specbench build --cmake-arg`"
+                )
+        return args
+
     jobs: int | None = Field(default=None, ge=1)
     """Parallel compile jobs (unset: cmake's choice)."""
     args: list[Arg] = Field(
