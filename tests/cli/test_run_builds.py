@@ -78,6 +78,8 @@ def test_two_builds_interleave_with_the_process_runner(tmp_path, llama_build, sm
     assert {d["n_pairs"] for d in decisions if d["metric"] in ("baseline_tps", "spec_tps")} == {2}
 
 
+# integration tier; its rule, replayed: tests/execute/test_server_replay.py (docs/development.md's table)
+@pytest.mark.integration
 def test_two_builds_interleave_with_the_server_runner(tmp_path, llama_build, smol_target, smol_q4):
     run_dir, samples = run_aa(tmp_path, smol_target, smol_q4, "--set", "runner=server")
     check_interleaved(samples, n=16)  # the server runner measures each baseline again after (A B A)

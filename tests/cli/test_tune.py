@@ -100,6 +100,8 @@ def test_tune_of_an_unknown_pair_is_a_one_line_error(tmp_path, smol_q4):
     assert_one_line_error(cli("tune", str(config)), "pair with a draft model")
 
 
+# integration tier; its rule, replayed: tests/cli/test_tune_replay.py (docs/development.md's table)
+@pytest.mark.integration
 def test_tune_on_the_server_runner_measures_with_servers_and_prints_commands_that_run(
     tmp_path, llama_build, smol_f32, smol_q4
 ):

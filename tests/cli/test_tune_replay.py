@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 from pathlib import Path
 
@@ -186,3 +187,44 @@ def test_tune_on_a_busy_machine_warns_records_it_caches_no_calibration_and_searc
     man = load_manifest(tmp_path / "t")
     assert man.noise.busy and len(man.noise.snapshots) >= 3  # before, around calibration, after
     assert load_calibration(tmp_path / "t") is not None  # tune itself still used its measurement
+
+
+def test_tune_on_the_server_runner_measures_with_servers_and_prints_the_command_its_rounds_ran(
+    tmp_path, replay
+):
+    """`--set runner=server`: every round goes to a (replayed) llama-server, and the printed server
+    command is the command the winning setting's servers ran, less the runner's own options (port,
+    slots, metrics): a command the real server runner runs (tests/execute/test_server.py's shared
+    run) runs as printed."""
+    run_dir = tmp_path / "tuned"
+    result = invoke("tune", CI, *ONE_PROMPT, "--set", "runner=server", "--set", "generation.n_predict=32",
+                    "--pair", "smol", "--budget", "900", "--max-draft", "3", "--format", "json",
+                    "--out", run_dir, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert set(out["best"]) == BEST_KEYS and out["speedup"] is not None
+    samples = load_samples(run_dir)
+    assert samples and all(s.runner == "server" and s.status == "ok" for s in samples), [
+        (s.status, s.invalid_reason) for s in samples if s.status != "ok"
+    ]
+    assert list(run_dir.glob("raw/*-server.stderr")) and replay.server.starts and not replay.log
+    g = out["best"]["draft_max"]
+    printed = shlex.split(out["server_command"])
+    ran = [s.cmd for s in samples if s.role == "speculative" and s.draft_max == g]
+    assert ran and all(_without_runners_options(cmd) == printed for cmd in ran)
+    assert "llama-speculative-simple" in out["command"] and f" {g} " in out["command"]
+
+
+RUNNERS_OPTIONS = {"-np": 1, "--cache-ram": 1, "--metrics": 0, "--host": 1, "--port": 1}  # and their values
+
+
+def _without_runners_options(argv: list[str]) -> list[str]:
+    out, skip = [], 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+        elif arg in RUNNERS_OPTIONS:
+            skip = RUNNERS_OPTIONS[arg]
+        else:
+            out.append(arg)
+    return out

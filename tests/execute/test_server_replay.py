@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specbench.results.cell import baseline_of
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.fixtures.replay import Take
@@ -102,3 +103,35 @@ def test_ctrl_c_while_the_server_answers_stops_the_server_and_keeps_the_run(tmp_
     ]
     assert load_manifest(tmp_path / "run").status == "interrupted"
     assert len(load_samples(tmp_path / "run")) == 2  # the warmup, then the baseline's two prompts
+
+
+def test_two_builds_interleave_with_the_server_runner_a_server_per_build_and_setting(tmp_path, replay):
+    """Two labels of one build (an A/A) on the server runner: every baseline, cell, draft alone and
+    bracketing baseline runs twice in a row, a then b in repetition 0, b then a in 1, each build on
+    a server of its own (one per build, setting and repetition), each cell judged against its own
+    build's baseline."""
+    builds = "llama_cpp=[{label: a, backend: cpu}, {label: b, backend: cpu}]"
+    r = run(tmp_path, "--set", builds, "--set", "repetitions=2", "--set", "warmup=0",
+            "--set", "prompts.ids=[code-02]")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    assert (
+        len(samples) == 16
+        and {s.build for s in samples} == {"a", "b"}
+        and {s.runner for s in samples} == {"server"}
+    )
+    for first, second in zip(samples[::2], samples[1::2], strict=True):
+        assert (first.role, first.prompt_id, first.repetition) == (
+            second.role,
+            second.prompt_id,
+            second.repetition,
+        )
+        assert (first.build, second.build) == (("a", "b") if first.repetition == 0 else ("b", "a"))
+    assert all(s.status == "ok" and s.valid for s in samples), [s.invalid_reason for s in samples]
+    baselines = {(baseline_of(s), s.repetition) for s in samples if s.role == "baseline"}
+    spec = [s for s in samples if s.role == "speculative"]
+    assert spec and all((baseline_of(s), s.repetition) in baselines and s.outputs_match for s in spec)
+    assert sum(s.role == "baseline-after" for s in samples) == 4
+    servers = sorted(p.name for p in (tmp_path / "run" / "raw").glob("*-server.stderr"))
+    assert len(servers) == 16 and sum("-a-" in n for n in servers) == sum("-b-" in n for n in servers) == 8
+    assert load_manifest(tmp_path / "run").model_loads == 16
