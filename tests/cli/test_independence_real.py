@@ -22,7 +22,8 @@ from tests.fixtures.build import cli, cli_process
 from tests.helpers.figures import check_one_figure
 from tests.helpers.realruns import threads, write_config
 
-pytestmark = pytest.mark.slow
+# integration tier (issue 60); each rule, replayed or on recordings: docs/development.md's table
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 FRUITS = (
     "Write the list again exactly: apple, banana, cherry, date, elderberry, fig, grape, apple, banana, "

@@ -5,7 +5,10 @@ run of the quickstart pair stays in the real tier (tests/execute/test_server.py:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from specbench.results.cell import baseline_of
 from specbench.results.manifestfile import load_manifest
@@ -49,6 +52,9 @@ def test_a_server_run_loads_each_setting_once_brackets_and_batches_its_parallel_
     assert manifest.model_loads == len(settings) + 2 == len(replay.server.starts)
     assert len(list((tmp_path / "run" / "raw").glob("*-server.stderr"))) == manifest.model_loads
     assert sorted(replay.server.stopped) == [95000 + n for n in range(manifest.model_loads)]  # none left
+    for path in (tmp_path / "run").rglob("*.json*"):  # strict JSON: responses, samples, manifest
+        for text in path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]:
+            json.loads(text, parse_constant=lambda c, p=path: pytest.fail(f"{c} in {p}"))
 
 
 def test_a_model_that_does_not_load_fails_its_samples_once(tmp_path, replay):
@@ -135,3 +141,27 @@ def test_two_builds_interleave_with_the_server_runner_a_server_per_build_and_set
     servers = sorted(p.name for p in (tmp_path / "run" / "raw").glob("*-server.stderr"))
     assert len(servers) == 16 and sum("-a-" in n for n in servers) == sum("-b-" in n for n in servers) == 8
     assert load_manifest(tmp_path / "run").model_loads == 16
+
+
+def test_a_method_that_keeps_state_gets_a_fresh_server_per_sample_warmed_by_no_measured_prompt(
+    tmp_path, replay
+):
+    """Issue 42: llama-server's ngram-mod pool outlived a request, so a later repetition drafted
+    from what an earlier one had put there (3.74x). Each of its samples now gets a server of its
+    own, warmed with a short unrelated request: no server answers two measured requests, and no
+    warmup carries a measured prompt's text."""
+    r = run(tmp_path, "--set", "sweep.method=[ngram-mod]", "--set", "repetitions=2", "--set", "warmup=1")
+    assert r.returncode == 0, r.stderr
+    spec = [s for s in load_samples(tmp_path / "run") if s.role == "speculative"]
+    assert len(spec) == 4 and all(s.status == "ok" for s in spec), [s.invalid_reason for s in spec]
+    stateful = [argv for argv in replay.server.starts if "ngram-mod" in argv]
+    assert len(stateful) == len(spec)  # a server per sample
+    per_server: dict[int, list[dict]] = {}
+    for argv, body in replay.server.requests:
+        if "ngram-mod" in argv:
+            per_server.setdefault(id(argv), []).append(body)
+    assert len(per_server) == len(spec)
+    measured = [body["prompt"] for bodies in per_server.values() for body in bodies[1:]]
+    for warmup, *asked in per_server.values():
+        assert len(asked) == 1 and warmup["n_predict"] == 2  # one measured request a server
+        assert not any(warmup["prompt"] in text for text in measured)  # primes nothing it measures
