@@ -19,7 +19,7 @@ Each under ``--noise``: ``quiet`` (nothing of ours beside it) and ``noisy`` (spe
 generator, ``specbench.base.noisegen``: one thread busy ``--duty`` of the time in random ``--burst``
 second bursts). Within a noise condition the kinds take turns pair by pair, so a host phase falls on
 each alike. Prints one table (standard deviation of the log ratio, the median time a pair took, the
-CPU share its processes got: ``specbench.execute.contention``) and writes every number as JSON.
+CPU share its processes got: ``specbench.machine.contention``) and writes every number as JSON.
 ``--stand-in BIN`` runs a stand-in binary (tests/fakebins) in place of the config's: the smoke
 form that proves the script runs (its numbers mean nothing). Timings need a quiet machine.
 """
@@ -37,13 +37,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from specbench.base.formats import now_iso
 from specbench.base.noisegen import NoiseGenerator, NoiseSpec
-from specbench.execute.contention import cpu_share
 from specbench.execute.executor import DuetExecutor, ProcessExecutor
 from specbench.execute.judge import judge
+from specbench.machine.contention import cpu_share
 from specbench.plan.invocation import Invocation
 from specbench.plan.pairing import cpu_halves
-from specbench.results.manifest import now_iso
 from specbench.results.records import Generation
 
 KINDS = ("sequential", "duet", "server")

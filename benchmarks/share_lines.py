@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specbench.execute.contention import sample_share  # noqa: E402
+from specbench.execute.batches import sample_share  # noqa: E402
 from specbench.results.samplelog import load_samples  # noqa: E402
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from specbench.base.docs import docs_page
-from specbench.execute.contention import RERUN_NOTE_END
+from specbench.machine.contention import RERUN_NOTE_END
 from specbench.plan.pairing import DUET_DOCS
 from specbench.results.runstate import finish_hint
 
@@ -43,7 +43,7 @@ class RunInfo(BaseModel):
     n_rerun: int = 0  # samples whose pair was measured again (a process did not get its CPU share)
     status: str | None = None  # the manifest's: complete, interrupted, failed, running
     generation: list[str] = []  # the generation settings its samples used, one text each
-    # the speed sentinel (specbench.builder.speed): seconds since the first reading, t/s, the verdict
+    # the speed sentinel (specbench.machine.speed): seconds since the first reading, t/s, the verdict
     speed_s: list[float] = []
     speed_tps: list[float] = []
     speed_reference: str | None = None

@@ -8,7 +8,7 @@ Warnings (each one short string in the row's ``warnings``, printed at the end of
   warning names the ``n_predict`` that reaches it at the measured speed;
 * outlier repetitions (modified z-score, ``specbench.results.precision``), and whether dropping
   them moves the mean beyond the CI of the other repetitions (then they matter);
-* busy machine: the run's noise check found other work (``specbench.builder.noise``);
+* busy machine: the run's noise check found other work (``specbench.machine.noise``);
 * mixed machines: ``run --resume --force`` continued the run on another machine.
 """
 

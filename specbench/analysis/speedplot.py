@@ -1,7 +1,7 @@
 """The speed sentinel's series on a small plot: the reference's decode t/s over the run, per run.
 
 A flat line is a steady machine; a step or a dip is a phase of the host that moved every number
-measured during it (``specbench.builder.speed``). The band is the run's precision around the
+measured during it (``specbench.machine.speed``). The band is the run's precision around the
 first reading: a reading outside it is what the warning says.
 """
 

@@ -12,6 +12,7 @@ import io
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -104,3 +105,8 @@ def csv_text(records: Sequence[dict[str, Any]]) -> str:
     writer.writeheader()
     writer.writerows({k: redact(v) if isinstance(v, str) else v for k, v in r.items()} for r in records)
     return out.getvalue()
+
+
+def now_iso() -> str:
+    """The time stamp every record carries: UTC, to the second, ISO 8601."""
+    return datetime.now(UTC).isoformat(timespec="seconds")

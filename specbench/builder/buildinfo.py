@@ -11,11 +11,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from specbench.base import paths
 from specbench.base.errors import BuildError
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
 from specbench.base.methods import DRAFT_SIMPLE
 from specbench.builder.options import OptionFlag
+from specbench.builder.toolkit import detect_backend
+from specbench.machine.envinfo import EnvInfo, collect
 
 # Roles specbench runs, in the order it prefers names for them (newest first).
 ROLE_NAMES: dict[str, list[str]] = {
@@ -119,7 +122,7 @@ class Workaround(BaseModel):
 
 
 class SelfTest(BaseModel):
-    """The build checked on one machine (``fingerprint``: specbench.builder.envinfo.fingerprint)."""
+    """The build checked on one machine (``fingerprint``: specbench.machine.envinfo.fingerprint)."""
 
     fingerprint: str
     machine: str  # CPU model / GPUs, for people
@@ -232,3 +235,39 @@ class BuildInfo(BaseModel):
             except BuildError:
                 continue
         return infos
+
+
+class CachedBuild(BaseModel):
+    """A summary of one build.json in the cache."""
+
+    key: str
+    commit: str | None = None
+    backend: str
+    source: str
+    built_at: str = ""
+    bin_dir: str
+    roles: list[str] = Field(default_factory=list)
+    selftest: SelfTest | None = None  # the build's self-test record (on the machine it names)
+
+
+class EnvReport(EnvInfo):
+    """What `specbench env` shows: the machine, and the llama.cpp builds cached on it."""
+
+    builds: list[CachedBuild] = Field(default_factory=list)
+
+
+def env_report() -> EnvReport:
+    builds = [
+        CachedBuild(
+            key=info.key,
+            commit=info.commit,
+            backend=info.backend,
+            source=info.source,
+            built_at=info.built_at,
+            bin_dir=info.bin_dir,
+            roles=sorted(info.binaries),
+            selftest=info.selftest,
+        )
+        for info in BuildInfo.load_all(paths.builds_dir())
+    ]
+    return EnvReport(**collect(detect_backend).model_dump(), builds=builds)

@@ -19,11 +19,12 @@ from pathlib import Path
 from specbench.base import paths
 from specbench.base.errors import BuildError
 from specbench.base.formats import json_text
-from specbench.builder import envinfo
+from specbench.builder import toolkit
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.gitref import GitRef, resolve_ref, short_ref
 from specbench.builder.probe import PROBE_VERSION, PROBED_OPTIONS, probe_binary, probe_is_current
 from specbench.builder.source import SourceTree, is_llama_tree, resolve_source
+from specbench.machine import envinfo
 
 BACKENDS = ("auto", "cpu", "cuda", "metal")
 RELEASE_TYPES = {"Release", "RelWithDebInfo", "MinSizeRel"}
@@ -160,7 +161,7 @@ def resolve_backend(backend: str) -> tuple[str, list[str]]:
         raise BuildError(f"unknown backend {backend!r}; use one of: {', '.join(BACKENDS)}")
     gpus = envinfo.nvidia_gpus() if backend in {"auto", "cuda"} and shutil.which("nvidia-smi") else []
     if backend == "auto":
-        backend = envinfo.detect_backend(gpus)
+        backend = toolkit.detect_backend(gpus)
     caps = [g.compute_cap for g in gpus if g.compute_cap] if backend == "cuda" else []
     return backend, caps
 

@@ -26,9 +26,9 @@ from specbench.base.childenv import child_env
 from specbench.base.errors import ParseError
 from specbench.base.files import atomic_path
 from specbench.base.paths import models_dir
-from specbench.builder import envinfo
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo, SelfTest, TypeCheck, Workaround
 from specbench.builder.workaround import REPACK_OFF, spelled
+from specbench.machine import envinfo
 from specbench.parse.crash import CrashFacts, classify, error_line
 from specbench.parse.process import parse_text
 

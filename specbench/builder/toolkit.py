@@ -12,6 +12,7 @@ library and include folders (a distribution's packaged toolkit).
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from specbench.base.errors import BuildError
+from specbench.machine.envinfo import GpuInfo, nvidia_gpus
 
 CUDA_HOW = (
     "install the CUDA toolkit with cuBLAS and the NVIDIA driver "
@@ -156,3 +158,16 @@ def check_backend(
             "or build for another machine's GPU with --cmake-arg -DCMAKE_CUDA_ARCHITECTURES=NN"
         )
     raise BuildError(f"backend {backend}: {'; '.join(missing)}; {how}")
+
+
+def detect_backend(found_gpus: list[GpuInfo] | None = None) -> str:
+    """``auto``: CUDA with an NVIDIA GPU and a toolkit that can build for it (nvcc and cuBLAS),
+    Metal on Apple silicon, else CPU (a toolkit without cuBLAS would only fail)."""
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        return "metal"
+    if find_nvcc() and shutil.which("nvidia-smi"):
+        if found_gpus is None:
+            found_gpus = nvidia_gpus()
+        if found_gpus and not cuda_toolkit_missing():
+            return "cuda"
+    return "cpu"

@@ -84,7 +84,7 @@ def run_builds(
     # move, but the noise did grow
     warn_busy(summary, "the pairs may be too noisy to decide (measure on a quiet machine)",
               "pairs measured across it are noisier")  # fmt: skip
-    from specbench.execute.contention import RERUN_NOTE_END
+    from specbench.machine.contention import RERUN_NOTE_END
 
     say_notes([*summary.speed_notes, *(n for n in summary.noise_notes if n.endswith(RERUN_NOTE_END))])
     return summary

@@ -15,10 +15,10 @@ def env(
     fmt: RecordFormat = Format.table,
 ) -> None:
     """Show OS, CPU, RAM, GPUs, versions, the backend `build --backend auto` picks, and cached builds."""
-    from specbench.builder.envinfo import collect
+    from specbench.builder.buildinfo import env_report
     from specbench.cli.build import selftest_lines
 
-    info = collect(builds=True)
+    info = env_report()
     if chosen(fmt, as_json) == Format.json:
         print_json(info)
         return

@@ -96,8 +96,8 @@ def tune(
 ) -> None:
     """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
     from specbench.base.paths import check_path
-    from specbench.builder.envinfo import collect
     from specbench.execute import benchmark, preparation
+    from specbench.machine.envinfo import gpus
     from specbench.results.calibfile import load_calibration
     from specbench.tune.search import pick_pair, tune_config
     from specbench.tune.search import tune as run_tune
@@ -112,7 +112,7 @@ def tune(
     cfg = preparation.load(config, sets)
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)
-    gpu = bool(collect().gpus) and cfg.builds[0].backend != "cpu"
+    gpu = bool(gpus()) and cfg.builds[0].backend != "cpu"
     note = (lambda line: None) if as_json or quiet else (lambda line: say(line, err=True))
 
     def interrupted(exc) -> str:  # Ctrl-C, SIGTERM, SIGHUP: the llama.cpp child is gone, the manifest says so

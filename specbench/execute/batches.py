@@ -2,18 +2,23 @@
 
 The process runner's batch is a pair: the builds' runs of one cell, prompt and repetition, back to
 back (or at once in duet pairs), measured again together when one did not get its share of the CPU
-(``specbench.execute.contention``). The server runner's batch is its ``parallel`` requests in flight
-together.
+(``specbench.machine.contention``, which judges the share; here it is read off each outcome). The
+server runner's batch is its ``parallel`` requests in flight together.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from specbench.machine import contention
+
 if TYPE_CHECKING:
+    from specbench.execute.judge import Outcome
     from specbench.plan.invocation import Invocation
+    from specbench.results.records import Sample
 
 
 def starts(started: datetime, outcomes: Sequence, one_by_one: bool) -> list[str]:
@@ -36,7 +41,7 @@ def batch_at(
     """The invocations from ``i`` on that are in flight together (same ``batch``; finished ones of a
     resumed run left out), and the index after them. The process runner's batch is a pair: the
     builds' runs of one cell, prompt and repetition, back to back, measured again together when one
-    did not get its share of the CPU (``execute.contention``)."""
+    did not get its share of the CPU (``machine.contention``)."""
     batch = [(i, plan[i])]
     j = i + 1
     if plan[i].batch is None:
@@ -52,3 +57,51 @@ def batch_at(
             batch.append((j, plan[j]))
         j += 1
     return batch, j
+
+
+def _load_s(out: Outcome) -> float:
+    """Seconds the process spent loading its models (llama.cpp's ``load time``): one thread reads
+    the weights, so that part of the wall time has one thread's CPU, not ``threads``'."""
+    perf = out.log.perf if out.log is not None and out.log.perf is not None else None
+    ms = sum(p.load_ms or 0.0 for p in (perf.target, perf.draft) if p is not None) if perf else 0.0
+    return ms / 1000 if ms > 0 and math.isfinite(ms) else 0.0
+
+
+def starved(inv: Invocation, out: Outcome, backend: str | None) -> str | None:
+    """Why this outcome is not judged (``contention.starved``), or None. Judged only where the
+    share means something: CPU builds, a measured run that finished, threads the config set."""
+    threads = inv.generation.threads
+    if backend != "cpu" or inv.warmup or out.error is not None or not threads:
+        return None
+    if out.batch_wall_s is not None:  # a server loaded before its batch
+        return contention.starved(threads, out.cpu_s, out.batch_wall_s)
+    return contention.starved(threads, out.cpu_s, out.wall_s, _load_s(out))
+
+
+def first_starved(
+    batch: Sequence[tuple[int, Invocation]], outcomes: Sequence[Outcome], backend: str | None
+) -> str | None:
+    """The first reason in a batch (a pair, or the server's requests in flight together)."""
+    for (_, inv), out in zip(batch, outcomes, strict=True):
+        why = starved(inv, out, backend)
+        if why is not None:
+            return f"{inv.role} {inv.model}{f' on {inv.build}' if inv.build else ''}, {inv.prompt_id}: {why}"
+    return None
+
+
+def stamp(sample: Sample, inv: Invocation, out: Outcome, reruns: int) -> Sample:
+    """The sample with what it got of the CPU, the load as it ended, and its pair's re-runs."""
+    cpu = round(out.cpu_s, 4) if out.cpu_s is not None else None
+    update = {
+        "cpu_s": cpu,
+        "cpu_threads": inv.generation.threads,
+        "load_1m": contention.load_1m(),
+        "reruns": reruns,
+    }
+    return sample.model_copy(update=update)
+
+
+def sample_share(s: Sample) -> float | None:
+    """A recorded sample's share (``cpu_s`` over its wall time, or its batch's for the server runner)."""
+    wall = s.batch_wall_s if s.batch_wall_s is not None else s.wall_s
+    return contention.cpu_share(s.cpu_s, wall, s.cpu_threads)

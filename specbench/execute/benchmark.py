@@ -101,12 +101,14 @@ def new_run_dir(config: Config, out: Path | None) -> Path:
 
 
 def make_manifest(prepared: Prepared, run_dir: Path, command_line: list[str]) -> Manifest:
-    from specbench.builder.envinfo import collect
+    from specbench.builder.toolkit import detect_backend
+    from specbench.machine.envinfo import collect
 
     cfg = prepared.config
     return Manifest(
         run_id=run_dir.name, name=cfg.name, config_path=str(cfg.path) if cfg.path else None,
-        config=cfg.model_dump(mode="json"), build=prepared.build, env=collect(), models=prepared.models,
+        config=cfg.model_dump(mode="json"), build=prepared.build, models=prepared.models,
+        env=collect(detect_backend),
         builds={label: b for label, b in prepared.builds.items() if label is not None},
         pair_checks=prepared.pair_checks, command_line=command_line, runner=cfg.runner,
         **_shard_facts(prepared),
@@ -141,8 +143,8 @@ def run_benchmark(
     call (no round starts that would end after it). ``force``: resume a run made on another machine.
     """
     from specbench.execute.builds import check_same_builds
-    from specbench.execute.sentinel import Sentinel
-    from specbench.execute.watch import NoiseWatch
+    from specbench.execute.reference import sentinel as make_sentinel
+    from specbench.machine.watch import NoiseWatch
 
     prepare_run_dir(run_dir, resume)
     if resume and has_manifest(run_dir):
@@ -161,9 +163,15 @@ def run_benchmark(
     done = {s.sample_key() for s in recorded or ()}
     speed = manifest.noise.speed
     reference = None if _nothing_left(plan, recorded, prepared.config) else plan.sentinel
-    sentinel = Sentinel(reference, run_dir, speed, prepared.config.precision, manifest.run_id,
-                        off=not prepared.config.sentinel)  # fmt: skip
-    watch = NoiseWatch(manifest, strict, sentinel=sentinel)
+    sentinel = make_sentinel(
+        reference,
+        run_dir,
+        speed,
+        prepared.config.precision,
+        manifest.run_id,
+        off=not prepared.config.sentinel,
+    )
+    watch = NoiseWatch(manifest.noise, strict, sentinel=sentinel)
     watch.check("before")  # --strict refuses before anything is written
     if prepared.config.auto_repetitions or undecided is not None:
         adaptive = _adaptive(prepared, budget_s is not None)

@@ -47,9 +47,10 @@ def check_resume_config(run_dir: Path, config: Config) -> None:
 def check_same_machine(manifest: Manifest, run_dir: Path, force: bool) -> None:
     """Resuming on another machine would mix two machines' numbers in one run: refused, or with
     ``force`` recorded in the manifest (the report then warns)."""
-    from specbench.builder.envinfo import collect
+    from specbench.builder.toolkit import detect_backend
+    from specbench.machine.envinfo import collect
 
-    differ = machine_differences(manifest.env, collect())
+    differ = machine_differences(manifest.env, collect(detect_backend))
     if not differ:
         return
     if not force:

@@ -21,17 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.base.errors import RunError, SpecbenchError
-from specbench.builder import noise
+from specbench.base.formats import now_iso
 from specbench.builder.workaround import crash_facts as build_crash_facts
-from specbench.execute import batches, contention
+from specbench.execute import batches
 from specbench.execute.executor import DuetExecutor, Executor, ProcessExecutor, raw_stem, read_output
 from specbench.execute.judge import Measured, judge
 from specbench.execute.outputs import compare, continuation
 from specbench.execute.server_executor import ServerExecutor
+from specbench.machine import contention, noise
 from specbench.parse.crash import CrashFacts
 from specbench.results.cell import baseline_of, cell_record
 from specbench.results.folder import check_writable, has_samples, prepare_raw, samples_path
-from specbench.results.manifest import Manifest, Status, now_iso
+from specbench.results.manifest import Manifest, Status
 from specbench.results.manifestfile import save_manifest
 from specbench.results.rawlogs import mark_orphans, mark_partial, next_raw_number
 from specbench.results.records import Measurement, Sample
@@ -229,7 +230,7 @@ def execute(
                     outcomes = executor.run(batch, run_dir)
                     reruns = 0  # a pair whose process did not get its share of the CPU is measured again
                     while reruns < contention.MAX_RERUNS and (
-                        why := contention.first_starved(batch, outcomes, manifest.build.backend)
+                        why := batches.first_starved(batch, outcomes, manifest.build.backend)
                     ):
                         reruns += 1
                         mark_partial(run_dir, [raw_stem(n, b) for n, b in batch], f".rerun{reruns}")
@@ -258,7 +259,7 @@ def execute(
                                     )
                             continue
                         sample = _check_output(b, judge(b, outcome, manifest.run_id, started_at), outputs)
-                        sample = contention.stamp(sample, b, outcome, reruns)
+                        sample = batches.stamp(sample, b, outcome, reruns)
                         ran += 1
                         append_sample(run_dir, sample)
                         new.append(sample)

@@ -7,7 +7,7 @@ A cell's value in a run is its figure (``analysis.figures``: the report's number
 it, from the same per-prompt, per-repetition values); ``sd`` is the spread of the per-repetition
 means over prompts. A different prompt set is a different series (the cell key includes the prompts).
 
-Each run also keeps what its speed sentinel saw (``specbench.builder.speed``): ``speed_moved``, the
+Each run also keeps what its speed sentinel saw (``specbench.machine.speed``): ``speed_moved``, the
 largest relative move of the machine's speed during the run (signed; NULL: not measured), and
 ``speed_warned``, 1 when that move was beyond the run's precision (the run warned), else 0. Every
 ``HistoryPoint`` carries both, so a trend line is not read from a slow phase; a results site reads

@@ -88,7 +88,7 @@ class Config(Strict, OptionValues):
     on halves of the CPUs (duet, CPU backends); auto: duet where it can run, else sequential."""
     runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)  # shards: runner labels by ngl
     """Shards: CI runner labels for cells, by the target's ngl."""
-    sentinel: bool = True  # false: no speed sentinel readings (specbench.execute.sentinel)
+    sentinel: bool = True  # false: no speed sentinel readings (specbench.machine.sentinel)
     """false: skip the speed sentinel (two or more short baseline runs of the first target that watch the
     machine's own speed); the run then cannot see a host that slows by itself, and says so."""
     workarounds: bool = True  # false: run each build as built, without its self-test's workaround

@@ -59,7 +59,7 @@ class Plan(BaseModel):
     notes: list[str] = Field(default_factory=list)
     server_warmup: int = 0  # server runner: discarded requests after each server start (config `warmup`)
     # the speed sentinel's fixed reference: a short decode of the first target with llama-completion,
-    # re-measured at the start, at intervals and at the end (specbench.execute.sentinel)
+    # re-measured at the start, at intervals and at the end (specbench.machine.sentinel)
     sentinel: Invocation | None = None
     # several builds: a pair one after the other, or at once on these CPU sets (specbench.plan.pairing)
     pairing: Pairing = "sequential"

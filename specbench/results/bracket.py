@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from specbench.builder.speed import BaselineWindows
+from specbench.machine.speed import BaselineWindows
 from specbench.results import cell
 from specbench.results.records import Sample
 

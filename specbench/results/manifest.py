@@ -7,17 +7,17 @@ is the one typed. ``results.manifestfile`` does the reading and writing.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from specbench import __version__
-from specbench.builder import envinfo
+from specbench.base.formats import now_iso
 from specbench.builder.buildinfo import BuildInfo
-from specbench.builder.envinfo import EnvInfo
-from specbench.builder.noise import NoiseRecord
-from specbench.builder.speed import SpeedRecord
+from specbench.machine import envinfo
+from specbench.machine.envinfo import EnvInfo
+from specbench.machine.noise import NoiseRecord
+from specbench.machine.speed import SpeedRecord
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
 from specbench.results.expect import Expectation
@@ -33,10 +33,6 @@ Status = Literal["running", "complete", "interrupted", "failed"]
 # rate. `SAME_SPAN_FORMAT` marks that definition: compare and history refuse to mix the two.
 FORMAT_VERSION = 2
 SAME_SPAN_FORMAT = 2
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # "i/N": merge names a shard's folder after it (shards/shard-i-of-N), so a manifest may say nothing else

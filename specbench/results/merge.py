@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specbench.base.errors import InputError
+from specbench.base.formats import now_iso
 from specbench.results import folder, manifestfile, runstate, samplelog, shardcopy
-from specbench.results.manifest import MergedShard, now_iso
+from specbench.results.manifest import MergedShard
 
 
 @dataclass

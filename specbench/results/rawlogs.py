@@ -29,7 +29,7 @@ def next_raw_number(run_dir: Path) -> int:
 def mark_partial(run_dir: Path, stems: Iterable[str], mark: str = PARTIAL) -> list[Path]:
     """Rename the raw logs of invocations cut short (Ctrl-C, a kill) to ``NAME.partial``: they hold
     half a run, and ``specbench parse raw/*.stderr`` must not read them as whole ones. ``mark``:
-    another ending (``.rerun1``: a measurement set aside to be made again, ``execute.contention``)."""
+    another ending (``.rerun1``: a measurement set aside to be made again, ``machine.contention``)."""
     marked = []
     for stem in stems:
         for suffix in RAW_SUFFIXES:

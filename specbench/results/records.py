@@ -93,7 +93,7 @@ class Sample(Measurement):
     # the requests in flight together: count each batch once)
     spec_counters: SpecCounters | None = None
     synthetic: bool = False  # synth_len set: drafts accepted at random, the output is not valid
-    # the CPU its process got (execute/contention.py): CPU seconds (user + system) over its wall time
+    # the CPU its process got (machine/contention.py): CPU seconds (user + system) over its wall time
     # (the server runner: the server's over the batch's), the threads it was given, the machine's
     # 1-minute load average as it ended, and how often its pair was measured again because a process
     # of the pair did not get its share of the CPU

@@ -25,13 +25,12 @@ from specbench.base import paths
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
 from specbench.base.files import write_atomic
-from specbench.base.formats import json_line
-from specbench.builder import envinfo
+from specbench.base.formats import json_line, now_iso
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.workaround import crash_facts, with_workaround
+from specbench.machine import envinfo
 from specbench.parse.crash import classify, error_line
 from specbench.results.calibration import Calibration, PassCosts
-from specbench.results.manifest import now_iso
 
 DECODE_TOKENS = 16  # tg length: the decode time per token is its mean
 

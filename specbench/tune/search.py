@@ -35,18 +35,19 @@ from specbench.analysis.report import aggregate
 from specbench.analysis.speedmodel import diagnose
 from specbench.base import interrupts
 from specbench.base.errors import RunError, SpecbenchError
+from specbench.base.formats import now_iso
 from specbench.base.paths import remove_empty
-from specbench.builder import noise
 from specbench.execute import benchmark, preparation
+from specbench.execute.reference import sentinel as make_sentinel
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
-from specbench.execute.sentinel import Sentinel
+from specbench.machine import noise
 from specbench.plan.config import Config
 from specbench.plan.invocation import Plan
 from specbench.plan.sweep import make_plan
 from specbench.results.calibfile import save_calibration
 from specbench.results.calibration import Calibration
 from specbench.results.folder import has_manifest, has_samples, samples_path
-from specbench.results.manifest import Manifest, Status, now_iso
+from specbench.results.manifest import Manifest, Status
 from specbench.results.manifestfile import save_manifest
 from specbench.results.samplelog import load_samples
 from specbench.tune.budget import (
@@ -263,8 +264,9 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
 
     spent: list[float] = []  # seconds per measured run of each round, everything counted
     speed = manifest.noise.speed
-    sentinel = Sentinel(prepared.plan.sentinel, run_dir, speed, base.precision, manifest.run_id,
-                        off=not base.sentinel)  # fmt: skip
+    sentinel = make_sentinel(
+        prepared.plan.sentinel, run_dir, speed, base.precision, manifest.run_id, off=not base.sentinel
+    )
 
     def measure(settings: list[Setting], first_round: bool = False, only: list[str] | None = None) -> None:
         rep = len(result.rounds)  # one repetition number per round, the baseline's included

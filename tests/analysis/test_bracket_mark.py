@@ -1,5 +1,5 @@
 """The mark of a server-runner cell measured across a change of the machine's speed, on stated
-numbers (the real run with CPU spinners, tests/execute/test_sentinel.py, is a `perf` test): the
+numbers (the real run with CPU spinners, tests/machine/test_sentinel.py, is a `perf` test): the
 baseline's two windows differ beyond the run's precision -> a warning that names the move and both
 speeds; within it -> no mark."""
 

@@ -23,11 +23,12 @@ REPO = Path(__file__).parents[2]
 RUNNER = """
 import sys
 from pathlib import Path
-from specbench.builder.envinfo import collect
+from specbench.builder.toolkit import detect_backend
+from specbench.machine.envinfo import collect
 from specbench.execute.runner import execute
 from tests.helpers.fakeruns import inv, manifest, process
 run_dir = Path(sys.argv[1])
-execute(process([inv("sleeper", timeout_s=600.0)]), run_dir, manifest(run_dir, collect()))
+execute(process([inv("sleeper", timeout_s=600.0)]), run_dir, manifest(run_dir, collect(detect_backend)))
 """
 
 SERVER = """

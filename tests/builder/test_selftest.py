@@ -13,10 +13,11 @@ import json
 
 import pytest
 
-from specbench.builder import envinfo, selftest
+from specbench.builder import selftest
 from specbench.builder.builder import checked
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.buildplan import BUILD_JSON, build_dir_for, build_key
+from specbench.machine import envinfo
 from tests.fixtures.build import cli_process as cli
 from tests.helpers.realruns import crashing_on_q4_1
 

@@ -132,7 +132,8 @@ def test_specbench_build_refuses_in_one_line_before_cmake(tmp_path, backend):
 @pytest.mark.parametrize("cublas", [False, True])
 def test_auto_picks_cuda_only_where_it_can_be_built(machine, monkeypatch, cublas):
     """A GPU and nvcc but no cuBLAS: ``auto`` builds for the CPU rather than a build that fails."""
-    from specbench.builder.envinfo import GpuInfo, detect_backend
+    from specbench.builder.toolkit import detect_backend
+    from specbench.machine.envinfo import GpuInfo
 
     kit = _kit(machine / "cuda", cublas=cublas)
     _script(machine / "bin" / "nvcc", f'exec {kit}/bin/nvcc "$@"')

@@ -39,9 +39,10 @@ def _here(**changes) -> dict:
     """This machine's hostname, CPU and GPUs as manifest changes, with ``changes`` on top: the
     recorded run was made on another CPU (an AMD EPYC), so a test meaning one difference (a
     hostname) must not inherit that one too (issue 36: it failed on an Intel machine)."""
-    from specbench.builder.envinfo import collect
+    from specbench.builder.toolkit import detect_backend
+    from specbench.machine.envinfo import collect
 
-    here = collect()
+    here = collect(detect_backend)
     return {"env.hostname": here.hostname, "env.cpu_model": here.cpu_model,
             "env.gpus": [g.model_dump() for g in here.gpus], **changes}  # fmt: skip
 

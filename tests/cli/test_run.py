@@ -257,9 +257,10 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
 
     from rich.console import Console
 
-    from specbench.builder.envinfo import collect
+    from specbench.builder.toolkit import detect_backend
     from specbench.cli import common, progress
     from specbench.execute.runner import execute
+    from specbench.machine.envinfo import collect
     from tests.helpers.fakeruns import inv, manifest, process
 
     buf = io.StringIO()
@@ -273,7 +274,9 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
         inv("nodraft", prompt_id="b"),
         inv("silent", prompt_id="c"),
     ]
-    execute(process(plan), tmp_path / "run", manifest(tmp_path / "run", collect()), progress=view)
+    execute(
+        process(plan), tmp_path / "run", manifest(tmp_path / "run", collect(detect_backend)), progress=view
+    )
     view.stop()
     text = buf.getvalue()
     assert (
@@ -293,7 +296,7 @@ def test_progress_view_bar_on_a_terminal_lines_otherwise(tmp_path, monkeypatch, 
     execute(
         process(plan),
         tmp_path / "run2",
-        manifest(tmp_path / "run2", collect()),
+        manifest(tmp_path / "run2", collect(detect_backend)),
         progress=progress.ProgressView(True),
     )
     assert quiet.getvalue() == ""
@@ -365,7 +368,7 @@ def test_a_runs_closing_words_say_each_thing_once_warnings_first(tmp_path, capsy
     from specbench.analysis.report import build_report
     from specbench.cli.run import _print_summary
     from specbench.execute.benchmark import RunSummary
-    from specbench.execute.contention import rerun_note
+    from specbench.machine.contention import rerun_note
 
     run = tmp_path / "busy"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "runs" / "quickstart-3rep", run)

@@ -62,7 +62,7 @@ def test_two_builds_interleave_with_the_process_runner(tmp_path, llama_build, sm
     man = load_manifest(run_dir)
     assert set(man.builds) == {"a", "b"} and man.builds["a"].key == man.builds["b"].key == llama_build.key
     # one per sample; a pair measured again (its process did not get its share of the CPU:
-    # execute/contention.py) loads twice more
+    # machine/contention.py) loads twice more
     assert man.model_loads == 12 + 2 * man.noise.reruns
     report = cli("report", str(run_dir), "--format", "json")
     assert report.returncode == 0, report.stderr

@@ -15,8 +15,9 @@ import pytest
 import specbench.execute.runner as runner_module
 import specbench.results.manifestfile as manifestfile
 from specbench.base.errors import RunError
-from specbench.builder.envinfo import collect
+from specbench.builder.toolkit import detect_backend
 from specbench.execute.runner import execute
+from specbench.machine.envinfo import collect
 from specbench.results.folder import LOCK
 from specbench.results.manifestfile import load_manifest
 from specbench.results.runlock import RESERVE, RunLock, lock_holder
@@ -29,7 +30,7 @@ KEPT = 3  # samples written before the run is made to end
 
 @pytest.fixture(scope="module")
 def machine():
-    return collect()
+    return collect(detect_backend)
 
 
 def _status(run_dir: Path) -> tuple[str | None, str | None]:

@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.builder.envinfo import collect
+from specbench.builder.toolkit import detect_backend
 from specbench.execute.judge import judge
 from specbench.execute.runner import execute
 from specbench.execute.server import ServerError, start_server
 from specbench.execute.server_executor import ServerExecutor
+from specbench.machine.envinfo import collect
 from specbench.plan.config import config_from_mapping
 from specbench.plan.prompts import render
 from specbench.plan.serverplan import server_argv
@@ -132,7 +133,9 @@ def measure(executor: ServerExecutor, inv, index: int, run_dir: Path):
 
 
 def _manifest(run_dir: Path, build) -> Manifest:
-    return Manifest(run_id=run_dir.name, name="t", config={}, build=build, env=collect(), models={})
+    return Manifest(
+        run_id=run_dir.name, name="t", config={}, build=build, env=collect(detect_backend), models={}
+    )
 
 
 @pytest.mark.integration  # replayed in make test: see docs/development.md

@@ -81,7 +81,7 @@ SPEC = {4: [45.0, 44.6, 45.3], 8: [50.0, 50.4, 49.7]}
 
 
 def with_speed(run, moved: float, warned: bool):
-    """The run's manifest as the speed sentinel leaves it (specbench.builder.speed)."""
+    """The run's manifest as the speed sentinel leaves it (specbench.machine.speed)."""
     manifest = json.loads((run / "manifest.json").read_text())
     text = f"machine speed moved by {moved:+.0%} during the run (from 40.0 to 30.0 t/s)"
     warnings = [text] if warned else []

@@ -69,13 +69,14 @@ def test_compare_says_it_dropped_duplicates_and_counts_each_once(tmp_path):
 
 def test_resume_skips_what_is_recorded_and_counts_duplicates_once(tmp_path):
     """--resume rebuilds what is done from the samples: a duplicate neither runs again nor counts twice."""
-    from specbench.builder.envinfo import collect
+    from specbench.builder.toolkit import detect_backend
     from specbench.execute.runner import execute
+    from specbench.machine.envinfo import collect
     from tests.helpers.fakeruns import inv, manifest, process
 
     plan = [inv("nodraft", prompt_id="a"), inv("nodraft", prompt_id="b")]
     run_dir = tmp_path / "run"
-    man = manifest(run_dir, collect())
+    man = manifest(run_dir, collect(detect_backend))
     execute(process(plan[:1]), run_dir, man)
     line = (run_dir / "samples.jsonl").read_text()
     (run_dir / "samples.jsonl").write_text(line * 2)

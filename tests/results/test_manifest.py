@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specbench.builder.envinfo import EnvInfo, GpuInfo
+from specbench.machine.envinfo import EnvInfo, GpuInfo
 from specbench.results.manifest import machine_differences
 
 

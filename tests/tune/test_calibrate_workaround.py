@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import RunError
-from specbench.builder import envinfo
 from specbench.builder.buildinfo import BuildInfo, SelfTest, TypeCheck, Workaround
 from specbench.builder.probe import probe_binary
+from specbench.machine import envinfo
 from specbench.tune.calibrate import calibrate
 from tests.helpers.realruns import threads
 

@@ -14,16 +14,14 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from specbench import __version__
-from specbench.base import paths
 from specbench.base.childenv import child_env, provenance_env
 from specbench.base.formats import json_text
-from specbench.builder import toolkit
-from specbench.builder.buildinfo import BuildInfo, SelfTest
 
 TOOL_TIMEOUT_S = 15
 
@@ -33,19 +31,6 @@ class GpuInfo(BaseModel):
     driver: str = ""
     memory_mb: int | None = None
     compute_cap: str | None = None  # NVIDIA only, e.g. "8.9"
-
-
-class CachedBuild(BaseModel):
-    """A summary of one build.json in the cache."""
-
-    key: str
-    commit: str | None = None
-    backend: str
-    source: str
-    built_at: str = ""
-    bin_dir: str
-    roles: list[str] = Field(default_factory=list)
-    selftest: SelfTest | None = None  # the build's self-test record (on the machine it names)
 
 
 class EnvInfo(BaseModel):
@@ -59,7 +44,6 @@ class EnvInfo(BaseModel):
     python: str
     specbench_version: str
     backend: str  # what `specbench build --backend auto` picks here
-    builds: list[CachedBuild] = Field(default_factory=list)  # filled for `specbench env` only
     cpu_isa: list[str] = Field(default_factory=list)  # the CPU's instruction-set flags (avx2, amx_int8...)
     # the variables that change llama.cpp (LLAMA_ARG_*, GGML_*, CUDA_VISIBLE_DEVICES...) as children see them
     variables: dict[str, str] = Field(default_factory=dict)
@@ -219,37 +203,10 @@ def gpus() -> list[GpuInfo]:
     return nvidia_gpus()
 
 
-def detect_backend(found_gpus: list[GpuInfo] | None = None) -> str:
-    """``auto``: CUDA with an NVIDIA GPU and a toolkit that can build for it (nvcc and cuBLAS:
-    ``toolkit``), Metal on Apple silicon, else CPU (a toolkit without cuBLAS would only fail)."""
-    if sys.platform == "darwin" and platform.machine() == "arm64":
-        return "metal"
-    if toolkit.find_nvcc() and shutil.which("nvidia-smi"):
-        if found_gpus is None:
-            found_gpus = nvidia_gpus()
-        if found_gpus and not toolkit.cuda_toolkit_missing():
-            return "cuda"
-    return "cpu"
-
-
-def cached_builds() -> list[CachedBuild]:
-    return [
-        CachedBuild(
-            key=info.key,
-            commit=info.commit,
-            backend=info.backend,
-            source=info.source,
-            built_at=info.built_at,
-            bin_dir=info.bin_dir,
-            roles=sorted(info.binaries),
-            selftest=info.selftest,
-        )
-        for info in BuildInfo.load_all(paths.builds_dir())
-    ]
-
-
-def collect(builds: bool = False) -> EnvInfo:
-    """Describe this machine. ``builds=True`` also lists the cached llama.cpp builds."""
+def collect(pick_backend: Callable[[list[GpuInfo] | None], str]) -> EnvInfo:
+    """Describe this machine. ``pick_backend``: what ``build --backend auto`` picks given the GPUs
+    found (``specbench.builder.toolkit.detect_backend``; the builder's decision, passed in so that
+    the machine sits below the builder, which asks it what the machine is)."""
     found = gpus()
     return EnvInfo(
         hostname=platform.node() or None,
@@ -261,8 +218,7 @@ def collect(builds: bool = False) -> EnvInfo:
         gpus=found,
         python=platform.python_version(),
         specbench_version=__version__,
-        backend=detect_backend(found if sys.platform != "darwin" else None),
-        builds=cached_builds() if builds else [],
+        backend=pick_backend(found if sys.platform != "darwin" else None),
         cpu_isa=cpu_isa(),
         variables=provenance_env(),
     )

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from specbench.builder.speed import SpeedReading, SpeedRecord, judge_speed, within_pair
+from specbench.machine.speed import SpeedReading, SpeedRecord, judge_speed, within_pair
 
 
 def _record(points: list[tuple[int, float]], pair_s: float | None) -> SpeedRecord:

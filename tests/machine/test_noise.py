@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from specbench.builder import noise
+from specbench.machine import noise
 from tests.helpers.procs import start_foreign, stop
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")

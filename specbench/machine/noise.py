@@ -1,9 +1,9 @@
 """Is the machine quiet enough to measure on? A system-noise check taken before, during and after
 a run, stored in the manifest's ``noise`` record.
 
-It lives next to ``envinfo`` (what the machine is) because it reads the same OS sources and the
-manifest, which sits further down the pipeline, stores its typed record. Signals, each only where
-the OS offers it (a missing source leaves its field empty, never fails the run):
+It reads the same OS sources as ``envinfo`` (what the machine is), and the manifest stores its
+typed record. Signals, each only where the OS offers it (a missing source leaves its field empty,
+never fails the run):
 
 * another specbench run or llama.cpp binary on the machine (``/proc``; ``ps`` elsewhere), other
   than our own process tree: two benchmarks at once make both meaningless;
@@ -31,8 +31,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from specbench.builder.envinfo import cpu_cores, tool_output
-from specbench.builder.speed import SpeedRecord
+from specbench.machine.envinfo import cpu_cores, tool_output
+from specbench.machine.speed import SpeedRecord
 
 TOOL_TIMEOUT_S = 10
 CPU_SAMPLE_S = 0.5  # how long the idle CPU usage is sampled
@@ -82,7 +82,7 @@ class NoiseRecord(BaseModel):
     busy: list[str] = Field(default_factory=list)  # one short reason each, e.g. "another llama.cpp ..."
     notes: list[str] = Field(default_factory=list)  # facts worth knowing that are not "busy"
     speed: SpeedRecord = Field(default_factory=SpeedRecord)  # the speed sentinel (older runs: empty)
-    # pairs measured again because a process did not get its share of the CPU (execute/contention.py)
+    # pairs measured again because a process did not get its share of the CPU (machine/contention.py)
     reruns: int = 0
     rerun_reason: str | None = None  # the first one's
 

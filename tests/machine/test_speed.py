@@ -3,7 +3,7 @@ naming by how much and from what to what; a steady series, or a move within prec
 
 from __future__ import annotations
 
-from specbench.builder.speed import BaselineWindows, SpeedReading, SpeedRecord, judge_speed, largest_move
+from specbench.machine.speed import BaselineWindows, SpeedReading, SpeedRecord, judge_speed, largest_move
 
 
 def _record(*tps: float | None) -> SpeedRecord:

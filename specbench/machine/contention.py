@@ -1,6 +1,6 @@
 """A sample measured while something else had the CPU is not judged: its pair is measured again.
 
-The noise check (``specbench.builder.noise``) looks at the machine between samples; this looks at
+The noise check (``specbench.machine.noise``) looks at the machine between samples; this looks at
 each sample itself. For every process sample the runner records the CPU time its process got
 (``os.wait4``), its wall time, the threads it was given and the machine's load average; for the
 server runner, the server process's CPU time over each batch of requests (``/proc/PID/stat``). A
@@ -16,18 +16,10 @@ sample ran at least ``MIN_JUDGED_WALL_S`` (shorter, process start and model load
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from specbench.builder.envinfo import cpu_cores
-from specbench.builder.noise import NoiseRecord
-
-if TYPE_CHECKING:
-    from specbench.execute.judge import Outcome
-    from specbench.plan.invocation import Invocation
-    from specbench.results.records import Sample
+from specbench.machine.envinfo import cpu_cores
+from specbench.machine.noise import NoiseRecord
 
 MIN_CPU_SHARE = 0.75
 """The least share of its threads' wall time a llama.cpp process gets on a machine it has to itself.
@@ -55,66 +47,31 @@ def cpu_share(cpu_s: float | None, wall_s: float | None, threads: int | None) ->
     return cpu_s / (wall_s * min(threads, cpu_cores()))
 
 
-def sample_share(s: Sample) -> float | None:
-    """A recorded sample's share (``cpu_s`` over its wall time, or its batch's for the server runner)."""
-    wall = s.batch_wall_s if s.batch_wall_s is not None else s.wall_s
-    return cpu_share(s.cpu_s, wall, s.cpu_threads)
-
-
-def _load_s(out: Outcome) -> float:
-    """Seconds the process spent loading its models (llama.cpp's ``load time``): one thread reads
-    the weights, so that part of the wall time has one thread's CPU, not ``threads``'."""
-    perf = out.log.perf if out.log is not None and out.log.perf is not None else None
-    ms = sum(p.load_ms or 0.0 for p in (perf.target, perf.draft) if p is not None) if perf else 0.0
-    return ms / 1000 if ms > 0 and math.isfinite(ms) else 0.0
-
-
-def starved(inv: Invocation, out: Outcome, backend: str | None) -> str | None:
-    """Why this outcome is not judged (its process did not get its share of the CPU), or None.
-    A process's load phase runs on one thread: its share is taken over the rest of its wall time
-    (a quiet 32-token run spends a third of its life loading, and read 60-70% over the whole)."""
-    threads = inv.generation.threads
-    if backend != "cpu" or inv.warmup or out.error is not None or not threads:
-        return None
-    wall = out.batch_wall_s if out.batch_wall_s is not None else out.wall_s
-    load = _load_s(out) if out.batch_wall_s is None else 0.0  # a server loaded before its batch
-    share: float | None
-    if out.cpu_s is not None and 0 < load < wall:
-        used = min(threads, cpu_cores())
-        share = max(out.cpu_s - load, 0.0) / ((wall - load) * used)
-    else:
-        share = cpu_share(out.cpu_s, wall, threads)
-    if share is None or wall < MIN_JUDGED_WALL_S or share >= MIN_CPU_SHARE:
-        return None
+def starved(threads: int, cpu_s: float | None, wall_s: float, load_s: float = 0.0) -> str | None:
+    """Why a process that ran ``threads`` threads for ``wall_s`` seconds and got ``cpu_s`` of CPU is
+    not judged (it did not get its share), or None. Its load phase (``load_s``) runs on one thread:
+    the share is taken over the rest of its wall time (a quiet 32-token run spends a third of its
+    life loading, and read 60-70% over the whole)."""
     used = min(threads, cpu_cores())
+    share: float | None
+    if cpu_s is not None and 0 < load_s < wall_s:
+        share = max(cpu_s - load_s, 0.0) / ((wall_s - load_s) * used)
+    else:
+        share = cpu_share(cpu_s, wall_s, threads)
+    if share is None or wall_s < MIN_JUDGED_WALL_S or share >= MIN_CPU_SHARE:
+        return None
     return (
         f"its process got {share:.0%} of {used} thread{'s' * (used != 1)}{chr(39)}{'s' * (used == 1)} CPU "
-        f"time over {wall:.1f} s "
-        f"(under {MIN_CPU_SHARE:.0%}): something else had the CPU"
+        f"time over {wall_s:.1f} s (under {MIN_CPU_SHARE:.0%}): something else had the CPU"
     )
 
 
-def first_starved(
-    batch: Sequence[tuple[int, Invocation]], outcomes: Sequence[Outcome], backend: str | None
-) -> str | None:
-    """The first reason in a batch (a pair, or the server's requests in flight together)."""
-    for (_, inv), out in zip(batch, outcomes, strict=True):
-        why = starved(inv, out, backend)
-        if why is not None:
-            return f"{inv.role} {inv.model}{f' on {inv.build}' if inv.build else ''}, {inv.prompt_id}: {why}"
-    return None
-
-
-def stamp(sample: Sample, inv: Invocation, out: Outcome, reruns: int) -> Sample:
-    """The sample with what it got of the CPU, the load as it ended, and its pair's re-runs."""
+def load_1m() -> float | None:
+    """The machine's 1-minute load average as a sample ends (None where the OS has none)."""
     try:
-        load = round(os.getloadavg()[0], 2)
+        return round(os.getloadavg()[0], 2)
     except (OSError, AttributeError):
-        load = None
-    cpu = round(out.cpu_s, 4) if out.cpu_s is not None else None
-    return sample.model_copy(
-        update={"cpu_s": cpu, "cpu_threads": inv.generation.threads, "load_1m": load, "reruns": reruns}
-    )
+        return None
 
 
 def note_rerun(noise: NoiseRecord, reason: str) -> str:

@@ -21,12 +21,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.builder.noise import NoiseRecord
-from specbench.builder.speed import SpeedReading, SpeedRecord
-from specbench.execute.sentinel import SpeedMoved
-from specbench.execute.watch import NoiseWatch
+from specbench.machine.noise import NoiseRecord
+from specbench.machine.sentinel import SpeedMoved
+from specbench.machine.speed import SpeedReading, SpeedRecord
+from specbench.machine.watch import NoiseWatch
 from specbench.results.folder import samples_path
-from specbench.results.manifest import Manifest
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.helpers.realruns import prompts_file
@@ -41,15 +40,13 @@ MOVED = re.compile(
 
 def test_strict_turns_a_moved_speed_into_an_error(tmp_path):
     """--strict: the watch raises as soon as the record holds a move beyond the precision."""
-    manifest = Manifest.model_construct(run_id="r", noise=NoiseRecord())  # the watch reads only its noise
-    watch = NoiseWatch(manifest, strict=True)
+    record = NoiseRecord()
+    watch = NoiseWatch(record, strict=True)
     watch.raise_if_moved()  # steady: nothing
-    manifest.noise.speed = SpeedRecord(
-        warnings=["machine speed moved by -30% during the run (from 40 to 28)"]
-    )
+    record.speed = SpeedRecord(warnings=["machine speed moved by -30% during the run (from 40 to 28)"])
     with pytest.raises(SpeedMoved, match="moved by -30%.*--strict refuses"):
         watch.raise_if_moved()
-    NoiseWatch(manifest, strict=False).raise_if_moved()  # without --strict: a warning only
+    NoiseWatch(record, strict=False).raise_if_moved()  # without --strict: a warning only
 
 
 def _spinners(n: int) -> list[subprocess.Popen]:

@@ -1,10 +1,10 @@
 """The noise check during a run: snapshots of the machine into the manifest's ``noise`` record,
-and the speed sentinel's readings beside them (``specbench.execute.sentinel``).
+and the speed sentinel's readings beside them (``specbench.machine.sentinel``).
 
 A busy machine (another benchmark, other GPU work, CPU load while we are idle, throttling) is a
 warning by default, printed at the end of the run and in the report; with ``--strict`` it is an
 error: before the first sample it refuses the run, during it stops the run (finished samples
-are kept). The snapshots themselves are in ``specbench.builder.noise``. A machine whose own speed
+are kept). The snapshots themselves are in ``specbench.machine.noise``. A machine whose own speed
 moved beyond the run's precision (the sentinel) is the same kind of warning, with ``--strict`` an
 error as soon as a reading shows it (at the end too: the samples are kept, the command fails).
 """
@@ -12,9 +12,9 @@ error as soon as a reading shows it (at the end too: the samples are kept, the c
 from __future__ import annotations
 
 from specbench.base.errors import RunError
-from specbench.builder import noise
-from specbench.execute.sentinel import Sentinel, SpeedMoved, strict_message
-from specbench.results.manifest import Manifest, now_iso
+from specbench.base.formats import now_iso
+from specbench.machine import noise
+from specbench.machine.sentinel import Sentinel, SpeedMoved, strict_message
 
 DURING_EVERY = 10  # samples between two snapshots during the run
 
@@ -24,18 +24,22 @@ class BusyMachine(RunError):
 
 
 class NoiseWatch:
-    """Called by the runner (``observe``): before, every ``every`` samples, and after."""
+    """Called by the runner (``observe``): before, every ``every`` samples, and after; it fills
+    ``record`` (the manifest's ``noise``)."""
 
     def __init__(
-        self, manifest: Manifest, strict: bool = False, every: int = DURING_EVERY,
+        self,
+        record: noise.NoiseRecord,
+        strict: bool = False,
+        every: int = DURING_EVERY,
         sentinel: Sentinel | None = None,
-    ):  # fmt: skip
-        self.manifest, self.strict, self.every, self.sentinel = manifest, strict, every, sentinel
+    ):
+        self.record, self.strict, self.every, self.sentinel = record, strict, every, sentinel
         self.new: list[str] = []  # busy reasons found by this process
 
     def check(self, phase: str) -> None:
         snap = noise.snapshot(phase, now_iso(), idle=phase in ("before", "after"))
-        found = noise.record(self.manifest.noise, snap)
+        found = noise.record(self.record, snap)
         self.new += found
         if found and self.strict and phase != "after":
             raise BusyMachine(
@@ -44,7 +48,7 @@ class NoiseWatch:
             )
 
     def __call__(self, phase: str, n_samples: int) -> None:
-        taken = phase == "before" and any(s.phase == "before" for s in self.manifest.noise.snapshots[-1:])
+        taken = phase == "before" and any(s.phase == "before" for s in self.record.snapshots[-1:])
         skip = phase == "during" and (n_samples == 0 or n_samples % self.every)
         if not taken and not skip:  # before: taken already, before the run folder's manifest was written
             self.check(phase)
@@ -58,6 +62,6 @@ class NoiseWatch:
         self.raise_if_moved(reading is not None)
 
     def raise_if_moved(self, fresh: bool = True) -> None:
-        warnings = self.manifest.noise.speed.warnings
+        warnings = self.record.speed.warnings
         if fresh and warnings and self.strict:
             raise SpeedMoved(strict_message(warnings[0]))

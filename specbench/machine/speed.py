@@ -1,9 +1,9 @@
 """Did the machine's own speed move during the run? The speed sentinel's record and its judgement.
 
-The noise check (``specbench.builder.noise``) sees other work on the machine; it cannot see a host
+The noise check (``specbench.machine.noise``) sees other work on the machine; it cannot see a host
 that gets slower by itself (a VM's phases, a neighbour on the same physical cores, clocks). The
 sentinel sees that: it re-measures one fixed reference (a short decode of the run's first target,
-``specbench.execute.sentinel``) at the start, at intervals and at the end, and the server runner
+``specbench.machine.sentinel``) at the start, at intervals and at the end, and the server runner
 adds the baseline windows it measures before and after each group's speculative servers. A move
 between two readings beyond the run's precision is the warning ``machine speed moved by X% during
 the run (from A to B t/s)``. These records live here, beside the noise record that holds them.

@@ -9,10 +9,11 @@ import os
 import sys
 import time
 
-from specbench.execute.contention import MAX_RERUNS, MIN_CPU_SHARE, cpu_share, sample_share, starved
+from specbench.execute.batches import sample_share, starved
 from specbench.execute.judge import Outcome
 from specbench.execute.process import process_cpu_s, run_command
 from specbench.execute.runner import execute
+from specbench.machine.contention import MAX_RERUNS, MIN_CPU_SHARE, cpu_share
 from specbench.results.manifestfile import load_manifest
 from specbench.results.records import Generation
 from specbench.results.samplelog import load_samples
