@@ -24,8 +24,7 @@ from specbench.builder.buildplan import (
 )
 from specbench.builder.cmake import CompileError
 from specbench.builder.source import PINNED_COMMIT
-from tests.fixtures.build import assert_one_line_error, fake_llama_tree
-from tests.fixtures.build import cli_process as cli
+from tests.fixtures.build import assert_one_line_error, cli, fake_llama_tree
 from tests.helpers.builds import FAKE_MAIN
 
 
