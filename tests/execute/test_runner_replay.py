@@ -276,3 +276,61 @@ def test_two_builds_interleave_back_to_back_each_judged_against_its_own_baseline
     gate = invoke("compare", tmp_path / "run", "--format", "json", cwd=tmp_path)
     decisions = json.loads(gate.stdout)["decisions"]
     assert {d["n_pairs"] for d in decisions if d["metric"] in ("baseline_tps", "spec_tps")} == {2}
+
+
+def _build_with_workaround(monkeypatch) -> None:
+    """The replayed build as its self-test leaves it on a CPU where Q4_1 crashes as built (issue 31)."""
+    from specbench.builder.buildinfo import SelfTest, Workaround
+    from tests.fixtures import replay as replayed
+
+    recorded = replayed.recorded_build
+
+    def build(label, ref, bin_dir):
+        info = recorded(label, ref, bin_dir)
+        for b in info.binaries.values():  # the pinned build's spelling (recorded before it was probed)
+            if b.role != "bench":
+                b.flags = b.flags.model_copy(update={"no_repack": "--no-repack"})
+        wa = Workaround(name="repack-off", flag="--no-repack", reason="the self-test crashed on Q4_1")
+        info.selftest = SelfTest(
+            fingerprint="replay", machine="replay", checked_at="2026-11-26", workaround=wa
+        )
+        return info
+
+    monkeypatch.setattr(replayed, "recorded_build", build)
+
+
+Q4_LOOKUP = ["--set", "pairs={ng: {target: smol_q4, method: ngram-simple}}", "--set", "repetitions=1"]
+
+
+def _crash_as_built(inv, n) -> Take:
+    """SIGSEGV on the Q4_1 model unless --no-repack, as the AMX repack crash does."""
+    return Take() if "--no-repack" in inv.argv else Take(signal="SIGSEGV")
+
+
+def test_every_invocation_carries_the_workaround_and_the_run_says_so(tmp_path, replay, monkeypatch):
+    _build_with_workaround(monkeypatch)
+    replay.script = _crash_as_built
+    r = run(tmp_path, *Q4_LOOKUP)
+    assert r.returncode == 0, r.stderr
+    assert "workaround: this build runs with --no-repack" in r.stdout + r.stderr
+    assert replay.log and all(inv.argv[1] == "--no-repack" for inv in replay.log)  # warmups too
+    samples = load_samples(tmp_path / "run")
+    assert samples and all(s.cmd[1] == "--no-repack" and s.status == "ok" for s in samples)
+    wa = load_manifest(tmp_path / "run").build.selftest.workaround
+    assert wa.flag == "--no-repack" and "Q4_1" in wa.reason
+    report = json.loads(invoke("report", tmp_path / "run", "--format", "json", cwd=tmp_path).stdout)
+    assert report and all("workaround repack-off: --no-repack" in row["warnings"] for row in report)
+
+
+def test_no_workarounds_runs_as_built_and_the_crash_stops_the_run(tmp_path, replay, monkeypatch):
+    _build_with_workaround(monkeypatch)
+    replay.script = _crash_as_built
+    r = run(tmp_path, *Q4_LOOKUP, "--no-workarounds")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "every cell's warmup failed (killed by SIGSEGV" in r.stderr, r.stderr
+    assert replay.log and not any("--no-repack" in inv.argv for inv in replay.log)
+    man = load_manifest(tmp_path / "run")
+    assert man.build.workarounds_off and man.status == "failed"
+    assert all(
+        s.invalid_reason.startswith("not run: its warmup failed") for s in load_samples(tmp_path / "run")
+    )

@@ -16,7 +16,8 @@ from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.helpers.realruns import crashing_on_q4_1, ngram_config
 
-pytestmark = pytest.mark.slow
+# integration tier (issue 60); its rules, replayed: tests/execute/test_runner_replay.py (same names)
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
 @pytest.fixture
