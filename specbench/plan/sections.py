@@ -7,7 +7,7 @@ config reference and ``specbench schema`` are generated; ``plan.config`` puts th
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -16,13 +16,13 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from specbench.base.paths import LocalPath, Name
 from specbench.plan.methods import draft_free, needs_draft_model, parse_method
-from specbench.plan.numbers import refuse_bool_number
 from specbench.plan.options import Arg, OptionValues, SweepOptions
 from specbench.results.records import Generation
 
@@ -48,6 +48,23 @@ _CMAKE_REACHES_OUT = re.compile(
     r"^CMAKE_(PROJECT|USER_MAKE_RULES|MODULE_PATH|PREFIX_PATH|FIND_ROOT)",
     re.I,
 )
+
+
+def _numeric(annotation: Any) -> bool:
+    """int, float, or either of them or None."""
+    args = set(get_args(annotation)) - {type(None)} if get_args(annotation) else {annotation}
+    return bool(args) and args <= {int, float}
+
+
+def refuse_bool_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """YAML reads yes/no/on/off/true/false as booleans and pydantic reads true as 1 for a number:
+    ``--set repetitions=true`` would silently mean one repetition. A boolean for a number is refused."""
+    field = cls.model_fields.get(info.field_name or "")
+    if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+        raise ValueError(
+            f"must be a number, not {str(value).lower()} (YAML reads yes/no/on/off/true/false as booleans)"
+        )
+    return value
 
 
 class Strict(BaseModel):
@@ -227,7 +244,7 @@ class SweepConfig(Strict, SweepOptions):
     @field_validator(*NUMBER_LISTS, mode="before")
     @classmethod
     def _no_bool_items(cls, v: object) -> object:
-        """``draft_max: [4, yes]`` is a YAML slip, not draft_max 1 (see specbench.plan.numbers)."""
+        """``draft_max: [4, yes]`` is a YAML slip, not draft_max 1 (see refuse_bool_number)."""
         for x in v if isinstance(v, list) else [v]:
             if isinstance(x, bool):
                 raise ValueError(

@@ -9,7 +9,7 @@ a merged run keeps each shard's manifest under ``shards/<name>/``.
 
 Reading and writing them is by topic: ``runlock`` (the lock), ``samplelog`` (the sample log),
 ``manifestfile`` (the manifest and its format version), ``calibration`` (the calibration file),
-``shardcopy`` (a merged run's shards), ``runstate`` (what a folder allows: resume, or not for tune)
+``runstate`` (what a folder allows: resume, or not for tune)
 and ``stored`` (a whole folder as its readers see it).
 """
 

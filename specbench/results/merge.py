@@ -10,12 +10,15 @@ then not complete, as a run with unmeasured cells is not).
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench.base.errors import InputError
+from specbench.base.errors import InputError, RunError
 from specbench.base.formats import now_iso
-from specbench.results import folder, manifestfile, runstate, samplelog, shardcopy
+from specbench.base.paths import inside, os_problem
+from specbench.results import folder, manifestfile, runstate, samplelog
 from specbench.results.manifest import MergedShard
 
 
@@ -96,7 +99,7 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
                 "stdout_path": folder.raw_in_shard(s.stdout_path, name),
                 "stderr_path": folder.raw_in_shard(s.stderr_path, name),
             }))  # fmt: skip
-        shardcopy.keep_shard(d, out, name)
+        keep_shard(d, out, name)
         kept.append(MergedShard(shard=shard, run_id=m.run_id, hostname=m.env.hostname, status="complete",
                                 n_samples=len(shard_samples)))  # fmt: skip
     missing = [c for c in first.plan_cells if c not in owner]
@@ -124,3 +127,22 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
     samplelog.write_samples(out, samples)
     manifestfile.save_manifest(out, merged)
     return MergeResult(out, kept, len(samples), missing, notes)
+
+
+def keep_shard(src: Path, dst: Path, name: str) -> None:
+    """Keep a shard's manifest and raw logs in a merged run: the manifest under ``shards/<name>/``,
+    the logs under ``raw/<name>/`` (hard links where the file system allows, copies elsewhere)."""
+    kept, target = inside(dst, folder.SHARDS, name), inside(dst, folder.RAW, name)
+    try:
+        kept.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / folder.MANIFEST, kept / folder.MANIFEST)
+        if (src / folder.RAW).is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            for f in (src / folder.RAW).iterdir():
+                if f.is_file():
+                    try:
+                        os.link(f, target / f.name)
+                    except OSError:
+                        shutil.copy2(f, target / f.name)
+    except OSError as exc:
+        raise RunError(f"cannot copy {src} into {dst}: {os_problem(exc)}") from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specbench.base.errors import PathError
-from specbench.results.shardcopy import keep_shard
+from specbench.results.merge import keep_shard
 
 
 @pytest.mark.parametrize("name", ["../x", "/tmp/x", "..", "a/../../x"])
