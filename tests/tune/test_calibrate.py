@@ -1,12 +1,14 @@
-"""Calibration runs the build's real llama-bench on a real model and reads its JSON."""
+"""Calibration runs the build's llama-bench on a model and reads its JSON: replayed (its recorded
+JSON) in `make test`, the real one in `make test-integration`."""
+
+import subprocess
 
 import pytest
 
 from specbench.base.errors import RunError
 from specbench.tune.calibrate import calibrate, measure_model, parse_bench_json, pass_sizes, store
+from tests.fixtures.replay import recorded_build
 from tests.helpers.realruns import threads
-
-pytestmark = pytest.mark.slow
 
 
 def test_pass_sizes_cover_one_to_g_plus_one_sparser_at_higher_levels():
@@ -18,6 +20,9 @@ def test_pass_sizes_cover_one_to_g_plus_one_sparser_at_higher_levels():
     assert pass_sizes(32, 3) == [1, 2, 5, 33]
 
 
+# integration tier (issue 60); its rule, replayed: the test below of the like name
+@pytest.mark.slow
+@pytest.mark.integration
 def test_llama_bench_at_depth_gives_positive_pass_costs_that_grow_with_the_batch(llama_build, smol_q4):
     entry, cached = measure_model(
         llama_build, "q4", str(smol_q4.path), smol_q4.sha256,
@@ -51,6 +56,9 @@ def test_output_that_is_not_llama_bench_json_is_a_clear_error():
     assert entries[0].n_prompt == 4 and entries[0].avg_ns == 2e6
 
 
+# integration tier (issue 60); its rule, replayed: the test below of the like name
+@pytest.mark.slow
+@pytest.mark.integration
 def test_calibration_stops_at_its_time_and_says_what_set_it(llama_build, smol_q4, monkeypatch, tmp_path):
     """tune gives llama-bench what the budget leaves it; past that it stops, naming the budget (not a
     timeout_s the config does not pass)."""
@@ -61,3 +69,57 @@ def test_calibration_stops_at_its_time_and_says_what_set_it(llama_build, smol_q4
         model = ("q4", str(smol_q4.path), smol_q4.sha256, 0)
         calibrate(llama_build, [model], max_draft=4, depth=64, threads=threads(), reps=1, timeout_s=0.05,
                   limit="what --budget 9 leaves for calibration")  # fmt: skip
+
+
+# Replayed (tests/fixtures/replay.py): the recorded llama-bench JSON of the pinned build at depth 64
+# (tests/data/llama_bench/q4-d64.json, passes of 1-9 tokens) read by the same code, in milliseconds.
+
+
+def test_replayed_llama_bench_gives_positive_pass_costs_that_grow_with_the_batch(
+    replay, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SPECBENCH_CALIBRATION", str(tmp_path / "cal"))
+    build = recorded_build(None, None, tmp_path / "bin")
+    entry, cached = measure_model(build, "q4", "/models/q4.gguf", "0" * 64, ks=[1, 2, 9], depth=64,
+                                  threads=2, ngl=0, reps=1, use_cache=False)  # fmt: skip
+    costs = entry.costs
+    assert not cached and entry.measured_at and entry.depth == 64 and costs.decode_s > 0
+    assert set(costs.pass_s) >= {1, 2, 9} and all(v > 0 for v in costs.pass_s.values())  # it timed 1-9
+    assert costs.pass_s[9] > costs.pass_s[1]  # a pass over 9 tokens costs more than over one
+    assert costs.cost(5) == costs.pass_s[5]
+    assert len(replay.bench_log) == 1 and "-d" in replay.bench_log[0]
+    # this recording's 7-token pass (a busy moment) costs more than the 9-token one: never reused
+    assert costs.not_monotonic() is not None
+    store(entry)
+    args = dict(max_draft=1, depth=64, threads=2, reps=1)
+    got = calibrate(build, [("draft", "/models/q4.gguf", "0" * 64, 0)], **args)
+    assert got.fresh and got.calibration.source == "measured" and len(replay.bench_log) == 2
+    # a monotonic measurement, stored, comes from the cache under the name asked for, not run again
+    steady = {k: costs.pass_s[1] * (1 + k / 10) for k in costs.pass_s}
+    entry = entry.model_copy(update={"costs": costs.model_copy(update={"pass_s": steady})})
+    assert entry.costs.not_monotonic() is None
+    store(entry)
+    got = calibrate(build, [("draft", "/models/q4.gguf", "0" * 64, 0)], **args)
+    cal = got.calibration
+    assert not got.fresh and cal.source == "cache" and cal.measured_at == entry.measured_at
+    assert cal.costs("draft", 0).pass_s == steady and len(replay.bench_log) == 2
+
+
+def test_a_replayed_llama_bench_past_its_time_stops_calibration_naming_what_set_it(
+    replay, tmp_path, monkeypatch
+):
+    """tune gives llama-bench what the budget leaves it; past that it stops, naming the budget (not a
+    timeout_s the config does not pass)."""
+    from specbench.tune import calibrate as calibration
+
+    def hung(argv, timeout=None, **kwargs):
+        raise subprocess.TimeoutExpired(argv, timeout)
+
+    monkeypatch.setattr(calibration.subprocess, "run", hung)
+    monkeypatch.setenv("SPECBENCH_CALIBRATION", str(tmp_path / "cal"))  # nothing cached: it must measure
+    build = recorded_build(None, None, tmp_path / "bin")
+    with pytest.raises(
+        calibration.CalibrationTimeout, match=r"ran past 0 s \(what --budget 9 leaves for calib"
+    ):
+        calibrate(build, [("q4", "/models/q4.gguf", "0" * 64, 0)], max_draft=4, depth=64, threads=2, reps=1,
+                  timeout_s=0.05, limit="what --budget 9 leaves for calibration")  # fmt: skip
