@@ -23,14 +23,13 @@ from specbench.analysis.caveats import (
 from specbench.analysis.cells import ALL, ReportRow, cell_name, is_invalid, run_rows, sort_key
 from specbench.analysis.digest import digest
 from specbench.analysis.figures import pick_best, speedup_text, standing_text
-from specbench.analysis.published import published_note
 from specbench.base.errors import InputError, RunError
 from specbench.base.paths import results_dir
 from specbench.results.calibfile import load_calibration
+from specbench.results.expect import Expectation
 from specbench.results.folder import has_manifest, has_samples, run_folders, samples_path
-from specbench.results.manifestfile import read_facts
+from specbench.results.manifestfile import StoredRun, read_facts, read_run
 from specbench.results.runstate import finish_hint
-from specbench.results.stored import StoredRun, read_run
 
 if TYPE_CHECKING:
     from specbench.execute.benchmark import RunSummary
@@ -299,3 +298,46 @@ def _main_reason(run_dir: Path) -> str:
         for s in load_samples(run_dir) if s.status in ("failed", "timeout") and s.invalid_reason
     )  # fmt: skip
     return f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
+
+
+# The published figure beside the measured one, for runs whose config says what to ``expect:``.
+def _figure(value: float | str, kind: str, measured: bool) -> str:
+    """Published numbers as written (2.01 t/s stays 2.01); measured ones to a sensible precision."""
+    if isinstance(value, str):
+        return value
+    if kind == "speedup":
+        return f"{value:.2f}x"
+    if kind == "acceptance":
+        return f"{value:.1%}" if measured else f"{value:.0%}" if value <= 1 else f"{value:g}%"
+    return f"{value:.1f} t/s" if measured else f"{value:g} t/s"
+
+
+def _figures(values: dict[str, float | str | None], measured: bool = False) -> str:
+    labels = {"speedup": "speedup {}", "acceptance": "acceptance {}",
+              "spec_tps": "speculative {}", "baseline_tps": "baseline {}"}  # fmt: skip
+    shown = [labels[k].format(_figure(v, k, measured)) for k, v in values.items() if v is not None]
+    return ", ".join(shown) or "no figure given"
+
+
+def published_note(expect: Expectation, run: str, rows: list[ReportRow]) -> str:
+    """One sentence: what was published for the setup, then the run's best cell in the same terms."""
+    source = f" ({expect.source})" if expect.source else ""
+    published = _figures(
+        {k: getattr(expect, k) for k in ("speedup", "acceptance", "spec_tps", "baseline_tps")}
+    )
+    text = f"Published for this setup{source}: {published}."
+    if expect.note:
+        text += f" {expect.note.rstrip('.')}."
+    mine = [r for r in rows if r.run == run and r.category == "all" and r.speedup is not None]
+    if not mine:
+        return text + f" Run {run} has no valid speculative cell to set beside it."
+    pick = pick_best(mine, lambda r: (r.speedup, r.speedup_ci_low, r.speedup_ci_high), lambda r: r.synthetic)
+    best = pick.item
+    if best is None:
+        return text + f" Run {run} has no valid speculative cell to set beside it."
+    which = "best cell" if pick.decided else f"highest cell, {pick.standing}"  # the one rule (figures.py)
+    measured = _figures(
+        {"speedup": best.speedup, "acceptance": best.acceptance, "spec_tps": best.spec_tps,
+         "baseline_tps": best.baseline_tps}, measured=True
+    )  # fmt: skip
+    return text + f" Measured in {run} ({which}, {cell_name(best)}): {measured}."

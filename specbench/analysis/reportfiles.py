@@ -156,8 +156,7 @@ def write_report(report: Report, out_dir: Path, by_category: bool = False) -> Re
     """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
     from specbench.analysis.curveplots import curve_plots
     from specbench.analysis.depthplot import depth_plots
-    from specbench.analysis.plots import make_plots
-    from specbench.analysis.speedplot import speed_plots
+    from specbench.analysis.plots import make_plots, speed_plots
     from specbench.base.errors import SpecbenchError
 
     try:

@@ -257,17 +257,6 @@ class EnvReport(EnvInfo):
 
 
 def env_report() -> EnvReport:
-    builds = [
-        CachedBuild(
-            key=info.key,
-            commit=info.commit,
-            backend=info.backend,
-            source=info.source,
-            built_at=info.built_at,
-            bin_dir=info.bin_dir,
-            roles=sorted(info.binaries),
-            selftest=info.selftest,
-        )
-        for info in BuildInfo.load_all(paths.builds_dir())
-    ]
+    infos = BuildInfo.load_all(paths.builds_dir())
+    builds = [CachedBuild.model_validate({**i.model_dump(), "roles": sorted(i.binaries)}) for i in infos]
     return EnvReport(**collect(detect_backend).model_dump(), builds=builds)

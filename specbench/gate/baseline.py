@@ -20,10 +20,10 @@ from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
 from specbench.base.paths import check_name, check_path, inside, os_problem, results_dir, shorten
 from specbench.results.manifest import RunFacts
+from specbench.results.manifestfile import read_run
 from specbench.results.records import Sample
 from specbench.results.runstate import finish_hint
 from specbench.results.samplelog import unique_samples, why_invalid
-from specbench.results.stored import read_run
 
 FORMAT: Literal["specbench-baseline"] = "specbench-baseline"
 FORMAT_VERSION = 1

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 from specbench.base.errors import RunError
 from specbench.base.formats import now_iso
@@ -25,11 +24,9 @@ SHARE = 0.025  # of the run's time the readings between start and end may take
 MIN_INTERVAL_S = 30.0  # never closer than this (a short run gets its start and end readings only)
 
 
-class Measure(Protocol):
-    """One run of the reference (``index``: the reading's number): its t/s, or None and why not.
-    Raises OSError or RunError when it could not run; the sentinel records that as the reading."""
-
-    def __call__(self, index: int) -> tuple[float | None, str | None]: ...
+# One run of the reference (its argument: the reading's number): its t/s, or None and why not; an
+# OSError or RunError it raises is recorded as the reading's error.
+Measure = Callable[[int], tuple[float | None, str | None]]
 
 
 class SpeedMoved(RunError):

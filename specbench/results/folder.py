@@ -8,9 +8,8 @@ of ``specbench tune``, ``calibration.json`` (the measured pass costs behind ``mo
 a merged run keeps each shard's manifest under ``shards/<name>/``.
 
 Reading and writing them is by topic: ``runlock`` (the lock), ``samplelog`` (the sample log),
-``manifestfile`` (the manifest and its format version), ``calibration`` (the calibration file),
-``runstate`` (what a folder allows: resume, or not for tune)
-and ``stored`` (a whole folder as its readers see it).
+``manifestfile`` (the manifest and its format version, and a whole folder as its readers see it),
+``calibration`` (the calibration file), ``runstate`` (what a folder allows: resume, or not for tune).
 """
 
 from __future__ import annotations

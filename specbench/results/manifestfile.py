@@ -1,10 +1,12 @@
 """The manifest file: written atomically, read strictly (for --resume) or tolerantly (for reports),
-and refused when a newer specbench wrote it (its format version).
+and refused when a newer specbench wrote it (its format version); and a run folder as a whole, as
+its readers see it (``read_run``: the samples and the facts, with what reading them left out).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -17,7 +19,7 @@ from specbench.results.folder import MANIFEST, has_manifest
 from specbench.results.manifest import FORMAT_VERSION, Manifest, RunFacts, facts_from_manifest
 from specbench.results.records import Sample
 from specbench.results.runlock import lock_holder
-from specbench.results.samplelog import why_invalid
+from specbench.results.samplelog import load_samples, why_invalid
 
 
 def save_manifest(run_dir: Path, manifest: Manifest) -> None:
@@ -87,3 +89,20 @@ def read_facts(run_dir: Path, samples: list[Sample] | None = None, required: boo
         facts.status = "interrupted"
         facts.status_reason = "its process ended without recording how (killed, or the machine stopped)"
     return facts
+
+
+@dataclass
+class StoredRun:
+    """A run folder as a whole, as its readers (report, compare, baseline, history) see it."""
+
+    path: Path
+    facts: RunFacts
+    samples: list[Sample]
+    warnings: list[str] = field(default_factory=list)  # what reading it left out, for the user
+
+
+def read_run(run_dir: Path, manifest_required: bool = True) -> StoredRun:
+    warnings: list[str] = []
+    samples = load_samples(run_dir, warnings)
+    facts = read_facts(run_dir, samples, required=manifest_required)
+    return StoredRun(run_dir, facts, samples, warnings)

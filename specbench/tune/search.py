@@ -24,6 +24,7 @@ the draft.
 from __future__ import annotations
 
 import math
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,11 +42,13 @@ from specbench.execute import benchmark, preparation
 from specbench.execute.reference import sentinel as make_sentinel
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
 from specbench.machine import noise
+from specbench.plan.cells import free_args, option_axes, option_flags, speculative_flags
 from specbench.plan.config import Config
 from specbench.plan.invocation import Plan
 from specbench.plan.sweep import make_plan
 from specbench.results.calibfile import save_calibration
 from specbench.results.calibration import Calibration
+from specbench.results.cell import Cell
 from specbench.results.folder import has_manifest, has_samples, samples_path
 from specbench.results.manifest import Manifest, Status
 from specbench.results.manifestfile import save_manifest
@@ -69,7 +72,6 @@ from specbench.tune.calibrate import (
     store,
 )
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
-from specbench.tune.commands import server_command, with_placeholder
 from specbench.tune.drift import BaselineDrift, record_and_compare
 from specbench.tune.setup import (
     bench_options,
@@ -427,3 +429,27 @@ def _finish(result: TuneResult, base: Config, prepared: preparation.Prepared, ca
         top = max(cands.values(), key=lambda c: c.model_speedup or 0)
         if target and draft and top.tokens is not None and top.drafted is not None:
             result.no_gain = diagnose(target, draft, top.drafted, top.tokens, result.baseline_tps)
+
+
+# The command lines tune hands the user: llama-speculative-simple's and llama-server's.
+def with_placeholder(argv: list[str], prompt: str) -> str:
+    return shlex.join(["PROMPT" if a == prompt else a for a in argv]).replace("PROMPT", '"$PROMPT"')
+
+
+def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pair: str) -> str:
+    """llama-server with the same models, settings and llama.cpp options (spelled as its --help does)."""
+    target, draft = base.pairs[pair].target, tuned_draft(base, pair)
+    server = prepared.build.binaries.get("server")
+    spec = prepared.build.speculative(base.speculative_role)
+    f = server.flags if server is not None and server.flags.draft_max else spec.flags
+    gen = base.generation
+    argv = [*(server.argv0 if server else ["llama-server"]), "-m", str(prepared.models[target].path),
+            "-c", str(gen.ctx_size), "-ngl", str(s.ngl)]  # fmt: skip
+    if gen.threads is not None:
+        argv += ["-t", str(gen.threads)]
+    cell = Cell(model=target, draft=draft, method=s.method, draft_max=s.draft_max, draft_min=s.draft_min,
+                p_min=s.p_min, ngl=s.ngl, ngld=s.ngld, **option_axes(base, pair, [])[0])  # fmt: skip
+    argv += speculative_flags(f, cell, str(prepared.models[draft].path))
+    if server is not None:
+        argv += option_flags(server, cell, free_args(base, cell))
+    return shlex.join(argv)

@@ -23,7 +23,7 @@ def report_numbers() -> dict:
     from specbench.analysis.report import build_report
     from specbench.gate.history import _cell_id
     from specbench.results.identity import cell_key
-    from specbench.results.stored import read_run
+    from specbench.results.manifestfile import read_run
 
     here = Path.cwd()
     os.chdir(REPO)  # relative run paths: the notes name them

@@ -9,10 +9,9 @@ import pytest
 from specbench import __version__
 from specbench.base.errors import RunError
 from specbench.results.manifest import FORMAT_VERSION
-from specbench.results.manifestfile import load_manifest, save_manifest
+from specbench.results.manifestfile import load_manifest, read_run, save_manifest
 from specbench.results.records import Sample
 from specbench.results.samplelog import append_sample, load_samples
-from specbench.results.stored import read_run
 
 QUICK = Path(__file__).resolve().parents[1] / "data/runs/quick-cpu"
 

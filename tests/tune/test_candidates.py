@@ -55,7 +55,7 @@ def test_tune_writes_a_measured_speedup_as_the_report_does():
     from specbench.analysis.cells import ALL, run_rows
     from specbench.analysis.render import _speedup
     from specbench.cli.tune import _x
-    from specbench.results.stored import read_run
+    from specbench.results.manifestfile import read_run
     from specbench.tune.candidates import Candidate, predict
 
     samples = read_run(Path(__file__).resolve().parents[1] / "data/runs/quick-cpu").samples
