@@ -1,9 +1,6 @@
-"""The speed sentinel's reference, run by the process executor and judged like a sample.
-
-The sentinel (``specbench.machine.sentinel``) decides when to read and what the series says; here
-is what a reading is (``Plan.sentinel`` run into ``<run>/sentinel/raw/``, apart from the samples)
-and what the run's samples tell it: how long one pair spans, and at the end the server runner's
-baseline windows (``specbench.results.bracket``).
+"""The speed sentinel's reading (``specbench.machine.sentinel`` decides when): ``Plan.sentinel`` run
+by the process executor into ``<run>/sentinel/raw/`` and judged like a sample; and what the run's
+samples tell the sentinel (how long a pair spans; at the end the baseline windows).
 """
 
 from __future__ import annotations
