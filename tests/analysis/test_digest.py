@@ -3,6 +3,8 @@ per cell; and what would meet the precision."""
 
 from __future__ import annotations
 
+import json
+
 from specbench.analysis.digest import digest
 from specbench.analysis.report import build_report
 from tests.helpers.runs import make_run
@@ -49,3 +51,16 @@ def test_compare_labels_name_the_servers_parallel(tmp_path):
     labels = {cell_label(spec.model_copy(update={"runner": "server", "parallel": p})) for p in (1, 2)}
     assert len(labels) == 2 and any("parallel=2" in label for label in labels)
     assert cell_label(spec) == "smol draft draft_max=4"  # the process runner's names are unchanged
+
+
+def test_a_runs_workaround_is_said_once_by_the_report_not_again_per_cell(tmp_path):
+    """Issue 58 item 10: a run of a build with the self-test's workaround ended with it twice, the
+    digest's ``WARNING: workaround repack-off in the cell`` and the report's note for the run."""
+    run = make_run(tmp_path, "run1", BASE, SPEC)
+    m = json.loads((run / "manifest.json").read_text())
+    m["build"]["selftest"] = {"workaround": {"name": "repack-off", "flag": "--no-repack"}}
+    (run / "manifest.json").write_text(json.dumps(m))
+    report = build_report([run])
+    assert all("workaround repack-off: --no-repack" in r.warnings for r in report.shown(False))
+    said = [c.text for c in report.caveats if "repack-off" in c.text]
+    assert len(said) == 1 and "self-test's workaround" in said[0]
