@@ -28,7 +28,7 @@ from pathlib import Path
 from specbench.analysis.cells import ALL
 from specbench.analysis.report import aggregate
 from specbench.execute import preparation
-from specbench.results.calibfile import save_calibration
+from specbench.results.calibration import save_calibration
 from specbench.tune.calibrate import calibrate
 from specbench.tune.search import kv_depth, tune_config
 

@@ -25,7 +25,7 @@ from specbench.analysis.digest import digest
 from specbench.analysis.figures import pick_best, speedup_text, standing_text
 from specbench.base.errors import InputError, RunError
 from specbench.base.paths import results_dir
-from specbench.results.calibfile import load_calibration
+from specbench.results.calibration import load_calibration
 from specbench.results.expect import Expectation
 from specbench.results.folder import has_manifest, has_samples, run_folders, samples_path
 from specbench.results.manifestfile import StoredRun, read_facts, read_run

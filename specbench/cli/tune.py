@@ -98,7 +98,7 @@ def tune(
     from specbench.base.paths import check_path
     from specbench.execute import benchmark, preparation
     from specbench.machine.envinfo import gpus
-    from specbench.results.calibfile import load_calibration
+    from specbench.results.calibration import load_calibration
     from specbench.tune.search import pick_pair, tune_config
     from specbench.tune.search import tune as run_tune
 

@@ -1,12 +1,20 @@
 """What a calibration is: the measured cost of each forward pass a speculative step makes.
 
 Written by ``specbench tune`` (``specbench.tune.calibrate``) into the run folder, read by the report
-to compute ``model_speedup``. Records only: the file is ``results.calibfile``'s business.
+to compute ``model_speedup``; its file (``calibration.json``) is written atomically, like the
+manifest, and a run without one (a plain ``specbench run``) reads as None.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, Field
+
+from specbench.base.errors import RunError
+from specbench.base.files import write_atomic
+from specbench.base.formats import json_text
+from specbench.results.folder import CALIBRATION
 
 MONOTONIC_SLACK = 0.25  # a longer pass may time this much below a shorter one (llama-bench noise)
 
@@ -75,4 +83,22 @@ class Calibration(BaseModel):
         for m in self.models:
             if m.model == model and m.ngl == (ngl or 0):
                 return m
+        return None
+
+
+def save_calibration(run_dir: Path, calibration: Calibration) -> None:
+    """Write atomically, like the manifest."""
+    path = run_dir / CALIBRATION
+    try:
+        write_atomic(path, json_text(calibration, ensure_ascii=False))
+    except OSError as exc:
+        raise RunError(f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions") from exc
+
+
+def load_calibration(run_dir: Path) -> Calibration | None:
+    """The run's calibration, or None when it has none (a plain `specbench run`) or it is unreadable."""
+    path = run_dir / CALIBRATION
+    try:
+        return Calibration.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None

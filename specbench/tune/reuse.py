@@ -53,7 +53,7 @@ def cached_calibration(prepared: Prepared, run_dir: Path) -> Calibration | None:
 
 def reuse_calibration(prepared: Prepared, run_dir: Path) -> None:
     """A calibration `specbench tune` cached for these models here gives the report its model column."""
-    from specbench.results.calibfile import load_calibration, save_calibration
+    from specbench.results.calibration import load_calibration, save_calibration
 
     if load_calibration(run_dir) is None and (cal := cached_calibration(prepared, run_dir)) is not None:
         save_calibration(run_dir, cal)

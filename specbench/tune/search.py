@@ -46,8 +46,7 @@ from specbench.plan.cells import free_args, option_axes, option_flags, speculati
 from specbench.plan.config import Config
 from specbench.plan.invocation import Plan
 from specbench.plan.sweep import make_plan
-from specbench.results.calibfile import save_calibration
-from specbench.results.calibration import Calibration
+from specbench.results.calibration import Calibration, save_calibration
 from specbench.results.cell import Cell
 from specbench.results.folder import has_manifest, has_samples, samples_path
 from specbench.results.manifest import Manifest, Status

@@ -147,8 +147,7 @@ def test_bad_run_dirs_get_one_line(case, tmp_path):
 
 
 def test_model_speedup_needs_a_calibration_and_is_set_for_draft_cells_when_there_is_one(tmp_path):
-    from specbench.results.calibfile import save_calibration
-    from specbench.results.calibration import Calibration, PassCosts
+    from specbench.results.calibration import Calibration, PassCosts, save_calibration
 
     assert all(r.model_speedup is None for r in aggregate([QUICK]))
     run = tmp_path / "quick-cpu"

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.results.calibfile import load_calibration
-from specbench.results.calibration import PassCosts
+from specbench.results.calibration import PassCosts, load_calibration
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from specbench.tune.calibrate import CachedCosts, store

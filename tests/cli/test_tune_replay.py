@@ -14,7 +14,7 @@ import pytest
 
 from specbench.base.errors import Terminated
 from specbench.gate.history import run_count
-from specbench.results.calibfile import load_calibration
+from specbench.results.calibration import load_calibration
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.fixtures.replay import Take
