@@ -97,8 +97,17 @@ def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Fo
     if len(said) > SHOWN:
         rest = said[SHOWN:]
         warned = sum(c.severity == Severity.WARNING for c in rest)
-        what = f"{len(rest)} more ({warned} warnings)" if warned else f"{len(rest)} more notes"
-        say(f"note: {what}: `specbench report {summary.run_dir}` says them all", err=True)
+        say(
+            f"note: {_left_out(len(rest), warned)}: `specbench report {summary.run_dir}` says them all",
+            err=True,
+        )
+
+
+def _left_out(n: int, warned: int) -> str:
+    """How many closing words were left out, counted as a reader says it ('1 more note')."""
+    if warned:
+        return f"{n} more ({warned} warning{'s' if warned > 1 else ''})"
+    return f"{n} more note{'s' if n > 1 else ''}"
 
 
 def run(

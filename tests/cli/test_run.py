@@ -396,3 +396,11 @@ def test_a_runs_closing_words_say_each_thing_once_warnings_first(tmp_path, capsy
     kinds = [x.split(":")[0] for x in said]
     assert kinds == sorted(kinds, key=lambda k: k != "WARNING"), said  # warnings before notes
     assert len(said) <= SHOWN + 1 and "specbench report" in said[-1], said
+
+
+def test_the_closing_pointer_counts_what_it_left_out_as_a_reader_says_it():
+    """A real run on this machine ended with 'note: 1 more notes: `specbench report ...`'."""
+    from specbench.cli.run import _left_out
+
+    assert _left_out(1, 0) == "1 more note" and _left_out(3, 0) == "3 more notes"
+    assert _left_out(2, 1) == "2 more (1 warning)" and _left_out(4, 2) == "4 more (2 warnings)"
