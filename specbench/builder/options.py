@@ -1,8 +1,8 @@
 """The llama.cpp options a user tunes (flash attention, KV cache types, MoE offload, batch sizes,
-devices, ...): how each is spelled, declared once, and read from a binary's ``--help``.
+devices, ...) as each binary spells them, read from its ``--help``.
 
-Each option has a specbench key named as llama-bench names its test parameter (``flash_attn``,
-``cache_type_k``, ``n_cpu_moe``, ...). The probe records, per binary, the spelling the binary has
+The options themselves (key, spellings per era, llama-bench's spelling) are the table of
+``specbench.base.llamaopts``. The probe records, per binary, the spelling the binary has
 (``OptionFlag``); ``option_argv`` turns a value into that binary's arguments, and refuses a value
 the binary cannot take (an older build without the option, a cache type it does not list).
 """
@@ -10,70 +10,11 @@ the binary cannot take (an older build without the option, a cache type it does 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Kind = Literal["value", "tristate", "toggle", "load_mode"]
+from specbench.base.llamaopts import BY_KEY, OPTIONS
 
-
-@dataclass(frozen=True)
-class LlamaOption:
-    """One option: its key, its spellings newest first (``off``: the negative switch of a toggle),
-    llama-bench's spelling, and the key of the draft's own value (``cache_type_k`` -> ``_draft``)."""
-
-    key: str
-    spellings: tuple[str, ...]
-    kind: Kind = "value"
-    off: tuple[str, ...] = ()
-    bench: str | None = None  # llama-bench's test parameter (None: it has none)
-    draft: bool = False  # the draft model's value (the speculative binaries' -ctkd, -devd, ...)
-
-
-OPTIONS: tuple[LlamaOption, ...] = (  # fmt: skip
-    LlamaOption("flash_attn", ("-fa", "--flash-attn"), "tristate", bench="-fa"),
-    LlamaOption("cache_type_k", ("-ctk", "--cache-type-k"), bench="-ctk"),
-    LlamaOption("cache_type_v", ("-ctv", "--cache-type-v"), bench="-ctv"),
-    LlamaOption("cache_type_k_draft", ("--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"), draft=True),
-    LlamaOption("cache_type_v_draft", ("--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"), draft=True),
-    # the draft's own context (older builds; the pinned one has none: its draft shares -c)
-    LlamaOption("ctx_size_draft", ("-cd", "--ctx-size-draft"), draft=True),
-    LlamaOption("n_cpu_moe", ("-ncmoe", "--n-cpu-moe"), bench="-ncmoe"),
-    LlamaOption("n_cpu_moe_draft", ("--spec-draft-n-cpu-moe", "-ncmoed", "--n-cpu-moe-draft"), draft=True),
-    LlamaOption("override_tensor", ("-ot", "--override-tensor"), bench="-ot"),
-    LlamaOption(
-        "override_tensor_draft",
-        ("--spec-draft-override-tensor", "-otd", "--override-tensor-draft"),
-        draft=True,
-    ),
-    LlamaOption("batch_size", ("-b", "--batch-size"), bench="-b"),
-    LlamaOption("ubatch_size", ("-ub", "--ubatch-size"), bench="-ub"),
-    LlamaOption("threads_batch", ("-tb", "--threads-batch")),
-    LlamaOption("split_mode", ("-sm", "--split-mode"), bench="-sm"),
-    LlamaOption("tensor_split", ("-ts", "--tensor-split"), bench="-ts"),
-    LlamaOption("main_gpu", ("-mg", "--main-gpu"), bench="-mg"),
-    LlamaOption("device", ("-dev", "--device"), bench="-dev"),
-    LlamaOption("device_draft", ("--spec-draft-device", "-devd", "--device-draft"), draft=True),
-    LlamaOption("load_mode", ("-lm", "--load-mode"), "load_mode", bench="-lm"),
-    LlamaOption(
-        "kv_offload", ("-kvo", "--kv-offload"), "toggle", off=("-nkvo", "--no-kv-offload"), bench="-nkvo"
-    ),
-    LlamaOption("repack", ("--repack",), "toggle", off=("-nr", "--no-repack"), bench="--repack"),
-    LlamaOption("poll", ("--poll",), bench="--poll"),
-    LlamaOption("prio", ("--prio",), bench="--prio"),
-    LlamaOption(  # the pin turns it on by default (about 2% of decode speed measured upstream)
-        "backend_sampling_draft",
-        ("--spec-draft-backend-sampling",),
-        "toggle",
-        off=("--no-spec-draft-backend-sampling",),
-        draft=True,
-    ),
-)
-BY_KEY = {o.key: o for o in OPTIONS}
-# The draft's own value of a target option (its counterpart for a draft model run alone).
-DRAFT_KEYS: dict[str, str] = {o.key: f"{o.key}_draft" for o in OPTIONS if f"{o.key}_draft" in BY_KEY}
-LOAD_MODES = ("auto", "none", "mmap", "mlock", "mmap+mlock", "dio")
 # Before -lm (2026), loading was two switches: each mode as those switches (None: no such mode).
 _OLD_LOAD = {"auto": [], "mmap": [], "none": ["--no-mmap"], "mlock": ["--no-mmap", "--mlock"],
              "mmap+mlock": ["--mlock"], "dio": None}  # fmt: skip

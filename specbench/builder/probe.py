@@ -15,9 +15,10 @@ from pathlib import Path
 
 from specbench.base.childenv import child_env
 from specbench.base.errors import BuildError
+from specbench.base.llamaopts import BY_KEY
 from specbench.base.methods import method_of
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo, FlagSpelling, NgramSizeFlags
-from specbench.builder.options import BY_KEY, probe_options
+from specbench.builder.options import probe_options
 
 PROBE_TIMEOUT_S = 20
 
@@ -192,7 +193,7 @@ def binary_version(path: Path) -> str:
 # rebuilt): 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack, 4 the tuned
 # options, 5 every option name (free arguments are checked against it), 6 -lv (a speculative run's
 # step log), 7 ik_llama.cpp's spaced --spec-type list and the shared --spec-ngram-size-n/-m. A new
-# key in specbench.builder.options needs no raise: build.json records the keys probed.
+# key in specbench.base.llamaopts needs no raise: build.json records the keys probed.
 PROBE_VERSION = 7
 PROBED_OPTIONS: tuple[str, ...] = tuple(sorted(BY_KEY))  # the option keys this probe reads
 

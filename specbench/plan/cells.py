@@ -19,6 +19,7 @@ from itertools import product
 from pathlib import Path
 
 from specbench.base.errors import ConfigError
+from specbench.base.llamaopts import BY_KEY, OPTIONS, applies
 from specbench.base.methods import DRAFT_METHOD, METHODS
 from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.builder.options import OptionError, default_on, option_argv
@@ -34,8 +35,6 @@ from specbench.plan.methods import (
 )
 from specbench.plan.options import OPTION_KEYS
 from specbench.results.cell import (
-    DRAFT_OPTIONS,
-    MODEL_OPTIONS,
     Cell,
     baseline_of,
     draft_alone_cell,
@@ -92,16 +91,17 @@ def sweep_cells(
             for ngl, (ngld, dmax, dmin, pmin), (size_n, size_m), opts, depth in product(
                 sweep.ngl, draft_axes, sizes, options, sweep.depth
             ):
-                if draft is None:  # no draft model: the draft's options do not apply
-                    opts = {**opts, **dict.fromkeys(DRAFT_OPTIONS)}
+                # an option llama.cpp ignores here (a draft's without a draft model, ngram-mod's on
+                # another method) is left out, so its values collapse into one cell
+                opts = {k: v if k == "args" or applies(BY_KEY[k], method, draft is not None) else None
+                        for k, v in opts.items()}  # fmt: skip
                 cell = Cell(pair=pname, model=pair.target, draft=draft, method=method, ngl=ngl, ngld=ngld,
                             draft_max=dmax, draft_min=dmin, p_min=pmin, ngram_size_n=size_n,
                             ngram_size_m=size_m, depth=depth, **opts)  # fmt: skip
-                if draft is None:
-                    key = cell.model_dump(exclude={"pair"})
-                    if tuple(key.items()) in owned:
-                        continue
-                    owned.add(tuple(key.items()))
+                key = cell.model_dump(exclude={"pair"} if draft is None else set())
+                if tuple(key.items()) in owned:
+                    continue
+                owned.add(tuple(key.items()))
                 cells.append(cell)
     return cells + synth_cells(config, cells, notes)
 
@@ -144,7 +144,7 @@ def option_flags(spec: BinaryInfo, cell: Cell, extra: Sequence[str] = ()) -> lis
     model's when it has one), then the free arguments ``extra``; ConfigError when the binary
     cannot take one (an older build without the option: named, with the build's binary)."""
     spelling = spec.flags.options
-    keys = [k for k in MODEL_OPTIONS if k != "args"] + (list(DRAFT_OPTIONS) if cell.draft else [])
+    keys = [o.key for o in OPTIONS if o.scope != "draft" or cell.draft]
     argv: list[str] = []
     try:
         for key in keys:
@@ -332,11 +332,13 @@ def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
         for axis in ("ngram_size_n", "ngram_size_m"):
             if getattr(sweep, axis) != [None]:
                 out.append(f"sweep.{axis} is for n-gram methods, and this sweep has none ({methods})")
-    if cells and not any(c.draft for c in cells):
-        for key in DRAFT_OPTIONS:
-            given = getattr(config, key) is not None or getattr(sweep, key)
-            if given or any(getattr(p, key) is not None for p in config.pairs.values()):
-                out.append(f"{key} is for a draft model, and no cell of this sweep has one ({methods})")
+    for opt in OPTIONS if cells else ():
+        if opt.scope == "model" or any(getattr(c, opt.key) is not None for c in cells):
+            continue
+        given = getattr(config, opt.key) is not None or getattr(sweep, opt.key)
+        if given or any(getattr(p, opt.key) is not None for p in config.pairs.values()):
+            what = "a draft model" if opt.draft else f"the method {' or '.join(opt.methods)}"
+            out.append(f"{opt.key} is for {what}, and no cell of this sweep has one ({methods})")
     if sweep.method != fields["method"].get_default(call_default_factory=True) and all(
         p.method for p in config.pairs.values()
     ):

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from specbench.base.docs import docs_page
 from specbench.base.errors import ConfigError
+from specbench.base.llamaopts import OPTIONS
 from specbench.builder.buildinfo import BinaryInfo
-from specbench.builder.options import OPTIONS
 from specbench.results.cell import Cell
 
 UNQUANTIZED = frozenset({"f32", "f16", "bf16"})  # KV cache types ggml does not count as quantized

@@ -1,6 +1,6 @@
 """The config keys of the llama.cpp options a user tunes, and free arguments.
 
-Each option (``specbench.builder.options``: how every binary spells it) is a key of the whole
+Each option of ``specbench.base.llamaopts`` (its one declaration) is a key of the whole
 config, of a pair (which pins it for that pair) and a ``sweep:`` axis with several values; the
 names and value spellings are llama-bench's. ``args:`` passes arguments specbench has no key for,
 to every llama.cpp invocation (whole config, pair, build), and ``sweep.args`` is an axis of named
@@ -9,16 +9,12 @@ argument sets. An argument specbench sets itself is refused with the key to use 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
+from specbench.base.llamaopts import BY_KEY, OPTIONS
 from specbench.base.paths import Name
-from specbench.builder.options import BY_KEY
-
-# llama.cpp's KV cache types (common/arg.cpp kv_cache_types); a build's --help may list fewer.
-CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
-LOAD_MODES = ("auto", "none", "mmap", "mlock", "mmap+mlock", "dio")
 
 # Flags specbench sets itself, by every spelling llama.cpp has had, with the key that sets them.
 RESERVED: dict[str, str] = {
@@ -68,44 +64,6 @@ FILE_FLAGS = frozenset((
 ))  # fmt: skip
 
 
-def _on_off(v: Any) -> Any:
-    """YAML reads on/off as booleans: ``flash_attn: on`` is the string llama.cpp takes."""
-    if isinstance(v, bool):
-        return "on" if v else "off"
-    if isinstance(v, str) and v.lower() in ("on", "off", "auto"):
-        return v.lower()
-    raise ValueError(f"must be on, off or auto (got {v!r})")
-
-
-def _switch(v: Any) -> Any:
-    if isinstance(v, str) and v.lower() in ("on", "off", "true", "false", "yes", "no"):
-        return v.lower() in ("on", "true", "yes")
-    if not isinstance(v, bool):
-        raise ValueError(f"must be on or off (got {v!r})")
-    return v
-
-
-def _cache_type(v: Any) -> Any:
-    if not isinstance(v, str) or v.lower() not in CACHE_TYPES:
-        raise ValueError(f"unknown cache type {v!r} (llama.cpp takes: {', '.join(CACHE_TYPES)})")
-    return v.lower()
-
-
-def _joined(sep: str):
-    """A list (of patterns, devices or proportions) as llama.cpp's one comma-separated value."""
-
-    def join(v: Any) -> Any:
-        if isinstance(v, list):
-            if not v or any(isinstance(x, (bool, dict, list)) or x is None for x in v):
-                raise ValueError("must be a text or a non-empty list of texts or numbers")
-            return sep.join(f"{x:g}" if isinstance(x, float) else str(x) for x in v)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return f"{v:g}"
-        return v
-
-    return join
-
-
 def _arg(v: Any) -> Any:
     if not isinstance(v, str):
         if isinstance(v, bool):  # YAML read on/off/yes/no/true/false as a boolean
@@ -115,51 +73,11 @@ def _arg(v: Any) -> Any:
     return v
 
 
-FlashAttn = Annotated[Literal["on", "off", "auto"], BeforeValidator(_on_off)]
-Switch = Annotated[bool, BeforeValidator(_switch)]
-CacheType = Annotated[str, BeforeValidator(_cache_type)]
-Joined = Annotated[str, BeforeValidator(_joined(",")), Field(min_length=1)]
 Arg = Annotated[str, BeforeValidator(_arg)]
-Count = Annotated[int, Field(ge=0)]
-Positive = Annotated[int, Field(ge=1)]
 
-# key -> (type, description): the one list of the option keys (a scalar here, a list in sweep:)
+# key -> (type, description): the config keys of the options (a scalar here, a list in sweep:)
 OPTION_KEYS: dict[str, tuple[Any, str]] = {
-    "flash_attn": (FlashAttn, "Flash attention: on, off or auto (llama.cpp -fa)."),
-    "cache_type_k": (CacheType, "KV cache type of K, e.g. f16, q8_0, q4_0 (-ctk)."),
-    "cache_type_v": (CacheType, "KV cache type of V (-ctv; a quantized V needs flash_attn on)."),
-    "cache_type_k_draft": (CacheType, "The draft model's KV cache type of K (-ctkd)."),
-    "cache_type_v_draft": (CacheType, "The draft model's KV cache type of V (-ctvd)."),
-    "ctx_size_draft": (
-        Count,
-        "The draft model's own context size (-cd; builds that have it: the pinned "
-        "build's draft shares generation.ctx_size).",
-    ),
-    "n_cpu_moe": (Count, "Keep the MoE experts of the target's first N layers on the CPU (-ncmoe)."),
-    "n_cpu_moe_draft": (Count, "Keep the MoE experts of the draft's first N layers on the CPU (-ncmoed)."),
-    "override_tensor": (Joined, "Tensor buffer overrides of the target, e.g. exps=CPU (-ot)."),
-    "override_tensor_draft": (Joined, "Tensor buffer overrides of the draft model (-otd)."),
-    "batch_size": (Positive, "Logical batch size (-b)."),
-    "ubatch_size": (Positive, "Physical batch size (-ub)."),
-    "threads_batch": (Positive, "Threads for prompt and batch processing (-tb)."),
-    "split_mode": (Literal["none", "layer", "row", "tensor"], "How to split the model over GPUs (-sm)."),
-    "tensor_split": (Joined, "Share of the model per GPU, e.g. 3,1 (-ts)."),
-    "main_gpu": (Count, "The GPU for the whole model or its intermediate results (-mg)."),
-    "device": (Joined, "Devices of the target, e.g. CUDA0 or CUDA0,CUDA1 (-dev)."),
-    "device_draft": (Joined, "Devices of the draft model (-devd)."),
-    "load_mode": (Literal[LOAD_MODES], "Model loading: auto, none, mmap, mlock, mmap+mlock or dio (-lm)."),
-    "kv_offload": (Switch, "KV cache on the GPU: on (llama.cpp's default) or off (-nkvo)."),
-    "repack": (Switch, "Weight repacking for the CPU: on (default) or off (--no-repack)."),
-    "poll": (Annotated[int, Field(ge=0, le=100)], "Polling level while waiting for work, 0-100 (--poll)."),
-    "prio": (
-        Annotated[int, Field(ge=-1, le=3)],
-        "Process and thread priority: -1 low, 0 normal, 1 medium, 2 high, 3 realtime (--prio).",
-    ),
-    "backend_sampling_draft": (
-        Switch,
-        "The draft's sampling offloaded to the backend: on (the pinned build's default) or off "
-        "(--no-spec-draft-backend-sampling); builds without the option cannot take it.",
-    ),
+    o.key: (o.type, f"{o.description.rstrip('.')} ({o.spellings[0]}: {o.values}).") for o in OPTIONS
 }
 ARGS_DESCRIPTION = "Extra arguments for every llama.cpp invocation (for what has no key); one string each."
 

@@ -4,26 +4,24 @@
 (``specbench.results.records.Measurement``), and everything that tells cells apart asks this
 module: sample keys (``--resume``), adaptive rounds, report rows and their order, compare and
 history identities, plot and compare labels, tune's rows, and the rule that pairs a cell with
-its baseline. Adding an axis is one field here plus its expansion in the plan
-(``specbench.plan.cells.sweep_cells``); old run folders load with the field at its default.
+its baseline. A llama.cpp option is an axis by its entry in ``specbench.base.llamaopts`` alone;
+another axis is one field here plus its expansion in the plan (``specbench.plan.cells.sweep_cells``).
+Old run folders load with a new field at its default.
 """
 
 from __future__ import annotations
 
 from copy import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, Field, create_model
 
+from specbench.base.llamaopts import OPTION_NAMES, OPTIONS
 from specbench.base.methods import runs_draft_alone
 
 
-class Cell(BaseModel):
-    """The axes of a cell, in order (sample keys, report order and labels follow it).
-
-    Baseline and draft-alone samples have method ``none``, no pair and no draft settings; their
-    ``model`` is the model that ran alone (for a speculative cell: the target).
-    """
+class _Axes(BaseModel):
+    """The axes before the llama.cpp options (``Cell`` lists them all)."""
 
     build: str | None = None  # llama.cpp build label (None: the run's one build)
     pair: str | None = None  # None for baseline/draft samples (shared across pairs)
@@ -37,32 +35,31 @@ class Cell(BaseModel):
     ngram_size_m: int | None = None  # n-gram methods: draft length (None: llama.cpp's default)
     ngl: int | None = None  # GPU layers of `model`
     ngld: int | None = None  # GPU layers of the draft model
-    # llama.cpp options (specbench.builder.options: spellings; plan.options: config keys). None: not
-    # passed (llama.cpp's default). A draft model run alone carries its *_draft values in the plain fields.
-    flash_attn: str | None = None  # on | off | auto
-    cache_type_k: str | None = None  # KV cache types: f16, q8_0, q4_0, ...
-    cache_type_v: str | None = None
-    cache_type_k_draft: str | None = None
-    cache_type_v_draft: str | None = None
-    ctx_size_draft: int | None = None  # the draft's own context (-cd), where the build has one
-    n_cpu_moe: int | None = None  # the first N layers' MoE experts on the CPU
-    n_cpu_moe_draft: int | None = None
-    override_tensor: str | None = None  # <tensor regex>=<buffer type>,...
-    override_tensor_draft: str | None = None
-    batch_size: int | None = None
-    ubatch_size: int | None = None
-    threads_batch: int | None = None
-    split_mode: str | None = None  # none | layer | row | tensor
-    tensor_split: str | None = None  # e.g. 3,1
-    main_gpu: int | None = None
-    device: str | None = None  # e.g. CUDA0
-    device_draft: str | None = None
-    load_mode: str | None = None  # auto | none | mmap | mlock | mmap+mlock | dio
-    kv_offload: bool | None = None
-    repack: bool | None = None
-    poll: int | None = None  # 0..100
-    prio: int | None = None  # -1 low .. 3 realtime
-    backend_sampling_draft: bool | None = None  # --spec-draft-backend-sampling (the pin: on by default)
+
+
+# The llama.cpp options, one field each from their table (specbench.base.llamaopts), in its order.
+# None: not passed (llama.cpp's default). A draft model run alone carries its *_draft values in the
+# plain fields.
+if TYPE_CHECKING:  # made from the table at import (create_model); to the type checker:
+
+    class _WithOptions(_Axes):
+        def __getattr__(self, key: str) -> Any: ...  # an option of the table
+
+else:
+    _WithOptions = create_model(
+        "_WithOptions",
+        __base__=_Axes,
+        **{o.key: (o.cell_type | None, Field(default=None, description=o.description)) for o in OPTIONS},
+    )
+
+
+class Cell(_WithOptions):
+    """The axes of a cell, in order (sample keys, report order and labels follow it).
+
+    Baseline and draft-alone samples have method ``none``, no pair and no draft settings; their
+    ``model`` is the model that ran alone (for a speculative cell: the target).
+    """
+
     args: str | None = None  # the name of a `sweep.args` set of free arguments
     runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
     parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)
@@ -78,9 +75,10 @@ class Cell(BaseModel):
 CELL_FIELDS: tuple[str, ...] = tuple(Cell.model_fields)
 # The llama.cpp options among the axes: the draft's own values (``*_draft``), and the rest, which a
 # model alone runs with too (a baseline with the target's, a draft alone with the draft's).
-OPTION_FIELDS: tuple[str, ...] = CELL_FIELDS[CELL_FIELDS.index("flash_attn") : CELL_FIELDS.index("args") + 1]
-DRAFT_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f.endswith("_draft"))
-MODEL_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f not in DRAFT_OPTIONS)
+OPTION_FIELDS: tuple[str, ...] = (*OPTION_NAMES, "args")
+DRAFT_OPTIONS: tuple[str, ...] = tuple(o.key for o in OPTIONS if o.scope == "draft")
+SPEC_OPTIONS: tuple[str, ...] = tuple(o.key for o in OPTIONS if o.scope == "spec")  # the speculation's own
+MODEL_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f not in (*DRAFT_OPTIONS, *SPEC_OPTIONS))
 # What a speculative cell shares with the baseline it is measured against: the same target on the
 # same build, at the same GPU layers and options, run the same way, on the same machine (shard).
 BASELINE_FIELDS: tuple[str, ...] = (

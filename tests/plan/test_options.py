@@ -8,22 +8,9 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import ConfigError
-from specbench.builder.options import OPTIONS, OptionError, OptionFlag, bench_argv, option_argv
-from specbench.plan.options import OPTION_KEYS, OptionValues
-from specbench.plan.sections import SweepConfig
+from specbench.builder.options import OptionError, OptionFlag, bench_argv, option_argv
 from specbench.plan.sweep import make_plan
-from specbench.results import cell
 from tests.helpers.sweeps import MODELS, make_config, rendered, with_flags
-
-
-def test_every_option_is_a_cell_axis_a_config_key_and_described():
-    keys = [o.key for o in OPTIONS]
-    assert keys == list(OPTION_KEYS) and set(keys) | {"args"} == set(cell.OPTION_FIELDS)
-    for model in (OptionValues, SweepConfig):
-        for key in [*keys, "args"]:
-            assert model.model_fields[key].description, f"{model.__name__}.{key} has no description"
-    # the target's options reach its baseline; the draft's own values do not
-    assert "flash_attn" in cell.BASELINE_FIELDS and "cache_type_k_draft" not in cell.BASELINE_FIELDS
 
 
 def _plan(tmp_path, build, runner="process", **sections):
@@ -188,10 +175,11 @@ def test_the_manifest_records_every_option_of_every_cell(tmp_path, llama_build):
     }
 
 
-def test_a_new_option_is_declared_in_three_places_and_reaches_everything(tmp_path, llama_build):
-    """A copy of the package with one more option (``cpu_strict``: llama-bench's --cpu-strict) in
-    results/cell.py, builder/options.py and plan/options.py, nothing else: it is a config key and
-    a sweep axis, spelled from the probed --help, a cell axis with its own baselines, and a column."""
+def test_a_new_option_is_one_entry_and_reaches_everything(tmp_path, llama_build):
+    """A copy of the package with one more entry in base/llamaopts.py (``cpu_strict``: llama.cpp's
+    --cpu-strict) and nothing else: it is a described config key and sweep axis in the schema,
+    spelled from the probed --help, a cell field with its own baselines, a report column, a flag
+    free arguments may not repeat, and a row of the docs table."""
     import shutil
     import subprocess
     import sys
@@ -199,44 +187,43 @@ def test_a_new_option_is_declared_in_three_places_and_reaches_everything(tmp_pat
 
     root = Path(__file__).resolve().parents[2]
     shutil.copytree(root / "specbench", tmp_path / "specbench", ignore=shutil.ignore_patterns("__pycache__"))
-    edits = {
-        "results/cell.py": ("    poll: int | None = None", "    cpu_strict: int | None = None"),
-        "builder/options.py": (
-            '    LlamaOption("poll",',
-            '    LlamaOption("cpu_strict", ("--cpu-strict",), bench="--cpu-strict"),',
-        ),
-        "plan/options.py": (
-            '    "poll": (',
-            '    "cpu_strict": (Annotated[int, Field(ge=0, le=1)], "Strict CPU placement."),',
-        ),
-    }
-    for module, (anchor, line) in edits.items():
-        path = tmp_path / "specbench" / module
-        text = path.read_text()
-        assert text.count(anchor) == 1, module
-        path.write_text(text.replace(anchor, line + "\n" + anchor, 1))
+    path = tmp_path / "specbench" / "base" / "llamaopts.py"
+    anchor = '    LlamaOption("poll",'
+    entry = (
+        '    LlamaOption("cpu_strict", ("--cpu-strict",), _ranged(0, 1), "0, 1", "Strict CPU placement."),'
+    )
+    text = path.read_text()
+    assert text.count(anchor) == 1
+    path.write_text(text.replace(anchor, entry + "\n" + anchor, 1))
     spec = llama_build.binary("speculative_simple")
     comp = llama_build.binary("completion")
     script = textwrap.dedent(
         f"""
         from pathlib import Path
+        from specbench.analysis.render import _OPTIONS
+        from specbench.base.errors import ConfigError
+        from specbench.base.llamaopts import options_table
         from specbench.builder.buildinfo import BuildInfo
         from specbench.builder.probe import probe_binary
         from specbench.plan.config import config_from_mapping
         from specbench.plan.prompts import render
+        from specbench.plan.schema import config_schema
         from specbench.plan.sweep import make_plan
+        from specbench.results.cell import BASELINE_FIELDS, Cell
 
         build = BuildInfo.load(Path({str(Path(spec.path).parents[1] / "build.json")!r}))
         build.binaries["speculative_simple"] = probe_binary("speculative_simple", Path({spec.path!r}))
         build.binaries["completion"] = probe_binary("completion", Path({comp.path!r}))
         for p in ("t", "d"):
             Path(p + ".gguf").write_bytes(b"GGUF")
-        config = config_from_mapping({{
+        data = {{
             "models": {{"t": {{"path": "t.gguf"}}, "d": {{"path": "d.gguf"}}}},
             "pairs": {{"p": {{"target": "t", "draft": "d"}}}}, "prompts": {{"ids": ["code-02"]}},
             "sweep": {{"method": ["draft"], "draft_max": [4], "cpu_strict": [0, 1]}}, "repetitions": 1,
-        }}, Path("."), "t.yaml")
-        assert config.sweep.model_fields["cpu_strict"].description
+        }}
+        config = config_from_mapping(data, Path("."), "t.yaml")
+        assert type(config.sweep).model_fields["cpu_strict"].description
+        assert "cpu_strict" in str(config_schema())
         prompts = [render(p, "t", None) for p in config.prompt_list()]
         plan = make_plan(config, build, {{"t": Path("/absent/t.gguf"), "d": Path("/absent/d.gguf")}}, prompts)
         spec = [i for i in plan.measured if i.role == "speculative"]
@@ -244,6 +231,15 @@ def test_a_new_option_is_declared_in_three_places_and_reaches_everything(tmp_pat
         for i in plan.measured:
             assert i.argv[i.argv.index("--cpu-strict") + 1] == str(i.cpu_strict)
         assert sorted(i.cpu_strict for i in plan.measured if i.role == "baseline") == [0, 1]
+        assert "cpu_strict" in Cell.model_fields and "cpu_strict" in BASELINE_FIELDS
+        assert "cpu_strict" in _OPTIONS and "`--cpu-strict`" in options_table()
+        data["sweep"]["args"] = [{{"label": "a", "args": ["--cpu-strict", "1"]}}]
+        try:
+            config_from_mapping(data, Path("."), "t.yaml")
+        except ConfigError as exc:
+            assert "also set by the key cpu_strict" in str(exc), exc
+        else:
+            raise AssertionError("--cpu-strict in args beside the key was taken")
         print("ok")
         """
     )
@@ -255,9 +251,46 @@ def test_a_new_option_is_declared_in_three_places_and_reaches_everything(tmp_pat
     assert done.stdout.strip() == "ok"
 
 
+def test_ngram_mod_sizes_are_axes_of_ngram_mod_alone(tmp_path, llama_build):
+    """ngram-mod's sizes (--spec-ngram-mod-n-min/-max/-match) are keys and axes: each value a cell
+    of ngram-mod, passed on its command line; another method ignores them, so they collapse there,
+    and no baseline carries them (a baseline does not speculate)."""
+    sweep = {"method": ["ngram-mod", "draft"], "draft_max": [4], "ngram_mod_n_max": [32, 64]}
+    plan = _plan(tmp_path, llama_build, sweep=sweep, ngram_mod_n_min=8, ngram_mod_n_match=16)
+    spec = [i for i in plan.measured if i.role == "speculative"]
+    assert {(i.method, i.ngram_mod_n_max) for i in spec} == {
+        ("ngram-mod", 32),
+        ("ngram-mod", 64),
+        ("draft", None),
+    }
+    assert (
+        len({i.sample_key() for i in spec if i.method == "draft"})
+        == len({i.sample_key() for i in spec if i.method == "ngram-mod"}) / 2
+    )
+    for i in spec:
+        if i.method == "ngram-mod":
+            argv = i.argv
+            assert argv[argv.index("--spec-ngram-mod-n-max") + 1] == str(i.ngram_mod_n_max)
+            assert argv[argv.index("--spec-ngram-mod-n-min") + 1] == "8"
+            assert argv[argv.index("--spec-ngram-mod-n-match") + 1] == "16"
+        else:
+            assert not any(a.startswith("--spec-ngram-mod") for a in i.argv)
+    assert all(i.ngram_mod_n_max is None for i in plan.measured if i.role != "speculative")
+
+
+def test_the_draft_thread_count_is_an_axis_of_draft_cells(tmp_path, llama_build):
+    plan = _plan(
+        tmp_path, llama_build, sweep={"method": ["draft"], "draft_max": [4], "threads_draft": [1, 2]}
+    )
+    spec = [i for i in plan.measured if i.role == "speculative"]
+    assert {i.threads_draft for i in spec} == {1, 2}
+    for i in spec:
+        assert i.argv[i.argv.index("--spec-draft-threads") + 1] == str(i.threads_draft)
+    assert {i.threads_draft for i in plan.measured if i.role != "speculative"} == {None}
+
+
 def test_prio_is_an_axis_passed_to_every_binary(tmp_path, llama_build):
-    """``prio`` came after the option machinery, in results/cell.py, builder/options.py and
-    plan/options.py alone: each value is a cell of its own and every command line carries it."""
+    """``prio``: each value is a cell of its own and every command line carries it."""
     plan = _plan(tmp_path, llama_build, sweep={"method": ["draft"], "draft_max": [4], "prio": [0, 1]})
     assert {(i.role, i.prio) for i in plan.measured} == {
         (role, p) for role in ("baseline", "speculative", "draft") for p in (0, 1)
