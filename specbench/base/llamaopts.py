@@ -93,6 +93,9 @@ class LlamaOption:
     bench: str | None = None  # llama-bench's test parameter (None: it has none)
     scope: Scope = "model"
     methods: tuple[str, ...] = ()  # spec scope: the methods that read it (llama.cpp ignores it elsewhere)
+    moe_only: bool = False  # llama.cpp ignores it on a dense model (no MoE experts)
+    listed: bool = False  # a value the binary's --help does not list is refused before anything runs
+    bench_sep: str | None = None  # llama-bench's separator for the items of a list value (it takes ",")
 
     @property
     def draft(self) -> bool:
@@ -111,25 +114,27 @@ class LlamaOption:
 _SAME_K = "as cache_type_k"
 OPTIONS: tuple[LlamaOption, ...] = (
     LlamaOption("flash_attn", ("-fa", "--flash-attn"), FlashAttn, "on, off, auto",
-                "Flash attention: on, off or auto.", "tristate", bench="-fa"),
+                "Flash attention: on, off or auto.", "tristate", bench="-fa", listed=True),
     LlamaOption("cache_type_k", ("-ctk", "--cache-type-k"), CacheType, " ".join(CACHE_TYPES),
-                "KV cache type of K, e.g. f16, q8_0, q4_0.", bench="-ctk"),
+                "KV cache type of K, e.g. f16, q8_0, q4_0.", bench="-ctk", listed=True),
     LlamaOption("cache_type_v", ("-ctv", "--cache-type-v"), CacheType, _SAME_K,
-                "KV cache type of V (a quantized V needs flash_attn on).", bench="-ctv"),
+                "KV cache type of V (a quantized V needs flash_attn on).", bench="-ctv", listed=True),
     LlamaOption("cache_type_k_draft", ("--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"), CacheType,
-                _SAME_K, "The draft model's KV cache type of K.", scope="draft"),
+                _SAME_K, "The draft model's KV cache type of K.", scope="draft", listed=True),
     LlamaOption("cache_type_v_draft", ("--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"), CacheType,
-                _SAME_K, "The draft model's KV cache type of V.", scope="draft"),
+                _SAME_K, "The draft model's KV cache type of V.", scope="draft", listed=True),
     LlamaOption("ctx_size_draft", ("-cd", "--ctx-size-draft"), Count, "N >= 0 (0: the draft model's own)",
                 "The draft model's own context size (older builds; the pinned build's draft shares "
                 "generation.ctx_size).", scope="draft"),
     LlamaOption("n_cpu_moe", ("-ncmoe", "--n-cpu-moe"), Count, "N >= 0",
-                "Keep the MoE experts of the target's first N layers on the CPU.", bench="-ncmoe"),
+                "Keep the MoE experts of the target's first N layers on the CPU.", bench="-ncmoe",
+                moe_only=True),
     LlamaOption("n_cpu_moe_draft", ("--spec-draft-n-cpu-moe", "-ncmoed", "--n-cpu-moe-draft"), Count,
-                "N >= 0", "Keep the MoE experts of the draft's first N layers on the CPU.", scope="draft"),
+                "N >= 0", "Keep the MoE experts of the draft's first N layers on the CPU.", scope="draft",
+                moe_only=True),
     LlamaOption("override_tensor", ("-ot", "--override-tensor"), Joined,
                 "`<regex>=<buffer type>,...` (or a list)", "Tensor buffer overrides of the target, e.g. "
-                "exps=CPU.", bench="-ot"),
+                "exps=CPU.", bench="-ot", bench_sep=";"),
     LlamaOption("override_tensor_draft", ("--spec-draft-override-tensor", "-otd", "--override-tensor-draft"),
                 Joined, "as override_tensor", "Tensor buffer overrides of the draft model.", scope="draft"),
     LlamaOption("batch_size", ("-b", "--batch-size"), Positive, "N >= 1", "Logical batch size.", bench="-b"),
@@ -138,13 +143,13 @@ OPTIONS: tuple[LlamaOption, ...] = (
     LlamaOption("threads_batch", ("-tb", "--threads-batch"), Positive, "N >= 1",
                 "Threads for prompt and batch processing."),
     LlamaOption("split_mode", ("-sm", "--split-mode"), SplitMode, "none, layer, row, tensor",
-                "How to split the model over GPUs.", bench="-sm"),
+                "How to split the model over GPUs.", bench="-sm", listed=True),
     LlamaOption("tensor_split", ("-ts", "--tensor-split"), Joined, "e.g. 3,1 (or a list)",
-                "Share of the model per GPU.", bench="-ts"),
+                "Share of the model per GPU.", bench="-ts", bench_sep="/"),
     LlamaOption("main_gpu", ("-mg", "--main-gpu"), Count, "a GPU index",
                 "The GPU for the whole model or its intermediate results.", bench="-mg"),
     LlamaOption("device", ("-dev", "--device"), Joined, "CUDA0, CUDA0,CUDA1 (or a list), none",
-                "Devices of the target.", bench="-dev"),
+                "Devices of the target.", bench="-dev", bench_sep="/"),
     LlamaOption("device_draft", ("--spec-draft-device", "-devd", "--device-draft"), Joined, "as device",
                 "Devices of the draft model.", scope="draft"),
     LlamaOption("load_mode", ("-lm", "--load-mode"), Literal[LOAD_MODES], ", ".join(LOAD_MODES),
@@ -192,6 +197,8 @@ def applies(opt: LlamaOption, method: str, has_draft: bool) -> bool:
 
 
 def _applies_text(opt: LlamaOption) -> str:
+    if opt.moe_only:
+        return f"{'the draft' if opt.draft else 'the target'}, a MoE model (ignored on a dense one)"
     if opt.scope == "spec":
         return f"speculation with {', '.join(opt.methods)} (ignored by other methods)"
     if opt.scope == "draft":

@@ -119,7 +119,7 @@ def option_argv(spelling: dict[str, OptionFlag] | None, key: str, value: object,
         if text == "off":
             return []
         raise OptionError(f"{binary} of this build takes {flag.flag} as a switch (on or off), not {text}")
-    if flag.values and text not in flag.values and key.startswith(("cache_type", "split_mode", "flash")):
+    if flag.values and text not in flag.values and opt.listed:
         raise OptionError(f"{key}: {binary} of this build does not take {text!r} (it lists: "
                           f"{', '.join(flag.values)})")  # fmt: skip
     return [flag.flag, text]
@@ -143,14 +143,14 @@ def bench_argv(spelling: dict[str, OptionFlag] | None, values: dict[str, object]
             if not any(v in flag.values for v in ("on", "auto")):  # an older llama-bench: -fa 0|1
                 text = {"on": "1", "off": "0"}.get(text, text)
             argv += [flag.flag, text]
-        elif key == "kv_offload":
-            argv += [flag.off or flag.flag, "0" if value else "1"]
-        elif key == "repack":
-            argv += [flag.flag, "1" if value else "0"]
-        elif key == "tensor_split" or key == "device":
-            argv += [flag.flag, str(value).replace(",", "/")]
-        elif key == "override_tensor":
-            argv += [flag.flag, str(value).replace(",", ";")]
+        elif opt.kind == "toggle":  # 0|1; a negative test parameter (-nkvo) is 1 for off
+            negative = opt.bench in opt.off
+            argv += [
+                (flag.off or flag.flag) if negative else flag.flag,
+                "1" if bool(value) != negative else "0",
+            ]
+        elif opt.bench_sep:
+            argv += [flag.flag, str(value).replace(",", opt.bench_sep)]
         else:
             argv += [flag.flag, _text(value)]
     return argv

@@ -106,11 +106,15 @@ class Ignored:
     applies: Callable[[object], bool]
 
 
-IGNORED: tuple[Ignored, ...] = (
-    Ignored("n_cpu_moe", "model", "a dense model (no MoE experts)", lambda f: not getattr(f, "experts", 0)),
-    Ignored(
-        "n_cpu_moe_draft", "draft", "a dense model (no MoE experts)", lambda f: not getattr(f, "experts", 0)
-    ),  # fmt: skip
+def _dense(facts: object) -> bool:
+    return not getattr(facts, "experts", 0)
+
+
+# The options llama.cpp ignores on a dense model, as their table (specbench.base.llamaopts) marks them.
+IGNORED: tuple[Ignored, ...] = tuple(
+    Ignored(o.key, "draft" if o.draft else "model", "a dense model (no MoE experts)", _dense)
+    for o in OPTIONS
+    if o.moe_only
 )
 
 
