@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from specbench.plan.config import config_from_mapping
+from tests.helpers.compat import docs_table, load_rows, render_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -148,3 +149,11 @@ def test_the_architecture_page_names_every_module_with_its_purpose():
             rel = path.relative_to(ROOT / "specbench").as_posix()
             assert f"| `{rel}` |" in page, rel
             assert first_line(path) != "-", f"{rel} has no docstring: say what the module is for"
+
+
+def test_the_compatibility_table_is_rendered_from_its_json():
+    """docs/build.md's table of llama.cpp trees is the rendering of the integration tier's record
+    (tests/data/compat/trees.json): regenerate it with `python -m tests.helpers.compat`."""
+    rows = load_rows()
+    assert {r["id"] for r in rows} >= {"pin"}  # the pinned tree is a row
+    assert docs_table((DOCS / "build.md").read_text()) == render_table(rows)
