@@ -117,6 +117,7 @@ def test_spec_facts_of_real_and_generated_files(smol_q4, smol_eagle3, tiny_mtp):
 
     assert read_spec_facts(smol_q4.path).model_dump() == {
         "architecture": "llama", "nextn_layers": 0, "markov_head": False, "experts": 0,
+        "context_length": 8192,  # SmolLM2's trained context: the limit of sweep.depth
     }  # fmt: skip
     assert read_spec_facts(smol_eagle3).architecture == "eagle3"
     mtp = read_spec_facts(tiny_mtp)
