@@ -27,6 +27,7 @@ from specbench.analysis.speedmodel import expected_tokens, model_speedup
 from specbench.base.errors import ModelError, RunError, SpecbenchError
 from specbench.base.methods import METHODS
 from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.workaround import with_workaround
 from specbench.models import cache
 from specbench.models.ggufheader import GGUFHeader, read_local_header
 from specbench.plan.cells import speculative_flags
@@ -312,6 +313,8 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
         "TARGET",
         *speculative_flags(flags, cell, "DRAFT"),
     ]
+    if build is not None and server is not None:
+        argv = with_workaround(argv, build, "server")  # as every run of this build gets it
     text = shlex.join(argv)
     return text.replace("TARGET", _fetch_arg(result.target)).replace("DRAFT", _fetch_arg(best))
 

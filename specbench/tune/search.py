@@ -38,6 +38,7 @@ from specbench.base import interrupts
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.base.formats import now_iso
 from specbench.base.paths import remove_empty
+from specbench.builder.workaround import with_workaround
 from specbench.execute import benchmark, preparation
 from specbench.execute.reference import sentinel as make_sentinel
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
@@ -451,4 +452,7 @@ def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pai
     argv += speculative_flags(f, cell, str(prepared.models[draft].path))
     if server is not None:
         argv += option_flags(server, cell, free_args(base, cell))
+        # the build's self-test workaround (--no-repack where the AMX repack crashed), as every run
+        # of this build gets it: a printed command without it crashes where the user pastes it
+        argv = with_workaround(argv, prepared.build, "server")
     return shlex.join(argv)

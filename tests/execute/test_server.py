@@ -237,11 +237,12 @@ def test_ctrl_c_kills_the_server(tmp_path, llama_build, smol_target, smol_q4):
     assert load_manifest(run_dir).status == "interrupted"
 
 
-@pytest.mark.integration  # replayed in make test: see docs/development.md
-def test_a_prompt_the_context_cannot_hold_fails_as_with_the_process_runner(tmp_path, llama_build, smol_q4):
-    """ctx_size 64 and a ~200-token prompt: llama-completion aborts and llama-speculative-simple
-    refuses it (the batch is capped at the context asked for); llama-server would round each slot up
-    to 256 tokens and answer. The server runner fails the sample with the same reason."""
+@pytest.mark.integration  # the judge's rule for a server sample is replayed in make test (test_judge.py)
+def test_a_prompt_the_context_cannot_hold_is_refused_before_the_server_starts(tmp_path, llama_build, smol_q4):
+    """ctx_size 64 and a ~200-token prompt: llama-server would round each slot up to 256 tokens and
+    answer, so nothing of llama.cpp's would say the prompt did not fit. The plan counts the prompt's
+    tokens with the target's vocabulary and refuses the run before any server starts, naming the
+    prompt and the context, as for the process runner (issue 58 item 12)."""
     long = "The quick brown fox jumps over the lazy dog. " * 20
     prompts = tmp_path / "long.jsonl"
     prompts.write_text(json.dumps({"id": "long", "category": "chat", "text": long}) + "\n")
@@ -254,8 +255,9 @@ def test_a_prompt_the_context_cannot_hold_fails_as_with_the_process_runner(tmp_p
     config = tmp_path / "ctx.yaml"
     config.write_text(yaml.safe_dump(data))
     run_dir = tmp_path / "run"
-    cli("run", str(config), "--out", str(run_dir), env={"SPECBENCH_RESULTS": str(tmp_path)}, timeout=600)
-    samples = load_samples(run_dir)
-    assert samples and all(s.status == "failed" for s in samples), [(s.role, s.status) for s in samples]
-    assert all(s.invalid_reason.startswith("prompt longer than the context (") for s in samples)
-    assert all("ctx_size 64" in s.invalid_reason for s in samples)
+    env = {"SPECBENCH_RESULTS": str(tmp_path)}
+    result = cli("run", str(config), "--out", str(run_dir), env=env, timeout=600)
+    assert result.returncode == 2, result.stderr[-2000:]
+    error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "'long'" in error[0] and "ctx_size 64" in error[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and not (run_dir / "samples.jsonl").exists()
