@@ -102,6 +102,23 @@ def standing(value: float | None, low: float | None, high: float | None, synthet
     return Standing.DECIDED
 
 
+def slower(low: float | None, high: float | None) -> bool:
+    """A decided figure whose whole 95% interval lies below 1.0x: the fastest of a slowdown. It is
+    still the best of its cells, but never starred or headlined as a setting to use."""
+    return low is not None and high is not None and high < 1.0
+
+
+SLOWER = "slower"  # what the site's headline says instead of a figure when even the best is ``slower``
+
+
+def slower_text(what: str, figure: str) -> str:
+    """What report and site say instead of a ★ / headline when even the best cell is ``slower``."""
+    return (
+        f"No setting of {what} beats its baseline: the fastest ({figure}) is slower, "
+        "its whole 95% interval below 1.0x."
+    )
+
+
 def standing_text(s: Standing) -> str:
     """How a best that is not decided is named where a figure would stand (site, tune, history)."""
     return {

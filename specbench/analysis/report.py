@@ -22,7 +22,7 @@ from specbench.analysis.caveats import (
 )
 from specbench.analysis.cells import ALL, ReportRow, cell_name, is_invalid, run_rows, sort_key
 from specbench.analysis.digest import digest
-from specbench.analysis.figures import pick_best, speedup_text, standing_text
+from specbench.analysis.figures import pick_best, slower, slower_text, speedup_text, standing_text
 from specbench.base.errors import InputError, RunError
 from specbench.base.paths import results_dir
 from specbench.results.calibration import load_calibration
@@ -109,7 +109,8 @@ def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()
     """★ per pair, category and server ``parallel`` (a speedup compares with the baseline at the
     same parallel only), on the cell ``figures.pick_best`` may call best: a decided real one (an
     incomplete run gets none: its missing cells might have won). Returns a note per overall group
-    whose best is undecided or synthetic, so that no ★ is not read as an oversight."""
+    whose best is undecided, synthetic or slower than the baseline (``figures.slower``), so that
+    no ★ is not read as an oversight."""
     groups: dict[tuple, list[ReportRow]] = {}
     for r in rows:
         if r.run not in incomplete:
@@ -119,14 +120,20 @@ def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()
         best = pick_best(
             group, lambda r: (r.speedup, r.speedup_ci_low, r.speedup_ci_high), lambda r: r.synthetic
         )
-        if best.decided and best.item is not None:
-            best.item.best = True
-        elif best.item is not None and category == ALL:
-            r = best.item
-            figure = speedup_text(r.speedup, r.speedup_ci_low, r.speedup_ci_high, r.speedup_repetitions)
+        top = best.item
+        if top is None:
+            continue
+        figure = speedup_text(top.speedup, top.speedup_ci_low, top.speedup_ci_high, top.speedup_repetitions)
+        if best.decided and not slower(top.speedup_ci_low, top.speedup_ci_high):
+            top.best = True
+        elif category == ALL and best.decided:
+            notes.append(
+                note(f"best:{run}:{pair}", slower_text(f"{pair} in {run}", f"{cell_name(top)}, {figure}"))
+            )
+        elif category == ALL:
             notes.append(note(
                 f"best:{run}:{pair}",
-                f"No setting of {pair} in {run} is marked best: its highest speedup ({cell_name(r)}, "
+                f"No setting of {pair} in {run} is marked best: its highest speedup ({cell_name(top)}, "
                 f"{figure}) is {standing_text(best.standing)}.",
             ))  # fmt: skip
     return notes

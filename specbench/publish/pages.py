@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from specbench.analysis.figures import pick_best, standing_text
+from specbench.analysis.figures import SLOWER, pick_best, slower, standing_text
 from specbench.gate.history import span_free
 from specbench.publish.folders import AbRun, BisectRun, Folders, reproduce
 from specbench.publish.series import SETTING_AXES, THRESHOLD, Point, Series
@@ -233,7 +233,9 @@ def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
         _, (s, p), latest = ordered[-1]
         card.update(cell=s.setting, spark=sparkline([q.mean for _, (_, q), b in ordered if b.decided]))
         figure = f"{p.mean:.2f}x{_ci(p)}"
-        if latest.decided:  # the one rule of what may be called best (analysis.figures.pick_best)
+        if latest.decided and slower(p.low, p.high):  # a slowdown is never the headline figure
+            card.update(speedup=SLOWER, why=f"{figure}: the fastest setting, slower than its baseline")
+        elif latest.decided:  # the one rule of what may be called best (analysis.figures.pick_best)
             card["speedup"] = figure
         else:  # no headline figure: say what the highest cell is instead
             card.update(speedup=str(latest.standing), why=f"{figure}: {standing_text(latest.standing)}")

@@ -208,3 +208,21 @@ def test_the_star_goes_to_a_decided_real_cell_only(tmp_path):
     overall = {r.method: r for r in three.shown(False)}
     assert overall["draft"].speedup > overall["ngram-simple"].speedup  # the synthetic cell is higher
     assert [r.method for r in three.shown(False) if r.best] == ["ngram-simple"]
+
+
+def test_no_star_when_even_the_fastest_decided_cell_is_slower_than_its_baseline():
+    """Seen on an H200 (benchmarks/results/cuda-e2e-h200): every cell ran at 0.4-0.5x and the
+    report starred the fastest. A decided interval wholly below 1.0x gets no ★ and a note says the
+    pair never beats its baseline; one that reaches 1.0x is still starred."""
+    from specbench.analysis.report import _mark_best
+
+    rows = [r for r in build_report([QUICK]).rows if r.speedup is not None and not r.synthetic]
+    for i, r in enumerate(rows):
+        r.best, r.speedup, r.speedup_ci_low, r.speedup_ci_high = False, 0.5 + i / 100, 0.45, 0.56 + i / 100
+    notes = _mark_best(rows)
+    assert not any(r.best for r in rows)
+    assert any("beats its baseline" in n.text and "whole 95% interval below 1.0x" in n.text for n in notes)
+    rows[0].speedup, rows[0].speedup_ci_low, rows[0].speedup_ci_high = 0.95, 0.9, 1.02
+    notes = _mark_best(rows)
+    assert [r.best for r in rows].count(True) >= 1 and rows[0].best
+    assert not any("beats its baseline" in n.text for n in notes)
