@@ -274,7 +274,13 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[Caveat]:
         where = ", ".join(
             f"{cell_name(r)} (first difference at character {r.first_diff})" for r in mismatched
         )
-        notes.append(warning("mismatch", f"Speculative output differs from the baseline's in {where}."))
+        notes.append(warning(
+            "mismatch",
+            f"Speculative output differs from the baseline's in {where}: verifying a batch of drafted "
+            "tokens can round differently from decoding one at a time (GPU backends especially), which "
+            "flips a near-tie and diverges from there; a difference in the first few characters points "
+            "at the speculative path itself (the texts are in each sample's log).",
+        ))  # fmt: skip
     return notes + caveats(infos)
 
 

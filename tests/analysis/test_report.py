@@ -226,3 +226,14 @@ def test_no_star_when_even_the_fastest_decided_cell_is_slower_than_its_baseline(
     notes = _mark_best(rows)
     assert [r.best for r in rows].count(True) >= 1 and rows[0].best
     assert not any("beats its baseline" in n.text for n in notes)
+
+
+def test_a_mismatch_warning_says_where_and_why_it_can_happen():
+    """Seen on an H200 (greedy, draft_max 4 differed at character 57): the warning names the cell,
+    the first difference and the batch-rounding cause, so a GPU user can tell it from a bug."""
+    from specbench.analysis.report import _notes
+
+    rows = [r for r in build_report([QUICK]).rows if r.speedup is not None]
+    rows[0].outputs_match, rows[0].first_diff = False, 57
+    text = " ".join(c.text for c in _notes([], rows))
+    assert "first difference at character 57" in text and "round differently" in text
