@@ -7,6 +7,7 @@ manifest, and a run without one (a plain ``specbench run``) reads as None.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -16,7 +17,25 @@ from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
 from specbench.results.folder import CALIBRATION
 
-MONOTONIC_SLACK = 0.25  # a longer pass may time this much below a shorter one (llama-bench noise)
+# A longer pass may time below a shorter one by this share of the shorter's cost (the jitter between
+# llama-bench's tests that its back-to-back repetitions do not show, and all of it at one repetition)
+# plus NOISE_Z of the two passes' standard deviations over their repetitions, llama-bench's own.
+NOISE_SLACK = 0.25
+NOISE_Z = 3.0
+
+
+def pooled(values: list[float]) -> list[float]:
+    """The non-decreasing sequence nearest ``values`` (least squares, pool adjacent violators): a
+    stretch that falls is replaced by its mean. Written out rather than scipy.optimize's
+    ``isotonic_regression``: importing scipy.optimize costs every report that reads a calibration
+    most of a second, for a dozen numbers."""
+    blocks: list[tuple[float, int]] = []  # (mean, count) of each pooled stretch
+    for v in values:
+        blocks.append((v, 1))
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m1, n1), (m2, n2) = blocks.pop(-2), blocks.pop()
+            blocks.append(((m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2))
+    return [m for m, n in blocks for _ in range(n)]
 
 
 class PassCosts(BaseModel):
@@ -27,17 +46,29 @@ class PassCosts(BaseModel):
     ngl: int = 0
     decode_s: float  # one token decoded after another (llama-bench tg), per token
     pass_s: dict[int, float] = Field(default_factory=dict)  # k -> seconds for one pass over k tokens
+    # k -> llama-bench's standard deviation of that pass over its repetitions, seconds (absent or 0:
+    # one repetition, or a calibration written before specbench recorded it)
+    pass_sd: dict[int, float] = Field(default_factory=dict)
+
+    def curve(self) -> dict[int, float]:
+        """The measured passes, made non-decreasing in k: where a longer pass timed below a shorter
+        one, that stretch costs its mean (slope 0). On a GPU a pass over a few tokens costs about
+        what one over a single token does, and the readings of such a flat stretch scatter both
+        ways; the model must not read that scatter as a pass that gets cheaper with more tokens."""
+        ks = sorted(self.pass_s)
+        return dict(zip(ks, pooled([self.pass_s[k] for k in ks]), strict=True))
 
     def cost(self, k: float) -> float:
-        """Seconds for a pass over ``k`` tokens: measured, else linear between the measured k's
-        (beyond the largest, extended with the slope of the last two)."""
+        """Seconds for a pass over ``k`` tokens on ``curve``: measured, else linear between the
+        measured k's (beyond the largest, extended with the slope of the last two)."""
         if k <= 1:
             return self.decode_s
-        pts = sorted(self.pass_s.items())
+        fitted = self.curve()
+        pts = sorted(fitted.items())
         if not pts:
             return self.decode_s * k
-        if k == int(k) and int(k) in self.pass_s:  # a measured k (a mean draft length is a float)
-            return self.pass_s[int(k)]
+        if k == int(k) and int(k) in fitted:  # a measured k (a mean draft length is a float)
+            return fitted[int(k)]
         lo = [(x, y) for x, y in pts if x < k]
         hi = [(x, y) for x, y in pts if x > k]
         if lo and hi:
@@ -48,17 +79,28 @@ class PassCosts(BaseModel):
             return pts[0][1] * k / pts[0][0]
         return y0 + (y1 - y0) * (k - x0) / (x1 - x0)
 
-    def not_monotonic(self, slack: float = MONOTONIC_SLACK) -> str | None:
-        """Why these costs cannot be right (a pass over more tokens timed far below one over fewer:
-        the machine was busy during the shorter one), or None. A forward pass never gets cheaper
-        with more tokens; ``slack`` leaves room for llama-bench's own jitter on flat GPU costs."""
-        worst_k, worst = 0, 0.0
-        for k, s in sorted(self.pass_s.items()):
-            if worst > 0 and s < worst * (1 - slack):
-                return (f"{self.model}: a pass over {k} tokens took {s:.4g} s, one over {worst_k} "
-                        f"took {worst:.4g} s")  # fmt: skip
-            if s > worst:
-                worst_k, worst = k, s
+    def impossible(self, slack: float = NOISE_SLACK, z: float = NOISE_Z) -> str | None:
+        """Why these costs cannot be right, or None: a pass that took no time (or no number), or a
+        pass over more tokens timed below one over fewer by more than their noise allows (the
+        machine was busy during the shorter one). A fall within the noise is a flat cost, which
+        ``curve`` prices at its mean."""
+        timed = [("a decode", self.decode_s)] + [
+            (f"a pass over {k} tokens", s) for k, s in self.pass_s.items()
+        ]
+        for what, s in timed:
+            if not (math.isfinite(s) and s > 0):
+                return f"{self.model}: {what} took {s:.4g} s"
+        pts = sorted(self.pass_s.items())
+        for i, (k, s) in enumerate(pts):
+            worst = None  # (fall beyond what is allowed, shorter k, its cost, allowed)
+            for k0, s0 in pts[:i]:
+                allowed = slack * s0 + z * math.hypot(self.pass_sd.get(k0, 0.0), self.pass_sd.get(k, 0.0))
+                if s0 - s > allowed and (worst is None or s0 - s - allowed > worst[0]):
+                    worst = (s0 - s - allowed, k0, s0, allowed)
+            if worst is not None:
+                _, k0, s0, allowed = worst
+                return (f"{self.model}: a pass over {k} tokens took {s:.4g} s, one over {k0} took "
+                        f"{s0:.4g} s, a fall beyond the {allowed:.2g} s their noise allows")  # fmt: skip
         return None
 
 

@@ -5,8 +5,9 @@ tokens (``pp k``) and N tokens decoded one after another (``tg N``), all with DE
 the KV cache (the prompts put a few hundred there; an empty cache is faster); a llama-bench without
 ``-d`` (trees before 2025, ik_llama.cpp) times at depth 0, which the calibration records. Results are
 cached under ``SPECBENCH_HOME/calibration/`` (or ``SPECBENCH_CALIBRATION``) per build, model sha256,
-threads, ngl and depth, but only when the machine was quiet and the costs grow with k (the caller
-judges: ``store``); an entry serves any later request whose k's it holds.
+threads, ngl and depth, but only when the machine was quiet and no pass costs less than a shorter
+one beyond their noise (``PassCosts.impossible``; the caller judges: ``store``); an entry serves
+any later request whose k's it holds.
 """
 
 from __future__ import annotations
@@ -79,10 +80,11 @@ def costs_from_entries(model: str, sha256: str | None, ngl: int, entries: list[B
     """A pp test is one pass over n_prompt tokens; a tg test is n_gen single-token decodes."""
     tg = [e for e in entries if e.n_prompt == 0 and e.n_gen > 0]
     pp = {e.n_prompt: e.avg_ns / 1e9 for e in entries if e.n_gen == 0 and e.n_prompt > 0}
+    sd = {e.n_prompt: e.stddev_ns / 1e9 for e in entries if e.n_gen == 0 and e.n_prompt > 0}
     if not tg and 1 not in pp:
         raise RunError(f"llama-bench measured no decode for {model}; its output had no tg or pp 1 test")
     decode = tg[0].avg_ns / 1e9 / tg[0].n_gen if tg else pp[1]
-    return PassCosts(model=model, sha256=sha256, ngl=ngl, decode_s=decode, pass_s=pp)
+    return PassCosts(model=model, sha256=sha256, ngl=ngl, decode_s=decode, pass_s=pp, pass_sd=sd)
 
 
 DEPTH_OPTIONS = ("-d", "--n-depth")  # llama-bench's KV depth (2025+; older trees and ik_llama.cpp lack it)
@@ -164,13 +166,13 @@ def _cache_file(
 
 
 def _read_cached(path: Path) -> CachedCosts | None:
-    """A cache entry, or None: missing, unreadable, of an older format, or not monotonic in k
+    """A cache entry, or None: missing, unreadable, of an older format, or with impossible costs
     (written before busy machines were refused: such an entry is measured again)."""
     try:
         entry = CachedCosts.model_validate_json(path.read_text())
     except (OSError, ValueError):
         return None
-    return None if entry.costs.not_monotonic() else entry
+    return None if entry.costs.impossible() else entry
 
 
 def cached_costs(
@@ -273,8 +275,9 @@ class Calibrated:
     calibration: Calibration
     fresh: list[CachedCosts] = field(default_factory=list)
 
-    def not_monotonic(self) -> str | None:
-        return next((why for m in self.calibration.models if (why := m.not_monotonic())), None)
+    def impossible(self) -> str | None:
+        """The first model's reason its costs cannot be right (``PassCosts.impossible``), or None."""
+        return next((why for m in self.calibration.models if (why := m.impossible())), None)
 
 
 def calibrate(

@@ -72,7 +72,7 @@ class CostCurve:
         """A model's passes priced from its decode time and the curve models' median ratios."""
         ratios: dict[int, list[float]] = {}
         for p in self.points:
-            for k, s in p.costs.pass_s.items():
+            for k, s in p.costs.curve().items():
                 if p.costs.decode_s > 0:
                     ratios.setdefault(k, []).append(s / p.costs.decode_s)
         pass_s = {k: decode_s * statistics.median(v) for k, v in sorted(ratios.items())}
@@ -129,8 +129,9 @@ def timed_costs(
     note: Callable[[str], None] = lambda line: None,
 ) -> tuple[PassCosts, bool] | None:
     """A model's pass costs at ``DEPTH`` from the calibration cache, else (``measure``) timed now by
-    llama-bench, one process at a time (a lock in the calibration folder), and cached when they
-    grow with k; None when not cached and not measured. The flag: whether they came from the cache."""
+    llama-bench, one process at a time (a lock in the calibration folder), and cached unless they
+    are impossible (``PassCosts.impossible``); None when not cached and not measured. The flag:
+    whether they came from the cache."""
     hit = cached_costs(build.key, sha256, threads, 0, DEPTH)
     if hit is not None and set(ks) <= set(hit.costs.pass_s):
         return hit.costs.model_copy(update={"model": name}), True
@@ -140,7 +141,7 @@ def timed_costs(
     with _lock():
         entry, cached = measure_model(build, name, str(path), sha256, ks=ks, depth=DEPTH,
                                       threads=threads, ngl=0)  # fmt: skip
-        if not cached and entry.costs.not_monotonic() is None:
+        if not cached and entry.costs.impossible() is None:
             store(entry)
     return _named(entry, name), cached
 

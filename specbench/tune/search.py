@@ -171,11 +171,12 @@ def _look(manifest: Manifest, phase: str) -> list[str]:
 
 def cache_refusal(calibrated: Calibrated, busy: list[str]) -> str | None:
     """Why this calibration must not be cached for later runs (a busy machine, costs that fall as k
-    grows), or None. Tune itself still uses it: it is the best measure of this moment there is."""
+    grows beyond their noise, or that took no time), or None. Tune itself still uses it (a fall
+    priced flat, ``PassCosts.curve``): it is the best measure of this moment there is."""
     if busy:
         return f"the machine was busy while it was measured ({busy[0]})"
-    why = calibrated.not_monotonic()
-    return f"its pass costs do not grow with k ({why}); measure it again on a quiet machine" if why else None
+    why = calibrated.impossible()
+    return f"its pass costs cannot be right ({why}); measure it again on a quiet machine" if why else None
 
 
 def tune(

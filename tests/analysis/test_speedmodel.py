@@ -14,6 +14,7 @@ from specbench.analysis.speedmodel import (
     model_speedup,
 )
 from specbench.results.calibration import Calibration, PassCosts
+from tests.helpers.passcosts import FLAT_GPU, FLAT_GPU_SD, ms
 
 
 def costs(name: str, decode_ms: float, per_token_ms: float, ngl: int = 0) -> PassCosts:
@@ -113,3 +114,22 @@ def test_a_cell_whose_drafts_p_min_cut_short_is_priced_by_the_drafts_it_verified
     full = cell_model_speedup(cal, "t", 0, "d", 0, 16, 3.0, None)
     cut = cell_model_speedup(cal, "t", 0, "d", 0, 16, 3.0, None, drafted=2.5)
     assert cut > full  # the same tokens per step for far less drafting and a smaller verify pass
+
+
+def test_a_flat_gpu_calibration_gives_sane_predictions():
+    """A GPU's flat passes, their readings scattered within the noise (1.22 ms over 6 tokens, 0.9024
+    over 9): priced at their mean, verifying more tokens never looks cheaper, and the best draft
+    length at a real acceptance is inside the range, not at its end."""
+    target = ms(FLAT_GPU, FLAT_GPU_SD)
+    draft = ms({k: v * 0.05 for k, v in FLAT_GPU.items()}, model="draft")  # 0.05 ms a decode
+    # the same tokens per step: more drafting can only cost more (the raw 9-token reading would make
+    # g=8 beat g=5: 3 more draft decodes, 0.15 ms, against a verification 0.32 ms cheaper)
+    same = [model_speedup(target, draft, g, 5.0) for g in range(4, 9)]
+    assert same == sorted(same, reverse=True)
+    flat = sum(FLAT_GPU[k] for k in range(4, 10)) / 6
+    level = ms({**FLAT_GPU, **dict.fromkeys(range(4, 10), flat)}, model="smol_f32")  # the mean itself
+    assert model_speedup(target, draft, 6, 5.0) == pytest.approx(model_speedup(level, draft, 6, 5.0))
+    by_g = {g: model_speedup(target, draft, g, expected_tokens(0.8, g)) for g in range(1, 33)}
+    assert all(0 < s <= expected_tokens(0.8, g) for g, s in by_g.items())  # never above the tokens per step
+    best = max(by_g, key=lambda g: by_g[g])
+    assert 1 < best < 32 and by_g[best] > 2.0  # flat verification pays, and a finite g is best
