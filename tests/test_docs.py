@@ -157,3 +157,26 @@ def test_the_compatibility_table_is_rendered_from_its_json():
     rows = load_rows()
     assert {r["id"] for r in rows} >= {"pin"}  # the pinned tree is a row
     assert docs_table((DOCS / "build.md").read_text()) == render_table(rows)
+
+
+# A date in a page's prose marks a measurement record (command, date, machine, numbers): those live
+# in docs/measured.md (or benchmarks/results/), and a reference page links them (issue 61).
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+RECORD_PAGES = {"measured.md", "formats.md"}  # formats.md dates each format version
+
+
+def prose(text: str) -> str:
+    """The text less fenced code blocks and inline code (example output may show dates)."""
+    text = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.M | re.S)
+    return re.sub(r"`[^`]*`", "", text)
+
+
+def test_measurement_records_live_on_the_measured_page():
+    pages = [README, *(p for p in DOCS.glob("*.md") if p.name not in RECORD_PAGES)]
+    dated = {
+        f"{page.relative_to(ROOT)}:{n}": line.strip()
+        for page in pages
+        for n, line in enumerate(prose(page.read_text()).splitlines(), 1)
+        if DATE.search(line)
+    }
+    assert not dated, f"dated records outside docs/measured.md: {dated}"
