@@ -16,11 +16,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_shipped_config_is_package_data():
-    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
-        "specbench"
-    ]
-    on_disk = [p.relative_to(REPO).as_posix() for p in (REPO / "configs").rglob("*") if p.is_file()]
-    assert on_disk and all(any(fnmatch.fnmatch(f, pat) for pat in patterns) for f in on_disk), on_disk
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    on_disk = [p.relative_to(REPO) for p in (REPO / "configs").rglob("*") if p.is_file()]
+
+    def packaged_as(f: Path) -> bool:  # configs/seeds/x.yaml is file x.yaml of package specbench.configs.seeds
+        package = ".".join(("specbench", *f.parent.parts))
+        return any(fnmatch.fnmatch(f.name, pat) for pat in data.get(package, []))
+
+    assert on_disk and all(packaged_as(f) for f in on_disk), [f for f in on_disk if not packaged_as(f)]
     packaged = Path(str(files("specbench") / "configs"))
     assert (packaged / "quickstart.yaml").is_file() and (packaged / SCHEMA).is_file()
     assert {c.name for c in shipped_configs()} >= {"quickstart", "ci", "seeds/000-llama3-70b-4090"}
