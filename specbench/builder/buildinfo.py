@@ -44,6 +44,11 @@ ROLE_COMMANDS: dict[str, list[str]] = {
 # The process runner's speculative programs, preferred first: llama-speculative-simple runs every
 # --spec-type; llama-speculative (tree drafting) drafts with a draft model only.
 SPECULATIVE_ROLES = ("speculative_simple", "speculative")
+# The programs that decode the whole prompt in one batch, so -b must hold it: llama-speculative-simple
+# refuses a longer one ("the prompt exceeds the batch size"), llama-speculative aborts
+# ("GGML_ASSERT(n_tokens_all <= cparams.n_batch)"), in every tree since 2023; llama-completion and
+# llama-server split a prompt into batches.
+ONE_BATCH_ROLES = frozenset(SPECULATIVE_ROLES)
 
 
 class NgramSizeFlags(BaseModel):

@@ -104,8 +104,8 @@ def deep_prompts(
                 for p in (p for p in prompts if p.model == target):
                     for d in depths:
                         context = cut_context(document, origin, d, p.text, tok.tokenize, tok.detokenize, ids)
-                        deep = with_context(p, d, context)
-                        _check_fits(deep, len(tok.tokenize(deep.text)), gen.n_predict, gen.ctx_size)
+                        deep = with_context(p, d, context, len(tok.tokenize(context + p.text)))
+                        _check_fits(deep, deep.tokens or 0, gen.n_predict, gen.ctx_size)
                         out.append(deep)
             finally:
                 server.stop()

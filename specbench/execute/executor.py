@@ -119,7 +119,7 @@ class ProcessExecutor:
         if res.timed_out:
             error = f"timed out after {inv.timeout_s:g} s (process group killed)"
         elif res.exit_code != 0:
-            error = failure_reason(stderr, res.exit_code, res.signal, self.facts)
+            error = failure_reason(stderr, res.exit_code, res.signal, self.facts, inv.generation.ctx_size)
         log = None  # a process that exited with a code printed its statistics, a failed one's are kept
         if res.exit_code is not None:
             log = _parse(stderr, stdout, str(stderr_path.relative_to(run_dir)))

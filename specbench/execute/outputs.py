@@ -25,15 +25,23 @@ _SPECIAL = re.compile(
     r"|\[/?INST\]|\[/?(?:SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_RESULTS)\]"
 )
 
-# llama.cpp's messages when the prompt does not fit (pinned build, and the older spelling):
-# llama-completion "prompt is too long (369 tokens, max 252)", llama-speculative-simple "the prompt
-# exceeds the context size (369 tokens, ctx 256)" / "... batch size (51 tokens, batch 32)",
-# llama-speculative "prompt too long", and the abort a tiny -c gives: "get_sub_batch: failed to add
-# token 520 at index 32 (error -1, n = 35)".
+# llama.cpp's messages when the prompt does not fit the context (pinned build, and the older
+# spelling): llama-completion "prompt is too long (369 tokens, max 252)", llama-speculative-simple
+# "the prompt exceeds the context size (369 tokens, ctx 256)", llama-speculative "prompt too long".
 _PROMPT_TOO_LONG = re.compile(
-    r"prompt is too long[^\n]*|prompt too long[^\n]*|prompt exceeds the (?:context|batch) size[^\n]*"
-    r"|failed to add token \d+ at index[^\n]*"
+    r"prompt is too long[^\n]*|prompt too long[^\n]*|prompt exceeds the context size[^\n]*"
 )
+# ... and when it does not fit the batch, which the speculative programs need it in whole (recorded
+# in tests/logs/real/*over-batch*): llama-speculative-simple "the prompt exceeds the batch size (22
+# tokens, batch 16)", the pinned llama-speculative's abort "get_sub_batch: failed to add token 351 at
+# index 16 (error -1, n = 21)" (the index is the batch's size), the 2024 one's "GGML_ASSERT(n_tokens_all
+# <= cparams.n_batch) failed". llama.cpp caps the batch at -c, so at a tiny -c these are the context's.
+_PROMPT_OVER_BATCH = re.compile(
+    r"prompt exceeds the batch size \((?P<tokens>\d+) tokens, batch (?P<batch>\d+)\)"
+    r"|failed to add token \d+ at index (?P<index>\d+)[^\n]*"
+    r"|GGML_ASSERT\(n_tokens_all <= cparams\.n_batch\) failed"
+)
+_N_BATCH = re.compile(r"n_batch\s+= (\d+)")
 
 
 def _segments(prompt: str) -> list[str]:
@@ -157,16 +165,21 @@ def prompt_over_context(prompt_tokens: int | None, ctx_size: int) -> str | None:
 
 
 def failure_reason(
-    stderr: str, exit_code: int | None, signal_name: str | None, facts: CrashFacts | None = None
-) -> str:
-    """One line saying why a run failed: the prompt-too-long case and the known crash classes
-    (``specbench.parse.crash``: with their cure) named as such, else the signal or exit code with
-    llama.cpp's own error line (``parse.crash.error_line``: the cause, said before what failed).
-    ``facts``: this CPU's flags and the build's self-test record."""
+    stderr: str, exit_code: int | None, signal_name: str | None, facts: CrashFacts | None = None,
+    ctx_size: int | None = None,
+) -> str:  # fmt: skip
+    """One line saying why a run failed: the prompt too long for the context or for the batch, and
+    the known crash classes (``specbench.parse.crash``: with their cure) named as such, else the
+    signal or exit code with llama.cpp's own error line (``parse.crash.error_line``: the cause, said
+    before what failed). ``facts``: this CPU's flags and the build's self-test record; ``ctx_size``:
+    the run's ``-c`` (llama.cpp caps the batch at it, so a batch that small is the context's limit)."""
     too_long = _PROMPT_TOO_LONG.search(stderr)
     how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
     if too_long:
         return f"prompt longer than the context ({too_long.group(0).strip()}); raise generation.ctx_size"
+    over_batch = _PROMPT_OVER_BATCH.search(stderr)
+    if over_batch:
+        return _over_batch(over_batch, stderr, ctx_size)
     cause = load_cause(stderr)
     if cause:  # the last line only says it did not load ("exiting due to model loading error")
         return f"{how}: the model did not load: {cause}"
@@ -175,6 +188,21 @@ def failure_reason(
         return f"{how}: {known.line}"
     said = error_line(stderr)  # llama.cpp's cause, not the "failed to create context" after it
     return f"{how}: {said}" if said else how
+
+
+def _over_batch(found: re.Match[str], stderr: str, ctx_size: int | None) -> str:
+    """The batch a speculative program needed the prompt in was too small: the context's limit where
+    llama.cpp capped the batch at ``-c`` (``ctx_size``), else the batch's, with ``batch_size``'s cure."""
+    said = found.group(0).strip()
+    sizes = _N_BATCH.findall(stderr[: found.start()])
+    batch = found.group("batch") or found.group("index") or (sizes[-1] if sizes else None)
+    if ctx_size and batch is not None and int(batch) >= ctx_size:
+        return f"prompt longer than the context ({said}); raise generation.ctx_size"
+    least = f" to at least {found.group('tokens')}" if found.group("tokens") else " to the prompt's tokens"
+    return (
+        f"prompt longer than the batch ({said}): the speculative program takes the whole prompt in one "
+        f"batch; raise batch_size{least}, or leave it unset (specbench then sizes -b to the prompt)"
+    )
 
 
 # llama.cpp says why a model did not load once, early ("llama_model_load: error loading model:

@@ -144,6 +144,9 @@ def at_depth(
     return found
 
 
-def with_context(prompt: RenderedPrompt, depth: int, context: str) -> RenderedPrompt:
-    """``prompt`` at ``depth``: the context in front of its text."""
-    return prompt.model_copy(update={"text": context + prompt.text, "depth": depth})
+def with_context(
+    prompt: RenderedPrompt, depth: int, context: str, tokens: int | None = None
+) -> RenderedPrompt:
+    """``prompt`` at ``depth``: the context in front of its text (``tokens``: the joined text's
+    count, where the target's tokenizer made it)."""
+    return prompt.model_copy(update={"text": context + prompt.text, "depth": depth, "tokens": tokens})

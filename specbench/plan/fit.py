@@ -11,6 +11,10 @@ refuse it first, from a floor on the prompt's tokens that is never above the rea
 
 A prompt whose UTF-8 bytes fit the context fits whatever the vocabulary (a token spells at least
 one byte), so the vocabulary is read only for a prompt that might not.
+
+The speculative programs of the process runner also need the whole prompt in one batch
+(``builder.buildinfo.ONE_BATCH_ROLES``): ``one_batch`` sizes ``-b`` from a ceiling on the prompt's
+tokens, the counted tokens of a prompt at depth or a prompt's bytes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from specbench.plan.prompts import RenderedPrompt
 
 CHARS_PER_TOKEN = 16  # without the vocabulary: a prompt has at least chars / 16 tokens
 SPECIAL_TOKENS = 2  # BOS and EOS a tokenizer may add
+LLAMA_BATCH = 2048  # llama.cpp's default logical batch (-b) since early 2024 (2023's trees: 512)
 
 
 @dataclass(frozen=True)
@@ -122,3 +127,34 @@ def check_fit(
                     "llama.cpp would fail every sample of it; raise generation.ctx_size (0: the model's own) "
                     "or shorten the prompt"
                 )
+
+
+def tokens_at_most(p: RenderedPrompt) -> int:
+    """The most tokens llama.cpp makes of ``p``, its BOS/EOS included: its count where the target's
+    tokenizer made one (a prompt at depth), else its depth plus its UTF-8 bytes (a token spells at
+    least one byte; a dry run's placeholder context counts as its depth)."""
+    if p.tokens is not None:
+        return p.tokens + SPECIAL_TOKENS
+    return p.depth + len(p.text.encode("utf-8")) + SPECIAL_TOKENS
+
+
+def one_batch(
+    p: RenderedPrompt, batch_size: int | None, program: str, default: int = LLAMA_BATCH
+) -> int | None:
+    """The ``-b`` a run of ``p`` is given where the plan's speculative ``program`` takes the whole
+    prompt in one batch (``builder.buildinfo.ONE_BATCH_ROLES``): the prompt's tokens at most, when
+    the program's default batch (``default``: its --help's) cannot hold them; None when it can, or
+    when the cell sets ``batch_size`` (which the run keeps). ConfigError when that ``batch_size``
+    cannot hold the prompt's counted tokens: the program would refuse every sample of it. The plan
+    gives the baseline and the draft alone the same ``-b`` (it moves only the prefill, untimed)."""
+    need = tokens_at_most(p)
+    if batch_size is not None:
+        if p.tokens is not None and batch_size < need:
+            at = f" at depth {p.depth}" if p.depth else ""
+            raise ConfigError(
+                f"batch_size {batch_size} cannot hold prompt {p.id!r}{at} ({need} tokens): {program} takes "
+                f"the whole prompt in one batch; raise batch_size to at least {need}, or leave it unset "
+                "(specbench then gives -b the prompt's tokens)"
+            )
+        return None
+    return need if need > default else None

@@ -67,6 +67,9 @@ class RenderedPrompt(BaseModel):
     text: str
     rendering: Literal["raw", "template", "fallback"]
     depth: int = 0  # tokens of context in front of the prompt (specbench.plan.depth)
+    # its tokens as the target's own tokenizer counts them (no BOS/EOS): counted for a prompt at
+    # depth (specbench.execute.context), None where nothing counted them (plan.fit.tokens_at_most)
+    tokens: int | None = None
 
 
 def _parse_lines(lines: Iterable[str], origin: str) -> list[Prompt]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from specbench.base.errors import ConfigError
-from specbench.builder.buildinfo import BinaryInfo, BuildInfo
+from specbench.builder.buildinfo import ONE_BATCH_ROLES, BinaryInfo, BuildInfo
 from specbench.plan import pairing
 from specbench.plan.cells import (
     baseline_groups,
@@ -34,7 +34,7 @@ from specbench.plan.cells import (
 from specbench.plan.config import Config
 from specbench.plan.depth import at_depth, check_depths, draft_out_of_context
 from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts
-from specbench.plan.fit import check_fit
+from specbench.plan.fit import LLAMA_BATCH, check_fit, one_batch
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.preflight import pair_methods, read_facts
 from specbench.plan.prompts import RenderedPrompt
@@ -274,6 +274,20 @@ class _Factory:
             "timeout_s": self.config.timeout_s,
         }
 
+    def _batch(self, binary: BinaryInfo, cell: Cell, prompt: RenderedPrompt) -> list[str]:
+        """``-b`` holding the whole prompt where the speculative program needs it in one batch
+        (``plan.fit.one_batch``), for every run of that prompt alike: baseline, draft alone and
+        speculative side get the same batch."""
+        if self.spec.role not in ONE_BATCH_ROLES:
+            return []
+        spec = (self.spec.flags.options or {}).get("batch_size")
+        default = int(spec.default) if spec is not None and (spec.default or "").isdigit() else LLAMA_BATCH
+        size = one_batch(prompt, cell.batch_size, self.spec.name, default)
+        if size is None:
+            return []
+        flag = (binary.flags.options or {}).get("batch_size")
+        return [flag.flag if flag is not None and flag.flag else "-b", str(size)]
+
     def alone(self, role: str, model: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
         """The target (``baseline``) or a draft model (``draft``) alone, with llama-completion.
         ``model``: its build, model, ngl and options (``baseline_cell`` / ``draft_alone_cell``)."""
@@ -281,6 +295,7 @@ class _Factory:
         gen = self.config.generation
         argv = _alone_argv(self.completion, model_path(self.models, model.model), gen, prompt.text, model.ngl)
         argv += option_flags(self.completion, model, free_args(self.config, model))
+        argv += self._batch(self.completion, model, prompt)
         return Invocation(
             role=role,
             **cell_dict(model),
@@ -292,11 +307,13 @@ class _Factory:
 
     def speculative(self, c: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
         prompt = at_depth(prompt, c.depth, self.deep)
+        argv = _spec_argv(self.config, self.spec, c, self.models, prompt.text)
+        argv += self._batch(self.spec, c, prompt)
         return Invocation(
             role="speculative",
             **cell_dict(c),
             binary_role=self.spec.role,
-            argv=_spec_argv(self.config, self.spec, c, self.models, prompt.text),
+            argv=argv,
             draft_backend_sampling=draft_backend_sampling(self.spec, c),
             prompt_echoed=True,
             **self._base(prompt, rep),

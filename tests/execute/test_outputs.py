@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from specbench.execute.outputs import compare, continuation, echoed_on_stdout, failure_reason, sha256_text
 
 PROMPT = "<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n"
@@ -81,7 +83,34 @@ def test_failure_reason_prompt_too_long_messages_of_the_pinned_build():
     )
     assert "prompt is too long (369 tokens, max 252)" in failure_reason(comp, 1, None)
     assert failure_reason(spec, 1, None).startswith("prompt longer than the context")
-    assert failure_reason(tiny, None, "SIGABRT").startswith("prompt longer than the context")
+    assert failure_reason(tiny, None, "SIGABRT", ctx_size=32).startswith("prompt longer than the context")
+
+
+_ASSERT = "GGML_ASSERT(n_tokens_all <= cparams.n_batch) failed"
+_SUB_BATCH = "failed to add token 351 at index 16 (error -1, n = 21)"
+
+
+@pytest.mark.parametrize(
+    ("log", "signal", "said", "least"),
+    [
+        ("spec-simple-over-batch.stderr", None, "prompt exceeds the batch size (22 tokens, batch 16)", " 22"),
+        ("speculative-over-batch.stderr", "SIGABRT", _SUB_BATCH, ""),
+        ("2024-0290-speculative-over-batch.stderr", "SIGABRT", _ASSERT, ""),
+    ],
+)
+def test_a_prompt_over_the_batch_is_named_with_the_batch_size_cure_not_the_contexts(log, signal, said, least):
+    """Recorded: the pinned llama-speculative-simple and llama-speculative, and the 2024
+    llama-speculative, given a prompt of 22 tokens at ``-c 256 -b 16`` (32 in 2024). On an H200 the
+    first was reported as "prompt longer than the context ...; raise generation.ctx_size" with ctx 8192."""
+    stderr = (REAL / log).read_text()
+    reason = failure_reason(stderr, None if signal else 1, signal, ctx_size=256)
+    head = f"prompt longer than the batch ({said}): the speculative program takes the whole prompt"
+    assert reason.startswith(f"{head} in one batch; raise batch_size"), reason
+    assert "ctx_size" not in reason
+    cure = f"raise batch_size to at least{least}," if least else "raise batch_size to the prompt's tokens,"
+    assert cure in reason
+    capped = failure_reason(stderr, 1, signal, ctx_size=16)  # -c 16 capped the batch: the context's limit
+    assert capped.startswith("prompt longer than the context (")
 
 
 def test_failure_reason_names_signal_or_exit_code_and_last_error():

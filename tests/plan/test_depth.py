@@ -133,3 +133,36 @@ def test_a_draft_whose_context_cannot_hold_the_depth_is_named_and_not_run():
         "draft out of context: p draft at depth 256 is not run: ctx_size_draft 300 cannot hold the depth "
         "and n_predict 64; raise ctx_size_draft"
     ]
+
+
+def _counted(config, depth, tokens):
+    """The rendered prompts, and each at ``depth`` counted at ``tokens`` (as the tokenizer would)."""
+    base = rendered(config)
+    return base + [with_context(p, depth, f"<ctx {depth}>\n\n", tokens) for p in base]
+
+
+def test_a_prompt_longer_than_the_default_batch_gets_a_batch_holding_it_on_both_sides(tmp_path, llama_build):
+    """llama-speculative-simple refuses a prompt over its batch (2048 by default): on an H200 every
+    speculative sample at depth 4096 failed. Every run of a counted prompt over 2048 tokens gets -b
+    of its tokens, the baseline and the draft alone too (the same batch on both sides); shorter
+    prompts run as before."""
+    sweep = {"method": ["draft"], "draft_max": [4], "depth": [0, 4096]}
+    config = make_config(tmp_path, sweep=sweep, generation={"n_predict": 16, "ctx_size": 8192})
+    plan = make_plan(config, llama_build, MODELS, _counted(config, 4096, 4286))
+    assert {i.role for i in plan.measured} == {"baseline", "speculative", "draft"}
+    for inv in plan.invocations:
+        if inv.depth == 4096:
+            assert inv.argv.count("-b") == 1 and inv.argv[inv.argv.index("-b") + 1] == "4288", inv.label()
+        else:
+            assert "-b" not in inv.argv, inv.label()
+    gen = {"n_predict": 16, "ctx_size": 8192}
+    server = make_config(tmp_path, runner="server", sweep=sweep, generation=gen)
+    served = make_plan(server, llama_build, MODELS, _counted(server, 4096, 4286))
+    assert not any("-b" in i.argv for i in served.invocations)  # llama-server splits a prompt in batches
+
+
+def test_a_batch_size_too_small_for_a_counted_prompt_is_refused_before_running(tmp_path, llama_build):
+    sweep = {"method": ["draft"], "draft_max": [4], "depth": [0, 4096], "batch_size": [2048]}
+    config = make_config(tmp_path, sweep=sweep, generation={"n_predict": 16, "ctx_size": 8192})
+    with pytest.raises(ConfigError, match=r"batch_size 2048 cannot hold prompt 'code-02' at depth 4096"):
+        make_plan(config, llama_build, MODELS, _counted(config, 4096, 4286))

@@ -5,7 +5,7 @@ characters over CHARS_PER_TOKEN when the vocabulary is not here."""
 import pytest
 
 from specbench.base.errors import ConfigError
-from specbench.plan.fit import CHARS_PER_TOKEN, Vocab, check_fit, read_vocab
+from specbench.plan.fit import CHARS_PER_TOKEN, Vocab, check_fit, one_batch, read_vocab, tokens_at_most
 from specbench.plan.prompts import RenderedPrompt
 
 
@@ -56,3 +56,29 @@ def test_the_floor_with_a_real_vocabulary_is_never_above_llama_cpp_s_count(smol_
         check_fit(
             {"t": [_prompt("The quick brown fox jumps over the lazy dog. " * 445)]}, {"t": smol_q4.path}, 512
         )
+
+
+def test_one_batch_is_the_prompts_counted_tokens_when_the_default_batch_cannot_hold_them():
+    """llama-speculative-simple takes the whole prompt in one batch (H200: 4288 tokens at depth 4096
+    against the default 2048 failed every sample): -b is the counted tokens with BOS/EOS."""
+    deep = _prompt("ctx " * 10 + "prompt").model_copy(update={"depth": 4096, "tokens": 4286})
+    assert tokens_at_most(deep) == 4288
+    assert one_batch(deep, None, "llama-speculative-simple") == 4288
+    assert one_batch(deep, None, "llama-speculative-simple", default=8192) is None
+    shallow = _prompt("x" * 1000)  # not counted: its bytes bound its tokens
+    assert tokens_at_most(shallow) == 1002 and one_batch(shallow, None, "llama-speculative") is None
+    assert one_batch(shallow, None, "llama-speculative", default=512) == 1002  # a 2023 tree's default
+    assert one_batch(deep, 8192, "llama-speculative-simple") is None  # the cell's batch_size is kept
+
+
+def test_a_batch_size_that_cannot_hold_a_counted_prompt_is_refused_in_one_line():
+    deep = _prompt("x").model_copy(update={"depth": 4096, "tokens": 4286})
+    with pytest.raises(ConfigError) as exc:
+        one_batch(deep, 2048, "llama-speculative-simple")
+    assert str(exc.value) == (
+        "batch_size 2048 cannot hold prompt 'long-1' at depth 4096 (4288 tokens): llama-speculative-simple "
+        "takes the whole prompt in one batch; raise batch_size to at least 4288, or leave it unset "
+        "(specbench then gives -b the prompt's tokens)"
+    )
+    bound = _prompt("x" * 5000)  # its bytes bound its tokens: not refused on a bound
+    assert one_batch(bound, 2048, "llama-speculative-simple") is None
