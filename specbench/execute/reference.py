@@ -40,14 +40,14 @@ def sentinel(
     run_dir = Path(run_dir)
     executor = ProcessExecutor()
 
-    def measure(index: int) -> tuple[float | None, str | None]:
+    def measure(index: int) -> tuple[float | None, str | None, float | None]:
         assert inv is not None
         folder = run_dir / FOLDER
         (folder / "raw").mkdir(parents=True, exist_ok=True)
         outcome = executor.run([(index, inv)], folder)[0]
         sample = judge(inv, outcome, run_id, now_iso()).sample
         tps = sample.tps if sample.status == "ok" else None
-        return tps, None if tps is not None else (sample.invalid_reason or sample.status)
+        return tps, None if tps is not None else (sample.invalid_reason or sample.status), sample.span_s
 
     def pairs(speed: SpeedRecord, phase: str) -> None:
         if has_samples(run_dir):

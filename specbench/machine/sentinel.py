@@ -24,9 +24,9 @@ SHARE = 0.025  # of the run's time the readings between start and end may take
 MIN_INTERVAL_S = 30.0  # never closer than this (a short run gets its start and end readings only)
 
 
-# One run of the reference (its argument: the reading's number): its t/s, or None and why not; an
-# OSError or RunError it raises is recorded as the reading's error.
-Measure = Callable[[int], tuple[float | None, str | None]]
+# One run of the reference (its argument: the reading's number): its t/s, or None and why not, and
+# its timed decode span; an OSError or RunError it raises is recorded as the reading's error.
+Measure = Callable[[int], tuple[float | None, str | None, float | None]]
 
 
 class SpeedMoved(RunError):
@@ -73,11 +73,11 @@ class Sentinel:
         assert self.measure is not None
         at, start = now_iso(), time.monotonic()
         try:
-            tps, error = self.measure(len(self.record.readings))
+            tps, error, span = self.measure(len(self.record.readings))
         except (OSError, RunError) as exc:  # the sentinel must never cost the run its samples
-            tps, error = None, f"{type(exc).__name__}: {exc}"
+            tps, error, span = None, f"{type(exc).__name__}: {exc}", None
         wall = time.monotonic() - start
-        reading = SpeedReading(phase=phase, at=at, tps=tps, wall_s=round(wall, 3), error=error)
+        reading = SpeedReading(phase=phase, at=at, tps=tps, wall_s=round(wall, 3), error=error, span_s=span)
         self.record.readings.append(reading)
         self.last = time.monotonic()
         self.interval = max(MIN_INTERVAL_S, wall / SHARE)

@@ -56,3 +56,24 @@ def test_a_sentinel_turned_off_says_so_where_a_run_without_readings_says_nothing
     off = SpeedRecord(off=True)
     assert off.describe().startswith("speed sentinel off (sentinel: false): the machine's own speed was not")
     assert judge_speed(off, 0.03) == [] and off.moved is None
+
+
+def test_readings_too_short_to_time_are_a_note_not_a_move():
+    """On an H200 the 64-token reference decoded for ~30 ms and two readings of a steady machine
+    differed by 23%: warned as 'machine speed moved'. Readings under SHORT_READING_S are not judged
+    (a note says why); the same move over readings of a second still warns."""
+    from specbench.machine.speed import SHORT_READING_S
+
+    def record(span: float) -> SpeedRecord:
+        return SpeedRecord(
+            readings=[
+                SpeedReading(phase="before", at="2026-11-27T20:00:00+00:00", tps=2251.1, span_s=span),
+                SpeedReading(phase="after", at="2026-11-27T20:01:00+00:00", tps=1738.5, span_s=span),
+            ]
+        )
+
+    short = record(SHORT_READING_S / 3)
+    assert judge_speed(short, 0.03) == [] and short.moved is None
+    assert any("-23%" in n and "too short" in n for n in short.notes)
+    long = record(1.0)
+    assert judge_speed(long, 0.03) and "-23%" in long.warnings[0] and not long.notes

@@ -19,7 +19,9 @@ def test_every_shipped_config_is_package_data():
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     on_disk = [p.relative_to(REPO) for p in (REPO / "configs").rglob("*") if p.is_file()]
 
-    def packaged_as(f: Path) -> bool:  # configs/seeds/x.yaml is file x.yaml of package specbench.configs.seeds
+    def packaged_as(
+        f: Path,
+    ) -> bool:  # configs/seeds/x.yaml is file x.yaml of package specbench.configs.seeds
         package = ".".join(("specbench", *f.parent.parts))
         return any(fnmatch.fnmatch(f.name, pat) for pat in data.get(package, []))
 
