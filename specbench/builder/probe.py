@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,15 +167,17 @@ def flags_from_help(text: str) -> FlagSpelling:
 def _run(path: Path, arg: str, command: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     env = {**child_env(), "LANG": "C"}
     try:
-        return subprocess.run(
-            [str(path), *command, arg],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=PROBE_TIMEOUT_S,
-            env=env,
-        )
+        with tempfile.TemporaryDirectory() as cwd:  # an older llama.cpp writes its log where it runs
+            return subprocess.run(
+                [str(path), *command, arg],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=PROBE_TIMEOUT_S,
+                env=env,
+                cwd=cwd,
+            )
     except subprocess.TimeoutExpired as exc:
         raise BuildError(f"{path} {arg} did not finish in {PROBE_TIMEOUT_S} s; rebuild with --force") from exc
     except OSError as exc:

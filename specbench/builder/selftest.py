@@ -153,11 +153,16 @@ def _decode_once(
 ) -> TypeCheck:
     argv = decode_argv(binary, model, ngl, extra)
     start = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    # in a folder of its own: an older llama.cpp writes main.log where it runs, never the user's folder
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryDirectory() as cwd,
+    ):
         try:
             proc = subprocess.run(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=DECODE_TIMEOUT_S,
-                env=child_env(), start_new_session=True,
+                env=child_env(), start_new_session=True, cwd=cwd,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             return TypeCheck(wtype=wtype, outcome="failed", reason=f"no answer in {DECODE_TIMEOUT_S} s")

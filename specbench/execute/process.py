@@ -163,8 +163,9 @@ def run_together(
 
 def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _Child:
     """Popen in its own session that dies with specbench (``lifeline``), pinned to ``command.cpus``
-    (set on this thread around the fork: the child inherits it). Called inside
-    ``interrupts.starting_child``."""
+    (set on this thread around the fork: the child inherits it), in ``cwd`` or else its logs' folder:
+    llama.cpp programs of 2023-24 write main.log / speculative.log into their working folder, which
+    must be specbench's, never the user's. Called inside ``interrupts.starting_child``."""
     for path in (command.stdout_path, command.stderr_path):
         path.parent.mkdir(parents=True, exist_ok=True)
     out, err = open(command.stdout_path, "wb"), open(command.stderr_path, "wb")
@@ -180,7 +181,7 @@ def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _C
                 stdout=subprocess.PIPE if command.stamp_stdout else out,
                 stderr=err,
                 env=child_env(env),
-                cwd=cwd,
+                cwd=cwd if cwd is not None else command.stdout_path.parent,
             )
         finally:
             if before is not None:

@@ -116,9 +116,10 @@ def start_server(argv: list[str], stdout_path: Path, stderr_path: Path, timeout_
             with interrupts.starting_child():
                 try:
                     # its own group, killed with specbench however it ends (lifeline)
-                    proc = lifeline.popen(
-                        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env()
-                    )
+                    proc = lifeline.popen(  # in its logs' folder, as every llama.cpp child (process._start)
+                        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env(),
+                        cwd=stdout_path.parent,
+                    )  # fmt: skip
                 except OSError as exc:
                     raise RunError(
                         f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"

@@ -123,3 +123,16 @@ def test_an_argument_with_a_nul_is_one_line_not_a_traceback(tmp_path):
     Popen's ValueError is a RunError naming the binary."""
     with pytest.raises(RunError, match=r"cannot start .*plain: embedded null byte in its command line"):
         run_command([str(FAKEBINS / "plain"), "-p", "a\x00b"], tmp_path / "o", tmp_path / "e", timeout_s=10)
+
+
+def test_a_child_writes_its_files_in_its_logs_folder_not_the_users(tmp_path, monkeypatch):
+    """llama.cpp programs of 2023-24 write main.log into their working folder: a run must leave the
+    user's folder as it was and keep the file beside the sample's raw logs."""
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.chdir(user)
+    raw = tmp_path / "run" / "raw"
+    code = "open('main.log', 'w').write('log')"
+    (res,) = run_together([Command([sys.executable, "-c", code], raw / "o.out", raw / "o.err", 30)])
+    assert res.exit_code == 0
+    assert list(user.iterdir()) == [] and (raw / "main.log").read_text() == "log"

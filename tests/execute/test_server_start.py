@@ -56,3 +56,18 @@ def test_a_taken_port_is_a_one_line_error_in_llama_servers_words(tmp_path):
     message = str(info.value)
     assert message.startswith("llama-server exited (exit code 1") and "\n" not in message, message
     assert "couldn't bind HTTP server socket" in message and "port: 18556" in message, message
+
+
+def test_a_server_writes_its_files_in_its_logs_folder_not_the_users(tmp_path, monkeypatch):
+    """As a process-runner child (execute/process._start): an older llama-server's own log file
+    lands beside its raw logs, never in the folder the user ran specbench from."""
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.chdir(user)
+    server = tmp_path / "llama-server"
+    server.write_text("#!/bin/sh\necho log > server.log\nexit 1\n")
+    server.chmod(0o755)
+    raw = tmp_path / "run" / "raw"
+    with pytest.raises(ServerError):
+        start_server([str(server)], raw / "s.out", raw / "s.err", timeout_s=60)
+    assert list(user.iterdir()) == [] and (raw / "server.log").is_file()
