@@ -113,17 +113,23 @@ def test_2024_speculative():
     assert f.no_display_prompt is None
 
 
-def test_2026_spec_type_with_bracketed_values():
-    f = flags_from_help(HELP_2026_EARLY_SERVER)
-    assert f.draft_max == "--draft-max" and f.spec_type == "--spec-type"
-    assert f.spec_types == [
-        "none",
-        "ngram-cache",
-        "ngram-simple",
-        "ngram-map-k",
-        "ngram-map-k4v",
-        "ngram-mod",
-    ]
+def test_2026_early_server_spells_draft_max():
+    assert flags_from_help(HELP_2026_EARLY_SERVER).draft_max == "--draft-max"
+
+
+NGRAM_SPEC_TYPES = ["none", "ngram-cache", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod"]
+
+
+@pytest.mark.parametrize(
+    "help_text",
+    [HELP_2026_EARLY_SERVER, (HELP / "ik-0.1.5-llama-speculative.txt").read_text()],
+    ids=["2026-bracketed", "ik-spaced"],
+)
+def test_spec_type_values_are_read_bracketed_or_spaced(help_text):
+    """Early 2026 lists them `[none|ngram-cache|...]`, ik_llama.cpp `ngram - cache`: the same list."""
+    f = flags_from_help(help_text)
+    assert f.spec_type == "--spec-type"
+    assert f.spec_types == NGRAM_SPEC_TYPES
 
 
 def test_pinned_era_skips_removed_spellings():
@@ -135,9 +141,9 @@ def test_pinned_era_skips_removed_spellings():
     assert f.spec_types == ["none", "draft-simple", "ngram-simple", "ngram-cache"]
 
 
-def test_ik_fork_takes_the_classic_draft_method_and_lists_its_spaced_spec_types():
-    """ik_llama.cpp: `-md` speculates alone (its --spec-type has no draft-simple), the values are
-    written `ngram - cache`, long-only options sit at column 9 and n-gram sizes are shared."""
+def test_ik_fork_takes_the_classic_draft_method():
+    """ik_llama.cpp: `-md` speculates alone (its --spec-type has no draft-simple), long-only options
+    sit at column 9 and n-gram sizes are shared (its spaced `ngram - cache` values: above)."""
     f = flags_from_help((HELP / "ik-0.1.5-llama-speculative.txt").read_text())
     assert (f.model_draft, f.draft_max, f.draft_min, f.p_min) == (
         "-md",
@@ -145,15 +151,7 @@ def test_ik_fork_takes_the_classic_draft_method_and_lists_its_spaced_spec_types(
         "--draft-min",
         "--draft-p-min",
     )
-    assert f.spec_type == "--spec-type" and f.classic_draft
-    assert f.spec_types == [
-        "none",
-        "ngram-cache",
-        "ngram-simple",
-        "ngram-map-k",
-        "ngram-map-k4v",
-        "ngram-mod",
-    ]
+    assert f.classic_draft
     assert (f.no_display_prompt, f.no_escape, f.log_verbosity) == (
         "--no-display-prompt",
         "--no-escape",

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from specbench.results.cell import baseline_of
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.fixtures.build import cli
+from tests.helpers.interleaved import check_interleaved
 from tests.helpers.realruns import one_cell, threads
 
 pytestmark = pytest.mark.slow
@@ -33,24 +33,6 @@ def run_aa(tmp_path, smol_target, smol_q4, *sets: str):
     result = cli("run", str(config), "--out", str(run_dir), *sets, env=env, timeout=1800)  # ~1 min when quiet
     assert result.returncode == 0, result.stderr[-3000:]
     return run_dir, load_samples(run_dir)
-
-
-def check_interleaved(samples, n: int = 12) -> None:
-    """Every baseline, cell and draft-alone run twice in a row, a then b in repetition 0, b then a in 1."""
-    assert len(samples) == n and {s.build for s in samples} == {"a", "b"}
-    for first, second in zip(samples[::2], samples[1::2], strict=True):
-        assert (first.role, first.prompt_id, first.repetition) == (
-            second.role,
-            second.prompt_id,
-            second.repetition,
-        )
-        assert (first.build, second.build) == (("a", "b") if first.repetition == 0 else ("b", "a"))
-    for s in samples:
-        assert s.status == "ok" and s.valid, s.invalid_reason
-    baselines = {(baseline_of(s), s.prompt_id, s.repetition) for s in samples if s.role == "baseline"}
-    for s in samples:
-        if s.role == "speculative":  # judged against its own build's baseline, which it matches at temp 0
-            assert (baseline_of(s), s.prompt_id, s.repetition) in baselines and s.outputs_match is True
 
 
 # integration tier; its rule, replayed: tests/execute/test_runner_replay.py (a test of the same name

@@ -4,7 +4,6 @@ Real llama.cpp runs of the 135M pair, 16 tokens each (issue 24)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from specbench.tune.calibrate import CachedCosts, store
 from tests.fixtures.build import assert_one_line_error, cli
 from tests.helpers.procs import processes_with, wait_for
 from tests.helpers.realruns import one_cell, threads, write_config
+from tests.helpers.tunes import check_busy_tune
 
 pytestmark = pytest.mark.slow
 
@@ -95,21 +95,7 @@ def test_tune_on_a_busy_machine_warns_records_it_caches_no_calibration_and_searc
                      "--out", str(tmp_path / "t"), timeout=1800)  # fmt: skip
     finally:
         stop(foreign)
-    assert result.returncode == 0, result.stderr
-    assert "WARNING: busy machine: another benchmark is running" in result.stderr
-    by_family: dict = {}
-    for c in json.loads(result.stdout)["candidates"]:
-        s = c["settings"]
-        assert s["draft_min"] <= s["draft_max"] and c["model_speedup"] is not None
-        by_family.setdefault((s["draft_min"], s["p_min"]), []).append(c)
-    assert set(by_family) == {(0, 0.0), (0, 0.6), (2, 0.0), (2, 0.6)}
-    for family, cands in by_family.items():
-        assert any(c["settings"]["draft_max"] == 4 and c["speedup"] is not None for c in cands), family
-    assert "note: calibration not cached: the machine was busy while it was measured" in result.stderr
-    assert not list(Path(os.environ["SPECBENCH_CALIBRATION"]).glob("*.json"))
-    man = load_manifest(tmp_path / "t")
-    assert man.noise.busy and len(man.noise.snapshots) >= 3  # before, around calibration, after
-    assert load_calibration(tmp_path / "t") is not None  # tune itself still used its measurement
+    check_busy_tune(result, tmp_path / "t")
 
 
 # integration tier; its rule, replayed: tests/cli/test_tune_replay.py (a test of the same name)

@@ -5,7 +5,6 @@ tune runs stay in the integration tier (tests/cli/test_tune.py, tests/cli/test_t
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import signal
 from pathlib import Path
@@ -13,20 +12,16 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import Terminated
-from specbench.gate.history import run_count
 from specbench.results.calibration import load_calibration
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.fixtures.replay import Take
 from tests.helpers.cli import invoke
+from tests.helpers.tunes import BEST_KEYS, check_busy_tune, check_tune_contract
 
 CI = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
 ONE_PROMPT = ["--set", "prompts.ids=[code-02]", "--set", "pairing=sequential", "--set", "sentinel=false",
               "--set", "warmup=0"]  # fmt: skip
-KEYS = {"pair", "best", "speedup", "speedup_ci_low", "speedup_ci_high", "predicted_speedup", "command",
-        "server_command", "candidates", "elapsed_s", "speedup_range_low", "speedup_range_high",
-        "baseline_history", "standing"}  # fmt: skip
-BEST_KEYS = {"method", "draft_max", "draft_min", "p_min", "ngl", "ngld"}
 
 
 def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, replay):
@@ -38,35 +33,10 @@ def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, rep
     result = invoke("tune", CI, *ONE_PROMPT, "--pair", "smol", "--budget", "900", "--max-draft", "3",
                     "--format", "json", "--out", run_dir, env=env, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
-    assert set(out) == KEYS
-    # tune is recorded in history beside the sweep, whose baseline is the same command at another time
-    assert run_count(tmp_path / "results" / "history.sqlite") == 2
-    known = out["baseline_history"]
-    assert known["runs"] == 1 and known["low_tps"] == known["high_tps"] > 0 and known["tune_tps"] > 0
-    assert out["pair"] == "smol" and set(out["best"]) == BEST_KEYS and out["best"]["method"] == "draft"
-    assert [c["settings"]["draft_max"] for c in out["candidates"]] == [1, 2, 3]
-    assert all(c["model_speedup"] is not None and c["model_speedup"] > 0 for c in out["candidates"])
-    measured = [c for c in out["candidates"] if c["speedup"] is not None]
-    assert measured and any(c["settings"] == out["best"] and c["speedup"] == out["speedup"] for c in measured)
-    g = str(out["best"]["draft_max"])
-    for cmd, binary in (
-        (out["command"], "llama-speculative-simple"),
-        (out["server_command"], "llama-server"),
-    ):
-        assert binary in cmd and "SmolLM2-135M-Instruct.Q4_1.gguf" in cmd and f" {g} " in cmd
-    assert replay.bench_log and all("llama-bench" in argv[0] for argv in replay.bench_log)
-    assert (run_dir / "calibration.json").is_file()
     report = invoke("report", run_dir, "--format", "json", cwd=tmp_path)
-    assert report.returncode == 0, report.stderr
-    rows = json.loads(report.stdout)
-    assert rows and all(r["method"] == "draft" and r["model_speedup"] is not None for r in rows)
-    assert {r["draft_max"] for r in rows} == {c["settings"]["draft_max"] for c in measured}
-    # every round measures the baseline again: each repetition a candidate ran in has its own baseline
-    samples = load_samples(run_dir)
-    spec_reps = {s.repetition for s in samples if s.role == "speculative"}
-    assert {s.repetition for s in samples if s.role == "baseline"} == spec_reps
-    assert len(spec_reps) >= 2, "a 900 s budget leaves room for more than the probe"
+    check_tune_contract(json.loads(result.stdout), run_dir, tmp_path / "results" / "history.sqlite", report,
+                        models=["SmolLM2-135M-Instruct.Q4_1.gguf"])  # fmt: skip
+    assert replay.bench_log and all("llama-bench" in argv[0] for argv in replay.bench_log)
 
 
 def test_a_budget_below_the_minimum_is_refused_with_the_minimum(tmp_path, replay):
@@ -172,21 +142,7 @@ def test_tune_on_a_busy_machine_warns_records_it_caches_no_calibration_and_searc
     ]
     r = invoke("tune", CI, *ONE_PROMPT, *sweep, "--budget", "900", "--max-draft", "4", "--json",
                "--out", tmp_path / "t", cwd=tmp_path)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    assert "WARNING: busy machine: another benchmark is running" in r.stderr
-    by_family: dict = {}
-    for c in json.loads(r.stdout)["candidates"]:
-        s = c["settings"]
-        assert s["draft_min"] <= s["draft_max"] and c["model_speedup"] is not None
-        by_family.setdefault((s["draft_min"], s["p_min"]), []).append(c)
-    assert set(by_family) == {(0, 0.0), (0, 0.6), (2, 0.0), (2, 0.6)}
-    for family, cands in by_family.items():
-        assert any(c["settings"]["draft_max"] == 4 and c["speedup"] is not None for c in cands), family
-    assert "note: calibration not cached: the machine was busy while it was measured" in r.stderr
-    assert not list(Path(os.environ["SPECBENCH_CALIBRATION"]).glob("*.json"))
-    man = load_manifest(tmp_path / "t")
-    assert man.noise.busy and len(man.noise.snapshots) >= 3  # before, around calibration, after
-    assert load_calibration(tmp_path / "t") is not None  # tune itself still used its measurement
+    check_busy_tune(r, tmp_path / "t")
 
 
 def test_tune_on_the_server_runner_measures_with_servers_and_prints_the_command_its_rounds_ran(
