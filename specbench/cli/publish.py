@@ -60,7 +60,7 @@ def publish(
         f"{done.seconds:.1f} s)"
     )
     if serve:
-        from specbench.publish.serve import server
+        from specbench.publish.site import server
 
         httpd = server(done.out, port)
         say(f"serving http://127.0.0.1:{httpd.server_address[1]}/ (Ctrl-C stops)")

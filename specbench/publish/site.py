@@ -1,4 +1,5 @@
-"""``specbench publish``: write the static site (index, trend, run, ab, bisect and best-setting pages).
+"""``specbench publish``: write the static site (index, trend, run, ab, bisect and best-setting pages),
+and ``--serve`` it on http://127.0.0.1:PORT/ for a look (as ``asv preview``).
 
 The site is built in a sibling temporary folder and moved into place at the end, so a failed
 publish leaves the previous site whole. A folder given as ``--out`` that holds something else
@@ -8,10 +9,12 @@ The history is opened read-only and the run folders are only read.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from specbench.base.errors import InputError, SpecbenchError
@@ -217,3 +220,24 @@ def _swap(tmp: Path, out: Path) -> None:
         raise PublishError(f"cannot write the site: {os_problem(exc, out)}") from exc
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+class ServeError(InputError):
+    """The site cannot be served as asked (a port in use, no site)."""
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002  (the base class's name)
+        pass  # one line per request would bury the address line
+
+
+def server(site: Path, port: int) -> ThreadingHTTPServer:
+    """A server on localhost only (never on every interface: the site may name private paths)."""
+    handler = functools.partial(_Quiet, directory=str(site))
+    try:
+        return ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as exc:
+        raise ServeError(
+            f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}); "
+            "give another --port (0 picks a free one)"
+        ) from exc
