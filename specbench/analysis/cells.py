@@ -115,11 +115,6 @@ class ReportRow(_RowCell):
         """Every axis, in axis order, without run and category: rows of different runs line up on it."""
         return tuple(getattr(self, f) for f in ROW_CELL)
 
-    def contract(self) -> dict:
-        """Exactly the contract keys, in contract order."""
-        data = self.model_dump()
-        return {k: data[k] for k in CONTRACT_KEYS}
-
 
 _NAMED_APART = ("draft_min", "p_min", "ngl", "ngld", "runner", "parallel", "draft_max")
 

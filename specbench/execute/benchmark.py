@@ -52,7 +52,6 @@ class RunSummary:
     speed_moved: list[str] = field(default_factory=list)  # the speed sentinel's warnings
     speed_notes: list[str] = field(default_factory=list)  # its moves that fell between pairs (not warned)
     sentinel: str | None = None  # the sentinel's readings in a line: what they cost of this run
-    sentinel_cost_s: float = 0.0  # what its readings took (all of this run's, resumed ones too)
 
 
 def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
@@ -190,7 +189,7 @@ def run_benchmark(
     run_s = time.monotonic() - started
     summary = summarize(result)
     summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
-    summary.speed_moved, summary.sentinel_cost_s = list(speed.warnings), speed.cost_s()
+    summary.speed_moved = list(speed.warnings)
     # a resumed run's readings span several runs; `sentinel: false` is said by the closing report
     line = None if speed.off else speed.describe(run_s if not resume else None)
     summary.sentinel = line

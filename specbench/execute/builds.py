@@ -80,16 +80,6 @@ def preview_builds(
     return out
 
 
-def describe_builds(builds: dict[Label, BuildInfo]) -> list[str]:
-    """One line per build for the plan's notes: label, source, ref and commit, binaries."""
-    lines = []
-    for label, info in builds.items():
-        at = f"@{info.ref}" if info.ref else ""
-        commit = (info.commit or "unknown commit")[:12]
-        lines.append(f"build {label}: {info.source}{at} ({commit}, {info.backend}) in {Path(info.bin_dir)}")
-    return lines
-
-
 def check_same_builds(then: dict[str, BuildInfo], now: dict[Label, BuildInfo], run_dir: Path) -> None:
     """``--resume`` of a multi-build run must measure the builds it began with: a ref that moved
     (a branch with new commits) or a work tree edited since would mix two commits under one label."""

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, LlamaFileType
 
 from specbench.base.errors import ModelError
-from specbench.models.meta import _DEFAULT_ADD, _DEFAULT_IDS, VOCAB_TYPES, GGUFMeta
+from specbench.models.meta import GGUFMeta, meta_from_keys
 
 _SCALARS: dict[GGUFValueType, str] = {
     GGUFValueType.UINT8: "<B", GGUFValueType.INT8: "<b", GGUFValueType.UINT16: "<H",
@@ -246,34 +246,14 @@ def header_meta(
     h: GGUFHeader, size_bytes: int, n_shards: int = 1, parameter_count: int | None = None
 ) -> GGUFMeta:
     """``GGUFMeta`` from a header, as ``meta.read_metadata`` derives it from a whole file."""
-    kv = h.kv
-    arch = kv.get("general.architecture")
-    tok_model = kv.get("tokenizer.ggml.model")
-    vocab_type = VOCAB_TYPES.get(tok_model, tok_model.upper()) if tok_model else None
-    vocab = len(h.tokens) if h.tokens else kv.get(f"{arch}.vocab_size")
-    default_bos, default_eos = _DEFAULT_IDS.get(tok_model or "", (None, None))
-    default_add_bos, default_add_eos = _DEFAULT_ADD.get(vocab_type or "", (False, False))
-    bos, eos = kv.get("tokenizer.ggml.bos_token_id"), kv.get("tokenizer.ggml.eos_token_id")
-    add_bos, add_eos = kv.get("tokenizer.ggml.add_bos_token"), kv.get("tokenizer.ggml.add_eos_token")
-    ctx = kv.get(f"{arch}.context_length") if arch else None
-    return GGUFMeta(
-        architecture=arch,
-        name=kv.get("general.name"),
-        size_label=kv.get("general.size_label"),
+    return meta_from_keys(
+        h.kv.get,
+        len(h.tokens) if h.tokens else None,
         parameter_count=sum(t.n_elements for t in h.tensors) if parameter_count is None else parameter_count,
         file_type=_file_type(h),
         size_bytes=size_bytes,
         n_shards=n_shards,
-        context_length=int(ctx) if ctx is not None else None,
-        vocab_size=int(vocab) if vocab is not None else None,
-        tokenizer_model=tok_model,
-        tokenizer_pre=kv.get("tokenizer.ggml.pre"),
-        vocab_type=vocab_type,
-        bos_token_id=int(bos) if bos is not None else default_bos,
-        eos_token_id=int(eos) if eos is not None else default_eos,
-        add_bos=bool(add_bos) if add_bos is not None else default_add_bos,
-        add_eos=bool(add_eos) if add_eos is not None else default_add_eos,
-        has_chat_template="tokenizer.chat_template" in kv,
+        has_chat_template="tokenizer.chat_template" in h.kv,
     )
 
 

@@ -7,6 +7,7 @@ tokenizer) produced it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,36 +98,46 @@ def read_metadata(path: Path) -> GGUFMeta:
     n_params = sum(int(t.n_elements) for t in reader.tensors)
     for shard in shards[1:]:
         n_params += sum(int(t.n_elements) for t in open_gguf(shard).tensors)
-    arch = _scalar(fields, "general.architecture")
-    tok_model = _scalar(fields, "tokenizer.ggml.model")
-    vocab_type = VOCAB_TYPES.get(tok_model, tok_model.upper()) if tok_model else None
     tokens = fields.get("tokenizer.ggml.tokens")
-    vocab_size = len(tokens.data) if tokens is not None else _scalar(fields, f"{arch}.vocab_size")
-    default_bos, default_eos = _DEFAULT_IDS.get(tok_model or "", (None, None))
-    default_add_bos, default_add_eos = _DEFAULT_ADD.get(vocab_type or "", (False, False))
-    bos = _scalar(fields, "tokenizer.ggml.bos_token_id")
-    eos = _scalar(fields, "tokenizer.ggml.eos_token_id")
-    add_bos = _scalar(fields, "tokenizer.ggml.add_bos_token")
-    add_eos = _scalar(fields, "tokenizer.ggml.add_eos_token")
-    ctx = _scalar(fields, f"{arch}.context_length") if arch else None
-    return GGUFMeta(
-        architecture=arch,
-        name=_scalar(fields, "general.name"),
-        size_label=_scalar(fields, "general.size_label"),
+    return meta_from_keys(
+        lambda key: _scalar(fields, key),
+        len(tokens.data) if tokens is not None else None,
         parameter_count=n_params,
         file_type=_file_type(fields, reader.tensors),
         size_bytes=sum(p.stat().st_size for p in shards),
         n_shards=len(shards),
+        has_chat_template="tokenizer.chat_template" in fields,
+    )
+
+
+def meta_from_keys(get: Callable[[str], Any], n_tokens: int | None, **facts: Any) -> GGUFMeta:
+    """``GGUFMeta`` from a file's keys as llama.cpp reads them (``get``: a key's scalar or None;
+    ``n_tokens``: the token list's length, None without one), whether the keys come from a whole
+    file (``read_metadata``) or from a header's bytes (``ggufheader.header_meta``); ``facts`` are
+    what is not a key (parameter count, file type, size, shards, chat template)."""
+    arch = get("general.architecture")
+    tok_model = get("tokenizer.ggml.model")
+    vocab_type = VOCAB_TYPES.get(tok_model, tok_model.upper()) if tok_model else None
+    vocab_size = n_tokens if n_tokens is not None else get(f"{arch}.vocab_size")
+    default_bos, default_eos = _DEFAULT_IDS.get(tok_model or "", (None, None))
+    default_add_bos, default_add_eos = _DEFAULT_ADD.get(vocab_type or "", (False, False))
+    bos, eos = get("tokenizer.ggml.bos_token_id"), get("tokenizer.ggml.eos_token_id")
+    add_bos, add_eos = get("tokenizer.ggml.add_bos_token"), get("tokenizer.ggml.add_eos_token")
+    ctx = get(f"{arch}.context_length") if arch else None
+    return GGUFMeta(
+        architecture=arch,
+        name=get("general.name"),
+        size_label=get("general.size_label"),
         context_length=int(ctx) if ctx is not None else None,
         vocab_size=int(vocab_size) if vocab_size is not None else None,
         tokenizer_model=tok_model,
-        tokenizer_pre=_scalar(fields, "tokenizer.ggml.pre"),
+        tokenizer_pre=get("tokenizer.ggml.pre"),
         vocab_type=vocab_type,
         bos_token_id=int(bos) if bos is not None else default_bos,
         eos_token_id=int(eos) if eos is not None else default_eos,
         add_bos=bool(add_bos) if add_bos is not None else default_add_bos,
         add_eos=bool(add_eos) if add_eos is not None else default_add_eos,
-        has_chat_template="tokenizer.chat_template" in fields,
+        **facts,
     )
 
 

@@ -32,54 +32,32 @@ class PairCheck(BaseModel):
     message: str
 
 
-def _refuse(rule: str, what: str, tv: object, dv: object, hint: str) -> PairCheck:
+def _refuse(rule: str, what: str, tv: object, dv: object) -> PairCheck:
     return PairCheck(
         ok=False,
         rule=rule,
         target_value=str(tv),
         draft_value=str(dv),
-        message=f"draft cannot speculate for target: {what} differs (target {tv}, draft {dv}); {hint}",
+        message=f"draft cannot speculate for target: {what} differs (target {tv}, draft {dv}); "
+        "use a draft from the target's model family (same tokenizer)",
     )
-
-
-_FAMILY = "use a draft from the target's model family (same tokenizer)"
 
 
 def check_metadata(t: GGUFMeta, d: GGUFMeta) -> PairCheck | None:
     """Rules 1-4 (metadata only); None when they pass."""
     if t.vocab_type != d.vocab_type:
-        return _refuse(
-            "vocab_type",
-            "vocabulary type",
-            f"{t.vocab_type} ({t.tokenizer_model})",
-            f"{d.vocab_type} ({d.tokenizer_model})",
-            _FAMILY,
-        )
-    if t.add_bos != d.add_bos or (t.add_bos and t.bos_token_id != d.bos_token_id):
-        return _refuse(
-            "bos",
-            "BOS token (add_bos, id)",
-            f"add_bos={t.add_bos} bos={t.bos_token_id}",
-            f"add_bos={d.add_bos} bos={d.bos_token_id}",
-            _FAMILY,
-        )
-    if t.add_eos != d.add_eos or (t.add_eos and t.eos_token_id != d.eos_token_id):
-        return _refuse(
-            "eos",
-            "EOS token (add_eos, id)",
-            f"add_eos={t.add_eos} eos={t.eos_token_id}",
-            f"add_eos={d.add_eos} eos={d.eos_token_id}",
-            _FAMILY,
-        )
+        tv, dv = f"{t.vocab_type} ({t.tokenizer_model})", f"{d.vocab_type} ({d.tokenizer_model})"
+        return _refuse("vocab_type", "vocabulary type", tv, dv)
+    for end in ("bos", "eos"):  # the same rule for both special tokens: added alike, and the same id
+        add, tid = f"add_{end}", f"{end}_token_id"
+        ta, da, ti, di = getattr(t, add), getattr(d, add), getattr(t, tid), getattr(d, tid)
+        if ta != da or (ta and ti != di):
+            what = f"{end.upper()} token ({add}, id)"
+            return _refuse(end, what, f"{add}={ta} {end}={ti}", f"{add}={da} {end}={di}")
     nt, nd = t.vocab_size or 0, d.vocab_size or 0
     if abs(nt - nd) > SPEC_VOCAB_MAX_SIZE_DIFFERENCE:
-        return _refuse(
-            "vocab_size",
-            f"vocabulary size by more than {SPEC_VOCAB_MAX_SIZE_DIFFERENCE} tokens",
-            nt,
-            nd,
-            _FAMILY,
-        )
+        what = f"vocabulary size by more than {SPEC_VOCAB_MAX_SIZE_DIFFERENCE} tokens"
+        return _refuse("vocab_size", what, nt, nd)
     return None
 
 
@@ -90,7 +68,7 @@ def check_tokens(target_tokens: list[bytes], draft_tokens: list[bytes]) -> PairC
         if target_tokens[i] != draft_tokens[i]:
             tv = target_tokens[i].decode("utf-8", "replace")
             dv = draft_tokens[i].decode("utf-8", "replace")
-            return _refuse("token_text", f"token {i} text", repr(tv), repr(dv), _FAMILY)
+            return _refuse("token_text", f"token {i} text", repr(tv), repr(dv))
     return None
 
 
