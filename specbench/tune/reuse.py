@@ -13,7 +13,7 @@ from pathlib import Path
 from specbench.execute.preparation import Prepared
 from specbench.results.calibration import Calibration
 from specbench.tune.calibrate import cached_costs
-from specbench.tune.search import kv_depth
+from specbench.tune.rounds import kv_depth
 
 DEPTH_TOLERANCE = 0.25  # a pass at depth 300 or 375 costs about the same; twice as deep does not
 

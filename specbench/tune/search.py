@@ -18,38 +18,31 @@ pairs by repetition): a machine that drifts between rounds does not inflate the 
 
 Every measurement goes through the runner into one run folder (plus ``calibration.json``), so
 ``specbench report`` shows it like any run. Draft-alone runs are left out: the calibration prices
-the draft.
+the draft. What a round runs and reads back: ``specbench.tune.rounds``; the command lines handed to
+the user for the winner: ``specbench.tune.commands``.
 """
 
 from __future__ import annotations
 
 import math
-import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specbench.analysis.cells import ALL, ReportRow
 from specbench.analysis.figures import Standing, pick_best
-from specbench.analysis.report import aggregate
 from specbench.analysis.speedmodel import diagnose
 from specbench.base import interrupts
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.base.formats import now_iso
 from specbench.base.paths import remove_empty
-from specbench.builder.workaround import with_workaround
 from specbench.execute import benchmark, preparation
 from specbench.execute.reference import sentinel as make_sentinel
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
 from specbench.machine import noise
-from specbench.plan.cells import free_args, option_axes, option_flags, speculative_flags
 from specbench.plan.config import Config
-from specbench.plan.invocation import Plan
-from specbench.plan.sweep import make_plan
 from specbench.results.calibration import Calibration, save_calibration
-from specbench.results.cell import Cell
-from specbench.results.folder import has_manifest, has_samples, samples_path
+from specbench.results.folder import has_manifest, has_samples
 from specbench.results.manifest import Manifest, Status
 from specbench.results.manifestfile import save_manifest
 from specbench.results.samplelog import load_samples
@@ -72,7 +65,9 @@ from specbench.tune.calibrate import (
     store,
 )
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
+from specbench.tune.commands import server_command, speculative_command
 from specbench.tune.drift import BaselineDrift, record_and_compare
+from specbench.tune.rounds import draft_rows, invocations, kv_depth, nothing_measured, round_config
 from specbench.tune.setup import (
     bench_options,
     choose_options,
@@ -108,58 +103,6 @@ class TuneResult:
     drift: BaselineDrift | None = None  # the same baseline in this machine's other runs (history)
     history_notes: list[str] = field(default_factory=list)  # what recording in history left out or why not
     standing: Standing = Standing.NOTHING  # whether ``best`` is decided (analysis.figures.pick_best)
-
-
-def _round_config(base: Config, settings: list[Setting], reps: int, warmup: int) -> Config:
-    sweep = base.sweep.model_copy(
-        update={
-            "draft_max": sorted({s.draft_max for s in settings}),
-            "draft_min": sorted({s.draft_min for s in settings}),
-            "p_min": sorted({s.p_min for s in settings}),
-            "ngld": sorted({s.ngld for s in settings}),
-        }  # fmt: skip
-    )
-    return base.model_copy(update={"sweep": sweep, "repetitions": reps, "warmup": warmup})
-
-
-def _invocations(cfg: Config, prepared: preparation.Prepared, settings: list[Setting], rep: int = 0) -> Plan:
-    """The round's plan (the config's runner) without draft-alone runs and cells outside ``settings``,
-    as repetition ``rep``."""
-    wanted = {s.key() for s in settings}
-    plan = make_plan(cfg, prepared.build, prepared.models, prepared.prompts, repetitions=1)
-    return plan.only([
-        inv if inv.warmup else inv.model_copy(update={"repetition": rep})
-        for inv in plan.invocations
-        if inv.role == "baseline"
-        or (inv.role == "speculative" and Setting.of(inv).key() in wanted)
-    ])  # fmt: skip
-
-
-def _rows(run_dir: Path, combo: dict | None = None) -> dict[tuple, ReportRow]:
-    """The draft rows of the run by setting (``combo``: only those of these llama.cpp options)."""
-    rows = [r for r in aggregate([run_dir]) if r.category == ALL and r.method == "draft"
-            and all(getattr(r, k) == v for k, v in (combo or {}).items())]  # fmt: skip
-    return {Setting.of(r).key(): r for r in rows}
-
-
-def nothing_measured(run_dir: Path) -> str:
-    """Why tune stops after a probe without a speedup: the commonest reason, and where the rest are."""
-    samples = load_samples(run_dir)
-    bad = [s for s in samples if not (s.valid and s.status == "ok")]
-    reasons = [s.invalid_reason for s in bad if s.invalid_reason]
-    common = max(set(reasons), key=reasons.count) if reasons else None
-    why = f"{len(bad)} of {len(samples)} samples failed, timed out or never speculated"
-    why += f" ({reasons.count(common)} with: {common})" if common else ""
-    return (
-        f"tune's probe measured no speedup, so there is nothing to tune: {why}; see {samples_path(run_dir)}"
-    )
-
-
-def kv_depth(run_dir: Path, n_predict: int) -> int:
-    """Tokens in the KV cache halfway through a generation: the prompt plus half the output."""
-    prompt = [s.metrics.encoded.tokens for s in load_samples(run_dir)
-              if s.metrics and s.metrics.encoded and s.metrics.encoded.tokens]  # fmt: skip
-    return int(sum(prompt) / len(prompt) if prompt else 0) + n_predict // 2
 
 
 def _look(manifest: Manifest, phase: str) -> list[str]:
@@ -206,7 +149,7 @@ def tune(
     made = None if run_dir.exists() else run_dir
     benchmark.prepare_run_dir(run_dir, False)
     try:
-        prepared = preparation.prepare(_round_config(base, probe, 1, base.warmup))
+        prepared = preparation.prepare(round_config(base, probe, 1, base.warmup))
         check_history_floor(clock, prepared, note)
     except BaseException:  # refused or interrupted before anything ran: leave no empty folder
         remove_empty(run_dir, made)
@@ -273,9 +216,9 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
 
     def measure(settings: list[Setting], first_round: bool = False, only: list[str] | None = None) -> None:
         rep = len(result.rounds)  # one repetition number per round, the baseline's included
-        cfg = _round_config(base, settings, 1, base.warmup if first_round else 0)
+        cfg = round_config(base, settings, 1, base.warmup if first_round else 0)
         manifest.config = cfg.model_dump(mode="json")
-        plan = _invocations(cfg, prepared, settings, rep)
+        plan = invocations(cfg, prepared, settings, rep)
         if only is not None:  # the probe in two parts: its first prompt prices the rest of the search
             plan = plan.only([i for i in plan.invocations if i.prompt_id in only])
         t0 = time.monotonic()
@@ -309,7 +252,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
         measure(probe, only=[q.id for q in prompts[1:]])
     depth = kv_depth(run_dir, base.generation.n_predict)
     combo = option_combinations(base, pair)[0]
-    rows = _rows(run_dir, combo)
+    rows = draft_rows(run_dir, combo)
     if not any(r.speedup is not None for r in rows.values()):
         raise RunError(nothing_measured(run_dir))  # before calibrating: there is nothing to tune
     if (why := depth_note(prepared.build, depth)) is not None:
@@ -366,7 +309,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     cands = {s.key(): Candidate(s) for s in every}
 
     def update() -> None:
-        rows.update(_rows(run_dir, combo))
+        rows.update(draft_rows(run_dir, combo))
         measured = [r for r in rows.values() if r.tokens_per_pass is not None]
         bases = [r.baseline_tps for r in measured if r.baseline_tps]
         result.baseline_tps = sum(bases) / len(bases) if bases else None
@@ -420,40 +363,10 @@ def _finish(result: TuneResult, base: Config, prepared: preparation.Prepared, ca
     best = result.best
     p = base.pairs[result.pair]
     # the one-shot command is llama-speculative-simple's, whichever runner measured
-    cfg = _round_config(base, [best.setting], 1, 0).model_copy(update={"runner": "process"})
-    plan = _invocations(cfg, prepared, [best.setting])
-    spec = next(i for i in plan.invocations if i.role == "speculative")
-    result.command = with_placeholder(spec.argv, spec.prompt_text)
+    result.command = speculative_command(prepared, base, best.setting)
     result.server_command = server_command(prepared, base, best.setting, result.pair)
     if best.speedup is not None and best.speedup <= 1.0:  # measured: never None
         target, draft = cal.costs(p.target, ngl), cal.costs(tuned_draft(base, result.pair), best.setting.ngld)
         top = max(cands.values(), key=lambda c: c.model_speedup or 0)
         if target and draft and top.tokens is not None and top.drafted is not None:
             result.no_gain = diagnose(target, draft, top.drafted, top.tokens, result.baseline_tps)
-
-
-# The command lines tune hands the user: llama-speculative-simple's and llama-server's.
-def with_placeholder(argv: list[str], prompt: str) -> str:
-    return shlex.join(["PROMPT" if a == prompt else a for a in argv]).replace("PROMPT", '"$PROMPT"')
-
-
-def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pair: str) -> str:
-    """llama-server with the same models, settings and llama.cpp options (spelled as its --help does)."""
-    target, draft = base.pairs[pair].target, tuned_draft(base, pair)
-    server = prepared.build.binaries.get("server")
-    spec = prepared.build.speculative(base.speculative_role)
-    f = server.flags if server is not None and server.flags.draft_max else spec.flags
-    gen = base.generation
-    argv = [*(server.argv0 if server else ["llama-server"]), "-m", str(prepared.models[target].path),
-            "-c", str(gen.ctx_size), "-ngl", str(s.ngl)]  # fmt: skip
-    if gen.threads is not None:
-        argv += ["-t", str(gen.threads)]
-    cell = Cell(model=target, draft=draft, method=s.method, draft_max=s.draft_max, draft_min=s.draft_min,
-                p_min=s.p_min, ngl=s.ngl, ngld=s.ngld, **option_axes(base, pair, [])[0])  # fmt: skip
-    argv += speculative_flags(f, cell, str(prepared.models[draft].path))
-    if server is not None:
-        argv += option_flags(server, cell, free_args(base, cell))
-        # the build's self-test workaround (--no-repack where the AMX repack crashed), as every run
-        # of this build gets it: a printed command without it crashes where the user pastes it
-        argv = with_workaround(argv, prepared.build, "server")
-    return shlex.join(argv)

@@ -5,7 +5,8 @@ from specbench.execute import preparation
 from specbench.plan.depth import with_context
 from specbench.plan.sweep import make_plan
 from specbench.tune.candidates import Setting
-from specbench.tune.search import _invocations, _round_config, tune_config
+from specbench.tune.rounds import invocations, round_config
+from specbench.tune.setup import tune_config
 from tests.helpers.sweeps import MODELS, make_config, rendered
 
 
@@ -17,8 +18,8 @@ def test_tune_rounds_run_the_sweeps_baseline_and_speculative_command_lines(tmp_p
     base = tune_config(config, "p")
     prepared = preparation.Prepared(base, llama_build, None, models, {}, prompts, None)  # type: ignore[arg-type]
     setting = Setting(12, 0, 0.0, 0, 0)
-    cfg = _round_config(base, [setting], 1, 0)
-    rounds = _invocations(cfg, prepared, [setting], rep=3).measured
+    cfg = round_config(base, [setting], 1, 0)
+    rounds = invocations(cfg, prepared, [setting], rep=3).measured
     for inv in rounds:
         twin = [s for s in sweep if s.role == inv.role and s.prompt_id == inv.prompt_id
                 and s.draft_max == inv.draft_max and s.method == inv.method]  # fmt: skip
@@ -42,5 +43,5 @@ def test_tune_measures_at_one_depth_the_configs_deepest_or_the_one_asked(tmp_pat
     models = {name: str(path) for name, path in MODELS.items()}
     prepared = preparation.Prepared(base, llama_build, None, models, {}, rendered(config) + deep, None)  # type: ignore[arg-type]
     setting = Setting(4, 0, 0.0, 0, 0)
-    rounds = _invocations(_round_config(base, [setting], 1, 0), prepared, [setting], rep=0).measured
+    rounds = invocations(round_config(base, [setting], 1, 0), prepared, [setting], rep=0).measured
     assert rounds and all(i.depth == 1024 and i.prompt_text.startswith("<ctx>") for i in rounds)
