@@ -281,7 +281,8 @@ class _Factory:
         if self.spec.role not in ONE_BATCH_ROLES:
             return []
         spec = (self.spec.flags.options or {}).get("batch_size")
-        default = int(spec.default) if spec is not None and (spec.default or "").isdigit() else LLAMA_BATCH
+        text = spec.default if spec is not None else None
+        default = int(text) if text is not None and text.isdigit() else LLAMA_BATCH
         size = one_batch(prompt, cell.batch_size, self.spec.name, default)
         if size is None:
             return []
