@@ -180,3 +180,11 @@ def test_measurement_records_live_on_the_measured_page():
         if DATE.search(line)
     }
     assert not dated, f"dated records outside docs/measured.md: {dated}"
+
+
+def test_the_measured_page_indexes_every_record():
+    """docs/measured.md opens with a table of its records: a section added without its row fails."""
+    text = (DOCS / "measured.md").read_text()
+    index = text.split("\n## ", 1)[0]
+    for title in re.findall(r"^## (.+)$", text, re.M):
+        assert f"| [{title}](#" in index, f"docs/measured.md: no index row for {title!r}"
