@@ -41,6 +41,19 @@ ALL = "all"
 
 ROW_NAMES = {"model": "target"}  # a row's name for an axis, where it differs
 ROW_CELL = tuple(ROW_NAMES.get(f, f) for f in cell.CELL_FIELDS)
+
+
+class NotRun(cell.LeftOut):
+    """A cell a run's plan left out (``results.cell.LeftOut``), with the run it belongs to."""
+
+    run: str
+
+    def axis(self, name: str) -> Any:
+        """The cell's value of an axis, by the row's name for it (``target`` for ``model``)."""
+        return self.run if name == "run" else getattr(self.cell, _CELL_NAMES.get(name, name))
+
+
+_CELL_NAMES = {v: k for k, v in ROW_NAMES.items()}
 # made from the cell's fields at import (create_model): its fields are unknown to the type checker
 _RowCell: Any = cell.model_with_cell("_RowCell", "Every axis of the cell, as a row names it.", ROW_NAMES)
 

@@ -5,14 +5,18 @@ A setting is a report row's cell less its depth (``sweep.depth``, ``specbench.pl
 points are its rows (every prompt, ``category`` all) at each depth measured. The break-even reads
 the 95% intervals in depth order: the setting *pays* at a depth whose speedup interval lies above
 1.0, *loses* where it lies below, and is *even* where it holds 1.0. The break-even depth is where
-it stops paying: after the last depth that pays, the first that does not.
+it stops paying: after the last depth that pays, the first that does not. A depth the plan left out
+(a draft whose context cannot hold it: ``results.cell.LeftOut``) is a point of its own, *not run*,
+named in the table and the line and never read as a measurement.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel
 
-from specbench.analysis.cells import ALL, ROW_CELL, ReportRow
+from specbench.analysis.cells import ALL, ROW_CELL, NotRun, ReportRow
 
 SETTING_KEYS = tuple(k for k in ("run", *ROW_CELL) if k != "depth")
 
@@ -26,10 +30,13 @@ class DepthPoint(BaseModel):
     acceptance_ci_low: float | None
     acceptance_ci_high: float | None
     n: int
+    not_run: str | None = None  # why the plan left this depth out (its LeftOut's reason)
 
     @property
     def verdict(self) -> str:
-        """pays | loses | even | unmeasured (no interval: fewer than two repetitions)."""
+        """pays | loses | even | unmeasured (no interval: fewer than two repetitions) | not run."""
+        if self.not_run is not None:
+            return "not run"
         lo, hi = self.speedup_ci_low, self.speedup_ci_high
         if lo is None or hi is None:
             return "unmeasured"
@@ -42,30 +49,42 @@ class DepthCurve(BaseModel):
 
     @property
     def break_even(self) -> str:
-        """Where the speedup's interval crosses 1.0, in words."""
-        verdicts = [p.verdict for p in self.points]
+        """Where the speedup's interval crosses 1.0, in words (over the depths measured; the ones
+        left out are said after it)."""
+        unrun = "".join(f"; not run at depth {p.depth} ({p.not_run.split(':', 1)[0]})"
+                        for p in self.points if p.not_run is not None)  # fmt: skip
+        return self._crossing([p for p in self.points if p.not_run is None]) + unrun
+
+    @staticmethod
+    def _crossing(points: list[DepthPoint]) -> str:
+        verdicts = [p.verdict for p in points]
         if "pays" not in verdicts:
             return "never pays at the depths measured"
         if all(v == "pays" for v in verdicts):
             return "pays at every depth measured"
         last = max(i for i, v in enumerate(verdicts) if v == "pays")
         if last == len(verdicts) - 1:  # paid again at the deepest: no single crossing
-            return f"pays at depth {self.points[last].depth}, the deepest measured (not at every depth)"
-        after = self.points[last + 1]
+            return f"pays at depth {points[last].depth}, the deepest measured (not at every depth)"
+        after = points[last + 1]
         said = "its interval holds 1.0" if after.verdict == "even" else f"it {after.verdict}"
-        return f"break-even between depth {self.points[last].depth} (pays) and {after.depth} ({said})"
+        return f"break-even between depth {points[last].depth} (pays) and {after.depth} ({said})"
 
 
-def depth_curves(rows: list[ReportRow]) -> list[DepthCurve]:
-    """One curve per setting that was measured at more than one depth (overall rows, no synthetic
-    cells), in the rows' order."""
+def depth_curves(rows: list[ReportRow], not_run: Sequence[NotRun] = ()) -> list[DepthCurve]:
+    """One curve per setting that was measured at more than one depth, or measured at one and left
+    out at another (``not_run``: a point of its own); overall rows, no synthetic cells, in the rows'
+    order."""
     groups: dict[tuple, list[ReportRow]] = {}
     for r in rows:
         if r.category == ALL and not r.synthetic:
             groups.setdefault(tuple(getattr(r, k) for k in SETTING_KEYS), []).append(r)
+    unrun: dict[tuple, list[NotRun]] = {}
+    for lo in not_run:
+        unrun.setdefault(tuple(lo.axis(k) for k in SETTING_KEYS), []).append(lo)
     curves = []
     for key, members in groups.items():
-        if len({r.depth for r in members}) < 2:
+        left = [lo for lo in unrun.get(key, []) if lo.cell.depth not in {r.depth for r in members}]
+        if len({r.depth for r in members} | {lo.cell.depth for lo in left}) < 2:
             continue
         points = [
             DepthPoint(
@@ -78,8 +97,12 @@ def depth_curves(rows: list[ReportRow]) -> list[DepthCurve]:
                 acceptance_ci_high=r.acceptance_ci_high,
                 n=r.n,
             )  # fmt: skip
-            for r in sorted(members, key=lambda r: r.depth)
+            for r in members
         ]
+        blank = dict.fromkeys(("speedup", "speedup_ci_low", "speedup_ci_high", "acceptance",
+                               "acceptance_ci_low", "acceptance_ci_high"))  # fmt: skip
+        points += [DepthPoint(depth=lo.cell.depth, n=0, not_run=lo.reason, **blank) for lo in left]
+        points.sort(key=lambda p: p.depth)
         curves.append(DepthCurve(setting=dict(zip(SETTING_KEYS, key, strict=True)), points=points))
     return curves
 
@@ -109,6 +132,9 @@ def markdown_lines(curves: list[DepthCurve]) -> list[str]:
         out += [f"**{setting_label(c, curves)}**: {c.break_even}.", ""]
         out += ["| depth | speedup [95% CI] | acceptance [95% CI] | n |", "| ---: | ---: | ---: | ---: |"]
         for p in c.points:
+            if p.not_run is not None:
+                out.append(f"| {p.depth} | not run: {p.not_run.split(':', 1)[0]} (see the notes) | - | 0 |")
+                continue
             acc = _interval(p.acceptance, p.acceptance_ci_low, p.acceptance_ci_high, ".1%")
             speed = _interval(p.speedup, p.speedup_ci_low, p.speedup_ci_high, ".3f")
             out.append(f"| {p.depth} | {speed} | {acc} | {p.n} |")

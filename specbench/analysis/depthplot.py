@@ -29,7 +29,7 @@ def _nan(values: list[float | None]) -> list[float]:
 
 def speedup_vs_depth(report: Report, path: Path, curves: list[DepthCurve] | None = None) -> Path | None:
     """Only when a setting was measured at two depths or more."""
-    curves = depth_curves(report.rows) if curves is None else curves
+    curves = depth_curves(report.rows, report.not_run) if curves is None else curves
     if not curves:
         return None
     plt = _plt()

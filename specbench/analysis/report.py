@@ -20,7 +20,7 @@ from specbench.analysis.caveats import (
     said_once,
     warning,
 )
-from specbench.analysis.cells import ALL, ReportRow, cell_name, is_invalid, run_rows, sort_key
+from specbench.analysis.cells import ALL, NotRun, ReportRow, cell_name, is_invalid, run_rows, sort_key
 from specbench.analysis.digest import digest
 from specbench.analysis.figures import pick_best, slower, slower_text, speedup_text, standing_text
 from specbench.base.errors import InputError, RunError
@@ -45,6 +45,7 @@ class Report(BaseModel):
     runs: list[RunInfo]
     rows: list[ReportRow]  # every row, per-category ones included
     caveats: list[Caveat]  # each once, warnings first (``caveats.said_once``)
+    not_run: list[NotRun] = []  # cells the runs' plans left out (a draft out of its context at a depth)
 
     @property
     def notes(self) -> list[str]:
@@ -166,6 +167,7 @@ def build_report(run_dirs: list[Path]) -> Report:
     rows: list[ReportRow] = []
     expected: list = []
     warnings: list[Caveat] = []
+    not_run: list[NotRun] = []
     for run_dir in run_dirs:
         run = _load(run_dir)
         warnings += [note(f"read:{w}", w) for w in run.warnings]
@@ -195,6 +197,9 @@ def build_report(run_dirs: list[Path]) -> Report:
             ))  # fmt: skip
         if run.facts.expect is not None:
             expected.append((run.facts.expect, info.run))
+        for lo in run.facts.left_out:  # named where it would have stood, never averaged in
+            not_run.append(NotRun(run=info.run, cell=lo.cell, reason=lo.reason))
+            warnings.append(warning(f"not-run:{info.run}:{lo.reason}", f"{info.run}: {lo.reason}"))
     order = [i.run for i in infos]
     rows.sort(
         key=lambda r: (tuple(map(sort_key, r.cell())), r.category != ALL, r.category, order.index(r.run))
@@ -203,7 +208,7 @@ def build_report(run_dirs: list[Path]) -> Report:
     published = [note(f"published:{run}", published_note(expect, run, rows)) for expect, run in expected]
     quality = [warning(f"quality:{line.split(' in ', 1)[0]}", line) for line in digest(_overall(rows))]
     found = [*warnings, *published, *_notes(infos, rows), *quality, *unmarked]
-    return Report(runs=infos, rows=rows, caveats=said_once(found))
+    return Report(runs=infos, rows=rows, caveats=said_once(found), not_run=not_run)
 
 
 def _overall(rows: list[ReportRow]) -> list[ReportRow]:

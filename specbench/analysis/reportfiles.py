@@ -56,7 +56,7 @@ def _markdown(report: Report, rows: list[ReportRow], images: Sequence[Path], dro
     out += [f"<sub>{LEGEND}</sub>", ""]
     from specbench.analysis.depth import depth_curves, markdown_lines
 
-    out += markdown_lines(depth_curves(report.rows))
+    out += markdown_lines(depth_curves(report.rows, report.not_run))
     out += [f"> {note}" + "\n>" for note in report.notes]
     if report.notes:
         out[-1] = out[-1].removesuffix("\n>")

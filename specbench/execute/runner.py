@@ -193,6 +193,8 @@ def execute(
         manifest.n_samples_planned = sum(not inv.warmup for inv in plan.invocations)
         records = [*manifest.cells, *map(cell_record, plan.measured)]  # tune's rounds add theirs
         manifest.cells = list({str(r): r for r in records}.values())
+        unrun = [*manifest.left_out, *plan.left_out]  # a resume's plan leaves out the same cells
+        manifest.left_out = list({lo.reason: lo for lo in unrun}.values())
         manifest.status, manifest.finished_at, manifest.status_reason = "running", None, None
         save_manifest(run_dir, manifest)
         in_flight: list[tuple[int, Invocation]] = []

@@ -20,8 +20,9 @@ from importlib import resources
 from pathlib import Path
 
 from specbench.base.errors import ConfigError
+from specbench.base.methods import method_of, parts
 from specbench.plan.prompts import RenderedPrompt
-from specbench.results.cell import Cell
+from specbench.results.cell import Cell, LeftOut
 
 DEFAULT_DOCUMENT = "us-constitution.txt"
 # between the context and the prompt, the first that gives an exact count: the prompt starts a
@@ -70,21 +71,52 @@ def check_depths(depths: list[int], ctx_size: int, n_predict: int, trained: Mapp
             )
 
 
-def draft_out_of_context(cells: list[Cell], n_predict: int, notes: list[str]) -> list[Cell]:
-    """The cells whose draft context (``ctx_size_draft``, where the build has one) can hold their
-    depth and the tokens to generate; each other one is left unrun and named in a note: a draft
-    whose context fills up stops drafting or slows badly, so its figure would not be the setting's
-    (a measurement of running out, averaged in with the rest)."""
-    kept = []
+def draft_context(c: Cell, trained: Mapping[str, int | None]) -> tuple[int, str, str] | None:
+    """The context the cell's draft model decodes in, what sets it and the cure when it is too
+    small: ``ctx_size_draft`` where set (a build with ``-cd``), else the draft model's trained
+    context (``trained``: its GGUF context_length; past it a complete model's positions are untrained,
+    and where ``ctx_size`` is 0 its context ends there). None: no draft model of its own (n-gram,
+    MTP, or a head that reads the target's positions) or nothing known."""
+    own = any(method_of(p).draft_model and not method_of(p).draft_arch for p in parts(c.method))
+    if c.draft is None or not own:
+        return None
+    if c.ctx_size_draft:
+        return c.ctx_size_draft, f"ctx_size_draft {c.ctx_size_draft}", "raise ctx_size_draft"
+    limit = trained.get(c.draft)
+    if not limit:
+        return None
+    return (
+        limit,
+        f"draft {c.draft}'s context ({limit} tokens, its GGUF context_length)",
+        ("use a draft trained on a longer context, or lower the depth"),
+    )
+
+
+def draft_out_of_context(
+    cells: list[Cell], n_predict: int, trained: Mapping[str, int | None],
+    prompt_tokens: Mapping[tuple[str, int], int], notes: list[str],
+) -> tuple[list[Cell], list[LeftOut]]:  # fmt: skip
+    """The cells whose draft context (``draft_context``) holds their depth, their prompt and the
+    tokens to generate, and each other one, left unrun and named (a plan note, and a ``LeftOut`` the
+    manifest keeps for the report): a draft whose context fills up stops drafting or slows badly,
+    so its figure would not be the setting's (a measurement of running out, averaged in with the
+    rest). ``prompt_tokens``: by target and depth, the longest prompt's counted tokens (the depth
+    alone where nothing counted them)."""
+    kept, left = [], []
     for c in cells:
-        if c.ctx_size_draft and c.depth + n_predict >= c.ctx_size_draft:
-            notes.append(
-                f"draft out of context: {c.pair} {c.method} at depth {c.depth} is not run: ctx_size_draft "
-                f"{c.ctx_size_draft} cannot hold the depth and n_predict {n_predict}; raise ctx_size_draft"
-            )
-        else:
+        context = draft_context(c, trained)
+        need = prompt_tokens.get((c.model, c.depth), c.depth) + n_predict
+        if context is None or need < context[0]:
             kept.append(c)
-    return kept
+            continue
+        limit, what, cure = context
+        reason = (
+            f"draft out of context: {c.pair} {c.method} at depth {c.depth} is not run: {what} cannot hold "
+            f"the depth, the prompt and n_predict {n_predict} ({need} tokens); {cure}"
+        )
+        notes.append(reason)
+        left.append(LeftOut(cell=c, reason=reason))
+    return kept, left
 
 
 def cut_context(

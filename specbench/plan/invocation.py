@@ -12,7 +12,7 @@ from specbench.base.formats import json_text
 from specbench.plan.pairing import Pairing
 from specbench.plan.request import CompletionRequest
 from specbench.results.bracket import AFTER
-from specbench.results.cell import label_parts
+from specbench.results.cell import LeftOut, label_parts
 from specbench.results.records import Measurement
 
 
@@ -57,6 +57,7 @@ class Plan(BaseModel):
     runner: Literal["process", "server"]
     invocations: list[Invocation]
     notes: list[str] = Field(default_factory=list)
+    left_out: list[LeftOut] = Field(default_factory=list)  # cells not run, named in the report
     server_warmup: int = 0  # server runner: discarded requests after each server start (config `warmup`)
     # the speed sentinel's fixed reference: a short decode of the first target with llama-completion,
     # re-measured at the start, at intervals and at the end (specbench.machine.sentinel)

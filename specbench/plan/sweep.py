@@ -34,7 +34,7 @@ from specbench.plan.cells import (
 from specbench.plan.config import Config
 from specbench.plan.depth import at_depth, check_depths, draft_out_of_context
 from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts
-from specbench.plan.fit import LLAMA_BATCH, check_fit, one_batch
+from specbench.plan.fit import LLAMA_BATCH, SPECIAL_TOKENS, check_fit, one_batch
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.preflight import pair_methods, read_facts
 from specbench.plan.prompts import RenderedPrompt
@@ -141,8 +141,9 @@ def make_plan(
     targets = config.targets()
     by_target, deep = _prompts_by_target(prompts, targets)
     facts = read_facts(config, models)
-    trained = {t: facts[t].context_length if t in facts else None for t in targets}
-    check_depths(config.sweep.depth, config.generation.ctx_size, config.generation.n_predict, trained)
+    trained = {t: f.context_length for t, f in facts.items()}
+    check_depths(config.sweep.depth, config.generation.ctx_size, config.generation.n_predict,
+                 {t: trained.get(t) for t in targets})  # fmt: skip
     runs = pair_methods(config, facts, notes)  # refuses a method its files lack
     server = config.runner == "server"
     specs = {  # the binary that speculates, per build (each tree has its own speculative program)
@@ -152,7 +153,12 @@ def make_plan(
     cells = build_cells(config, specs, notes, runs)
     cells = drop_conflicts(cells, specs[labels[0]], notes)  # what llama.cpp refuses (plan.feasible)
     cells = collapse_ignored(cells, facts, notes)  # and what it ignores
-    cells = draft_out_of_context(cells, config.generation.n_predict, notes)
+    longest: dict[tuple[str, int], int] = {}  # by target and depth: the longest counted prompt
+    for p in deep.values():
+        if p.tokens is not None:
+            longest[(p.model, p.depth)] = max(longest.get((p.model, p.depth), 0), p.tokens + SPECIAL_TOKENS)
+    cells, left = draft_out_of_context(cells, config.generation.n_predict, trained, longest, notes)
+    left_out = [lo.model_copy(update={"cell": with_build(lo.cell, b)}) for lo in left for b in labels]
     where = f"{config.path}: " if config.path else ""
     check_fit(by_target, models, config.generation.ctx_size, where)
     reps = repetitions if repetitions is not None else config.first_repetitions
@@ -188,7 +194,9 @@ def make_plan(
         plan = server_plan(config, servers, models, targets, by_target, cells, notes, reps, deep)
         _check_free_args(config, plan.invocations, builds)
         plan.invocations = with_workarounds(plan.invocations, builds)
-        return plan.model_copy(update={"sentinel": sentinel})
+        on = [{"runner": "server", "parallel": n} for n in config.sweep.parallel]  # as serverplan expands
+        served = [lo.model_copy(update={"cell": lo.cell.model_copy(update=u)}) for lo in left_out for u in on]
+        return plan.model_copy(update={"sentinel": sentinel, "left_out": served})
     chosen = pairing.choose(config, [builds[b].backend for b in labels])
     notes += [chosen.note] if chosen.note else []
     measured_config = config
@@ -215,7 +223,8 @@ def make_plan(
     _check_free_args(config, measured, builds)
     invocations = with_workarounds(_warmups(measured, config.warmup) + measured, builds)
     return Plan(runner="process", invocations=invocations, notes=notes, sentinel=sentinel,
-                pairing=chosen.pairing, cpu_sets=[list(c) for c in chosen.cpu_sets])  # fmt: skip
+                pairing=chosen.pairing, cpu_sets=[list(c) for c in chosen.cpu_sets],
+                left_out=left_out)  # fmt: skip
 
 
 def _check_size(config: Config, cells: list[Cell], prompts: int, reps: int, builds: int) -> None:

@@ -73,6 +73,17 @@ class Cell(_WithOptions):
 
 
 CELL_FIELDS: tuple[str, ...] = tuple(Cell.model_fields)
+
+
+class LeftOut(BaseModel):
+    """A planned speculative cell that is not run, and why in one line (a draft whose context cannot
+    hold the depth: ``specbench.plan.depth.draft_out_of_context``). The manifest keeps it, so the
+    report names the cell where it would have stood instead of averaging a draft that ran out."""
+
+    cell: Cell
+    reason: str
+
+
 # The llama.cpp options among the axes: the draft's own values (``*_draft``), and the rest, which a
 # model alone runs with too (a baseline with the target's, a draft alone with the draft's).
 OPTION_FIELDS: tuple[str, ...] = (*OPTION_NAMES, "args")

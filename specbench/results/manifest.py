@@ -20,6 +20,7 @@ from specbench.machine.noise import NoiseRecord
 from specbench.machine.speed import SpeedRecord
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
+from specbench.results.cell import LeftOut
 from specbench.results.expect import Expectation
 
 Status = Literal["running", "complete", "interrupted", "failed"]
@@ -84,6 +85,8 @@ class Manifest(BaseModel):
     # every planned cell (baselines and drafts alone too) with every axis it sets, llama.cpp options
     # included (results.cell.cell_record)
     cells: list[dict[str, Any]] = Field(default_factory=list)
+    # planned cells not run, with why (a draft out of its context at a depth): the report names them
+    left_out: list[LeftOut] = Field(default_factory=list)
 
     def mark_finished(self, status: Status, reason: str | None = None) -> None:
         self.status = status
@@ -156,6 +159,7 @@ class RunFacts(BaseModel):
     # A stored baseline file without it was written before format 2.
     timing: str = "decode-only"
     pairing: str = "sequential"  # several builds: a pair one after the other, or at once (duet)
+    left_out: list[LeftOut] = Field(default_factory=list)  # planned cells not run, and why
 
     def model_id(self, name: str | None) -> str | None:
         """A model's identity for matching: its sha256, or ``name:NAME`` when the sha is unknown."""
@@ -220,7 +224,19 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         env_vars={str(k): str(v) for k, v in (env.get("variables") or {}).items()},
         timing=timing_of(manifest),
         pairing=_str(manifest.get("pairing")) or "sequential",
+        left_out=_left_out(manifest.get("left_out")),
     )
+
+
+def _left_out(data: object) -> list[LeftOut]:
+    """The cells the plan left out, each that reads as one (a hand-edited entry is skipped)."""
+    out = []
+    for entry in data if isinstance(data, list) else []:
+        try:
+            out.append(LeftOut.model_validate(entry))
+        except ValidationError:
+            continue
+    return out
 
 
 def _workarounds(manifest: dict) -> list[str]:

@@ -77,3 +77,29 @@ def test_a_run_at_one_depth_has_no_depth_section(tmp_path):
     files = write_report(report, tmp_path / "out")
     assert "Speculation at depth" not in files.markdown.read_text()
     assert not any(p.name == "speedup_vs_depth.png" for p in files.plots)
+
+
+def test_a_depth_whose_draft_ran_out_of_context_is_named_not_averaged_in(tmp_path):
+    """The plan left depth 4096 out (its draft's context cannot hold it) and the manifest says so:
+    the table has its row as not run, the break-even line and the notes name it, and the curve's
+    figures are the measured depths' only."""
+    reason = (
+        "draft out of context: smol draft at depth 4096 is not run: draft smol-q4's context (2048 tokens, "
+        "its GGUF context_length) cannot hold the depth, the prompt and n_predict 48 (4200 tokens); use a "
+        "draft trained on a longer context, or lower the depth"
+    )
+    measured = {d: PAYS_THEN_LOSES[d] for d in (0, 1024)}
+    run_dir = write_depth_run(tmp_path, measured)
+    cell = dict(pair="smol", model="smol-f32", draft="smol-q4", method="draft", draft_max=8, depth=4096)
+    data = {**manifest("r1"), "left_out": [{"cell": cell, "reason": reason}, {"cell": {}, "reason": 1}]}
+    (run_dir / "manifest.json").write_text(json.dumps(data))  # the second entry is unreadable: skipped
+    report = build_report([run_dir])
+    [curve] = depth_curves(report.rows, report.not_run)
+    assert [(p.depth, p.verdict) for p in curve.points] == [(0, "pays"), (1024, "pays"), (4096, "not run")]
+    assert curve.points[2].speedup is None and curve.points[2].n == 0
+    assert curve.break_even == "pays at every depth measured; not run at depth 4096 (draft out of context)"
+    assert f"r1: {reason}" in report.notes
+    text = write_report(report, tmp_path / "out").markdown.read_text()
+    assert "| 4096 | not run: draft out of context (see the notes) | - | 0 |" in text
+    assert "pays at every depth measured; not run at depth 4096 (draft out of context)" in text
+    assert sorted(r.depth for r in report.rows if r.category == "all") == [0, 1024]  # no row measured it

@@ -290,3 +290,18 @@ def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_b
     assert "failed to add token" in samples[0].invalid_reason  # llama-completion's abort at a tiny -c
     assert "exceeds the batch size" in samples[1].invalid_reason
     assert load_manifest(tmp_path / "run").status == "complete" and summary.n_failed == 2
+
+
+def test_the_cells_a_plan_left_out_are_kept_in_the_manifest_once_across_a_resume(tmp_path, env_info):
+    """A draft out of its context at a depth is not run (plan.depth.draft_out_of_context); the
+    manifest keeps the cell and why, so the report names it where it would have stood."""
+    from specbench.results.cell import Cell, LeftOut
+
+    cell = Cell(pair="pair", model="target", draft="draft", method="draft", draft_max=8, depth=4096)
+    left = LeftOut(cell=cell, reason="draft out of context: pair draft at depth 4096 is not run: ...")
+    plan = process([inv("nodraft", role="baseline")]).model_copy(update={"left_out": [left]})
+    run_dir = tmp_path / "run"
+    execute(plan, run_dir, manifest(run_dir, env_info))
+    assert load_manifest(run_dir).left_out == [left]
+    execute(plan, run_dir, load_manifest(run_dir), resume=True)
+    assert load_manifest(run_dir).left_out == [left]

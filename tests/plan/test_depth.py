@@ -127,11 +127,30 @@ def test_a_draft_whose_context_cannot_hold_the_depth_is_named_and_not_run():
     cells = [Cell(pair="p", model="t", draft="d", method="draft", depth=d, ctx_size_draft=c)
              for d, c in ((0, 300), (256, 300), (256, None), (256, 0), (1024, 2048))]  # fmt: skip
     notes: list[str] = []
-    kept = draft_out_of_context(cells, 64, notes)
+    kept, left = draft_out_of_context(cells, 64, {}, {}, notes)
     assert [(c.depth, c.ctx_size_draft) for c in kept] == [(0, 300), (256, None), (256, 0), (1024, 2048)]
     assert notes == [
-        "draft out of context: p draft at depth 256 is not run: ctx_size_draft 300 cannot hold the depth "
-        "and n_predict 64; raise ctx_size_draft"
+        "draft out of context: p draft at depth 256 is not run: ctx_size_draft 300 cannot hold the depth, "
+        "the prompt and n_predict 64 (320 tokens); raise ctx_size_draft"
+    ]
+    assert [(lo.cell, lo.reason) for lo in left] == [(cells[1], notes[0])]  # kept for the report
+
+
+def test_without_ctx_size_draft_the_draft_models_own_context_is_the_limit_with_the_prompt_counted():
+    """The pinned build has no -cd: the draft decodes in its model's context (its GGUF
+    context_length; past it its positions are untrained). The longest counted prompt at the depth
+    counts too. A head (EAGLE-3) reads the target's positions, and n-gram methods have no draft."""
+    at = (("draft", 0), ("draft", 1024), ("draft", 1536), ("draft-eagle3", 1536))
+    cells = [Cell(pair="p", model="t", draft="d", method=m, depth=d) for m, d in at]
+    cells.append(Cell(pair="q", model="t", method="ngram-simple", depth=4096))
+    notes: list[str] = []
+    kept, left = draft_out_of_context(cells, 16, {"d": 2048, "t": 8192}, {("t", 1536): 2040}, notes)
+    assert kept == [cells[0], cells[1], cells[3], cells[4]]
+    assert [lo.cell for lo in left] == [cells[2]]
+    assert notes == [
+        "draft out of context: p draft at depth 1536 is not run: draft d's context (2048 tokens, its GGUF "
+        "context_length) cannot hold the depth, the prompt and n_predict 16 (2056 tokens); use a draft "
+        "trained on a longer context, or lower the depth"
     ]
 
 
