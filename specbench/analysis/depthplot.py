@@ -6,20 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from specbench.analysis.depth import DepthCurve, depth_curves, setting_label
-from specbench.analysis.plots import _plt, _save, legend_below, style
+from specbench.analysis.plots import _plt, _save, error_bars, legend_below, style
 from specbench.analysis.report import Report
 
 DEPTH = "speedup_vs_depth.png"
 TITLES = {DEPTH: "Speedup and acceptance vs depth"}
-
-
-def _bars(
-    values: list[float | None], lows: list[float | None], highs: list[float | None]
-) -> list[list[float]]:
-    """Error bars below and above each value (0 where a point has no interval)."""
-    below = [v - lo if v is not None and lo is not None else 0.0 for v, lo in zip(values, lows, strict=True)]
-    above = [hi - v if v is not None and hi is not None else 0.0 for v, hi in zip(values, highs, strict=True)]
-    return [below, above]
 
 
 def _nan(values: list[float | None]) -> list[float]:
@@ -39,12 +30,12 @@ def speedup_vs_depth(report: Report, path: Path, curves: list[DepthCurve] | None
         xs = [p.depth for p in c.points]
         name = f"{setting_label(c, curves)}: {c.break_even}"
         s = [p.speedup for p in c.points]
-        top.errorbar(xs, _nan(s), yerr=_bars(s, [p.speedup_ci_low for p in c.points],
+        top.errorbar(xs, _nan(s), yerr=error_bars(s, [p.speedup_ci_low for p in c.points],
                      [p.speedup_ci_high for p in c.points]), ls=ls, marker=marker, capsize=3)  # fmt: skip
         a = [100 * p.acceptance if p.acceptance is not None else None for p in c.points]
         lo = [100 * p.acceptance_ci_low if p.acceptance_ci_low is not None else None for p in c.points]
         hi = [100 * p.acceptance_ci_high if p.acceptance_ci_high is not None else None for p in c.points]
-        bottom.errorbar(xs, _nan(a), yerr=_bars(a, lo, hi), ls=ls, marker=marker, capsize=3, label=name)
+        bottom.errorbar(xs, _nan(a), yerr=error_bars(a, lo, hi), ls=ls, marker=marker, capsize=3, label=name)
     top.axhline(1.0, color="black", lw=1, ls="--")
     top.set_ylabel("speedup (95% CI)")
     top.set_title(TITLES[DEPTH])

@@ -113,13 +113,19 @@ def _groups(rows: list[ReportRow], key: Callable) -> dict:
     return out
 
 
+def error_bars(
+    values: list[float | None], lows: list[float | None], highs: list[float | None]
+) -> list[list[float]]:
+    """Asymmetric error bars below and above each value; 0 where a point has no interval."""
+    below = [v - lo if v is not None and lo is not None else 0.0 for v, lo in zip(values, lows, strict=True)]
+    above = [hi - v if v is not None and hi is not None else 0.0 for v, hi in zip(values, highs, strict=True)]
+    return [below, above]
+
+
 def _err(rows: list[ReportRow]) -> list[list[float]]:
-    """Asymmetric error bars from the speedup CI; 0 where there is none (one repetition)."""
-    low = [r.speedup - r.speedup_ci_low if r.speedup is not None and r.speedup_ci_low is not None else 0.0
-           for r in rows]  # fmt: skip
-    high = [r.speedup_ci_high - r.speedup if r.speedup is not None and r.speedup_ci_high is not None else 0.0
-            for r in rows]  # fmt: skip
-    return [low, high]
+    """Error bars from the speedup CI; 0 where there is none (one repetition)."""
+    lows, highs = [r.speedup_ci_low for r in rows], [r.speedup_ci_high for r in rows]
+    return error_bars([r.speedup for r in rows], lows, highs)
 
 
 def _flat(ax, rows: list[ReportRow], metric: str, label: Callable, first_color: int) -> None:
