@@ -1,10 +1,13 @@
-"""The figures of acceptance length: the machine's speedup curve and acceptance by draft position.
+"""The report's curves beyond the sweep's axes: the machine's speedup against acceptance length,
+acceptance by draft position, and speedup and acceptance against the context's depth.
 
 Synthetic cells (``synth_len``: llama-server accepts drafts at random with a chosen mean acceptance
 length) trace what this machine gains at each acceptance length for one target, draft and draft
 length; the real cells of the same setting are points placed at their own acceptance length, so
 the gap between a point and its curve is what the real draft's pattern of acceptance costs or
 gives beyond its mean. Acceptance by position comes from llama-server's ``/metrics`` counters.
+The depth figure draws ``specbench.analysis.depth``'s curves with their 95% intervals, one series
+per setting.
 """
 
 from __future__ import annotations
@@ -12,7 +15,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from specbench.analysis.cells import ALL, ReportRow, step_len
-from specbench.analysis.plots import CELL_KEYS, _cell_label, _groups, _plt, _save, legend_below, style
+from specbench.analysis.depth import DepthCurve, depth_curves, setting_label
+from specbench.analysis.plots import (
+    CELL_KEYS,
+    _cell_label,
+    _groups,
+    _plt,
+    _save,
+    error_bars,
+    legend_below,
+    style,
+)
 from specbench.analysis.report import Report
 
 CURVE = "speedup_vs_accept_len.png"
@@ -87,3 +100,46 @@ def curve_plots(report: Report, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     made = [speedup_vs_accept_len(report, out_dir / CURVE), acceptance_by_position(report, out_dir / BY_POS)]
     return [p for p in made if p is not None]
+
+
+DEPTH = "speedup_vs_depth.png"
+DEPTH_TITLES = {DEPTH: "Speedup and acceptance vs depth"}
+
+
+def _nan(values: list[float | None]) -> list[float]:
+    """A missing value as NaN: matplotlib leaves the point out."""
+    return [v if v is not None else float("nan") for v in values]
+
+
+def speedup_vs_depth(report: Report, path: Path, curves: list[DepthCurve] | None = None) -> Path | None:
+    """Only when a setting was measured at two depths or more."""
+    curves = depth_curves(report.rows, report.not_run) if curves is None else curves
+    if not curves:
+        return None
+    plt = _plt()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7.2), sharex=True)
+    for i, c in enumerate(curves):
+        ls, marker = style(i)
+        xs = [p.depth for p in c.points]
+        name = f"{setting_label(c, curves)}: {c.break_even}"
+        s = [p.speedup for p in c.points]
+        top.errorbar(xs, _nan(s), yerr=error_bars(s, [p.speedup_ci_low for p in c.points],
+                     [p.speedup_ci_high for p in c.points]), ls=ls, marker=marker, capsize=3)  # fmt: skip
+        a = [100 * p.acceptance if p.acceptance is not None else None for p in c.points]
+        lo = [100 * p.acceptance_ci_low if p.acceptance_ci_low is not None else None for p in c.points]
+        hi = [100 * p.acceptance_ci_high if p.acceptance_ci_high is not None else None for p in c.points]
+        bottom.errorbar(xs, _nan(a), yerr=error_bars(a, lo, hi), ls=ls, marker=marker, capsize=3, label=name)
+    top.axhline(1.0, color="black", lw=1, ls="--")
+    top.set_ylabel("speedup (95% CI)")
+    top.set_title(DEPTH_TITLES[DEPTH])
+    bottom.set_ylabel("acceptance % (95% CI)")
+    bottom.set_xlabel("depth (tokens of context before the prompt)")
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+    fig.set_size_inches(fig.get_figwidth(), 6.6 + 0.17 * legend_below(bottom, fontsize=7))
+    return _save(fig, path, report)
+
+
+def depth_plots(report: Report, out_dir: Path) -> list[Path]:
+    made = speedup_vs_depth(report, out_dir / DEPTH)
+    return [made] if made is not None else []

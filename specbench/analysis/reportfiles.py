@@ -61,7 +61,7 @@ def _markdown(report: Report, rows: list[ReportRow], images: Sequence[Path], dro
     if report.notes:
         out[-1] = out[-1].removesuffix("\n>")
         out.append("")
-    from specbench.analysis.depthplot import TITLES as DEPTH_TITLES
+    from specbench.analysis.curveplots import DEPTH_TITLES
     from specbench.analysis.plots import TITLES
 
     for img in images:
@@ -154,8 +154,7 @@ class ReportFiles:
 
 def write_report(report: Report, out_dir: Path, by_category: bool = False) -> ReportFiles:
     """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
-    from specbench.analysis.curveplots import curve_plots
-    from specbench.analysis.depthplot import depth_plots
+    from specbench.analysis.curveplots import curve_plots, depth_plots
     from specbench.analysis.plots import make_plots, speed_plots
     from specbench.base.errors import SpecbenchError
 
