@@ -3,13 +3,14 @@
 Each entry holds everything specbench knows about the option (pyperf's ``_metadata.py`` is the
 shape): its config key (llama-bench's name for it), its flag spellings newest first (older
 eras' spellings after the pinned build's), llama-bench's spelling, its value type and allowed
-values, which runs it applies to (``scope``, and for a speculation option the methods that read
-it: llama.cpp ignores it elsewhere), and its one-line description. Read from here: the cell's
-fields (``specbench.results.cell``), the config keys, sweep axes and JSON Schema
-(``specbench.plan.options``), the flag translation and --help probe (``specbench.builder.options``),
-the flags a free argument may not repeat, the plan's notes and collapses for an option that does
-not apply, the report's option columns and the docs table (``options_table``). Adding an option
-is one entry here.
+values, whether it is a tuned option or one of the speculation's own axes (``group``), which runs
+it applies to (``scope``: llama.cpp ignores it elsewhere), what llama.cpp refuses about it
+(``refuses``, ``missing``) and its one-line description. Read from here: the cell's fields
+(``specbench.results.cell``), the config keys, sweep axes and JSON Schema (``specbench.plan``),
+the flag translation and --help probe (``specbench.builder``), the flags a free argument may not
+repeat, the plan's expansion, notes, collapses and refusals (``specbench.plan.cells``,
+``specbench.plan.feasible``), the report's option columns and the docs table (``options_table``).
+Adding an option or an axis is one entry here.
 """
 
 from __future__ import annotations
@@ -19,10 +20,17 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BeforeValidator, Field
 
+from specbench.base.methods import method_of, parse_method, parts
+
 Kind = Literal["value", "tristate", "toggle", "load_mode"]
 # model: the target's option, which a baseline runs with too (a draft alone: its ``_draft`` twin);
-# draft: the draft model's (ignored without one); spec: the speculation's (``methods`` read it).
-Scope = Literal["model", "draft", "spec"]
+# draft: the draft model's (ignored without one); spec: the speculation's (``methods`` read it);
+# draft_context: read by the methods that run a draft context; lookup: by the n-gram lookups.
+Scope = Literal["model", "draft", "spec", "draft_context", "lookup"]
+# option: a key of the whole config, of a pair and of ``sweep:`` ([]: not swept), a cell field after
+# the speculation's axes; axis: the speculation's own, a ``sweep:`` list only (default ``sweep``), a
+# cell field before the options; server: as axis, a cell field after the runner (llama-server's).
+Group = Literal["option", "axis", "server"]
 
 # llama.cpp's KV cache types (common/arg.cpp kv_cache_types); a build's --help may list fewer.
 CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
@@ -76,6 +84,34 @@ def _ranged(lo: int, hi: int) -> Any:
     return Annotated[int, Field(ge=lo, le=hi)]
 
 
+MethodName = Annotated[str, BeforeValidator(parse_method)]  # a --spec-type name, or several joined by +
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+SynthLen = Annotated[float, Field(ge=1.0, allow_inf_nan=False)]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Values of an option that llama.cpp refuses with flash attention off (context creation fails,
+    and the run would only say ``unable to create context``)."""
+
+    what: str  # the values, for people: "a quantized cache_type_v"
+    said: str  # llama.cpp's error line (src/llama-context.cpp)
+    other: str  # the cure besides flash attention: "cache_type_v f16/bf16/f32"
+    refused: Any  # Callable[[value], bool]: the value is one of them
+
+
+UNQUANTIZED = frozenset({"f32", "f16", "bf16"})  # KV cache types ggml does not count as quantized
+
+
+def _quantized(cache_type: Any) -> bool:
+    return cache_type is not None and str(cache_type).lower() not in UNQUANTIZED
+
+
+def _quantized_v(key: str) -> Refusal:
+    return Refusal(f"a quantized {key}", "quantized V cache requires flash_attn to be enabled",
+                   f"{key} f16/bf16/f32", _quantized)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class LlamaOption:
     """One option: config key, flag spellings newest first (``off``: a toggle's negative switch),
@@ -96,6 +132,15 @@ class LlamaOption:
     moe_only: bool = False  # llama.cpp ignores it on a dense model (no MoE experts)
     listed: bool = False  # a value the binary's --help does not list is refused before anything runs
     bench_sep: str | None = None  # llama-bench's separator for the items of a list value (it takes ",")
+    group: Group = "option"
+    sweep: tuple = ()  # an axis's default values (group axis/server; None among them: null is a value)
+    cell_default: Any = None  # the cell's value where the axis is not set (None: llama.cpp's default)
+    refuses: tuple[Refusal, ...] = ()  # values llama.cpp refuses with flash attention off
+    # a build without the axis's flag: refuse the method, take only the default, or one value (noted)
+    missing: Literal["refuse", "default", "one"] = "default"
+    at_most: str | None = None  # an axis whose value may not exceed another's (draft_min <= draft_max)
+    first: bool = False  # an axis of the first run-folder format (history ids always hold it)
+    cuts: str = ""  # what a value away from its default does to drafting (why a run may draft nothing)
 
     @property
     def draft(self) -> bool:
@@ -112,17 +157,53 @@ class LlamaOption:
 
 
 _SAME_K = "as cache_type_k"
+_SIZE = "--spec-{method}-size-"  # an n-gram lookup's own size option (older builds: one for all)
 OPTIONS: tuple[LlamaOption, ...] = (
+    # the speculation's own axes, in the cell's order
+    LlamaOption("method", ("--spec-type",), MethodName, "draft, ngram-mod, draft+ngram-mod, ...",
+                "Speculative methods: any --spec-type of the build, or several joined by `+`.",
+                group="axis", sweep=("draft",), cell_default="none", scope="spec", first=True),
+    LlamaOption("draft_max", ("--spec-draft-n-max", "--draft-max", "--draft-n", "--draft"), Positive,
+                "N >= 1", "Draft tokens per step (the draft length g).", group="axis", sweep=(8,),
+                scope="draft_context", missing="refuse", first=True),
+    LlamaOption("draft_min", ("--spec-draft-n-min", "--draft-min", "--draft-n-min"), Count, "N >= 0",
+                "Drafts shorter than this are not verified.", group="axis", sweep=(0,), scope="draft_context",
+                cuts="drops drafts shorter than that", at_most="draft_max", first=True),
+    # passed on every speculative run: older builds defaulted to 0.75 or 0.8, the pin to 0.00
+    LlamaOption("p_min", ("--spec-draft-p-min", "--draft-p-min"), Probability, "0-1",
+                "The draft stops at its first token below this probability.", group="axis", sweep=(0.0,),
+                scope="draft_context", missing="one", first=True,
+                cuts="ends a draft at the first token the draft is less sure of"),
+    LlamaOption("ngram_size_n", (_SIZE + "n", "--spec-ngram-size-n"), Positive, "N >= 1, null (12)",
+                "N-gram methods' lookup length (--spec-<method>-size-n); null: llama.cpp's 12.",
+                group="axis", sweep=(None,), scope="lookup"),
+    LlamaOption("ngram_size_m", (_SIZE + "m", "--spec-ngram-size-m"), Positive, "N >= 1, null (48)",
+                "N-gram methods' draft length (--spec-<method>-size-m); null: llama.cpp's 48.",
+                group="axis", sweep=(None,), scope="lookup"),
+    LlamaOption("ngl", ("-ngl", "--gpu-layers", "--n-gpu-layers"), Count, "N >= 0",
+                "Target layers offloaded to the GPU (-ngl).", group="axis", sweep=(0,), first=True),
+    LlamaOption("ngld", ("--spec-draft-ngl", "-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft"), Count,
+                "N >= 0", "Draft layers offloaded to the GPU (-ngld).", group="axis", sweep=(0,),
+                scope="draft", first=True),
+    LlamaOption("parallel", ("-np", "--parallel"), Positive, "N >= 1",
+                "Requests in flight at once (llama-server slots); above 1 needs runner: server.",
+                group="server", sweep=(1,), cell_default=1),
+    LlamaOption("synth_len", ("--spec-synth-len",), SynthLen, "N >= 1",
+                "Synthetic acceptance lengths (runner: server): draft-model cells run again per value.",
+                group="server", scope="draft_context"),
+    # the tuned options
     LlamaOption("flash_attn", ("-fa", "--flash-attn"), FlashAttn, "on, off, auto",
                 "Flash attention: on, off or auto.", "tristate", bench="-fa", listed=True),
     LlamaOption("cache_type_k", ("-ctk", "--cache-type-k"), CacheType, " ".join(CACHE_TYPES),
                 "KV cache type of K, e.g. f16, q8_0, q4_0.", bench="-ctk", listed=True),
     LlamaOption("cache_type_v", ("-ctv", "--cache-type-v"), CacheType, _SAME_K,
-                "KV cache type of V (a quantized V needs flash_attn on).", bench="-ctv", listed=True),
+                "KV cache type of V (a quantized V needs flash_attn on).", bench="-ctv", listed=True,
+                refuses=(_quantized_v("cache_type_v"),)),
     LlamaOption("cache_type_k_draft", ("--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"), CacheType,
                 _SAME_K, "The draft model's KV cache type of K.", scope="draft", listed=True),
     LlamaOption("cache_type_v_draft", ("--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"), CacheType,
-                _SAME_K, "The draft model's KV cache type of V.", scope="draft", listed=True),
+                _SAME_K, "The draft model's KV cache type of V.", scope="draft", listed=True,
+                refuses=(_quantized_v("cache_type_v_draft"),)),
     LlamaOption("ctx_size_draft", ("-cd", "--ctx-size-draft"), Count, "N >= 0 (0: the draft model's own)",
                 "The draft model's own context size (older builds; the pinned build's draft shares "
                 "generation.ctx_size).", scope="draft"),
@@ -143,7 +224,9 @@ OPTIONS: tuple[LlamaOption, ...] = (
     LlamaOption("threads_batch", ("-tb", "--threads-batch"), Positive, "N >= 1",
                 "Threads for prompt and batch processing."),
     LlamaOption("split_mode", ("-sm", "--split-mode"), SplitMode, "none, layer, row, tensor",
-                "How to split the model over GPUs.", bench="-sm", listed=True),
+                "How to split the model over GPUs.", bench="-sm", listed=True,
+                refuses=(Refusal("split_mode=tensor", "SPLIT_MODE_TENSOR requires flash_attn to be enabled",
+                                 "another split_mode", lambda v: v == "tensor"),)),
     LlamaOption("tensor_split", ("-ts", "--tensor-split"), Joined, "e.g. 3,1 (or a list)",
                 "Share of the model per GPU.", bench="-ts", bench_sep="/"),
     LlamaOption("main_gpu", ("-mg", "--main-gpu"), Count, "a GPU index",
@@ -180,9 +263,10 @@ OPTIONS: tuple[LlamaOption, ...] = (
                 "ngram-mod: the lookup length it matches.", scope="spec", methods=("ngram-mod",)),
 )  # fmt: skip
 BY_KEY: dict[str, LlamaOption] = {o.key: o for o in OPTIONS}
-OPTION_NAMES: tuple[str, ...] = tuple(BY_KEY)
-# The draft's own value of a target option (its counterpart for a draft model run alone).
-DRAFT_KEYS: dict[str, str] = {o.key: f"{o.key}_draft" for o in OPTIONS if f"{o.key}_draft" in BY_KEY}
+TUNED: tuple[LlamaOption, ...] = tuple(o for o in OPTIONS if o.group == "option")  # config keys
+AXES: tuple[LlamaOption, ...] = tuple(o for o in OPTIONS if o.group != "option")  # the speculation's
+OPTION_NAMES: tuple[str, ...] = tuple(o.key for o in TUNED)
+METHOD = AXES[0]  # the method: the axis the others' ``applies`` reads
 
 
 def applies(opt: LlamaOption, method: str, has_draft: bool) -> bool:
@@ -192,7 +276,9 @@ def applies(opt: LlamaOption, method: str, has_draft: bool) -> bool:
     if opt.scope == "draft":
         return has_draft
     if opt.scope == "spec":
-        return any(m in method.split("+") for m in opt.methods)
+        return any(m in parts(method) for m in opt.methods)
+    if opt.scope in ("draft_context", "lookup"):  # the method table's flag of that name
+        return any(getattr(method_of(p), opt.scope) for p in parts(method))
     return True
 
 
@@ -209,7 +295,7 @@ def _applies_text(opt: LlamaOption) -> str:
 def options_table() -> str:
     """The docs table of every option (docs/llama-options.md holds it; a test keeps it current)."""
     rows = ["| key | llama.cpp flags (newest first) | values | applies to | what it is |", "| --- " * 5 + "|"]
-    for o in OPTIONS:
+    for o in TUNED:
         flags = ", ".join(f"`{s}`" for s in o.spellings) + (
             " / " + ", ".join(f"`{s}`" for s in o.off) if o.off else ""
         )

@@ -7,11 +7,12 @@ defaults, state a llama-server keeps between requests) and which binaries run it
 the plan, the pre-flight, the preparation, the server runner, the cell identity and the judge all
 read this table, so a method llama.cpp adds is one entry here. A name not in the table (a newer
 build's) is planned when the build's ``--help`` lists it, as a draft-free method (``method_of``).
-How a config spells methods is ``specbench.plan.methods``.
+How a config spells a method is ``parse_method``; what a method needs, ``specbench.plan.methods``.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 DRAFT_METHOD = "draft"  # specbench's name for llama.cpp's draft-simple (cells keep one name)
@@ -67,6 +68,9 @@ METHODS: dict[str, Method] = {
 DRAFT_SIMPLE = METHODS[DRAFT_METHOD].spec_type  # llama.cpp's name of `draft`
 
 
+LOOKUPS: tuple[str, ...] = tuple(n for n, m in METHODS.items() if m.lookup)  # sized per method
+
+
 def method_of(name: str) -> Method:
     """The declaration of one method, by specbench's name or llama.cpp's; a name the table lacks
     is a draft-free method of a newer build (a lookup when it is named ``ngram-*``)."""
@@ -93,3 +97,34 @@ def head_archs() -> set[str]:
 def method_for_arch(arch: str) -> str | None:
     """The method a head of GGUF architecture ``arch`` fits (without a Markov head), if any."""
     return next((n for n, m in METHODS.items() if m.draft_arch == arch and not m.markov_head), None)
+
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+def parse_method(text: str) -> str:
+    """A config's method in its one spelling; ValueError (one line) for a malformed one."""
+    if not isinstance(text, str):
+        raise ValueError(f"a method is a name such as draft or ngram-mod, not {text!r}")
+    ours = {m.spec_type: name for name, m in METHODS.items()}  # draft-simple -> draft
+    names = [ours.get(p.strip(), p.strip()) for p in text.split(SEPARATOR)]
+    for name in names:
+        if not _NAME.match(name):
+            raise ValueError(
+                f"{text!r}: {name!r} is no method name; write llama.cpp --spec-type names joined by "
+                "'+', e.g. draft, draft-eagle3, ngram-mod or draft+ngram-mod"
+            )
+        if name == "none":
+            raise ValueError("none is no speculative method (the baseline runs anyway); remove it")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"{text!r} names {', '.join(dupes)} twice")
+    models = [n for n in names if method_of(n).draft_context]
+    if len(models) > 1:
+        raise ValueError(
+            f"{text!r} combines {' and '.join(models)}: llama.cpp runs one draft context at a time; "
+            "combine one of them with n-gram methods only"
+        )
+    order = list(METHODS)
+    known = sorted((n for n in names if n in METHODS), key=order.index)
+    return SEPARATOR.join(known + [n for n in names if n not in METHODS])

@@ -13,7 +13,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from specbench.base.llamaopts import BY_KEY, OPTIONS
+from specbench.base.llamaopts import BY_KEY, TUNED, LlamaOption
 
 # Before -lm (2026), loading was two switches: each mode as those switches (None: no such mode).
 _OLD_LOAD = {"auto": [], "mmap": [], "none": ["--no-mmap"], "mlock": ["--no-mmap", "--mlock"],
@@ -44,10 +44,10 @@ def _metavar_values(metavar: str) -> list[str]:
     return parts if len(parts) > 1 and all(re.match(r"^[\w.+-]+$", v) for v in parts) else []
 
 
-def probe_options(usable: dict) -> dict[str, OptionFlag]:
+def probe_options(usable: dict, options: tuple[LlamaOption, ...] = TUNED) -> dict[str, OptionFlag]:
     """Each option's spelling in one binary (``usable``: help entries by name, removed ones left out)."""
     found: dict[str, OptionFlag] = {}
-    for opt in OPTIONS:
+    for opt in options:
         name = next((s for s in opt.spellings if s in usable), None)
         off = next((s for s in opt.off if s in usable), None)
         if opt.kind == "load_mode" and name is None:

@@ -16,33 +16,34 @@ from pathlib import Path
 
 from specbench.base.childenv import child_env
 from specbench.base.errors import BuildError
-from specbench.base.llamaopts import BY_KEY
+from specbench.base.llamaopts import AXES, METHOD, TUNED
 from specbench.base.methods import method_of
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo, FlagSpelling, NgramSizeFlags
 from specbench.builder.options import probe_options
 
 PROBE_TIMEOUT_S = 20
 
-# For each FlagSpelling field, the spellings to look for, newest first.
+# For each FlagSpelling field, the spellings to look for, newest first: an axis's from its table entry
+# (the method's is spec_type), then the flags specbench sets itself.
 PREFERENCES: dict[str, list[str]] = {
-    "draft_max": ["--spec-draft-n-max", "--draft-max", "--draft-n", "--draft"],
-    "draft_min": ["--spec-draft-n-min", "--draft-min", "--draft-n-min"],
-    "p_min": ["--spec-draft-p-min", "--draft-p-min"],
-    "ngld": ["--spec-draft-ngl", "-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft"],
-    "spec_type": ["--spec-type"],
+    **{o.key: list(o.spellings) for o in AXES if o.key in FlagSpelling.model_fields},
+    "spec_type": list(METHOD.spellings),
     "model_draft": ["--spec-draft-model", "-md", "--model-draft"],
     "no_display_prompt": ["--no-display-prompt"],
     "no_conversation": ["-no-cnv", "--no-conversation"],
     "no_escape": ["--no-escape"],
-    "parallel": ["-np", "--parallel"],
     "cache_ram": ["--cache-ram", "-cram"],
     "no_repack": ["--no-repack", "-nr"],
     "log_verbosity": ["-lv", "--verbosity", "--log-verbosity"],
 }
 
-# `--spec-ngram-size-n/-m`: the lookup lengths of ngram-simple and ngram-map-* before llama.cpp gave
-# each method its own (PR 22397; removed in the pin), and in ik_llama.cpp
-SHARED_NGRAM_SIZES = ("--spec-ngram-size-n", "--spec-ngram-size-m")
+# The n-gram lookups' size axes: the table spells each per method first (``--spec-<method>-size-n``),
+# then as the one option of ngram-simple and ngram-map-* before llama.cpp gave each method its own
+# (PR 22397; removed in the pin) and of ik_llama.cpp. NgramSizeFlags names them by their last letter.
+SIZE_AXES = tuple(o for o in AXES if o.scope == "lookup")
+# Recorded in FlagSpelling.options: the tuned options, and a draft's axis without a field of its own.
+PROBED = (*TUNED, *(o for o in AXES if o.group == "axis" and o.scope in ("draft", "draft_context")
+                    and o.key not in FlagSpelling.model_fields))  # fmt: skip
 
 # Entries start at column 0 (2024+ common/arg.cpp), 2 (2023 gpt_print_usage) or, for an option with
 # no short form, 9 (ik_llama.cpp's `  %-32s` of `       --verbosity N`); descriptions continue at
@@ -134,10 +135,10 @@ def _ngram_sizes(methods: list[str], usable: dict[str, HelpOption]) -> dict[str,
     for method in methods:
         if not method_of(str(method)).lookup:
             continue
-        n, m = (f"--spec-{method}-size-{x}" for x in ("n", "m"))
-        if n not in usable and m not in usable and method_of(str(method)).ngram_sizes:
-            n, m = SHARED_NGRAM_SIZES  # before the per-method names (and ik_llama.cpp): one pair for all
-        flags = NgramSizeFlags(n=n if n in usable else None, m=m if m in usable else None)
+        own = {o.key[-1]: o.spellings[0].format(method=method) for o in SIZE_AXES}
+        if not any(s in usable for s in own.values()) and method_of(str(method)).ngram_sizes:
+            own = {o.key[-1]: o.spellings[1] for o in SIZE_AXES}  # one for all (older builds, ik)
+        flags = NgramSizeFlags(**{x: s if s in usable else None for x, s in own.items()})
         if flags.n or flags.m:
             sizes[str(method)] = flags
     return sizes
@@ -159,7 +160,7 @@ def flags_from_help(text: str) -> FlagSpelling:
     if found["spec_type"]:
         found["spec_types"] = spec_types
     found["ngram_sizes"] = _ngram_sizes(spec_types, usable)
-    found["options"] = probe_options(usable)
+    found["options"] = probe_options(usable, PROBED)
     found["known"] = sorted(usable)
     return FlagSpelling.model_validate(found)
 
@@ -198,7 +199,7 @@ def binary_version(path: Path) -> str:
 # step log), 7 ik_llama.cpp's spaced --spec-type list and the shared --spec-ngram-size-n/-m. A new
 # key in specbench.base.llamaopts needs no raise: build.json records the keys probed.
 PROBE_VERSION = 7
-PROBED_OPTIONS: tuple[str, ...] = tuple(sorted(BY_KEY))  # the option keys this probe reads
+PROBED_OPTIONS: tuple[str, ...] = tuple(sorted(o.key for o in PROBED))  # the option keys this probe reads
 
 
 def probe_is_current(info: BuildInfo) -> bool:

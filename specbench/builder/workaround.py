@@ -10,13 +10,15 @@ self-test's own retry all spell it through ``spelled``, so no launch site can mi
 
 from __future__ import annotations
 
+from specbench.base.llamaopts import BY_KEY
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
 from specbench.builder.options import OptionError, bench_argv
 from specbench.parse.crash import CrashFacts
 
 REPACK_OFF = "repack-off"
+_REPACK = BY_KEY["repack"]  # its table entry: --repack, and its negative switches
 # Options that already choose repacking: an invocation that has one (a `repack` key or axis) is left alone.
-REPACK_OPTIONS = frozenset({"--repack", "--no-repack", "-nr"})
+REPACK_OPTIONS = frozenset((*_REPACK.spellings, *_REPACK.off))
 
 
 def spelled(name: str, binary: BinaryInfo | None) -> list[str]:
@@ -25,7 +27,7 @@ def spelled(name: str, binary: BinaryInfo | None) -> list[str]:
         return []
     if binary.role == "bench":  # llama-bench: a test parameter, --repack 0|1, no --no-repack
         try:
-            return bench_argv(binary.flags.options, {"repack": False})
+            return bench_argv(binary.flags.options, {_REPACK.key: False})
         except OptionError:
             return []
     return [binary.flags.no_repack] if binary.flags.no_repack else []
@@ -67,8 +69,8 @@ def crash_facts(
 def repack_off(argv: list[str]) -> bool:
     """Whether a command line turns repacking off (``--no-repack``, ``-nr``, llama-bench's ``--repack 0``)."""
     for i, arg in enumerate(argv):
-        if arg in ("--no-repack", "-nr"):
+        if arg in _REPACK.off:
             return True
-        if arg == "--repack":
+        if arg in _REPACK.spellings:
             return i + 1 < len(argv) and argv[i + 1] in ("0", "off", "false")
     return False

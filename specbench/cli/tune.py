@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -20,13 +21,9 @@ def result_json(result) -> dict:
     """The --json object: exactly the documented keys."""
     best = result.best
 
-    def settings(s) -> dict:
-        return {"method": s.method, "draft_max": s.draft_max, "draft_min": s.draft_min, "p_min": s.p_min,
-                "ngl": s.ngl, "ngld": s.ngld}  # fmt: skip
-
     return {
         "pair": result.pair,
-        "best": settings(best.setting) if best else None,
+        "best": asdict(best.setting) if best else None,
         "speedup": best.speedup if best else None,
         "speedup_ci_low": best.speedup_ci_low if best else None,
         "speedup_ci_high": best.speedup_ci_high if best else None,
@@ -35,7 +32,7 @@ def result_json(result) -> dict:
         "command": result.command,
         "server_command": result.server_command,
         "candidates": [
-            {"settings": settings(c.setting), "model_speedup": c.model_speedup, "speedup": c.speedup}
+            {"settings": asdict(c.setting), "model_speedup": c.model_speedup, "speedup": c.speedup}
             for c in result.candidates
         ],
         "elapsed_s": round(result.elapsed_s, 2),

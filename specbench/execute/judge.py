@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from specbench.base.llamaopts import AXES
 from specbench.base.methods import method_of
 from specbench.execute.outputs import continuation, generation_offset, prompt_over_context, sha256_text
 from specbench.parse.parsed import SpecCounters
@@ -156,14 +157,11 @@ def never_drafted_reason(inv: Invocation, log: ParsedLog) -> str:
     reason = "speculation never engaged (n_drafted = 0)"
     defaults = method_of(inv.method).ngram_sizes  # an n-gram lookup that drafts only after a repeat
     if defaults is None:
-        cuts = []
-        if inv.p_min:
-            cuts.append(f"p_min={inv.p_min:g} ends a draft at the first token the draft is less sure of")
-        if inv.draft_min:
-            cuts.append(f"draft_min={inv.draft_min} drops drafts shorter than that")
+        cutting = [o for o in AXES if o.cuts and getattr(inv, o.key)]  # p_min, draft_min
+        cuts = [f"{o.key}={getattr(inv, o.key):g} {o.cuts}" for o in cutting]
         if not cuts:
             return reason
-        lower = "--set sweep.p_min=[0.0] --set sweep.draft_min=[0]"
+        lower = " ".join(f"--set sweep.{o.key}=[{', '.join(map(str, o.sweep))}]" for o in cutting)
         return f"{reason}: {'; '.join(cuts)}; try lower values ({lower})"
     n = inv.ngram_size_n or defaults[0]
     m = inv.ngram_size_m or defaults[1]

@@ -19,7 +19,7 @@ from itertools import product
 from pathlib import Path
 
 from specbench.base.errors import ConfigError
-from specbench.base.llamaopts import BY_KEY, OPTIONS, applies
+from specbench.base.llamaopts import AXES, BY_KEY, METHOD, TUNED, LlamaOption, applies
 from specbench.base.methods import DRAFT_METHOD, METHODS
 from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.builder.options import OptionError, default_on, option_argv
@@ -62,7 +62,7 @@ def sweep_cells(
     """Every cell of the sweep, for the binary ``spec`` that runs them (its --help says which
     methods and options it has); a method it lacks is a ConfigError naming what it takes.
     ``runs``: the methods of each pair that fit its files (``plan.preflight``; None: all)."""
-    flags, sweep = spec.flags, config.sweep
+    sweep = config.sweep
     cells: list[Cell] = []
     owned: set[tuple] = set()  # draft-free cells of a target: owned by the first pair with it
     for method in dict.fromkeys(
@@ -76,28 +76,17 @@ def sweep_cells(
             draft = pair.draft if needs_draft_model(method) or (is_mtp(method) and pair.method) else None
             if needs_draft_model(method) and draft is None:
                 continue  # a draft-free pair in a sweep with draft methods
-            if draft_free(method):
-                draft_axes: list[tuple] = [(None, None, None, None)]
-            else:
-                _require_draft_flags(config, spec, notes, method, draft)
-                ngld = [n if flags.ngld else None for n in sweep.ngld] if draft else [None]
-                draft_axes = [
-                    (d, dmax, dmin if flags.draft_min else None, pmin if flags.p_min else None)
-                    for d, dmax, dmin, pmin in product(ngld, sweep.draft_max, sweep.draft_min, sweep.p_min)
-                    if dmin <= dmax
-                ]
-            sizes = _ngram_axes(config, spec, method, notes)
             options = option_axes(config, pname, notes)
-            for ngl, (ngld, dmax, dmin, pmin), (size_n, size_m), opts, depth in product(
-                sweep.ngl, draft_axes, sizes, options, sweep.depth
+            for axes, opts, depth in product(
+                _axis_values(config, spec, notes, method, draft), options, sweep.depth
             ):
                 # an option llama.cpp ignores here (a draft's without a draft model, ngram-mod's on
                 # another method) is left out, so its values collapse into one cell
                 opts = {k: v if k == "args" or applies(BY_KEY[k], method, draft is not None) else None
                         for k, v in opts.items()}  # fmt: skip
-                cell = Cell(pair=pname, model=pair.target, draft=draft, method=method, ngl=ngl, ngld=ngld,
-                            draft_max=dmax, draft_min=dmin, p_min=pmin, ngram_size_n=size_n,
-                            ngram_size_m=size_m, depth=depth, **opts)  # fmt: skip
+                cell = Cell(
+                    pair=pname, model=pair.target, draft=draft, method=method, depth=depth, **axes, **opts
+                )
                 key = cell.model_dump(exclude={"pair"} if draft is None else set())
                 if tuple(key.items()) in owned:
                     continue
@@ -115,9 +104,7 @@ def option_axes(config: Config, pname: str, notes: list[str]) -> list[dict]:
     for key in OPTION_KEYS:
         swept, pinned = getattr(config.sweep, key), getattr(pair, key)
         if pinned is not None and swept:
-            note = f"pairs.{pname}.{key} pins {key} for that pair: sweep.{key} does not apply to it"
-            if note not in notes:
-                notes.append(note)
+            _note(notes, f"pairs.{pname}.{key} pins {key} for that pair: sweep.{key} does not apply to it")
         axes[key] = [pinned] if pinned is not None else list(swept) or [getattr(config, key)]
     own = [pname] if pair.args else []
     axes["args"] = [":".join([*own, n.label]) for n in config.sweep.args] or [pname if own else None]
@@ -144,7 +131,7 @@ def option_flags(spec: BinaryInfo, cell: Cell, extra: Sequence[str] = ()) -> lis
     model's when it has one), then the free arguments ``extra``; ConfigError when the binary
     cannot take one (an older build without the option: named, with the build's binary)."""
     spelling = spec.flags.options
-    keys = [o.key for o in OPTIONS if o.scope != "draft" or cell.draft]
+    keys = [o.key for o in TUNED if o.scope != "draft" or cell.draft]
     argv: list[str] = []
     try:
         for key in keys:
@@ -217,26 +204,50 @@ def _require_method(spec: BinaryInfo, method: str) -> None:
         )
 
 
-def _ngram_axes(config: Config, spec: BinaryInfo, method: str, notes: list[str]) -> list[tuple]:
-    """(size_n, size_m) of a method's cells; sizes only for its n-gram parts whose options the
-    build has (a method with none gets [(None, None)])."""
-    sweep, sizes = config.sweep, spec.flags.ngram_sizes or {}
-    wanted = {"ngram_size_n": sweep.ngram_size_n, "ngram_size_m": sweep.ngram_size_m}
-    if not ngram_parts(method):
-        return [(None, None)]
-    has = [sizes.get(p) for p in ngram_parts(method)]
-    usable = {key: values for key, values in wanted.items() if any(getattr(f, key[-1], None) for f in has)}
-    for key, values in wanted.items():
-        if key not in usable and values != [None]:
-            what = key[-6:].replace("_", " ")
-            note = f"{method} of this build has no {what} option: {key} does not apply to it"
-            if not sizes and spec.flags.ngram_sizes is None:
+# The speculation's axes a method's cells expand, outermost first: what changes the model loaded
+# (ngl, then the draft's ngld), then the draft's settings, then the n-gram lookups' sizes.
+_RANK = {"model": 0, "draft": 1, "draft_context": 2, "spec": 2, "lookup": 3}
+EXPANDED = tuple(
+    sorted((o for o in AXES if o.group == "axis" and o is not METHOD), key=lambda o: _RANK[o.scope])
+)
+_DRAFTS = tuple(o for o in EXPANDED if o.scope in ("draft", "draft_context"))  # the draft's settings
+_SERVER_SPEC = tuple(o for o in AXES if o.group == "server" and o.scope != "model")  # with --spec-type
+
+
+def _flag(flags: FlagSpelling, opt: LlamaOption, method: str = "") -> str | None:
+    """The binary's spelling of an axis: its FlagSpelling field, or the option the probe recorded for
+    it (an axis added since); an n-gram size's for one of ``method``'s lookups; -ngl: every build's."""
+    if opt.scope == "lookup":
+        sizes = flags.ngram_sizes or {}
+        return next((f for p in ngram_parts(method) if (f := getattr(sizes.get(p), opt.key[-1], None))), None)
+    if opt.scope == "model" or opt.key in FlagSpelling.model_fields:
+        return getattr(flags, opt.key, opt.spellings[0])
+    found = (flags.options or {}).get(opt.key)
+    return found.flag if found else None
+
+
+def _axis_values(
+    config: Config, spec: BinaryInfo, notes: list[str], method: str, draft: str | None
+) -> list[dict]:
+    """Each combination of the speculation's axes for a method's cells (``EXPANDED``): an axis the
+    method does not read, or the build has no option for, is None (noted where it was set); an
+    ``at_most`` pair past its bound (draft_min > draft_max) is skipped."""
+    if not draft_free(method):
+        _require_draft_flags(config, spec, notes, method, draft)
+    axes: dict[str, list] = {}
+    for o in EXPANDED:
+        values = getattr(config.sweep, o.key)
+        usable = applies(o, method, draft is not None) and _flag(spec.flags, o, method) is not None
+        axes[o.key] = values if usable else [None]
+        if o.scope == "lookup" and ngram_parts(method) and not usable and values != [None]:
+            what = o.key[-6:].replace("_", " ")
+            note = f"{method} of this build has no {what} option: {o.key} does not apply to it"
+            if spec.flags.ngram_sizes is None:
                 note += " (its build.json predates size probing: `specbench build --force` probes again)"
-            if note not in notes:
-                notes.append(note)
-    ns = usable.get("ngram_size_n", [None])
-    ms = usable.get("ngram_size_m", [None])
-    return list(product(ns, ms))
+            _note(notes, note)
+    combos = [dict(zip(axes, c, strict=True)) for c in product(*axes.values())]
+    bounds = [(o.key, str(o.at_most)) for o in EXPANDED if o.at_most]  # draft_min <= draft_max
+    return [c for c in combos if all(None in (c[k], c[top]) or c[k] <= c[top] for k, top in bounds)]
 
 
 # The draft length spellings of trees whose --help was one table for every program, before
@@ -250,7 +261,7 @@ def _require_draft_flags(
     """A method with a draft context needs the options it varies; a missing one is fine only at its
     default. Without a draft model (MTP on the target's layers) ngld does not apply."""
     flags, sweep = spec.flags, config.sweep
-    if (draft is not None and not flags.model_draft) or not flags.draft_max:
+    if draft is not None and not flags.model_draft:
         raise ConfigError(f"{spec.name} of this build takes no draft model (-md / draft length options)")
     if spec.role == "server" and flags.draft_max in CLASSIC_DRAFT_ONLY:
         raise ConfigError(
@@ -258,18 +269,30 @@ def _require_draft_flags(
             "option table all programs of its era share (llama-server drafts since --draft-max, late "
             "2024); use runner: process"
         )
-    if draft is None and sweep.ngld != [0]:
-        note = f"{method} on the target's own layers runs no draft model: sweep.ngld does not apply to it"
-        if note not in notes:
-            notes.append(note)
-    checks = (("draft_min", sweep.draft_min, 0), ("ngld", sweep.ngld if draft else [0], 0))
-    for key, values, default in checks:
-        if getattr(flags, key) is None and values != [default]:
-            raise ConfigError(f"sweep.{key}: {spec.name} of this build has no {key} option; use [{default}]")
-    if flags.p_min is None and len(sweep.p_min) > 1:
-        raise ConfigError(f"sweep.p_min: {spec.name} of this build has no p_min option; give one value")
-    note = f"{spec.name} of this build has no p_min option; its built-in default applies"
-    if flags.p_min is None and note not in notes:
+    for o in _DRAFTS:
+        values, default = getattr(sweep, o.key), list(o.sweep)
+        lacks = f"{spec.name} of this build has no {o.key} option"
+        if not applies(o, method, draft is not None):  # MTP on the target's layers: no draft model
+            if values != default:
+                _note(
+                    notes,
+                    f"{method} on the target's own layers runs no draft model: sweep.{o.key} does not apply",
+                )
+        elif _flag(flags, o) is not None:
+            continue
+        elif o.missing == "refuse":
+            raise ConfigError(f"{spec.name} of this build takes no draft model (-md / draft length options)")
+        elif o.missing == "default" and values != default:
+            raise ConfigError(f"sweep.{o.key}: {lacks}; use {default}")
+        elif o.missing == "one" and len(values) > 1:
+            raise ConfigError(f"sweep.{o.key}: {lacks}; give one value")
+        elif o.missing == "one":
+            _note(notes, f"{lacks}; its built-in default applies")
+
+
+def _note(notes: list[str], note: str) -> None:
+    """A note once (every pair and build plans again)."""
+    if note not in notes:
         notes.append(note)
 
 
@@ -320,28 +343,22 @@ def build_cells(
 def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
     """Keys set away from their defaults that no cell of this plan uses: a user who set them
     expects they did something. (Per build option, the notes of ``sweep_cells`` say it.)"""
-    sweep, fields = config.sweep, type(config.sweep).model_fields
+    sweep = config.sweep
     methods = ", ".join(dict.fromkeys(c.method for c in cells)) or "none"
     out = []
-    for axis in ("draft_max", "draft_min", "p_min", "ngld"):
-        if getattr(sweep, axis) != fields[axis].get_default(call_default_factory=True) and all(
-            getattr(c, axis) is None for c in cells
-        ):
-            out.append(f"sweep.{axis} does not apply to this sweep's methods ({methods}): no cell uses it")
-    if not any(ngram_parts(c.method) for c in cells):
-        for axis in ("ngram_size_n", "ngram_size_m"):
-            if getattr(sweep, axis) != [None]:
-                out.append(f"sweep.{axis} is for n-gram methods, and this sweep has none ({methods})")
-    for opt in OPTIONS if cells else ():
+    for o in (o for o in EXPANDED if getattr(sweep, o.key) != list(o.sweep)):
+        if o.scope == "lookup" and not any(ngram_parts(c.method) for c in cells):
+            out.append(f"sweep.{o.key} is for n-gram methods, and this sweep has none ({methods})")
+        elif o.scope in ("draft", "draft_context") and all(getattr(c, o.key) is None for c in cells):
+            out.append(f"sweep.{o.key} does not apply to this sweep's methods ({methods}): no cell uses it")
+    for opt in TUNED if cells else ():
         if opt.scope == "model" or any(getattr(c, opt.key) is not None for c in cells):
             continue
         given = getattr(config, opt.key) is not None or getattr(sweep, opt.key)
         if given or any(getattr(p, opt.key) is not None for p in config.pairs.values()):
             what = "a draft model" if opt.draft else f"the method {' or '.join(opt.methods)}"
             out.append(f"{opt.key} is for {what}, and no cell of this sweep has one ({methods})")
-    if sweep.method != fields["method"].get_default(call_default_factory=True) and all(
-        p.method for p in config.pairs.values()
-    ):
+    if sweep.method != list(METHOD.sweep) and all(p.method for p in config.pairs.values()):
         out.append("sweep.method is not used: every pair names its own `method:`")
     for name, pair in config.pairs.items():
         if pair.draft is not None and cells and not any(c.pair == name and c.draft for c in cells):
@@ -378,8 +395,8 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
     argv: list[str] = []
     if cell.draft is not None:
         argv += [flags.model_draft or "-md", str(draft_path)]
-    for key in ("ngld", "draft_max", "draft_min", "p_min"):
-        value, option = getattr(cell, key), getattr(flags, key)
+    for o in _DRAFTS:
+        value, option = getattr(cell, o.key), _flag(flags, o)
         if value is not None and option:
             argv += [option, fmt_num(value) if isinstance(value, float) else str(value)]
     legacy = cell.method == DRAFT_METHOD and DRAFT_SIMPLE not in flags.spec_types  # classic draft
@@ -387,11 +404,13 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
         argv += [flags.spec_type or "--spec-type", ",".join(spec_type_names(cell.method))]
     for part in ngram_parts(cell.method):
         sizes = (flags.ngram_sizes or {}).get(part)
-        for value, option in ((cell.ngram_size_n, sizes and sizes.n), (cell.ngram_size_m, sizes and sizes.m)):
+        for o in (o for o in EXPANDED if o.scope == "lookup"):
+            value, option = getattr(cell, o.key), getattr(sizes, o.key[-1], None)
             if value is not None and option:
                 argv += [option, str(value)]
-    if cell.synth_len is not None:  # llama-server and llama-cli only (the config refuses the process runner)
-        argv += ["--spec-synth-len", fmt_num(cell.synth_len)]
+    for o in _SERVER_SPEC:  # llama-server and llama-cli only (the config refuses the process runner)
+        if getattr(cell, o.key) is not None:
+            argv += [o.spellings[0], fmt_num(getattr(cell, o.key))]
     return argv
 
 

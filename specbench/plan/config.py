@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError, PathError
+from specbench.base.llamaopts import AXES
 from specbench.base.paths import Name, UnsafePath, check_name, check_path
 from specbench.models.spec import ModelSpec
 from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml
@@ -186,12 +187,17 @@ class Config(Strict, OptionValues):
         return self.most_repetitions
 
     @model_validator(mode="after")
-    def _parallel_needs_server(self) -> Config:
-        if self.runner == "process" and max(self.sweep.parallel) > 1:
-            raise ValueError(
-                "sweep.parallel: values above 1 need `runner: server` (the process runner runs one "
-                "request at a time); set runner: server or use parallel: [1]"
-            )
+    def _server_axes(self) -> Config:
+        """llama-server's axes (``parallel``, ``synth_len``): the process runner's binaries run one
+        request at a time and lack their options."""
+        for o in AXES:
+            wanted, default = getattr(self.sweep, o.key), list(o.sweep)
+            if o.group == "server" and self.runner == "process" and wanted != default:
+                raise ValueError(
+                    f"sweep.{o.key}: values other than {default} need `runner: server` ({o.spellings[0]} is "
+                    f"llama-server's; the process runner's binaries lack it); set runner: server or use "
+                    f"{o.key}: {default}"
+                )
         return self
 
     @model_validator(mode="after")
@@ -200,16 +206,6 @@ class Config(Strict, OptionValues):
             raise ValueError(
                 "pairing: duet runs a pair's two processes at once; the server runner keeps one server "
                 "per build resident: set pairing: sequential (or auto), or runner: process"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _synth_needs_server(self) -> Config:
-        if self.runner == "process" and self.sweep.synth_len:
-            raise ValueError(
-                "sweep.synth_len: synthetic acceptance needs `runner: server` (only llama-server and "
-                "llama-cli take --spec-synth-len, not llama-speculative-simple); set runner: server "
-                "or drop sweep.synth_len"
             )
         return self
 

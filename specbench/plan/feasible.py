@@ -1,10 +1,10 @@
 """What llama.cpp would refuse or ignore, decided by the plan before anything runs.
 
-Three classes, each a table a new case joins with one line:
+Three classes, read from the option table (``specbench.base.llamaopts``) or the --help:
 
-- ``CONFLICTS``: combinations of options llama.cpp refuses (it fails context creation, and the
-  run would only show ``unable to create context``). A sweep's cells with one are left out with a
-  note; a plan left with none is refused in one line.
+- ``drop_conflicts``: values llama.cpp refuses with flash attention off (it fails context creation,
+  and the run would only show ``unable to create context``), as their table entries' ``refuses``
+  say. A sweep's cells with one are left out with a note; a plan left with none is refused.
 - ``IGNORED``: an axis llama.cpp ignores for a cell's model (``n_cpu_moe`` on a dense model): its
   values would measure the same thing twice, so they collapse to the first, with a note.
 - ``check_free_args``: a free argument (``args:``, ``sweep.args``) the binary's probed ``--help``
@@ -20,48 +20,9 @@ from dataclasses import dataclass
 
 from specbench.base.docs import docs_page
 from specbench.base.errors import ConfigError
-from specbench.base.llamaopts import OPTIONS
+from specbench.base.llamaopts import OPTIONS, Refusal, applies
 from specbench.builder.buildinfo import BinaryInfo
 from specbench.results.cell import Cell
-
-UNQUANTIZED = frozenset({"f32", "f16", "bf16"})  # KV cache types ggml does not count as quantized
-
-
-def _quantized(cache_type: str | None) -> bool:
-    return cache_type is not None and cache_type.lower() not in UNQUANTIZED
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """Options llama.cpp refuses together: ``refused(cell, fa_off)`` (``fa_off``: flash attention
-    is off for the cell, by its value or the binary's default), in llama.cpp's own words."""
-
-    keys: str  # for people: "flash_attn=off and a quantized cache_type_v"
-    said: str  # llama.cpp's error line (src/llama-context.cpp)
-    cure: str
-    refused: Callable[[Cell, bool], bool]
-
-
-CONFLICTS: tuple[Conflict, ...] = (
-    Conflict(
-        "flash_attn=off and a quantized cache_type_v",
-        "quantized V cache requires flash_attn to be enabled",
-        "flash_attn: on (or auto), or cache_type_v f16/bf16/f32",
-        lambda c, fa_off: fa_off and _quantized(c.cache_type_v),
-    ),
-    Conflict(
-        "flash_attn=off and a quantized cache_type_v_draft",
-        "quantized V cache requires flash_attn to be enabled",
-        "flash_attn: on (or auto), or cache_type_v_draft f16/bf16/f32",
-        lambda c, fa_off: fa_off and c.draft is not None and _quantized(c.cache_type_v_draft),
-    ),
-    Conflict(
-        "flash_attn=off and split_mode=tensor",
-        "SPLIT_MODE_TENSOR requires flash_attn to be enabled",
-        "flash_attn: on (or auto), or another split_mode",
-        lambda c, fa_off: fa_off and c.split_mode == "tensor",
-    ),
-)
 
 
 def _fa_off(cell: Cell, spec: BinaryInfo | None) -> bool:
@@ -77,21 +38,23 @@ def drop_conflicts(cells: list[Cell], spec: BinaryInfo | None, notes: list[str])
     """``cells`` without the combinations llama.cpp refuses (each named in a note); a ConfigError
     when none is left."""
     kept: list[Cell] = []
-    dropped: dict[Conflict, list[Cell]] = {}
+    dropped: dict[Refusal, list[Cell]] = {}
     for c in cells:
-        hit = next((k for k in CONFLICTS if k.refused(c, _fa_off(c, spec))), None)
-        if hit is None:
-            kept.append(c)
-        else:
-            dropped.setdefault(hit, []).append(c)
-    if cells and not kept:
-        k = next(iter(dropped))
-        raise ConfigError(f'every cell has {k.keys}, which llama.cpp refuses ("{k.said}"); set {k.cure}')
-    for k, gone in dropped.items():
-        notes.append(
-            f'left out {len(gone)} cell(s) with {k.keys}: llama.cpp refuses them ("{k.said}"); '
-            f"set {k.cure} to run them"
+        fa_off, has_draft = _fa_off(c, spec), c.draft is not None
+        hits = (
+            r
+            for o in OPTIONS
+            for r in o.refuses
+            if applies(o, c.method, has_draft) and r.refused(getattr(c, o.key))
         )
+        hit = next(hits, None) if fa_off else None
+        kept.append(c) if hit is None else dropped.setdefault(hit, []).append(c)
+    for r, gone in dropped.items():
+        keys, cure = f"flash_attn=off and {r.what}", f"flash_attn: on (or auto), or {r.other}"
+        if not kept:
+            raise ConfigError(f'every cell has {keys}, which llama.cpp refuses ("{r.said}"); set {cure}')
+        notes.append(f'left out {len(gone)} cell(s) with {keys}: llama.cpp refuses them ("{r.said}"); '
+                     f"set {cure} to run them")  # fmt: skip
     return kept
 
 

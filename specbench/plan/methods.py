@@ -6,45 +6,14 @@ name for llama.cpp's ``draft-simple`` (``draft-simple`` is accepted and read as 
 cells and their history ids keep one name). The parts of a combination are put in one order
 (the table's, then unknown names as written), so ``ngram-mod+draft`` is the same cell.
 Which names a build takes is read from its ``--help`` at plan time (``plan.cells.sweep_cells``);
-here only the spelling is checked, so a config loads without a build.
+a config's spelling is checked by ``base.methods.parse_method``, so a config loads without a build.
 """
 
 from __future__ import annotations
 
-import re
+from specbench.base.methods import DRAFT_SIMPLE, METHODS, method_of, parse_method, parts
 
-from specbench.base.methods import DRAFT_SIMPLE, METHODS, SEPARATOR, method_of, parts
-
-__all__ = ["DRAFT_SIMPLE"]  # llama.cpp's name of `draft`, for the plan's modules
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-
-
-def parse_method(text: str) -> str:
-    """A config's method in its one spelling; ValueError (one line) for a malformed one."""
-    if not isinstance(text, str):
-        raise ValueError(f"a method is a name such as draft or ngram-mod, not {text!r}")
-    ours = {m.spec_type: name for name, m in METHODS.items()}  # draft-simple -> draft
-    names = [ours.get(p.strip(), p.strip()) for p in text.split(SEPARATOR)]
-    for name in names:
-        if not _NAME.match(name):
-            raise ValueError(
-                f"{text!r}: {name!r} is no method name; write llama.cpp --spec-type names joined by "
-                "'+', e.g. draft, draft-eagle3, ngram-mod or draft+ngram-mod"
-            )
-        if name == "none":
-            raise ValueError("none is no speculative method (the baseline runs anyway); remove it")
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ValueError(f"{text!r} names {', '.join(dupes)} twice")
-    models = [n for n in names if method_of(n).draft_context]
-    if len(models) > 1:
-        raise ValueError(
-            f"{text!r} combines {' and '.join(models)}: llama.cpp runs one draft context at a time; "
-            "combine one of them with n-gram methods only"
-        )
-    order = list(METHODS)
-    known = sorted((n for n in names if n in METHODS), key=order.index)
-    return SEPARATOR.join(known + [n for n in names if n not in METHODS])
+__all__ = ["DRAFT_SIMPLE", "parse_method"]  # llama.cpp's name of `draft`, and a config's spelling
 
 
 def spec_type_names(method: str) -> list[str]:

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
-from specbench.base.llamaopts import BY_KEY, OPTIONS
+from specbench.base.llamaopts import AXES, TUNED
+from specbench.base.methods import LOOKUPS
 from specbench.base.paths import Name
 
-# Flags specbench sets itself, by every spelling llama.cpp has had, with the key that sets them.
+# Flags specbench sets itself, by every spelling llama.cpp has had, with the key that sets them (the
+# speculation's axes from their table entries; a per-method spelling for each n-gram lookup).
 RESERVED: dict[str, str] = {
     **dict.fromkeys(("-m", "--model", "-hf", "--hf-repo", "-mu", "--model-url"), "models and pairs.*.target"),
     **dict.fromkeys(("-md", "--model-draft", "--spec-draft-model", "-hfd", "--hf-repo-draft"),
@@ -29,15 +31,7 @@ RESERVED: dict[str, str] = {
     **dict.fromkeys(("-s", "--seed"), "generation.seed"),
     **dict.fromkeys(("--temp", "--temperature"), "generation.temperature"),
     **dict.fromkeys(("--top-k",), "generation.top_k"),
-    **dict.fromkeys(("-ngl", "--gpu-layers", "--n-gpu-layers"), "sweep.ngl"),
-    **dict.fromkeys(("-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"),
-                    "sweep.ngld"),
-    **dict.fromkeys(("--draft", "--draft-n", "--draft-max", "--spec-draft-n-max"), "sweep.draft_max"),
-    **dict.fromkeys(("--draft-min", "--draft-n-min", "--spec-draft-n-min"), "sweep.draft_min"),
-    **dict.fromkeys(("--draft-p-min", "--spec-draft-p-min"), "sweep.p_min"),
-    **dict.fromkeys(("--spec-type",), "sweep.method"),
-    **dict.fromkeys(("--spec-synth-len",), "sweep.synth_len"),
-    **dict.fromkeys(("-np", "--parallel"), "sweep.parallel"),
+    **{s.format(method=m): f"sweep.{o.key}" for o in AXES for s in o.spellings for m in LOOKUPS},
     **dict.fromkeys(("--cache-ram", "-cram", "--metrics", "--no-cache-prompt", "--cache-prompt"),
                     "nothing (the server runner sets it to measure each request alone)"),
     **dict.fromkeys(("-no-cnv", "--no-conversation", "-cnv", "--conversation", "--no-display-prompt",
@@ -77,7 +71,7 @@ Arg = Annotated[str, BeforeValidator(_arg)]
 
 # key -> (type, description): the config keys of the options (a scalar here, a list in sweep:)
 OPTION_KEYS: dict[str, tuple[Any, str]] = {
-    o.key: (o.type, f"{o.description.rstrip('.')} ({o.spellings[0]}: {o.values}).") for o in OPTIONS
+    o.key: (o.type, f"{o.description.rstrip('.')} ({o.spellings[0]}: {o.values}).") for o in TUNED
 }
 ARGS_DESCRIPTION = "Extra arguments for every llama.cpp invocation (for what has no key); one string each."
 
@@ -160,7 +154,7 @@ def flag_name(arg: str) -> str:
 
 def check_args(args: list[str], where: str, keys_set: set[str]) -> None:
     """Refuse an argument specbench sets itself, or one of an option key the config sets."""
-    spelled = {s: key for key, o in BY_KEY.items() for s in (*o.spellings, *o.off)}
+    spelled = {s: o.key for o in TUNED for s in (*o.spellings, *o.off)}
     for i, arg in enumerate(args):
         if not arg.startswith("-") or arg.lstrip("-")[:1].isdigit():
             continue  # a value, or a negative number

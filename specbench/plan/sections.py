@@ -7,36 +7,27 @@ config reference and ``specbench schema`` are generated; ``plan.config`` puts th
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
     Tag,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
+from specbench.base.llamaopts import AXES, LlamaOption, MethodName
 from specbench.base.paths import LocalPath, Name
-from specbench.plan.methods import draft_free, needs_draft_model, parse_method
+from specbench.plan.methods import draft_free, needs_draft_model
 from specbench.plan.options import Arg, OptionValues, SweepOptions
 from specbench.results.records import Generation
 
-# A speculative method: a --spec-type name of the build, or several joined by `+` (plan.methods).
-Method = Annotated[str, BeforeValidator(parse_method)]
-
-# Passed on every speculative run. The pinned llama.cpp's default (--help: 0.00); older builds
-# defaulted to 0.75 or 0.8, so it is always given explicitly to measure the same thing.
-DEFAULT_P_MIN = 0.0
-
-
-PositiveInt = Annotated[int, Field(ge=1)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
-Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 # A config's cmake argument: -DNAME=VALUE or -DNAME:TYPE=VALUE. Names that reach outside the build
@@ -149,7 +140,7 @@ class PairConfig(Strict, OptionValues):
     """The target model: a name under `models:`."""
     draft: str | None = None
     """The draft model (or EAGLE-3 head, DFlash drafter): a name under `models:`."""
-    method: Method | None = None
+    method: MethodName | None = None
     """Run only this method on the pair (e.g. ngram-mod, draft-mtp), not sweep.method."""
     runs_on: RunnerLabel | None = None  # shards: the CI runner label(s) this pair's cells need
     """Shards: the CI runner label(s) this pair's cells need (wins over runs_on.ngl)."""
@@ -200,43 +191,32 @@ class ContextConfig(Strict):
     """A UTF-8 text file; unset: the shipped default (the U.S. Constitution, prose, public domain)."""
 
 
-NUMBER_LISTS = (
-    "draft_max", "draft_min", "p_min", "ngl", "ngld", "ngram_size_n", "ngram_size_m", "parallel", "synth_len",
-    "depth",
-)  # fmt: skip
+def _axis_field(o: LlamaOption) -> tuple[Any, Any]:
+    """A speculation axis of the table as a ``sweep:`` list: its default values, at least one value
+    unless its default is none (``synth_len``), null a value where its default holds it."""
+    item = o.type | None if None in o.sweep else o.type
+    return list[item], Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(o.sweep), min_length=1 if o.sweep else None, description=o.description
+    )
 
 
-def _llama_default() -> list[int | None]:
-    """One value, null: llama.cpp's own default (a typed factory: ``lambda: [None]`` is list[None])."""
-    return [None]
+# The axes that take numbers (a boolean among them is a YAML slip).
+NUMBER_LISTS = (*(o.key for o in AXES if o.cell_type in (int, float)), "depth")
+
+if TYPE_CHECKING:  # made from the table at import (create_model); to the type checker:
+
+    class _SweepAxes(Strict, SweepOptions):
+        def __getattr__(self, key: str) -> list[Any]: ...  # an axis of the table
+
+else:
+    _SweepAxes = create_model(
+        "_SweepAxes", __base__=(Strict, SweepOptions), **{o.key: _axis_field(o) for o in AXES}
+    )
 
 
-class SweepConfig(Strict, SweepOptions):
+class SweepConfig(_SweepAxes):
     """Lists expanded as a cartesian product (see specbench.plan.sweep for which cells apply where)."""
 
-    method: list[Method] = Field(default_factory=lambda: ["draft"], min_length=1)
-    """Speculative methods: any --spec-type of the build, or several joined by `+`."""
-    draft_max: list[PositiveInt] = Field(default_factory=lambda: [8], min_length=1)
-    """Draft tokens per step (the draft length g)."""
-    draft_min: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)
-    """Drafts shorter than this are not verified."""
-    p_min: list[Probability] = Field(default_factory=lambda: [DEFAULT_P_MIN], min_length=1)
-    """The draft stops at its first token below this probability."""
-    ngl: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # target GPU layers
-    """Target layers offloaded to the GPU (-ngl)."""
-    ngld: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)  # draft GPU layers
-    """Draft layers offloaded to the GPU (-ngld)."""
-    # n-gram methods' lookup (n) and draft (m) lengths; null: llama.cpp's default (12 and 48)
-    ngram_size_n: list[PositiveInt | None] = Field(default_factory=_llama_default, min_length=1)
-    """N-gram methods' lookup length (--spec-<method>-size-n); null: llama.cpp's 12."""
-    ngram_size_m: list[PositiveInt | None] = Field(default_factory=_llama_default, min_length=1)
-    """N-gram methods' draft length (--spec-<method>-size-m); null: llama.cpp's 48."""
-    parallel: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)  # requests in flight
-    """Requests in flight at once (llama-server slots); above 1 needs runner: server."""
-    # synthetic acceptance lengths (server runner; llama-server --spec-synth-len): each draft-model
-    # cell also runs once per value with its drafts accepted at random ([]: none)
-    synth_len: list[Annotated[float, Field(ge=1.0, allow_inf_nan=False)]] = Field(default_factory=list)
-    """Synthetic acceptance lengths (runner: server): draft-model cells run again per value."""
     depth: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)
     """Tokens of context (the target's tokenizer, from `context.file`) before each prompt: the KV
     cache's depth when generation starts; 0: the prompt alone."""
@@ -253,7 +233,7 @@ class SweepConfig(Strict, SweepOptions):
                 )
         return v
 
-    @field_validator("method", *NUMBER_LISTS)
+    @field_validator(*(o.key for o in AXES), "depth")
     @classmethod
     def _unique(cls, v: list) -> list:
         dupes = sorted({str(x) for x in v if v.count(x) > 1})
@@ -263,8 +243,9 @@ class SweepConfig(Strict, SweepOptions):
 
     @model_validator(mode="after")
     def _some_draft_cell(self) -> SweepConfig:
-        if min(self.draft_min) > max(self.draft_max):
-            raise ValueError("every draft_min is larger than every draft_max; no cell is left")
+        for o in AXES:
+            if o.at_most and min(getattr(self, o.key)) > max(getattr(self, o.at_most)):
+                raise ValueError(f"every {o.key} is larger than every {o.at_most}; no cell is left")
         return self
 
 

@@ -4,8 +4,8 @@
 (``specbench.results.records.Measurement``), and everything that tells cells apart asks this
 module: sample keys (``--resume``), adaptive rounds, report rows and their order, compare and
 history identities, plot and compare labels, tune's rows, and the rule that pairs a cell with
-its baseline. A llama.cpp option is an axis by its entry in ``specbench.base.llamaopts`` alone;
-another axis is one field here plus its expansion in the plan (``specbench.plan.cells.sweep_cells``).
+its baseline. A llama.cpp option or speculation axis is a field by its entry in
+``specbench.base.llamaopts`` alone; the plan expands it from the same entry (``specbench.plan.cells``).
 Old run folders load with a new field at its default.
 """
 
@@ -16,57 +16,57 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
-from specbench.base.llamaopts import OPTION_NAMES, OPTIONS
+from specbench.base.llamaopts import BY_KEY, OPTION_NAMES, OPTIONS, TUNED
 from specbench.base.methods import runs_draft_alone
 
 
-class _Axes(BaseModel):
-    """The axes before the llama.cpp options (``Cell`` lists them all)."""
+def _fields(group: str) -> dict[str, Any]:
+    """The cell fields of a group of the table's entries, in its order (None: not passed, llama.cpp's
+    default; a draft model run alone carries its *_draft values in the plain fields)."""
+    return {
+        o.key: (o.cell_type if o.cell_default is not None else o.cell_type | None,
+                Field(default=o.cell_default, description=o.description))
+        for o in OPTIONS if o.group == group
+    }  # fmt: skip
+
+
+class _Models(BaseModel):
+    """The axes before the table's: which build and models a cell runs."""
 
     build: str | None = None  # llama.cpp build label (None: the run's one build)
     pair: str | None = None  # None for baseline/draft samples (shared across pairs)
     model: str  # the model that ran alone (baseline/draft), or the target (speculative)
-    draft: str | None = None  # draft model name (speculative with method "draft")
-    method: str = "none"  # none | draft | ngram-simple | ngram-map-k | ...
-    draft_max: int | None = None
-    draft_min: int | None = None
-    p_min: float | None = None
-    ngram_size_n: int | None = None  # n-gram methods: lookup length (None: llama.cpp's default)
-    ngram_size_m: int | None = None  # n-gram methods: draft length (None: llama.cpp's default)
-    ngl: int | None = None  # GPU layers of `model`
-    ngld: int | None = None  # GPU layers of the draft model
+    draft: str | None = None  # draft model name (speculative with a draft model)
 
 
-# The llama.cpp options, one field each from their table (specbench.base.llamaopts), in its order.
-# None: not passed (llama.cpp's default). A draft model run alone carries its *_draft values in the
-# plain fields.
+# Then the speculation's axes (method, draft lengths, GPU layers, ...), the tuned llama.cpp options,
+# how the cell is run and llama-server's axes: each table entry one field (specbench.base.llamaopts).
 if TYPE_CHECKING:  # made from the table at import (create_model); to the type checker:
 
-    class _WithOptions(_Axes):
-        def __getattr__(self, key: str) -> Any: ...  # an option of the table
+    class _Axes(_Models):
+        args: str | None = None
+        runner: str = "process"
+
+        def __getattr__(self, key: str) -> Any: ...  # an entry of the table
 
 else:
-    _WithOptions = create_model(
-        "_WithOptions",
-        __base__=_Axes,
-        **{o.key: (o.cell_type | None, Field(default=None, description=o.description)) for o in OPTIONS},
-    )
+    _Axes = create_model(
+        "_Axes", __base__=_Models, **_fields("axis"), **_fields("option"),
+        args=(str | None, Field(default=None, description="The name of a `sweep.args` set of arguments.")),
+        runner=(str, Field(default="process", description="process (one llama.cpp process per sample) | "
+                           "server (llama-server).")),
+        **_fields("server"),
+    )  # fmt: skip
 
 
-class Cell(_WithOptions):
+class Cell(_Axes):
     """The axes of a cell, in order (sample keys, report order and labels follow it).
 
     Baseline and draft-alone samples have method ``none``, no pair and no draft settings; their
     ``model`` is the model that ran alone (for a speculative cell: the target).
     """
 
-    args: str | None = None  # the name of a `sweep.args` set of free arguments
-    runner: str = "process"  # process (one llama.cpp process per sample) | server (llama-server)
-    parallel: int = 1  # requests in flight at once (server runner; the process runner runs one)
     shard: str | None = None  # "i/N" of a sharded sweep (specbench.plan.shards; None: not sharded)
-    # synthetic acceptance (llama-server --spec-synth-len): drafted tokens accepted at random with this
-    # mean acceptance length; output invalid, cost real (None: a real cell)
-    synth_len: float | None = None
     # tokens of context (the target's tokenizer) in front of the prompt: the KV cache's depth when
     # generation starts (specbench.execute.context; 0: the prompt alone)
     depth: int = 0
@@ -87,21 +87,21 @@ class LeftOut(BaseModel):
 # The llama.cpp options among the axes: the draft's own values (``*_draft``), and the rest, which a
 # model alone runs with too (a baseline with the target's, a draft alone with the draft's).
 OPTION_FIELDS: tuple[str, ...] = (*OPTION_NAMES, "args")
-DRAFT_OPTIONS: tuple[str, ...] = tuple(o.key for o in OPTIONS if o.scope == "draft")
-SPEC_OPTIONS: tuple[str, ...] = tuple(o.key for o in OPTIONS if o.scope == "spec")  # the speculation's own
+DRAFT_OPTIONS: tuple[str, ...] = tuple(o.key for o in TUNED if o.scope == "draft")
+SPEC_OPTIONS: tuple[str, ...] = tuple(o.key for o in TUNED if o.scope == "spec")  # the speculation's own
 MODEL_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f not in (*DRAFT_OPTIONS, *SPEC_OPTIONS))
 # What a speculative cell shares with the baseline it is measured against: the same target on the
 # same build, at the same GPU layers and options, run the same way, on the same machine (shard).
-BASELINE_FIELDS: tuple[str, ...] = (
-    "build", "model", "ngl", *MODEL_OPTIONS, "runner", "parallel", "shard", "depth",
-)  # fmt: skip
+_RUN = ("runner", *(o.key for o in OPTIONS if o.group == "server" and o.scope == "model"))  # how it runs
+_SHARED = ("build", "model", *MODEL_OPTIONS, *_RUN, "shard", "depth")
+BASELINE_FIELDS = tuple(f for f in CELL_FIELDS if f in _SHARED or f in BY_KEY and BY_KEY[f].scope == "model")
 MODEL_FIELDS = ("model", "draft")  # model names: identities across runs use their sha256 instead
 # Names given by one config or one sweep: identities across runs leave them out (a merged sharded
 # run compares with an unsharded one).
 RUN_LOCAL = ("pair", "shard")
 # The axes of the first run-folder format. Identities (history ids) leave a later axis out while it
 # is at its default, so the ids of older runs stay what they were.
-FIRST_FIELDS = ("pair", "model", "draft", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld")
+FIRST_FIELDS = (*tuple(_Models.model_fields)[1:], *(o.key for o in OPTIONS if o.first))
 SETTING_FIELDS = tuple(f for f in CELL_FIELDS if f not in (*RUN_LOCAL, *MODEL_FIELDS, "method"))
 
 
@@ -157,7 +157,7 @@ def draft_alone_cell(m: Any, build: str | None) -> Cell:
 
 def baseline_cell(m: Any) -> Cell:
     """The baseline of cell ``m`` as a cell of its own (its target, build, ngl and options)."""
-    return Cell(**{f: getattr(m, f) for f in BASELINE_FIELDS if f not in ("runner", "parallel")})
+    return Cell(**{f: getattr(m, f) for f in BASELINE_FIELDS if f not in _RUN})
 
 
 def cell_record(m: Any) -> dict[str, Any]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import asdict
 
 from specbench.builder.workaround import with_workaround
 from specbench.execute import preparation
@@ -40,8 +41,7 @@ def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pai
             "-c", str(gen.ctx_size), "-ngl", str(s.ngl)]  # fmt: skip
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
-    cell = Cell(model=target, draft=draft, method=s.method, draft_max=s.draft_max, draft_min=s.draft_min,
-                p_min=s.p_min, ngl=s.ngl, ngld=s.ngld, **option_axes(base, pair, [])[0])  # fmt: skip
+    cell = Cell(model=target, draft=draft, **asdict(s), **option_axes(base, pair, [])[0])
     argv += speculative_flags(f, cell, str(prepared.models[draft].path))
     if server is not None:
         argv += option_flags(server, cell, free_args(base, cell))

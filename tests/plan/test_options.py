@@ -176,10 +176,14 @@ def test_the_manifest_records_every_option_of_every_cell(tmp_path, llama_build):
 
 
 def test_a_new_option_is_one_entry_and_reaches_everything(tmp_path, llama_build):
-    """A copy of the package with one more entry in base/llamaopts.py (``cpu_strict``: llama.cpp's
-    --cpu-strict) and nothing else: it is a described config key and sweep axis in the schema,
-    spelled from the probed --help, a cell field with its own baselines, a report column, a flag
-    free arguments may not repeat, and a row of the docs table."""
+    """A copy of the package with two more entries in base/llamaopts.py and nothing else.
+    ``cpu_strict`` (llama.cpp's --cpu-strict, refused with flash attention off for the test's sake)
+    is a described config key and sweep axis in the schema, spelled from the probed --help, a cell
+    field with its own baselines, a report column, a flag free arguments may not repeat, a row of
+    the docs table and a conflict the plan leaves out. ``p_split`` (--spec-draft-p-split), a draft
+    axis, is a sweep list with its default, a cell field the draft method expands and an n-gram
+    method leaves out, passed as the probed spelling, a reserved flag and a reason a run drafts
+    nothing."""
     import shutil
     import subprocess
     import sys
@@ -190,7 +194,11 @@ def test_a_new_option_is_one_entry_and_reaches_everything(tmp_path, llama_build)
     path = tmp_path / "specbench" / "base" / "llamaopts.py"
     anchor = '    LlamaOption("poll",'
     entry = (
-        '    LlamaOption("cpu_strict", ("--cpu-strict",), _ranged(0, 1), "0, 1", "Strict CPU placement."),'
+        '    LlamaOption("cpu_strict", ("--cpu-strict",), _ranged(0, 1), "0, 1", "Strict CPU placement.",\n'
+        '                refuses=(Refusal("cpu_strict=1", "no strict CPU without FA", "cpu_strict 0",'
+        " lambda v: v == 1),)),\n"
+        '    LlamaOption("p_split", ("--spec-draft-p-split", "--draft-p-split"), Probability, "0-1",'
+        ' "Split.", group="axis", sweep=(0.1,), scope="draft_context", cuts="splits drafts"),'
     )
     text = path.read_text()
     assert text.count(anchor) == 1
@@ -209,6 +217,9 @@ def test_a_new_option_is_one_entry_and_reaches_everything(tmp_path, llama_build)
         from specbench.plan.prompts import render
         from specbench.plan.schema import config_schema
         from specbench.plan.sweep import make_plan
+        from specbench.execute.judge import never_drafted_reason
+        from specbench.parse.process import ParsedLog
+        from specbench.plan.options import RESERVED
         from specbench.results.cell import BASELINE_FIELDS, Cell
 
         build = BuildInfo.load(Path({str(Path(spec.path).parents[1] / "build.json")!r}))
@@ -240,6 +251,28 @@ def test_a_new_option_is_one_entry_and_reaches_everything(tmp_path, llama_build)
             assert "also set by the key cpu_strict" in str(exc), exc
         else:
             raise AssertionError("--cpu-strict in args beside the key was taken")
+        del data["sweep"]["args"]
+        data["sweep"]["flash_attn"] = ["off"]
+        plan = make_plan(config_from_mapping(data, Path("."), "t.yaml"), build,
+                         {{"t": Path("/absent/t.gguf"), "d": Path("/absent/d.gguf")}}, prompts)
+        assert {{i.cpu_strict for i in plan.measured}} == {{0}}
+        assert any("cpu_strict=1" in n and "no strict CPU without FA" in n for n in plan.notes), plan.notes
+        # the draft axis
+        data["sweep"] = {{"method": ["draft", "ngram-simple"], "draft_max": [4], "p_split": [0.1, 0.3]}}
+        config = config_from_mapping(data, Path("."), "t.yaml")
+        assert type(config.sweep)().p_split == [0.1] and "p_split" in str(config_schema())
+        assert RESERVED["--draft-p-split"] == "sweep.p_split"
+        plan = make_plan(config, build, {{"t": Path("/absent/t.gguf"), "d": Path("/absent/d.gguf")}}, prompts)
+        spec = [i for i in plan.measured if i.role == "speculative"]
+        assert sorted((i.method, i.p_split) for i in spec) == [
+            ("draft", 0.1), ("draft", 0.3), ("ngram-simple", None)], spec
+        for i in spec:
+            assert ("--spec-draft-p-split" in i.argv) == (i.method == "draft")
+            if i.p_split:
+                assert i.argv[i.argv.index("--spec-draft-p-split") + 1] == f"{{i.p_split:g}}"
+        assert "p_split" in Cell.model_fields and "p_split" not in BASELINE_FIELDS
+        wide = next(i for i in spec if i.p_split == 0.3)
+        assert "p_split=0.3 splits drafts" in never_drafted_reason(wide, ParsedLog(kind="speculative"))
         print("ok")
         """
     )

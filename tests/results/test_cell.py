@@ -97,14 +97,15 @@ def test_the_plan_groups_cells_by_baseline_build_included():
 
 
 def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
-    """A copy of the package with one more field in Cell (and nothing else changed): sample keys,
-    adaptive rounds, report rows (split, each with its baseline), identities and labels all see it."""
+    """A copy of the package with one more axis in the option table (and nothing else changed): sample
+    keys, adaptive rounds, report rows (split, each with its baseline), identities and labels all see it."""
     shutil.copytree(REPO / "specbench", tmp_path / "specbench", ignore=shutil.ignore_patterns("__pycache__"))
-    path = tmp_path / "specbench" / "results" / "cell.py"
+    path = tmp_path / "specbench" / "base" / "llamaopts.py"
     text = path.read_text()
-    anchor = "    parallel: int = 1"
+    anchor = '    LlamaOption("parallel",'
     assert text.count(anchor) == 1
-    path.write_text(text.replace(anchor, anchor + "\n    seed2: int | None = None  # the new axis", 1))
+    entry = 'LlamaOption("seed2", ("--s2",), Count, "N", "New.", group="axis", sweep=(None,), scope="spec"),'
+    path.write_text(text.replace(anchor, "    " + entry + "\n" + anchor, 1))
     script = textwrap.dedent(
         """
         from specbench.analysis.cells import run_rows
