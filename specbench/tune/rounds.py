@@ -7,10 +7,12 @@ the round, as one repetition; the report's rows of the folder are what the searc
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 from specbench.analysis.cells import ALL, ReportRow
 from specbench.analysis.report import aggregate
+from specbench.base.llamaopts import BY_KEY
 from specbench.execute import preparation
 from specbench.plan.config import Config
 from specbench.plan.invocation import Plan
@@ -19,17 +21,13 @@ from specbench.results.folder import samples_path
 from specbench.results.samplelog import load_samples
 from specbench.tune.candidates import Setting
 
+_DRAFT_SCOPES = ("draft", "draft_context")  # a round sweeps the draft's settings; the target's ngl stays
+
 
 def round_config(base: Config, settings: list[Setting], reps: int, warmup: int) -> Config:
     """The config of a round: the base config swept over just the values of ``settings``."""
-    sweep = base.sweep.model_copy(
-        update={
-            "draft_max": sorted({s.draft_max for s in settings}),
-            "draft_min": sorted({s.draft_min for s in settings}),
-            "p_min": sorted({s.p_min for s in settings}),
-            "ngld": sorted({s.ngld for s in settings}),
-        }  # fmt: skip
-    )
+    drafts = [f.name for f in fields(Setting) if f.name in BY_KEY and BY_KEY[f.name].scope in _DRAFT_SCOPES]
+    sweep = base.sweep.model_copy(update={k: sorted({getattr(s, k) for s in settings}) for k in drafts})
     return base.model_copy(update={"sweep": sweep, "repetitions": reps, "warmup": warmup})
 
 
