@@ -101,7 +101,7 @@ MODEL_FIELDS = ("model", "draft")  # model names: identities across runs use the
 RUN_LOCAL = ("pair", "shard")
 # The axes of the first run-folder format. Identities (history ids) leave a later axis out while it
 # is at its default, so the ids of older runs stay what they were.
-FIRST_FIELDS = (*tuple(_Models.model_fields)[1:], *(o.key for o in OPTIONS if o.first))
+FIRST_FIELDS = ("pair", *MODEL_FIELDS, *(o.key for o in OPTIONS if o.first))
 SETTING_FIELDS = tuple(f for f in CELL_FIELDS if f not in (*RUN_LOCAL, *MODEL_FIELDS, "method"))
 
 

@@ -86,8 +86,7 @@ def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str
         "pairs": pairs,
         "prompts": base.prompts.model_dump(mode="json", exclude_none=True) if base else
         {"suite": "builtin", "ids": PROMPT_IDS},
-        "sweep": {"method": ["draft"], "draft_max": sorted({r.draft_max for r in chosen if r.draft_max}),
-                  "p_min": [0.0], "ngl": [0], "ngld": [0]},
+        "sweep": {"draft_max": sorted({r.draft_max for r in chosen if r.draft_max})},  # the rest: defaults
         "generation": {"n_predict": N_PREDICT},
         "repetitions": "auto",
         "max_repetitions": 6,
