@@ -208,12 +208,13 @@ def probe_is_current(info: BuildInfo) -> bool:
 
 
 def unified_command(path: Path, names: Sequence[str]) -> str | None:
-    """The first of ``names`` the unified `llama` program runs as a command (its ``--help`` exits 0;
-    an unknown one says ``error: unknown command``), or None."""
+    """The first of ``names`` the unified `llama` program runs as a command, or None: an unknown one
+    says ``error: unknown command 'NAME'``; a known one prints its usage, with exit 0 or not
+    (``llama quantize --help`` exits 1, as llama-quantize's does)."""
     for name in names:
         result = _run(path, "--help", [name])
         text = result.stdout + result.stderr
-        if result.returncode == 0 and "unknown command" not in text and text.strip():
+        if result.returncode >= 0 and f"unknown command '{name}'" not in text and text.strip():
             return name
     return None
 

@@ -212,7 +212,8 @@ def test_a_user_tree_is_never_written_into_and_the_next_run_uses_the_cached_buil
 
 
 # The pinned tree's unified program in miniature (app/llama.cpp): `llama <command>`, an unknown
-# command refused with `error: unknown command` (exit 1); each command's --help its own.
+# command refused with `error: unknown command` (exit 1); each command's --help its own (quantize's
+# exits 1, as the real one's does).
 UNIFIED_MAIN = r"""#include <cstdio>
 #include <cstring>
 int main(int argc, char ** argv) {
@@ -229,7 +230,7 @@ int main(int argc, char ** argv) {
                 std::printf("-md,   --model-draft FNAME   draft model\n--draft-max N   draft length\n");
             }
             if (std::strcmp(cmd, "bench") == 0) { std::printf("  -d, --n-depth <n>   (default: 0)\n"); }
-            return 0;
+            return std::strcmp(cmd, "quantize") == 0;  // its usage exits 1, as llama-quantize's does
         }
     }
     std::fprintf(stderr, "error: unknown command '%s'\n", cmd);
@@ -246,8 +247,12 @@ def test_a_tree_whose_programs_are_llama_commands_only_is_a_build_with_roles(tmp
     (tree / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.14)\nproject(llama CXX)\nadd_executable(llama-app main.cpp)\n"
         "set_target_properties(llama-app PROPERTIES OUTPUT_NAME llama)\n"
+        + WRITES_INTO_SOURCE.replace("add_dependencies(llama-completion", "add_dependencies(llama-app")
     )
+    before = _files(tree)
     info = ensure_build(backend="cpu", source=tree, jobs=1)
+    assert _files(tree) == before  # the user's tree: not one file added, changed or touched
+    assert plan_build("cpu", tree).cached  # so its fingerprint is what it was: the next run builds nothing
     assert sorted(info.binaries) == ["bench", "completion", "quantize", "server"]
     completion = info.binary("completion")
     assert Path(completion.path).name == "llama" and completion.command == ["completion"]

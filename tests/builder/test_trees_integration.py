@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from specbench.analysis.quality import unequal_work
 from specbench.base import paths
@@ -201,4 +202,76 @@ def test_tree_builds_and_runs_the_quickstart_pair(spec: Tree, tmp_path, llama_bu
             "source": spec.package or "pinned", "commit": info.commit or "",
             "programs": {role: b.name for role, b in info.binaries.items()},
             "works": works, "refused": refused,
+        })  # fmt: skip
+
+
+def test_a_build_whose_programs_are_llama_commands_only(tmp_path, unified_history, smol_target, smol_q4):
+    """The pinned tree changed to build its programs as `llama <command>` only (app/, target
+    llama-app; tests/fixtures/llama_history.unified_only), built from a git ref as a bisect step
+    builds it (cached; it relinks the pinned build's objects): every role is a `llama` command,
+    probed and self-tested; the server runner speculates through `llama serve`; the process runner
+    is refused in one line naming what the tree lacks; `ab` (what each bisect step runs) measures
+    across the change."""
+    h = unified_history
+    result = cli("build", "--backend", "cpu", "--source", str(h.repo), "--ref", h.shas[1])
+    assert result.returncode == 0, result.stderr[-3000:]
+    path = next(
+        ln.split(":", 1)[1].strip() for ln in result.stdout.splitlines() if ln.startswith("build.json:")
+    )
+    info = BuildInfo.load(Path(path))
+    commands = {role: b.command for role, b in info.binaries.items()}
+    assert commands == {"completion": ["completion"], "server": ["serve"], "bench": ["bench"],
+                        "quantize": ["quantize"]}, commands  # fmt: skip
+    assert {Path(b.path).name for b in info.binaries.values()} == {"llama"}
+    assert info.programs is not None and not {"llama-completion", "llama-server", "llama-speculative"} & set(
+        info.programs
+    )
+    assert info.binary("server").flags.model_draft and info.binary("bench").flags.options
+    assert info.selftest is not None and info.selftest.checks
+    assert all("ok" in (c.outcome, c.workaround_outcome) for c in info.selftest.checks), (
+        info.selftest.summary()
+    )
+
+    llama_cpp = {"backend": "cpu", "source": str(h.repo), "ref": h.shas[1]}
+    env = {"SPECBENCH_RESULTS": str(tmp_path / "results")}
+    works: list[str] = []
+    refused: list[str] = []
+
+    process = run_config(tmp_path, None, "process", smol_target, smol_q4)
+    cfg = yaml.safe_load(process.read_text())
+    process.write_text(yaml.safe_dump({**cfg, "llama_cpp": llama_cpp}, sort_keys=False))
+    result = cli("run", str(process), "--out", str(tmp_path / "results" / "process"), env=env)
+    line = assert_one_line_error(result, "no speculative program", "runner: server")
+    assert not (tmp_path / "results" / "process" / "samples.jsonl").exists()  # refused before anything ran
+    refused.append(f"process runner: {line.removeprefix('error: ')}")
+
+    server = run_config(tmp_path, None, "server", smol_target, smol_q4)
+    cfg = yaml.safe_load(server.read_text())
+    server.write_text(yaml.safe_dump({**cfg, "llama_cpp": llama_cpp}, sort_keys=False))
+    server_dir = tmp_path / "results" / "server"
+    result = cli("run", str(server), "--out", str(server_dir), env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    drafted, accepted, _ = speculative_outcome(server_dir)
+    spec = next(s for s in load_samples(server_dir) if s.role == "speculative")
+    assert spec.cmd[:2] == [info.binary("server").path, "serve"], spec.cmd[:4]
+    works.append(f"draft, server runner (llama serve: {drafted} drafted, {accepted} accepted)")
+
+    # across the change: the pinned tree's llama-server (base) against the unified `llama serve` (head)
+    cfg.pop("llama_cpp")
+    server.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    ab_dir = tmp_path / "results" / "ab"
+    base, head = (f"{h.repo}@{sha}" for sha in h.shas)
+    result = cli("ab", str(server), "--base", base, "--head", head, "--metric", "spec_tps",
+                 "--budget", "1", "--out", str(ab_dir), "--quiet", env=env)  # fmt: skip
+    assert result.returncode in (0, 1, 3), result.stderr[-3000:]  # a verdict (which one: this VM's noise)
+    samples = load_samples(ab_dir)
+    heads = {s.build: Path(s.cmd[0]).name for s in samples if s.role == "speculative" and s.valid}
+    assert heads == {"base": "llama-server", "head": "llama"}, heads
+
+    if os.environ.get("SPECBENCH_RECORD_COMPAT") == "1":
+        record_row({
+            "id": "unified", "order": 10, "tree": "pinned tree with `llama <command>` programs only",
+            "era": "2026-10", "source": "pinned, changed (tests/fixtures/llama_history.unified_only)",
+            "commit": info.commit or "", "programs": {role: b.name for role, b in info.binaries.items()},
+            "works": [*works, "ab across the change (llama-server against llama serve)"], "refused": refused,
         })  # fmt: skip
