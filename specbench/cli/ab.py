@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from specbench.base.errors import ConfigError
 from specbench.cli.common import say, say_notes
 from specbench.cli.gateview import paired_from_run, show
 from specbench.cli.options import Budget, Quiet, Sets, Threshold
@@ -230,10 +231,13 @@ def bisect_cmd(
             ("head", str(src), head_sha),
         ]
         with measuring_is_input():
-            summary = run_builds(
-                config, list(set_ or []), specs, run_dir, quiet, [metric], thr, f"--resume --out {out}",
-                budget_s=budget_s, open_=open_,
-            )  # fmt: skip
+            try:
+                summary = run_builds(
+                    config, list(set_ or []), specs, run_dir, quiet, [metric], thr, f"--resume --out {out}",
+                    budget_s=budget_s, open_=open_,
+                )  # fmt: skip
+            except ConfigError as exc:  # a commit whose tree cannot run the config (another era's): which
+                raise ConfigError(f"bisect step base {base_sha[:10]}, head {head_sha[:10]}: {exc}") from exc
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
         failed = cmp.count(Status.FAIL) > 0
         # the step's --budget, as the user gave it: its share for this run is spent, and so (once the

@@ -10,11 +10,14 @@ import random
 import subprocess
 from pathlib import Path
 
+from specbench.builder.buildinfo import BuildInfo
 from specbench.gate.ab import decide, pairs
 from specbench.gate.decision import Status
 from specbench.results.samplelog import load_samples
 from tests.fixtures.replay import Take
 from tests.helpers.cli import invoke
+from tests.helpers.sweeps import pairs as flag_values
+from tests.helpers.trees import build_2025
 
 CI = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
 ONE_PAIR_A_ROUND = ["--set", "prompts.ids=[code-02]", "--set", "repetitions=1", "--set", "warmup=0",
@@ -124,3 +127,54 @@ def test_a_bisect_step_the_budget_leaves_undecided_stops_the_search_and_says_whe
     assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-3000:]
     assert f"undecided: step at {shas[2][:10]} could not be decided" in r.stdout
     assert f"the first bad commit is after {shas[0][:10]} and at or before {shas[4][:7]}" in r.stdout
+
+
+def _eras(replay, monkeypatch, old: BuildInfo, refs: set[str]) -> None:
+    """The replay's builds, those of ``refs`` as an older era's tree builds: its programs' recorded
+    --help (``old``), so each step's plan speaks to each commit's programs as a real bisect would."""
+    import specbench.execute.builds as builds
+
+    recorded = replay.ensure_builds
+
+    def ensure(config, progress=None):
+        out = recorded(config, progress)
+        for label, b in out.items():
+            if replay.refs[label] in refs:
+                binaries = {role: info.model_copy(update={"flags": old.binaries[role].flags})
+                            for role, info in b.binaries.items()}  # fmt: skip
+                out[label] = b.model_copy(update={"binaries": binaries, "programs": old.programs})
+        return out
+
+    monkeypatch.setattr(builds, "ensure_builds", ensure)
+
+
+def test_bisect_across_two_eras_of_one_history(tmp_path, replay, monkeypatch):
+    """A history whose first commit is a 2025 tree (llama-cpp-python 0.3.16's llama.cpp: the classic
+    draft options, no --spec-type) and whose next ones are the pinned tree's era: each step plans
+    each commit with its own programs' spellings and the gate compares them as any two builds
+    (commit 1 10% slower: named); a method the older era lacks stops the bisect at its first step
+    in one line, before anything is measured."""
+    shas = llama_shaped_repo(tmp_path / "repo", 3)
+    _eras(replay, monkeypatch, build_2025(tmp_path / "era-2025"), {shas[0]})
+    replay.script = noisy(replay, {sha: 1.1 for sha in shas[1:]}, 0.01)
+    one_pair = [a if a != "baseline_tps" else "spec_tps" for a in ONE_PAIR_A_ROUND]  # speculative runs
+    args = ["bisect", CI, "--source", tmp_path / "repo", "--good", shas[0], "--bad", shas[2],
+            *one_pair, "--budget", "60s"]  # fmt: skip
+    r = invoke(*args, "--out", tmp_path / "bis", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert f"first bad commit: {shas[1]} c1" in r.stdout
+    spec = {i.build: i.argv for i in replay.measured() if i.role == "speculative"}
+    assert set(spec) == {"base", "head"}
+    old, new = flag_values(spec["base"]), flag_values(spec["head"])
+    assert "--spec-type" not in spec["base"] and old["--draft-max"] == "8" and "-md" in old  # 2025: -md alone
+    assert new["--spec-type"] == "draft-simple" and new["--spec-draft-n-max"] == "8"  # the pin's spelling
+
+    replay.log.clear()
+    r = invoke(*args, "--set", "sweep.method=[ngram-simple]", "--out", tmp_path / "ngram", cwd=tmp_path)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-3000:]
+    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert f"bisect step base {shas[0][:10]}, head {shas[1][:10]}: build 'base'" in line, (
+        line
+    )  # the 2025 commit
+    assert "ngram-simple" in line and "no --spec-type" in line, line
+    assert replay.measured() == []
