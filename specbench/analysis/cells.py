@@ -298,7 +298,7 @@ def _row(
         baseline_throughput_tps=_throughput(base_used),
         ttft_ms=summarize([s.ttft_ms for s in used if s.ttft_ms is not None]).mean,
         machine=facts.shard_machines.get(first.shard) if facts and first.shard else None,
-        synthetic=first.synth_len is not None, accept_len=counters.accept_len() if counters else None,
+        synthetic=cell.is_synthetic(first), accept_len=counters.accept_len() if counters else None,
         accept_by_pos=counters.accept_by_pos() if counters else None, **span_fields(used, base_used),
         acceptance_ci_low=acc.ci_low, acceptance_ci_high=acc.ci_high,
     )  # fmt: skip
@@ -393,5 +393,5 @@ def _use_curve(rows: list[ReportRow]) -> None:
 
 
 def _setting(r: ReportRow) -> tuple:
-    """A row's cell without synth_len: the real cell a synthetic one stands beside."""
-    return tuple(getattr(r, f) for f in ROW_CELL if f != "synth_len")
+    """A row's cell without synthetic acceptance: the real cell a synthetic one stands beside."""
+    return tuple(getattr(r, f) for f in ROW_CELL if f not in cell.SYNTH_FIELDS)

@@ -27,11 +27,12 @@ from specbench.analysis.plots import (
     style,
 )
 from specbench.analysis.report import Report
+from specbench.results.cell import SYNTH_FIELDS
 
 CURVE = "speedup_vs_accept_len.png"
 BY_POS = "acceptance_by_position.png"
 TITLES = {CURVE: "Speedup vs acceptance length", BY_POS: "Acceptance by draft position"}
-_CURVE_KEYS = tuple(k for k in CELL_KEYS if k != "synth_len")
+_CURVE_KEYS = tuple(k for k in CELL_KEYS if k not in SYNTH_FIELDS)
 
 
 def _color(plt, i: int):

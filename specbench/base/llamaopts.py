@@ -71,12 +71,36 @@ def _joined(v: Any) -> Any:
     return v
 
 
+def _rates(v: Any) -> Any:
+    """Synthetic acceptance rates (``--spec-synth-rates``): a list of numbers or their comma-separated
+    text, each a probability, none above the one before (llama.cpp's own checks, at start-up)."""
+    items = v.split(",") if isinstance(v, str) else v
+    if not isinstance(items, list) or not items:
+        raise ValueError("must be a list of probabilities, e.g. [0.9, 0.7, 0.5] or '0.9,0.7,0.5'")
+    rates: list[float] = []
+    for x in items:
+        try:
+            rate = float(x.strip()) if isinstance(x, str) else x
+        except ValueError:
+            rate = None
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
+            raise ValueError(f"each rate must be a number from 0 to 1 (got {x!r})")
+        if rates and rate > rates[-1]:
+            raise ValueError(
+                f"rates must not rise from one draft position to the next (got {rate:g} after "
+                f"{rates[-1]:g}): each is the chance a draft is accepted up to there"
+            )
+        rates.append(float(rate))
+    return ",".join(f"{r:.12g}" for r in rates)
+
+
 FlashAttn = Annotated[Literal["on", "off", "auto"], BeforeValidator(_on_off)]
 Switch = Annotated[bool, BeforeValidator(_switch)]
 CacheType = Annotated[str, BeforeValidator(_cache_type)]
 Joined = Annotated[str, BeforeValidator(_joined), Field(min_length=1)]
 Count = Annotated[int, Field(ge=0)]
 Positive = Annotated[int, Field(ge=1)]
+SynthRates = Annotated[str, BeforeValidator(_rates)]
 SplitMode = Literal["none", "layer", "row", "tensor"]
 
 
@@ -255,6 +279,11 @@ OPTIONS: tuple[LlamaOption, ...] = (
     LlamaOption("threads_draft", ("--spec-draft-threads", "-td", "--threads-draft"), Positive, "N >= 1",
                 "Threads of the draft model while it drafts (default: generation.threads; target and "
                 "draft share the cores on a CPU).", scope="draft"),
+    LlamaOption("synth_rates", ("--spec-synth-rates",), SynthRates,
+                "P0,P1,... (a list): draft_max probabilities from 0 to 1, none above the one before",
+                "Synthetic acceptance by draft position (runner: server; beside sweep.synth_len, never "
+                "with it): drafts accepted at random, up to position i with chance Pi; the output is not "
+                "compared.", scope="draft_context"),
     LlamaOption("ngram_mod_n_min", ("--spec-ngram-mod-n-min",), _ranged(0, 1024), "0-1024 (default 48)",
                 "ngram-mod: the shortest draft it proposes.", scope="spec", methods=("ngram-mod",)),
     LlamaOption("ngram_mod_n_max", ("--spec-ngram-mod-n-max",), _ranged(0, 1024), "0-1024 (default 64)",
@@ -289,6 +318,8 @@ def _applies_text(opt: LlamaOption) -> str:
         return f"speculation with {', '.join(opt.methods)} (ignored by other methods)"
     if opt.scope == "draft":
         return "the draft model"
+    if opt.scope == "draft_context":
+        return "speculation with a draft model or MTP (ignored by the n-gram methods)"
     return "every run (the draft too, unless a `_draft` key exists)"
 
 

@@ -18,6 +18,7 @@ from specbench.execute.outputs import continuation, generation_offset, prompt_ov
 from specbench.parse.parsed import SpecCounters
 from specbench.parse.process import ParsedLog
 from specbench.parse.span import Span, Stamps, first_tokens, plain_span
+from specbench.results.cell import is_synthetic
 from specbench.results.records import Measurement, Sample, ServerTimings
 
 if TYPE_CHECKING:
@@ -248,7 +249,7 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
         stderr_path=out.stderr_path, started_at=started_at, timings=out.timings,
         ttft_ms=finite(out.timings.prompt_ms) if out.timings else None, batch=inv.batch,
         batch_wall_s=round(out.batch_wall_s, 4) if out.batch_wall_s is not None else None,
-        spec_counters=counters, synthetic=inv.synth_len is not None,
+        spec_counters=counters, synthetic=is_synthetic(inv),
         decode_tps=decode_only_tps(inv.role, out.log) if out.timings is None else None,
         span_s=round(span.seconds, 6) if span else None, prompt_tokens=n_prompt,
         prefill_s=round(prefill_s, 6) if prefill_s is not None else None,

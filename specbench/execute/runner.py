@@ -30,7 +30,7 @@ from specbench.execute.outputs import compare, continuation
 from specbench.execute.server_executor import ServerExecutor
 from specbench.machine import contention, noise
 from specbench.parse.crash import CrashFacts
-from specbench.results.cell import baseline_of, cell_record
+from specbench.results.cell import baseline_of, cell_record, is_synthetic
 from specbench.results.folder import check_writable, has_samples, prepare_raw, samples_path
 from specbench.results.manifest import Manifest, Status
 from specbench.results.manifestfile import save_manifest
@@ -110,7 +110,7 @@ def _check_output(inv: Invocation, measured: Measured, outputs: _Outputs) -> Sam
     """At temperature 0 a speculative continuation must equal its baseline's (lossless); a synthetic
     one (drafts accepted at random) is not compared: its output is not valid by design."""
     sample, text = measured.sample, measured.text
-    if text is None or inv.generation.temperature != 0 or inv.synth_len is not None:
+    if text is None or inv.generation.temperature != 0 or is_synthetic(inv):
         return sample
     if inv.role == "baseline":
         outputs.add(inv, text)

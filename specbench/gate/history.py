@@ -40,6 +40,7 @@ from specbench.gate.compare import cell_label, cell_series
 from specbench.plan.invocation import Invocation
 from specbench.plan.shards import GUESS_LOAD_S, guess_s
 from specbench.results import cell
+from specbench.results.cell import is_synthetic
 from specbench.results.folder import SHARDS
 from specbench.results.manifest import facts_from_manifest
 from specbench.results.manifestfile import manifest_data
@@ -343,7 +344,7 @@ def load_history(
                 n_prompts=0,
                 speed_moved=speed[0],
                 speed_warned=None if speed[1] is None else bool(speed[1]),
-                synthetic=key.get("synth_len") is not None,
+                synthetic=is_synthetic(key),
             )
             grouped[(cell_id, run_key)] = point
         point.n_prompts += 1

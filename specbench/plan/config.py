@@ -210,6 +210,29 @@ class Config(Strict, OptionValues):
         return self
 
     @model_validator(mode="after")
+    def _synth_rates(self) -> Config:
+        """``synth_rates`` (llama-server's ``--spec-synth-rates``, an option key, not an axis): the
+        process runner's binaries lack it, and llama.cpp refuses it beside a synthetic length."""
+        if not (
+            self.synth_rates is not None
+            or self.sweep.synth_rates
+            or any(p.synth_rates is not None for p in self.pairs.values())
+        ):
+            return self
+        if self.sweep.synth_len:
+            raise ValueError(
+                "synth_rates and sweep.synth_len both set: llama.cpp takes synthetic acceptance as a "
+                "mean length or as rates by position, not both; drop one"
+            )
+        if self.runner == "process":
+            raise ValueError(
+                "synth_rates: synthetic acceptance needs `runner: server` (only llama-server and "
+                "llama-cli take --spec-synth-rates, not llama-speculative-simple); set runner: server "
+                "or drop synth_rates"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _options(self) -> Config:
         check_options(self)
         return self

@@ -34,9 +34,24 @@ def _fa_off(cell: Cell, spec: BinaryInfo | None) -> bool:
     return cell.flash_attn is None and flag is not None and not flag.takes_value
 
 
+def _rates_of_draft_max(cells: list[Cell], notes: list[str]) -> list[Cell]:
+    """``synth_rates`` gives one rate per draft position: llama.cpp refuses another count than the
+    draft length at start-up (common/speculative.cpp), so such cells are left out (all: refused)."""
+    kept = [c for c in cells if c.synth_rates is None or len(c.synth_rates.split(",")) == (c.draft_max or 0)]
+    said = ('synth_rates of another length than draft_max, which llama.cpp refuses ("synthetic '
+            'acceptance rates must contain N values")')  # fmt: skip
+    if cells and not kept:
+        raise ConfigError(f"every cell has {said}; give as many synth_rates as draft_max (one per position)")
+    if len(kept) < len(cells):
+        notes.append(f"left out {len(cells) - len(kept)} cell(s) with {said}: give as many rates as their "
+                     "draft_max to run them")  # fmt: skip
+    return kept
+
+
 def drop_conflicts(cells: list[Cell], spec: BinaryInfo | None, notes: list[str]) -> list[Cell]:
     """``cells`` without the combinations llama.cpp refuses (each named in a note); a ConfigError
     when none is left."""
+    cells = _rates_of_draft_max(cells, notes)
     kept: list[Cell] = []
     dropped: dict[Refusal, list[Cell]] = {}
     for c in cells:

@@ -21,6 +21,7 @@ from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 from specbench.gate.history import generation_text, stored_key, stored_rows, stored_values
 from specbench.gate.regression import NOISY_CV, cv, welch_interval
 from specbench.results import cell
+from specbench.results.cell import is_synthetic
 from specbench.results.metrics import METRICS
 
 THRESHOLD = 0.05  # the gate's default --threshold
@@ -69,7 +70,7 @@ class Series:
     @property
     def synthetic(self) -> bool:
         """A synth_len cell: drafts accepted at random, a simulation (never the best)."""
-        return self.key.get("synth_len") is not None
+        return is_synthetic(self.key)
 
 
 def _centre(values: list[float], log: bool) -> float:

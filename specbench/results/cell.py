@@ -11,6 +11,7 @@ Old run folders load with a new field at its default.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from copy import copy
 from typing import TYPE_CHECKING, Any
 
@@ -84,11 +85,25 @@ class LeftOut(BaseModel):
     reason: str
 
 
+# Synthetic acceptance, either way llama-server takes it: a mean length (the synth_len axis) or rates
+# by draft position (the synth_rates option). A cell with one is a simulation: its output is not
+# valid (never compared), it is never the best, and it is a point of the machine's curve.
+SYNTH_FIELDS: tuple[str, ...] = ("synth_len", "synth_rates")
+
+
+def is_synthetic(m: Any) -> bool:
+    """Whether a cell (a measurement, a row, or a mapping of its fields) accepts drafts at random."""
+    get = m.get if isinstance(m, Mapping) else (lambda f: getattr(m, f, None))
+    return any(get(f) is not None for f in SYNTH_FIELDS)
+
+
 # The llama.cpp options among the axes: the draft's own values (``*_draft``), and the rest, which a
 # model alone runs with too (a baseline with the target's, a draft alone with the draft's).
 OPTION_FIELDS: tuple[str, ...] = (*OPTION_NAMES, "args")
 DRAFT_OPTIONS: tuple[str, ...] = tuple(o.key for o in TUNED if o.scope == "draft")
-SPEC_OPTIONS: tuple[str, ...] = tuple(o.key for o in TUNED if o.scope == "spec")  # the speculation's own
+SPEC_OPTIONS: tuple[str, ...] = tuple(  # the speculation's own (a baseline runs without them)
+    o.key for o in TUNED if o.scope in ("spec", "draft_context", "lookup")
+)
 MODEL_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f not in (*DRAFT_OPTIONS, *SPEC_OPTIONS))
 # What a speculative cell shares with the baseline it is measured against: the same target on the
 # same build, at the same GPU layers and options, run the same way, on the same machine (shard).
