@@ -48,7 +48,7 @@ NOT_PATHS = {
     "Expectation.source": "text shown by report",
 }
 # llama.cpp option values (every OptionValues/SweepOptions key of text)
-OPTION_TEXT = ("cache_type_k", "cache_type_v", "device", "override_tensor", "tensor_split")
+OPTION_TEXT = ("cache_type_k", "cache_type_v", "device", "override_tensor", "tensor_split", "synth_rates")
 
 # What each kind of field must refuse: absolute paths, '..', and what a name may not hold.
 ESCAPES = ["/home/me/notes.txt", "../../../../x.gguf", "a/../../../b", "..", "C:/x"]
