@@ -243,7 +243,7 @@ def test_a_build_whose_programs_are_llama_commands_only(tmp_path, unified_histor
     result = cli("run", str(process), "--out", str(tmp_path / "results" / "process"), env=env)
     line = assert_one_line_error(result, "no speculative program", "runner: server")
     assert not (tmp_path / "results" / "process" / "samples.jsonl").exists()  # refused before anything ran
-    refused.append(f"process runner: {line.removeprefix('error: ')}")
+    refused.append(f"process runner: {line.removeprefix('error: ').replace(info.source, 'TREE')}")
 
     server = run_config(tmp_path, None, "server", smol_target, smol_q4)
     cfg = yaml.safe_load(server.read_text())
