@@ -114,9 +114,16 @@ def checked(info: BuildInfo, info_path: Path, progress: ProgressFn | None = None
 
 def _as_asked(info: BuildInfo, plan: BuildPlan) -> BuildInfo:
     """A cached build as this caller named it: one commit built once serves ``main~1`` and its sha
-    alike, and each caller's record keeps the ref it gave (``commit`` is the full sha either way)."""
+    alike, and each caller's record keeps the ref it gave (``commit`` is the full sha either way);
+    a commit is keyed by its sha, so a build made from another clone of the history serves this
+    one, and its record (and every error about the tree) names this caller's checkout."""
     ref = plan.ref.ref if plan.ref is not None else None
-    return info if info.ref == ref else info.model_copy(update={"ref": ref})
+    source = str(plan.tree.path) if plan.ref is not None else info.source
+    return (
+        info
+        if (info.ref, info.source) == (ref, source)
+        else info.model_copy(update={"ref": ref, "source": source})
+    )
 
 
 @contextmanager

@@ -160,6 +160,12 @@ def test_two_commits_build_once_each_the_second_incrementally(tmp_path, home):
     exits = [subprocess.run([b.binary("completion").path], check=False).returncode for b in (one, two)]
     assert exits == [0, 1]
     assert ensure_build(backend="cpu", source=repo, ref=shas[0][:10], jobs=1).key == one.key  # by commit
+    # another clone of the history at that commit: the cached build, named as this caller asked (its
+    # errors name this checkout, not the one that happened to build it first)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    again = ensure_build(backend="cpu", source=clone, ref=shas[0], jobs=1)
+    assert again.key == one.key and again.source == str(clone.resolve()) and again.ref == shas[0]
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
