@@ -57,7 +57,11 @@ def model_path(models: Mapping[str, object], name: str) -> str:
 
 
 def sweep_cells(
-    config: Config, spec: BinaryInfo, notes: list[str], runs: Mapping[str, list[str]] | None = None
+    config: Config,
+    spec: BinaryInfo,
+    notes: list[str],
+    runs: Mapping[str, list[str]] | None = None,
+    elsewhere: str = "",
 ) -> list[Cell]:
     """Every cell of the sweep, for the binary ``spec`` that runs them (its --help says which
     methods and options it has); a method it lacks is a ConfigError naming what it takes.
@@ -68,7 +72,7 @@ def sweep_cells(
     for method in dict.fromkeys(
         m for p in config.pairs.values() for m in ([p.method] if p.method else sweep.method)
     ):
-        _require_method(spec, method)
+        _require_method(spec, method, elsewhere)
     for pname, pair in config.pairs.items():
         methods = [pair.method] if pair.method else sweep.method
         for method in [m for m in methods if runs is None or m in runs.get(pname, methods)]:
@@ -168,14 +172,37 @@ def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cel
     return out
 
 
-def _require_method(spec: BinaryInfo, method: str) -> None:
-    """The binary takes every --spec-type of ``method`` (a build without --spec-type: ``draft`` only)."""
+def method_hint(config: Config, binaries: Mapping[str, BinaryInfo]) -> str:
+    """What of this build could run a method that its chosen program cannot: the other speculative
+    program (``speculative_binary: auto`` picks it) or a server that takes --spec-type; or that it
+    has none (a 2024 tree: llama-speculative only, a server that does not speculate)."""
+    ways = []
+    if (
+        config.runner != "server"
+        and config.speculative_role == "speculative"
+        and "speculative_simple" in binaries
+    ):
+        ways.append("speculative_binary: auto (this build has llama-speculative-simple)")
+    server = binaries.get("server")
+    if config.runner != "server" and server is not None and server.flags.spec_type:
+        ways.append("runner: server")
+    if ways:
+        return "set " + " or ".join(ways)
+    return (
+        "this build has no program that drafts without a model: remove it from sweep.method, "
+        "or build a newer llama.cpp"
+    )
+
+
+def _require_method(spec: BinaryInfo, method: str, elsewhere: str = "") -> None:
+    """The binary takes every --spec-type of ``method`` (a build without --spec-type: ``draft`` only).
+    ``elsewhere``: what else of the build could run a method this program cannot (``method_hint``)."""
     flags = spec.flags
     if not runs_on(method, spec.role):
         runs = ", ".join(n for n, m in METHODS.items() if spec.role in m.binaries)
         raise ConfigError(
             f"{spec.name} drafts only with a draft model (method {runs}; it ignores --spec-type), not "
-            f"{method}; where the tree has them, set speculative_binary: speculative-simple or runner: server"
+            f"{method}; {elsewhere or 'remove it from sweep.method, or build a newer llama.cpp'}"
         )
     # the classic draft method: -md alone speculates (no --spec-type, or one without draft-simple)
     if method == DRAFT_METHOD and (
@@ -312,15 +339,18 @@ def build_cells(
     specs: Mapping[str | None, BinaryInfo],
     notes: list[str],
     runs: Mapping[str, list[str]] | None = None,
+    elsewhere: Mapping[str | None, str] | None = None,
 ) -> list[Cell]:
     """The sweep's cells (without a build), the same for every build: a build whose binaries spell
-    the cells otherwise (an older tree without some option) cannot be paired with the others."""
+    the cells otherwise (an older tree without some option) cannot be paired with the others.
+    ``elsewhere``: per build, what else could run a method its program cannot (``method_hint``)."""
     labels = list(specs)
     cells: list[Cell] | None = None
     others: list[tuple[str | None, list[Cell]]] = []
     for label in labels:
         try:
-            theirs = sweep_cells(config, specs[label], notes if cells is None else [], runs)
+            hint = (elsewhere or {}).get(label, "")
+            theirs = sweep_cells(config, specs[label], notes if cells is None else [], runs, hint)
         except ConfigError as exc:
             raise ConfigError(f"build {label!r}: {exc}" if len(labels) > 1 else str(exc)) from exc
         if cells is None:

@@ -26,6 +26,7 @@ from specbench.plan.cells import (
     draft_backend_sampling,
     fmt_num,
     free_args,
+    method_hint,
     model_path,
     option_flags,
     speculative_flags,
@@ -150,7 +151,8 @@ def make_plan(
         b: builds[b].binary("server") if server else builds[b].speculative(config.speculative_role)
         for b in labels
     }
-    cells = build_cells(config, specs, notes, runs)
+    hints = {b: method_hint(config, builds[b].binaries) for b in labels}
+    cells = build_cells(config, specs, notes, runs, hints)
     cells = drop_conflicts(cells, specs[labels[0]], notes)  # what llama.cpp refuses (plan.feasible)
     cells = collapse_ignored(cells, facts, notes)  # and what it ignores
     longest: dict[tuple[str, int], int] = {}  # by target and depth: the longest counted prompt

@@ -152,6 +152,7 @@ def test_an_ngram_method_on_a_fork_runs_where_its_program_takes_it(tmp_path):
     with pytest.raises(ConfigError) as info:  # llama-speculative ignores --spec-type
         spec_of(tmp_path, ik, sweep={"method": ["draft", "ngram-simple"]})
     assert "llama-speculative drafts only with a draft model" in str(info.value)
+    assert str(info.value).endswith("set runner: server")  # its server takes --spec-type
     assert "\n" not in str(info.value)
     with pytest.raises(ConfigError) as info:  # a method the fork lacks: named, with what it takes
         spec_of(tmp_path, ik, runner="server", sweep={"method": ["draft-eagle3"]},
@@ -202,3 +203,14 @@ def test_mtp_cells_owned_once_per_target(tmp_path, llama_build):
         sweep={"method": ["draft-mtp"], "draft_max": [2, 4]},
     )
     assert sorted({(i.pair, i.draft_max) for i in spec}) == [("a", 2), ("a", 4)]
+
+
+def test_a_method_no_program_of_the_build_can_run_says_so_instead_of_naming_others(tmp_path):
+    """The 2024 tree: llama-speculative drafts with a model only and its server does not speculate;
+    the refusal must not send the user to programs the tree lacks (it named speculative-simple and
+    the server runner, which this tree has neither of)."""
+    with pytest.raises(ConfigError) as info:
+        spec_of(tmp_path, build_2024(tmp_path), sweep={"method": ["ngram-simple"]})
+    message = str(info.value)
+    assert "this build has no program that drafts without a model" in message
+    assert "speculative-simple" not in message and "runner: server" not in message

@@ -149,7 +149,9 @@ def test_pair_with_pinned_method_and_llama_speculative(tmp_path, llama_build):
         repetitions=1,
     )
     with pytest.raises(
-        ConfigError, match=r"llama-speculative drafts only with a draft model .* not ngram-mod"
+        ConfigError,
+        match=r"llama-speculative drafts only with a draft model .* not ngram-mod; set speculative_binary: "
+        r"auto \(this build has llama-speculative-simple\) or runner: server",
     ):
         make_plan(config, llama_build, MODELS, rendered(config))
     config = make_config(
