@@ -23,6 +23,7 @@ from specbench.analysis.quality import DEFAULT_PRECISION, assess
 from specbench.analysis.span import span_fields
 from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
 from specbench.analysis.speedup import Pair, paired_speedup
+from specbench.base.llamaopts import OPTIONS
 from specbench.base.stats import summarize
 from specbench.parse.parsed import SpecCounters
 from specbench.plan.methods import draft_free
@@ -129,7 +130,7 @@ class ReportRow(_RowCell):
         return tuple(getattr(self, f) for f in ROW_CELL)
 
 
-_NAMED_APART = ("draft_min", "p_min", "ngl", "ngld", "runner", "parallel", "draft_max")
+_NAMED_APART = ("runner", *(o.key for o in OPTIONS if o.column))  # the report's own columns
 
 
 def cell_name(r: ReportRow) -> str:

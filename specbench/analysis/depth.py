@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from specbench.analysis.cells import ALL, ROW_CELL, NotRun, ReportRow
+from specbench.base.llamaopts import METHOD
 
 SETTING_KEYS = tuple(k for k in ("run", *ROW_CELL) if k != "depth")
 
@@ -110,8 +111,8 @@ def depth_curves(rows: list[ReportRow], not_run: Sequence[NotRun] = ()) -> list[
 def setting_label(curve: DepthCurve, curves: list[DepthCurve]) -> str:
     """The setting named by what differs between the curves (the pair and method always)."""
     varying = [k for k in SETTING_KEYS if len({str(c.setting[k]) for c in curves}) > 1]
-    shown = [k for k in SETTING_KEYS if k in ("pair", "method") or k in varying]
-    return " ".join(f"{k}={curve.setting[k]}" if k not in ("pair", "method") else str(curve.setting[k])
+    shown = [k for k in SETTING_KEYS if k in ("pair", METHOD.key) or k in varying]
+    return " ".join(f"{k}={curve.setting[k]}" if k not in ("pair", METHOD.key) else str(curve.setting[k])
                     for k in shown if curve.setting[k] is not None)  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow
 from specbench.analysis.report import Report
+from specbench.base.llamaopts import DRAFT_LENGTH, GPU_LAYERS, METHOD
 from specbench.results.cell import BASELINE_FIELDS
 
 SPEEDUP = "speedup_vs_draft.png"
@@ -28,9 +29,7 @@ TITLES = {
 }
 # what tells one cell from another, in label order (labels name only the keys that vary)
 CELL_KEYS = ("run", *(k for k in ROW_CELL if k not in ("target", "draft")))
-SERIES_KEYS = tuple(
-    k for k in CELL_KEYS if k not in ("pair", "draft_max")
-)  # one panel per pair, x = draft_max
+SERIES_KEYS = tuple(k for k in CELL_KEYS if k not in ("pair", DRAFT_LENGTH.key))  # a panel a pair, x: g
 
 
 def _plt():
@@ -56,7 +55,7 @@ def _labeller(rows: list[ReportRow], keys: tuple[str, ...], always: tuple[str, .
             v = getattr(r, k)
             if v is None:
                 continue
-            parts.append(str(v) if k in ("run", "method", "pair") else f"{k}={v}")
+            parts.append(str(v) if k in ("run", METHOD.key, "pair") else f"{k}={v}")
         return ", ".join(parts) or r.method
 
     return label
@@ -166,7 +165,7 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
     fig, axes = plt.subplots(1, len(pairs), figsize=(6.4 * len(pairs), 5.6), squeeze=False)
     rows_below = 0  # the most legend rows under a panel
     for ax, (pair, prs) in zip(axes[0], pairs.items(), strict=True):
-        label = _labeller(prs, SERIES_KEYS, always=("method",))
+        label = _labeller(prs, SERIES_KEYS, always=(METHOD.key,))
         has_pred = False
         lined = _groups([r for r in prs if r.draft_max is not None], label)
         no_interval: set[str] = set()  # repetition counts of points drawn without an interval
@@ -226,7 +225,7 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
 
 
 def _cell_label(rows: list[ReportRow], keys: tuple[str, ...] = CELL_KEYS) -> Callable:
-    return _labeller(rows, keys, always=("pair", "draft_max"))
+    return _labeller(rows, keys, always=("pair", DRAFT_LENGTH.key))
 
 
 def tps_bars(report: Report, path: Path) -> Path | None:
@@ -334,9 +333,9 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
     if len({r.ngl for r in rows}) < 2:
         return None
     fig, ax = plt.subplots(figsize=(8, 5))
-    label = _cell_label(rows, tuple(k for k in CELL_KEYS if k != "ngl"))  # ngl is the x axis
+    label = _cell_label(rows, tuple(k for k in CELL_KEYS if k != GPU_LAYERS.key))  # the x axis
     # one baseline line per run and baseline (``baseline_of``) but its ngl, the x axis
-    axes = [ROW_NAMES.get(f, f) for f in BASELINE_FIELDS if f != "ngl"]
+    axes = [ROW_NAMES.get(f, f) for f in BASELINE_FIELDS if f != GPU_LAYERS.key]
     baselines = _groups(rows, lambda r: (r.run, *(getattr(r, k) for k in axes)))
     for key, brs in baselines.items():
         run, target = key[0], brs[0].target

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow
 from specbench.analysis.figures import MAX_SPREAD, speedup_text
 from specbench.analysis.report import Report
+from specbench.base.llamaopts import AXES, OPTIONS, LlamaOption
 from specbench.results.cell import OPTION_FIELDS
 
 BEST = "★"
@@ -92,8 +93,15 @@ class Column:
     numeric: bool = False
 
 
-_OWN_COLUMNS = ("pair", "target", "draft", "method", "draft_max", "draft_min", "p_min", "ngl", "ngld",
-                "runner", "parallel")  # fmt: skip  # axes with a column of their own
+_OWN_COLUMNS = ("pair", "target", "draft", "runner", *(o.key for o in OPTIONS if o.column))  # own columns
+_VARIES = tuple(o.key for o in OPTIONS if o.column == "varies")  # shown only where rows differ
+
+
+def _axis(o: LlamaOption) -> Column:
+    """An axis's own column: its value as text, an integer whole, a float as short as it goes."""
+    if o.cell_type is str:
+        return Column(o.key, lambda r: getattr(r, o.key))
+    return Column(o.key, lambda r: _num(getattr(r, o.key), "d" if o.cell_type is int else "g"), True)
 
 
 def _text(value: object) -> str:
@@ -124,15 +132,8 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     cols = []
     if runs > 1:
         cols.append(Column("run", lambda r: r.run))
-    cols += [
-        Column("pair", lambda r: r.pair or r.target),
-        Column("method", lambda r: r.method),
-        Column("draft_max", lambda r: _num(r.draft_max, "d"), True),
-    ]
-    if varies("draft_min"):
-        cols.append(Column("draft_min", lambda r: _num(r.draft_min, "d"), True))
-    if varies("p_min"):
-        cols.append(Column("p_min", lambda r: _num(r.p_min, "g"), True))
+    cols.append(Column("pair", lambda r: r.pair or r.target))
+    cols += [_axis(o) for o in OPTIONS if o.column == "always" or o.column == "varies" and varies(o.key)]
     for key in ROW_CELL:  # any other axis (n-gram sizes, build, ...) wherever a row sets it
         if key in _OPTIONS and len({getattr(r, key) for r in rows}) < 2:
             continue  # a llama.cpp option the rows share: once, above the table (options_line)
@@ -163,7 +164,7 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
         if runs > 1 or any(r.runner != "server" for r in rows):
             cols.append(Column("runner", lambda r: r.runner))
         cols += [
-            Column("parallel", lambda r: _num(r.parallel, "d"), True),
+            *(_axis(o) for o in AXES if o.group == "server" and o.column),
             Column("throughput t/s", lambda r: _num(r.throughput_tps), True),
             Column("ttft ms", lambda r: _num(r.ttft_ms), True),
         ]
@@ -183,11 +184,11 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
 # Left out first when a terminal is too narrow for every column (numbers are never cut).
 # "[95% CI]" shortens the speedup column to the speedup alone.
 DROP_ORDER = (
-    "outside decode b/s", "predicted", "ttft ms", "acc len", "tok/pass", "draft_min", "p_min", "[95% CI]",
+    "outside decode b/s", "predicted", "ttft ms", "acc len", "tok/pass", *_VARIES, "[95% CI]",
     "per prompt",
     "ngl/ngld", "accept", "baseline t/s", "throughput t/s", "match", "valid", "runner", "spec t/s",
 )  # fmt: skip
-KEPT = ("pair", "method", "draft_max", "speedup")  # what a row is and its answer: kept at any width
+KEPT = ("pair", *(o.key for o in OPTIONS if o.column == "always"), "speedup")  # a row, its answer: kept
 SHORT_SPEEDUP = Column(
     "speedup", lambda r: (f"{BEST} " if r.best else "") + _num(r.speedup, ".2f") + "x", True
 )

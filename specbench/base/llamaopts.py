@@ -165,6 +165,9 @@ class LlamaOption:
     at_most: str | None = None  # an axis whose value may not exceed another's (draft_min <= draft_max)
     first: bool = False  # an axis of the first run-folder format (history ids always hold it)
     cuts: str = ""  # what a value away from its default does to drafting (why a run may draft nothing)
+    # the report's own column (else a generic one, where set): always, or only where rows differ,
+    # after the pair; apart: elsewhere (ngl/ngld, the server's); a cell name leaves these to the table
+    column: Literal["", "always", "varies", "apart"] = ""
 
     @property
     def draft(self) -> bool:
@@ -186,18 +189,19 @@ OPTIONS: tuple[LlamaOption, ...] = (
     # the speculation's own axes, in the cell's order
     LlamaOption("method", ("--spec-type",), MethodName, "draft, ngram-mod, draft+ngram-mod, ...",
                 "Speculative methods: any --spec-type of the build, or several joined by `+`.",
-                group="axis", sweep=("draft",), cell_default="none", scope="spec", first=True),
+                group="axis", sweep=("draft",), cell_default="none", scope="spec", first=True,
+                column="always"),
     LlamaOption("draft_max", ("--spec-draft-n-max", "--draft-max", "--draft-n", "--draft"), Positive,
                 "N >= 1", "Draft tokens per step (the draft length g).", group="axis", sweep=(8,),
-                scope="draft_context", missing="refuse", first=True),
+                scope="draft_context", missing="refuse", first=True, column="always"),
     LlamaOption("draft_min", ("--spec-draft-n-min", "--draft-min", "--draft-n-min"), Count, "N >= 0",
                 "Drafts shorter than this are not verified.", group="axis", sweep=(0,), scope="draft_context",
-                cuts="drops drafts shorter than that", at_most="draft_max", first=True),
+                cuts="drops drafts shorter than that", at_most="draft_max", first=True, column="varies"),
     # passed on every speculative run: older builds defaulted to 0.75 or 0.8, the pin to 0.00
     LlamaOption("p_min", ("--spec-draft-p-min", "--draft-p-min"), Probability, "0-1",
                 "The draft stops at its first token below this probability.", group="axis", sweep=(0.0,),
                 scope="draft_context", missing="one", first=True,
-                cuts="ends a draft at the first token the draft is less sure of"),
+                cuts="ends a draft at the first token the draft is less sure of", column="varies"),
     LlamaOption("ngram_size_n", (_SIZE + "n", "--spec-ngram-size-n"), Positive, "N >= 1, null (12)",
                 "N-gram methods' lookup length (--spec-<method>-size-n); null: llama.cpp's 12.",
                 group="axis", sweep=(None,), scope="lookup"),
@@ -205,13 +209,14 @@ OPTIONS: tuple[LlamaOption, ...] = (
                 "N-gram methods' draft length (--spec-<method>-size-m); null: llama.cpp's 48.",
                 group="axis", sweep=(None,), scope="lookup"),
     LlamaOption("ngl", ("-ngl", "--gpu-layers", "--n-gpu-layers"), Count, "N >= 0",
-                "Target layers offloaded to the GPU (-ngl).", group="axis", sweep=(0,), first=True),
+                "Target layers offloaded to the GPU (-ngl).", group="axis", sweep=(0,), first=True,
+                column="apart"),
     LlamaOption("ngld", ("--spec-draft-ngl", "-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft"), Count,
                 "N >= 0", "Draft layers offloaded to the GPU (-ngld).", group="axis", sweep=(0,),
-                scope="draft", first=True),
+                scope="draft", first=True, column="apart"),
     LlamaOption("parallel", ("-np", "--parallel"), Positive, "N >= 1",
                 "Requests in flight at once (llama-server slots); above 1 needs runner: server.",
-                group="server", sweep=(1,), cell_default=1),
+                group="server", sweep=(1,), cell_default=1, column="apart"),
     LlamaOption("synth_len", ("--spec-synth-len",), SynthLen, "N >= 1",
                 "Synthetic acceptance lengths (runner: server): draft-model cells run again per value.",
                 group="server", scope="draft_context"),
@@ -296,6 +301,7 @@ TUNED: tuple[LlamaOption, ...] = tuple(o for o in OPTIONS if o.group == "option"
 AXES: tuple[LlamaOption, ...] = tuple(o for o in OPTIONS if o.group != "option")  # the speculation's
 OPTION_NAMES: tuple[str, ...] = tuple(o.key for o in TUNED)
 METHOD = AXES[0]  # the method: the axis the others' ``applies`` reads
+DRAFT_LENGTH, GPU_LAYERS = BY_KEY["draft_max"], BY_KEY["ngl"]  # the plots' x axes
 
 
 def applies(opt: LlamaOption, method: str, has_draft: bool) -> bool:

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from specbench.base.docs import docs_page
 from specbench.gate.baseline import InputError, Side
+from specbench.results.cell import RUN_FIELDS
 from specbench.results.folder import MANIFEST
 from specbench.results.identity import CellKey, cell_key
 from specbench.results.metrics import METRICS
@@ -88,8 +89,7 @@ def check_machine(base: Side, cur: Side) -> None:
 
 _WHY_ORDER = (
     "target",
-    "runner",
-    "parallel",
+    *RUN_FIELDS,  # how it ran: runner, then llama-server's (parallel)
     "n_predict",
     "temperature",
     "seed",

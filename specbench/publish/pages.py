@@ -85,20 +85,16 @@ class Model:
         return out
 
 
+# A baseline's fields as a history's cell key names them (the target by sha256; no shard), each with
+# its value where the key leaves it out (an axis at its default, after the first run-folder format).
+_MATCHED = tuple(("target", None) if f == "model" else (f, cell.default(f))
+                 for f in cell.BASELINE_FIELDS if f not in cell.RUN_LOCAL)  # fmt: skip
+
+
 def _baseline_match(s: Series) -> tuple:
-    """What a speculative cell shares with its baseline (``results.cell.BASELINE_FIELDS`` as history
-    stores them), plus how it was measured."""
-    k = s.key
-    return (
-        s.machine,
-        k.get("target"),
-        k.get("ngl"),
-        k.get("build"),
-        k.get("runner", "process"),
-        k.get("parallel", 1),
-        s.generation,
-        s.prompts,
-    )
+    """What a speculative cell shares with its baseline (``results.cell.BASELINE_FIELDS``), plus how
+    it was measured."""
+    return (s.machine, *(s.key.get(f, d) for f, d in _MATCHED), s.generation, s.prompts)
 
 
 def ab_markers(folders: Folders, machine: str, pair: str) -> list[Marker]:

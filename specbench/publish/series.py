@@ -29,6 +29,8 @@ ALPHA = 0.05  # and its default --alpha
 # The cell axes a series is told apart by within one pair and method (shown as its name): every
 # setting axis results/cell.py declares, the llama.cpp options included.
 SETTING_AXES = cell.SETTING_FIELDS
+# how a cell runs at its default (a history id leaves a later axis out there): not worth a word
+_UNSAID = tuple((f, cell.default(f)) for f in cell.RUN_FIELDS)
 
 
 @dataclass
@@ -85,7 +87,7 @@ def _setting(key: dict) -> str:
     parts = []
     for name in SETTING_AXES:
         v = key.get(name)
-        if v is None or (name, v) in (("runner", "process"), ("parallel", 1)):
+        if v is None or (name, v) in _UNSAID:
             continue
         parts.append(f"{name}={v:g}" if isinstance(v, float) else f"{name}={v}")
     return " ".join(parts) or "default"

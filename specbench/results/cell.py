@@ -107,8 +107,8 @@ SPEC_OPTIONS: tuple[str, ...] = tuple(  # the speculation's own (a baseline runs
 MODEL_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f not in (*DRAFT_OPTIONS, *SPEC_OPTIONS))
 # What a speculative cell shares with the baseline it is measured against: the same target on the
 # same build, at the same GPU layers and options, run the same way, on the same machine (shard).
-_RUN = ("runner", *(o.key for o in OPTIONS if o.group == "server" and o.scope == "model"))  # how it runs
-_SHARED = ("build", "model", *MODEL_OPTIONS, *_RUN, "shard", "depth")
+RUN_FIELDS = ("runner", *(o.key for o in OPTIONS if o.group == "server" and o.scope == "model"))  # how it ran
+_SHARED = ("build", "model", *MODEL_OPTIONS, *RUN_FIELDS, "shard", "depth")
 BASELINE_FIELDS = tuple(f for f in CELL_FIELDS if f in _SHARED or f in BY_KEY and BY_KEY[f].scope == "model")
 MODEL_FIELDS = ("model", "draft")  # model names: identities across runs use their sha256 instead
 # Names given by one config or one sweep: identities across runs leave them out (a merged sharded
@@ -172,7 +172,7 @@ def draft_alone_cell(m: Any, build: str | None) -> Cell:
 
 def baseline_cell(m: Any) -> Cell:
     """The baseline of cell ``m`` as a cell of its own (its target, build, ngl and options)."""
-    return Cell(**{f: getattr(m, f) for f in BASELINE_FIELDS if f not in _RUN})
+    return Cell(**{f: getattr(m, f) for f in BASELINE_FIELDS if f not in RUN_FIELDS})
 
 
 def cell_record(m: Any) -> dict[str, Any]:
