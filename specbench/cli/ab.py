@@ -70,9 +70,11 @@ def run_builds(
     say_notes(round_notes(prepared.plan.notes, cfg, budget_s))  # before the first sample, as `run` does
 
     def interrupted(exc) -> str:
-        return (f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}; the same command with "
-                f"{resume_hint or f'--out {exc.run_dir}'} continues it ({resume_command(exc.run_dir)}: "
-                "without the gate)")  # fmt: skip
+        return (
+            f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}; the same command with "
+            f"{resume_hint or f'--out {exc.run_dir}'} continues it ({resume_command(exc.run_dir)}: "
+            "without the gate)"
+        )
 
     with session.measuring(interrupted) as view:
         base, head = specs[0][0], specs[1][0]
@@ -220,8 +222,10 @@ def bisect_cmd(
         check_writable(out)
         ident = config_hash(resolved.model_dump(mode="json", exclude={"path", "base_dir"}))
         state = bisect.start(out, src, good, bad, metric, thr, resume, ident)
-    say(f"bisect {metric}: {len(state.commits)} first-parent commits after {state.good[:10]} up to "
-         f"{state.bad[:10]}; results in {out}")  # fmt: skip
+    say(
+        f"bisect {metric}: {len(state.commits)} first-parent commits after {state.good[:10]} up to "
+        f"{state.bad[:10]}; results in {out}"
+    )
 
     def measure(
         base_sha: str, head_sha: str, run_dir: Path, budget_s: float | None, open_: frozenset[Status]
@@ -246,8 +250,10 @@ def bisect_cmd(
 
     def on_step(step: bisect.Step) -> None:
         commit = state.commits[step.index]
-        say(f"step {state.steps.index(step) + 1}: {commit.short} {commit.subject[:60]}: "
-            f"{_ratio(step)} {step.word} ({step.reason})")  # fmt: skip
+        say(
+            f"step {state.steps.index(step) + 1}: {commit.short} {commit.subject[:60]}: "
+            f"{_ratio(step)} {step.word} ({step.reason})"
+        )
         if step.against_bad is not None:
             vs = step.against_bad
             said = "faster: good" if step.side == "good" else "not decided"
@@ -259,14 +265,18 @@ def bisect_cmd(
     if found is not None:
         say(f"first bad commit: {found.sha} {found.subject}")
         if state.bad_unmeasured:
-            say(f"note: that is --bad itself, taken as slow and not measured (every commit before it "
-                 f"passed); `specbench ab {config} --base {src}@{state.good[:10]} "
-                 f"--head {src}@{found.short}` measures it")  # fmt: skip
+            say(
+                f"note: that is --bad itself, taken as slow and not measured (every commit before it "
+                f"passed); `specbench ab {config} --base {src}@{state.good[:10]} "
+                f"--head {src}@{found.short}` measures it"
+            )
         by_bad = [str(i + 1) for i, step in enumerate(state.steps) if step.good_by_bad]
         if by_bad:
-            say(f"note: step {', '.join(by_bad)} was good by being faster than --bad (its run against --good "
-                 f"stayed undecided): the commit named made it slower, and a smaller slowdown before it "
-                 f"is not excluded")  # fmt: skip
+            say(
+                f"note: step {', '.join(by_bad)} was good by being faster than --bad (its run against --good "
+                f"stayed undecided): the commit named made it slower, and a smaller slowdown before it "
+                f"is not excluded"
+            )
         raise typer.Exit(0)
     after = state.commits[lo].short if lo >= 0 else state.good[:10]
     say(

@@ -121,8 +121,10 @@ def _verdict(cmp) -> str:
         if counts["warn"]:
             parts.append(f"{_n(counts['warn'], 'warning')} (--strict)")
         if counts["only_baseline"]:
-            parts.append(f"{_n(counts['only_baseline'], 'cell')} missing from the current run "
-                         f"(--allow-missing to accept)")  # fmt: skip
+            parts.append(
+                f"{_n(counts['only_baseline'], 'cell')} missing from the current run "
+                f"(--allow-missing to accept)"
+            )
         parts += [f"nothing to compare: {n}" for n in cmp.nothing] + ([too_noisy] if noisy else [])
         return f"FAIL: {'; '.join(parts)} ({opts})"
     if v == Verdict.NOTHING:

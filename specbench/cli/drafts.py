@@ -65,21 +65,27 @@ def _cells(row) -> list[str]:
 
 def _head(result) -> list[str]:
     t = result.target
-    lines = [f"target: {t.candidate} ({t.architecture}, {_params(t)}, {t.file_type}, {_size(t.size_bytes)}); "
-             f"pass costs: {result.target_costs}"
-             + (f", decode {t.decode_ms_measured:.1f} ms/token" if t.decode_ms_measured else "")]  # fmt: skip
+    lines = [
+        f"target: {t.candidate} ({t.architecture}, {_params(t)}, {t.file_type}, {_size(t.size_bytes)}); "
+        f"pass costs: {result.target_costs}"
+        + (f", decode {t.decode_ms_measured:.1f} ms/token" if t.decode_ms_measured else "")
+    ]
     c = result.curve
     if c is not None:
         err = "not known (fewer than 3 models)" if c.rel_error is None else f"±{c.rel_error * 100:.0f}%"
-        lines.append(f"cost curve: {c.a_ms:.2f} ms + {c.b_ms_per_gb:.1f} ms per GB read per token, "
-                     f"fitted on {len(c.points)} model(s) timed by llama-bench at KV depth {result.depth}; "
-                     f"leave-one-out error {err}")  # fmt: skip
+        lines.append(
+            f"cost curve: {c.a_ms:.2f} ms + {c.b_ms_per_gb:.1f} ms per GB read per token, "
+            f"fitted on {len(c.points)} model(s) timed by llama-bench at KV depth {result.depth}; "
+            f"leave-one-out error {err}"
+        )
         for p in c.points:
             loo = (
                 "" if p["loo_error"] is None else f", estimate off by {p['loo_error'] * 100:+.0f}% without it"
             )
-            lines.append(f"  {p['model']}: {p['bytes_per_token'] / 1e6:.0f} MB per token, "
-                         f"{p['decode_ms']:.1f} ms/token measured{loo}")  # fmt: skip
+            lines.append(
+                f"  {p['model']}: {p['bytes_per_token'] / 1e6:.0f} MB per token, "
+                f"{p['decode_ms']:.1f} ms/token measured{loo}"
+            )
     lines.append(
         f"accept: the per-token acceptance the draft needs at draft length g for 1.0x and "
         f"{result.goal:g}x (the speed model); max: the speedup if every draft were accepted"
@@ -103,7 +109,7 @@ def drafts(
         list[str] | None,
         typer.Argument(
             help="Draft candidates: local GGUFs or folders, Hub repo/file or whole repos, a config's models."
-        ),  # fmt: skip
+        ),
     ] = None,
     config: Annotated[
         Path | None,
@@ -171,8 +177,9 @@ def drafts(
 
         view = ProgressView(quiet=fmt == Format.json)
         try:
-            run_dir, measured = measure_best(result, measure, out, cfg, build.backend if build else "auto",
-                                             progress=view, note=note)  # fmt: skip
+            run_dir, measured = measure_best(
+                result, measure, out, cfg, build.backend if build else "auto", progress=view, note=note
+            )
         finally:
             view.stop()
     if fmt == Format.json:

@@ -57,8 +57,10 @@ def history_cmd(
     points = load_history(db, metric, cell)
     if not points:
         what = f" matching --cell {cell!r}" if cell else ""
-        say(f"no {metric} recorded{what} in {db} yet: each `specbench run` records itself",
-            err=fmt != Format.table)  # fmt: skip
+        say(
+            f"no {metric} recorded{what} in {db} yet: each `specbench run` records itself",
+            err=fmt != Format.table,
+        )
         if fmt == Format.table:
             return
     rows: list[list[str]] = []
@@ -94,8 +96,10 @@ def history_cmd(
         shown = sorted({p.standing for p in points} - {Standing.DECIDED})
         say("; ".join(standing_text(s) for s in shown))
     if fmt == Format.table and any(p.speed_warned for p in points):
-        say("speed: how far the machine's own speed moved during the run (speed sentinel); '!': beyond the "
-            "run's precision, so its points may sit off the trend (a slow phase of the host)")  # fmt: skip
+        say(
+            "speed: how far the machine's own speed moved during the run (speed sentinel); '!': beyond the "
+            "run's precision, so its points may sit off the trend (a slow phase of the host)"
+        )
     if plot:
         say(f"plot: {plot_history(points, plot, metric)}", err=fmt != Format.table)
 

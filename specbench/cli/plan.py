@@ -63,8 +63,10 @@ def plan(
     if quiet:  # a script passing run's flags to every command gets the table and nothing else
         return
     say(f"estimated times: {from_history} of {len(runs)} runs from this machine's history, others from sizes")
-    say(f"run each with: specbench run {config} --shard I/{shards} --shard-cells '<its cells as JSON>'; "
-        "then: specbench merge DIR... --out DIR")  # fmt: skip
+    say(
+        f"run each with: specbench run {config} --shard I/{shards} --shard-cells '<its cells as JSON>'; "
+        "then: specbench merge DIR... --out DIR"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -44,7 +44,7 @@ class ProgressView:
             TextColumn,
             TimeElapsedColumn,
             TimeRemainingColumn,
-        )  # fmt: skip
+        )
 
         if event.kind == "start" and self.bar is not None:  # repetitions: auto planned another round
             self.bar.update(self.task, total=event.total - self.skipped)

@@ -59,9 +59,11 @@ def _print_estimate(prepared: Any) -> None:
     plan = prepared.plan
     seconds, known = plan_estimate(prepared.build.backend).total(plan.invocations)
     rounds = " (the first round: repetitions: auto adds rounds until the precision is met)"
-    say(f"# estimated time: {duration_text(seconds)} for {len(plan.invocations)} invocations "
+    say(
+        f"# estimated time: {duration_text(seconds)} for {len(plan.invocations)} invocations "
         f"({known} from this machine's history, the others from their sizes)"
-        + (rounds if prepared.config.auto_repetitions else ""))  # fmt: skip
+        + (rounds if prepared.config.auto_repetitions else "")
+    )
     if seconds > LONG_RUN_S:
         say(f"warning: this run is estimated at {duration_text(seconds)}; narrow the sweep, the prompts or "
             "the repetitions, or cut it into shards (specbench plan --shards N)", err=True)  # fmt: skip
@@ -231,8 +233,10 @@ def run(
     say_notes(prepared.plan.notes)  # before the first sample: a real run says what its dry run says
 
     def interrupted(exc) -> str:
-        return (f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}\n"
-                f"resume with: {resume_command(exc.run_dir)}")  # fmt: skip
+        return (
+            f"interrupted ({exc.reason}): {exc.kept} kept in {exc.run_dir}\n"
+            f"resume with: {resume_command(exc.run_dir)}"
+        )
 
     with session.measuring(interrupted) as view:
         summary = benchmark.run_benchmark(
@@ -273,8 +277,10 @@ def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> A
     if resume is not None:
         kept = resumecheck.resumed_shard(resume)
         if asked is not None and asked != kept:
-            raise InputError(f"{resume} measures shard {kept.label if kept else 'none (the whole plan)'}; "
-                           "resume it without --shard")  # fmt: skip
+            raise InputError(
+                f"{resume} measures shard {kept.label if kept else 'none (the whole plan)'}; "
+                "resume it without --shard"
+            )
         return kept
     if asked is None:
         asked = shard_from_env()

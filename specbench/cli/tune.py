@@ -122,8 +122,9 @@ def tune(
     with RunSession(as_json or quiet).measuring(interrupted) as view:
         result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view, note=note,
                           command_line=["specbench", *sys.argv[1:]])  # fmt: skip
-    warn_busy(result, "tune's figures may be off",
-              "tune's rounds measured on either side of it are not comparable")  # fmt: skip
+    warn_busy(
+        result, "tune's figures may be off", "tune's rounds measured on either side of it are not comparable"
+    )
     cache = [result.cache_note] if result.cache_note else []
     say_notes([*result.noise_notes, *cache, *result.history_notes])
     if as_json:
@@ -154,24 +155,29 @@ def _print(result) -> None:
         say(f"  {line}")
     measured = sorted((c for c in result.candidates if c.speedup is not None), key=lambda c: c.setting.key())
     for c in measured:
-        say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} ({c.n} samples), "
-             f"model {_x(c, modelled=True)}")  # fmt: skip
+        say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} ({c.n} samples), model {_x(c, modelled=True)}")
     if best is None:
         return
     s = best.setting
-    say(f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "
-         f"ngld {s.ngld}: "
-         f"{_x(best)} measured, {_x(best, modelled=True)} modelled")  # fmt: skip
+    say(
+        f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "
+        f"ngld {s.ngld}: "
+        f"{_x(best)} measured, {_x(best, modelled=True)} modelled"
+    )
     if not result.standing == Standing.DECIDED:  # the fastest guess, not a figure (analysis.figures)
-        say(f"  {standing_text(result.standing)}: the fastest survivor, not a decided best; a longer "
-            "--budget measures it again")  # fmt: skip
+        say(
+            f"  {standing_text(result.standing)}: the fastest survivor, not a decided best; a longer "
+            "--budget measures it again"
+        )
     drift = result.drift
     if drift is not None and drift.outside(best.speedup_ci_low, best.speedup_ci_high):
         low, high = drift.widened(best.speedup_ci_low, best.speedup_ci_high)
-        say(f"  tune's baselines ran at {drift.tune_tps:.1f} t/s; {drift.runs} other run(s) of the same "
+        say(
+            f"  tune's baselines ran at {drift.tune_tps:.1f} t/s; {drift.runs} other run(s) of the same "
             f"baseline here measured {drift.low_tps:.1f}-{drift.high_tps:.1f} t/s, where this setting's "
             f"speedup would be {drift.speedup_low:.2f}-{drift.speedup_high:.2f}x if its speculative t/s "
-            f"held: a later run here may measure anywhere in [{low:.2f}, {high:.2f}]")  # fmt: skip
+            f"held: a later run here may measure anywhere in [{low:.2f}, {high:.2f}]"
+        )
     if result.no_gain:
         say(f"no setting beats the baseline here; the model sees why: {result.no_gain}")
     say("llama-speculative-simple:")

@@ -23,9 +23,10 @@ class _Printed(BaseModel):
         data = handler(self)
         if info.mode_is_json():
             bad = [
-                name for name in type(self).model_fields
+                name
+                for name in type(self).model_fields
                 if isinstance(v := getattr(self, name), float) and not math.isfinite(v)
-            ]  # fmt: skip
+            ]
             if bad:
                 data["not_finite"] = sorted({*(self.not_finite or []), *bad})
         return data

@@ -130,8 +130,10 @@ def check_history_floor(clock: Clock, prepared: preparation.Prepared, note: Call
     runs = [i for i in prepared.plan.invocations if i.role in ("baseline", "speculative")]  # tune's probe
     guesses = [known(i) for i in runs] if known else []
     if not guesses or any(g is None for g in guesses):
-        note("budget: this machine's history has no run of this pair yet, so the least budget is known "
-             "after the probe's first prompt")  # fmt: skip
+        note(
+            "budget: this machine's history has no run of this pair yet, so the least budget is known "
+            "after the probe's first prompt"
+        )
         return
     probe_s = sum(g for g in guesses if g is not None)  # its warmups included
     measured = [g for i, g in zip(runs, guesses, strict=True) if not i.warmup and g is not None]

@@ -139,8 +139,9 @@ def timed_costs(
         return None
     note(f"timing {name} with llama-bench (passes over {', '.join(map(str, ks))} tokens)")
     with _lock():
-        entry, cached = measure_model(build, name, str(path), sha256, ks=ks, depth=DEPTH,
-                                      threads=threads, ngl=0)  # fmt: skip
+        entry, cached = measure_model(
+            build, name, str(path), sha256, ks=ks, depth=DEPTH, threads=threads, ngl=0
+        )
         if not cached and entry.costs.impossible() is None:
             store(entry)
     return _named(entry, name), cached

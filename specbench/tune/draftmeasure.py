@@ -84,13 +84,14 @@ def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str
         "llama_cpp": _llama_cpp(base, backend),
         "models": models,
         "pairs": pairs,
-        "prompts": base.prompts.model_dump(mode="json", exclude_none=True) if base else
-        {"suite": "builtin", "ids": PROMPT_IDS},
+        "prompts": base.prompts.model_dump(mode="json", exclude_none=True)
+        if base
+        else {"suite": "builtin", "ids": PROMPT_IDS},
         "sweep": {"draft_max": sorted({r.draft_max for r in chosen if r.draft_max})},  # the rest: defaults
         "generation": {"n_predict": N_PREDICT},
         "repetitions": "auto",
         "max_repetitions": 6,
-    }  # fmt: skip
+    }
     data.update(overrides or {})
     return config_from_mapping(data, Path("."), "drafts --measure")
 

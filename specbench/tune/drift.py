@@ -41,8 +41,9 @@ class BaselineDrift:
         return low, max(x for x in (ci_high, self.speedup_high) if x is not None)
 
 
-def record_and_compare(run_dir: Path, speedup: float | None, db_path: Path | None = None,
-                       notes: list[str] | None = None) -> BaselineDrift | None:  # fmt: skip
+def record_and_compare(
+    run_dir: Path, speedup: float | None, db_path: Path | None = None, notes: list[str] | None = None
+) -> BaselineDrift | None:
     """Record tune's run in history (as ``run`` records its runs) and compare its baseline with the
     same baseline's other runs there; None when history has none or tune measured no speedup."""
     record_run(run_dir, db_path, notes)

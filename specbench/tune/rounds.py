@@ -36,12 +36,13 @@ def invocations(cfg: Config, prepared: preparation.Prepared, settings: list[Sett
     as repetition ``rep``."""
     wanted = {s.key() for s in settings}
     plan = make_plan(cfg, prepared.build, prepared.models, prepared.prompts, repetitions=1)
-    return plan.only([
-        inv if inv.warmup else inv.model_copy(update={"repetition": rep})
-        for inv in plan.invocations
-        if inv.role == "baseline"
-        or (inv.role == "speculative" and Setting.of(inv).key() in wanted)
-    ])  # fmt: skip
+    return plan.only(
+        [
+            inv if inv.warmup else inv.model_copy(update={"repetition": rep})
+            for inv in plan.invocations
+            if inv.role == "baseline" or (inv.role == "speculative" and Setting.of(inv).key() in wanted)
+        ]
+    )
 
 
 def draft_rows(run_dir: Path, combo: dict | None = None) -> dict[tuple, ReportRow]:

@@ -177,8 +177,9 @@ def tune(
     line = manifest.noise.speed.describe(clock.elapsed())
     result.noise_notes += [line] if line else []
     try:  # recorded like run's runs; a sweep measured at another baseline level shows here
-        result.drift = record_and_compare(run_dir, result.best.speedup if result.best else None,
-                                          notes=result.history_notes)  # fmt: skip
+        result.drift = record_and_compare(
+            run_dir, result.best.speedup if result.best else None, notes=result.history_notes
+        )
     except SpecbenchError as exc:
         result.history_notes.append(f"not recorded in history: {exc}")
     result.elapsed_s = clock.elapsed()
@@ -258,9 +259,11 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     if (why := depth_note(prepared.build, depth)) is not None:
         note(why)
     depth = bench_depth(prepared.build, depth)
-    note(f"calibrate: llama-bench passes of {len(pass_sizes(max_draft, plan.level))} sizes up to "
-         f"{max_draft + 1} tokens at KV depth {depth}, {plan.reps} repetition(s) "
-         f"(about {plan.seconds:.0f} s; nothing when cached)")  # fmt: skip
+    note(
+        f"calibrate: llama-bench passes of {len(pass_sizes(max_draft, plan.level))} sizes up to "
+        f"{max_draft + 1} tokens at KV depth {depth}, {plan.reps} repetition(s) "
+        f"(about {plan.seconds:.0f} s; nothing when cached)"
+    )
     models = prepared.models
     tm, dm = models[p.target], models[draft]
     busy = _look(manifest, "during")  # judges the calibration: it is cached only if the machine is quiet
@@ -353,8 +356,9 @@ def choose(measured: list[Candidate]) -> tuple[Candidate, Standing]:
     return max((c for c in measured if c.n == most), key=lambda c: c.speedup or 0.0), Standing.UNDECIDED
 
 
-def _finish(result: TuneResult, base: Config, prepared: preparation.Prepared, cands: dict, cal: Calibration,
-            ngl: int) -> None:  # fmt: skip
+def _finish(
+    result: TuneResult, base: Config, prepared: preparation.Prepared, cands: dict, cal: Calibration, ngl: int
+) -> None:
     measured = [c for c in cands.values() if c.speedup is not None]
     result.candidates = sorted(cands.values(), key=lambda c: c.setting.key())
     if not measured:

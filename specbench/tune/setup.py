@@ -74,7 +74,7 @@ def tune_config(config: Config, pair: str) -> Config:
             "ngl": config.sweep.ngl[:1],
             "parallel": config.sweep.parallel[:1],
             "depth": [max(config.sweep.depth)],
-        }  # fmt: skip
+        }
     )
     return config.model_copy(
         update={
@@ -82,7 +82,7 @@ def tune_config(config: Config, pair: str) -> Config:
             "models": _needed_models(config, [p.target, tuned_draft(config, pair)]),
             "sweep": sweep,
             "name": f"{config.name}-tune",
-        }  # fmt: skip
+        }
     )
 
 

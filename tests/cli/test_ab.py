@@ -69,8 +69,7 @@ def test_compare_one_run_gives_the_paired_gate(tmp_path):
     # the other way round it is an improvement; the table names the builds and the detectable change
     summary = tmp_path / "summary.md"
     swapped = ["--base", "head", "--head", "base", "--metric", "baseline_tps", "--metric", "spec_tps"]
-    r = specbench("compare", run, *swapped, cwd=tmp_path,
-                  env={"GITHUB_STEP_SUMMARY": str(summary)})  # fmt: skip
+    r = specbench("compare", run, *swapped, cwd=tmp_path, env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert r.returncode == 0, r.stdout + r.stderr
     assert "improved" in r.stdout and "head (base) vs base (head)" in r.stdout and "detectable" in r.stdout
     assert "| decision | metric |" in summary.read_text()
@@ -136,8 +135,10 @@ def test_ab_and_bisect_bad_input(tmp_path):
     )
     for value, words in (("0", "more than 0"), ("-5", "more than 0"), ("-1m", "more than 0"),
                          ("soon", "not a number"), ("nan", "more than 0"), ("", "not a number")):  # fmt: skip
-        for cmd in (["ab", cfg, "--base", "@a", "--head", "@b"],
-                    [*bisect, "--good", "HEAD", "--bad", "HEAD"]):  # fmt: skip
+        for cmd in (
+            ["ab", cfg, "--base", "@a", "--head", "@b"],
+            [*bisect, "--good", "HEAD", "--bad", "HEAD"],
+        ):
             one_line_error(specbench(*cmd, "--budget", value, cwd=tmp_path), "--budget", value, words)
     assert not (tmp_path / "results").exists()
 
@@ -180,8 +181,9 @@ def _stand_in_history(tmp_path: Path, monkeypatch, measured: list) -> list[str]:
         measured.append((specs[0][2], specs[1][2]))
         assert (Status.PASS in open_) == (specs[0][2] == shas[-1])  # against bad: a pass wants more rounds
         (run_dir.parent / "tmp-make").mkdir(parents=True)
-        made = multi_build_run(run_dir.parent / "tmp-make", slow={"base": speed(specs[0][2]),
-                                                                  "head": speed(specs[1][2])})  # fmt: skip
+        made = multi_build_run(
+            run_dir.parent / "tmp-make", slow={"base": speed(specs[0][2]), "head": speed(specs[1][2])}
+        )
         made.rename(run_dir)
         (run_dir.parent / "tmp-make").rmdir()
         return RunSummary(run_dir=run_dir, run_id=run_dir.name, n_samples=0, n_new=0, n_failed=0, n_invalid=0)
@@ -348,7 +350,9 @@ def test_an_interrupted_bisect_says_resume_the_bisect_folder(tmp_path, monkeypat
     monkeypatch.setattr(benchmark, "run_benchmark", interrupted)
     cfg = str(Path(__file__).resolve().parents[2] / "configs" / "ci.yaml")
     out = tmp_path / "bis"
-    r = CliRunner().invoke(app, ["bisect", cfg, "--source", str(repo), "--good", "HEAD~2", "--bad", "HEAD",
-                                 "--out", str(out), "-q"])  # fmt: skip
+    r = CliRunner().invoke(
+        app,
+        ["bisect", cfg, "--source", str(repo), "--good", "HEAD~2", "--bad", "HEAD", "--out", str(out), "-q"],
+    )
     assert r.exit_code == 129, r.output
     assert f"the same command with --resume --out {out} continues it" in " ".join(r.output.split())

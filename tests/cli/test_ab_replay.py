@@ -140,8 +140,10 @@ def _eras(replay, monkeypatch, old: BuildInfo, refs: set[str]) -> None:
         out = recorded(config, progress)
         for label, b in out.items():
             if replay.refs[label] in refs:
-                binaries = {role: info.model_copy(update={"flags": old.binaries[role].flags})
-                            for role, info in b.binaries.items()}  # fmt: skip
+                binaries = {
+                    role: info.model_copy(update={"flags": old.binaries[role].flags})
+                    for role, info in b.binaries.items()
+                }
                 out[label] = b.model_copy(update={"binaries": binaries, "programs": old.programs})
         return out
 

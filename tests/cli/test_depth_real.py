@@ -108,13 +108,14 @@ def test_a_depth_beyond_the_context_is_refused_in_one_line_before_running(
     tmp_path, llama_build, smol_f32, smol_q4
 ):
     config = write_config(
-        tmp_path / "deep.yaml", name="deep",
+        tmp_path / "deep.yaml",
+        name="deep",
         models={"f32": {"path": str(smol_f32.path)}, "q4": {"path": str(smol_q4.path)}},
         pairs={"smol": {"target": "f32", "draft": "q4"}},
         prompts={"file": str(short_prompt(tmp_path))},
         sweep={"draft_max": [8], "depth": [0, 8192]},
         generation={"n_predict": 8, "threads": threads(), "ctx_size": 0},
-    )  # fmt: skip
+    )
     refused = cli("run", str(config), "--out", str(tmp_path / "run"))
     assert refused.returncode == 2
     lines = refused.stderr.strip().splitlines()

@@ -38,7 +38,7 @@ def test_dry_run_shows_cached_hub_models_and_checks_their_pair(tmp_path, llama_b
                 "generation": {"n_predict": 16},
                 "repetitions": 1,
                 "warmup": 0,
-            }  # fmt: skip
+            }
         )
     )
     hf_cache = tmp_path / "hf"

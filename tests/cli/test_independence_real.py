@@ -52,8 +52,9 @@ def _run(tmp: Path, config: Path, name: str, *sets: str, engages: bool = True) -
     does from a fresh pool), which the run says with exit 1 and 'no valid sample'."""
     out = tmp / "results" / name
     args = [a for s in sets for a in ("--set", s)]
-    result = cli_process("run", str(config), *args, "--out", str(out),
-                         env={"SPECBENCH_RESULTS": str(tmp / "results")})  # fmt: skip
+    result = cli_process(
+        "run", str(config), *args, "--out", str(out), env={"SPECBENCH_RESULTS": str(tmp / "results")}
+    )
     if engages:
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     else:

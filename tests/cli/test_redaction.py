@@ -84,12 +84,14 @@ def test_no_writer_and_no_printer_shows_a_credential(tmp_path, replay):
             assert r.returncode in (0, 1), r.stderr[-2000:]
             assert "environment" in r.stdout + r.stderr  # the warning that names the variables
             found += said(f"compare {run.name} -f {fmt}", r)
-        r = invoke("baseline", "save", run, "--name", f"b-{run.name}", "--dir", tmp_path / "baselines",
-                   cwd=tmp_path)  # fmt: skip
+        r = invoke(
+            "baseline", "save", run, "--name", f"b-{run.name}", "--dir", tmp_path / "baselines", cwd=tmp_path
+        )
         assert r.returncode == 0, r.stderr[-2000:]
         found += said(f"baseline save {run.name}", r)
-        r = invoke("history", "--add", run, "--db", tmp_path / "history.sqlite", "--format", "json",
-                   cwd=tmp_path)  # fmt: skip
+        r = invoke(
+            "history", "--add", run, "--db", tmp_path / "history.sqlite", "--format", "json", cwd=tmp_path
+        )
         assert r.returncode == 0, r.stderr[-2000:]
         found += said(f"history --add {run.name}", r)
     r = invoke("publish", "--out", tmp_path / "site", "--db", tmp_path / "history.sqlite",

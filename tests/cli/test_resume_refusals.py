@@ -106,13 +106,15 @@ def test_a_dry_resume_refuses_what_the_resume_would(tmp_path):
     ok = cli("run", "--resume", str(run), "--dry-run")
     assert ok.returncode == 0, ok.stderr
     assert "1 duplicate sample was dropped" in " ".join(ok.stdout.split())
-    assert_one_line_error(cli("run", "--resume", str(run), "--dry-run", "--set", "generation.n_predict=24"),
-                          "different config")  # fmt: skip
+    assert_one_line_error(
+        cli("run", "--resume", str(run), "--dry-run", "--set", "generation.n_predict=24"), "different config"
+    )
     with RunLock(run):
         assert_one_line_error(cli("run", "--resume", str(run), "--dry-run"), "still running")
     elsewhere = _copy(tmp_path / "b", **_here(**{"env.hostname": "elsewhere"}))
-    assert_one_line_error(cli("run", "--resume", str(elsewhere), "--dry-run"), "another machine",
-                          "(hostname elsewhere, here")  # fmt: skip
+    assert_one_line_error(
+        cli("run", "--resume", str(elsewhere), "--dry-run"), "another machine", "(hostname elsewhere, here"
+    )
 
 
 def test_run_without_a_config_or_a_run_to_resume_is_refused():

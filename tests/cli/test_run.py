@@ -113,8 +113,10 @@ def test_dry_run_prints_commands_and_runs_nothing(tmp_path, llama_build, smol_ta
     assert "left out" not in out
     # each command starts with the binary and the self-test's workaround as it spells it (none where
     # the build decodes here as built; --no-repack where it crashed, e.g. on an AMX CPU)
-    spec, completion = (" ".join([llama_build.binary(r).path, *workaround_argv(llama_build, r)])
-                        for r in ("speculative_simple", "completion"))  # fmt: skip
+    spec, completion = (
+        " ".join([llama_build.binary(r).path, *workaround_argv(llama_build, r)])
+        for r in ("speculative_simple", "completion")
+    )
     assert out.count(f"{spec} -m {smol_target.path}") == 3
     assert (
         out.count("--spec-draft-n-max 8 --spec-draft-n-min 0 --spec-draft-p-min 0 --spec-type draft-simple")
@@ -173,9 +175,10 @@ def test_incompatible_pair_is_refused_before_running(tmp_path, llama_build, smol
 
 def test_unwritable_results_folder_is_a_one_line_error(tmp_path, smol_q4):
     config = write_config(
-        tmp_path / "c.yaml", models={"q4": {"path": str(smol_q4.path)}},
+        tmp_path / "c.yaml",
+        models={"q4": {"path": str(smol_q4.path)}},
         pairs={"p": {"target": "q4", "method": "ngram-simple"}},
-    )  # fmt: skip
+    )
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     result = cli("run", str(config), "--out", str(blocker / "run"))
@@ -376,13 +379,16 @@ def test_a_runs_closing_words_say_each_thing_once_warnings_first(tmp_path, capsy
     drift = "machine speed moved by -21% during the run (from 6.2 to 4.9 t/s), up to 9% within a pair (30 s)"
     between = "machine speed moved by +8% during the run (from 4.9 to 5.3 t/s), between pairs: at most 1%"
     rerun = rerun_note(2, "its process got 40% of its CPU")
-    manifest["noise"].update(notes=[rerun], speed={"moved": -0.21, "precision": 0.03, "warnings": [drift],
-                                                   "notes": [between]})  # fmt: skip
+    manifest["noise"].update(
+        notes=[rerun], speed={"moved": -0.21, "precision": 0.03, "warnings": [drift], "notes": [between]}
+    )
     (run / "manifest.json").write_text(json.dumps(manifest))
     lines = (run / "samples.jsonl").read_text().splitlines()
-    (run / "samples.jsonl").write_text("".join(
-        json.dumps({**json.loads(x), "reruns": 1 if i < 2 else 0}) + "\n" for i, x in enumerate(lines)
-    ))  # fmt: skip
+    (run / "samples.jsonl").write_text(
+        "".join(
+            json.dumps({**json.loads(x), "reruns": 1 if i < 2 else 0}) + "\n" for i, x in enumerate(lines)
+        )
+    )
     busy = manifest["noise"]["busy"]
     summary = RunSummary(run_dir=run, run_id=manifest["run_id"], n_samples=len(lines), n_new=len(lines),
                          n_failed=0, n_invalid=0, busy=busy, noise_notes=[rerun], speed_moved=[drift],

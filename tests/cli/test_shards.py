@@ -49,8 +49,9 @@ def _runs(tmp_path_factory):
         i = entry["shard"].split("/")[0]
         # (their history goes elsewhere: the plan's estimates below are the whole run's)
         cells = {"SPECBENCH_SHARD_CELLS": json.dumps(entry["cells"]), "SPECBENCH_RESULTS": str(tmp / "r2")}
-        done = cli("run", QUICK, *CHEAP, "--shard", entry["shard"], "--out", str(tmp / f"s{i}"), "--quiet",
-                   env=cells)  # fmt: skip
+        done = cli(
+            "run", QUICK, *CHEAP, "--shard", entry["shard"], "--out", str(tmp / f"s{i}"), "--quiet", env=cells
+        )
         assert done.returncode == 0, done.stderr
         assert json.loads((tmp / f"s{i}" / "manifest.json").read_text())["shard_cells"] == entry["cells"]
     return tmp, include

@@ -65,9 +65,10 @@ def test_tune_prints_the_contract_json_and_writes_a_reportable_run(tmp_path, lla
 
 def test_tune_of_an_unknown_pair_is_a_one_line_error(tmp_path, smol_q4):
     config = write_config(
-        tmp_path / "c.yaml", models={"q4": {"path": str(smol_q4.path)}},
+        tmp_path / "c.yaml",
+        models={"q4": {"path": str(smol_q4.path)}},
         pairs={"ng": {"target": "q4", "method": "ngram-simple"}},
-    )  # fmt: skip
+    )
     assert_one_line_error(cli("tune", str(config), "--pair", "nope"), "--pair nope", "no such pair")
     assert_one_line_error(cli("tune", str(config)), "pair with a draft model")
 

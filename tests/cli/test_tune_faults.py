@@ -104,8 +104,9 @@ def test_a_budget_below_the_minimum_is_refused_with_the_minimum(tmp_path, llama_
     config, _ = marked(tmp_path, smol_f32, smol_q4)
     t0 = time.monotonic()
     env = {"SPECBENCH_RESULTS": str(tmp_path / "results")}  # no history: refused after the first prompt
-    result = cli("tune", str(config), "--budget", "1", "--max-draft", "3", "--out", str(tmp_path / "t"),
-                 env=env)  # fmt: skip
+    result = cli(
+        "tune", str(config), "--budget", "1", "--max-draft", "3", "--out", str(tmp_path / "t"), env=env
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert "--budget 1 is too small for this config here" in line
@@ -118,8 +119,9 @@ def test_a_budget_below_the_minimum_is_refused_with_the_minimum(tmp_path, llama_
     ran = cli("run", str(config), "--set", "sweep.draft_max=[3]", "--set", "repetitions=1", "--quiet",
               "--out", str(tmp_path / "r"), env=env)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    again = cli("tune", str(config), "--budget", "1", "--max-draft", "3", "--out", str(tmp_path / "t2"),
-                env=env)  # fmt: skip
+    again = cli(
+        "tune", str(config), "--budget", "1", "--max-draft", "3", "--out", str(tmp_path / "t2"), env=env
+    )
     assert_one_line_error(
         again,
         "--budget 1 is too small",

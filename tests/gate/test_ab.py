@@ -133,8 +133,9 @@ def test_too_few_pairs_are_undecided_exit_3_unless_allowed():
 
 def test_a_head_at_zero_tps_fails_and_a_cell_head_never_ran_is_missing():
     samples = [s for s in run() if not (s.build == "head" and s.role == "speculative")]
-    zero = samples + [sample("head", "speculative", p, r, 0.0, acceptance=0.0)
-                      for p in ("p1", "p2") for r in range(6)]  # fmt: skip
+    zero = samples + [
+        sample("head", "speculative", p, r, 0.0, acceptance=0.0) for p in ("p1", "p2") for r in range(6)
+    ]
     cmp = paired_compare(zero, "r", metrics=["spec_tps"])
     assert cmp.decisions[0].decision == "fail" and "0 t/s" in cmp.decisions[0].reason and cmp.exit_code == 1
     cut = paired_compare(samples, "r", metrics=["spec_tps"])  # head never ran it: the run was cut short

@@ -25,8 +25,10 @@ def _repo(path: Path) -> Path:
 def test_an_unknown_ref_names_the_option_as_typed(tmp_path):
     repo = _repo(tmp_path / "llama")
     typed = {"base": f"--base {repo}@nosuchref", "head": f"--head {repo}@HEAD"}
-    specs = [("base", *parse_build_spec(f"{repo}@nosuchref", "--base")),
-             ("head", *parse_build_spec(f"{repo}@HEAD", "--head"))]  # fmt: skip
+    specs = [
+        ("base", *parse_build_spec(f"{repo}@nosuchref", "--base")),
+        ("head", *parse_build_spec(f"{repo}@HEAD", "--head")),
+    ]
     with pytest.raises(InputError) as exc:
         load_builds_config(CI, [], specs, typed)
     message = str(exc.value)

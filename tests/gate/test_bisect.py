@@ -132,8 +132,9 @@ def test_faster_than_bad_needs_every_cell_of_the_metric_significantly_faster():
     # the output check (which passes with no ratio) does not hide the improvement, nor does it decide
     text = bisect.faster_than_bad(m(("baseline_tps", Status.IMPROVED, 1.08), ("output", Status.FAIL, None)))
     assert text.status == Status.IMPROVED
-    one = bisect.faster_than_bad(m(("baseline_tps", up, 1.08), ("baseline_tps", Status.PASS, 1.01),
-                                   rounds_end="--budget 90 s spent"))  # fmt: skip
+    one = bisect.faster_than_bad(
+        m(("baseline_tps", up, 1.08), ("baseline_tps", Status.PASS, 1.01), rounds_end="--budget 90 s spent")
+    )
     assert one.status == Status.TOO_NOISY and one.ratio == 1.01 and one.reason.endswith("--budget 90 s spent")
     slower = bisect.faster_than_bad(m(("baseline_tps", Status.FAIL, 0.9)))  # slower than bad: not good
     assert slower.status == Status.TOO_NOISY

@@ -101,10 +101,14 @@ def test_a_baseline_every_shard_measured_counts_once_per_repetition(tmp_path):
     path = merged / "samples.jsonl"
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     second = [dict(x, shard="2/2", tps=x["tps"] * 1.01) for x in lines if x["role"] == "baseline"]
-    second += [dict(x, shard="2/2", draft_max=8, tps=t) for x, t in
-               zip([x for x in lines if x["role"] == "speculative"], SPEC[8], strict=True)]  # fmt: skip
-    path.write_text("".join(json.dumps(dict(x, shard="1/2")) + "\n" for x in lines)
-                    + "".join(json.dumps(x) + "\n" for x in second))  # fmt: skip
+    second += [
+        dict(x, shard="2/2", draft_max=8, tps=t)
+        for x, t in zip([x for x in lines if x["role"] == "speculative"], SPEC[8], strict=True)
+    ]
+    path.write_text(
+        "".join(json.dumps(dict(x, shard="1/2")) + "\n" for x in lines)
+        + "".join(json.dumps(x) + "\n" for x in second)
+    )
     cmp = compare(load_run(whole), load_run(merged), metrics=["baseline_tps", "spec_tps"])
     decisions = [c.decision for m in cmp.metrics for c in m.cells]
     assert decisions and all(d.n_cur == d.n_base == 3 for d in decisions)
@@ -174,8 +178,7 @@ def test_an_empty_side_is_nothing_to_compare(tmp_path):
         cmp = compare(load_run(base), load_run(cur), allow_missing=True)
         assert cmp.exit_code == 4 and cmp.verdict == "nothing_to_compare"
         side = "baseline" if base == cut else "current"
-        assert cmp.nothing == [f"spec_tps: the {side} ({cut}, complete, 3 samples) "
-                               "has no speculative sample"]  # fmt: skip
+        assert cmp.nothing == [f"spec_tps: the {side} ({cut}, complete, 3 samples) has no speculative sample"]
     slow_base = make_run(tmp_path, "run3", [x * 0.5 for x in BASE], {})
     assert compare(load_run(full), load_run(slow_base)).exit_code == 1
     nothing_at_all = make_run(tmp_path, "run4", [], {})

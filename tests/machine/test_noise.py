@@ -88,8 +88,10 @@ def test_python_running_specbench_run_is_detected(tmp_path):
     script.write_text("import time\ntime.sleep(60)\n")
     out = subprocess.run(
         ["bash", "-c", f"({sys.executable} {script} run x.yaml) >/dev/null 2>&1 & echo $!"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     pid = int(out.stdout.strip())
     try:
         time.sleep(0.5)

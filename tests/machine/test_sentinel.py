@@ -74,8 +74,9 @@ def test_a_slowed_phase_warns_and_marks_the_cells_across_it(tmp_path, llama_buil
     run_dir = tmp_path / "results" / "run"
     env = {**os.environ, "SPECBENCH_RESULTS": str(tmp_path / "results")}
     cmd = [sys.executable, "-m", "specbench", "run", str(config), "--out", str(run_dir), "--quiet"]
-    run = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)  # fmt: skip
+    run = subprocess.Popen(
+        cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     spinners: list[subprocess.Popen] = []
     try:
         deadline = time.monotonic() + 900
@@ -113,7 +114,9 @@ def test_a_slowed_phase_warns_and_marks_the_cells_across_it(tmp_path, llama_buil
     assert len(rows) == 1
     for r in rows:
         assert marked == any(w.startswith("speed moved: the baseline moved ") for w in r["warnings"]), (
-            window, r["warnings"])  # fmt: skip
+            window,
+            r["warnings"],
+        )
         assert r["baseline_window"] in ("before", "after")
     samples = load_samples(run_dir)
     assert {s.role for s in samples} == {"baseline", "baseline-after", "speculative", "draft"}

@@ -9,9 +9,11 @@ from specbench.machine.speed import BaselineWindows, SpeedReading, SpeedRecord, 
 def _record(*tps: float | None) -> SpeedRecord:
     return SpeedRecord(
         reference="t alone",
-        readings=[SpeedReading(phase="during", at=f"2026-01-01T00:0{i}:00+00:00", tps=v, wall_s=1.0)
-                  for i, v in enumerate(tps)],
-    )  # fmt: skip
+        readings=[
+            SpeedReading(phase="during", at=f"2026-01-01T00:0{i}:00+00:00", tps=v, wall_s=1.0)
+            for i, v in enumerate(tps)
+        ],
+    )
 
 
 def test_a_steady_series_does_not_warn():

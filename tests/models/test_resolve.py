@@ -50,8 +50,10 @@ def test_derive_errors(tmp_path, empty_home):
     with pytest.raises(ModelError) as exc:
         resolve_models({"a": ModelSpec(derive=DeriveSource(from_="nope", quant="F16"))}, tmp_path)
     assert "derives from unknown model 'nope'" in _one_line(exc)
-    loop = {"a": ModelSpec(derive=DeriveSource(from_="b", quant="F16")),
-            "b": ModelSpec(derive=DeriveSource(from_="a", quant="F16"))}  # fmt: skip
+    loop = {
+        "a": ModelSpec(derive=DeriveSource(from_="b", quant="F16")),
+        "b": ModelSpec(derive=DeriveSource(from_="a", quant="F16")),
+    }
     with pytest.raises(ModelError) as exc:
         resolve_models(loop, tmp_path)
     assert "cycle: a -> b -> a" in _one_line(exc)

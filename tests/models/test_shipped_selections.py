@@ -69,8 +69,10 @@ def test_selection_resolves_to_one_file_or_one_split_set(config, model, src):
 
 
 def test_the_official_qwen_repos_hold_q4_k_m_twice_and_the_configs_pick_the_single_file():
-    for repo, size in (("Qwen/Qwen2.5-Coder-7B-Instruct-GGUF", 4_683_073_536),
-                       ("Qwen/Qwen2.5-Coder-32B-Instruct-GGUF", 19_851_336_672)):  # fmt: skip
+    for repo, size in (
+        ("Qwen/Qwen2.5-Coder-7B-Instruct-GGUF", 4_683_073_536),
+        ("Qwen/Qwen2.5-Coder-32B-Instruct-GGUF", 19_851_336_672),
+    ):
         remote = listing(repo)
         stem = repo.split("/")[1].removesuffix("-GGUF").lower() + "-q4_k_m"
         single = select_files(HfSource(repo=repo, file=f"{stem}.gguf"), remote)

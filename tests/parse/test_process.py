@@ -141,8 +141,9 @@ special = st.sampled_from([INF, NAN])
 value = st.one_of(finite, finite, special)
 count = st.integers(min_value=0, max_value=10**6)
 prefix = st.sampled_from(["", "[4242] ", "0.04.895.579 I ", "[7] 12.34.567.890 I ", "I "])
-perf_prefix = st.sampled_from(["llama_print_timings", "llama_perf_context_print", "llama_perf_sampler_print",
-                               "common_perf_print"])  # fmt: skip
+perf_prefix = st.sampled_from(
+    ["llama_print_timings", "llama_perf_context_print", "llama_perf_sampler_print", "common_perf_print"]
+)
 
 
 def printed(fmt: str, x: float, comma: bool) -> str:

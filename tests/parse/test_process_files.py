@@ -49,8 +49,10 @@ def test_utf16_log_from_windows_powershell(tmp_path):
 
 def test_invalid_utf8_is_replaced_not_fatal(tmp_path):
     path = tmp_path / "latin1.log"
-    path.write_bytes("Die Stadt hat 2,1 Millionen Einwohner \xe4\xf6\n".encode("latin-1") +
-                     (LOGS / "synthetic/2024-cli-decimal-comma.log").read_bytes())  # fmt: skip
+    path.write_bytes(
+        "Die Stadt hat 2,1 Millionen Einwohner \xe4\xf6\n".encode("latin-1")
+        + (LOGS / "synthetic/2024-cli-decimal-comma.log").read_bytes()
+    )
     assert parse_file(path).perf.target.load_ms == 3868.88
 
 
@@ -116,8 +118,10 @@ def test_the_loading_debug_lines_of_a_step_log_are_dropped_and_nothing_else():
     from specbench.parse.process import without_loading_noise
 
     text = (LOGS / "real/spec-simple-ngram-steps.stderr").read_text()
-    noise = ("0.00.565.409 D llama_graph_n_input_tensors: input tensor 'out_ids' [i32] is used by node 'n'\n"
-             "0.00.101.001 D create_tensor: loading tensor blk.0.attn_q.weight\n")  # fmt: skip
+    noise = (
+        "0.00.565.409 D llama_graph_n_input_tensors: input tensor 'out_ids' [i32] is used by node 'n'\n"
+        "0.00.101.001 D create_tensor: loading tensor blk.0.attn_q.weight\n"
+    )
     lines = text.splitlines(keepends=True)
     noisy = "".join(lines[:5]) + noise * 50 + "".join(lines[5:])
     kept, dropped = without_loading_noise(noisy)
@@ -129,15 +133,18 @@ def test_the_loading_debug_lines_of_a_step_log_are_dropped_and_nothing_else():
 def test_statistics_lines_give_the_draft_counters_summed_over_implementations():
     """`statistics NAME: ... #acc rate/pos = (...)` (-lv 5, one line per implementation of a
     combination): the counts by position are rate x accept calls; kept out of the JSON like steps."""
-    line = ("0.26.763.859 I spec common_specu: statistics {name}: #calls(b,g,a) =    1     11      {a}, "
-            "#gen drafts =      6, #acc drafts =     6, #gen tokens =     {gen}, #acc tokens =    {acc}"
-            "{tail}, dur(b,g,a) = 0.000, 0.040, 0.010 ms\n")  # fmt: skip
+    line = (
+        "0.26.763.859 I spec common_specu: statistics {name}: #calls(b,g,a) =    1     11      {a}, "
+        "#gen drafts =      6, #acc drafts =     6, #gen tokens =     {gen}, #acc tokens =    {acc}"
+        "{tail}, dur(b,g,a) = 0.000, 0.040, 0.010 ms\n"
+    )
     text = (LOGS / "real/spec-simple-ngram-steps.stderr").read_text(encoding="utf-8")
     one = parse_text(text)
     assert one.spec_counters.accepted_per_pos == [6, 6, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4]
     assert "spec_counters" not in one.to_json()
-    combo = text + line.format(name="draft-simple", a=4, gen=8, acc=6,
-                               tail=", #mean acc len = 2.50, #acc rate/pos = (1.000, 0.500)")  # fmt: skip
+    combo = text + line.format(
+        name="draft-simple", a=4, gen=8, acc=6, tail=", #mean acc len = 2.50, #acc rate/pos = (1.000, 0.500)"
+    )
     combo += line.format(name="ngram-mod", a=0, gen=0, acc=0, tail="")  # never accepted: no rates
     both = parse_text(combo).spec_counters
     assert (both.steps, both.drafted, both.accepted) == (10, 101, 74)

@@ -48,10 +48,12 @@ def test_a_growing_cost_is_accepted_and_priced_as_measured():
 
 @pytest.mark.parametrize(
     ("readings", "what"),
-    [({1: 1.0, 2: 0.0, 3: 1.1}, "a pass over 2 tokens took 0 s"),
-     ({1: 1.0, 2: float("nan"), 3: 1.1}, "a pass over 2 tokens took nan s"),
-     ({1: -1.0, 2: 1.0}, "a decode took -0.001 s")],
-)  # fmt: skip
+    [
+        ({1: 1.0, 2: 0.0, 3: 1.1}, "a pass over 2 tokens took 0 s"),
+        ({1: 1.0, 2: float("nan"), 3: 1.1}, "a pass over 2 tokens took nan s"),
+        ({1: -1.0, 2: 1.0}, "a decode took -0.001 s"),
+    ],
+)
 def test_a_pass_that_took_no_time_is_refused(readings, what):
     assert ms(readings).impossible() == f"smol_f32: {what}"
 

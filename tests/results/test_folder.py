@@ -121,7 +121,7 @@ def test_a_format_version_that_is_not_a_number_is_refused(tmp_path):
         (
             lambda d: {**d, "runner": 5, "plan_size": "many"},
             ["plan_size: Input should be a valid integer", "and 1 more"],
-        ),  # fmt: skip
+        ),
         (lambda d: None, ["not valid JSON"]),
     ],
 )

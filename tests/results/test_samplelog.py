@@ -42,7 +42,7 @@ def edited(tmp_path: Path, line: int, **changes) -> Path:
         (
             {"tps": -5.0, "span_s": 0.0, "timed_tokens": 32},
             "tps is negative (-5); 32 tokens in a span of 0 s",
-        ),  # fmt: skip
+        ),
         ({"span_s": 0.0, "timed_tokens": 32}, "32 tokens in a span of 0 s"),
         ({"acceptance": 1.5}, "acceptance above 1 (1.5)"),
         ({"tokens_per_pass": 0.5}, "tokens_per_pass below 1 (0.5)"),
@@ -74,8 +74,10 @@ def test_many_impossible_samples_are_one_note(tmp_path):
     warnings: list[str] = []
     samples = load_samples(run, warnings)
     assert [s.valid for s in samples[1:5]] == [False] * 4
-    assert warnings == [f"{run / 'samples.jsonl'}:2: impossible numbers (tps is nan): counted as an invalid "
-                        "sample; and 3 more such samples"]  # fmt: skip
+    assert warnings == [
+        f"{run / 'samples.jsonl'}:2: impossible numbers (tps is nan): counted as an invalid "
+        "sample; and 3 more such samples"
+    ]
 
 
 def test_a_nan_sample_reaches_no_figure_of_report_history_or_publish(tmp_path):

@@ -14,8 +14,9 @@ def home(tmp_path, monkeypatch):
 
 
 def costs(pass_s: dict[int, float], model: str = "t", sd: dict[int, float] | None = None) -> PassCosts:
-    return PassCosts(model=model, sha256="ab" * 32, decode_s=pass_s.get(1, 0.02), pass_s=pass_s,
-                     pass_sd=sd or {})  # fmt: skip
+    return PassCosts(
+        model=model, sha256="ab" * 32, decode_s=pass_s.get(1, 0.02), pass_s=pass_s, pass_sd=sd or {}
+    )
 
 
 def entry(pass_s: dict[int, float], depth: int = 300, at: str = "2026-11-23T10:00:00",

@@ -75,8 +75,9 @@ def test_llama_bench_noise_is_kept_so_a_flat_gpu_cost_is_judged_against_it():
         (17, 0, 1.3e6, 3e4),
         (0, 16, 16e6, 1e5),
     ]
-    text = json.dumps([{"n_prompt": p, "n_gen": g, "n_depth": 300, "avg_ns": a, "stddev_ns": sd}
-                       for p, g, a, sd in tests])  # fmt: skip
+    text = json.dumps(
+        [{"n_prompt": p, "n_gen": g, "n_depth": 300, "avg_ns": a, "stddev_ns": sd} for p, g, a, sd in tests]
+    )
     costs = costs_from_entries("smol_f32", None, 99, parse_bench_json(text))
     assert costs.pass_sd == {1: 2e-5, 6: 3e-5, 9: 2e-5, 17: 3e-5} and costs.decode_s == 1e-3
     assert costs.impossible() is None

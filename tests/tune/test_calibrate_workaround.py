@@ -24,10 +24,12 @@ PLAIN_CPU = ["avx2", "fma"]
 def crashing_build(workarounds_off: bool = False) -> BuildInfo:
     """A build whose self-test saw Q4_0 crash here and decode with repacking off (as on an AMX CPU)."""
     st = SelfTest(
-        fingerprint="x", machine="fake", checked_at="2026-11-26T00:00:00+00:00",
+        fingerprint="x",
+        machine="fake",
+        checked_at="2026-11-26T00:00:00+00:00",
         checks=[TypeCheck(wtype="Q4_0", outcome="crashed", signal="SIGSEGV", workaround_outcome="ok")],
         workaround=Workaround(name="repack-off", flag="--no-repack", reason="the self-test crashed"),
-    )  # fmt: skip
+    )
     return BuildInfo(
         key="fake", source="fakebins", backend="cpu", cmake_args=[], bin_dir=str(BENCH.parent),
         binaries={"bench": probe_binary("bench", BENCH)}, selftest=st, workarounds_off=workarounds_off,

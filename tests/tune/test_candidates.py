@@ -30,11 +30,13 @@ def test_spreads_within_one_ngld_only():
 
 
 def test_the_grid_covers_every_draft_min_and_p_min_of_the_config_with_draft_min_up_to_draft_max():
-    config = Config.model_validate({
-        "models": {"t": {"path": "t.gguf"}, "d": {"path": "d.gguf"}},
-        "pairs": {"p": {"target": "t", "draft": "d"}},
-        "sweep": {"draft_max": [8], "draft_min": [0, 3], "p_min": [0.0, 0.5]},
-    })  # fmt: skip
+    config = Config.model_validate(
+        {
+            "models": {"t": {"path": "t.gguf"}, "d": {"path": "d.gguf"}},
+            "pairs": {"p": {"target": "t", "draft": "d"}},
+            "sweep": {"draft_max": [8], "draft_min": [0, 3], "p_min": [0.0, 0.5]},
+        }
+    )
     grid = candidates(config, 0, [0], 5)
     assert {(s.draft_min, s.p_min) for s in grid} == {(0, 0.0), (0, 0.5), (3, 0.0), (3, 0.5)}
     assert all(s.draft_min <= s.draft_max <= 5 for s in grid)

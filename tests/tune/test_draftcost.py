@@ -69,8 +69,9 @@ def test_a_draft_as_costly_as_the_target_never_pays_and_a_free_one_always_can():
 def test_a_noisy_fit_never_prices_a_model_below_zero():
     """Measured on a busy machine (the real numbers of a loaded 2-core VM): the least-squares line
     would start at -460 ms; a cost is never negative, so the line goes through the origin."""
-    curve = fit_curve([_point("f32", 538, 1663), _point("q4", 97, 91.5), _point("q8", 143, 105.8),
-                       _point("f16", 269, 502)])  # fmt: skip
+    curve = fit_curve(
+        [_point("f32", 538, 1663), _point("q4", 97, 91.5), _point("q8", 143, 105.8), _point("f16", 269, 502)]
+    )
     assert curve.a == 0 and curve.b > 0
     assert all(curve.estimate(int(mb * 1e6)).decode_s > 0 for mb in (1, 50, 100))
     flat = fit_curve([_point("a", 100, 50), _point("b", 200, 40), _point("c", 300, 30)])

@@ -23,7 +23,9 @@ def test_each_chosen_draft_is_a_pair_with_the_target_at_its_draft_length(tmp_pat
     cfg = measure_config(result, chosen, files, None, "cpu")
     assert cfg.models["target"].path == str(files["target"]) and cfg.models["draft2"].path == str(files["b"])
     assert {p: (c.target, c.draft) for p, c in cfg.pairs.items()} == {
-        "draft1": ("target", "draft1"), "draft2": ("target", "draft2")}  # fmt: skip
+        "draft1": ("target", "draft1"),
+        "draft2": ("target", "draft2"),
+    }
     assert cfg.sweep.method == ["draft"] and cfg.sweep.draft_max == [3, 8]
     assert cfg.repetitions == "auto" and cfg.prompts.ids == PROMPT_IDS
 

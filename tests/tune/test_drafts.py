@@ -56,10 +56,12 @@ def fake_build(tmp_path, monkeypatch) -> BuildInfo:
 def smol_vocab_tiny(tmp_path, smol_q4) -> Path:
     """A 1 MB model with SmolLM2's vocabulary: compatible, and far cheaper than SmolLM2 itself."""
     tokens = [t.decode("utf-8") for t in read_token_texts(smol_q4.path)]
-    write_tiny_gguf(tmp_path / "local" / "smol-vocab-mid.gguf", tokens=tokens, n_tensors=4,
-                    tensor_shape=(1024, 1024))  # 16 MB  # fmt: skip
-    return write_tiny_gguf(tmp_path / "local" / "smol-vocab-tiny.gguf", tokens=tokens, n_tensors=4,
-                           tensor_shape=(256, 256))  # fmt: skip
+    write_tiny_gguf(
+        tmp_path / "local" / "smol-vocab-mid.gguf", tokens=tokens, n_tensors=4, tensor_shape=(1024, 1024)
+    )  # 16 MB
+    return write_tiny_gguf(
+        tmp_path / "local" / "smol-vocab-tiny.gguf", tokens=tokens, n_tensors=4, tensor_shape=(256, 256)
+    )
 
 
 def test_ranks_hub_and_local_candidates_reading_only_headers(
@@ -153,8 +155,10 @@ def test_costs_come_from_the_cache_the_second_time(hub, fake_build, smol_q4, smo
 def test_target_must_be_one_model(hub, tmp_path, fake_build):
     from specbench.base.errors import ModelError
 
-    hub.add_commit("org/two", {"a.gguf": write_tiny_gguf(tmp_path / "a.gguf"),
-                               "b.gguf": write_tiny_gguf(tmp_path / "b.gguf")})  # fmt: skip
+    hub.add_commit(
+        "org/two",
+        {"a.gguf": write_tiny_gguf(tmp_path / "a.gguf"), "b.gguf": write_tiny_gguf(tmp_path / "b.gguf")},
+    )
     with pytest.raises(ModelError, match="target org/two is 2 models .*name one file"):
         rank(Request(target="org/two"), fake_build)
     with pytest.raises(ModelError, match="target .*missing.gguf: model file not found"):
