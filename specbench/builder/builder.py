@@ -217,7 +217,7 @@ def _build_in(
         entries = workarea.dir_entries(tree.path) if plan.exported else workarea.tree_entries(tree.path)
     synced = workarea.sync_tree(entries, src)
     note("source", f"{synced.written} files written, {synced.removed} removed, {synced.unchanged} kept")
-    for supplied in workarea.supply_missing(src):
+    for supplied in workarea.supply_missing(src, tree.path):
         note(
             "source",
             f"{supplied}: the tree's CMake runs it but the tree lacks it; llama.cpp's own put in the copy",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.base import paths
+from specbench.base.errors import BuildError
 from specbench.base.formats import json_text
 from specbench.builder.gitref import Entry, worktree_files
 
@@ -104,7 +105,7 @@ def tree_entries(root: Path) -> Iterator[Entry]:
 # ik-llama-cpp-python; a git clone has it) stop at "Generating build details from Git". Run with the
 # tree's root as working folder, it reads cmake/build-info.cmake and common/build-info.cpp.in.
 BUILD_INFO_GENERATOR = "common/cmake/build-info-gen-cpp.cmake"
-_GENERATOR_TEXT = """include(${CMAKE_CURRENT_SOURCE_DIR}/cmake/build-info.cmake)
+BUILD_INFO_GENERATOR_TEXT = """include(${CMAKE_CURRENT_SOURCE_DIR}/cmake/build-info.cmake)
 
 set(TEMPLATE_FILE "${CMAKE_CURRENT_SOURCE_DIR}/common/build-info.cpp.in")
 set(OUTPUT_FILE   "${CMAKE_CURRENT_SOURCE_DIR}/common/build-info.cpp")
@@ -131,20 +132,31 @@ endif()
 """
 
 
-def supply_missing(src: Path) -> list[str]:
+def supply_missing(src: Path, tree: Path | None = None) -> list[str]:
     """Files a copied tree's own CMake runs but lacks, written into the copy (never the user's tree):
     llama.cpp's build-details generator where common/CMakeLists.txt calls it and the template and
-    cmake/build-info.cmake it reads are there. The files written, relative to ``src``."""
+    cmake/build-info.cmake it reads are there. The files written, relative to ``src``.
+
+    Where the generator is missing and so is what it reads, the build would stop in cmake with a
+    page of output: refused here in one line naming the files (``tree``: the user's folder, for it).
+    """
     cmake_lists, generator = src / "common" / "CMakeLists.txt", src / BUILD_INFO_GENERATOR
     try:
         calls = "cmake/build-info-gen-cpp.cmake" in cmake_lists.read_text(errors="replace")
     except OSError:
         return []
-    needs = (src / "cmake" / "build-info.cmake", src / "common" / "build-info.cpp.in")
-    if not calls or generator.exists() or not all(p.is_file() for p in needs):
+    if not calls or generator.exists():
         return []
+    needs = ("cmake/build-info.cmake", "common/build-info.cpp.in")
+    lacking = [rel for rel in needs if not (src / rel).is_file()]
+    if lacking:
+        raise BuildError(
+            f"{tree or src} lacks {BUILD_INFO_GENERATOR}, which its common/CMakeLists.txt runs, and "
+            f"{' and '.join(lacking)}, from which specbench would write it; put them back as a git clone "
+            "of the tree has them (source packages such as PyPI sdists leave them out), or build a git clone"
+        )
     generator.parent.mkdir(parents=True, exist_ok=True)
-    generator.write_text(_GENERATOR_TEXT)
+    generator.write_text(BUILD_INFO_GENERATOR_TEXT)
     return [BUILD_INFO_GENERATOR]
 
 

@@ -45,6 +45,7 @@ class Outcome:
     # (the process runner's come with ``log``: ParsedLog.spec_counters)
     stdout_times: Stamps | None = None  # process runner, llama-completion: time-stamped stdout reads
     cpu_s: float | None = None  # CPU seconds the measured process got (server: over the batch)
+    cache_prompt: bool | None = None  # server runner: the request's cache_prompt as sent
 
 
 @dataclass
@@ -254,5 +255,6 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
         span_s=round(span.seconds, 6) if span else None, prompt_tokens=n_prompt,
         prefill_s=round(prefill_s, 6) if prefill_s is not None else None,
         timed_tokens=timed_tokens(inv.role, out.log, span, capped) if status == "ok" else None,
+        server_cache_prompt=out.cache_prompt,
     )  # fmt: skip
     return Measured(sample, text)

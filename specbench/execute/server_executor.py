@@ -94,6 +94,9 @@ class ServerExecutor:
         self._server: RunningServer | None = None
         self._server_build: str | None = None  # whose server it is: each build gets its own start
         self._failed: dict[tuple[str | None, ...], str] = {}  # (build, *argv) -> why it cannot be measured
+        # the running server drafts only for requests that keep their prompt (``drafts_only_cached``):
+        # its requests are sent with cache_prompt: true, and each sample says so
+        self._cache_prompt = False
 
     def run(self, batch: list[tuple[int, Invocation]], run_dir: Path) -> list[Outcome]:
         """Send the batch's requests at once (one per slot) and report each response."""
@@ -105,13 +108,22 @@ class ServerExecutor:
             return [Outcome(wall_s=0.0, error=reason, source=SOURCE) for _ in batch]
         server = self._server
         assert server is not None
-        speculative = first.role == "speculative"
+        out = self._send(batch, server, run_dir)
+        if first.role == "speculative" and not self._cache_prompt and drafts_only_cached(server, out):
+            self._cache_prompt = True  # measured again, as this server drafts: keeping the prompt
+            out = self._send(batch, server, run_dir)
+        return out
+
+    def _send(
+        self, batch: list[tuple[int, Invocation]], server: RunningServer, run_dir: Path
+    ) -> list[Outcome]:
+        speculative = batch[0][1].role == "speculative"
         before = _counters(server) if speculative else None
         pool = ThreadPoolExecutor(max_workers=len(batch))
         try:
             cpu_before = process_cpu_s(server.proc.pid)  # the server's CPU time over the batch
             start = time.monotonic()
-            bodies = [(_request(inv).body(), inv.timeout_s) for _, inv in batch]
+            bodies = [(self._body(inv), inv.timeout_s) for _, inv in batch]
             futures = [pool.submit(post, server, "/completion", body, t) for body, t in bodies]
             replies = [f.result() for f in futures]
             batch_wall = time.monotonic() - start
@@ -125,8 +137,8 @@ class ServerExecutor:
         counters = after.minus(before) if after is not None and before is not None else None
         cpu = cpu_after - cpu_before if cpu_after is not None and cpu_before is not None else None
         out = [
-            _outcome(inv, index, reply, server, run_dir, batch_wall, counters, cpu)
-            for (index, inv), reply in zip(batch, replies, strict=True)
+            _outcome(inv, index, reply, server, run_dir, batch_wall, counters, cpu, body["cache_prompt"])
+            for (index, inv), reply, (body, _) in zip(batch, replies, bodies, strict=True)
         ]
         if any(r.timed_out for r in replies) or not server.alive():
             self._stop()  # a hung or dead server is not asked again; the next batch starts a fresh one
@@ -141,6 +153,14 @@ class ServerExecutor:
         if self._server is not None:
             self._server.stop()
             self._server = None
+        self._cache_prompt = False
+
+    def _body(self, inv: Invocation, body: dict | None = None) -> dict:
+        """The request as sent to the running server: with cache_prompt: true where it drafts only so."""
+        body = dict(body if body is not None else _request(inv).body())
+        if self._cache_prompt and inv.role == "speculative":
+            body["cache_prompt"] = True
+        return body
 
     def _ensure_server(self, inv: Invocation, index: int, run_dir: Path) -> str | None:
         """The running server for ``inv``'s setting (started and warmed up if needed), or why not."""
@@ -166,7 +186,7 @@ class ServerExecutor:
             self._failed[key] = NO_SPECULATION
             self._stop()
             return NO_SPECULATION
-        body = warmup_body(inv)
+        body = self._body(inv, warmup_body(inv))
         for _ in range(self.warmup):
             reply = post(server, "/completion", body, inv.timeout_s)
             if reply.error is not None:
@@ -201,6 +221,20 @@ def warmup_body(inv: Invocation) -> dict:
     return _request(inv).body()
 
 
+def drafts_only_cached(server: RunningServer, outcomes: list[Outcome]) -> bool:
+    """Whether this llama-server drafted nothing because the requests did not keep their prompt:
+    llama.cpp's servers from late 2024 to late 2025 turn speculation off for a request with
+    ``cache_prompt: false`` (their ``can_speculate``), and ``/slots``, which said the slots speculate
+    when the server started, then says they do not. Asked of the server after the fact, not read off
+    its version, so no other server gets an extra request. Such a server's requests keep the prompt
+    from then on: a repeated prompt's pass (the target's and the draft's) can come from the request
+    before, which each sample records in ``server_cache_prompt``."""
+    answered = [o for o in outcomes if o.timings is not None]
+    if not answered or any(o.timings.draft_n for o in answered) or any(o.cache_prompt for o in answered):
+        return False
+    return speculative_slots(server) is False
+
+
 def _counters(server: RunningServer) -> SpecCounters | None:
     """The server's speculative counters now (``/metrics``); None when it has none to give."""
     text = get_text(server, "/metrics")
@@ -214,14 +248,14 @@ def _counters(server: RunningServer) -> SpecCounters | None:
 
 def _outcome(
     inv: Invocation, index: int, reply: Reply, server: RunningServer, run_dir: Path, batch_wall: float,
-    counters: SpecCounters | None = None, cpu_s: float | None = None,
+    counters: SpecCounters | None = None, cpu_s: float | None = None, cache_prompt: bool | None = None,
 ) -> Outcome:  # fmt: skip
     """One response as an Outcome; its raw files (the JSON, the generated text) are written here."""
     log_path = str(server.stderr_path.relative_to(run_dir))
     if reply.data is None:
         return Outcome(
             wall_s=reply.wall_s, error=str(reply.error), timed_out=reply.timed_out, source=SOURCE,
-            stderr_path=log_path, batch_wall_s=batch_wall,
+            stderr_path=log_path, batch_wall_s=batch_wall, cache_prompt=cache_prompt,
         )  # fmt: skip
     text_path, json_path = response_paths(run_dir, raw_stem(index, inv))
     write_raw(json_path, json_text(reply.data, 1, ensure_ascii=False))
@@ -235,4 +269,5 @@ def _outcome(
         log=timings_log(inv.role, timings, str(json_path.relative_to(run_dir))),
         stdout_path=str(text_path.relative_to(run_dir)) if content is not None else None,
         stderr_path=log_path, timings=timings, batch_wall_s=batch_wall, counters=counters, cpu_s=cpu_s,
+        cache_prompt=cache_prompt,
     )  # fmt: skip

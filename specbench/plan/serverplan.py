@@ -47,9 +47,30 @@ def request_for(gen: Generation, prompt: str) -> CompletionRequest:
     )
 
 
+# Sample.server_ram_cache: the server's prompt cache in host RAM (``--cache-ram``, llama.cpp since
+# late 2025) was turned off, or the build's llama-server has none (nothing kept there to turn off)
+RAM_CACHE_OFF = "off"
+RAM_CACHE_ABSENT = "absent"
+
+
+def ram_cache(server: BinaryInfo) -> tuple[list[str], str]:
+    """The arguments that turn off ``server``'s prompt cache in RAM, and what the sample records.
+
+    Passed only where the build takes the option (a llama-server before ``--cache-ram`` refuses it
+    and never starts); a build probed before specbench read option names at all (no ``known``
+    list) gets the pinned spelling, as it always did.
+    """
+    f = server.flags
+    if f.cache_ram:
+        return [f.cache_ram, "0"], RAM_CACHE_OFF
+    if f.known is None:
+        return ["--cache-ram", "0"], RAM_CACHE_OFF
+    return [], RAM_CACHE_ABSENT
+
+
 def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int | None, parallel: int) -> list[str]:
-    """A plain llama-server: ``-np`` slots, each with the process runner's context, no prompt cache,
-    ``/metrics`` on.
+    """A plain llama-server: ``-np`` slots, each with the process runner's context, no prompt cache
+    (``ram_cache``; requests send ``cache_prompt: false``), ``/metrics`` on.
 
     ``-c`` is split between the slots (the KV cache is not unified by default), so each slot gets
     ``ctx_size``. ``--port 0`` lets the system pick a free port (the server prints it).
@@ -59,8 +80,12 @@ def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int | None,
     argv = [*server.argv0, "-m", path, "-c", str(ctx), "-ngl", str(ngl or 0)]  # no ngl: on the CPU
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
-    # Builds probed before specbench knew these options record no spelling: the pinned one's, then.
-    argv += [f.parallel or "-np", str(parallel), f.cache_ram or "--cache-ram", "0"]
+    # Builds probed before specbench knew -np record no spelling: the pinned one's, then.
+    argv += [f.parallel or "-np", str(parallel), *ram_cache(server)[0]]
+    # /slots says whether a slot speculates (the executor asks it); llama.cpp of 2025 serves it
+    # only with --slots, the pin by default: passed wherever the build takes it
+    if "--slots" in (f.known or []):
+        argv.append("--slots")
     # --metrics: /metrics has the draft counters (verification steps, acceptance by position)
     return [*argv, "--metrics", "--host", HOST, "--port", "0"]
 
@@ -135,7 +160,7 @@ def server_plan(
             role=role, **cell_dict(c.model_copy(update={"runner": "server", "parallel": par})),
             binary_role="server", argv=argv, prompt_echoed=False, request=request_for(gen, p.text),
             prompt_id=p.id, category=p.category, repetition=rep, prompt_text=p.text, generation=gen,
-            timeout_s=config.timeout_s,
+            timeout_s=config.timeout_s, server_ram_cache=ram_cache(servers[c.build])[1],
         )  # fmt: skip
 
     def speculative(c: Cell, parallel: int, p: RenderedPrompt, rep: int) -> Invocation:
@@ -172,6 +197,17 @@ def server_plan(
         notes.append(
             f"server runner: {', '.join(stateful)} keep(s) state between requests in llama-server: each "
             "sample gets a server of its own, warmed up with a short unrelated request that cannot prime it"
+        )
+    absent = sorted({str(b) for b, srv in servers.items() if ram_cache(srv)[1] == RAM_CACHE_ABSENT})
+    if absent:
+        whose = (
+            "this build's llama-server has"
+            if list(servers) == [None]
+            else f"llama-server of {', '.join(absent)} has"
+        )
+        notes.append(
+            f"server runner: {whose} no --cache-ram (no prompt cache in RAM to turn off; requests send "
+            "cache_prompt: false): recorded as server_ram_cache: absent in each sample"
         )
     notes.append(
         "server runner: each baseline is measured before and after its speculative servers (A B A); "

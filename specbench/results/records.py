@@ -44,6 +44,10 @@ class Measurement(Cell):
     # had it (the cell's backend_sampling_draft, else the binary's default read from its --help: the
     # pin turns it on); None: nothing drafted with a draft context, or a build without the option
     draft_backend_sampling: bool | None = None
+    # provenance, server runner: llama-server's prompt cache in RAM was turned off (``off``: passed
+    # ``--cache-ram 0``) or the build has none (``absent``: no ``--cache-ram``, nothing kept there
+    # between requests); None: the process runner, or a run before specbench recorded it
+    server_ram_cache: str | None = None
 
     def sample_key(self) -> tuple:
         """Identity of the invocation within a run: used by --resume to skip finished samples."""
@@ -89,6 +93,10 @@ class Sample(Measurement):
     ttft_ms: float | None = None
     batch: int | None = None
     batch_wall_s: float | None = None
+    # server runner: the request's cache_prompt as sent: false (the prompt is evaluated afresh), or
+    # true where the build's server drafts only for requests that keep their prompt (llama.cpp from
+    # late 2024 to late 2025): a repeated prompt's pass can then come from the request before
+    server_cache_prompt: bool | None = None
     # server runner, speculative: the draft counters of /metrics over this sample's batch (shared by
     # the requests in flight together: count each batch once)
     spec_counters: SpecCounters | None = None

@@ -1,7 +1,9 @@
 """Trees of other eras, built and run for real (issue 59): the llama.cpp that a `llama-cpp-python`
-sdist vendors (0.2.90: August 2024; 0.3.16: August 2025) and the pinned tree. Each is fetched from
+sdist vendors (0.2.90: August 2024; 0.3.16: August 2025), the ik_llama.cpp fork that
+`ik-llama-cpp-python` 0.1.5 vendors, and the pinned tree. Each is fetched from
 PyPI once into SPECBENCH_HOME/sources/sdists, extracted once under SPECBENCH_HOME/sources/trees
-(a stable path; the build cache keys on the tree's commit, so any path hits it), built with
+(a stable path; the build cache keys on the tree's commit, so any path hits it; the fork's sdist has
+no git folder: its key is the tree's fingerprint, stable because the extraction is), built with
 `specbench build --source TREE` (cached: seconds after the first time) and runs the quickstart pair
 (SmolLM2 Q8_0 target, Q4_1 draft; 1 prompt, 16 tokens, 1 repetition) with the draft method on the
 process runner, and on the server runner where that tree's llama-server speculates; where it does
@@ -26,7 +28,9 @@ import yaml
 from specbench.analysis.quality import unequal_work
 from specbench.base import paths
 from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.workarea import BUILD_INFO_GENERATOR_TEXT
 from specbench.results.samplelog import load_samples
+from specbench.tune.calibrate import calibrate, depth_note, has_depth
 from tests.fixtures.build import assert_one_line_error, cli
 from tests.helpers.compat import record_row
 from tests.helpers.realruns import short_prompt, threads, write_config
@@ -39,29 +43,51 @@ class Tree:
     id: str
     tree: str  # how the table names it
     era: str
-    package: str | None  # the llama-cpp-python sdist that vendors it; None: the pinned tree
+    package: str | None  # the sdist that vendors it; None: the pinned tree
     server_speculates: bool  # expected: its llama-server takes a draft model and drafts
     step_log: bool  # expected: its speculative program logs each step (-lv 5), so equal work is timed
     order: int
-    server_gap: str = ""  # a known specbench gap on this tree's server: the run fails naming it (issue 59)
+    ram_cache: bool = True  # expected: its llama-server has --cache-ram (late 2025 on), passed 0
+    # expected: its llama-server drafts only for requests that keep their prompt (late 2024 to late
+    # 2025), so the executor sends its speculative requests with cache_prompt: true
+    keeps_prompt: bool = False
+    vendor: str = "llama.cpp"  # the sdist's vendor/ folder that holds the tree
+    has_commit: bool = True  # the sdist keeps the submodule's git folder (llama-cpp-python's do)
+    ngram_server: str = ""  # an n-gram method its llama-server runs ('': none, refused)
 
 
-def vendored(
-    version: str, era: str, server_speculates: bool, step_log: bool, order: int, gap: str = ""
-) -> Tree:
+def vendored(version: str, era: str, order: int, **expected) -> Tree:
     """The llama.cpp that llama-cpp-python ``version`` vendors."""
     package = f"llama-cpp-python=={version}"
-    return Tree(
-        f"lcp-{version}", f"llama.cpp of {package}", era, package, server_speculates, step_log, order, gap
-    )
+    return Tree(f"lcp-{version}", f"llama.cpp of {package}", era, package, order=order, **expected)
 
 
 TREES = [
-    vendored("0.2.90", "2024-08", server_speculates=False, step_log=False, order=1),
-    # specbench passes --cache-ram 0 to every llama-server; this one has no --cache-ram (issue 59, open)
-    vendored("0.3.16", "2025-08", server_speculates=True, step_log=False, order=2, gap="--cache-ram"),
-    Tree("pin", "pinned tree (specbench's default)", "2026-10", None, True, step_log=True, order=3),
+    vendored("0.2.90", "2024-08", 1, server_speculates=False, step_log=False, ram_cache=False),
+    vendored(
+        "0.3.16", "2025-08", 2, server_speculates=True, step_log=False, ram_cache=False, keeps_prompt=True
+    ),
+    Tree(
+        "ik-0.1.5",
+        "ik_llama.cpp fork of ik-llama-cpp-python==0.1.5",
+        "2026-01 (fork)",
+        "ik-llama-cpp-python==0.1.5",
+        server_speculates=True,
+        step_log=False,
+        order=3,
+        vendor="ik_llama.cpp",
+        has_commit=False,
+        ngram_server="ngram-simple",
+    ),  # fmt: skip
+    Tree("pin", "pinned tree (specbench's default)", "2026-10", None, True, step_log=True, order=4),
 ]
+
+# The ik_llama.cpp sdist leaves out common/cmake/build-info-gen-cpp.cmake, which its
+# common/CMakeLists.txt runs: put back as a git clone of the fork has it (upstream llama.cpp's
+# generator of mid-2024, which the fork kept; specbench.builder.workarea holds the same text and
+# writes it into its build copy where a tree lacks it). Its mtime is the template's, so every
+# extraction fingerprints alike (the fork's build is cached by that fingerprint).
+RESTORED = {"ik_llama.cpp": ("common/cmake/build-info-gen-cpp.cmake", "common/build-info.cpp.in")}
 
 
 def sdist(package: str) -> Path:
@@ -81,18 +107,26 @@ def sdist(package: str) -> Path:
     return archive
 
 
-def vendored_tree(package: str) -> Path:
-    """The sdist's vendor/llama.cpp, extracted once with the submodule's git folder (its commit)."""
+def vendored_tree(package: str, vendor: str = "llama.cpp") -> Path:
+    """The sdist's vendor/``vendor``, extracted once with the submodule's git folder (its commit)
+    where the sdist has one, and the files it left out put back (``RESTORED``)."""
     archive = sdist(package)
     top = archive.name.removesuffix(".tar.gz")
     root = paths.sources_dir() / "trees"
-    tree = root / top / "vendor" / "llama.cpp"
+    tree = root / top / "vendor" / vendor
     done = root / f"{top}.extracted"
     if not done.is_file():
-        keep = (f"{top}/vendor/llama.cpp", f"{top}/.git/modules/vendor/llama.cpp")
+        keep = (f"{top}/vendor/{vendor}/", f"{top}/.git/modules/vendor/{vendor}/")
         with tarfile.open(archive) as tar:
             members = [m for m in tar.getmembers() if m.name.startswith(keep)]
             tar.extractall(root, members=members, filter="tar")
+        if vendor in RESTORED:
+            rel, like = RESTORED[vendor]
+            restored = tree / rel
+            restored.parent.mkdir(parents=True, exist_ok=True)
+            restored.write_text(BUILD_INFO_GENERATOR_TEXT)
+            mtime = (tree / like).stat().st_mtime_ns
+            os.utime(restored, ns=(mtime, mtime))
         done.write_text("ok\n")
     return tree
 
@@ -106,7 +140,9 @@ def build(tree: Path | None) -> BuildInfo:
     return BuildInfo.load(Path(info_path))
 
 
-def run_config(tmp: Path, tree: Path | None, runner: str, target, draft, method: str = "draft") -> Path:
+def run_config(
+    tmp: Path, tree: Path | None, runner: str, target, draft, method: str = "draft", **sweep
+) -> Path:
     llama_cpp = {"backend": "cpu", **({"source": str(tree)} if tree else {})}
     return write_config(
         tmp / f"{runner}-{method}.yaml",
@@ -115,7 +151,7 @@ def run_config(tmp: Path, tree: Path | None, runner: str, target, draft, method:
         models={"target": {"path": str(target.path)}, "draft": {"path": str(draft.path)}},
         pairs={"smol": {"target": "target", "draft": "draft"}},
         prompts={"file": str(short_prompt(tmp))},
-        sweep={"method": [method], "draft_max": [8]},
+        sweep={"method": [method], "draft_max": [8], **sweep},
         generation={"n_predict": 16, "threads": threads()},
         repetitions=1,
         warmup=0,
@@ -157,9 +193,10 @@ def speculative_outcome(run_dir: Path, step_log: bool = True) -> tuple[int, int,
 
 @pytest.mark.parametrize("spec", TREES, ids=[t.id for t in TREES])
 def test_tree_builds_and_runs_the_quickstart_pair(spec: Tree, tmp_path, llama_build, smol_target, smol_q4):
-    tree = vendored_tree(spec.package) if spec.package else None
+    tree = vendored_tree(spec.package, spec.vendor) if spec.package else None
     info = build(tree)
-    assert info.commit, "a tree with its git folder is identified by its commit (the build cache's key)"
+    if spec.has_commit:
+        assert info.commit, "a tree with its git folder is identified by its commit (the build cache's key)"
     works: list[str] = []
     refused: list[str] = []
     env = {"SPECBENCH_RESULTS": str(tmp_path / "results")}
@@ -175,26 +212,69 @@ def test_tree_builds_and_runs_the_quickstart_pair(spec: Tree, tmp_path, llama_bu
     server_dir = tmp_path / "results" / "server"
     config = run_config(tmp_path, tree, "server", smol_target, smol_q4)
     result = cli("run", str(config), "--out", str(server_dir), env=env)
-    if spec.server_gap:  # fails on every sample, not refused up front: fixing it turns this red
-        assert result.returncode != 0 and spec.server_gap in result.stderr, result.stderr[-3000:]
-        refused.append(
-            f"server runner: NOT YET: specbench passes {spec.server_gap}, which this llama-server lacks "
-            "(every sample fails; not refused before running)"
-        )
-    elif spec.server_speculates:
+    if spec.server_speculates:
         assert result.returncode == 0, result.stderr[-3000:]
         drafted, accepted, _ = speculative_outcome(server_dir)
-        works.append(f"draft, server runner ({drafted} drafted, {accepted} accepted)")
+        # what the server kept between requests, in every sample: its RAM prompt cache off, or none
+        samples = load_samples(server_dir)
+        kept = {s.server_ram_cache for s in samples}
+        assert kept == {"off" if spec.ram_cache else "absent"}, kept
+        sent = {s.role: s.server_cache_prompt for s in samples}
+        assert sent == {
+            "baseline": False,
+            "baseline-after": False,
+            "draft": False,
+            "speculative": spec.keeps_prompt,
+        }
+        cache = "" if spec.ram_cache else "; no --cache-ram: no prompt cache in RAM"
+        if spec.keeps_prompt:
+            cache += "; it drafts only for requests with cache_prompt: true, which its requests then send"
+        works.append(f"draft, server runner ({drafted} drafted, {accepted} accepted{cache})")
     else:
         line = assert_one_line_error(result, "does not speculate")
         assert not (server_dir / "samples.jsonl").exists()  # refused before anything ran
         refused.append(f"server runner: {line.removeprefix('error: ')}")
 
-    if spec.package:  # the n-gram methods came with --spec-type, after both trees: refused
+    if spec.package:  # the process runner's n-gram methods came with llama-speculative-simple's --spec-type
         config = run_config(tmp_path, tree, "process", smol_target, smol_q4, method="ngram-simple")
         result = cli("run", str(config), "--out", str(tmp_path / "results" / "ngram"), env=env)
         line = assert_one_line_error(result, "ngram-simple")
+        assert not (tmp_path / "results" / "ngram" / "samples.jsonl").exists()  # refused before running
         refused.append(f"ngram-simple: {line.removeprefix('error: ')}")
+    if spec.ngram_server:  # a fork's llama-server runs its n-gram methods from --spec-type
+        ngram_dir = tmp_path / "results" / "ngram-server"
+        config = run_config(
+            tmp_path, tree, "server", smol_target, smol_q4, method=spec.ngram_server, ngram_size_n=[3]
+        )
+        result = cli("run", str(config), "--out", str(ngram_dir), env=env)
+        ngram = [s for s in load_samples(ngram_dir) if s.role == "speculative"]
+        assert len(ngram) == 1 and "--spec-type" in ngram[0].cmd and spec.ngram_server in ngram[0].cmd
+        drafted = ngram[0].timings.draft_n if ngram[0].timings else None
+        if drafted:
+            assert result.returncode == 0 and ngram[0].valid, result.stderr[-3000:]
+            what = f"{drafted} drafted, {ngram[0].timings.draft_n_accepted} accepted"
+        else:  # ran, and found no n-gram to draft from in 16 tokens: said so, not a failure of the tree
+            assert ngram[0].status == "invalid" and "never engaged" in ngram[0].invalid_reason, (
+                ngram[0].status,
+                ngram[0].invalid_reason,
+            )
+            what = "ran; nothing drafted in 16 tokens"
+        works.append(f"{spec.ngram_server}, server runner ({what})")
+
+    # tune's calibration: llama-bench over passes of 1 and 2 tokens, at the run's depth where its
+    # llama-bench has -d, else at depth 0, which the calibration records and tune says
+    got = calibrate(info, [("draft", str(smol_q4.path), smol_q4.sha256, 0)], max_draft=1, depth=64,
+                    threads=threads(), reps=1)  # fmt: skip
+    cal = got.calibration
+    costs = cal.costs("draft", 0)
+    assert (
+        got.fresh and costs is not None and costs.decode_s > 0 and all(v > 0 for v in costs.pass_s.values())
+    )
+    assert cal.depth == (64 if has_depth(info) else 0)
+    assert (depth_note(info, 64) is None) == has_depth(info)
+    works.append(
+        "tune calibration (llama-bench" + (" at depth 64)" if has_depth(info) else ", no -d: at depth 0)")
+    )
 
     if os.environ.get("SPECBENCH_RECORD_COMPAT") == "1":
         record_row({

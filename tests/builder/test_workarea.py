@@ -72,3 +72,19 @@ def test_the_build_details_generator_a_tree_runs_but_lacks_is_supplied_in_the_co
     (tmp_path / "other" / "common").mkdir(parents=True)
     (tmp_path / "other" / "common" / "CMakeLists.txt").write_text("add_library(common x.cpp)\n")
     assert supply_missing(tmp_path / "other") == []  # a tree that does not run it
+
+
+def test_a_tree_lacking_the_generator_and_what_it_reads_is_refused_in_one_line_naming_them(tmp_path):
+    """Without cmake/build-info.cmake specbench cannot write the generator either: the build would
+    stop inside cmake; it is refused before configuring, naming the user's folder and the files."""
+    from specbench.base.errors import BuildError
+    from specbench.builder.workarea import BUILD_INFO_GENERATOR, supply_missing
+
+    src = _ik_layout(tmp_path / "src")
+    (src / "cmake" / "build-info.cmake").unlink()
+    with pytest.raises(BuildError) as info:
+        supply_missing(src, tmp_path / "users-tree")
+    msg = str(info.value)
+    assert "\n" not in msg and str(tmp_path / "users-tree") in msg
+    assert BUILD_INFO_GENERATOR in msg and "cmake/build-info.cmake" in msg and "git clone" in msg
+    assert not (src / BUILD_INFO_GENERATOR).exists()

@@ -100,6 +100,33 @@ def test_a_server_that_does_not_speculate_fails_its_samples(tmp_path, replay):
     assert all(s.status == "ok" for s in samples if s.role != "speculative")
 
 
+def test_a_server_that_drafts_only_for_cached_prompts_is_asked_again_keeping_the_prompt(tmp_path, replay):
+    """llama.cpp's servers of late 2024 to late 2025 draft nothing for a request with cache_prompt:
+    false (issue 59: the 2025 tree's every server sample was invalid). Seen on /slots after the
+    first request, that request is measured again with cache_prompt: true, as are the server's
+    next ones, and each sample records what it sent; no other server gets an extra request."""
+    replay.server.drafts_only_cached = True
+    r = run(tmp_path, "--set", "warmup=0", "--set", "repetitions=2")
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    spec = [s for s in samples if s.role == "speculative"]
+    assert spec and all(s.status == "ok" and s.valid and s.timings.draft_n > 0 for s in spec)
+    assert all(s.server_cache_prompt is True for s in spec)
+    assert all(s.server_cache_prompt is False for s in samples if s.role != "speculative")
+    sent = [body["cache_prompt"] for argv, body in replay.server.requests if "--spec-type" in argv]
+    assert sent == [False] + [True] * len(spec)  # the first asked once more, keeping its prompt
+    plain = [body for argv, body in replay.server.requests if "--spec-type" not in argv]
+    assert len(plain) == len(samples) - len(spec) and not any(b["cache_prompt"] for b in plain)
+
+
+def test_a_server_that_drafts_gets_no_extra_request(tmp_path, replay):
+    r = run(tmp_path, "--set", "warmup=0")
+    assert r.returncode == 0, r.stderr
+    samples = load_samples(tmp_path / "run")
+    assert len(replay.server.requests) == len(samples)
+    assert all(s.server_cache_prompt is False for s in samples)
+
+
 def test_ctrl_c_while_the_server_answers_stops_the_server_and_keeps_the_run(tmp_path, replay):
     replay.server.script = lambda argv, body, n: Take(stop=KeyboardInterrupt()) if n == 3 else Take()
     r = run(tmp_path)
