@@ -165,8 +165,7 @@ class LlamaOption:
     at_most: str | None = None  # an axis whose value may not exceed another's (draft_min <= draft_max)
     first: bool = False  # an axis of the first run-folder format (history ids always hold it)
     cuts: str = ""  # what a value away from its default does to drafting (why a run may draft nothing)
-    # the report's own column (else a generic one, where set): always, or only where rows differ,
-    # after the pair; apart: elsewhere (ngl/ngld, the server's); a cell name leaves these to the table
+    # the report's own column (a cell's name leaves it to it): always, where rows differ, or apart
     column: Literal["", "always", "varies", "apart"] = ""
 
     @property
@@ -188,9 +187,8 @@ _SIZE = "--spec-{method}-size-"  # an n-gram lookup's own size option (older bui
 OPTIONS: tuple[LlamaOption, ...] = (
     # the speculation's own axes, in the cell's order
     LlamaOption("method", ("--spec-type",), MethodName, "draft, ngram-mod, draft+ngram-mod, ...",
-                "Speculative methods: any --spec-type of the build, or several joined by `+`.",
-                group="axis", sweep=("draft",), cell_default="none", scope="spec", first=True,
-                column="always"),
+                "Speculative methods: any --spec-type of the build, or several joined by `+`.", first=True,
+                group="axis", sweep=("draft",), cell_default="none", scope="spec", column="always"),
     LlamaOption("draft_max", ("--spec-draft-n-max", "--draft-max", "--draft-n", "--draft"), Positive,
                 "N >= 1", "Draft tokens per step (the draft length g).", group="axis", sweep=(8,),
                 scope="draft_context", missing="refuse", first=True, column="always"),

@@ -87,16 +87,8 @@ def check_machine(base: Side, cur: Side) -> None:
         )
 
 
-_WHY_ORDER = (
-    "target",
-    *RUN_FIELDS,  # how it ran: runner, then llama-server's (parallel)
-    "n_predict",
-    "temperature",
-    "seed",
-    "ctx_size",
-    "top_k",
-    "prompt_id",
-)
+# the model, how it ran (runner, llama-server's parallel), the generation settings, the prompts
+_WHY_ORDER = ("target", *RUN_FIELDS, "n_predict", "temperature", "seed", "ctx_size", "top_k", "prompt_id")
 
 
 def why_nothing(base: Side, cur: Side) -> str:

@@ -330,8 +330,7 @@ def load_history(
                 label=label,
                 machine=machine,
                 generation=generation_text(key),
-                runner=key.get("runner", "process"),
-                parallel=key.get("parallel", 1),
+                **{f: key.get(f, d) for f, d in _HOW_RUN.items()},  # runner, parallel
                 timing="same-span" if cell_id.endswith(_SAME_SPAN) else "decode-only",
                 prompts=prompts,
                 run_id=run_id,
@@ -416,6 +415,7 @@ def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str, str]:
 # Marks a stored baseline_tps/speedup cell of a same-span run: rows recorded before (by an older
 # specbench, or from older run folders) timed the baseline inside the decode call only
 _SAME_SPAN = " (same-span)"
+_HOW_RUN = {f: cell.default(f) for f in cell.RUN_FIELDS}  # a stored key leaves out one at its default
 
 
 def span_free(cell_id: str) -> str:

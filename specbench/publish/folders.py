@@ -21,7 +21,7 @@ from specbench.gate.ab import PairedComparison, paired_compare
 from specbench.gate.bisect import STATE, BisectState
 from specbench.gate.decision import Status
 from specbench.plan.sections import SweepConfig
-from specbench.results.cell import SETTING_FIELDS
+from specbench.results.cell import CELL_FIELDS
 from specbench.results.folder import MANIFEST, REPORT, REPORT_PAGE
 from specbench.results.manifestfile import read_facts
 from specbench.results.samplelog import load_samples
@@ -205,7 +205,7 @@ def reproduce(run: RunFolder | None, pair: str, key: dict) -> str:
     return shlex.join(argv + kept + mine)
 
 
-# The sweep axes a best cell is pinned to by --set: every setting of results/cell.py that is a sweep
+# The sweep axes a best cell is pinned to by --set: every axis of results/cell.py that is a sweep
 # key, so a new axis needs nothing here. ``args`` is left out: a set's name alone is not a --set value
 # (the run's config defines the sets), so the command runs each set of the config.
-AXES = tuple(a for a in ("method", *SETTING_FIELDS) if a in SweepConfig.model_fields and a != "args")
+AXES = tuple(a for a in CELL_FIELDS if a in SweepConfig.model_fields and a != "args")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specbench.analysis.figures import Value, figure
+from specbench.base.llamaopts import METHOD
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
 from specbench.gate.history import generation_text, stored_key, stored_rows, stored_values
 from specbench.gate.regression import NOISY_CV, cv, welch_interval
@@ -108,7 +109,7 @@ def load_series(db_paths: list[Path]) -> list[Series]:
         series = found.get(sid)
         if series is None:
             key = stored_key(row.cell_id, row.machine)
-            method = str(key.get("method") or "none")
+            method = str(key.get(METHOD.key) or METHOD.cell_default)
             pair = row.label.split(" ", 1)[0]
             series = Series(
                 machine=row.machine,

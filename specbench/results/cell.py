@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
-from specbench.base.llamaopts import BY_KEY, OPTION_NAMES, OPTIONS, TUNED
+from specbench.base.llamaopts import BY_KEY, METHOD, OPTION_NAMES, OPTIONS, TUNED
 from specbench.base.methods import runs_draft_alone
 
 
@@ -117,7 +117,7 @@ RUN_LOCAL = ("pair", "shard")
 # The axes of the first run-folder format. Identities (history ids) leave a later axis out while it
 # is at its default, so the ids of older runs stay what they were.
 FIRST_FIELDS = ("pair", *MODEL_FIELDS, *(o.key for o in OPTIONS if o.first))
-SETTING_FIELDS = tuple(f for f in CELL_FIELDS if f not in (*RUN_LOCAL, *MODEL_FIELDS, "method"))
+SETTING_FIELDS = tuple(f for f in CELL_FIELDS if f not in (*RUN_LOCAL, *MODEL_FIELDS, METHOD.key))
 
 
 def default(name: str) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 from specbench.analysis.cells import ReportRow
 from specbench.analysis.speedmodel import drafted_per_pass, fit_drafting, model_speedup
+from specbench.base.llamaopts import METHOD
 from specbench.plan.config import Config
 from specbench.results.calibration import Calibration
 
@@ -34,7 +35,7 @@ class Setting:
         """The setting of a planned invocation or a report row (axes it leaves at None read as 0,
         as tune passes them)."""
         return cls(
-            **{f.name: getattr(m, f.name) or 0 for f in fields(cls) if f.name != "method"}, method=m.method
+            **{f.name: getattr(m, f.name) or 0 for f in fields(cls) if f.name != METHOD.key}, method=m.method
         )
 
     def label(self, ngld: bool = False) -> str:

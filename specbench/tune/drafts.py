@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from specbench.analysis.speedmodel import expected_tokens, model_speedup
 from specbench.base.errors import ModelError, RunError, SpecbenchError
+from specbench.base.llamaopts import DRAFT_LENGTH, METHOD
 from specbench.base.methods import METHODS
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.workaround import with_workaround
@@ -303,8 +304,8 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
     server = build.binaries.get("server") if build is not None else None
     from specbench.builder.buildinfo import FlagSpelling
 
-    pinned = FlagSpelling(draft_max="--spec-draft-n-max", spec_type="--spec-type", model_draft="-md",
-                          spec_types=["draft-simple"])  # fmt: skip
+    pinned = FlagSpelling(draft_max=DRAFT_LENGTH.spellings[0], spec_type=METHOD.spellings[0],
+                          model_draft="-md", spec_types=["draft-simple"])  # fmt: skip
     flags = server.flags if server is not None and server.flags.draft_max else pinned
     cell = Cell(model="target", draft="draft", method="draft", draft_max=best.draft_max)
     argv = [
