@@ -167,6 +167,7 @@ class LlamaOption:
     cuts: str = ""  # what a value away from its default does to drafting (why a run may draft nothing)
     # the report's own column (a cell's name leaves it to it): always, where rows differ, or apart
     column: Literal["", "always", "varies", "apart"] = ""
+    synthetic: bool = False  # drafts accepted at random: a cell with a value is a simulation
 
     @property
     def draft(self) -> bool:
@@ -217,7 +218,7 @@ OPTIONS: tuple[LlamaOption, ...] = (
                 group="server", sweep=(1,), cell_default=1, column="apart"),
     LlamaOption("synth_len", ("--spec-synth-len",), SynthLen, "N >= 1",
                 "Synthetic acceptance lengths (runner: server): draft-model cells run again per value.",
-                group="server", scope="draft_context"),
+                group="server", scope="draft_context", synthetic=True),
     # the tuned options
     LlamaOption("flash_attn", ("-fa", "--flash-attn"), FlashAttn, "on, off, auto",
                 "Flash attention: on, off or auto.", "tristate", bench="-fa", listed=True),
@@ -286,7 +287,7 @@ OPTIONS: tuple[LlamaOption, ...] = (
                 "P0,P1,... (a list): draft_max probabilities from 0 to 1, none above the one before",
                 "Synthetic acceptance by draft position (runner: server; beside sweep.synth_len, never "
                 "with it): drafts accepted at random, up to position i with chance Pi; the output is not "
-                "compared.", scope="draft_context"),
+                "compared.", scope="draft_context", synthetic=True),
     LlamaOption("ngram_mod_n_min", ("--spec-ngram-mod-n-min",), _ranged(0, 1024), "0-1024 (default 48)",
                 "ngram-mod: the shortest draft it proposes.", scope="spec", methods=("ngram-mod",)),
     LlamaOption("ngram_mod_n_max", ("--spec-ngram-mod-n-max",), _ranged(0, 1024), "0-1024 (default 64)",

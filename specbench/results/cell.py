@@ -85,10 +85,10 @@ class LeftOut(BaseModel):
     reason: str
 
 
-# Synthetic acceptance, either way llama-server takes it: a mean length (the synth_len axis) or rates
-# by draft position (the synth_rates option). A cell with one is a simulation: its output is not
-# valid (never compared), it is never the best, and it is a point of the machine's curve.
-SYNTH_FIELDS: tuple[str, ...] = ("synth_len", "synth_rates")
+# Synthetic acceptance (the table's ``synthetic`` entries), either way llama-server takes it: a mean
+# length (synth_len) or rates by draft position (synth_rates). A cell with one is a simulation: its
+# output is not valid (never compared), it is never the best, and it is a point of the machine's curve.
+SYNTH_FIELDS: tuple[str, ...] = tuple(o.key for o in OPTIONS if o.synthetic)
 
 
 def is_synthetic(m: Any) -> bool:
