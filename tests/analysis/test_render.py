@@ -12,6 +12,7 @@ from specbench.analysis import render, reportfiles
 from specbench.analysis.cells import CONTRACT_KEYS
 from specbench.analysis.report import build_report
 from tests.helpers.reports import NGL, QUICK
+from tests.helpers.tableentry import with_entry
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +152,36 @@ def test_headers_wrap_between_words_never_inside_one(tmp_path, width):
     words = {w for line in head.splitlines() for w in line.replace("┃", " ").split()}
     for c in shown:
         assert set(c.header.split()) <= words, (c.header, head)
+
+
+def test_an_axis_the_table_shows_where_it_varies_gets_its_own_column_only_then(tmp_path):
+    """One entry with ``column="varies"`` (as draft_min and p_min): the report shows its column right
+    after the draft length only where rows differ in it, drops it first on a narrow terminal, and a
+    cell's name leaves it to the table; nothing but the table entry is added."""
+    entry = (
+        'LlamaOption("seed2", ("--s2",), Count, "N", "New.", group="axis", sweep=(None,), scope="spec", '
+        'column="varies")'
+    )
+    script = """
+        from specbench.analysis.cells import cell_name, run_rows
+        from specbench.analysis.render import DROP_ORDER, columns
+        from specbench.results.records import Generation, Sample
+
+        common = dict(category="chat", generation=Generation(), run_id="r", wall_s=1.0, started_at="t",
+                      status="ok", valid=True, model="t", ngl=0, prompt_id="p", repetition=0)
+        def shown(*values):
+            samples = [Sample(role="baseline", tps=10.0, **common)] + [
+                Sample(role="speculative", pair="x", method="ngram-simple", seed2=v, tps=12.0 + v, **common)
+                for v in values]
+            rows = [r for r in run_rows("r", samples) if r.category == "all"]
+            return [c.header for c in columns(rows, 1)], {cell_name(r) for r in rows}
+        heads, names = shown(3)
+        assert "seed2" not in heads and names == {"x ngram-simple"}, (heads, names)
+        heads, names = shown(3, 4)
+        assert heads.index("seed2") == heads.index("draft_max") + 1 and names == {"x ngram-simple"}, heads
+        assert DROP_ORDER.index("seed2") == DROP_ORDER.index("tok/pass") + 3  # after draft_min, p_min
+        print("ok")
+        """
+    done = with_entry(tmp_path, entry, script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ok"

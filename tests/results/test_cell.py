@@ -2,11 +2,6 @@
 adaptive rounds, report rows, identities and labels; the baseline of a cell is the one on its build."""
 
 import math
-import shutil
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 from specbench.analysis.cells import ROW_CELL, ReportRow, run_rows
 from specbench.analysis.plots import CELL_KEYS
@@ -19,8 +14,8 @@ from specbench.results import cell
 from specbench.results.identity import cell_key
 from specbench.results.manifest import RunFacts
 from specbench.results.records import Generation, Sample
+from tests.helpers.tableentry import with_entry
 
-REPO = Path(__file__).resolve().parents[2]
 NO_OPTIONS = (None,) * len(cell.MODEL_OPTIONS)  # a baseline at llama.cpp's defaults
 COMMON = dict(category="chat", generation=Generation(), run_id="r", wall_s=1.0, started_at="t", status="ok")
 
@@ -99,15 +94,8 @@ def test_the_plan_groups_cells_by_baseline_build_included():
 def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
     """A copy of the package with one more axis in the option table (and nothing else changed): sample
     keys, adaptive rounds, report rows (split, each with its baseline), identities and labels all see it."""
-    shutil.copytree(REPO / "specbench", tmp_path / "specbench", ignore=shutil.ignore_patterns("__pycache__"))
-    path = tmp_path / "specbench" / "base" / "llamaopts.py"
-    text = path.read_text()
-    anchor = '    LlamaOption("parallel",'
-    assert text.count(anchor) == 1
-    entry = 'LlamaOption("seed2", ("--s2",), Count, "N", "New.", group="axis", sweep=(None,), scope="spec"),'
-    path.write_text(text.replace(anchor, "    " + entry + "\n" + anchor, 1))
-    script = textwrap.dedent(
-        """
+    entry = 'LlamaOption("seed2", ("--s2",), Count, "N", "New.", group="axis", sweep=(None,), scope="spec")'
+    script = """
         from specbench.analysis.cells import run_rows
         from specbench.analysis.plots import CELL_KEYS
         from specbench.execute.adaptive import cell_states
@@ -140,10 +128,6 @@ def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
         assert differing_axes(*sides) == ["seed2: 0 -> 1"]  # compare's "no common cell" names it
         print("ok")
         """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    done = with_entry(tmp_path, entry, script)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "ok"
