@@ -386,10 +386,10 @@ def test_a_build_probed_before_an_option_key_existed_is_reprobed(tmp_path, llama
     cached build's --help by itself: the key is not refused as missing from the build."""
     from specbench.builder.buildinfo import BuildInfo
     from specbench.builder.buildplan import load_cached as _cached
-    from specbench.builder.options import BY_KEY
+    from specbench.builder.probe import PROBED_OPTIONS
 
     old = llama_build.model_copy(deep=True)
-    old.probed_options = sorted(set(BY_KEY) - {"prio"})
+    old.probed_options = sorted(set(PROBED_OPTIONS) - {"prio"})
     for b in old.binaries.values():
         if b.flags.options:
             b.flags.options.pop("prio", None)
@@ -397,7 +397,7 @@ def test_a_build_probed_before_an_option_key_existed_is_reprobed(tmp_path, llama
     old.save(path)
     fresh = _cached(path)
     assert fresh is not None and fresh.binaries["completion"].flags.options["prio"].flag == "--prio"
-    assert set(BuildInfo.load(path).probed_options) == set(BY_KEY)  # written back: probed once
+    assert set(BuildInfo.load(path).probed_options) == set(PROBED_OPTIONS)  # written back: probed once
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="Metal builds here")
