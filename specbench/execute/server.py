@@ -9,6 +9,7 @@ whole process group, so nothing the server started outlives it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -101,6 +102,27 @@ def _printed_port(server: RunningServer) -> int | None:
     return None
 
 
+def _listening_port(pid: int) -> int | None:
+    """The TCP port process ``pid`` listens on, read from /proc (Linux; None elsewhere): for servers
+    that print the port they were asked for, not the one ``--port 0`` got (ik_llama.cpp logs
+    ``"port": "0"``), so a run finds them whatever they print."""
+    try:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return None
+    sockets = {link[8:-1] for link in links if link.startswith("socket:[")}
+    for table in ("tcp", "tcp6"):
+        try:
+            rows = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()  # sl local_address rem_address st ... inode (the 10th)
+            if len(fields) > 9 and fields[3] == "0A" and fields[9] in sockets:  # 0A: LISTEN
+                return int(fields[1].rsplit(":", 1)[1], 16)
+    return None
+
+
 def start_server(argv: list[str], stdout_path: Path, stderr_path: Path, timeout_s: float) -> RunningServer:
     """Start ``argv`` and return once ``/health`` says the model is loaded; ServerError otherwise.
 
@@ -142,7 +164,7 @@ def _wait_ready(server: RunningServer, timeout_s: float) -> None:
         if not server.alive():
             raise ServerError(f"{server.exit_reason()} before it was ready")
         if server.port is None:
-            server.port = _printed_port(server)
+            server.port = _printed_port(server) or _listening_port(server.proc.pid)
         if server.port is not None and _health(server) == 200:
             return
         time.sleep(_POLL_S)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ from specbench.execute.server import (
 )  # fmt: skip
 from specbench.parse.parsed import SpecCounters
 from specbench.parse.process import ParsedLog, Perf, PerfBlocks, Throughput
-from specbench.parse.server import parse_metrics
+from specbench.parse.server import parse_metrics, parse_server_log
 from specbench.plan.methods import keeps_server_state
 from specbench.results.folder import response_paths, server_log_paths, write_raw
 from specbench.results.records import ServerTimings
@@ -119,6 +120,7 @@ class ServerExecutor:
     ) -> list[Outcome]:
         speculative = batch[0][1].role == "speculative"
         before = _counters(server) if speculative else None
+        log_from = _log_size(server)
         pool = ThreadPoolExecutor(max_workers=len(batch))
         try:
             cpu_before = process_cpu_s(server.proc.pid)  # the server's CPU time over the batch
@@ -140,6 +142,8 @@ class ServerExecutor:
             _outcome(inv, index, reply, server, run_dir, batch_wall, counters, cpu, body["cache_prompt"])
             for (index, inv), reply, (body, _) in zip(batch, replies, bodies, strict=True)
         ]
+        if speculative and len(out) == 1:
+            out = [_draft_counts_from_log(out[0], server, log_from)]
         if any(r.timed_out for r in replies) or not server.alive():
             self._stop()  # a hung or dead server is not asked again; the next batch starts a fresh one
         return out
@@ -237,6 +241,39 @@ def drafts_only_cached(server: RunningServer, outcomes: list[Outcome]) -> bool:
     ):
         return False
     return speculative_slots(server) is False
+
+
+def _log_size(server: RunningServer) -> int:
+    try:
+        return server.stderr_path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _draft_counts_from_log(out: Outcome, server: RunningServer, log_from: int) -> Outcome:
+    """A speculative response whose ``timings`` carry no draft counts, though its server drafted:
+    ik_llama.cpp's llama-server leaves ``draft_n`` out of its responses and prints ``draft
+    acceptance rate = R (A accepted / D generated)`` in its log. With one request in flight, the
+    log written during it is that request's: its counts go into the timings, which say where
+    they came from (``draft_counts_from``). Where the response has them, it is left alone."""
+    t = out.timings
+    if t is None or t.draft_n is not None or out.log is None:
+        return out
+    try:
+        with open(server.stderr_path, "rb") as fh:
+            fh.seek(log_from)
+            text = fh.read().decode("utf-8", errors="replace")
+        logged = parse_server_log(text)
+    except (OSError, ParseError):
+        return out
+    if not logged.n_drafted:
+        return out
+    timings = ServerTimings.model_validate({
+        **t.model_dump(), "draft_n": logged.n_drafted, "draft_n_accepted": logged.n_accept,
+        "draft_counts_from": "server log",
+    })  # fmt: skip
+    log = out.log.model_copy(update={"n_drafted": logged.n_drafted, "n_accept": logged.n_accept})
+    return replace(out, timings=timings, log=log)
 
 
 def _counters(server: RunningServer) -> SpecCounters | None:

@@ -17,6 +17,10 @@ from tests.helpers.cli import invoke
 from tests.helpers.interleaved import check_interleaved
 
 CI = Path(__file__).resolve().parents[2] / "configs" / "ci.yaml"
+REPLAYED_RESPONSE = (
+    Path(__file__).resolve().parents[1] / "data" / "runs" / "server-aba" / "raw"
+    / "0004-speculative-smol_f32-smol_q4-n8-code-02-r0.response.json"
+)  # fmt: skip
 SERVER = ["--set", "runner=server", "--set", "sentinel=false", "--set", "repetitions=1",
           "--set", "generation.n_predict=32"]  # fmt: skip  # the recorded responses' 32 tokens
 
@@ -117,6 +121,19 @@ def test_a_server_that_drafts_only_for_cached_prompts_is_asked_again_keeping_the
     assert sent == [False] + [True] * len(spec)  # the first asked once more, keeping its prompt
     plain = [body for argv, body in replay.server.requests if "--spec-type" not in argv]
     assert len(plain) == len(samples) - len(spec) and not any(b["cache_prompt"] for b in plain)
+
+
+def test_draft_counts_a_server_prints_only_in_its_log_are_read_from_it(tmp_path, replay):
+    """ik_llama.cpp's llama-server drafts but leaves draft_n out of its responses (issue 59: every
+    sample was 'speculation never engaged'); the log it writes during the request has the counts."""
+    replay.server.counts_in_log_only = True
+    r = run(tmp_path, "--set", "warmup=0")
+    assert r.returncode == 0, r.stderr
+    spec = [s for s in load_samples(tmp_path / "run") if s.role == "speculative"]
+    recorded = json.loads((REPLAYED_RESPONSE).read_text())["timings"]
+    assert spec and all(s.valid and s.timings.draft_n == recorded["draft_n"] for s in spec)
+    assert all(s.timings.draft_n_accepted == recorded["draft_n_accepted"] for s in spec)
+    assert all(s.timings.model_dump()["draft_counts_from"] == "server log" for s in spec)
 
 
 def test_a_server_that_drafts_gets_no_extra_request(tmp_path, replay):

@@ -71,3 +71,30 @@ def test_a_server_writes_its_files_in_its_logs_folder_not_the_users(tmp_path, mo
     with pytest.raises(ServerError):
         start_server([str(server)], raw / "s.out", raw / "s.err", timeout_s=60)
     assert list(user.iterdir()) == [] and (raw / "server.log").is_file()
+
+
+@pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads /proc (Linux)")
+def test_a_server_that_prints_port_0_is_found_on_the_port_it_listens_on(tmp_path):
+    """ik_llama.cpp's llama-server, given --port 0, logs ``"port": "0"``: the run waited for a port
+    that never came (issue 59). The port the process listens on is read from /proc instead."""
+    import socket
+    import subprocess
+    import sys
+
+    from specbench.execute.server import _listening_port
+
+    code = (
+        "import socket, time\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        "print(s.getsockname()[1], flush=True); time.sleep(30)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline())
+        assert _listening_port(proc.pid) == port
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _listening_port(proc.pid) is None  # gone: no port, no error

@@ -126,6 +126,9 @@ EXPECTED: dict[str, dict] = {
         draft=perf(39.75, 506.39, 1, 19673.25, 203, 10.32, 17497.76, 42, 2.40, 43688.25, 245)),
     "real/2024-0290-cli-f32.stderr": completion(
         perf(8846.51, 2.52, 48, 7384.96, 192, 26.00, 102591.55, 47, 0.46, 110028.03, 239)),
+    # --- real: the ik_llama.cpp fork of ik-llama-cpp-python 0.1.5, run by specbench (llama_print_timings) ---
+    "real/ik-015-cli-q8.stderr": completion(
+        perf(981.96, 0.87, 16, 401.51, 44, 109.59, 5091.94, 15, 2.95, 5544.27, 59)),
     # --- hand-written: older eras and the variants ---
     "synthetic/2023-speculative.log": SPEC_2023,
     "synthetic/2023-speculative-pid.log": SPEC_2023,

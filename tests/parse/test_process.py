@@ -31,6 +31,7 @@ UNPARSEABLE = [
     "real/completion-f32.stdout",
     "real/2024-0290-speculative-draft.stdout",
     "real/2024-0290-cli-f32.stdout",
+    "real/ik-015-cli-q8.stdout",
     # refused by llama.cpp before any statistics (their error lines: tests/parse/test_crash.py)
     "real/completion-q4-ctv-q8-fa-off.stderr",
     "real/spec-simple-q4-ctv-q8-fa-off.stderr",
