@@ -63,6 +63,15 @@ def test_an_older_servers_draft_acceptance_rate_line_is_speculative_with_its_cou
     assert (parse_server_log(old).n_drafted, parse_server_log(old).n_accept) == (2, 1)
 
 
+def test_a_real_ik_server_log_is_speculative_with_the_counts_its_response_leaves_out():
+    """ik_llama.cpp 0.1.5's llama-server (issue 59): its log's last request drafted 12 and accepted
+    12; its response's timings carry no draft_n, so the runner reads the log (server_executor)."""
+    log = parse_server_log((REAL / "ik-015-server-draft.stderr").read_text())
+    assert log.kind == "speculative" and (log.n_drafted, log.n_accept, log.n_predict) == (12, 12, 16)
+    timings = json.loads((REAL / "ik-015-server-draft.response.json").read_text())["timings"]
+    assert "draft_n" not in timings and timings["predicted_n"] == 16
+
+
 def test_parse_command_reads_every_raw_file_of_a_server_run(tmp_path):
     names = ("server-draft.stderr", "server-draft.response.json", "server-baseline.stderr")
     files = [REAL / name for name in names]
