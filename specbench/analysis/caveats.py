@@ -127,10 +127,12 @@ def machine_caveats(
     (warnings); a move between pairs, the noise check's notes (an unsteady governor, pairs measured
     again), the sentinel's readings (notes)."""
     out = [
-        warning(f"busy:{run}:{reason}",
-                f"busy machine: {reason}; run {run}'s numbers may be meaningless (--strict refuses)")
+        warning(
+            f"busy:{run}:{reason}",
+            f"busy machine: {reason}; run {run}'s numbers may be meaningless (--strict refuses)",
+        )
         for reason in busy
-    ]  # fmt: skip
+    ]
     out += [
         warning(
             f"speed:{run}:{w}",
@@ -154,17 +156,21 @@ def caveats(infos: list[RunInfo]) -> list[Caveat]:
     notes: list[Caveat] = []
     for info in infos:
         if info.incomplete:
-            notes.append(warning(
-                f"incomplete:{info.run}",
-                f"Run {info.run} is incomplete ({info.status}): some cells may be missing, so no setting "
-                f"is marked best; {finish_hint(Path(info.path), info.status)}.",
-            ))  # fmt: skip
+            notes.append(
+                warning(
+                    f"incomplete:{info.run}",
+                    f"Run {info.run} is incomplete ({info.status}): some cells may be missing, so no setting "
+                    f"is marked best; {finish_hint(Path(info.path), info.status)}.",
+                )
+            )
         if any(", temperature 0," not in g for g in info.generation):
-            notes.append(note(
-                f"temperature:{info.run}",
-                f"Run {info.run} samples at temperature > 0: outputs differ by design, so `match` is `-` "
-                "(outputs are compared with the baseline's only at temperature 0).",
-            ))  # fmt: skip
+            notes.append(
+                note(
+                    f"temperature:{info.run}",
+                    f"Run {info.run} samples at temperature > 0: outputs differ by design, so `match` is `-` "
+                    "(outputs are compared with the baseline's only at temperature 0).",
+                )
+            )
         if info.n_rerun:
             notes.append(note(
                 f"rerun:{info.run}",
@@ -191,9 +197,11 @@ def caveats(infos: list[RunInfo]) -> list[Caveat]:
             ))  # fmt: skip
     if len({tuple(i.generation) for i in infos}) > 1:
         settings = "; ".join(f"{i.run}: {' | '.join(i.generation)}" for i in infos)
-        notes.append(warning(
-            "generation",
-            f"The runs used different generation settings ({settings}): side by side, their t/s are "
-            "not the same measurement.",
-        ))  # fmt: skip
+        notes.append(
+            warning(
+                "generation",
+                f"The runs used different generation settings ({settings}): side by side, their t/s are "
+                "not the same measurement.",
+            )
+        )
     return notes

@@ -97,7 +97,7 @@ def depth_curves(rows: list[ReportRow], not_run: Sequence[NotRun] = ()) -> list[
                 acceptance_ci_low=r.acceptance_ci_low,
                 acceptance_ci_high=r.acceptance_ci_high,
                 n=r.n,
-            )  # fmt: skip
+            )
             for r in members
         ]
         blank = dict.fromkeys(("speedup", "speedup_ci_low", "speedup_ci_high", "acceptance",

@@ -132,11 +132,13 @@ def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()
                 note(f"best:{run}:{pair}", slower_text(f"{pair} in {run}", f"{cell_name(top)}, {figure}"))
             )
         elif category == ALL:
-            notes.append(note(
-                f"best:{run}:{pair}",
-                f"No setting of {pair} in {run} is marked best: its highest speedup ({cell_name(top)}, "
-                f"{figure}) is {standing_text(best.standing)}.",
-            ))  # fmt: skip
+            notes.append(
+                note(
+                    f"best:{run}:{pair}",
+                    f"No setting of {pair} in {run} is marked best: its highest speedup ({cell_name(top)}, "
+                    f"{figure}) is {standing_text(best.standing)}.",
+                )
+            )
     return notes
 
 
@@ -180,21 +182,25 @@ def build_report(run_dirs: list[Path]) -> Report:
         if run.facts.workarounds:  # every row of such a run says so: its builds ran another code path
             for r in run_rows_:
                 r.warnings.append(f"workaround {', '.join(run.facts.workarounds)}")
-            warnings.append(note(
-                f"workaround:{info.run}",
-                f"{info.run}: run with the self-test's workaround ({', '.join(run.facts.workarounds)}; "
-                "see the manifest's build.selftest); `specbench run --no-workarounds` runs as built",
-            ))  # fmt: skip
+            warnings.append(
+                note(
+                    f"workaround:{info.run}",
+                    f"{info.run}: run with the self-test's workaround ({', '.join(run.facts.workarounds)}; "
+                    "see the manifest's build.selftest); `specbench run --no-workarounds` runs as built",
+                )
+            )
         rows.extend(run_rows_)
         if cal is not None and any(r.model_calibration == cal.describe() for r in run_rows_):
             warnings.append(note(f"model:{info.run}", f"model column of {info.run}: {cal.describe()}"))
         curve = sorted({r.model_calibration or "" for r in run_rows_} - {""} - {cal and cal.describe()})
         if curve:
-            warnings.append(note(
-                f"curve:{info.run}",
-                f"model column of {info.run}: real cells read off {curve[0]} at their acceptance length"
-                + (f" (and {len(curve) - 1} more curves)" if len(curve) > 1 else ""),
-            ))  # fmt: skip
+            warnings.append(
+                note(
+                    f"curve:{info.run}",
+                    f"model column of {info.run}: real cells read off {curve[0]} at their acceptance length"
+                    + (f" (and {len(curve) - 1} more curves)" if len(curve) > 1 else ""),
+                )
+            )
         if run.facts.expect is not None:
             expected.append((run.facts.expect, info.run))
         for lo in run.facts.left_out:  # named where it would have stood, never averaged in
@@ -240,11 +246,13 @@ def closing_caveats(summary: RunSummary, report: Report | None, notes: list[str]
     own = machine_caveats(summary.run_id, summary.busy, summary.speed_moved, summary.speed_notes,
                           summary.noise_notes, summary.sentinel)  # fmt: skip
     if summary.n_failed or summary.n_invalid:
-        own.append(warning(
-            f"failed:{summary.run_id}",
-            f"{summary.n_failed} failed and {summary.n_invalid} invalid samples are left out of the "
-            f"statistics; their reasons are in {samples_path(summary.run_dir)}",
-        ))  # fmt: skip
+        own.append(
+            warning(
+                f"failed:{summary.run_id}",
+                f"{summary.n_failed} failed and {summary.n_invalid} invalid samples are left out of the "
+                f"statistics; their reasons are in {samples_path(summary.run_dir)}",
+            )
+        )
     if report is not None and any(r.precision_met is False for r in report.shown(False)):
         own.append(note("precision-mark", PRECISION_MARK))
     own += [note(f"run:{n}", n) for n in notes]
@@ -266,26 +274,30 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[Caveat]:
     gaps = [r for ratio, r in ratios if ratio < GAP_FACTOR]
     if gaps:
         worst = min(ratios, key=lambda rr: rr[0])[1]
-        notes.append(note(
-            "gap",
-            f"Measured speedup is below {GAP_FACTOR:.0%} of the calibrated model's prediction in "
-            f"{len(gaps)} of {len(modelled)} settings (largest gap: {cell_name(worst)}, "
-            f"{worst.speedup:.2f}x measured vs {worst.model_speedup:.2f}x predicted): the model counts "
-            "the pass costs llama-bench measured on this machine, so the gap is time outside the passes "
-            "(sampling, draft bookkeeping) or a machine whose speed moved since the calibration.",
-        ))  # fmt: skip
+        notes.append(
+            note(
+                "gap",
+                f"Measured speedup is below {GAP_FACTOR:.0%} of the calibrated model's prediction in "
+                f"{len(gaps)} of {len(modelled)} settings (largest gap: {cell_name(worst)}, "
+                f"{worst.speedup:.2f}x measured vs {worst.model_speedup:.2f}x predicted): the model counts "
+                "the pass costs llama-bench measured on this machine, so the gap is time outside the passes "
+                "(sampling, draft bookkeeping) or a machine whose speed moved since the calibration.",
+            )
+        )
     mismatched = [r for r in overall if r.outputs_match is False]
     if mismatched:
         where = ", ".join(
             f"{cell_name(r)} (first difference at character {r.first_diff})" for r in mismatched
         )
-        notes.append(warning(
-            "mismatch",
-            f"Speculative output differs from the baseline's in {where}: verifying a batch of drafted "
-            "tokens can round differently from decoding one at a time (GPU backends especially), which "
-            "flips a near-tie and diverges from there; a difference in the first few characters points "
-            "at the speculative path itself (the texts are in each sample's log).",
-        ))  # fmt: skip
+        notes.append(
+            warning(
+                "mismatch",
+                f"Speculative output differs from the baseline's in {where}: verifying a batch of drafted "
+                "tokens can round differently from decoding one at a time (GPU backends especially), which "
+                "flips a near-tie and diverges from there; a difference in the first few characters points "
+                "at the speculative path itself (the texts are in each sample's log).",
+            )
+        )
     return notes + caveats(infos)
 
 
@@ -313,8 +325,9 @@ def _main_reason(run_dir: Path) -> str:
 
     reasons = Counter(
         (s.invalid_reason or "").removeprefix("not run: its warmup failed: ")
-        for s in load_samples(run_dir) if s.status in ("failed", "timeout") and s.invalid_reason
-    )  # fmt: skip
+        for s in load_samples(run_dir)
+        if s.status in ("failed", "timeout") and s.invalid_reason
+    )
     return f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
 
 

@@ -27,8 +27,9 @@ MD_LIMIT = 60_000  # GitHub comments take 65,536 characters; leave room for a he
 def _md_table(rows: list[ReportRow], runs: int) -> list[str]:
     """The best row of each cell in bold."""
     cols = columns(rows, runs)
-    bold = [[f"**{x}**" if r.best and x not in ("", "-") else x for x in (c.cell(r) for c in cols)]
-            for r in rows]  # fmt: skip
+    bold = [
+        [f"**{x}**" if r.best and x not in ("", "-") else x for x in (c.cell(r) for c in cols)] for r in rows
+    ]
     return formats.md_table([c.header for c in cols], bold, [c.numeric for c in cols])
 
 

@@ -204,8 +204,9 @@ def check_relative(value: str, what: str = "") -> str:
     for part in value.split("/"):
         problem = _part_problem(part)
         if problem is not None:
-            raise _refuse(what, value, f"has {problem}", "give a path relative to the repository or wheel, "
-                          "without '..'")  # fmt: skip
+            raise _refuse(
+                what, value, f"has {problem}", "give a path relative to the repository or wheel, without '..'"
+            )
     return value
 
 

@@ -98,8 +98,10 @@ def option_argv(spelling: dict[str, OptionFlag] | None, key: str, value: object,
     opt = BY_KEY[key]
     flag = (spelling or {}).get(key)
     if flag is None:
-        raise OptionError(f"{binary} of this build has no option for {key} ({opt.spellings[0]}); "
-                          f"remove {key} from the config or build a newer llama.cpp")  # fmt: skip
+        raise OptionError(
+            f"{binary} of this build has no option for {key} ({opt.spellings[0]}); "
+            f"remove {key} from the config or build a newer llama.cpp"
+        )
     if opt.kind == "toggle":
         if value:
             return [flag.flag] if flag.flag else []  # on is every build's default when only -nkvo exists
@@ -109,8 +111,10 @@ def option_argv(spelling: dict[str, OptionFlag] | None, key: str, value: object,
     if opt.kind == "load_mode" and not flag.flag:
         old = _OLD_LOAD.get(str(value))
         if old is None or any(s not in flag.old_load for s in old):
-            raise OptionError(f"{binary} of this build has no -lm/--load-mode, and load_mode {value} has no "
-                              f"older spelling; use one of auto, none, mmap, mlock, mmap+mlock")  # fmt: skip
+            raise OptionError(
+                f"{binary} of this build has no -lm/--load-mode, and load_mode {value} has no "
+                f"older spelling; use one of auto, none, mmap, mlock, mmap+mlock"
+            )
         return old
     text = _text(value)
     if opt.kind == "tristate" and not flag.takes_value:  # an old on-only switch
@@ -120,8 +124,9 @@ def option_argv(spelling: dict[str, OptionFlag] | None, key: str, value: object,
             return []
         raise OptionError(f"{binary} of this build takes {flag.flag} as a switch (on or off), not {text}")
     if flag.values and text not in flag.values and opt.listed:
-        raise OptionError(f"{key}: {binary} of this build does not take {text!r} (it lists: "
-                          f"{', '.join(flag.values)})")  # fmt: skip
+        raise OptionError(
+            f"{key}: {binary} of this build does not take {text!r} (it lists: {', '.join(flag.values)})"
+        )
     return [flag.flag, text]
 
 

@@ -208,9 +208,10 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
     completion = info.binaries.get("completion")
     machine = f"{envinfo.cpu_model()} / {', '.join(g.name for g in gpus) or 'no GPU'}"
     record = SelfTest(
-        fingerprint=envinfo.fingerprint(isa, gpus), machine=machine,
+        fingerprint=envinfo.fingerprint(isa, gpus),
+        machine=machine,
         checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
-    )  # fmt: skip
+    )
     if completion is None or not Path(completion.path).is_file():
         record.checks = [TypeCheck(wtype=t, outcome="skipped", reason="no llama-completion") for t in types]
         return record
@@ -238,19 +239,21 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
             sig = ", ".join(sorted({c.signal or "crash" for c in broken}))
             _name_the_class(broken, facts)
             record.workaround = Workaround(
-                name=REPACK_OFF, flag=flag,
+                name=REPACK_OFF,
+                flag=flag,
                 reason=f"the build's self-test crashed ({sig}) on {', '.join(c.wtype for c in broken)} "
                 f"and decoded with {flag}"
                 + (" (llama.cpp's AMX repack crash, issue 20824)" if "amx_int8" in isa else ""),
-            )  # fmt: skip
+            )
     return record
 
 
 def _name_the_class(broken: list[TypeCheck], facts: CrashFacts) -> None:
     """Crashes that repacking off cured: their reason names the class now that the self-test has
     seen it (``parse.crash`` names the AMX crash only where a self-test recorded it or the log shows AMX)."""
-    seen = CrashFacts(cpu_flags=facts.cpu_flags, selftest_crashed=tuple(c.wtype for c in broken),
-                      backend=facts.backend)  # fmt: skip
+    seen = CrashFacts(
+        cpu_flags=facts.cpu_flags, selftest_crashed=tuple(c.wtype for c in broken), backend=facts.backend
+    )
     for c in broken:
         known = classify("", None, c.signal, seen)
         if known is not None and c.reason and known.line not in c.reason:

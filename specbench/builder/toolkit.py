@@ -95,8 +95,9 @@ def gpu_missing(env: Mapping[str, str] | None = None) -> str | None:
     if smi is None:
         return "no NVIDIA GPU (nvidia-smi not found: no driver)"
     try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30, env=dict(env),
-                             stdin=subprocess.DEVNULL)  # fmt: skip
+        out = subprocess.run(
+            [smi, "-L"], capture_output=True, text=True, timeout=30, env=dict(env), stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"no NVIDIA GPU (nvidia-smi failed: {exc})"
     if out.returncode != 0 or "GPU" not in out.stdout:

@@ -61,9 +61,11 @@ def crash_facts(
     st = info.selftest if info is not None else None
     off = repack_off(argv) if argv is not None else info is not None and info.workaround is not None
     return CrashFacts(
-        cpu_flags=frozenset(cpu_flags), selftest_crashed=tuple(st.crashed) if st else (),
-        workaround_on=off, backend=info.backend if info is not None else "cpu",
-    )  # fmt: skip
+        cpu_flags=frozenset(cpu_flags),
+        selftest_crashed=tuple(st.crashed) if st else (),
+        workaround_on=off,
+        backend=info.backend if info is not None else "cpu",
+    )
 
 
 def repack_off(argv: list[str]) -> bool:

@@ -80,8 +80,10 @@ def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
     if not measured:
         plan.notes.append(f"{run_dir}: every planned sample is recorded already; nothing left to run")
     else:
-        plan.notes.append(f"{run_dir}: {n_done} of {n_done + len(measured)} planned samples are recorded "
-                          f"already; only the {len(measured)} left are listed")  # fmt: skip
+        plan.notes.append(
+            f"{run_dir}: {n_done} of {n_done + len(measured)} planned samples are recorded "
+            f"already; only the {len(measured)} left are listed"
+        )
     if prepared.config.auto_repetitions:
         plan.notes.append(
             "repetitions: auto: whether more rounds follow is decided from the samples as the run goes"

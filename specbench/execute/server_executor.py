@@ -32,7 +32,7 @@ from specbench.execute.server import (
     post,
     speculative_slots,
     start_server,
-)  # fmt: skip
+)
 from specbench.parse.parsed import SpecCounters
 from specbench.parse.process import ParsedLog, Perf, PerfBlocks, Throughput
 from specbench.parse.server import parse_metrics, parse_server_log

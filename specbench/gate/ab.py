@@ -248,8 +248,10 @@ def paired_compare(
                 why += " (--allow-missing)" if allow_missing else "; --allow-missing to accept"
                 d = d.model_copy(update={"status": status, "reason": why})
             elif cp.n_base and not cp.n_head:  # head stopped working where base worked: a regression
-                why = (f"{head} has no valid sample where {base} has {cp.n_base} (failed, timed out, "
-                       "no draft, or 0 t/s)")  # fmt: skip
+                why = (
+                    f"{head} has no valid sample where {base} has {cp.n_base} (failed, timed out, "
+                    "no draft, or 0 t/s)"
+                )
                 if cp.head_failure:
                     why += f": {cp.head_failure}"
                 d = d.model_copy(update={"status": Status.FAIL, "reason": why})

@@ -203,8 +203,10 @@ def output_check(base: Side, cur: Side, allow_change: bool = False) -> MetricRes
             cells.append(CellResult(label=label, prompt_id=key.prompt_id, status=Status.PASS,
                                     reason="same text at temperature 0"))  # fmt: skip
             continue
-        why = ("the generated text changed at temperature 0 (the same build and models give the same "
-               "text): the build's numerics or the models changed")  # fmt: skip
+        why = (
+            "the generated text changed at temperature 0 (the same build and models give the same "
+            "text): the build's numerics or the models changed"
+        )
         status = Status.WARN if allow_change else Status.FAIL
         why += "" if allow_change else "; --allow-output-change passes it"
         cells.append(CellResult(label=label, prompt_id=key.prompt_id, status=status, reason=why))
@@ -253,8 +255,9 @@ def compare_metric(
         shown = c or b
 
         def row(status, reason: str, decision: Decision | None = None, shown=shown) -> CellResult:
-            return CellResult(label=shown.label, prompt_id=shown.prompt_id, status=status, reason=reason,
-                              decision=decision)  # fmt: skip
+            return CellResult(
+                label=shown.label, prompt_id=shown.prompt_id, status=status, reason=reason, decision=decision
+            )
 
         if b is None or c is None:
             cells.append(

@@ -119,8 +119,10 @@ def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
     it was, for ``sqlite3 .recover``."""
     check_path(db_path, "history database")
     if db_path.is_dir():
-        raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file, e.g. "
-                           f"{shorten(db_path / 'history.sqlite')}")  # fmt: skip
+        raise HistoryError(
+            f"--db {shorten(db_path)} is a folder; give a database file, e.g. "
+            f"{shorten(db_path / 'history.sqlite')}"
+        )
     existing = nearest_existing(db_path)
     if not existing.is_dir():
         raise HistoryError(f"--db {shorten(db_path)}: {shorten(existing)} is a file, not a folder")
@@ -196,11 +198,15 @@ def _problem(db_path: Path, exc: sqlite3.Error) -> HistoryError:
     ):
         return HistoryError(_damaged(db_path, text))
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
-        return HistoryError(f"history database {f} is in use by another process ({text}); "
-                            "try again when it is done, or give another --db")  # fmt: skip
+        return HistoryError(
+            f"history database {f} is in use by another process ({text}); "
+            "try again when it is done, or give another --db"
+        )
     if name.startswith("SQLITE_FULL"):
-        return HistoryError(f"cannot write history database {f}: {text}; free disk space and run "
-                            "`specbench history --add RUN_DIR` to record the run")  # fmt: skip
+        return HistoryError(
+            f"cannot write history database {f}: {text}; free disk space and run "
+            "`specbench history --add RUN_DIR` to record the run"
+        )
     return HistoryError(  # a folder that cannot be written, a read-only file...
         f"cannot open history database {f}: {text}; check that its folder exists and can be "
         "written, or give another --db"

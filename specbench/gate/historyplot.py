@@ -30,8 +30,10 @@ def plot_path(path: Path) -> Path:
     drawn = path if suffix or not path.name else path.with_name(path.name + ".png")
     for place in dict.fromkeys((path, drawn)):
         if place.is_dir() or not place.name:
-            raise HistoryError(f"--plot {shorten(place)} is a folder; give an image file's path, e.g. "
-                               f"{shorten(place / 'history.png')}")  # fmt: skip
+            raise HistoryError(
+                f"--plot {shorten(place)} is a folder; give an image file's path, e.g. "
+                f"{shorten(place / 'history.png')}"
+            )
     _check_writable_place(drawn)
     return drawn
 
@@ -43,8 +45,10 @@ def _check_writable_place(path: Path) -> None:
 
     existing = nearest_existing(path)
     if not existing.is_dir():
-        raise HistoryError(f"--plot {shorten(path)}: {shorten(existing)} is a file, not a folder; "
-                           "give an image path in a folder")  # fmt: skip
+        raise HistoryError(
+            f"--plot {shorten(path)}: {shorten(existing)} is a file, not a folder; "
+            "give an image path in a folder"
+        )
     try:
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".specbench-probe-"):
             pass
@@ -74,8 +78,10 @@ def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
         label = f"{p0.label} [{p0.generation}; {p0.prompts}]" if several else p0.label
         xs = [x_of[(p.started_at or "", p.run_id)] for p in pts]
         ys = [p.mean for p in pts]  # each point's figure and its 95% interval, as `history` prints them
-        err = [[y - (p.low if p.low is not None else y) for p, y in zip(pts, ys, strict=True)],
-               [(p.high if p.high is not None else y) - y for p, y in zip(pts, ys, strict=True)]]  # fmt: skip
+        err = [
+            [y - (p.low if p.low is not None else y) for p, y in zip(pts, ys, strict=True)],
+            [(p.high if p.high is not None else y) - y for p, y in zip(pts, ys, strict=True)],
+        ]
         ls, marker = style(i)  # told apart by line style and marker, not colour alone
         ax.errorbar(xs, ys, yerr=err, marker=marker, ls=ls, capsize=3, label=label)
     ax.set_xticks(range(len(runs)))

@@ -258,9 +258,10 @@ def decide_acceptance(
 def _noise(status: Status, reason: str, d: dict) -> tuple[Status, str]:
     """A noisy side is named; it turns a pass or an improvement into a warn (never hides a fail)."""
     noisy = [
-        f"{side} CV {c:.0%}" for side, c in (("baseline", d["cv_base"]), ("current", d["cv_cur"]))
+        f"{side} CV {c:.0%}"
+        for side, c in (("baseline", d["cv_base"]), ("current", d["cv_cur"]))
         if c is not None and c > NOISY_CV
-    ]  # fmt: skip
+    ]
     if not noisy:
         return status, reason
     reason = f"{reason}; noisy: {', '.join(noisy)}"

@@ -86,8 +86,10 @@ def sweep_cells(
             ):
                 # an option llama.cpp ignores here (a draft's without a draft model, ngram-mod's on
                 # another method) is left out, so its values collapse into one cell
-                opts = {k: v if k == "args" or applies(BY_KEY[k], method, draft is not None) else None
-                        for k, v in opts.items()}  # fmt: skip
+                opts = {
+                    k: v if k == "args" or applies(BY_KEY[k], method, draft is not None) else None
+                    for k, v in opts.items()
+                }
                 cell = Cell(
                     pair=pname, model=pair.target, draft=draft, method=method, depth=depth, **axes, **opts
                 )
@@ -223,8 +225,10 @@ def _require_method(spec: BinaryInfo, method: str, elsewhere: str = "") -> None:
         unknown = [t for t in missing if t not in known]  # no llama.cpp name we know
         near = [m for t in unknown for m in difflib.get_close_matches(t, names, n=1, cutoff=0.75)]
         if near:  # a typo, not an older build
-            raise ConfigError(f"unknown method {', '.join(missing)}: did you mean {', '.join(near)}? "
-                              f"({spec.name} takes: {have})")  # fmt: skip
+            raise ConfigError(
+                f"unknown method {', '.join(missing)}: did you mean {', '.join(near)}? "
+                f"({spec.name} takes: {have})"
+            )
         raise ConfigError(
             f"this llama.cpp build does not support method {', '.join(missing) or method} ({spec.name} "
             f"takes: {have}); remove it from sweep.method (or the pair) or build a newer llama.cpp"

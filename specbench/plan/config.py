@@ -379,8 +379,10 @@ def _check_passable(node: Any, key: str, origin: str) -> None:
         for text in (k, value):
             problem = unpassable(text) if isinstance(text, str) else None
             if problem is not None:
-                raise ConfigError(f"{origin}: {path}: holds {problem}, which no command line or request "
-                                  "can carry; remove it")  # fmt: skip
+                raise ConfigError(
+                    f"{origin}: {path}: holds {problem}, which no command line or request "
+                    "can carry; remove it"
+                )
         _check_passable(value, path, origin)
 
 

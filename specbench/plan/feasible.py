@@ -38,13 +38,17 @@ def _rates_of_draft_max(cells: list[Cell], notes: list[str]) -> list[Cell]:
     """``synth_rates`` gives one rate per draft position: llama.cpp refuses another count than the
     draft length at start-up (common/speculative.cpp), so such cells are left out (all: refused)."""
     kept = [c for c in cells if c.synth_rates is None or len(c.synth_rates.split(",")) == (c.draft_max or 0)]
-    said = ('synth_rates of another length than draft_max, which llama.cpp refuses ("synthetic '
-            'acceptance rates must contain N values")')  # fmt: skip
+    said = (
+        'synth_rates of another length than draft_max, which llama.cpp refuses ("synthetic '
+        'acceptance rates must contain N values")'
+    )
     if cells and not kept:
         raise ConfigError(f"every cell has {said}; give as many synth_rates as draft_max (one per position)")
     if len(kept) < len(cells):
-        notes.append(f"left out {len(cells) - len(kept)} cell(s) with {said}: give as many rates as their "
-                     "draft_max to run them")  # fmt: skip
+        notes.append(
+            f"left out {len(cells) - len(kept)} cell(s) with {said}: give as many rates as their "
+            "draft_max to run them"
+        )
     return kept
 
 
@@ -68,8 +72,10 @@ def drop_conflicts(cells: list[Cell], spec: BinaryInfo | None, notes: list[str])
         keys, cure = f"flash_attn=off and {r.what}", f"flash_attn: on (or auto), or {r.other}"
         if not kept:
             raise ConfigError(f'every cell has {keys}, which llama.cpp refuses ("{r.said}"); set {cure}')
-        notes.append(f'left out {len(gone)} cell(s) with {keys}: llama.cpp refuses them ("{r.said}"); '
-                     f"set {cure} to run them")  # fmt: skip
+        notes.append(
+            f'left out {len(gone)} cell(s) with {keys}: llama.cpp refuses them ("{r.said}"); '
+            f"set {cure} to run them"
+        )
     return kept
 
 

@@ -118,8 +118,10 @@ def check_fit(
                 floor, how = vocab.floor(p.text), f"counted with {target}'s vocabulary"
             else:
                 floor = -(-len(p.text) // CHARS_PER_TOKEN)
-                how = (f"at {CHARS_PER_TOKEN} characters a token at most: {target}'s vocabulary is not "
-                       "here to count with")  # fmt: skip
+                how = (
+                    f"at {CHARS_PER_TOKEN} characters a token at most: {target}'s vocabulary is not "
+                    "here to count with"
+                )
             if floor > ctx_size:
                 raise ConfigError(
                     f"{where}prompt {p.id!r} ({len(p.text):,} characters as {target} sees it) is at "

@@ -61,8 +61,10 @@ FILE_FLAGS = frozenset((
 def _arg(v: Any) -> Any:
     if not isinstance(v, str):
         if isinstance(v, bool):  # YAML read on/off/yes/no/true/false as a boolean
-            raise ValueError(f"must be a string, not {str(v).lower()}; quote it ('on', 'off', ...) so YAML "
-                             "keeps it as text")  # fmt: skip
+            raise ValueError(
+                f"must be a string, not {str(v).lower()}; quote it ('on', 'off', ...) so YAML "
+                "keeps it as text"
+            )
         raise ValueError(f"must be a string, not {v!r}; quote it ('{v}') so YAML keeps it as text")
     return v
 

@@ -97,8 +97,10 @@ def _parse_lines(lines: Iterable[str], origin: str) -> list[Prompt]:
         for field, text in texts:
             problem = unpassable(text)
             if problem is not None:
-                raise ConfigError(f"{origin}:{lineno}: prompt {prompt.id!r}: {field} holds {problem}, "
-                                  "which no command line or request can carry; remove it")  # fmt: skip
+                raise ConfigError(
+                    f"{origin}:{lineno}: prompt {prompt.id!r}: {field} holds {problem}, "
+                    "which no command line or request can carry; remove it"
+                )
         if prompt.id in seen:
             first = seen[prompt.id]
             raise ConfigError(f"{origin}:{lineno}: duplicate prompt id {prompt.id!r} (first on line {first})")

@@ -203,8 +203,10 @@ def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
         if s.metric == "speedup":
             for p in s.points:
                 per_run[p.run_key].append((s, p))
-    picks = [pick_best(points, lambda t: (t[1].mean, t[1].low, t[1].high), lambda t: t[0].synthetic)
-             for points in per_run.values()]  # fmt: skip
+    picks = [
+        pick_best(points, lambda t: (t[1].mean, t[1].low, t[1].high), lambda t: t[0].synthetic)
+        for points in per_run.values()
+    ]
     # (start, best's series and point, its Best) per run, oldest first
     ordered = sorted(
         ((b.item[1].started_at, b.item, b) for b in picks if b.item is not None), key=lambda t: t[0]

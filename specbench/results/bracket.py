@@ -129,8 +129,10 @@ def paired_baseline(samples: Sequence[Sample]) -> dict[tuple, Sample]:
         if s.role != "speculative":
             continue
         window = judged[cell.cell_of(s)].base
-        match = next((b for b in window if (b.prompt_id, b.repetition) == (s.prompt_id, s.repetition)
-                      and _usable(b)), None)  # fmt: skip
+        match = next(
+            (b for b in window if (b.prompt_id, b.repetition) == (s.prompt_id, s.repetition) and _usable(b)),
+            None,
+        )
         if match is not None:
             out[cell.sample_key(s)] = match
     return out

@@ -99,8 +99,10 @@ class PassCosts(BaseModel):
                     worst = (s0 - s - allowed, k0, s0, allowed)
             if worst is not None:
                 _, k0, s0, allowed = worst
-                return (f"{self.model}: a pass over {k} tokens took {s:.4g} s, one over {k0} took "
-                        f"{s0:.4g} s, a fall beyond the {allowed:.2g} s their noise allows")  # fmt: skip
+                return (
+                    f"{self.model}: a pass over {k} tokens took {s:.4g} s, one over {k0} took "
+                    f"{s0:.4g} s, a fall beyond the {allowed:.2g} s their noise allows"
+                )
         return None
 
 

@@ -56,8 +56,10 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
     for d in dirs:
         m = manifestfile.load_manifest(d)
         if m.shard is None:
-            raise InputError(f"{d} is not a shard (it was run without --shard); merge only the folders of "
-                             "`specbench run CONFIG --shard i/N`")  # fmt: skip
+            raise InputError(
+                f"{d} is not a shard (it was run without --shard); merge only the folders of "
+                "`specbench run CONFIG --shard i/N`"
+            )
         status = manifestfile.read_facts(d).status
         if status != "complete":
             raise InputError(
@@ -74,15 +76,19 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
                 "merge shards of one config and one set of --set values"
             )
         if shard.split("/")[1] != first_shard.split("/")[1]:
-            raise InputError(f"{d} is shard {shard}, {first_dir} is shard {first_shard}: cut into "
-                             "different numbers of shards; merge shards of one `--shards N`")  # fmt: skip
+            raise InputError(
+                f"{d} is shard {shard}, {first_dir} is shard {first_shard}: cut into "
+                "different numbers of shards; merge shards of one `--shards N`"
+            )
         if shard in by_label:
             raise InputError(f"shard {shard} is given twice ({by_label[shard]} and {d}); keep one")
         by_label[shard] = d
         for c in m.shard_cells:
             if c in owner:
-                raise InputError(f"cell {c!r} is in shard {owner[c]} and shard {shard} ({d}); "
-                                 "the shards overlap, merge shards of one plan")  # fmt: skip
+                raise InputError(
+                    f"cell {c!r} is in shard {owner[c]} and shard {shard} ({d}); "
+                    "the shards overlap, merge shards of one plan"
+                )
             owner[c] = shard
     folder.check_writable(out)
     runstate.check_fresh(out)

@@ -132,8 +132,10 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
             raise UnreadableRun(f"{path}:{lineno}: not a valid sample ({why_invalid(exc)})") from exc
     if impossibles and warnings is not None:  # one note however many: the first named, the rest counted
         (lineno, why), more = impossibles[0], len(impossibles) - 1
-        warnings.append(f"{path}:{lineno}: impossible numbers ({why}): counted as an invalid sample"
-                        + (f"; and {more} more such sample{'s' * (more > 1)}" if more else ""))  # fmt: skip
+        warnings.append(
+            f"{path}:{lineno}: impossible numbers ({why}): counted as an invalid sample"
+            + (f"; and {more} more such sample{'s' * (more > 1)}" if more else "")
+        )
     samples, note = unique_samples(samples, str(path))
     if note and warnings is not None:
         warnings.append(note)
@@ -149,8 +151,10 @@ def _screened(sample: Sample, lineno: int, impossibles: list[tuple[int, str]]) -
         return sample
     update = {**clear, "valid": False}
     if sample.valid:
-        update.update(status="invalid" if sample.status == "ok" else sample.status,
-                      invalid_reason=f"impossible numbers in the sample log: {why}")  # fmt: skip
+        update.update(
+            status="invalid" if sample.status == "ok" else sample.status,
+            invalid_reason=f"impossible numbers in the sample log: {why}",
+        )
     impossibles.append((lineno, why))
     return sample.model_copy(update=update)
 

@@ -59,8 +59,10 @@ def test_each_depth_is_judged_against_its_own_baseline_and_the_break_even_is_nam
 
 def _curve(*bounds):
     none = dict(acceptance=None, acceptance_ci_low=None, acceptance_ci_high=None, n=3)
-    points = [DepthPoint(depth=d, speedup=(lo + hi) / 2, speedup_ci_low=lo, speedup_ci_high=hi, **none)
-              for d, (lo, hi) in zip([0, 1024, 4096], bounds, strict=False)]  # fmt: skip
+    points = [
+        DepthPoint(depth=d, speedup=(lo + hi) / 2, speedup_ci_low=lo, speedup_ci_high=hi, **none)
+        for d, (lo, hi) in zip([0, 1024, 4096], bounds, strict=False)
+    ]
     return DepthCurve(setting={}, points=points)
 
 

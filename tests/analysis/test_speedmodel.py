@@ -20,9 +20,11 @@ from tests.helpers.passcosts import FLAT_GPU, FLAT_GPU_SD, ms
 def costs(name: str, decode_ms: float, per_token_ms: float, ngl: int = 0) -> PassCosts:
     """A pass over k tokens costs decode + (k-1) * per_token (ms)."""
     return PassCosts(
-        model=name, ngl=ngl, decode_s=decode_ms / 1e3,
+        model=name,
+        ngl=ngl,
+        decode_s=decode_ms / 1e3,
         pass_s={k: (decode_ms + (k - 1) * per_token_ms) / 1e3 for k in (2, 3, 5, 9, 17, 33)},
-    )  # fmt: skip
+    )
 
 
 def test_pass_cost_interpolates_between_measured_sizes_and_extends_past_them():

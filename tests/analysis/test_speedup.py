@@ -161,7 +161,9 @@ def test_recorded_run_three_repetitions_positive_intervals_and_the_prompt_range(
         speedup, per_prompt = _by_hand(run, r.method)
         assert r.speedup == pytest.approx(speedup)
         assert (r.speedup_prompt_low, r.speedup_prompt_high) == (
-            pytest.approx(min(per_prompt)), pytest.approx(max(per_prompt)))  # fmt: skip
+            pytest.approx(min(per_prompt)),
+            pytest.approx(max(per_prompt)),
+        )
         assert r.speedup_repetitions == 3 and r.speedup_prompts == 3
         assert 0 < r.speedup_ci_low < r.speedup < r.speedup_ci_high
     fast = next(r for r in rows if r.method == "ngram-simple")

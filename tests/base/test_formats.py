@@ -41,8 +41,10 @@ def test_json_text_writes_a_model_in_its_json_form_strictly():
         where: Path
 
     assert json.loads(json_text(Point(tps=float("nan"), where=Path("/x")))) == {
-        "tps": None, "where": "/x", "not_finite": ["tps"]
-    }  # fmt: skip
+        "tps": None,
+        "where": "/x",
+        "not_finite": ["tps"],
+    }
     assert json_line({"a": 1, "b": "é"}) == '{"a":1,"b":"é"}'
 
 

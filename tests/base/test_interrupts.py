@@ -109,8 +109,9 @@ def test_models_pull_killed_by_a_signal_keeps_the_bytes_and_the_next_pull_resume
         assert 0 < kept <= 100_000 and [p.stat().st_size for p in parts()] == [kept]
         del hub.stall["org/big/big.gguf"]
         hub.requests.clear()
-        again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                               env=env, timeout=120)  # fmt: skip
+        again = subprocess.run(
+            cmd, cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env, timeout=120
+        )
         assert again.returncode == 0, again.stderr
         gets = [r for r in hub.requests if r.method == "GET" and "/resolve/" in r.path]
         assert [r.range for r in gets] == [f"bytes={kept}-"]  # the kept bytes were not fetched again

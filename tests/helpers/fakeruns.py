@@ -34,6 +34,7 @@ def process(invocations: list[Invocation]) -> Plan:
 
 
 def manifest(run_dir: Path, env_info) -> Manifest:
-    build = BuildInfo(key="fake", source="fakebins", backend="cpu", cmake_args=[], bin_dir=str(FAKEBINS),
-                      binaries={})  # fmt: skip
+    build = BuildInfo(
+        key="fake", source="fakebins", backend="cpu", cmake_args=[], bin_dir=str(FAKEBINS), binaries={}
+    )
     return Manifest(run_id=run_dir.name, name="fake", config={}, build=build, env=env_info, models={})

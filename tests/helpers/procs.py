@@ -35,8 +35,10 @@ def start_foreign(name: str, seconds: int = 60) -> int:
     """A process outside our tree (its parent shell exits) whose argv[0] is ``name``."""
     out = subprocess.run(
         ["bash", "-c", f"(exec -a {name} sleep {seconds}) >/dev/null 2>&1 & echo $!"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(out.stdout.strip())
 
 
@@ -66,8 +68,9 @@ PROC = Path("/proc")  # Linux; elsewhere (macOS) these helpers ask ps, which bot
 
 def _ps(*columns: str) -> list[list[str]]:
     """Every process as ``ps`` lists them: one row of ``columns`` each (the last may hold spaces)."""
-    out = subprocess.run(["ps", "-axww", "-o", ",".join(f"{c}=" for c in columns)],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["ps", "-axww", "-o", ",".join(f"{c}=" for c in columns)], capture_output=True, text=True, check=True
+    ).stdout
     return [line.split(None, len(columns) - 1) for line in out.splitlines() if line.strip()]
 
 

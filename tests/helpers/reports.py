@@ -46,8 +46,10 @@ def _speedup(spec: list[dict], base: list[dict]) -> dict:
     prompts); its interval the t interval of each repetition's mean log ratio over the prompts
     (every recorded pair is present, fewer than 6 repetitions)."""
     base_of = {(b["prompt_id"], b["repetition"]): b["tps"] for b in base}
-    logs = {(s["prompt_id"], s["repetition"]): math.log(s["tps"] / base_of[s["prompt_id"], s["repetition"]])
-            for s in spec}  # fmt: skip
+    logs = {
+        (s["prompt_id"], s["repetition"]): math.log(s["tps"] / base_of[s["prompt_id"], s["repetition"]])
+        for s in spec
+    }
     prompts = sorted({p for p, _ in logs})
     reps = sorted({r for _, r in logs})
     per_prompt = [statistics.mean(logs[p, r] for r in reps) for p in prompts]

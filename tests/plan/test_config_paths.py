@@ -106,9 +106,10 @@ def _dotted(loc: tuple) -> str:
 def test_every_text_field_is_a_path_or_named_as_none():
     found = leaves(Config)
     unclassified = sorted(
-        k for k, role in found.items()
+        k
+        for k, role in found.items()
         if role is None and k not in NOT_PATHS and not k.split(".")[-1].startswith(OPTION_TEXT)
-    )  # fmt: skip
+    )
     assert not unclassified, (
         f"give these a PathRole type (base.paths) or add them to NOT_PATHS: {unclassified}"
     )

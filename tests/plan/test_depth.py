@@ -124,8 +124,10 @@ def test_a_cell_at_a_depth_without_its_context_is_refused(tmp_path, llama_build)
 
 
 def test_a_draft_whose_context_cannot_hold_the_depth_is_named_and_not_run():
-    cells = [Cell(pair="p", model="t", draft="d", method="draft", depth=d, ctx_size_draft=c)
-             for d, c in ((0, 300), (256, 300), (256, None), (256, 0), (1024, 2048))]  # fmt: skip
+    cells = [
+        Cell(pair="p", model="t", draft="d", method="draft", depth=d, ctx_size_draft=c)
+        for d, c in ((0, 300), (256, 300), (256, None), (256, 0), (1024, 2048))
+    ]
     notes: list[str] = []
     kept, left = draft_out_of_context(cells, 64, {}, {}, notes)
     assert [(c.depth, c.ctx_size_draft) for c in kept] == [(0, 300), (256, None), (256, 0), (1024, 2048)]

@@ -45,8 +45,10 @@ def test_sizes_are_cells_and_reach_the_command_line(tmp_path, probed):
         i for i in plan.measured if i.role == "speculative" and i.repetition == 0 and i.prompt_id == "code-02"
     ]
     assert [(i.method, i.ngram_size_n, i.ngram_size_m) for i in spec] == [
-        ("ngram-simple", 3, 8), ("ngram-simple", 4, 8), ("ngram-cache", None, None),
-    ]  # fmt: skip
+        ("ngram-simple", 3, 8),
+        ("ngram-simple", 4, 8),
+        ("ngram-cache", None, None),
+    ]
     opts = pairs(spec[1].argv)
     assert opts["--spec-ngram-simple-size-n"] == "4" and opts["--spec-ngram-simple-size-m"] == "8"
     assert not any("size" in a for a in spec[2].argv)

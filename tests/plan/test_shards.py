@@ -18,7 +18,7 @@ from specbench.plan.shards import (
     restrict,
     runs_on_rule,
     shard_from_env,
-)  # fmt: skip
+)
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import alone_of, baseline_of, draft_alone_of
 from tests.helpers.sweeps import MODELS, make_config, rendered
@@ -77,8 +77,9 @@ def test_same_config_same_shards(tmp_path, llama_build):
 
 
 def test_balanced_by_estimated_time(tmp_path, llama_build):
-    cfg, plan = _plan(tmp_path, llama_build, sweep={"method": ["draft", "ngram-simple"],
-                                                   "draft_max": [2, 4, 8, 16, 32]})  # fmt: skip
+    cfg, plan = _plan(
+        tmp_path, llama_build, sweep={"method": ["draft", "ngram-simple"], "draft_max": [2, 4, 8, 16, 32]}
+    )
     est = [e["est_s"] for e in matrix(plan, cfg, 3)["include"]]
     assert max(est) <= 1.25 * min(est), est
 

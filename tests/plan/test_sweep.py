@@ -321,8 +321,9 @@ def test_server_plan_with_auto_repetitions_plans_the_first_round_and_passes_ngra
     assert all(i.ngram_size_n == 3 for i in spec)
 
 
-@pytest.mark.parametrize("warmup, says", [(0, "no warmup"), (1, "1 warmup request per start"),
-                                          (3, "3 warmup requests per start")])  # fmt: skip
+@pytest.mark.parametrize(
+    "warmup, says", [(0, "no warmup"), (1, "1 warmup request per start"), (3, "3 warmup requests per start")]
+)
 def test_server_dry_run_says_the_configs_warmup(tmp_path, llama_build, warmup, says):
     config = make_config(tmp_path, runner="server", warmup=warmup)
     text = make_plan(config, llama_build, MODELS, rendered(config)).describe()
@@ -376,14 +377,16 @@ def test_of_roles_keeps_what_the_judged_metrics_read_and_says_what_it_left(tmp_p
     base = plan.of_roles(roles_read(["baseline_tps"]))
     assert {i.role for i in base.invocations} == {"baseline"}  # the warmups too
     assert len(base.measured) == 2 * 3 and base.sentinel == plan.sentinel
-    assert base.notes[-1].startswith("measured only the baseline samples: no judged metric reads the draft, "
-                                     "speculative ones")  # fmt: skip
+    assert base.notes[-1].startswith(
+        "measured only the baseline samples: no judged metric reads the draft, speculative ones"
+    )
     # no metric reads the draft alone: a gate leaves it out; a speedup needs the baseline too
     assert {i.role for i in plan.of_roles(roles_read(["spec_tps"])).measured} == {"speculative"}
     speedup = plan.of_roles(roles_read(["speedup"]))
     assert {i.role for i in speedup.invocations} == {"baseline", "speculative"}
-    assert speedup.notes[-1].startswith("measured only the baseline, speculative samples: no judged metric "
-                                        "reads the draft ones")  # fmt: skip
+    assert speedup.notes[-1].startswith(
+        "measured only the baseline, speculative samples: no judged metric reads the draft ones"
+    )
     # nothing the metrics read: everything is measured, and the gate says what it lacks
     assert plan.of_roles(frozenset({"baseline-after"})) is plan
 

@@ -14,9 +14,10 @@ from tests.helpers.trees import pinned_build
 
 def test_each_draft_cell_gets_a_synthetic_twin_per_length_that_fits(tmp_path, llama_build):
     config = make_config(
-        tmp_path, runner="server",
+        tmp_path,
+        runner="server",
         sweep={"method": ["draft", "ngram-simple"], "draft_max": [4, 8], "synth_len": [1.5, 3.0, 6.0]},
-    )  # fmt: skip
+    )
     plan = make_plan(config, llama_build, MODELS, rendered(config))
     spec = [i for i in plan.measured if i.role == "speculative"]
     cells = {(i.method, i.draft_max, i.synth_len) for i in spec}
@@ -86,14 +87,16 @@ def test_synth_rates_of_another_length_than_draft_max_are_left_out_or_refused(tm
     ("sections", "words"),
     [
         ({"synth_rates": RATES}, r"synth_rates: .*runner: server"),  # llama-speculative-simple lacks it
-        ({"runner": "server", "synth_rates": RATES, "sweep": {"draft_max": [4], "synth_len": [2.0]}},
-         "synth_rates and sweep.synth_len both set"),
+        (
+            {"runner": "server", "synth_rates": RATES, "sweep": {"draft_max": [4], "synth_len": [2.0]}},
+            "synth_rates and sweep.synth_len both set",
+        ),
         ({"runner": "server", "synth_rates": [0.5, 0.7]}, "must not rise"),
         ({"runner": "server", "synth_rates": "0.9,1.5"}, "from 0 to 1"),
         ({"runner": "server", "synth_rates": []}, "list of probabilities"),
         ({"runner": "server", "sweep": {"synth_rates": [[0.9, "x"]]}}, "from 0 to 1"),
     ],
-)  # fmt: skip
+)
 def test_synth_rates_that_llama_cpp_would_refuse_are_refused_by_the_config(tmp_path, sections, words):
     with pytest.raises(ConfigError, match=words):
         make_config(tmp_path, **sections)
