@@ -233,12 +233,8 @@ def drafts_only_cached(server: RunningServer, outcomes: list[Outcome]) -> bool:
     its version, so no other server gets an extra request. Such a server's requests keep the prompt
     from then on: a repeated prompt's pass (the target's and the draft's) can come from the request
     before, which each sample records in ``server_cache_prompt``."""
-    answered = [o for o in outcomes if o.timings is not None]
-    if (
-        not answered
-        or any(o.timings and o.timings.draft_n for o in answered)
-        or any(o.cache_prompt for o in answered)
-    ):
+    answered = [(o, o.timings) for o in outcomes if o.timings is not None]
+    if not answered or any(t.draft_n or o.cache_prompt for o, t in answered):
         return False
     return speculative_slots(server) is False
 
