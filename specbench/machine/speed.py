@@ -142,15 +142,17 @@ def judge_speed(record: SpeedRecord, precision: float) -> list[str]:
     found: list[tuple[float, str]] = []
     record.notes = []
     move = largest_move([tps for _, tps in record.series()])
-    drift = within_pair(record)
     short = short_readings(record)
-    if move is not None and short is not None and abs(move[0]) > precision:
-        record.notes.append(
-            f"{moved_message(*move)}, but each reading decoded for {short * 1000:.0f} ms, too short "
-            "to tell a move of the machine from timing noise; not judged (the samples' own decode "
-            "windows say how precise they are)"
-        )
-    elif move is not None and drift is not None and abs(move[0]) > precision:
+    if move is not None and short is not None:  # readings too short to time: said, never judged
+        if abs(move[0]) > precision:
+            record.notes.append(
+                f"{moved_message(*move)}, but each reading decoded for {short * 1000:.0f} ms, too short "
+                "to tell a move of the machine from timing noise; not judged (the samples' own decode "
+                "windows say how precise they are)"
+            )
+        move = None
+    drift = within_pair(record)
+    if move is not None and drift is not None and abs(move[0]) > precision:
         span = f"within a pair ({record.pair_s:.0f} s)"
         if drift > precision:
             found.append((move[0], f"{moved_message(*move)}, up to {drift:.0%} {span}: inside pairs"))
@@ -159,12 +161,12 @@ def judge_speed(record: SpeedRecord, precision: float) -> list[str]:
                 f"{moved_message(*move)}, between pairs: at most {drift:.1%} {span}, which the paired "
                 "figures (speedups, ab's ratios) cancel; absolute t/s carry it"
             )
-    elif move is not None and short is None:
+    elif move is not None:
         found.append((move[0], moved_message(*move)))
     for w in record.windows:
         where = f"between the baseline windows of {w.group}"
         found.append((w.moved, moved_message(w.moved, w.before_tps, w.after_tps, where)))
-    moves = [m for m, _ in found] + ([move[0]] if move is not None and short is None else [])
+    moves = [m for m, _ in found] + ([move[0]] if move is not None else [])
     record.moved = max(moves, key=abs) if moves else None
     record.warnings = [text for m, text in sorted(found, key=lambda f: -abs(f[0])) if abs(m) > precision]
     return record.warnings
