@@ -31,10 +31,17 @@ from specbench.execute.server_executor import ServerExecutor
 from specbench.machine import contention, noise
 from specbench.parse.crash import CrashFacts
 from specbench.results.cell import baseline_of, cell_record, is_synthetic
-from specbench.results.folder import check_writable, has_samples, prepare_raw, samples_path
+from specbench.results.folder import (
+    check_writable,
+    has_samples,
+    mark_orphans,
+    mark_partial,
+    next_raw_number,
+    prepare_raw,
+    samples_path,
+)
 from specbench.results.manifest import Manifest, Status
 from specbench.results.manifestfile import save_manifest
-from specbench.results.rawlogs import mark_orphans, mark_partial, next_raw_number
 from specbench.results.records import Measurement, Sample
 from specbench.results.runlock import RunLock
 from specbench.results.runstate import check_fresh, check_resumable
