@@ -2,10 +2,8 @@
 run, runs measured with different generation settings side by side, outputs not compared, a busy or
 moving machine.
 
-Each is a ``Caveat`` with a severity and the fact it states (its ``key``), so that a run's end says
-each thing once, warnings first, however many sources hold it (issue 58: the quickstart ended with
-the same drift message three times among six notes and warnings): the manifest's noise and speed
-records, the run's summary of the same, and the report's findings all go through ``said_once``.
+Each is a ``Caveat`` keyed by the fact it states, so that ``said_once`` says each fact once,
+warnings first, however many sources (the manifest, the run's summary, the report) hold it.
 """
 
 from __future__ import annotations

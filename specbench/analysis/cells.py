@@ -1,15 +1,9 @@
 """One cell of a run: its samples, baseline and draft-alone runs aggregated into one report row.
 
-A *cell* is one speculative setting of one run (the axes of ``specbench.results.cell.Cell``). Its
-*baseline* is the baseline samples ``specbench.results.cell.baseline_of`` names (the pair's target
-on the same build, ``ngl``, runner and parallel), over the prompts and repetitions the cell ran;
-its *draft-alone* samples (``draft_alone_of``: the pair's draft model at the cell's ``ngld``) give
-the cost ratio c for the speedup model. Only valid samples enter the statistics; invalid and failed ones
-are counted (``n_total``, ``n_invalid``, ``n_failed``) and flip ``valid`` to False.
-
-Row fields beyond issue 6's JSON contract (``CONTRACT_KEYS``) are extras that come after them.
-``n`` is the number of valid speculative samples used; ``valid`` is True when every speculative
-sample of the cell and every matched baseline sample is valid.
+A *cell* is one speculative setting of one run (``results.cell.Cell``): its baseline is the samples
+``results.cell.baseline_of`` names, its draft-alone samples give the cost ratio c of the speed
+model. Only valid samples enter the statistics; invalid and failed ones are counted and make the
+row not ``valid``.
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ from typing import Any
 
 from specbench.analysis import stats
 from specbench.analysis.figures import Figure, Value, figure
-from specbench.analysis.quality import DEFAULT_PRECISION, assess
+from specbench.analysis.quality import DEFAULT_PRECISION, assess, usable
 from specbench.analysis.span import span_fields
 from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
 from specbench.analysis.speedup import Pair, paired_speedup
@@ -149,10 +143,6 @@ def is_invalid(s: Sample) -> bool:
     return s.status == "invalid" or (s.status == "ok" and not s.valid)
 
 
-def _usable(s: Sample) -> bool:
-    return s.valid and s.status == "ok" and s.tps is not None
-
-
 def _pooled(samples: Iterable[Sample], num: str, den: str) -> float | None:
     """sum(metrics.num) / sum(metrics.den) over the samples whose log has both."""
     total_n = total_d = 0
@@ -182,7 +172,7 @@ def _throughput(samples: list[Sample]) -> float | None:
     batches: dict[int, float] = {}
     tokens = 0
     for s in samples:
-        if s.batch is None or s.batch_wall_s is None or s.n_generated is None or not _usable(s):
+        if s.batch is None or s.batch_wall_s is None or s.n_generated is None or not usable(s):
             continue
         batches[s.batch] = s.batch_wall_s
         tokens += s.n_generated
@@ -229,17 +219,13 @@ def _pairs(spec: list[Sample], paired: dict[tuple, Sample]) -> list[Pair]:
 def _tps_figures(pairs: list[Pair], spec: list[Sample], base: list[Sample]) -> tuple[Figure, Figure]:
     """The row's spec and baseline t/s, averaged as its speedup is (``figures.figure``) and over the
     pairs it uses, so that spec / baseline is the speedup; each side's usable samples without a pair."""
-    if not pairs:
-        return (
-            figure("spec_tps", [Value(s.prompt_id, s.repetition, s.tps) for s in spec if s.tps is not None]),
-            figure(
-                "baseline_tps", [Value(s.prompt_id, s.repetition, s.tps) for s in base if s.tps is not None]
-            ),
-        )
-    return (
-        figure("spec_tps", [Value(x.prompt, x.repetition, x.spec_tps) for x in pairs]),
-        figure("baseline_tps", [Value(x.prompt, x.repetition, x.base_tps) for x in pairs]),
-    )
+    if pairs:
+        spec_v = [Value(x.prompt, x.repetition, x.spec_tps) for x in pairs]
+        base_v = [Value(x.prompt, x.repetition, x.base_tps) for x in pairs]
+    else:
+        spec_v = [Value(s.prompt_id, s.repetition, s.tps) for s in spec if s.tps is not None]
+        base_v = [Value(s.prompt_id, s.repetition, s.tps) for s in base if s.tps is not None]
+    return figure("spec_tps", spec_v), figure("baseline_tps", base_v)
 
 
 def _row(
@@ -254,16 +240,16 @@ def _row(
 ) -> ReportRow:
     first = spec[0]
     quality = assess(spec, base, facts)
-    used = [s for s in spec if _usable(s)]
-    base_used = [s for s in base if _usable(s)]
-    b = summarize([s.tps for s in base_used if s.tps is not None])  # all of them (_usable); the sd
+    used = [s for s in spec if usable(s)]
+    base_used = [s for s in base if usable(s)]
+    b = summarize([s.tps for s in base_used if s.tps is not None])  # all of them (usable); the sd
     p = summarize([s.tps for s in used if s.tps is not None])  # (the columns' centre is the figure's)
     pairs = _pairs(used, paired)
     ratio = paired_speedup(pairs)
     spec_fig, base_fig = _tps_figures(pairs, used, base_used)
     acceptance = _pooled(used, "n_accept", "n_drafted")
     acc = summarize([s.acceptance for s in used if s.acceptance is not None])
-    draft_tps = summarize([s.tps for s in drafts if _usable(s) and s.tps is not None]).mean
+    draft_tps = summarize([s.tps for s in drafts if usable(s) and s.tps is not None]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
     predicted = best_g = None
     if acceptance is not None and c is not None and first.draft_max:
@@ -321,27 +307,20 @@ def run_rows(
     drafts = [s for s in samples if s.role == "draft"]
     rows: list[ReportRow] = []
     for key, spec in cells.items():
-        first = spec[0]
-        keys = {(s.prompt_id, s.repetition) for s in spec}
-        alone_key = cell.draft_alone_of(first)
         j = judged[key]
-        base, late, is_after = j.base, j.late, j.is_after
-        moved = bracket_warning(j.before, late, facts)
+        keys = {(s.prompt_id, s.repetition) for s in spec}
+        alone_key = cell.draft_alone_of(spec[0])
         alone = [d for d in drafts if cell.alone_of(d) == alone_key and (d.prompt_id, d.repetition) in keys]
-        first_row = len(rows)
-        rows.append(_row(run, ALL, spec, base, alone, facts, cal, paired))
-        for category in sorted({s.category for s in spec}):
-            rows.append(
-                _row(
-                    run, category, [s for s in spec if s.category == category],
-                    [b for b in base if b.category == category], [d for d in alone if d.category == category],
-                    facts, cal, paired,
-                )
-            )  # fmt: skip
-        for r in rows[first_row:]:
-            r.baseline_window = ("after" if is_after else "before") if late else None
+        cell_rows = [_row(run, ALL, spec, j.base, alone, facts, cal, paired)]
+        for c in sorted({s.category for s in spec}):
+            spec_c, base_c, alone_c = ([s for s in xs if s.category == c] for xs in (spec, j.base, alone))
+            cell_rows.append(_row(run, c, spec_c, base_c, alone_c, facts, cal, paired))
+        moved = bracket_warning(j.before, j.late, facts)
+        for r in cell_rows:
+            r.baseline_window = ("after" if j.is_after else "before") if j.late else None
             if moved:
                 r.warnings.append(moved.format(window=r.baseline_window))
+        rows += cell_rows
     _use_curve(rows)
     return rows
 

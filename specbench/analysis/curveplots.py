@@ -1,13 +1,9 @@
 """The report's curves beyond the sweep's axes: the machine's speedup against acceptance length,
 acceptance by draft position, and speedup and acceptance against the context's depth.
 
-Synthetic cells (``synth_len``: llama-server accepts drafts at random with a chosen mean acceptance
-length) trace what this machine gains at each acceptance length for one target, draft and draft
-length; the real cells of the same setting are points placed at their own acceptance length, so
-the gap between a point and its curve is what the real draft's pattern of acceptance costs or
-gives beyond its mean. Acceptance by position comes from llama-server's ``/metrics`` counters.
-The depth figure draws ``specbench.analysis.depth``'s curves with their 95% intervals, one series
-per setting.
+Synthetic cells (``synth_len``: drafts accepted at random) trace what this machine gains at each
+acceptance length; a real cell placed on its curve shows what its draft's pattern of acceptance
+costs or gives beyond its mean.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Speculation at depth: each setting's speedup and acceptance against the context's depth, with
 their intervals, and the break-even depth where the speedup's interval crosses 1.0.
 
-A setting is a report row's cell less its depth (``sweep.depth``, ``specbench.plan.depth``); its
-points are its rows (every prompt, ``category`` all) at each depth measured. The break-even reads
-the 95% intervals in depth order: the setting *pays* at a depth whose speedup interval lies above
-1.0, *loses* where it lies below, and is *even* where it holds 1.0. The break-even depth is where
-it stops paying: after the last depth that pays, the first that does not. A depth the plan left out
-(a draft whose context cannot hold it: ``results.cell.LeftOut``) is a point of its own, *not run*,
-named in the table and the line and never read as a measurement.
+A setting is a report row's cell less its depth; a depth the plan left out (a draft whose context
+cannot hold it: ``results.cell.LeftOut``) is a point of its own, *not run*, never a measurement.
 """
 
 from __future__ import annotations
@@ -23,14 +18,16 @@ SETTING_KEYS = tuple(k for k in ("run", *ROW_CELL) if k != "depth")
 
 
 class DepthPoint(BaseModel):
+    """One depth of a setting: its report row's figures, or why the plan left it out."""
+
     depth: int
-    speedup: float | None
-    speedup_ci_low: float | None
-    speedup_ci_high: float | None
-    acceptance: float | None
-    acceptance_ci_low: float | None
-    acceptance_ci_high: float | None
-    n: int
+    speedup: float | None = None
+    speedup_ci_low: float | None = None
+    speedup_ci_high: float | None = None
+    acceptance: float | None = None
+    acceptance_ci_low: float | None = None
+    acceptance_ci_high: float | None = None
+    n: int = 0
     not_run: str | None = None  # why the plan left this depth out (its LeftOut's reason)
 
     @property
@@ -87,22 +84,8 @@ def depth_curves(rows: list[ReportRow], not_run: Sequence[NotRun] = ()) -> list[
         left = [lo for lo in unrun.get(key, []) if lo.cell.depth not in {r.depth for r in members}]
         if len({r.depth for r in members} | {lo.cell.depth for lo in left}) < 2:
             continue
-        points = [
-            DepthPoint(
-                depth=r.depth,
-                speedup=r.speedup,
-                speedup_ci_low=r.speedup_ci_low,
-                speedup_ci_high=r.speedup_ci_high,
-                acceptance=r.acceptance,
-                acceptance_ci_low=r.acceptance_ci_low,
-                acceptance_ci_high=r.acceptance_ci_high,
-                n=r.n,
-            )
-            for r in members
-        ]
-        blank = dict.fromkeys(("speedup", "speedup_ci_low", "speedup_ci_high", "acceptance",
-                               "acceptance_ci_low", "acceptance_ci_high"))  # fmt: skip
-        points += [DepthPoint(depth=lo.cell.depth, n=0, not_run=lo.reason, **blank) for lo in left]
+        points = [DepthPoint.model_validate(r, from_attributes=True) for r in members]
+        points += [DepthPoint(depth=lo.cell.depth, not_run=lo.reason) for lo in left]
         points.sort(key=lambda p: p.depth)
         curves.append(DepthCurve(setting=dict(zip(SETTING_KEYS, key, strict=True)), points=points))
     return curves

@@ -1,10 +1,7 @@
 """The quality warnings of a whole report in a few lines: one per kind, naming its cells.
 
-Each row carries its own warnings (``specbench.analysis.quality``); printed row by row, a run of
-four cells ends in a wall of lines that repeat the same baseline outliers under every cell. A
-reader needs to know what is wrong and where, once: this turns the rows' warnings into one line
-per kind (``imprecise``, ``short decode window``, ``outlier repetitions (baseline)``...), with the
-cells it concerns and, for imprecise cells, how many repetitions would meet the precision.
+Printed row by row, a run of four cells ends in a wall of lines that repeat the same baseline
+outlier under every cell; a reader needs each finding once, with where it holds.
 """
 
 from __future__ import annotations
@@ -34,25 +31,20 @@ def cell_name(r: ReportRow, rows: list[ReportRow]) -> str:
     return name
 
 
-def _kind(warning: str) -> tuple[str, str]:
-    kind, _, detail = warning.partition(": ")
-    return kind, detail
-
-
 def digest(rows: list[ReportRow]) -> list[str]:
     """One line per kind of warning, in the order kinds first appear."""
     by_kind: dict[str, list[tuple[ReportRow, str]]] = defaultdict(list)
     for r in rows:
         for w in r.warnings:
-            kind, detail = _kind(w)
+            kind, _, detail = w.partition(": ")
             if not kind.startswith(SKIPPED):
                 by_kind[kind].append((r, detail))
     lines = []
     for kind, found in by_kind.items():
-        if kind == "imprecise":
-            lines.append(_imprecise(found, rows))
-            continue
         cells = f"{len(found)} of {len(rows)} cells" if len(rows) > 1 else "the cell"
+        if kind == "imprecise":
+            lines.append(_imprecise(found, rows, cells))
+            continue
         details = list(dict.fromkeys(d for _, d in found))
         if len(details) == 1:  # the same finding under every cell (their shared baseline): said once
             names = ", ".join(cell_name(r, rows) for r, _ in found)
@@ -63,7 +55,7 @@ def digest(rows: list[ReportRow]) -> list[str]:
     return lines
 
 
-def _imprecise(found: list[tuple[ReportRow, str]], rows: list[ReportRow]) -> str:
+def _imprecise(found: list[tuple[ReportRow, str]], rows: list[ReportRow], cells: str) -> str:
     """Which cells miss the precision, by how much, and the repetitions that would meet it: the CI
     half-width shrinks with the square root of the repetitions, so n x (CI / precision)^2."""
     widths = []
@@ -75,7 +67,6 @@ def _imprecise(found: list[tuple[ReportRow, str]], rows: list[ReportRow]) -> str
     reps = int(m.group(1)) if (m := _REPS.search(detail)) else None
     target = float(m.group(1)) / 100 if (m := _PRECISION.search(detail)) else None
     worst = max((v for r, _ in found for v in (r.spec_tps_rel_ci, r.baseline_tps_rel_ci) if v), default=None)
-    cells = f"{len(found)} of {len(rows)} cells" if len(rows) > 1 else "the cell"
     line = f"imprecise in {cells} ({'; '.join(widths)}): the 95% CI is wider than"
     line += f" precision {target:.1%}" if target else " the precision"
     line += f" after {reps} repetitions" if reps else ""

@@ -1,21 +1,11 @@
 """A cell's figure (its value and 95% interval) from its per-prompt, per-repetition values: the one
 definition ``report``, ``compare``, ``history``, ``publish`` and ``tune`` show.
 
-Before this module the report, history and the results site each summarised a cell their own way
-(paired geometric speedup; mean and sd of per-repetition means; geometric means with a log-scale t
-interval), and one cell read 3.87x, 110x and 46x. Now every reader hands the same values to
-``figure``: speedups are the samples' ratios to the baseline ``results.bracket.paired_baseline``
-pairs them with, and their figure is ``paired_speedup``'s (prompts weighted equally, the interval
-from repetitions).
-
-One kind of average for every rate and ratio (issue 58): a t/s (any metric on the ``ratio`` scale)
-is averaged as the speedup is, ``paired_speedup`` over the values against 1: the geometric mean
-over prompts of each prompt's geometric mean over repetitions, its interval from repetitions. So a
-report row's spec t/s over its baseline t/s, both over the pairs its speedup uses, is its speedup
-(exactly from 1 to 5 repetitions; from 6 the centre is each side's Hodges-Lehmann estimate, within
-rounding). Before, the t/s columns were arithmetic means over samples, dominated by the one prompt
-that copies: the quickstart's ngram-simple row read 50.5 and 89.6 t/s (1.77x) beside 1.25x. An
-acceptance (``points`` scale) is the mean over the samples with its t interval.
+Speedups are the samples' ratios to the baseline ``results.bracket.paired_baseline`` pairs them
+with. Every rate and ratio (a metric on the ``ratio`` scale, t/s included) is averaged as the
+speedup is (``paired_speedup`` against 1), so a row's spec t/s over its baseline t/s is its speedup;
+an acceptance (``points`` scale) is the mean over the samples with its t interval. Why one average:
+docs/report-speedup.md.
 """
 
 from __future__ import annotations
@@ -61,14 +51,11 @@ def speedup_text(value: float | None, low: float | None, high: float | None, n: 
     return f"{value:.2f}x [{low:.2f}, {high:.2f}]"
 
 
-NOTHING = Figure(None, None, None, 0)
-
-
 def figure(metric: str, values: Iterable[Value]) -> Figure:
     """The figure of ``metric`` over one cell's values (see the module docstring)."""
     vals = list(values)
     if not vals:
-        return NOTHING
+        return Figure(None, None, None, 0)
     if metric in METRICS and METRICS[metric].scale == "ratio":  # rates and ratios: the speedup's average
         s = paired_speedup(Pair(v.prompt, v.repetition, v.value, 1.0) for v in vals)
         return Figure(s.value, s.ci_low, s.ci_high, s.repetitions if METRICS[metric].paired else len(vals))
@@ -84,9 +71,8 @@ class Standing(StrEnum):
     """What a speedup figure can be called: only a decided, real cell is ever "the best"."""
 
     DECIDED = "decided"  # measured, with a 95% interval within a factor MAX_SPREAD
-    UNDECIDED = (
-        "undecided"  # measured, but one repetition (no interval) or an interval too wide to mean a number
-    )
+    # measured, but one repetition (no interval) or an interval too wide to mean a number
+    UNDECIDED = "undecided"
     SYNTHETIC = "synthetic"  # drafts accepted at random (synth_len): a simulation, not an achieved speedup
     NOTHING = "nothing"  # no value
 
@@ -133,9 +119,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Best(Generic[T]):
-    """The best of some cells and its standing: DECIDED only when ``item`` is a decided real cell;
-    UNDECIDED: no real cell is decided, ``item`` is the highest undecided one; SYNTHETIC: only
-    synthetic cells, ``item`` the highest of them; NOTHING: no value at all (``item`` None)."""
+    """``pick_best``'s answer: the cell (None when nothing was measured) and what it may be called."""
 
     item: T | None
     standing: Standing
@@ -143,9 +127,6 @@ class Best(Generic[T]):
     @property
     def decided(self) -> bool:
         return self.standing == Standing.DECIDED
-
-
-_RANK = (Standing.DECIDED, Standing.UNDECIDED, Standing.SYNTHETIC)
 
 
 def pick_best(
@@ -161,7 +142,7 @@ def pick_best(
         s = standing(value, low, high, synthetic(item))
         if value is not None and s != Standing.NOTHING:  # NOTHING: no value
             found.setdefault(s, []).append((value, item))
-    for s in _RANK:
+    for s in (Standing.DECIDED, Standing.UNDECIDED, Standing.SYNTHETIC):
         if s in found:
             return Best(max(found[s], key=lambda t: t[0])[1], s)
     return Best(None, Standing.NOTHING)

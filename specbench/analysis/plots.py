@@ -1,8 +1,6 @@
 """The report's figures: PNGs a person can read at a glance, each captioned with where it ran.
 
-matplotlib with the Agg backend (no display needed), imported inside functions so the CLI starts
-fast. Every plot reads only ``Report`` rows; which ones exist depends on the run (the GPU-layers
-plot only when ``ngl`` was swept).
+matplotlib (Agg, no display) is imported inside functions so that the CLI starts fast.
 """
 
 from __future__ import annotations
@@ -61,15 +59,11 @@ def _labeller(rows: list[ReportRow], keys: tuple[str, ...], always: tuple[str, .
     return label
 
 
-def _caption(fig, report: Report) -> None:
-    lines = [i.caption() for i in report.runs]
-    fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444", ha="left", va="bottom")
-
-
 def _save(fig, path: Path, report: Report) -> Path:
     """Caption, lay out and write: the saved image grows to hold every legend and label placed
     outside the axes (``bbox_inches="tight"``), so none is clipped however long."""
-    _caption(fig, report)
+    caption = "\n".join(i.caption() for i in report.runs)
+    fig.text(0.01, 0.01, caption, fontsize=8, color="#444444", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.04 + 0.03 * len(report.runs), 1, 1))
     fig.savefig(path, dpi=110, bbox_inches="tight", pad_inches=0.15)
     _plt().close(fig)
@@ -238,43 +232,23 @@ def tps_bars(report: Report, path: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=(10, max(3.6, 1.6 + 0.55 * len(rows))))
     ys = list(range(len(rows)))[::-1]
     h = 0.38
-    ax.barh(
-        [y + h / 2 for y in ys],
-        [r.baseline_tps or 0 for r in rows],
-        h,
-        xerr=[r.baseline_tps_sd or 0 for r in rows],
-        capsize=3,
-        color="#999999",
-        label="baseline",
-    )
-    ax.barh(
-        [y - h / 2 for y in ys],
-        [r.spec_tps for r in rows],
-        h,
-        xerr=[r.spec_tps_sd or 0 for r in rows],
-        capsize=3,
-        color="C0",
-        label="speculative",
-    )
-    for y, r in zip(ys, rows, strict=True):
-        if r.speedup is not None:
-            ax.text(
-                max(
-                    (r.spec_tps or 0) + (r.spec_tps_sd or 0), (r.baseline_tps or 0) + (r.baseline_tps_sd or 0)
-                )
-                * 1.02,
-                y - h / 2,
-                f"{r.speedup:.2f}x" + (" (best)" if r.best else ""),
-                va="center",
-                fontsize=8,
-            )
-    ax.set_yticks(ys, [label(r) for r in rows], fontsize=8)
-    ax.set_xlabel("decode throughput (tokens/s, mean +- sd)")
-    right = max(
+    for side, offset, color in (("baseline", h / 2, "#999999"), ("spec", -h / 2, "C0")):
+        tps = [getattr(r, f"{side}_tps") or 0 for r in rows]
+        sd = [getattr(r, f"{side}_tps_sd") or 0 for r in rows]
+        name = "speculative" if side == "spec" else side
+        ax.barh([y + offset for y in ys], tps, h, xerr=sd, capsize=3, color=color, label=name)
+    # where each cell's longer bar ends, its error bar included
+    ends = [
         max((r.spec_tps or 0) + (r.spec_tps_sd or 0), (r.baseline_tps or 0) + (r.baseline_tps_sd or 0))
         for r in rows
-    )
-    ax.set_xlim(0, right * 1.25)  # room for the speedup labels
+    ]
+    for y, r, end in zip(ys, rows, ends, strict=True):
+        if r.speedup is not None:
+            best = " (best)" if r.best else ""
+            ax.text(end * 1.02, y - h / 2, f"{r.speedup:.2f}x{best}", va="center", fontsize=8)
+    ax.set_yticks(ys, [label(r) for r in rows], fontsize=8)
+    ax.set_xlabel("decode throughput (tokens/s, mean +- sd)")
+    ax.set_xlim(0, max(ends) * 1.25)  # room for the speedup labels
     ax.set_title(TITLES[TPS_BARS] + " per setting")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
@@ -300,21 +274,11 @@ def speedup_by_category(report: Report, path: Path) -> Path | None:
     width = 0.8 / len(chosen)
     for i, cell in enumerate(chosen):
         rows = {r.category: r for r in report.rows if r.run == cell.run and r.cell() == cell.cell()}
-        series = [rows.get(c) for c in cats]
-        xs = [
-            j + (i - (len(chosen) - 1) / 2) * width
-            for j, r in enumerate(series)
-            if r and r.speedup is not None
-        ]
-        present = [r for r in series if r and r.speedup is not None]
+        shown = [(j, row) for j, c in enumerate(cats) if (row := rows.get(c)) and row.speedup is not None]
+        xs = [j + (i - (len(chosen) - 1) / 2) * width for j, _ in shown]
+        bars = [r for _, r in shown]
         ax.bar(
-            xs,
-            [r.speedup for r in present],
-            width,
-            yerr=_err(present),
-            capsize=3,
-            color=f"C{i}",
-            label=label(cell),
+            xs, [r.speedup for r in bars], width, yerr=_err(bars), capsize=3, color=f"C{i}", label=label(cell)
         )
     ax.axhline(1.0, color="black", lw=1, ls="--", label="baseline (1.0x)")
     ax.set_xticks(range(len(cats)), cats)
@@ -341,32 +305,17 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
         run, target = key[0], brs[0].target
         build = f" {brs[0].build}" if brs[0].build is not None else ""
         points = sorted(
-            {(r.ngl, r.baseline_tps, r.baseline_tps_sd) for r in brs if r.baseline_tps is not None}
+            {(r.ngl, r.baseline_tps, r.baseline_tps_sd or 0) for r in brs if r.baseline_tps is not None}
         )
         if points:
-            ax.errorbar(
-                [p[0] for p in points],
-                [p[1] for p in points],
-                yerr=[p[2] or 0 for p in points],
-                color="black",
-                ls="--",
-                marker="s",
-                capsize=3,
-                label=f"baseline {target}{build}" + (f" ({run})" if len(report.runs) > 1 else ""),
-            )
+            ngl, tps, sd = zip(*points, strict=True)
+            name = f"baseline {target}{build}" + (f" ({run})" if len(report.runs) > 1 else "")
+            ax.errorbar(ngl, tps, yerr=sd, color="black", ls="--", marker="s", capsize=3, label=name)
     for i, (name, series) in enumerate(_groups(rows, label).items()):
         series.sort(key=lambda r: r.ngl)
         ls, marker = style(i)
-        ax.errorbar(
-            [r.ngl for r in series],
-            [r.spec_tps for r in series],
-            yerr=[r.spec_tps_sd or 0 for r in series],
-            marker=marker,
-            ls=ls,
-            capsize=3,
-            color=f"C{i}",
-            label=name,
-        )
+        ngl, tps, sd = zip(*((r.ngl, r.spec_tps, r.spec_tps_sd or 0) for r in series), strict=True)
+        ax.errorbar(ngl, tps, yerr=sd, marker=marker, ls=ls, capsize=3, color=f"C{i}", label=name)
     ngls = sorted({r.ngl for r in rows})
     ax.set_xticks(ngls, [str(n) for n in ngls])
     ax.set_xlabel("target layers on the GPU (-ngl)")

@@ -1,15 +1,6 @@
 """How far a report row's numbers can be trusted, and what to do about it: the relative CI of its
-means, whether ``repetitions: auto`` met its precision, and short warnings a user can act on.
-
-Warnings (each one short string in the row's ``warnings``, printed at the end of ``run``):
-
-* precision: the relative 95% CI half-width of a mean t/s is above ``precision``;
-* short decode window: timing a window under ``min_decode_s`` is dominated by noise; the
-  warning names the ``n_predict`` that reaches it at the measured speed;
-* outlier repetitions (modified z-score, ``specbench.results.precision``), and whether dropping
-  them moves the mean beyond the CI of the other repetitions (then they matter);
-* busy machine: the run's noise check found other work (``specbench.machine.noise``);
-* mixed machines: ``run --resume --force`` continued the run on another machine.
+means, whether ``repetitions: auto`` met its precision, and short warnings a user can act on (the
+kinds: docs/quality.md).
 """
 
 from __future__ import annotations
@@ -37,23 +28,20 @@ class Quality:
     warnings: list[str] = field(default_factory=list)
 
 
-def _usable(s: Sample) -> bool:
+def usable(s: Sample) -> bool:
+    """Valid, ok and timed: a sample the statistics use."""
     return s.valid and s.status == "ok" and s.tps is not None
 
 
 def _by_prompt(samples: Sequence[Sample]) -> dict[str, list[Sample]]:
     groups: dict[str, list[Sample]] = defaultdict(list)
-    for s in sorted((s for s in samples if _usable(s)), key=lambda s: (s.prompt_id, s.repetition)):
+    for s in sorted((s for s in samples if usable(s)), key=lambda s: (s.prompt_id, s.repetition)):
         groups[s.prompt_id].append(s)
     return groups
 
 
 def precision_of(samples: Sequence[Sample]) -> Precision:
     return stratified([[s.tps for s in g if s.tps is not None] for g in _by_prompt(samples).values()])
-
-
-def _pct(x: float) -> str:
-    return f"{x:.1%}"
 
 
 def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | None) -> Quality:
@@ -68,22 +56,15 @@ def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | Non
         (name, p, rel) for name, p in (("spec", ps), ("baseline", pb)) if (rel := p.relative) and rel > target
     ]
     if loose:
-        what = ", ".join(f"{name} t/s ±{_pct(rel)}" for name, _, rel in loose)
+        what = ", ".join(f"{name} t/s ±{rel:.1%}" for name, _, rel in loose)
         reps = max(p.n_min for _, p, _ in loose)
         hint = "" if facts.auto_repetitions else "; try --set repetitions=auto"
         q.warnings.append(
-            f"imprecise: {what} (95% CI) > precision {_pct(target)} after {reps} repetitions{hint}"
+            f"imprecise: {what} (95% CI) > precision {target:.1%} after {reps} repetitions{hint}"
         )
-    short = _short_window(spec, base, facts)
-    if short:
-        q.warnings.append(short)
-    q.warnings += [w for w in (_outliers("spec", spec, ps), _outliers("baseline", base, pb)) if w]
     q.repeatable, differs = repeatability(spec)
-    if differs:
-        q.warnings.append(differs)
-    unequal = unequal_work(spec, base)
-    if unequal:
-        q.warnings.append(unequal)
+    found = (_short_window(spec, base, facts), _outliers("spec", spec, ps), _outliers("baseline", base, pb))
+    q.warnings += [w for w in (*found, differs, unequal_work(spec, base)) if w]
     if facts.busy:
         more = f" (+{len(facts.busy) - 1} more)" if len(facts.busy) > 1 else ""
         q.warnings.append(f"busy machine: {facts.busy[0]}{more}")
@@ -93,7 +74,7 @@ def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | Non
 
 
 def _window(s: Sample) -> float | None:
-    if not _usable(s) or not s.n_generated or s.tps is None or s.tps <= 0:
+    if not usable(s) or not s.n_generated or s.tps is None or s.tps <= 0:
         return None
     return s.n_generated / s.tps
 
@@ -109,7 +90,7 @@ def _short_window(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFact
     if not windows or limit <= 0 or min(windows.values()) >= limit:
         return None
     name = min(windows, key=windows.__getitem__)
-    used = [s for s in (spec if name == "spec" else base) if _usable(s)]
+    used = [s for s in (spec if name == "spec" else base) if usable(s)]
     tps = math.fsum(s.tps for s in used if s.tps is not None) / len(used)
     n_predict = used[0].generation.n_predict
     needed = max(16, math.ceil(limit * tps / 16) * 16)
@@ -128,7 +109,7 @@ def _short_window(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFact
 def _outliers(name: str, samples: Sequence[Sample], whole: Precision) -> str | None:
     found, kept = [], []
     for prompt, group in _by_prompt(samples).items():
-        values = [s.tps for s in group if s.tps is not None]  # all of them (_usable)
+        values = [s.tps for s in group if s.tps is not None]  # all of them (usable)
         odd = set(outliers(values))
         med = sorted(values)[len(values) // 2]
         found += [
@@ -185,11 +166,11 @@ def unequal_work(spec: Sequence[Sample], base: Sequence[Sample]) -> str | None:
     a speculative log without its step lines is timed over all it decoded, which can run far past
     ``n_predict`` (and the copied tail is the easiest part). Named, with the counts, when a prompt's
     sides differ; samples recorded before the count was kept say nothing."""
-    timed_base = {(b.prompt_id, b.repetition): b.timed_tokens for b in base if _usable(b) and b.timed_tokens}
+    timed_base = {(b.prompt_id, b.repetition): b.timed_tokens for b in base if usable(b) and b.timed_tokens}
     worst = None
     for s in spec:
         b = timed_base.get((s.prompt_id, s.repetition))
-        if _usable(s) and s.timed_tokens and b and s.timed_tokens != b:
+        if usable(s) and s.timed_tokens and b and s.timed_tokens != b:
             if worst is None or abs(s.timed_tokens - b) > abs(worst[1] - worst[2]):
                 worst = (s.prompt_id, s.timed_tokens, b)
     if worst is None:

@@ -1,7 +1,7 @@
 """A Report's columns and their cell formatters, and the terminal table made of them.
 
-Every format (the table here, Markdown and HTML in ``specbench.analysis.reportfiles``) shows the
-same columns from the same cell formatters, so the numbers cannot drift between them.
+Every format (the terminal, Markdown, HTML) shows the same columns from the same formatters, so
+the numbers cannot drift between them.
 """
 
 from __future__ import annotations

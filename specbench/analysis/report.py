@@ -75,16 +75,14 @@ def _started_at(run_dir: Path) -> str | None:
 def run_info(run: StoredRun) -> RunInfo:
     """Caption facts from the manifest (build: backend, commit; env: cpu_model, gpus)."""
     facts, samples = run.facts, run.samples
-    machine = facts.machine.cpu_model or "unknown CPU"
+    gpus = f" + {', '.join(facts.machine.gpus)}" if facts.machine.gpus else ""
     series = facts.speed.series()
     start = datetime.fromisoformat(series[0][0]) if series else None
-    if facts.machine.gpus:
-        machine = f"{machine} + {', '.join(facts.machine.gpus)}"
     return RunInfo(
         run=facts.run_id,
         path=str(run.path),
         started_at=facts.started_at,
-        machine=str(machine),
+        machine=f"{facts.machine.cpu_model or 'unknown CPU'}{gpus}",
         backend=facts.machine.backend,
         commit=facts.llama_cpp_commit,
         n_samples=len(samples),
@@ -212,13 +210,10 @@ def build_report(run_dirs: list[Path]) -> Report:
     )
     unmarked = _mark_best(rows, {i.run for i in infos if i.incomplete})
     published = [note(f"published:{run}", published_note(expect, run, rows)) for expect, run in expected]
-    quality = [warning(f"quality:{line.split(' in ', 1)[0]}", line) for line in digest(_overall(rows))]
+    overall = [r for r in rows if r.category == ALL]
+    quality = [warning(f"quality:{line.split(' in ', 1)[0]}", line) for line in digest(overall)]
     found = [*warnings, *published, *_notes(infos, rows), *quality, *unmarked]
     return Report(runs=infos, rows=rows, caveats=said_once(found), not_run=not_run)
-
-
-def _overall(rows: list[ReportRow]) -> list[ReportRow]:
-    return [r for r in rows if r.category == ALL]
 
 
 def aggregate(run_dirs: list[Path], by_category: bool = False) -> list[ReportRow]:
@@ -268,9 +263,8 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[Caveat]:
     """One sentence per finding: the model gap, mismatched outputs, the runs' caveats."""
     notes: list[Caveat] = []
     overall = [r for r in rows if r.category == ALL]
-    modelled = [r for r in overall if r.model_speedup and r.speedup is not None]
-    # each row's measured/predicted ratio (both set in modelled)
-    ratios = [(r.speedup / r.model_speedup, r) for r in modelled if r.speedup is not None and r.model_speedup]
+    # each modelled row's measured/predicted ratio
+    ratios = [(r.speedup / r.model_speedup, r) for r in overall if r.model_speedup and r.speedup is not None]
     gaps = [r for ratio, r in ratios if ratio < GAP_FACTOR]
     if gaps:
         worst = min(ratios, key=lambda rr: rr[0])[1]
@@ -278,7 +272,7 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[Caveat]:
             note(
                 "gap",
                 f"Measured speedup is below {GAP_FACTOR:.0%} of the calibrated model's prediction in "
-                f"{len(gaps)} of {len(modelled)} settings (largest gap: {cell_name(worst)}, "
+                f"{len(gaps)} of {len(ratios)} settings (largest gap: {cell_name(worst)}, "
                 f"{worst.speedup:.2f}x measured vs {worst.model_speedup:.2f}x predicted): the model counts "
                 "the pass costs llama-bench measured on this machine, so the gap is time outside the passes "
                 "(sampling, draft bookkeeping) or a machine whose speed moved since the calibration.",
@@ -343,32 +337,25 @@ def _figure(value: float | str, kind: str, measured: bool) -> str:
     return f"{value:.1f} t/s" if measured else f"{value:g} t/s"
 
 
-def _figures(values: dict[str, float | str | None], measured: bool = False) -> str:
-    labels = {"speedup": "speedup {}", "acceptance": "acceptance {}",
-              "spec_tps": "speculative {}", "baseline_tps": "baseline {}"}  # fmt: skip
-    shown = [labels[k].format(_figure(v, k, measured)) for k, v in values.items() if v is not None]
-    return ", ".join(shown) or "no figure given"
+_WORDS = dict(speedup="speedup", acceptance="acceptance", spec_tps="speculative", baseline_tps="baseline")
+
+
+def _figures(source: Expectation | ReportRow, measured: bool = False) -> str:
+    """The four figures, those ``source`` has, in words."""
+    found = {k: v for k in _WORDS if (v := getattr(source, k)) is not None}
+    return ", ".join(f"{_WORDS[k]} {_figure(v, k, measured)}" for k, v in found.items()) or "no figure given"
 
 
 def published_note(expect: Expectation, run: str, rows: list[ReportRow]) -> str:
     """One sentence: what was published for the setup, then the run's best cell in the same terms."""
     source = f" ({expect.source})" if expect.source else ""
-    published = _figures(
-        {k: getattr(expect, k) for k in ("speedup", "acceptance", "spec_tps", "baseline_tps")}
-    )
-    text = f"Published for this setup{source}: {published}."
+    text = f"Published for this setup{source}: {_figures(expect)}."
     if expect.note:
         text += f" {expect.note.rstrip('.')}."
     mine = [r for r in rows if r.run == run and r.category == "all" and r.speedup is not None]
-    if not mine:
-        return text + f" Run {run} has no valid speculative cell to set beside it."
     pick = pick_best(mine, lambda r: (r.speedup, r.speedup_ci_low, r.speedup_ci_high), lambda r: r.synthetic)
     best = pick.item
     if best is None:
         return text + f" Run {run} has no valid speculative cell to set beside it."
     which = "best cell" if pick.decided else f"highest cell, {pick.standing}"  # the one rule (figures.py)
-    measured = _figures(
-        {"speedup": best.speedup, "acceptance": best.acceptance, "spec_tps": best.spec_tps,
-         "baseline_tps": best.baseline_tps}, measured=True
-    )  # fmt: skip
-    return text + f" Measured in {run} ({which}, {cell_name(best)}): {measured}."
+    return text + f" Measured in {run} ({which}, {cell_name(best)}): {_figures(best, measured=True)}."

@@ -1,8 +1,7 @@
 """A Report written as files: Markdown, CSV, JSON and one self-contained HTML page, beside its plots.
 
-They show the columns of ``specbench.analysis.render``. CSV and JSON carry every field (the issue-6
-contract keys first, then extras); Markdown stays under GitHub's comment limit; HTML embeds its
-PNGs as base64 data URIs.
+All show ``specbench.analysis.render``'s columns; CSV and JSON carry every field, Markdown fits a
+GitHub comment, HTML embeds its PNGs.
 """
 
 from __future__ import annotations
@@ -71,17 +70,9 @@ def _markdown(report: Report, rows: list[ReportRow], images: Sequence[Path], dro
 
 
 def records(report: Report, by_category: bool = False) -> list[dict]:
-    """Every field of every shown row, the contract keys first (in contract order)."""
-    out = []
-    for r in report.shown(by_category):
-        data = r.model_dump(mode="json")  # strict JSON: a non-finite number is null, never Infinity
-        out.append(
-            {
-                **{k: data[k] for k in CONTRACT_KEYS},
-                **{k: v for k, v in data.items() if k not in CONTRACT_KEYS},
-            }
-        )
-    return out
+    """Every field of every shown row, the contract keys first (in contract order); strict JSON (a
+    non-finite number is null, never Infinity)."""
+    return [{**dict.fromkeys(CONTRACT_KEYS), **r.model_dump(mode="json")} for r in report.shown(by_category)]
 
 
 def json_text(report: Report, by_category: bool = False) -> str:
@@ -163,14 +154,8 @@ def write_report(report: Report, out_dir: Path, by_category: bool = False) -> Re
         out_dir.mkdir(parents=True, exist_ok=True)
         plots = make_plots(report, out_dir) + curve_plots(report, out_dir) + speed_plots(report, out_dir)
         plots += depth_plots(report, out_dir)
-        files = ReportFiles(
-            out_dir,
-            out_dir / "report.md",
-            out_dir / REPORT_PAGE,
-            out_dir / "report.csv",
-            out_dir / "report.json",
-            plots,
-        )
+        md, page, csv, js = (out_dir / n for n in ("report.md", REPORT_PAGE, "report.csv", "report.json"))
+        files = ReportFiles(out_dir, md, page, csv, js, plots)
         files.markdown.write_text(redact(markdown(report, by_category, plots)), encoding="utf-8")
         files.html.write_text(redact(html(report, by_category, plots)), encoding="utf-8")
         files.csv.write_text(csv_text(report, by_category), encoding="utf-8")

@@ -1,33 +1,9 @@
 """The calibrated speed model: a speculative step's time from measured pass costs, not from ratios.
 
-Leviathan et al.'s model prices verifying g+1 tokens like decoding one and leaves out everything
-but the draft's decodes. llama-speculative-simple's step (pinned llama.cpp, read from
-``examples/speculative-simple`` and ``common/speculative.cpp``) does, for a draft length g:
-
-- the draft decodes g tokens one at a time (id_last, then g-1 drafted tokens; the last is not decoded),
-- the target evaluates [id_last, draft...] in one pass over g+1 tokens,
-- the draft evaluates that same batch again (``common_speculative_process``) in one pass over g+1
-  tokens: it re-evaluates the accepted tokens, so its KV cache follows the target's,
-- sampling and output: the per-token overhead the baseline shows (its measured time per token minus
-  llama-bench's decode time), once per token the step yields (the draft's top-k 10 sampler is left
-  out: it is a partial sort, small next to a pass). Since run folder format 2 the baseline's t/s is
-  timed over the generation span (docs/timing.md), so o holds what that span adds to a decode:
-  sampling, batch preparation, the decode entry, printing. Before, the baseline's t/s was
-  llama.cpp's ``eval time`` rate, which leaves exactly those out, so o was close to 0 and the
-  model priced a step's sampling at nothing.
-
-So  T_step(g) = g·d + D(g+1) + T(g+1) + o·E, and the speedup is E·(T(1) + o) / T_step(g), where d is
-the draft's decode time per token, D(k) and T(k) the draft's and target's pass over k tokens
-(llama-bench at the prompts' KV depth), o = max(0, 1 / baseline t/s − T(1)) and E the tokens per
-step (measured tokens per target pass, or (1 − α^(g+1)) / (1 − α) for a per-token acceptance α
-fitted to measured cells). The baseline's time per token is T(1) + o, not 1 / baseline t/s: both
-sides of the ratio then come from one calibration, so a machine that was busier (or idler) while
-llama-bench ran shifts both alike.
-
-With ``p_min`` > 0 the draft stops at its first token below p_min, so a step verifies fewer than g
-drafts: the model then uses the drafts verified per step (measured, or from ``Drafting``) in place of
-g. Drafts shorter than ``draft_min`` are thrown away unverified (llama.cpp does not count them); the
-time spent drafting them is not modelled.
+One step of llama-speculative-simple at draft length g costs T_step(g) = g·d + D(g+1) + T(g+1) + o·E
+(the draft's decodes, its re-evaluation of the verified batch, the target's pass, the per-token
+overhead o over E tokens), all from llama-bench on this machine; the speedup is
+E·(T(1) + o) / T_step(g). The derivation, and how p_min and draft_min enter: docs/tune.md.
 """
 
 from __future__ import annotations
@@ -192,13 +168,9 @@ def diagnose(target: PassCosts, draft: PassCosts, g: float, tokens: float, basel
 
 
 def curve_speedup(points: Sequence[tuple[float, float]], length: float) -> float | None:
-    """The speedup a measured curve gives at acceptance length ``length``: linear between the two
-    nearest (acceptance length, speedup) points; None outside the measured range (no extrapolation).
-
-    The curve comes from synthetic acceptance (llama-server ``--spec-synth-len``): the same target,
-    draft and draft length, drafts accepted at random, so it is this machine's speedup as a function
-    of acceptance length alone; a real cell's acceptance length read off it is its expected speedup.
-    """
+    """The speedup a measured synthetic curve (``--spec-synth-len``: this machine's speedup against
+    acceptance length alone) gives at ``length``: linear between the two nearest points; None
+    outside the measured range (no extrapolation)."""
     pts = sorted(points)
     if not pts or length < pts[0][0] or length > pts[-1][0]:
         return None

@@ -1,23 +1,8 @@
 """A report row's speedup: paired ratios, the prompts weighted equally, an interval from repetitions.
 
-Each speculative sample is paired with the baseline of its own prompt and repetition (the two ran
-minutes apart, so a slow spell of the machine touches both) and gives one log ratio
-d(p, r) = log(spec t/s / baseline t/s). Prompts differ on purpose: an n-gram method can double the
-speed of code that copies its prompt and leave a summary as it was. That spread is what the
-setting does, not noise, so it is kept out of the interval and shown as the range of per-prompt
-speedups instead.
-
-* Per prompt p, m(p) = the mean of its d(p, r) over repetitions; exp(m(p)) is its speedup.
-* Per repetition r, D(r) = S + mean over p of (d(p, r) - m(p)), with S = mean over p of m(p): the
-  repetition's log speedup over the same prompts, each weighted equally (with every pair present
-  it is simply mean over p of d(p, r)). The prompts' own effects cancel in it, so D(r) varies only
-  with repetition noise.
-* The speedup and its 95% interval are those of the D(r) by the paired rule ``specbench ab`` uses
-  (``specbench.base.stats``): the mean and its t interval from 2 to 5 repetitions, the
-  Hodges-Lehmann estimate and the signed-rank interval from 6. On the log scale then exponentiated,
-  so both bounds are always above zero. With 2 to 5 repetitions and every pair present the speedup
-  is exp(S): the geometric mean over prompts of each prompt's geometric mean over repetitions.
-* One repetition gives no estimate of its noise: the speedup is exp(S) with no interval (``n=1``).
+Each speculative sample is paired with the baseline of its prompt and repetition. Prompts differ
+on purpose (an n-gram method doubles the code that copies its prompt), so that spread is kept out
+of the interval, which comes from repetition noise alone: docs/report-speedup.md gives the rule.
 """
 
 from __future__ import annotations
@@ -50,9 +35,6 @@ class PairedSpeedup:
     prompt_high: float | None
 
 
-NONE = PairedSpeedup(None, None, None, 0, 0, None, None)
-
-
 def _mean(xs: Iterable[float]) -> float:
     xs = list(xs)
     return math.fsum(xs) / len(xs)
@@ -66,7 +48,7 @@ def paired_speedup(pairs: Iterable[Pair]) -> PairedSpeedup:
         if min(p.spec_tps, p.base_tps) > 0 and math.isfinite(p.spec_tps) and math.isfinite(p.base_tps):
             logs.setdefault((p.prompt, p.repetition), []).append(math.log(p.spec_tps / p.base_tps))
     if not logs:
-        return NONE
+        return PairedSpeedup(None, None, None, 0, 0, None, None)
     d = {key: _mean(v) for key, v in logs.items()}
     by_prompt: dict[str, list[float]] = {}
     by_rep: dict[int, list[tuple[str, float]]] = {}

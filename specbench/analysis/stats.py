@@ -1,22 +1,10 @@
-"""The speedup model a report rests on (Leviathan et al.), pure functions over floats; the means,
-sds and intervals are ``specbench.base.stats``', so every interval specbench prints uses one definition.
+"""The speedup model a report rests on (Leviathan et al.), pure functions over floats.
 
-Choices (documented here because they change the numbers a person reads):
-
-* A row's speedup pairs each speculative sample with the baseline of its prompt and repetition;
-  its statistics are ``specbench.analysis.speedup``'s (prompt-to-prompt spread is shown, not
-  counted as noise; the interval is on the log scale, so always above zero).
-* The speedup model is Leviathan et al. 2023 ("Fast Inference from Transformers via Speculative
-  Decoding", eq. 1 and Thm. 3.8): with per-token acceptance a, draft length g and cost ratio
-  c = (time of one draft step) / (time of one target step), the expected speedup is
-  (1 - a^(g+1)) / ((1 - a)(g*c + 1)). The numerator is evaluated as the sum a^0 + ... + a^g, which
-  equals it for a < 1 and gives the limit g + 1 at a = 1 without a division by zero.
-  Draft-free methods (n-gram lookup) are modelled with c = 0: looking up an n-gram costs nothing
-  next to a forward pass. Their predicted speedup then keeps growing with g, so there is no best g
-  (and when the run leaves the n-gram draft length to llama.cpp, there is no g to predict with).
-  The report feeds in the measured fraction of drafted tokens accepted (n_accept / n_drafted); the
-  model assumes verifying g + 1 tokens costs one target step, which a CPU does not deliver, so
-  measured speedups below the prediction are expected and reported as such.
+With per-token acceptance a, draft length g and cost ratio c (a draft step's time over a target
+step's), Leviathan et al. 2023 (eq. 1, Thm. 3.8) predict (1 - a^(g+1)) / ((1 - a)(g*c + 1)).
+Draft-free methods (n-gram lookup) have c = 0, so their prediction keeps growing with g. The model
+assumes verifying g + 1 tokens costs one target step, which a CPU does not deliver: measured
+speedups below it are expected (``specbench.analysis.speedmodel`` prices the passes as measured).
 """
 
 from __future__ import annotations
@@ -43,11 +31,8 @@ def predicted_speedup(a: float, g: int, c: float) -> float:
 
 
 def best_draft_length(a: float, c: float, max_g: int = MAX_DRAFT) -> int | None:
-    """The draft length in 1..max_g the model predicts fastest; None when it keeps improving.
-
-    With c = 0 (or a = 1 and c small enough) the prediction grows with g up to max_g: there is no
-    best length, only "longer", so None is returned rather than an arbitrary cap.
-    """
+    """The draft length in 1..max_g the model predicts fastest; None when it keeps improving up to
+    max_g (free drafts, say): there is no best length then, only "longer", and no arbitrary cap."""
     if c == 0 and a > 0:
         return None  # free drafts: every extra token can only help
     speeds = [predicted_speedup(a, g, c) for g in range(1, max_g + 1)]

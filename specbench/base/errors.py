@@ -1,12 +1,15 @@
 """User-facing errors: one line that names the problem and what to do, and the exit codes.
 
-Library code raises these; the CLI prints the message and exits non-zero without a traceback."""
+Library code raises these; the CLI prints the message and exits non-zero without a traceback
+(``--debug`` shows it). Anything else reaching the CLI is a bug in specbench.
+"""
 
 from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """One exit code per kind of outcome, the same in every command (docs: ``exit_code_rows``)."""
+    """One exit code per kind of outcome, the same in every command. The docs' table
+    (docs/troubleshooting.md, "Exit codes") is ``exit_code_rows()``; a test keeps them equal."""
 
     OK = 0
     FAILED = 1
@@ -77,11 +80,13 @@ class RunError(SpecbenchError):
 
 
 class UnreadableRun(RunError, InputError):
-    """A run folder that cannot be read: bad input, which ``except RunError`` still catches."""
+    """A run folder that cannot be read: missing, damaged, not a run, or from a newer specbench.
+    Bad input in every command that reads one (``except RunError`` still catches it)."""
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, raised where Ctrl-C would be so the same clean-up runs (exit 128 + signum)."""
+    """SIGTERM (a CI cancel) or SIGHUP (a closed terminal), raised where Ctrl-C would be so the
+    same clean-up runs; it names the signal, and the exit code is 128 + its number."""
 
     def __init__(self, signal_name: str, signum: int):
         super().__init__(signal_name)

@@ -1,7 +1,9 @@
 """The two sides of a comparison: a run folder or a committed baseline file, read the same way.
 
-A baseline (``results/baselines/NAME.json``) is a compact copy of a run, meant to be committed: the
-samples compare needs (without logs, commands or parsed metrics) and the run's manifest facts.
+A baseline (``results/baselines/NAME.json``) is a compact copy of a run, meant to be committed:
+the samples compare needs (baseline and speculative roles, without logs, commands or parsed
+metrics) and the manifest facts cells are matched on (model sha256, machine, backend) or shown
+with (llama.cpp commit, driver). Compare accepts a NAME, a baseline file, or a run folder.
 """
 
 from __future__ import annotations
@@ -92,7 +94,10 @@ def baselines_dir() -> Path:
 
 def load_side(ref: str | Path) -> Side:
     """A run folder, a baseline file, or the NAME of ``results/baselines/NAME.json``."""
-    check_path(ref, "comparison side")
+    try:
+        check_path(ref, "comparison side")
+    except PathError as exc:
+        raise InputError(str(exc)) from exc
     path = Path(ref)
     if path.is_dir():
         return load_run(path)
@@ -157,7 +162,10 @@ def save_baseline(
     name = baseline_name(name)
     for what, path in (("RUN_DIR", run_dir), ("--dir", dest_dir)):
         if path is not None:
-            check_path(path, what)
+            try:
+                check_path(path, what)
+            except PathError as exc:
+                raise InputError(str(exc)) from exc
     side = load_run(run_dir)
     if side.facts.status not in (None, "complete"):
         raise InputError(

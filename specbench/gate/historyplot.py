@@ -1,4 +1,8 @@
-"""``specbench history --plot``: the history of a metric drawn as one line per series over runs."""
+"""``specbench history --plot``: the history of a metric drawn as one line per series over runs.
+
+The image's name is checked (``plot_path``) before any work, so a bad one is refused before the
+table, not after it.
+"""
 
 from __future__ import annotations
 

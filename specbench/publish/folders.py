@@ -1,8 +1,7 @@
 """The run folders the site links to: plain runs, ``ab`` runs (two builds), ``bisect`` folders.
 
-Found under the ``--runs`` folders (a run folder, a bisect folder, or a folder of them, one level
-down) and at the paths history recorded. Nothing is written to them; a folder that cannot be read
-is noted and left out, never fatal (one moved or half-copied folder must not stop a nightly site).
+Nothing is written to them; a folder that cannot be read is noted and left out, never fatal (one
+moved or half-copied folder must not stop a nightly site).
 """
 
 from __future__ import annotations

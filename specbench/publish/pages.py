@@ -144,38 +144,27 @@ def trend_page(model: Model, machine: str, pair: str, method: str) -> str:
     spec = sorted(model.pages[(machine, pair, method)], key=_order)
     link: Callable[[Point], str] = lambda p: "../" + run_page(p.run_key)  # noqa: E731
     markers = ab_markers(model.folders, machine, pair)
-    everything = spec + [b for s in spec if s.metric == "spec_tps" for b in model.baseline_of(s)]
-    by_time, by_commit = axis(everything, markers, "time"), axis(everything, markers, "commit")
+    bases = [b for s in spec if s.metric == "spec_tps" for b in model.baseline_of(s)]  # of the page's cells
+    by_time, by_commit = axis(spec + bases, markers, "time"), axis(spec + bases, markers, "commit")
     metrics, flagged = [], []
     for metric in site_order():
         baseline = METRICS[metric].role == "baseline"
-        if baseline:  # the baselines of the page's speculative cells
-            found = {id(b): b for s in spec if s.metric == "spec_tps" for b in model.baseline_of(s)
-                     if b.metric == metric}  # fmt: skip
-            shown = sorted(found.values(), key=_order)
+        if baseline:
+            shown = sorted({id(b): b for b in bases if b.metric == metric}.values(), key=_order)
         else:
             shown = [s for s in spec if s.metric == metric]
         if not shown:
             continue
-        title, unit = METRICS[metric].title, METRICS[metric].site_unit
         called = names(shown) if not baseline else [s.label for s in shown]
         metrics.append(
             dict(
-                title=title,
+                title=METRICS[metric].title,
                 legend=[(name, color(i)) for i, name in enumerate(called)],
-                plot=trend_svg(shown, called, link, (by_time, by_commit), unit, markers),
+                plot=trend_svg(shown, called, link, (by_time, by_commit), METRICS[metric].site_unit, markers),
             )
         )
         flagged += [
-            dict(
-                metric=metric,
-                setting=name,
-                run=p.run_id,
-                href=link(p),
-                commit=p.commit[:10],
-                flag=p.flag,
-                why=p.why,
-            )
+            dict(metric=metric, setting=name, href=link(p), point=p)
             for s, name in zip(shown, called, strict=True)
             for p in s.points
             if p.flag
@@ -249,15 +238,16 @@ def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
         # config has no such point, and a merged run's shards are no runs of their own in history.
         compared = [q for x in found for i, q in enumerate(x.points) if q.run_key == p.run_key and i > 0]
         if compared:
-            bad = [q for q in compared if q.flag == "regression"]
-            good = [q for q in compared if q.flag == "improvement"]
-            card["gate"], card["gate_class"] = (
-                (f"fail ({len(bad)} regressions flagged)", "fail")
-                if bad
-                else (f"improved ({len(good)} cells)", "improved")
-                if good
-                else (f"pass: no change beyond the noise ({len(compared)} series)", "pass")
-            )
+            bad = sum(q.flag == "regression" for q in compared)
+            good = sum(q.flag == "improvement" for q in compared)
+            if bad:
+                card.update(gate=f"fail ({bad} regressions flagged)", gate_class="fail")
+            elif good:
+                card.update(gate=f"improved ({good} cells)", gate_class="improved")
+            else:
+                card.update(
+                    gate=f"pass: no change beyond the noise ({len(compared)} series)", gate_class="pass"
+                )
         elif len(ordered) > 1:
             card["gate"] = "no earlier run of the same config (the earlier runs measured other cells)"
     for ab in reversed(model.folders.abs):

@@ -1,12 +1,7 @@
 """The history as the site shows it: one series per machine, cell and metric, one point per run.
 
-A point is one run: the cell's figure (``analysis.figures``: the value and 95% interval the report
-shows for it, from the same stored per-prompt, per-repetition values). Per repetition the centre
-over prompts (``reps``) feeds the change flags below. Each point is compared with the previous point of
-its series by the rule of ``specbench compare`` (``gate.regression``: one-sided Welch bounds at alpha 0.05,
-5% threshold, 2 points for acceptance): ``fail`` flags a regression, ``improved`` an improvement.
-Only points whose mean moved by more than the threshold are tested, since the rule cannot fail or
-improve anything closer (this keeps a 1,000-run history fast).
+A point is the cell's figure in that run (``analysis.figures``, as the report shows it), flagged
+where the rule of ``specbench compare`` fails or improves it against the previous point.
 """
 
 from __future__ import annotations
@@ -42,9 +37,8 @@ class Point:
     commit: str
     run_dir: str | None
     mean: float
-    low: (
-        float | None
-    )  # 95% t interval over repetitions, on the log scale for rates and ratios (None with one repetition)
+    # 95% t interval over repetitions, on the log scale for rates and ratios (None with one repetition)
+    low: float | None
     high: float | None
     n_reps: int
     reps: list[float]  # per repetition: the mean over prompts
@@ -98,62 +92,43 @@ def load_series(db_paths: list[Path]) -> list[Series]:
     """Every series of the histories (read-only; one per machine in CI, say), points oldest first,
     flags set. A run recorded in two of them (the same run key) is one point."""
     found: dict[tuple[str, str], Series] = {}
-    by_rep: dict[tuple[str, str], dict[str, dict[int, list[float]]]] = defaultdict(dict)
-    values: dict[tuple, list[Value]] = defaultdict(list)
-    runs: dict[str, tuple] = {}
-    rows = (row for db in db_paths for row in stored_rows(db))
-    for row in rows:
+    values: dict[tuple, list[Value]] = defaultdict(list)  # by (series, run key), oldest run first
+    runs: dict[str, tuple[str, str, str, str | None]] = {}  # by run key: a Point's first fields
+    for row in (row for db in db_paths for row in stored_rows(db)):
         if row.metric not in METRICS:
             continue
         sid = (row.metric, row.cell_id)
-        series = found.get(sid)
-        if series is None:
+        if sid not in found:
             key = stored_key(row.cell_id, row.machine)
-            method = str(key.get(METHOD.key) or METHOD.cell_default)
-            pair = row.label.split(" ", 1)[0]
-            series = Series(
+            found[sid] = Series(
                 machine=row.machine,
                 metric=row.metric,
                 label=row.label,
                 cell_id=row.cell_id,
-                pair=pair,
-                method=method,
+                pair=row.label.split(" ", 1)[0],
+                method=str(key.get(METHOD.key) or METHOD.cell_default),
                 setting=_setting(key),
                 prompts=row.prompts,
                 generation=generation_text(key),
                 key=key,
             )
-            found[sid] = series
         runs[row.run_key] = (row.run_id, row.started_at or "", row.commit or "unknown", row.run_dir)
-        reps = by_rep[sid].setdefault(row.run_key, defaultdict(list))
-        for rep, value in stored_values(row.repetitions, row.vals):
-            reps[rep].append(value)
-            values[(sid, row.run_key)].append(Value(row.prompt_id, rep, value))
-    for sid, series in found.items():
-        for run_key, reps in by_rep[sid].items():  # insertion order: oldest run first
-            log = METRICS[series.metric].scale == "ratio"
-            per_rep = [_centre(v, log) for _, v in sorted(reps.items()) if v]
-            if not per_rep:
-                continue
-            fig = figure(series.metric, values[(sid, run_key)])  # the report's figure of this cell
-            if fig.value is None:
-                continue
-            mean, low, high = fig.value, fig.low, fig.high
-            run_id, started, commit, run_dir = runs[run_key]
-            series.points.append(
-                Point(
-                    run_key=run_key,
-                    run_id=run_id,
-                    started_at=started,
-                    commit=commit,
-                    run_dir=run_dir,
-                    mean=mean,
-                    low=low,
-                    high=high,
-                    n_reps=len(per_rep),
-                    reps=per_rep,
-                )
-            )
+        values[(sid, row.run_key)] += [
+            Value(row.prompt_id, r, v) for r, v in stored_values(row.repetitions, row.vals)
+        ]
+    for (sid, run_key), vals in values.items():
+        series = found[sid]
+        fig = figure(series.metric, vals)  # the report's figure of this cell
+        if fig.value is None:
+            continue
+        reps: dict[int, list[float]] = defaultdict(list)
+        for v in vals:
+            reps[v.repetition].append(v.value)
+        per_rep = [_centre(x, METRICS[series.metric].scale == "ratio") for _, x in sorted(reps.items())]
+        series.points.append(
+            Point(run_key, *runs[run_key], fig.value, fig.low, fig.high, len(per_rep), per_rep)
+        )
+    for series in found.values():
         series.points.sort(key=lambda p: (p.started_at, p.run_id))
         flag_changes(series)
     return [s for s in found.values() if s.points]

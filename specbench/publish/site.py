@@ -1,10 +1,8 @@
 """``specbench publish``: write the static site (index, trend, run, ab, bisect and best-setting pages),
 and ``--serve`` it on http://127.0.0.1:PORT/ for a look (as ``asv preview``).
 
-The site is built in a sibling temporary folder and moved into place at the end, so a failed
-publish leaves the previous site whole. A folder given as ``--out`` that holds something else
-than a site this command wrote (no ``.specbench-site`` marker) is refused rather than replaced.
-The history is opened read-only and the run folders are only read.
+The site is built beside ``--out`` and moved into place at the end, so a failed publish leaves the
+previous one whole; a folder that is not a site this command wrote is refused, never replaced.
 """
 
 from __future__ import annotations
@@ -88,14 +86,12 @@ def publish(dbs: list[Path], roots: list[Path], out: Path) -> Published:
         _swap(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    index = (out / "index.html").stat().st_size
-    total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     return Published(
         out=out,
         pages=files,
-        index_bytes=index,
-        total_bytes=total,
-        runs=len(runs) or 0,
+        index_bytes=(out / "index.html").stat().st_size,
+        total_bytes=sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
+        runs=len(runs),
         series=len(series),
         seconds=time.perf_counter() - start,
         empty=bool(empty),
@@ -112,23 +108,20 @@ def _write(root: Path, rel: str, text: str) -> None:
 def _write_all(
     tmp: Path, model: pages.Model, series: list[Series], runs: dict, notes: list[str], empty: str, db: str
 ) -> int:
+    """Every page into ``tmp``; returns how many."""
     folders = model.folders
-    n = 0
     shutil.copytree(ASSETS, tmp / "assets")  # the stylesheet and the x-axis toggle: nothing from a network
     (tmp / MARKER).write_text("written by specbench publish\n", encoding="utf-8")
     for machine, pair, method in model.pages:
         _write(tmp, pages.trend_href(machine, pair, method), pages.trend_page(model, machine, pair, method))
-        n += 1
     ab_by_key = {a.run.key: a for a in folders.abs}
     ab_paths: dict[str, str] = {}
     for a in folders.abs:
         href = f"ab/{pages.slug(a.run.key)}.html"
         _write(tmp, href, pages.ab_page(a))
         ab_paths[str(a.run.path.resolve())] = href
-        n += 1
     for b in folders.bisects:
         _write(tmp, f"bisect/{pages.slug(str(b.path))}.html", pages.bisect_page(b, ab_paths))
-        n += 1
     keys = list(runs) + [k for k in folders.runs if k not in runs]
     for key in keys:
         _write(
@@ -136,14 +129,13 @@ def _write_all(
             pages.run_page(key),
             _run_page(tmp, key, runs.get(key), folders.runs.get(key), ab_by_key, notes),
         )
-        n += 1
     _write(tmp, "best.html", pages.best_page(model))
     summary = (
         f"{len(keys)} runs, {len(series)} series from {db}; {len(folders.abs)} ab runs, "
         f"{len(folders.bisects)} bisects; published {time.strftime('%Y-%m-%d %H:%M %Z')}"
     )
     _write(tmp, "index.html", pages.index_page(model, summary, empty, notes))
-    return n + 2
+    return len(model.pages) + len(folders.abs) + len(folders.bisects) + len(keys) + 2  # best and index
 
 
 def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: dict, notes: list[str]) -> str:

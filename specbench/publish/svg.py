@@ -1,9 +1,7 @@
 """Plots drawn as inline SVG on the server side: no plotting library, no network, opens from file://.
 
-A trend plot is drawn once, over time; every element that moves also carries its x over llama.cpp
-commits, and the page's toggle (a few lines of vanilla JS) swaps the two. Every point is a
-``<circle class="pt">`` inside a link to its run page, with a ``<title>`` that names its run, commit
-and interval (the browser shows it on hover).
+Each moving element keeps its x over llama.cpp commits beside its x over time, for the page's
+toggle; each point links to its run and names it on hover.
 """
 
 from __future__ import annotations
