@@ -1,7 +1,5 @@
-"""The environment of every llama.cpp binary, build step and probe specbench starts: ours minus
-secrets, with the C locale. A child that echoes its environment (a crash dump, a verbose build)
-then cannot write a token into a log, and numbers print with a decimal point. Every stage starts
-children, so this sits on the floor below them all."""
+"""The environment of every child specbench starts: ours minus secrets, with the C locale, so a
+child that echoes it cannot write a token into a log, and numbers print with a decimal point."""
 
 from __future__ import annotations
 
@@ -49,7 +47,6 @@ _PROVENANCE = re.compile(
 
 
 def provenance_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables of ``child_env(base)`` that can change a llama.cpp run, as recorded and shown:
-    a variable named like a secret never included, a credential inside a value (``LLAMA_ARG_MODEL_URL``
-    with ``?token=``) redacted (``base.redact``)."""
+    """The variables of ``child_env(base)`` that can change a llama.cpp run, as recorded: secrets
+    left out, a credential inside a value (``LLAMA_ARG_MODEL_URL`` with ``?token=``) redacted."""
     return {k: redact(v) for k, v in sorted(child_env(base).items()) if _PROVENANCE.match(k)}

@@ -1,10 +1,7 @@
 """Where a message sends its reader for more: the docs page as this install ships it.
 
-``specbench/docs`` links to the repository's ``docs/`` (their one copy), shipped as package data
-with the configs, so a pointer in a message resolves in a clone and in an install alike. Every
-message names a page through ``docs_page``; tests/base/test_docs.py checks that each page and
-anchor exists and that no message spells a ``docs/...`` path of its own. The docs have no site yet
-(mkdocs.yml sets no ``site_url``); once they do, ``DOCS`` here is the one place to point at it."""
+``specbench/docs`` links to ``docs/`` and ships as package data, so a pointer resolves in a clone
+and an install alike; every message names a page through ``docs_page``, the one place to change."""
 
 from __future__ import annotations
 

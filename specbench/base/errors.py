@@ -1,15 +1,12 @@
 """User-facing errors: one line that names the problem and what to do, and the exit codes.
 
-Library code raises these; the CLI prints the message and exits non-zero without a traceback
-(``--debug`` shows it). Anything else reaching the CLI is a bug in specbench.
-"""
+Library code raises these; the CLI prints the message and exits non-zero without a traceback."""
 
 from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """One exit code per kind of outcome, the same in every command. The docs' table
-    (docs/troubleshooting.md, "Exit codes") is ``exit_code_rows()``; a test keeps them equal."""
+    """One exit code per kind of outcome, the same in every command (docs: ``exit_code_rows``)."""
 
     OK = 0
     FAILED = 1
@@ -80,13 +77,11 @@ class RunError(SpecbenchError):
 
 
 class UnreadableRun(RunError, InputError):
-    """A run folder that cannot be read: missing, damaged, not a run, or from a newer specbench.
-    Bad input in every command that reads one (``except RunError`` still catches it)."""
+    """A run folder that cannot be read: bad input, which ``except RunError`` still catches."""
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI cancel) or SIGHUP (a closed terminal), raised where Ctrl-C would be so the
-    same clean-up runs; it names the signal, and the exit code is 128 + its number."""
+    """SIGTERM or SIGHUP, raised where Ctrl-C would be so the same clean-up runs (exit 128 + signum)."""
 
     def __init__(self, signal_name: str, signum: int):
         super().__init__(signal_name)

@@ -1,6 +1,5 @@
 """Files that are whole or absent: a crash, Ctrl-C or a full disk mid-write leaves the old file (or
-none), never half of a new one. Every stage keeps files this way (manifests, build.json, cached
-models, baselines), so this sits on the floor below them all."""
+none), never half of a new one."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ def publish(tmp: Path, final: Path) -> None:
 
 
 def write_atomic(final: Path, data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8) to ``final`` whole or not at all. Raises OSError; the caller
-    says what to do about it."""
+    """Write ``data`` (text as UTF-8) to ``final`` whole or not at all; OSError is the caller's."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     with atomic_path(final, suffix=".tmp") as tmp:
         tmp.write_bytes(raw)

@@ -1,9 +1,4 @@
-"""The text formats specbench writes, once: a Markdown table, strict JSON (every JSON file and
-output), CSV.
-
-At the bottom so that the report files (``analysis``) and the commands (``cli``) write them alike.
-No printing here: each returns text (or lines) for its caller to print or write.
-"""
+"""The text formats specbench writes, once: a Markdown table, strict JSON, CSV (text, never printed)."""
 
 from __future__ import annotations
 
@@ -47,9 +42,8 @@ NOT_FINITE = "not_finite"  # the key that names an object's fields written as nu
 
 
 def finite(data: Any) -> Any:
-    """``data`` as strict JSON can hold it: a pydantic model as its JSON form, every non-finite
-    float as None, and an object that had one names the field in ``not_finite`` (as
-    ``parse.parsed`` and samples.jsonl do), so the reason is kept: strict JSON has no Infinity or NaN."""
+    """``data`` as strict JSON can hold it: a model as its JSON form, a non-finite float as None, named
+    in its object's ``not_finite`` so the reason is kept."""
     if isinstance(data, float):
         return data if math.isfinite(data) else None
     if isinstance(data, BaseModel):
@@ -76,13 +70,9 @@ def json_text(
     default: Callable[[Any], Any] | None = None,
     redacted: bool = True,
 ) -> str:
-    """The one JSON writer: every JSON file specbench writes, every JSON it prints or sends, and
-    every key it hashes from JSON is this text (``tests/base/test_formats.py`` finds any other).
-    Strict (``finite``: no Infinity or NaN, which ``JSON.parse`` and jq refuse), indented by 2 with
-    no trailing newline (what every ``--format json`` prints); ``indent=None``: one line, spelled as
-    ``json.dumps`` spells it (so a hash of it stays what it was). Every string is ``redact``ed (a
-    credential in a URL, a token): ``redacted=False`` only for what is used, not recorded or shown (a
-    request's body, a config passed on). The other arguments are ``json.dumps``'s."""
+    """The one JSON writer (files, output, requests, hashed keys): strict (``finite``: jq refuses NaN),
+    every string ``redact``ed unless ``redacted=False`` (what is used, not recorded: a request's body).
+    ``indent=None``: one line as ``json.dumps`` spells it, so a hash of it stays what it was."""
     data = redact_data(finite(data)) if redacted else finite(data)
     return json.dumps(
         data, indent=indent, allow_nan=False, sort_keys=sort_keys, separators=separators,

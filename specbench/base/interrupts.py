@@ -1,15 +1,8 @@
 """SIGTERM and SIGHUP end any specbench command the way Ctrl-C does.
 
-A CI cancel sends SIGTERM, a closed terminal SIGHUP. Python's default for both is to die on the
-spot: the llama.cpp child (in its own session) runs on orphaned, a run's manifest stays
-``running``, a build's compiler keeps compiling. ``install`` (called once by the CLI's ``main``,
-so every command has it, the ones still to come included) turns each into ``errors.Terminated``,
-a KeyboardInterrupt raised where Ctrl-C's would be, so the same clean-up runs: children killed,
-state recorded, one line saying what was kept, exit 128 + the signal's number (143, 129).
-
-A signal that lands while a child is being started (inside ``subprocess.Popen``) would orphan
-that child, its pid never returned; the exception then waits until Popen returns
-(``child_starting`` / ``child_started`` around the call), where the caller can kill it.
+Python's default dies on the spot, leaving the llama.cpp child orphaned and the manifest
+``running``; ``install`` turns each into ``errors.Terminated`` so Ctrl-C's clean-up runs. A signal
+inside ``subprocess.Popen`` would orphan the child, so it waits until Popen returns its pid.
 """
 
 from __future__ import annotations
@@ -70,8 +63,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def install() -> None:
-    """SIGTERM/SIGHUP raise ``Terminated``; SIGINT raises KeyboardInterrupt (installed explicitly:
-    a shell starts background jobs with SIGINT ignored), both never inside the start of a child."""
+    """SIGTERM/SIGHUP raise ``Terminated``; SIGINT KeyboardInterrupt (installed explicitly: a shell
+    starts background jobs with SIGINT ignored)."""
     for sig in TERMINATING:
         signal.signal(sig, _terminate)
     signal.signal(signal.SIGINT, _interrupt)

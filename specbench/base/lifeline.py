@@ -1,29 +1,16 @@
 """No process specbench starts outlives it, however specbench ends (``kill -9`` and the OOM killer too).
 
-Ctrl-C, SIGTERM and SIGHUP run specbench's clean-up (``interrupts``), which kills each child's
-process group. SIGKILL runs nothing, and a child in a session of its own (so that a timeout can kill
-its whole group) is not hit by a signal to specbench's group either: it would run on, orphaned and
-without its timeout, holding the CPU, the GPU or a port. ``popen`` starts a child that cannot:
+A child runs in a session of its own (so a timeout kills its whole group), which no signal to
+specbench's group reaches, and SIGKILL runs no clean-up. ``popen`` guards it twice:
 
-* Linux: ``PR_SET_PDEATHSIG`` (prctl, set in the child between fork and exec) SIGKILLs the child
-  the moment specbench dies. ``prctl`` is looked up in the parent, so the child only makes the one
-  call (no import, no ``dlopen`` after the fork); the parent pid is checked after it, in case
-  specbench died before the call. The signal follows the *thread* that started the child, so it is
-  set only from the main thread (a worker thread that ends would kill its child early).
-* Every platform (macOS has no PDEATHSIG): one watchdog process per specbench process (started with
-  the first child) reads the group ids of the children still running from a pipe whose only writer
-  is specbench (each child writes its own id between fork and exec, so it is listed before it runs:
-  ``subprocess`` calls ``preexec_fn`` before it closes the inherited descriptors, and the pipe's
-  close-on-exec flag takes it from the child at exec). When specbench is gone the pipe closes; the
-  watchdog SIGTERMs each group still listed (ninja kills its compile jobs on SIGTERM), then SIGKILLs
-  what is left. It covers each
-  child's helpers (its whole group), which PDEATHSIG does not. It lives in a session of its own and
-  ignores SIGINT/SIGHUP/SIGTERM, so the signal that ends specbench's group does not end it first.
+* Linux: ``PR_SET_PDEATHSIG``, set between fork and exec with a ``prctl`` looked up in the parent
+  (no import after the fork); it follows the starting *thread*, so only the main thread sets it.
+* Everywhere: a watchdog process reads the children's group ids from a pipe only specbench writes
+  (each child lists itself before exec); at EOF it SIGTERMs each group still listed, then SIGKILLs.
+  It covers a child's helpers too, and ignores the signals that end specbench's group.
 
-Limit: a group is listed until specbench has reaped its leader (``forget``); a specbench killed in
-the microseconds between that reaping and ``forget`` could leave a listed id that a new, unrelated
-group takes before the watchdog reads EOF. The watchdog needs ``sys.executable``; where it cannot
-start, the PDEATHSIG alone holds (Linux) and nothing does elsewhere.
+Limit: a specbench killed between reaping a leader and ``forget`` may leave an id that a new group
+takes before the watchdog reads EOF.
 """
 
 from __future__ import annotations
@@ -95,21 +82,15 @@ _POPEN = subprocess.Popen  # the watchdog's own start (a test's stand-in Popen i
 
 
 def popen(argv: list[str], **kwargs) -> subprocess.Popen:
-    """``subprocess.Popen(argv, **kwargs)`` in a session of its own that ends when specbench does.
-
-    The child lists its own group with the watchdog, between fork and exec: it is listed before it
-    can do anything, and a specbench killed in between still gets EOF once the child has exec'd
-    (its copy of the pipe closes on exec). Call ``forget(proc)`` once it has been reaped
-    (``kill_group`` in execute/process.py does)."""
+    """``subprocess.Popen(argv, **kwargs)`` in a session of its own that ends when specbench does;
+    call ``forget(proc)`` once it has been reaped."""
     kwargs["preexec_fn"] = _in_child(_watchdog_fd(), _pdeathsig())
     return subprocess.Popen(argv, start_new_session=True, **kwargs)
 
 
 def run(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    """``subprocess.run(argv, timeout=timeout, capture_output=True, stdin=DEVNULL, **kwargs)`` with the
-    child started by ``popen``: it ends with specbench however specbench ends, and a timeout or an
-    exception (Ctrl-C) kills its whole group (``subprocess.run`` kills the leader alone, and pip's
-    build helpers would run on). Raises ``subprocess.TimeoutExpired`` as ``subprocess.run`` does."""
+    """``subprocess.run(argv, timeout=timeout, capture_output=True, stdin=DEVNULL, **kwargs)`` through
+    ``popen``; a timeout or Ctrl-C kills the whole group (``subprocess.run`` kills the leader alone)."""
     kwargs.setdefault("stdin", subprocess.DEVNULL)
     with interrupts.starting_child():
         proc = popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)

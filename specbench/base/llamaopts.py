@@ -1,16 +1,8 @@
 """The llama.cpp options a user tunes, declared once: one ``LlamaOption`` per option.
 
-Each entry holds everything specbench knows about the option (pyperf's ``_metadata.py`` is the
-shape): its config key (llama-bench's name for it), its flag spellings newest first (older
-eras' spellings after the pinned build's), llama-bench's spelling, its value type and allowed
-values, whether it is a tuned option or one of the speculation's own axes (``group``), which runs
-it applies to (``scope``: llama.cpp ignores it elsewhere), what llama.cpp refuses about it
-(``refuses``, ``missing``) and its one-line description. Read from here: the cell's fields
-(``specbench.results.cell``), the config keys, sweep axes and JSON Schema (``specbench.plan``),
-the flag translation and --help probe (``specbench.builder``), the flags a free argument may not
-repeat, the plan's expansion, notes, collapses and refusals (``specbench.plan.cells``,
-``specbench.plan.feasible``), the report's option columns and the docs table (``options_table``).
-Adding an option or an axis is one entry here.
+Each entry holds all specbench knows of it (key, flag spellings per era, type and values, scope,
+refusals, description); the cell, config, schema, flag translation, plan and docs table read it,
+so adding an option or an axis is one entry here.
 """
 
 from __future__ import annotations
@@ -72,8 +64,8 @@ def _joined(v: Any) -> Any:
 
 
 def _rates(v: Any) -> Any:
-    """Synthetic acceptance rates (``--spec-synth-rates``): a list of numbers or their comma-separated
-    text, each a probability, none above the one before (llama.cpp's own checks, at start-up)."""
+    """Synthetic acceptance rates: probabilities, listed or comma-joined, none above the one before
+    (llama.cpp's own start-up checks)."""
     items = v.split(",") if isinstance(v, str) else v
     if not isinstance(items, list) or not items:
         raise ValueError("must be a list of probabilities, e.g. [0.9, 0.7, 0.5] or '0.9,0.7,0.5'")
@@ -139,9 +131,7 @@ def _quantized_v(key: str) -> Refusal:
 @dataclass(frozen=True)
 class LlamaOption:
     """One option: config key, flag spellings newest first (``off``: a toggle's negative switch),
-    its config type and allowed values (``values``: as the docs table says them), llama-bench's
-    spelling, the runs it applies to (``scope``; ``methods``: the only methods that read it) and
-    its one-line description."""
+    config type, ``values`` as the docs table says them, and its one-line description."""
 
     key: str
     spellings: tuple[str, ...]

@@ -1,13 +1,8 @@
 """What each speculative method is, declared once for every layer (pure data, no I/O).
 
-A method is one of llama.cpp's ``--spec-type`` values; ``METHODS`` says, for each one specbench
-knows, what the config needs (a draft model, of which GGUF architecture), what a run does with it
-(a draft context, a draft model that can run alone for the cost ratio, n-gram sizes and their
-defaults, state a llama-server keeps between requests) and which binaries run it. The build probe,
-the plan, the pre-flight, the preparation, the server runner, the cell identity and the judge all
-read this table, so a method llama.cpp adds is one entry here. A name not in the table (a newer
-build's) is planned when the build's ``--help`` lists it, as a draft-free method (``method_of``).
-How a config spells a method is ``parse_method``; what a method needs, ``specbench.plan.methods``.
+``METHODS`` holds, per llama.cpp ``--spec-type``, what the config needs, what a run does with it
+and which binaries run it; a method llama.cpp adds is one entry. A name the table lacks runs as a
+draft-free method when the build's ``--help`` lists it (``method_of``).
 """
 
 from __future__ import annotations
@@ -40,13 +35,8 @@ class Method:
 
 
 # In the order the parts of a combination are written (``ngram-mod+draft`` is ``draft+ngram-mod``).
-# Architectures: pinned src/llama-arch.cpp (a DSpark drafter is a `dflash` GGUF with a Markov head,
-# common/speculative.cpp types_from_gguf); n-gram defaults: common/ngram-map.cpp; llama-speculative
-# ignores --spec-type, so it runs draft-simple only. State in llama-server (common/speculative.cpp):
-# ngram-mod's pool is never reset between requests, ngram-map-k/-k4v keep their key maps and
-# statistics, ngram-cache its context and dynamic caches, so a second request would be drafted from
-# the first one's answer; ngram-simple (stateless lookups) and the draft models (their context
-# follows the slot) keep none.
+# Read from the pinned tree: architectures (src/llama-arch.cpp), n-gram defaults (common/ngram-map.cpp),
+# the state each lookup keeps between llama-server requests (common/speculative.cpp).
 METHODS: dict[str, Method] = {
     DRAFT_METHOD: Method(
         "draft-simple", draft_context=True, draft_model=True, vocab_check=True, runs_alone=True,
@@ -84,8 +74,7 @@ def parts(method: str) -> list[str]:
 
 
 def runs_draft_alone(method: str) -> bool:
-    """Its draft model can run alone (llama-completion) to give the cost ratio: draft-simple's can;
-    an EAGLE-3 head, a DFlash drafter or an MTP sidecar needs the target's features and cannot."""
+    """Its draft model can run alone (llama-completion) for the cost ratio: a head cannot."""
     return any(method_of(p).runs_alone for p in parts(method))
 
 

@@ -1,17 +1,9 @@
 """A noise generator of specbench's own: bounded background processes that load the CPU on and off
-at random, for the benchmarks (``benchmarks/noisegen.py``, ``benchmarks/bench_pairs.py``) and for
-tests of what a competing process does to a measurement.
+at random, for the benchmarks and for tests of what a competing process does to a measurement.
 
-Each busy thread is a process of its own (a thread of ours would compete for the harness's GIL, not
-for its cores). It alternates bursts of spinning, each ``burst_s`` CPU seconds long (drawn at
-random from the range), with sleeps sized so that its CPU time stays at ``duty`` of its wall time.
-The load is set in CPU time, so it holds on a machine that is already busy: a burst that gets half
-a core lasts longer and the sleep after it is shorter.
-
-It never outlives what started it: each worker stops at ``limit_s`` (a hard limit, counted from its
-own start), when its parent process is gone (it looks several times a second), and when
-``NoiseGenerator`` exits (the context manager kills it, on Ctrl-C and on errors too). Workers run
-in a session of their own, so a Ctrl-C in the terminal reaches the harness, which stops them.
+Each worker is a process (a thread would compete for our GIL, not for the cores) that alternates
+bursts of spinning with sleeps sized in CPU time, so ``duty`` holds on a machine already busy. It
+stops at ``limit_s``, when its parent is gone, and when ``NoiseGenerator`` exits.
 """
 
 from __future__ import annotations
@@ -63,10 +55,6 @@ class WorkerStats:
     cpu_s: float
     wall_s: float
     exit_code: int | None
-
-    @property
-    def duty(self) -> float:
-        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
 
 @dataclass

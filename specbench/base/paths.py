@@ -127,9 +127,8 @@ def remove_empty(path: Path, made: Path | None) -> None:
 
 
 # --- values from configs, options, files and servers that become parts of a path -----------------
-# One rule for each kind, checked where the value is parsed (pydantic fields carry it as a type,
-# typer options as a parser), and ``inside`` for every join of such a value: a shared config must
-# not write outside the folder it names (``filename: /home/me/notes.txt``, ``../../x.gguf``).
+# One rule per kind, checked where the value is parsed, and ``inside`` for every join of such a
+# value: a shared config must not write outside its folder (``filename: /home/me/notes.txt``).
 
 # A name specbench itself makes files and folders from (config, model, pair, build, baseline names).
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -150,10 +149,6 @@ class PathRole:
     kind: str
 
 
-def _shown(value: object) -> str:
-    return shorten(repr(value), 60)
-
-
 def _part_problem(part: str) -> str | None:
     if part in ("", ".", ".."):
         return f"a {part!r} part" if part else "an empty part"
@@ -167,7 +162,8 @@ def _part_problem(part: str) -> str | None:
 
 
 def _refuse(what: str, value: object, problem: str, advice: str) -> UnsafePath:
-    head = f"{what} {_shown(value)}" if what else _shown(value)
+    shown = shorten(repr(value), 60)
+    head = f"{what} {shown}" if what else shown
     return UnsafePath(f"{head}: {problem}; {advice}")
 
 
@@ -221,8 +217,7 @@ def check_local(value: object, what: str = "") -> object:
 
 def inside(root: Path, *parts: str, what: str = "path") -> Path:
     """``root`` joined with ``parts``, refused (UnsafePath) when it would lie outside ``root``: an
-    absolute part, a '..', or a link that leads out. Every join of a value from a config, an option,
-    a file or a server goes through here."""
+    absolute part, a '..', or a link that leads out."""
     path = Path(root).joinpath(*parts)
     base = Path(root).resolve()
     if not any(str(p).startswith(("/", "\\")) for p in parts) and ".." not in path.relative_to(root).parts:
@@ -232,8 +227,7 @@ def inside(root: Path, *parts: str, what: str = "path") -> Path:
     raise UnsafePath(f"{what} {shorten(str(path))}: it would lie outside {shorten(root)}; refused")
 
 
-# The rules as pydantic field types: a field of one of these types is validated where the config (or
-# a file) is parsed, and carries its PathRole, so tests can find every field that becomes a path.
+# The rules as pydantic field types, each carrying its PathRole so tests find every path field.
 Name = Annotated[
     str, AfterValidator(check_name), PathRole("name"), Field(json_schema_extra={"pattern": NAME_PATTERN})
 ]

@@ -1,15 +1,9 @@
 """Credentials inside values: the one redaction every recorded or printed text goes through.
 
-``childenv`` keeps variables named like secrets (``HF_TOKEN``) away from children and records, but a
-secret also rides inside values whose names say nothing: a URL's userinfo
-(``https://user:pass@host``), a signed or token query (``?token=``, ``X-Amz-Signature=``, ``sig=``),
-a bare Hugging Face or GitHub token, an ``Authorization``/``Bearer`` header, the value after
-``--hf-token``/``--api-key`` on a command line. ``redact`` replaces each with ``REDACTED`` and keeps
-the rest (the host, the path, the other parameters), so a recorded value still says what it was.
-
-Applied by every writer (``base.formats``: every JSON file and output, Markdown table and CSV; the
-report files, the site, the history database, build logs' command lines) and every printer (the
-CLI's consoles and ``echo``). Never applied to what is *used*: a request sent, a config passed on.
+A secret rides inside values whose names say nothing: a URL's userinfo, a signed or token query, a
+bare Hugging Face or GitHub token, an ``Authorization`` header, the value after ``--hf-token``.
+``redact`` replaces each with ``REDACTED`` and keeps the rest, so a value still says what it was.
+Never applied to what is *used*: a request sent, a config passed on.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""The statistics every layer shares, each defined once: the confidence level, the t quantile,
-the sample variance, a mean with its t interval, Welch's interval of a difference of means, and the
-paired estimate and interval of differences.
+"""The statistics every layer shares, each defined once: t intervals, Welch's difference of means,
+and the paired estimate and interval of differences (pure functions over floats).
 
-Pure functions over floats, no I/O; in ``base`` so that results (a cell's precision), analysis (the
-report), gate (compare, ab, history) and publish (the site's series) use the same arithmetic.
-
-* Intervals are two-sided at ``confidence`` (95%) from the t distribution; a one-sided (1 - alpha)
-  bound is the two-sided 1 - 2 alpha one (``welch``'s callers in the gate ask for that).
-* Paired differences (``specbench ab``, the report's speedup): the Hodges-Lehmann estimate, the
-  Wilcoxon signed-rank interval from ``MIN_PAIRS`` pairs, the t interval of the mean below that,
-  none from one pair (argued in ``specbench.gate.paired``); the p-value is scipy's ``wilcoxon``.
+Intervals are two-sided at ``confidence`` (95%). Paired differences: the Hodges-Lehmann estimate
+with the Wilcoxon signed-rank interval from ``MIN_PAIRS`` pairs, the t interval below that, none
+from one pair (argued in ``specbench.gate.paired``).
 """
 
 from __future__ import annotations
@@ -29,18 +23,16 @@ EXACT_UP_TO = 200  # pairs; beyond this the signed-rank distribution is taken as
 
 @lru_cache(maxsize=4096)
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
-    """The t quantile of a two-sided ``confidence`` interval with ``df`` degrees of freedom (cached:
-    a long history asks for it thousands of times). scipy.special's inverse of the t CDF, the one
-    ``scipy.stats.t.ppf`` calls: importing scipy.stats costs a `specbench run` a second."""
+    """The t quantile of a two-sided ``confidence`` interval (cached: a history asks thousands of
+    times), from scipy.special: importing scipy.stats costs a `specbench run` a second."""
     from scipy.special import stdtrit
 
     return float(stdtrit(df, 0.5 + confidence / 2))
 
 
 def variance(values: Sequence[float]) -> float:
-    """The sample variance (n - 1 denominator) of two or more values. Not ``statistics.variance``:
-    that one is exactly rounded, so it moves the last digit of a quarter of the recorded numbers
-    (tests/analysis/test_golden_report.py), and it is about 30 times slower."""
+    """The sample variance (n - 1) of two or more values. Not ``statistics.variance``: its exact
+    rounding moves the last digit of recorded numbers, and it is about 30 times slower."""
     mean = statistics.fmean(values)
     return math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1)
 
@@ -93,8 +85,7 @@ class Interval(BaseModel):
     low: float | None  # None: too few pairs for the asked confidence
     high: float | None
     confidence: float | None  # the interval's exact coverage (>= the asked one), None with no interval
-    # the differences and which test of "no change" ``p_value`` is, computed when first read: the
-    # signed-rank test imports scipy.stats, a second of every `specbench run` whose report never reads it
+    # for ``p_value``, computed when first read: the signed-rank test imports scipy.stats (a second)
     differences: tuple[float, ...] = Field(exclude=True, repr=False)
     signed_rank: bool = Field(exclude=True, repr=False)  # False: the t test (``t_interval``)
 

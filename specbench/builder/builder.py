@@ -1,6 +1,5 @@
 """Configure and build llama.cpp with CMake, once per (source commit, backend, cmake arguments).
 
-Builds live in ``SPECBENCH_HOME/builds/<key>/`` (binaries in ``bin/``, ``build.json``, ``build.log``).
 ``build.json`` is written last, so its presence means a complete build: a second identical
 ``ensure_build`` only reads it and never runs cmake.
 """
@@ -11,7 +10,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,28 +34,19 @@ def check_tools() -> None:
             "cmake not found on PATH; install it (apt install cmake, brew install cmake "
             "or pip install cmake) and run again"
         )
-    cxx = os.environ.get("CXX", "").split()
-    cc = os.environ.get("CC", "").split()
-    if not (shutil.which(cxx[0]) if cxx else any(shutil.which(c) for c in ("c++", "g++", "clang++"))):
-        raise BuildError(
-            "no C++ compiler found (c++, g++ or clang++ on PATH, or $CXX); install one "
-            "(apt install build-essential, or xcode-select --install on macOS)"
-        )
-    if not (shutil.which(cc[0]) if cc else any(shutil.which(c) for c in ("cc", "gcc", "clang"))):
-        raise BuildError(
-            "no C compiler found (cc, gcc or clang on PATH, or $CC); install one "
-            "(apt install build-essential, or xcode-select --install on macOS)"
-        )
+    for lang, var, names in (("C++", "CXX", ("c++", "g++", "clang++")), ("C", "CC", ("cc", "gcc", "clang"))):
+        given = os.environ.get(var, "").split()
+        if not (shutil.which(given[0]) if given else any(shutil.which(c) for c in names)):
+            raise BuildError(
+                f"no {lang} compiler found ({names[0]}, {names[1]} or {names[2]} on PATH, or ${var}); "
+                "install one (apt install build-essential, or xcode-select --install on macOS)"
+            )
 
 
 def choose_targets(available: set[str]) -> dict[str, str]:
     """The binary each role uses in this tree: the newest name that exists (see ROLE_NAMES)."""
-    chosen = {}
-    for role, names in ROLE_NAMES.items():
-        name = next((n for n in names if n in available), None)
-        if name:
-            chosen[role] = name
-    return chosen
+    found = {role: next((n for n in names if n in available), None) for role, names in ROLE_NAMES.items()}
+    return {role: name for role, name in found.items() if name}
 
 
 def ensure_build(
@@ -105,25 +95,19 @@ def checked(info: BuildInfo, info_path: Path, progress: ProgressFn | None = None
     if say:
         say(f"decoding a few tokens of {', '.join(selftest.WEIGHT_TYPES)} on this machine")
     info.selftest = selftest.run_selftest(info, say)
-    try:
+    with suppress(OSError):  # a read-only cache: this process still runs with the fresh record
         info.save(info_path)
-    except OSError:
-        pass  # a read-only cache: this process still runs with the fresh record
     return info
 
 
 def _as_asked(info: BuildInfo, plan: BuildPlan) -> BuildInfo:
-    """A cached build as this caller named it: one commit built once serves ``main~1`` and its sha
-    alike, and each caller's record keeps the ref it gave (``commit`` is the full sha either way);
-    a commit is keyed by its sha, so a build made from another clone of the history serves this
-    one, and its record (and every error about the tree) names this caller's checkout."""
+    """A cached build as this caller named it: a commit built once (keyed by its sha) serves ``main~1``,
+    its sha and another clone alike, and each caller's record names its own ref and checkout."""
     ref = plan.ref.ref if plan.ref is not None else None
     source = str(plan.tree.path) if plan.ref is not None else info.source
-    return (
-        info
-        if (info.ref, info.source) == (ref, source)
-        else info.model_copy(update={"ref": ref, "source": source})
-    )
+    if (info.ref, info.source) == (ref, source):
+        return info
+    return info.model_copy(update={"ref": ref, "source": source})
 
 
 @contextmanager
@@ -150,8 +134,7 @@ def _build(plan: BuildPlan, jobs: int | None, force: bool, progress: ProgressFn 
     with _locked(area, f"another build is using {area}; waiting", progress):
         try:
             return _build_in(plan, area, jobs, force, progress)
-        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints what was kept
-            # what the CLI prints after the interruption: our attribute on the builtin exception
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints ``kept`` after it
             exc.kept = (  # type: ignore[attr-defined]
                 f"nothing cached; the next `specbench build` goes on from the objects compiled in {area}"
             )
@@ -180,8 +163,7 @@ def _commit_defines(commit: str, args: Sequence[str]) -> list[str]:
     """The commit of a user's git checkout for its ``--version``: its copy has no ``.git`` to ask.
     Given at configure time only, so the cache key of such a tree stays what it was."""
     given = {a.split("=", 1)[0] for a in args}
-    defines = {"-DLLAMA_BUILD_COMMIT": commit[:7], "-DLLAMA_BUILD_NUMBER": "0"}
-    return [f"{k}={v}" for k, v in defines.items() if k not in given]
+    return [f"-D{k}={v}" for k, v in workarea.commit_defines(commit).items() if f"-D{k}" not in given]
 
 
 def _build_in(
@@ -194,9 +176,8 @@ def _build_in(
     if force and wbuild.exists():
         shutil.rmtree(wbuild)
     cache = wbuild / "CMakeCache.txt"
-    if cache.is_file() and ("CMAKE_GENERATOR:INTERNAL=Ninja" in cache.read_text(errors="replace")) != bool(
-        gen
-    ):
+    ninja_cache = cache.is_file() and "CMAKE_GENERATOR:INTERNAL=Ninja" in cache.read_text(errors="replace")
+    if cache.is_file() and ninja_cache != bool(gen):
         shutil.rmtree(wbuild)  # configured with another generator; cmake refuses to switch in place
     wbuild.mkdir(parents=True, exist_ok=True)
     bdir.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """What a build is: the contract between ``specbench build`` and the runner (``build.json``).
 
-The runner never guesses flag spellings: it asks the BuildInfo, which probed each binary's
-``--help`` once at build time. That is how one runner speaks to 2023 and 2026 llama.cpp trees.
+The runner never guesses flag spellings: it asks the BuildInfo, which probed each binary's ``--help``
+once at build time, so one runner speaks to 2023 and 2026 llama.cpp trees.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ ROLE_NAMES: dict[str, list[str]] = {
     "quantize": ["llama-quantize", "quantize"],
     "bench": ["llama-bench"],
 }
-# The unified `llama` program (pinned tree's app/, CMake target llama-app, output `llama`): the
-# commands that play each role where the tree has no standalone program for it, newest name first.
-# Which ones a build has is probed (`llama CMD --help`), never assumed.
+# The unified `llama` program (CMake target llama-app): the commands that play each role where the tree
+# has no standalone program for it, newest name first; which ones a build has is probed, never assumed.
 UNIFIED_TARGET = "llama-app"
 ROLE_COMMANDS: dict[str, list[str]] = {
     "completion": ["completion", "complete"],
@@ -44,10 +43,8 @@ ROLE_COMMANDS: dict[str, list[str]] = {
 # The process runner's speculative programs, preferred first: llama-speculative-simple runs every
 # --spec-type; llama-speculative (tree drafting) drafts with a draft model only.
 SPECULATIVE_ROLES = ("speculative_simple", "speculative")
-# The programs that decode the whole prompt in one batch, so -b must hold it: llama-speculative-simple
-# refuses a longer one ("the prompt exceeds the batch size"), llama-speculative aborts
-# ("GGML_ASSERT(n_tokens_all <= cparams.n_batch)"), in every tree since 2023; llama-completion and
-# llama-server split a prompt into batches.
+# The programs that decode the whole prompt in one batch, so -b must hold it (a longer one is refused or
+# aborts, in every tree since 2023); llama-completion and llama-server split a prompt into batches.
 ONE_BATCH_ROLES = frozenset(SPECULATIVE_ROLES)
 
 
@@ -76,17 +73,14 @@ class FlagSpelling(BaseModel):
     cache_ram: str | None = None  # --cache-ram (llama-server's prompt cache in RAM; 0 turns it off)
     no_repack: str | None = None  # --no-repack (weights stay in their type: no AMX/CPU repacked buffers)
     log_verbosity: str | None = None  # -lv (5: debug, the speculative step log parse.span.first_tokens reads)
-    # the tuned options (specbench.builder.options) by key; None: probed before specbench read them
-    options: dict[str, OptionFlag] | None = None
-    # every option name the --help lists (removed ones left out): free arguments are checked against
-    # it (specbench.plan.feasible); None: probed before specbench recorded them
+    options: dict[str, OptionFlag] | None = None  # the tuned options by key; None: probed before them
+    # every option name the --help lists, not removed (free arguments are checked against it)
     known: list[str] | None = None
 
     @property
     def classic_draft(self) -> bool:
-        """The binary speculates with ``-md`` alone (every llama.cpp before ``draft-simple``, and
-        forks): it takes a draft model and a draft length, and its ``--spec-type`` (if any) has no
-        ``draft-simple``, so ``-md`` is the method and no ``--spec-type`` is passed with it."""
+        """The binary speculates with ``-md`` alone (every llama.cpp before ``draft-simple``, and forks),
+        so ``-md`` is the method and no ``--spec-type`` is passed with it."""
         return bool(self.model_draft and self.draft_max) and DRAFT_SIMPLE not in self.spec_types
 
 
@@ -96,8 +90,7 @@ class BinaryInfo(BaseModel):
     path: str
     version: str = ""
     flags: FlagSpelling = Field(default_factory=FlagSpelling)
-    # the command of the unified `llama` program that plays this role (`llama completion`: ["completion"]);
-    # [] for a standalone program
+    # the unified `llama` program's command that plays this role (["completion"]); [] for a standalone one
     command: list[str] = Field(default_factory=list)
 
     @property
@@ -199,8 +192,7 @@ class BuildInfo(BaseModel):
 
     def speculative(self, role: str | None = None) -> BinaryInfo:
         """The process runner's speculative program: ``role`` when the config names one, else the
-        first of ``SPECULATIVE_ROLES`` the tree has (chosen from what the build found, never from
-        the tree's name)."""
+        first of ``SPECULATIVE_ROLES`` the build found."""
         if role is not None:
             return self.binary(role)
         found = next((r for r in SPECULATIVE_ROLES if r in self.binaries), None)

@@ -13,6 +13,7 @@ import platform
 import re
 import shutil
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.gitref import GitRef, resolve_ref, short_ref
 from specbench.builder.probe import PROBE_VERSION, PROBED_OPTIONS, probe_binary, probe_is_current
 from specbench.builder.source import SourceTree, is_llama_tree, resolve_source
+from specbench.builder.workarea import commit_defines
 from specbench.machine import envinfo
 
 BACKENDS = ("auto", "cpu", "cuda", "metal")
@@ -66,13 +68,9 @@ def configure_args(
     build_commit: str | None = None,
     switch: str | None = None,
 ) -> list[str]:
-    """The ``-D`` arguments for one build. Pure: the same inputs always give the same list.
-
-    ``extra`` (the user's ``--cmake-arg``) overrides any default with the same name; CUDA builds
-    target the architectures of the GPUs found (``compute_caps``) unless one is given.
-    ``build_commit`` names the commit in ``--version`` for trees that are not git checkouts;
-    ``switch`` is the tree's name for the backend option when older than ``GGML_*`` (see backend_switch).
-    """
+    """The ``-D`` arguments for one build (pure). ``extra`` (``--cmake-arg``) overrides a default of the
+    same name; ``build_commit`` names the commit in ``--version`` for trees that are no git checkout;
+    ``switch`` is an older tree's name for the backend option (``backend_switch``)."""
     if backend not in BACKEND_ARGS:
         raise BuildError(f"unknown backend {backend!r}; use one of: {', '.join(BACKENDS)}")
     defines: dict[str, str] = {**BASE_ARGS, **BACKEND_ARGS[backend]}
@@ -83,8 +81,7 @@ def configure_args(
     elif backend == "cuda":
         defines["GGML_NATIVE"] = "OFF"  # no GPU here: llama.cpp's portable architecture list, not "native"
     if build_commit:
-        defines["LLAMA_BUILD_COMMIT"] = build_commit[:7]
-        defines["LLAMA_BUILD_NUMBER"] = "0"
+        defines.update(commit_defines(build_commit))
     passthrough: list[str] = []
     for arg in extra:
         m = _DEFINE.match(arg)
@@ -116,10 +113,8 @@ def backend_switch(tree: Path, backend: str) -> str | None:
         return None
     text = ""
     for cmake_file in (tree / "CMakeLists.txt", tree / "ggml" / "CMakeLists.txt"):
-        try:
+        with suppress(OSError):
             text += cmake_file.read_text(errors="replace")
-        except OSError:
-            pass
     return next((name for name in SWITCH_NAMES[backend] if re.search(rf"\b{name}\b", text)), None)
 
 
@@ -133,11 +128,9 @@ def is_native(args: Sequence[str]) -> bool:
 
 
 def build_key(tree_ident: str, backend: str, args: Sequence[str], isa: Sequence[str] | None = None) -> str:
-    """Cache folder name: readable commit prefix, backend, and a hash of everything that matters.
-
-    A native build also keys on the CPU's instruction-set flags (``isa``, default: this CPU's), so a
-    cache shared by machines (a cluster's home folder) never hands one CPU's binary to another (SIGILL).
-    """
+    """Cache folder name: readable commit prefix, backend, and a hash of everything that matters. A native
+    build also keys on the CPU's instruction sets (``isa``), so a cache shared by machines never hands one
+    CPU's binary to another (SIGILL)."""
     fields: dict[str, object] = {
         "source": tree_ident,
         "backend": backend,
@@ -179,10 +172,8 @@ def load_cached(info_path: Path) -> BuildInfo | None:
             role: probe_binary(role, Path(b.path), b.command) for role, b in info.binaries.items()
         }
         info.probe_version, info.probed_options = PROBE_VERSION, list(PROBED_OPTIONS)
-        try:
+        with suppress(OSError):  # a read-only cache still serves this run with the fresh flags
             info.save(info_path)
-        except OSError:
-            pass  # a read-only cache still serves this run with the fresh flags
     return info
 
 
@@ -229,10 +220,7 @@ def plan_build(
     ref: str | None = None,
 ) -> BuildPlan:
     """Resolve a build request to its cache key; ``--dry-run`` shows this, ``ensure_build`` builds it.
-
-    With ``ref`` the tree is that commit of the git checkout ``source`` (default: the pinned tree,
-    which is no git checkout, so a ref needs a source), and the key is the commit's.
-    """
+    With ``ref`` the tree is that commit of the git checkout ``source``, keyed by the commit."""
     concrete, caps = resolve_backend(backend)
     git_ref = None
     if ref is not None:

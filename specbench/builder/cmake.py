@@ -1,5 +1,4 @@
-"""Talking to CMake: which executables a configured tree defines, running a step with live progress,
-and the error lines worth showing when it fails. Knows nothing of specbench's cache or roles."""
+"""Talking to CMake: a configured tree's executables, a step run with live progress, its error lines."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,18 +158,12 @@ def _kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
     """SIGTERM the step's process group, then SIGKILL what is left after ``grace_s``. SIGTERM first:
     ninja runs each compile in a process group of its own, and kills those itself on SIGTERM (after
     SIGKILL they would compile on). The leader is reaped last, so its pid cannot have been reused."""
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
+    with suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
     lifeline.forget(proc)
 

@@ -1,9 +1,7 @@
 """A git ref of a llama.cpp checkout, read without touching the user's work tree or index.
 
-``resolve_ref`` turns ``main``, a tag or a sha into the commit it names (with the folder of the
-llama.cpp tree inside the repository, when the tree is a subfolder); ``commit_entries`` streams
-that commit's files from git's object store (``ls-tree`` + ``cat-file --batch``: byte for byte
-what was committed, ``export-ignore`` attributes notwithstanding) for ``workarea.sync_tree``.
+``resolve_ref`` turns a branch, tag or sha into the commit it names; ``commit_entries`` streams that
+commit's files from git's object store (byte for byte what was committed) for ``workarea.sync_tree``.
 """
 
 from __future__ import annotations
@@ -40,13 +38,14 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def _git(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    git = shutil.which("git")
-    if git is None:
+def run_git(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``git ARGS`` in ``cwd``, never prompting; a one-line BuildError when git is missing or fails to run."""
+    exe = shutil.which("git")
+    if exe is None:
         raise BuildError("git not found on PATH; a llama_cpp `ref` needs git (apt install git), or drop it")
     try:
         return subprocess.run(
-            [git, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+            [exe, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
             stdin=subprocess.DEVNULL, env=_git_env(),
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -64,14 +63,14 @@ def resolve_ref(source: Path | str, ref: str) -> GitRef:
         raise BuildError(f"source {src} does not exist; pass the folder of a llama.cpp git checkout")
     if not ref or ref.startswith("-") or any(c.isspace() for c in ref):
         raise BuildError(f"ref {ref!r} is not a git ref; name a branch, tag or commit of {src}")
-    top = _git(["rev-parse", "--show-toplevel"], src)
+    top = run_git(["rev-parse", "--show-toplevel"], src)
     if top.returncode != 0:
         raise BuildError(
             f"ref {ref!r} given, but {src} is not a git checkout ({_first_line(top.stderr) or 'no .git'}); "
             f"drop `ref` to build the tree as it is, or point `source` at a git clone of llama.cpp"
         )
-    prefix = _git(["rev-parse", "--show-prefix"], src).stdout.strip()
-    found = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], src)
+    prefix = run_git(["rev-parse", "--show-prefix"], src).stdout.strip()
+    found = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], src)
     commit = found.stdout.strip()
     if found.returncode != 0 or len(commit) < 40:
         raise BuildError(
@@ -90,7 +89,7 @@ def short_ref(ref: GitRef) -> str:
 def commit_entries(ref: GitRef) -> Iterator[Entry]:
     """Every file of the tree at ``ref.commit`` (below ``ref.prefix``), read from the object store."""
     treeish = f"{ref.commit}:{ref.prefix}" if ref.prefix else ref.commit
-    listing = _git(["ls-tree", "-r", "-z", "--full-tree", treeish], ref.top, timeout=120)
+    listing = run_git(["ls-tree", "-r", "-z", "--full-tree", treeish], ref.top, timeout=120)
     if listing.returncode != 0:
         raise BuildError(f"cannot list {short_ref(ref)} in {ref.top}: {_first_line(listing.stderr)}")
     blobs: list[tuple[str, str, str]] = []  # (path, mode, sha)
@@ -143,10 +142,10 @@ def worktree_files(top: Path) -> list[str] | None:
     ``top`` is not the top of its own checkout or git cannot say."""
     if shutil.which("git") is None:
         return None
-    inside = _git(["rev-parse", "--show-toplevel"], top)
+    inside = run_git(["rev-parse", "--show-toplevel"], top)
     if inside.returncode != 0 or Path(inside.stdout.strip()).resolve() != top.resolve():
         return None
-    listed = _git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], top, timeout=120)
+    listed = run_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], top, timeout=120)
     if listed.returncode != 0:
         return None
     return sorted({name for name in listed.stdout.split("\0") if name})

@@ -1,10 +1,7 @@
-"""The llama.cpp options a user tunes (flash attention, KV cache types, MoE offload, batch sizes,
-devices, ...) as each binary spells them, read from its ``--help``.
+"""The llama.cpp options a user tunes (``specbench.base.llamaopts``) as each binary spells them.
 
-The options themselves (key, spellings per era, llama-bench's spelling) are the table of
-``specbench.base.llamaopts``. The probe records, per binary, the spelling the binary has
-(``OptionFlag``); ``option_argv`` turns a value into that binary's arguments, and refuses a value
-the binary cannot take (an older build without the option, a cache type it does not list).
+The probe records each binary's spelling from its ``--help`` (``OptionFlag``); ``option_argv`` turns
+a value into that binary's arguments and refuses one it cannot take (no such option, an unlisted value).
 """
 
 from __future__ import annotations
@@ -34,9 +31,7 @@ class OptionFlag(BaseModel):
 def _listed(description: str) -> list[str]:
     """``allowed values: f32, f16, q8_0`` or ``{none,layer,row}`` / ``[on|off|auto]`` in a help entry."""
     m = re.search(r"allowed values:\s*([\w.+-]+(?:,\s*[\w.+-]+)+)", description)
-    if m:
-        return [v.strip() for v in m.group(1).split(",")]
-    return []
+    return [v.strip() for v in m.group(1).split(",")] if m else []
 
 
 def _metavar_values(metavar: str) -> list[str]:
@@ -67,17 +62,16 @@ def probe_options(usable: dict, options: tuple[LlamaOption, ...] = TUNED) -> dic
     return found
 
 
+_SAID_ON = {
+    **dict.fromkeys(("enabled", "on", "true", "1"), True),
+    **dict.fromkeys(("disabled", "off", "false", "0"), False),
+}
+
+
 def default_on(flag: OptionFlag | None) -> bool | None:
-    """A toggle's default as its help says it (``enabled``/``disabled``, ``on``/``off``, ``true``/
-    ``false``); None when the binary has no such option or says nothing readable."""
-    said = (flag.default or "").lower() if flag is not None else ""
-    return (
-        True
-        if said in ("enabled", "on", "true", "1")
-        else False
-        if said in ("disabled", "off", "false", "0")
-        else None
-    )
+    """A toggle's default as its help says it; None when the binary has no such option or says
+    nothing readable."""
+    return _SAID_ON.get((flag.default or "").lower()) if flag is not None else None
 
 
 class OptionError(ValueError):
@@ -85,9 +79,7 @@ class OptionError(ValueError):
 
 
 def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    return str(value)
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
 def option_argv(spelling: dict[str, OptionFlag] | None, key: str, value: object, binary: str) -> list[str]:

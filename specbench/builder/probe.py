@@ -37,9 +37,8 @@ PREFERENCES: dict[str, list[str]] = {
     "log_verbosity": ["-lv", "--verbosity", "--log-verbosity"],
 }
 
-# The n-gram lookups' size axes: the table spells each per method first (``--spec-<method>-size-n``),
-# then as the one option of ngram-simple and ngram-map-* before llama.cpp gave each method its own
-# (PR 22397; removed in the pin) and of ik_llama.cpp. NgramSizeFlags names them by their last letter.
+# The n-gram lookups' size axes: per method first (``--spec-<method>-size-n``), then the one option older
+# builds and ik_llama.cpp share. NgramSizeFlags names them by their last letter.
 SIZE_AXES = tuple(o for o in AXES if o.scope == "lookup")
 # Recorded in FlagSpelling.options: the tuned options, and a draft's axis without a field of its own.
 PROBED = (*TUNED, *(o for o in AXES if o.group == "axis" and o.scope in ("draft", "draft_context")
@@ -91,11 +90,8 @@ def _parse_header(line: str) -> HelpOption:
 
 
 def parse_help(text: str) -> list[HelpOption]:
-    """Split a ``--help`` text of any era into option entries.
-
-    An entry starts with a line whose first word is an option and that is indented less than the
-    description column (``_ENTRY_INDENT``); deeper-indented lines continue the entry before them.
-    """
+    """Split a ``--help`` text of any era into option entries: a line that starts with an option, indented
+    less than ``_ENTRY_INDENT``, opens one; deeper-indented lines continue it."""
     entries: list[HelpOption] = []
     for raw in text.splitlines():
         line = raw.rstrip()
@@ -152,13 +148,11 @@ def flags_from_help(text: str) -> FlagSpelling:
             continue
         for name in entry.names:
             usable.setdefault(name, entry)
-    found: dict[str, object] = {}
-    for key, spellings in PREFERENCES.items():
-        if key in FlagSpelling.model_fields:
-            found[key] = next((s for s in spellings if s in usable), None)
+    found: dict[str, object] = {
+        key: next((s for s in names if s in usable), None) for key, names in PREFERENCES.items()
+    }
     spec_types = _spec_values(usable[str(found["spec_type"])]) if found["spec_type"] else []
-    if found["spec_type"]:
-        found["spec_types"] = spec_types
+    found["spec_types"] = spec_types
     found["ngram_sizes"] = _ngram_sizes(spec_types, usable)
     found["options"] = probe_options(usable, PROBED)
     found["known"] = sorted(usable)
@@ -194,10 +188,7 @@ def binary_version(path: Path) -> str:
 
 
 # Raised whenever the probe learns to read something new, so a cached build.json is re-probed (not
-# rebuilt): 1 n-gram size options, 2 llama-server's -np and --cache-ram, 3 --no-repack, 4 the tuned
-# options, 5 every option name (free arguments are checked against it), 6 -lv (a speculative run's
-# step log), 7 ik_llama.cpp's spaced --spec-type list and the shared --spec-ngram-size-n/-m. A new
-# key in specbench.base.llamaopts needs no raise: build.json records the keys probed.
+# rebuilt); a new key in specbench.base.llamaopts needs no raise: build.json records the keys probed.
 PROBE_VERSION = 7
 PROBED_OPTIONS: tuple[str, ...] = tuple(sorted(o.key for o in PROBED))  # the option keys this probe reads
 

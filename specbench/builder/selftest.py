@@ -1,13 +1,9 @@
 """Does this build work on this machine? Decode a few tokens with a tiny model of each weight type.
 
-llama.cpp has code paths per weight type and CPU (repacked buffers, the AMX buffer type, GPU
-kernels) that a build can compile and still crash in on a given machine: on CPUs with AMX the pinned
-llama.cpp dies of SIGSEGV in ``ggml_backend_amx_mul_mat`` on the first decode of any quantized model
-(llama.cpp issue 20824). A tiny random llama model (written with ``gguf``, then quantized by the
-build's own llama-quantize, cached in SPECBENCH_HOME) is decoded for 8 tokens per type, under the
-environment and flags a sweep uses; seconds in all. A type that crashes is tried again with
-repacking off; where that cures every crash, the build gets the workaround (``Workaround``), which
-every invocation of it then carries (specbench.plan.sweep).
+A build can compile code paths per weight type and CPU that crash on a given machine (on AMX CPUs the
+pinned llama.cpp dies of SIGSEGV in ``ggml_backend_amx_mul_mat``, llama.cpp issue 20824). A tiny random
+model is decoded for 8 tokens per type as a sweep would run it; a type that crashes is tried again with
+repacking off, and where that cures every crash the build gets the ``Workaround``.
 """
 
 from __future__ import annotations
@@ -145,12 +141,6 @@ def decode(
     binary: BinaryInfo, model: Path, wtype: str, ngl: int, extra: list[str], facts: CrashFacts
 ) -> TypeCheck:
     """Decode a few tokens; ok is exit 0 (a crash is a signal, a refusal an exit code)."""
-    return _decode_once(binary, model, wtype, ngl, extra, facts)
-
-
-def _decode_once(
-    binary: BinaryInfo, model: Path, wtype: str, ngl: int, extra: list[str], facts: CrashFacts
-) -> TypeCheck:
     argv = decode_argv(binary, model, ngl, extra)
     start = time.monotonic()
     # in a folder of its own: an older llama.cpp writes main.log where it runs, never the user's folder
@@ -191,10 +181,8 @@ def _decode_once(
         log = None
     perf = log.perf.target if log is not None and log.perf else None
     if perf is None or not perf.eval_runs:
-        # llama.cpp writes its log (and the generated text) from a thread that the main thread does not
-        # wait for at exit: a run of a few milliseconds often ends before its statistics are written
-        # (seen here on most tiny-model runs, under strace too). Exit 0 is the main thread's return
-        # after the generation loop, which is what this check asks: the decode did not crash.
+        # llama.cpp logs from a thread the main one does not wait for at exit, so a run this short often
+        # ends before its statistics; exit 0 still says what this check asks: the decode did not crash.
         return TypeCheck(wtype=wtype, outcome="ok", rc=0, reason=CUT_SHORT, wall_s=wall)
     return TypeCheck(wtype=wtype, outcome="ok", rc=0, wall_s=wall)
 

@@ -24,6 +24,7 @@ from filelock import FileLock
 from specbench.base import lifeline, paths
 from specbench.base.errors import BuildError
 from specbench.base.formats import json_text
+from specbench.builder.gitref import run_git
 
 PINNED_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 SDIST_NAME = "llama_cpp_python"
@@ -33,21 +34,7 @@ MARKER = ".specbench-source.json"  # written into trees specbench extracted, to 
 SUBMODULE = Path("third_party") / "llama.cpp"
 
 # Source files whose content decides the binaries; used to fingerprint trees without a known commit.
-_FINGERPRINT_SUFFIXES = {
-    ".c",
-    ".cc",
-    ".cpp",
-    ".cu",
-    ".cuh",
-    ".h",
-    ".hpp",
-    ".m",
-    ".metal",
-    ".txt",
-    ".cmake",
-    ".in",
-    ".comp",
-}
+_FINGERPRINT_SUFFIXES = set(".c .cc .cpp .cu .cuh .h .hpp .m .metal .txt .cmake .in .comp".split())
 _FINGERPRINT_SKIP = {".git", "build", "models", "docs", "media", "gguf-py", "node_modules", "tests"}
 
 
@@ -80,28 +67,15 @@ def is_llama_tree(path: Path) -> bool:
 
 
 def _git(args: list[str], cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str] | None:
-    git = shutil.which("git")
-    if git is None:
-        return None
     try:
-        return subprocess.run(
-            [git, *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        return run_git(args, cwd, timeout)
+    except BuildError:
         return None
 
 
 def _git_commit(path: Path) -> tuple[str, bool] | None:
-    """(HEAD sha, dirty) when ``path`` is the top of its own git checkout, else None.
-
-    A tree copied into some other repository is not identified by that repository's commit.
-    """
+    """(HEAD sha, dirty) when ``path`` is the top of its own git checkout, else None (a tree copied
+    into some other repository is not identified by that repository's commit)."""
     top = _git(["rev-parse", "--show-toplevel"], path)
     if top is None or top.returncode != 0 or Path(top.stdout.strip()).resolve() != path.resolve():
         return None
@@ -173,10 +147,8 @@ def _try_submodule(root: Path, progress: Progress | None) -> bool:
 
 
 def extract_sdist(archive: Path, dest: Path, expected_commit: str = PINNED_COMMIT) -> Path:
-    """Unpack only ``vendor/llama.cpp`` of a llama-cpp-python sdist into ``dest``, checking its commit.
-
-    The commit is the one the sdist recorded for its submodule (``.git/modules/vendor/llama.cpp/HEAD``).
-    """
+    """Unpack only ``vendor/llama.cpp`` of a llama-cpp-python sdist into ``dest``, checking the commit
+    the sdist recorded for its submodule."""
     try:
         tar = tarfile.open(archive)
     except (OSError, tarfile.TarError) as exc:

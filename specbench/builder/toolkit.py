@@ -1,12 +1,8 @@
 """Whether this machine can build a GPU backend, checked before cmake is configured.
 
-A CUDA build needs nvcc, the toolkit's cuBLAS (ggml-cuda links ``CUDA::cublas``) and an NVIDIA GPU
-to run on; a Metal build needs macOS. Without this check cmake fails minutes in with
-``CUDA::cublas but the target was not found``; with it the user reads in one line what is missing
-and how to get it. The toolkit is looked for where CMake's FindCUDAToolkit looks: ``$CUDACXX`` or
-``nvcc`` on PATH (or ``/usr/local/cuda/bin``), the root nvcc reports (``TOP`` of ``nvcc --dryrun``,
-which sees through wrapper scripts), ``$CUDAToolkit_ROOT``/``$CUDA_PATH``, and the system's
-library and include folders (a distribution's packaged toolkit).
+A CUDA build needs nvcc, cuBLAS and an NVIDIA GPU, a Metal build macOS; without this check cmake fails
+minutes in (``CUDA::cublas but the target was not found``). The toolkit is looked for where CMake's
+FindCUDAToolkit looks.
 """
 
 from __future__ import annotations
@@ -119,11 +115,6 @@ def cuda_toolkit_missing(env: Mapping[str, str] | None = None) -> list[str]:
     return []
 
 
-def _cross_build(cmake_args: Sequence[str]) -> bool:
-    """Architectures named by the user: a build for another machine's GPU, which needs none here."""
-    return any(a.startswith("-DCMAKE_CUDA_ARCHITECTURES") for a in cmake_args)
-
-
 def backend_missing(
     backend: str,
     cmake_args: Sequence[str] = (),
@@ -137,7 +128,8 @@ def backend_missing(
     if backend != "cuda":
         return []
     missing = cuda_toolkit_missing(env)
-    if not _cross_build(cmake_args) and (why := gpu_missing(env)):
+    cross = any(a.startswith("-DCMAKE_CUDA_ARCHITECTURES") for a in cmake_args)  # for another machine's GPU
+    if not cross and (why := gpu_missing(env)):
         missing.append(why)
     return missing
 

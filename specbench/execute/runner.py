@@ -31,10 +31,17 @@ from specbench.execute.server_executor import ServerExecutor
 from specbench.machine import contention, noise
 from specbench.parse.crash import CrashFacts
 from specbench.results.cell import baseline_of, cell_record, is_synthetic
-from specbench.results.folder import check_writable, has_samples, prepare_raw, samples_path
+from specbench.results.folder import (
+    check_writable,
+    has_samples,
+    mark_orphans,
+    mark_partial,
+    next_raw_number,
+    prepare_raw,
+    samples_path,
+)
 from specbench.results.manifest import Manifest, Status
 from specbench.results.manifestfile import save_manifest
-from specbench.results.rawlogs import mark_orphans, mark_partial, next_raw_number
 from specbench.results.records import Measurement, Sample
 from specbench.results.runlock import RunLock
 from specbench.results.runstate import check_fresh, check_resumable
@@ -236,7 +243,8 @@ def execute(
                     ):
                         reruns += 1
                         mark_partial(run_dir, [raw_stem(n, b) for n, b in batch], f".rerun{reruns}")
-                        _note_rerun(manifest, why)
+                        contention.note_rerun(manifest.noise, why)
+                        noise.record(manifest.noise, noise.snapshot("rerun", now_iso()))
                         started = datetime.now(UTC)
                         outcomes = executor.run(batch, run_dir)
                     manifest.model_loads = loads_before + executor.model_loads
@@ -352,15 +360,6 @@ def _dropped_line(warmup: Invocation, verdict: Sample, dropped: list[Sample]) ->
         f"dropped {len(dropped)} sample(s) of {', '.join(str(c) for c in cells)}: the warmup of {what} "
         f"failed ({verdict.invalid_reason})"
     )
-
-
-def _note_rerun(manifest: Manifest, why: str) -> None:
-    """Count the re-run in the manifest, with the machine as the noise check sees it then (the load,
-    other benchmarks)."""
-    record = manifest.noise
-    note = contention.note_rerun(record, why)
-    record.notes = [n for n in record.notes if not n.endswith(contention.RERUN_NOTE_END)] + [note]
-    noise.record(record, noise.snapshot("rerun", now_iso()))
 
 
 def _finish(manifest: Manifest, run_dir: Path, status: Status, reason: str | None, lock: RunLock) -> None:

@@ -1,23 +1,19 @@
 """The paired gate over one run that measured two (or more) llama.cpp builds side by side.
 
-``specbench ab`` and ``specbench compare RUN`` (one multi-build run folder) end here. A cell is
-everything a sample's cell is but its build and its prompt; its pairs are the (prompt,
-repetition) measured on both builds, whose runs came back to back. Each cell and metric is
-judged by ``specbench.gate.paired``; this module only finds the pairs.
-
-Metrics: every one of ``results.metrics.METRICS`` (by default ``PAIRED_DEFAULT``: ``baseline_tps``,
-``spec_tps``, ``speedup`` over the baseline of the same build, prompt and repetition, and
-``acceptance`` in points).
+``specbench ab`` and ``specbench compare RUN`` (one multi-build run folder) end here. A cell is a
+sample's cell without its build and prompt; its pairs are the (prompt, repetition) measured on both
+builds back to back. This module finds the pairs; ``gate.paired`` judges them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import BaseModel, computed_field
 
 from specbench.base.errors import InputError
-from specbench.gate.decision import EXIT_CODES, STILL_OPEN, Status, verdict
+from specbench.gate.decision import EXIT_CODES, OUTPUT, STILL_OPEN, Status, verdict
 from specbench.gate.paired import ACCEPTANCE_POINTS, CONFIDENCE, PairedDecision, decide_points, decide_ratio
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, paired_order
 from specbench.results.records import Measurement, Sample
@@ -43,8 +39,6 @@ def parse_build_spec(text: str, flag: str) -> tuple[str | None, str | None]:
             f"{flag} {text}: {ref!r} is not a git ref; write SRC@REF, e.g. ~/llama.cpp@v1.2"
         )
     if src:
-        from pathlib import Path
-
         if not Path(src).expanduser().is_dir():
             raise BuildChoiceError(
                 f"{flag} {text}: {src} is not a folder; write SRC[@REF] with SRC a llama.cpp tree"
@@ -91,14 +85,10 @@ class PairedComparison(BaseModel):
         return sum(d.status == status for d in self.decisions)
 
 
-def build_of(s: Measurement) -> str | None:
-    return getattr(s, "build", None)
-
-
 def builds_in(samples: Sequence[Sample]) -> list[str]:
     """The build labels of a run, in the order the first repetition ran them (the config's order)."""
     ordered = sorted(samples, key=lambda s: s.repetition)  # stable: file order within a repetition
-    return list(dict.fromkeys(b for s in ordered if (b := build_of(s)) is not None))
+    return list(dict.fromkeys(s.build for s in ordered if s.build is not None))
 
 
 def choose_builds(labels: Sequence[str], base: str | None, head: str | None) -> tuple[str, str]:
@@ -141,16 +131,6 @@ def _label(s: Sample) -> str:
     return cell_label(s.model_copy(update={"build": None}))  # the cell without its build
 
 
-def _usable(s: Sample) -> bool:
-    return s.valid and s.status == "ok"
-
-
-def _value(s: Sample, metric: str, paired: dict[tuple, Sample]) -> float | None:
-    """The sample's value of ``metric`` (results/metrics.py); None when it has none. A t/s of 0 or
-    less is no value: a build that generated nothing has stopped working (a fail), not a pair."""
-    return METRICS[metric].value(s, paired) if _usable(s) else None
-
-
 class CellPairs(BaseModel):
     """One cell's values on base and head over the (prompt, repetition) both measured validly."""
 
@@ -167,15 +147,15 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
     """Per cell: its label and the values of base and head over the (prompt, repetition) both have."""
     if metric not in METRICS:
         raise BuildChoiceError(f"--metric {metric}: choose one of {choices()}")
-    role = METRICS[metric].role
-    paired = METRICS[metric].pairing(samples)
+    m = METRICS[metric]
+    paired = m.pairing(samples)
     sides: dict[tuple, dict[str, dict[tuple, float]]] = {}
     labels: dict[tuple, str] = {}
     measured: dict[tuple, int] = {}
     failures: dict[tuple, str] = {}
     for s in samples:
-        b = build_of(s)
-        if s.role != role or b not in (base, head):
+        b = s.build
+        if s.role != m.role or b not in (base, head):
             continue
         key = _cell(s)
         labels.setdefault(key, _label(s))
@@ -184,7 +164,8 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
             measured[key] = measured.get(key, 0) + 1
             if s.status in ("failed", "timeout") and s.invalid_reason:
                 failures.setdefault(key, s.invalid_reason)
-        value = _value(s, metric, paired)
+        # no value (a t/s of 0 too): a build that generated nothing has stopped working, not a pair
+        value = m.value(s, paired) if s.valid and s.status == "ok" else None
         if value is not None:  # a duplicated sample line replaces, never double-counts
             per_build[b][(s.prompt_id, s.repetition)] = value
     out = {}
@@ -266,23 +247,18 @@ def paired_compare(
     )  # fmt: skip
 
 
-OUTPUT = "output"  # the greedy output check: not a number, a decision of its own
-
-
 def output_decisions(
     samples: Sequence[Sample], base: str, head: str, allow_change: bool = False
 ) -> list[CellDecision]:
-    """At temperature 0 the same models and prompt give the same text on any correct build: a cell
-    whose head generated other text than base fails (a warning-free pass needs the same text on
-    every prompt), unless ``allow_change``. Cells with no greedy output on both builds: none.
-    The speculative cells' text is checked; a run that measured none (``--metric baseline_tps``
-    measures only the baseline, ``Plan.of_roles``) has its baseline cells' text checked instead."""
+    """At temperature 0 any correct build gives the same models and prompt the same text: a cell whose
+    head generated other text than base fails, unless ``allow_change``. The speculative cells' text
+    is checked; a run that measured none (``--metric baseline_tps``) has its baselines' checked."""
     texts: dict[tuple, dict[str, dict[str, set[str]]]] = {}
     labels: dict[tuple, str] = {}
-    ours = [s for s in samples if build_of(s) in (base, head)]
+    ours = [s for s in samples if s.build in (base, head)]
     role = "speculative" if any(s.role == "speculative" for s in ours) else "baseline"
     for s in ours:
-        b = build_of(s)
+        b = s.build
         if b is None or s.role != role or s.generation.temperature != 0:  # b: base or head (ours)
             continue
         if not s.output_sha256 or s.status not in ("ok", "invalid"):
@@ -318,13 +294,9 @@ def undecided_samples(
     threshold: float,
     open_: frozenset[Status] = STILL_OPEN,
 ) -> list[Sample]:
-    """The samples of every cell some metric leaves undecided so far: with ``repetitions: auto``
-    those cells (and only those) get another round, until decided or ``max_repetitions``.
-    ``open_``: the decisions that still want pairs (``bisect``'s run against bad looks for
-    "improved", so a pass wants more there). None once a cell has failed: a fail is the verdict
-    whatever the open cells would say, so more rounds would only spend the budget (a slow try of
-    ``ab configs/ci.yaml`` failed spec_tps after 20 pairs, then ran on to its 10 minutes for a
-    baseline_tps that could not change the exit)."""
+    """The samples of every cell some metric leaves open (``open_``: bisect's run against bad wants
+    more pairs on a pass too): with ``repetitions: auto`` only those get another round. None once a
+    cell has failed: a fail is the verdict whatever the open cells say, so more rounds only spend."""
     open_cells = set()
     for metric in dict.fromkeys(metrics):
         for key, cp in pairs(samples, metric, base, head).items():
@@ -333,4 +305,4 @@ def undecided_samples(
                 return []
             if status in open_:
                 open_cells.add(key)
-    return [s for s in samples if build_of(s) in (base, head) and _cell(s) in open_cells]
+    return [s for s in samples if s.build in (base, head) and _cell(s) in open_cells]

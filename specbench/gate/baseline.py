@@ -1,9 +1,7 @@
 """The two sides of a comparison: a run folder or a committed baseline file, read the same way.
 
-A baseline (``results/baselines/NAME.json``) is a compact copy of a run, meant to be committed:
-the samples compare needs (baseline and speculative roles, without logs, commands or parsed
-metrics) and the manifest facts cells are matched on (model sha256, machine, backend) or shown
-with (llama.cpp commit, driver). Compare accepts a NAME, a baseline file, or a run folder.
+A baseline (``results/baselines/NAME.json``) is a compact copy of a run, meant to be committed: the
+samples compare needs (without logs, commands or parsed metrics) and the run's manifest facts.
 """
 
 from __future__ import annotations
@@ -94,10 +92,7 @@ def baselines_dir() -> Path:
 
 def load_side(ref: str | Path) -> Side:
     """A run folder, a baseline file, or the NAME of ``results/baselines/NAME.json``."""
-    try:
-        check_path(ref, "comparison side")
-    except PathError as exc:
-        raise InputError(str(exc)) from exc
+    check_path(ref, "comparison side")
     path = Path(ref)
     if path.is_dir():
         return load_run(path)
@@ -162,10 +157,7 @@ def save_baseline(
     name = baseline_name(name)
     for what, path in (("RUN_DIR", run_dir), ("--dir", dest_dir)):
         if path is not None:
-            try:
-                check_path(path, what)
-            except PathError as exc:
-                raise InputError(str(exc)) from exc
+            check_path(path, what)
     side = load_run(run_dir)
     if side.facts.status not in (None, "complete"):
         raise InputError(

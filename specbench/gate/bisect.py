@@ -1,25 +1,12 @@
 """``specbench bisect``: which commit made llama.cpp slower, found by paired A/B runs.
 
-The candidates are the first-parent commits after ``good`` up to ``bad`` (``git rev-list
---first-parent good..bad``): merges count as one step, as on a main branch. Each step measures
-the midpoint of the commits still in doubt against ``good`` in one interleaved run and lets the
-paired gate decide: fail -> the midpoint is bad, pass or improved -> good. As in ``git bisect``,
-``bad`` is taken as bad without a step of its own (8 commits: 3 steps); when the search closes on
-it unmeasured, the answer says so.
-
-A midpoint without the regression is slow to *pass*: the gate must exclude a slowdown of the
-threshold (2% needs an interval inside ±2%), while a fail needs only a significant drop beyond it.
-So a step left undecided against ``good`` is measured against ``bad`` with the rest of its
-``--budget``: a midpoint significantly faster than ``bad`` by more than the threshold is good (the
-regression ``bad`` shows lies after it); that is the same kind of decision as a fail, and as
-quick. What it cannot exclude, and the step says so, is a smaller slowdown before the midpoint.
-A step undecided both ways stops the search and says between which commits the change lies: a
-guess would send the search the wrong way for good.
-
-The state lives in ``OUT/bisect.json`` (rewritten after every step), each step's runs in
-``OUT/step-N-<commit>/`` (and ``...-vs-bad/``); ``--resume`` replays the decided steps and measures
-only the rest (builds come from the build cache); an undecided step's runs go on, so a step that a
-``--budget`` stopped can be given more time.
+The candidates are the first-parent commits after ``good`` up to ``bad``, which is taken as bad
+without a step of its own (as in ``git bisect``). Each step runs the midpoint against ``good`` and
+the paired gate decides. A midpoint without the regression is slow to *pass* (its interval must fit
+inside the threshold), so a step left undecided is run against ``bad`` with the rest of its budget:
+significantly faster than ``bad``, a decision as quick as a fail, makes it good. A step undecided
+both ways stops the search rather than guess (docs/ab-bisect.md). The state, ``OUT/bisect.json``, is
+rewritten after every step; ``--resume`` measures only the steps not yet decided.
 """
 
 from __future__ import annotations
@@ -33,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
 from specbench.gate.commits import BisectError, Commit, commit_range
-from specbench.gate.decision import STILL_OPEN, Status
+from specbench.gate.decision import OUTPUT, STILL_OPEN, Status
+from specbench.gate.paired import ab_word
 from specbench.results.folder import BISECT
 
 STATE = BISECT
@@ -94,8 +82,6 @@ class Step(BaseModel):
 
     @property
     def word(self) -> str:
-        from specbench.gate.paired import ab_word
-
         if self.good_by_bad:
             return "good (faster than --bad)"
         return ab_word(self.status) if self.status is not None else "unfinished"
@@ -278,20 +264,14 @@ def step_result(measured: Measured) -> StepResult:
     fail makes the midpoint bad, any undecided leaves it undecided, else it is good. The worst cell
     is shown; of equal status a measured one before the greedy output check (no ratio), so a passing
     step shows its metric's ratio, not the text check's."""
-    decisions = measured.decisions
-    if not decisions:
+    if not measured.decisions:
         return StepResult(status=Status.TOO_NOISY, reason=NO_PAIRS)
     rank = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.PASS: 2, Status.IMPROVED: 3}
     worst = min(
-        decisions,
+        measured.decisions,
         key=lambda d: (rank.get(d.status, 2), d.ratio is None, d.ratio if d.ratio is not None else 1.0),
     )
-    reason = f"{worst.cell}: {worst.reason}"
-    if worst.status == Status.TOO_NOISY and measured.rounds_end:  # said only once the rounds are spent
-        reason += f"; {measured.rounds_end}"
-    return StepResult(
-        status=worst.status, ratio=worst.ratio, ci_low=worst.ci_low, ci_high=worst.ci_high, reason=reason,
-    )  # fmt: skip
+    return _shown(worst, worst.status, measured.rounds_end)
 
 
 def faster_than_bad(measured: Measured) -> StepResult:
@@ -299,18 +279,17 @@ def faster_than_bad(measured: Measured) -> StepResult:
     significantly faster beyond the threshold, so the regression lies after the midpoint; anything
     else decides nothing (undecided). A changed greedy text decides nothing either way here: it
     says the code changed between them, not where the slowdown is. The least improved cell shows."""
-    from specbench.gate.ab import OUTPUT
-
     cells = [d for d in measured.decisions if d.metric != OUTPUT]
     if not cells:
         return StepResult(status=Status.TOO_NOISY, reason=NO_PAIRS)
     least = min(cells, key=lambda d: (d.status == Status.IMPROVED, d.ratio if d.ratio is not None else 0.0))
-    reason = f"{least.cell}: {least.reason}"
-    if least.status != Status.IMPROVED:
-        if measured.rounds_end:
-            reason += f"; {measured.rounds_end}"
-        return StepResult(status=Status.TOO_NOISY, ratio=least.ratio, ci_low=least.ci_low,
-                          ci_high=least.ci_high, reason=reason)  # fmt: skip
-    return StepResult(
-        status=Status.IMPROVED, ratio=least.ratio, ci_low=least.ci_low, ci_high=least.ci_high, reason=reason
-    )
+    improved = least.status == Status.IMPROVED
+    return _shown(least, Status.IMPROVED if improved else Status.TOO_NOISY, measured.rounds_end)
+
+
+def _shown(d, status: Status, rounds_end: str) -> StepResult:
+    """A step's result shown by one cell's decision ``d``; an undecided one says why its rounds ended."""
+    reason = f"{d.cell}: {d.reason}"
+    if status == Status.TOO_NOISY and rounds_end:
+        reason += f"; {rounds_end}"
+    return StepResult(status=status, ratio=d.ratio, ci_low=d.ci_low, ci_high=d.ci_high, reason=reason)

@@ -1,10 +1,8 @@
 """Whether two runs can be compared at all, and what differs between them that is only shown.
 
-``compare`` refuses (``NotComparable``, exit 2) what would measure something other than the change:
-another machine, a workaround on one side only, baseline t/s timed over another span, or no cell in
-common, named by its first reason (models, generation settings, prompts, then each differing axis
-of the cell key). What may differ and is what a comparison is usually for (the llama.cpp commit,
-the driver, the threads) is listed, not refused.
+``compare`` refuses (exit 2) what would measure something other than the change: another machine, a
+workaround on one side only, baseline t/s timed over another span, or no cell in common (named by
+its first reason). What a comparison is usually for (llama.cpp commit, driver, threads) is listed.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """Compare two runs cell by cell: the regression gate behind ``specbench compare``.
 
-A cell is one measurement: role, target and draft model (by sha256, so a renamed file still
-matches and a re-quantized one does not), method and its settings (every axis of
-``specbench.results.cell.Cell``), the prompt, and the generation settings that define the work (n_predict,
-temperature, top_k, seed, ctx_size). Both runs must come from the same machine (CPU model, GPU
-models, backend). The llama.cpp commit, the driver and the thread count may differ (that is
-usually what is being tested) and are shown. The values of a cell are its repetitions, one valid
-sample each; the decision per cell is in ``specbench.gate.regression``.
-
-Why per prompt and not averaged over prompts: the prompt is part of what defines a measurement
-(code drafts far better than chat), and the repetitions of one prompt are what the t-test needs;
-averaging first would mix prompt-to-prompt spread into the noise. The summary line gives the
-geometric mean of the per-cell ratios.
+A cell is one measurement: role, target and draft (by sha256: a renamed file still matches, a
+re-quantized one does not), every axis of ``results.cell.Cell``, the prompt and the generation
+settings. Both runs must come from one machine; the llama.cpp commit, driver and threads may differ
+(usually what is tested) and are shown. A cell's values are its repetitions, decided by
+``gate.regression``; per prompt, since averaging over prompts would mix their spread into the noise.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Literal
 
 from pydantic import BaseModel
@@ -31,7 +24,7 @@ from specbench.gate.comparable import (
     shown_differences,
     why_nothing,
 )
-from specbench.gate.decision import EXIT_CODES, Status, Verdict, verdict
+from specbench.gate.decision import EXIT_CODES, OUTPUT, Status, Verdict, verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
 from specbench.results import cell
 from specbench.results.identity import CellKey, cell_key
@@ -39,8 +32,16 @@ from specbench.results.manifest import RunFacts
 from specbench.results.metrics import COMPARE_DEFAULT, METRICS, choices
 from specbench.results.records import Measurement
 
-DEFAULT_METRICS = COMPARE_DEFAULT  # each metric's facts: results/metrics.py
-OUTPUT = "output"  # the greedy output check (``output_check``): not a number, its own table
+# how a metric's cells are listed: the worst first
+_ORDER = (
+    Status.FAIL,
+    Status.WARN,
+    Status.TOO_NOISY,
+    "only_baseline",
+    "only_current",
+    Status.IMPROVED,
+    Status.PASS,
+)
 
 
 class CellSeries(BaseModel):
@@ -174,8 +175,8 @@ def default_metrics(base: Side, cur: Side) -> tuple[str, ...]:
     same build, models and prompt accept the same tokens), so a drop means the output changed, which
     t/s alone would pass."""
     if _greedy_speculative(base) and _greedy_speculative(cur):
-        return (*DEFAULT_METRICS, "acceptance")
-    return DEFAULT_METRICS
+        return (*COMPARE_DEFAULT, "acceptance")
+    return COMPARE_DEFAULT
 
 
 def _outputs(side: Side) -> dict[CellKey, tuple[str, set[str]]]:
@@ -234,10 +235,7 @@ def cell_figures(
 
 
 def _missing_reason(series: CellSeries, side: str) -> str:
-    counts: defaultdict[str, int] = defaultdict(int)
-    for status in series.statuses:
-        counts[status] += 1
-    what = ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))
+    what = ", ".join(f"{n} {st}" for st, n in sorted(Counter(series.statuses).items()))
     return f"no valid value in {side} ({what})"
 
 
@@ -278,16 +276,7 @@ def compare_metric(
             if decision.ratio is not None:
                 ratios.append(decision.ratio)
             cells.append(row(decision.status, decision.reason, decision))
-    order = {
-        Status.FAIL: 0,
-        Status.WARN: 1,
-        Status.TOO_NOISY: 1.5,
-        "only_baseline": 2,
-        "only_current": 3,
-        Status.IMPROVED: 4,
-        Status.PASS: 5,
-    }
-    cells.sort(key=lambda r: (order[r.status], natural_order(r.label), natural_order(r.prompt_id)))
+    cells.sort(key=lambda r: (_ORDER.index(r.status), natural_order(r.label), natural_order(r.prompt_id)))
     return MetricResult(
         metric=metric, unit=METRICS[metric].unit, cells=cells, geomean_ratio=geometric_mean(ratios)
     )
@@ -296,7 +285,7 @@ def compare_metric(
 def compare(
     base: Side,
     cur: Side,
-    metrics: tuple[str, ...] | list[str] = DEFAULT_METRICS,
+    metrics: tuple[str, ...] | list[str] = COMPARE_DEFAULT,
     threshold: float = 0.05,
     alpha: float = 0.05,
     strict: bool = False,
@@ -318,7 +307,10 @@ def compare(
             (side, ref) for side, ref, cells in (("baseline", base, b), ("current", cur, c)) if not cells
         ]
         if empty:
-            what = " and ".join(f"the {side} ({ref.ref}, {_status(ref)})" for side, ref in empty)
+            what = " and ".join(
+                f"the {side} ({ref.ref}, {ref.facts.status or 'complete'}, {len(ref.samples)} samples)"
+                for side, ref in empty
+            )
             nothing = f"{what} has no {METRICS[m].role} sample"
             results.append(
                 MetricResult(metric=m, unit=METRICS[m].unit, cells=[], geomean_ratio=None, nothing=nothing)
@@ -338,8 +330,3 @@ def compare(
         differences=shown_differences(base, cur),
         metrics=results,
     )  # fmt: skip
-
-
-def _status(side: Side) -> str:
-    status = side.facts.status or "complete"
-    return f"{status}, {len(side.samples)} samples"

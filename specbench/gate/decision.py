@@ -1,12 +1,9 @@
-"""The gate's vocabulary, in one place for every command that gates (``compare``, ``ab``): what a
-cell's decision can be, the one rule that turns a measured change and its confidence bounds into
-it, and the exit code a set of decisions gives.
+"""The gate's vocabulary for every command that gates: a cell's decisions, the one rule, the exit codes.
 
-The rule (README, "Regression gate"): a change that is significant and beyond the threshold
-fails, however noisy the data; a cell passes only when the data excludes a regression of the
-threshold's size; a cell that can do neither is *too noisy to decide* (undecided), which is its
-own outcome with its own exit code, never a silent pass. So more data can turn "too noisy" into
-pass or fail, but never a fail into a pass: a point estimate beyond the threshold cannot pass.
+The rule: a change significant and beyond the threshold fails, however noisy the data; a pass needs
+the data to exclude a regression of the threshold's size; anything else is *too noisy to decide*,
+its own exit code, never a silent pass. More data can turn "too noisy" into pass or fail, but never
+a fail into a pass.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ from enum import StrEnum
 from specbench.base.errors import ExitCode
 
 ACCEPTANCE_POINTS = 2.0  # the acceptance change (percentage points) that counts, whatever --threshold
+OUTPUT = "output"  # the greedy output check's metric: not a number, a table of its own
 
 
 class Status(StrEnum):

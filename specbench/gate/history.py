@@ -1,17 +1,11 @@
 """Every run, recorded in SQLite (``results/history.sqlite``), to follow a cell over time.
 
-``compare`` answers "is this run slower than that one"; history answers "since when". Each run
-adds one row per run and one per (metric, cell, prompt) with its per-repetition values; recording
-the same run again replaces its rows (idempotent per run id, so a resumed run is recorded whole).
-A cell's value in a run is its figure (``analysis.figures``: the report's number and interval for
-it, from the same per-prompt, per-repetition values); ``sd`` is the spread of the per-repetition
-means over prompts. A different prompt set is a different series (the cell key includes the prompts).
-
-Each run also keeps what its speed sentinel saw (``specbench.machine.speed``): ``speed_moved``, the
-largest relative move of the machine's speed during the run (signed; NULL: not measured), and
-``speed_warned``, 1 when that move was beyond the run's precision (the run warned), else 0. Every
-``HistoryPoint`` carries both, so a trend line is not read from a slow phase; a results site reads
-them from the ``runs`` table or from ``load_history``.
+``compare`` answers "is this run slower than that one"; history answers "since when". A run is one
+row, plus one per (metric, cell, prompt) with its per-repetition values; recording it again replaces
+them, so a resumed run is recorded whole. A point's value is the report's figure of the cell
+(``analysis.figures``), and a different prompt set is another series. Each run keeps its speed
+sentinel's largest move (``speed_moved``) and whether it warned (``speed_warned``), so a trend line
+is not read from a slow phase.
 """
 
 from __future__ import annotations
@@ -49,13 +43,14 @@ from specbench.results.metrics import METRICS, choices
 # A run is identified by its id (the folder name) and start time: `--out results/ci` reuses the
 # name every time, and each of those runs is a point of its own; a resumed run keeps its start.
 SCHEMA_VERSION = 2
-SCHEMA = """
+_SUPERSEDED = "CREATE TABLE IF NOT EXISTS superseded (run_key TEXT PRIMARY KEY, by_run_key TEXT NOT NULL)"
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
     run_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, started_at TEXT, recorded_at TEXT, run_dir TEXT,
     llama_cpp_commit TEXT, machine TEXT, drivers TEXT, threads TEXT, specbench_version TEXT,
     speed_moved REAL, speed_warned INTEGER
 );
-CREATE TABLE IF NOT EXISTS superseded (run_key TEXT PRIMARY KEY, by_run_key TEXT NOT NULL);
+{_SUPERSEDED};
 CREATE TABLE IF NOT EXISTS cells (
     run_key TEXT NOT NULL REFERENCES runs(run_key) ON DELETE CASCADE,
     metric TEXT NOT NULL, cell TEXT NOT NULL, label TEXT NOT NULL, prompts TEXT NOT NULL,
@@ -63,8 +58,6 @@ CREATE TABLE IF NOT EXISTS cells (
     PRIMARY KEY (run_key, metric, cell, prompt_id)
 );
 """
-
-
 MIGRATE_1_2 = (
     "ALTER TABLE runs ADD COLUMN speed_moved REAL; ALTER TABLE runs ADD COLUMN speed_warned INTEGER;"
 )
@@ -83,8 +76,7 @@ class HistoryPoint(BaseModel):
     prompts: str  # the prompt set (part of the series identity)
     runner: str = "process"  # a server's t/s is not a process's (part of the series identity)
     parallel: int = 1  # requests in flight (part of the series identity)
-    # what a baseline t/s timed (docs/timing.md): a baseline_tps or speedup point recorded from a
-    # run folder of format 2 on is "same-span" and starts a series of its own (part of the identity)
+    # what a baseline t/s timed (docs/timing.md): "same-span" from run folder format 2 on (identity)
     timing: str = "decode-only"
     run_id: str
     started_at: str | None
@@ -96,8 +88,7 @@ class HistoryPoint(BaseModel):
     high: float | None = None
     n_reps: int
     n_prompts: int
-    # the run's speed sentinel: largest relative move of the machine's speed (None: not measured),
-    # and whether it was beyond the run's precision (the run warned; its points may be off the trend)
+    # the run's speed sentinel: its largest relative move (None: not measured), and whether it warned
     speed_moved: float | None = None
     speed_warned: bool | None = None
     synthetic: bool = False  # a synth_len cell: drafts accepted at random (a simulation)
@@ -113,10 +104,8 @@ def default_db() -> Path:
 
 
 def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
-    """Open (with ``create``: make) the history database. Viewing never writes: an empty file
-    that is not a database is said so, not turned into one. A damaged file is refused before
-    anything is read from it or written to it (``PRAGMA quick_check``): it is left byte for byte as
-    it was, for ``sqlite3 .recover``."""
+    """Open (with ``create``: make) the history database. Viewing never writes; a damaged file is
+    refused before anything touches it (``PRAGMA quick_check``), left as it was for ``.recover``."""
     check_path(db_path, "history database")
     if db_path.is_dir():
         raise HistoryError(
@@ -169,8 +158,8 @@ def _connect(db_path: Path, create: bool = True) -> sqlite3.Connection:
 
 @contextmanager
 def _database(db_path: Path, create: bool = True) -> Iterator[sqlite3.Connection]:
-    """``with _database(path) as conn``: the open history database, closed after; an SQLite error
-    while it is used (a damaged page that only a query reaches) is one line (``_problem``)."""
+    """The open database, closed after; an SQLite error while it is used (a damaged page only a
+    query reaches) is one line (``_problem``)."""
     conn = _connect(db_path, create)
     try:
         with closing(conn):
@@ -266,7 +255,6 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
     return len(rows)
 
 
-_SUPERSEDED = "CREATE TABLE IF NOT EXISTS superseded (run_key TEXT PRIMARY KEY, by_run_key TEXT NOT NULL)"
 SUPERSEDED_NOTE = "not recorded: this shard is part of the merged run"
 
 
@@ -300,6 +288,13 @@ def run_count(db_path: Path | None = None) -> int:
         return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
 
 
+def _readable(db_path: Path) -> bool:
+    """Whether there is a database to read (none: an empty history); a folder is refused."""
+    if db_path.is_dir():
+        raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file")
+    return db_path.is_file()
+
+
 def load_history(
     db_path: Path | None = None, metric: str = "spec_tps", cell: str | None = None
 ) -> list[HistoryPoint]:
@@ -307,9 +302,7 @@ def load_history(
     if metric not in METRICS:
         raise HistoryError(f"--metric {metric}: choose one of {choices()}")
     db_path = db_path or default_db()
-    if db_path.is_dir():
-        raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file")
-    if not db_path.is_file():
+    if not _readable(db_path):
         return []
     with _database(db_path, create=False) as conn:
         names = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
@@ -370,9 +363,8 @@ def load_history(
 
 
 def stored_values(repetitions: str, vals: str) -> list[tuple[int, float]]:
-    """A stored row's (repetition, value) pairs, those that are numbers: a database an older
-    specbench filled from a sample log holding NaN has ``null`` there (strict JSON), which no figure
-    may take in. The one reader of the stored lists (``load_history``, ``publish``)."""
+    """A stored row's (repetition, value) pairs that are numbers (an older specbench stored NaN as
+    ``null``, which no figure may take in): the one reader of the stored lists."""
     try:
         pairs = zip(json.loads(repetitions), json.loads(vals), strict=True)
         return [(int(r), float(v)) for r, v in pairs if isinstance(v, int | float) and math.isfinite(v)]
@@ -400,9 +392,7 @@ class StoredRow(NamedTuple):
 
 def stored_rows(db_path: Path) -> list[StoredRow]:
     """Every stored value, oldest run first, read-only; [] when there is no database file."""
-    if db_path.is_dir():
-        raise HistoryError(f"--db {shorten(db_path)} is a folder; give a database file")
-    if not db_path.is_file():
+    if not _readable(db_path):
         return []
     with _database(db_path, create=False) as conn:
         rows = conn.execute(
@@ -485,10 +475,7 @@ class PlanEstimate(NamedTuple):
 
     def total(self, invs: list[Invocation]) -> tuple[float, int]:
         """The invocations' seconds, and how many of them this machine's history knew."""
-        known = [self.known(i) for i in invs]
-        return sum(k or guess_s(i) for k, i in zip(known, invs, strict=True)), sum(
-            k is not None for k in known
-        )
+        return sum(map(self.seconds, invs)), sum(self.known(i) is not None for i in invs)
 
 
 def plan_estimate(backend: str, db_path: Path | None = None) -> PlanEstimate:

@@ -1,8 +1,4 @@
-"""``specbench history --plot``: the history of a metric drawn as one line per series over runs.
-
-The image's name is checked (``plot_path``) before any work, so a bad one is refused before the
-table, not after it.
-"""
+"""``specbench history --plot``: the history of a metric drawn as one line per series over runs."""
 
 from __future__ import annotations
 

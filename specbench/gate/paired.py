@@ -1,32 +1,11 @@
 """The paired statistic of ``specbench ab``: did head get slower than base, measured side by side?
 
-Pure functions over floats, no I/O. Input: one value per (prompt, repetition) and build, the two
-builds of a pair run back to back. Throughput metrics (t/s, speedup) are judged on the log ratio
-head/base of each pair, acceptance on the difference in percentage points.
-
-The summary is the **Hodges-Lehmann estimate** (the median of the Walsh averages (d_i + d_j)/2)
-with the **Wilcoxon signed-rank confidence interval** (exact null distribution up to 200 pairs).
-Why: samples on a shared machine have outliers (one 19 t/s sample among 56s widened a t interval
-of the mean sevenfold), so a mean is out; the HL estimate ignores such a sample as the median
-does, yet is nearly as efficient as the mean on clean data (95% vs the median's 64% under a
-normal), and its interval is distribution-free (it needs only symmetric pair differences, which an
-A/B of exchangeable runs has under no change), exact at 6 pairs, and deterministic: the same
-samples always give the same decision, which a bootstrap (random resamples) does not.
-
-Decisions against a relative ``threshold`` (points for acceptance) follow the gate's one rule
-(``specbench.gate.decision.classify``) on the 95% interval: ``fail`` the estimate is a slowdown
-beyond the threshold and the interval excludes no change (significant); ``improved`` the mirror
-image; ``pass`` the interval excludes a slowdown of the threshold; ``undecided`` (the gate's
-``too_noisy``) none of these: more pairs are needed.
-
-Fewer than 6 pairs cannot give a signed-rank 95% interval (2/2^n > 5%). There, as in
-``compare``'s Welch test, the t interval of the mean log ratio decides (2 to 5 pairs; an outlier
-widens it, which can only make a cell undecided, never a false fail), and a single pair is judged
-by the threshold alone: a change beyond it fails, anything else is undecided. So a drop that is
-plain with 2 pairs fails with 2 pairs, and an A/B never passes on less than an interval.
-
-The estimate and intervals are ``specbench.base.stats``' (the report's speedup uses them
-too); this module turns them into verdicts.
+Pure functions, no I/O: one value per (prompt, repetition) and build, the two builds of a pair run
+back to back. Throughput is judged on each pair's log ratio head/base, acceptance on the difference
+in points. The estimate is Hodges-Lehmann with the Wilcoxon signed-rank interval (``base.stats``):
+an outlier moves it no more than a median, and the same samples always give the same decision.
+Under 6 pairs the t interval decides (an outlier only widens it), and one pair the threshold alone;
+the rule is ``gate.decision.classify`` (docs/ab-bisect.md: why this statistic).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The per-cell decision of the regression gate: is the current run slower than the baseline?
 
-Pure statistics over per-repetition values, no I/O. A one-sided Welch interval of the change
-(t/s and speedup: relative to the baseline mean; acceptance: in absolute percentage points)
-feeds the gate's rule in ``specbench.gate.decision``: significant and beyond the threshold fails,
-whatever the noise; a pass needs the interval to exclude a regression of the threshold's size;
-anything else is too noisy to decide, printed with the smallest change the data could detect.
+Pure statistics over per-repetition values, no I/O: a one-sided Welch interval of the change
+(relative to the baseline mean; acceptance in points) fed to the rule of ``gate.decision``; an
+undecided cell is printed with the smallest change the data could detect.
 """
 
 from __future__ import annotations
@@ -198,9 +196,7 @@ def decide_throughput(
     mb = d["mean_base"]
     change = (d["ratio"] - 1.0) if d["ratio"] is not None else 0.0
     interval = welch_interval(base, cur, alpha) if mb else None
-    low = high = mde = None
-    if interval is not None:
-        low, high, mde = interval[0] / abs(mb), interval[1] / abs(mb), interval[2] / abs(mb)
+    low, high, mde = (None, None, None) if interval is None else (x / abs(mb) for x in interval)
     p = _p_value(base, cur, change)
     status = classify(change, low, high, threshold)
 
@@ -244,14 +240,12 @@ def decide_acceptance(
 
     mde_text = None if mde is None else f"{mde:.1f} points"
     if temperature > 0:
-        reason = _reason(
-            status, pts(change), None if low is None else pts(low), mde_text, f"{points:g} points", p
-        )
+        low_text = None if low is None else pts(low)
+        reason = _reason(status, pts(change), low_text, mde_text, f"{points:g} points", p)
+        status, reason = _noise(status, reason, d)
     else:
         where = {Status.FAIL: f"beyond -{points:g}", Status.IMPROVED: f"beyond +{points:g}"}
         reason = f"{pts(change)}, {where.get(status, f'within ±{points:g}')} (temperature 0: exact)"
-    if temperature > 0:
-        status, reason = _noise(status, reason, d)
     return Decision(status=status, reason=reason, change=change, p_value=p, low=low, high=high, mde=mde, **d)
 
 

@@ -68,15 +68,20 @@ def tool_output(cmd: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> str | None
     return result.stdout if result.returncode == 0 else None
 
 
+def _text(path: str) -> str:
+    """A system file's text, empty when it cannot be read."""
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
 def os_name() -> str:
     """Kernel plus distribution (Linux) or product version (macOS)."""
     base = f"{platform.system()} {platform.release()}"
     if sys.platform == "darwin":
         return f"macOS {platform.mac_ver()[0]} ({base})"
-    try:
-        m = re.search(r'^PRETTY_NAME="?([^"\n]+)"?$', Path("/etc/os-release").read_text(), re.M)
-    except OSError:
-        m = None
+    m = re.search(r'^PRETTY_NAME="?([^"\n]+)"?$', _text("/etc/os-release"), re.M)
     return f"{base} ({m.group(1)})" if m else base
 
 
@@ -85,10 +90,7 @@ def cpu_model() -> str:
         out = tool_output(["sysctl", "-n", "machdep.cpu.brand_string"])
         if out and out.strip():
             return out.strip()
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        text = ""
+    text = _text("/proc/cpuinfo")
     for key in ("model name", "Hardware", "cpu model", "Processor"):
         m = re.search(rf"^{key}\s*:\s*(.+)$", text, re.M)
         if m:
@@ -114,11 +116,7 @@ def cpu_isa() -> list[str]:
         for key in ("machdep.cpu.features", "machdep.cpu.leaf7_features", "hw.optional"):
             words += (tool_output(["sysctl", "-n", key]) or "").split()
     else:
-        try:
-            text = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            text = ""
-        m = re.search(r"^(?:flags|Features)\s*:\s*(.*)$", text, re.M)
+        m = re.search(r"^(?:flags|Features)\s*:\s*(.*)$", _text("/proc/cpuinfo"), re.M)
         words = m.group(1).split() if m else []
     return sorted({w.lower().rstrip(".") for w in words if _ISA.match(w.rstrip("."))})
 
@@ -141,10 +139,7 @@ def ram_gb() -> float | None:
     if sys.platform == "darwin":
         out = tool_output(["sysctl", "-n", "hw.memsize"])
         return round(int(out) / 2**30, 1) if out and out.strip().isdigit() else None
-    try:
-        m = re.search(r"^MemTotal:\s*(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
-    except OSError:
-        return None
+    m = re.search(r"^MemTotal:\s*(\d+) kB", _text("/proc/meminfo"), re.M)
     return round(int(m.group(1)) / 2**20, 1) if m else None
 
 
@@ -155,23 +150,17 @@ def parse_nvidia_smi(csv: str) -> list[GpuInfo]:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) < 3 or not cells[0]:
             continue
-        mem = cells[2]
+        memory = int(cells[2]) if cells[2].isdigit() else None
         cap = cells[3] if len(cells) > 3 and re.fullmatch(r"\d+\.\d+", cells[3]) else None
-        gpus.append(
-            GpuInfo(
-                name=cells[0], driver=cells[1], memory_mb=int(mem) if mem.isdigit() else None, compute_cap=cap
-            )
-        )
+        gpus.append(GpuInfo(name=cells[0], driver=cells[1], memory_mb=memory, compute_cap=cap))
     return gpus
 
 
 def nvidia_gpus() -> list[GpuInfo]:
-    fields = "name,driver_version,memory.total,compute_cap"
-    out = tool_output(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"])
+    fields = "name,driver_version,memory.total"
+    out = tool_output(["nvidia-smi", f"--query-gpu={fields},compute_cap", "--format=csv,noheader,nounits"])
     if out is None:  # drivers older than compute_cap support
-        out = tool_output(
-            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"]
-        )
+        out = tool_output(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"])
     return parse_nvidia_smi(out or "")
 
 
@@ -189,11 +178,8 @@ def parse_system_profiler(text: str) -> list[GpuInfo]:
         m = re.match(r"(\d+)\s*(GB|MB)", vram)
         mem = (int(m.group(1)) * (1024 if m.group(2) == "GB" else 1)) if m else None
         driver = str(item.get("spdisplays_mtlgpufamilysupport") or item.get("spdisplays_metal") or "")
-        gpus.append(
-            GpuInfo(
-                name=str(item.get("sppci_model") or item.get("_name") or "GPU"), driver=driver, memory_mb=mem
-            )
-        )
+        name = str(item.get("sppci_model") or item.get("_name") or "GPU")
+        gpus.append(GpuInfo(name=name, driver=driver, memory_mb=mem))
     return gpus
 
 
@@ -205,8 +191,7 @@ def gpus() -> list[GpuInfo]:
 
 def collect(pick_backend: Callable[[list[GpuInfo] | None], str]) -> EnvInfo:
     """Describe this machine. ``pick_backend``: what ``build --backend auto`` picks given the GPUs
-    found (``specbench.builder.toolkit.detect_backend``; the builder's decision, passed in so that
-    the machine sits below the builder, which asks it what the machine is)."""
+    (``builder.toolkit.detect_backend``, passed in: the builder sits above the machine)."""
     found = gpus()
     return EnvInfo(
         hostname=platform.node() or None,

@@ -1,25 +1,14 @@
-"""Is the machine quiet enough to measure on? A system-noise check taken before, during and after
-a run, stored in the manifest's ``noise`` record.
+"""Is the machine quiet enough to measure on? A noise check taken before, during and after a run,
+stored in the manifest's ``noise`` record. Each signal is read only where the OS offers it (a
+missing source leaves its field empty, never fails the run):
 
-It reads the same OS sources as ``envinfo`` (what the machine is), and the manifest stores its
-typed record. Signals, each only where the OS offers it (a missing source leaves its field empty,
-never fails the run):
-
-* another specbench run or llama.cpp binary on the machine (``/proc``; ``ps`` elsewhere), other
-  than our own process tree: two benchmarks at once make both meaningless;
-* how busy the CPUs are while specbench itself is idle (``/proc/stat`` over a short interval) and
-  the 1-minute load average against the core count;
-
-Both look only at the CPUs this process may run on (its affinity): a benchmark pinned to other
-cores does not compete (a duet pair, or two CI jobs given a core each). Time of niced processes
-(``nice`` > 0) counts as busy where the kernel groups tasks by session (``sched_autogroup``, on by
-default in most distributions, and on this project's VM): a niced process in another session then
-gets a whole session's share, not a niced task's (measured here: a ``nice -n 19`` spinner kept 94%
-of a core beside a compile). Only with autogrouping off does niced work yield (about 1.5% of a core
-beside a default-priority process), and only then is it not counted;
-* other processes on the GPU and GPU utilisation (``nvidia-smi``);
-* the CPU frequency governor (``powersave``/``ondemand`` let clocks wander);
-* thermal throttling events (``thermal_throttle/*_count`` rising during the run).
+* another specbench run or llama.cpp binary outside our own process tree (``/proc``; ``ps``);
+* how busy the CPUs are while specbench is idle (``/proc/stat``), and the 1-minute load average;
+  both only over the CPUs we may run on (a benchmark pinned to other cores does not compete).
+  Niced time counts as busy where the kernel groups tasks by session (``sched_autogroup``): a
+  niced process in another session then gets a whole session's share (docs/measured.md);
+* other processes on the GPU and its utilisation (``nvidia-smi``);
+* the CPU frequency governor, and thermal throttling events rising during the run.
 """
 
 from __future__ import annotations
@@ -82,12 +71,8 @@ class NoiseRecord(BaseModel):
     busy: list[str] = Field(default_factory=list)  # one short reason each, e.g. "another llama.cpp ..."
     notes: list[str] = Field(default_factory=list)  # facts worth knowing that are not "busy"
     speed: SpeedRecord = Field(default_factory=SpeedRecord)  # the speed sentinel (older runs: empty)
-    # pairs measured again because a process did not get its share of the CPU (machine/contention.py)
-    reruns: int = 0
+    reruns: int = 0  # pairs measured again: a process did not get its CPU share (machine/contention.py)
     rerun_reason: str | None = None  # the first one's
-
-
-# ---------------------------------------------------------------- processes
 
 
 def _read(path: Path) -> bytes | None:
@@ -196,9 +181,6 @@ def concurrent_processes(me: int | None = None) -> list[ForeignProcess]:
     ]
 
 
-# ---------------------------------------------------------------- CPU and GPU
-
-
 def niced_work_yields() -> bool:
     """Whether a niced process yields to ours: only where the kernel does not group tasks by
     session (``/proc/sys/kernel/sched_autogroup_enabled`` 0 or absent)."""
@@ -213,7 +195,7 @@ def _cpu_times() -> tuple[int, int] | None:
 
 def cpu_times(raw: bytes, mine: set[int] | None, niced_idle: bool = False) -> tuple[int, int] | None:
     """(busy, total) jiffies over the CPUs ``mine`` (all where None) from /proc/stat's text;
-    ``niced_idle``: niced time counts as idle (see the module's docstring)."""
+    ``niced_idle``: niced time counts as idle."""
     busy = total = 0
     for line in raw.splitlines():
         name, _, rest = line.partition(b" ")
@@ -262,10 +244,6 @@ def throttle_count() -> int | None:
     return sum(values) if values else None
 
 
-def _ints(text: str) -> list[int | None]:
-    return [int(v) if v.strip().isdigit() else None for v in text.split(",")]
-
-
 def gpu_state(ours: Iterable[int] = ()) -> tuple[list[GpuLoad], list[ForeignProcess]]:
     """GPU utilisation and the compute processes on the GPUs that are not ours (nvidia-smi)."""
     out = tool_output(
@@ -276,40 +254,37 @@ def gpu_state(ours: Iterable[int] = ()) -> tuple[list[GpuLoad], list[ForeignProc
         return [], []
     loads = []
     for line in out.strip().splitlines():
-        values = _ints(line)
+        values = [int(v) if v.strip().isdigit() else None for v in line.split(",")]
         if len(values) >= 3 and values[0] is not None:
             loads.append(GpuLoad(index=values[0], utilization=values[1], memory_used_mb=values[2]))
-    apps = (
-        tool_output(
-            ["nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader"], TOOL_TIMEOUT_S
-        )
-        or ""
-    )
+    query = ["nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader"]
+    rows = [line.partition(",") for line in (tool_output(query, TOOL_TIMEOUT_S) or "").strip().splitlines()]
     mine = set(ours)
-    others = []
-    for line in apps.strip().splitlines():
-        pid, _, name = line.partition(",")
-        if pid.strip().isdigit() and int(pid) not in mine:
-            others.append(ForeignProcess(pid=int(pid), command=name.strip()))
+    others = [
+        ForeignProcess(pid=int(pid), command=name.strip())
+        for pid, _, name in rows
+        if pid.strip().isdigit() and int(pid) not in mine
+    ]
     return loads, others
-
-
-# ---------------------------------------------------------------- the check
 
 
 def snapshot(phase: str, at: str, idle: bool = False) -> NoiseSnapshot:
     """The machine now; ``idle``: specbench runs nothing, so CPU usage is sampled (takes 0.5 s)."""
     ours = _family(_processes(), os.getpid())
     loads, gpu_others = gpu_state(ours)
-    try:
-        load = round(os.getloadavg()[0], 2)
-    except (OSError, AttributeError):
-        load = None
     return NoiseSnapshot(
-        phase=phase, at=at, cpu_count=cpu_cores(), load_1m=load, cpu_busy=cpu_busy() if idle else None,
+        phase=phase, at=at, cpu_count=cpu_cores(), load_1m=load_1m(), cpu_busy=cpu_busy() if idle else None,
         governors=governors(), throttle_count=throttle_count(), gpus=loads, gpu_processes=gpu_others,
         concurrent=concurrent_processes(),
     )  # fmt: skip
+
+
+def load_1m() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
 
 
 def judge(snap: NoiseSnapshot, first: NoiseSnapshot | None = None) -> list[str]:

@@ -1,14 +1,8 @@
 """The speed sentinel: one fixed reference re-measured at the start, at intervals and at the end.
 
-The reference is ``Plan.sentinel``: a 64-token decode of the run's first target, first prompt, with
-llama-completion (the same for both runners, so ``runner: server`` needs no server of its own for
-it). Its decode t/s is the machine's speed; the series goes into the manifest (``noise.speed``,
-``specbench.machine.speed``) and a move beyond the run's precision is a warning, with ``--strict``
-an error (``SpeedMoved``). What a reading is, running the reference and judging it like a sample,
-is the executor's (``specbench.execute.reference``); this module decides when to read and what the
-series says. A reading costs about one baseline sample; the readings in the middle
-are spaced so that they take at most ``SHARE`` of the time between them, never closer than
-``MIN_INTERVAL_S``. Its raw logs go to ``<run>/sentinel/raw/``, apart from the samples'.
+The reference is ``Plan.sentinel`` (a short llama-completion decode of the run's first target and
+prompt, for both runners); running and judging it is ``execute.reference``'s, this module decides
+when to read. The readings between start and end take at most ``SHARE`` of the time between them.
 """
 
 from __future__ import annotations
@@ -22,7 +16,6 @@ from specbench.machine.speed import SpeedReading, SpeedRecord, judge_speed
 
 SHARE = 0.025  # of the run's time the readings between start and end may take
 MIN_INTERVAL_S = 30.0  # never closer than this (a short run gets its start and end readings only)
-
 
 # One run of the reference (its argument: the reading's number): its t/s, or None and why not, and
 # its timed decode span; an OSError or RunError it raises is recorded as the reading's error.

@@ -1,12 +1,9 @@
 """Did the machine's own speed move during the run? The speed sentinel's record and its judgement.
 
-The noise check (``specbench.machine.noise``) sees other work on the machine; it cannot see a host
-that gets slower by itself (a VM's phases, a neighbour on the same physical cores, clocks). The
-sentinel sees that: it re-measures one fixed reference (a short decode of the run's first target,
-``specbench.machine.sentinel``) at the start, at intervals and at the end, and the server runner
-adds the baseline windows it measures before and after each group's speculative servers. A move
-between two readings beyond the run's precision is the warning ``machine speed moved by X% during
-the run (from A to B t/s)``. These records live here, beside the noise record that holds them.
+The noise check sees other work on the machine, not a host that gets slower by itself (a VM's
+phases, a neighbour on the same cores, clocks). The sentinel's readings and the server runner's
+baseline windows (before and after each group's speculative servers) see that: a move between two
+readings beyond the run's precision is the warning ``machine speed moved by X% during the run``.
 """
 
 from __future__ import annotations
@@ -51,9 +48,7 @@ class SpeedRecord(BaseModel):
     precision: float | None = None  # the threshold the verdict used (the run's precision)
     moved: float | None = None  # the largest relative move found (signed; None: nothing to compare)
     warnings: list[str] = Field(default_factory=list)  # "machine speed moved by ..." (empty: steady)
-    # how long one pair of the run spans (median, first start to last end: the builds' runs of one
-    # cell, prompt and repetition, and a speculative sample with its baseline); None: no pairs yet
-    pair_s: float | None = None
+    pair_s: float | None = None  # how long one pair of the run spans (median; None: no pairs yet)
     notes: list[str] = Field(default_factory=list)  # moves that fell between pairs: said, not warned
     off: bool = False  # the config said `sentinel: false`: no readings by choice
 
@@ -89,9 +84,8 @@ def largest_move(values: list[float]) -> tuple[float, float, float] | None:
     return (far - first) / first, first, far
 
 
-# A reading whose decode is shorter than this times the clock's noise, not the machine: the 64-token
-# reference decodes for ~1 s on a CPU but ~0.03 s on a GPU with a small model (an H200: +-20% between
-# two readings of one steady machine, benchmarks/results/cuda-e2e-h200).
+# A reading whose decode is shorter than this times the clock's noise, not the machine (a small model
+# on an H200: +-20% between two readings of one steady machine, benchmarks/results/cuda-e2e-h200).
 SHORT_READING_S = 0.1
 
 
@@ -115,10 +109,8 @@ def _seconds(at: str) -> float | None:
 
 def within_pair(record: SpeedRecord) -> float | None:
     """How far the speed moved within one pair (relative), at the steepest change between two
-    consecutive readings (each placed at its middle), spread evenly over the time between them;
-    None without ``pair_s`` or two timed readings. A pair's two sides are measured back to back, so
-    a drift between pairs falls on both sides alike and the pair's ratio cancels it; only the part
-    that falls between a pair's two sides biases what the pair says."""
+    consecutive readings; None without ``pair_s`` or two timed readings. A drift between pairs
+    falls on both sides alike and the pair's ratio cancels it; only a drift within one biases it."""
     if not record.pair_s:
         return None
     points = []
@@ -131,13 +123,9 @@ def within_pair(record: SpeedRecord) -> float | None:
 
 
 def judge_speed(record: SpeedRecord, precision: float) -> list[str]:
-    """Judge the whole record again against ``precision`` (the run's): its warnings, the moves
-    beyond it, largest first (a later reading may show a larger move than an earlier verdict).
-
-    A move of the readings beyond the precision is a warning when the drift within one pair
-    (``within_pair``) is beyond it too, since it biases the figures measured across it; when the
-    drift falls between pairs, the paired figures cancel it and it is a note (``record.notes``).
-    Without pairs to judge (``pair_s`` unknown) every such move is a warning."""
+    """Judge the whole record again against the run's ``precision``: its warnings, largest first.
+    A move beyond it is a warning when the drift within one pair (``within_pair``) is beyond it too
+    or unknown; when the drift falls between pairs, the paired figures cancel it: a note."""
     record.precision = precision
     found: list[tuple[float, str]] = []
     record.notes = []

@@ -1,12 +1,9 @@
-"""The noise check during a run: snapshots of the machine into the manifest's ``noise`` record,
-and the speed sentinel's readings beside them (``specbench.machine.sentinel``).
+"""The noise check during a run: snapshots of the machine and the speed sentinel's readings, into
+the manifest's ``noise`` record.
 
-A busy machine (another benchmark, other GPU work, CPU load while we are idle, throttling) is a
-warning by default, printed at the end of the run and in the report; with ``--strict`` it is an
-error: before the first sample it refuses the run, during it stops the run (finished samples
-are kept). The snapshots themselves are in ``specbench.machine.noise``. A machine whose own speed
-moved beyond the run's precision (the sentinel) is the same kind of warning, with ``--strict`` an
-error as soon as a reading shows it (at the end too: the samples are kept, the command fails).
+A busy machine, or one whose own speed moved beyond the run's precision, is a warning; with
+``--strict`` an error that refuses the run before the first sample and stops it during (finished
+samples are kept; a move seen at the end fails the command).
 """
 
 from __future__ import annotations
@@ -24,23 +21,13 @@ class BusyMachine(RunError):
 
 
 class NoiseWatch:
-    """Called by the runner (``observe``): before, every ``every`` samples, and after; it fills
-    ``record`` (the manifest's ``noise``)."""
+    """Called by the runner before, every ``DURING_EVERY`` samples, and after; fills ``record``."""
 
-    def __init__(
-        self,
-        record: noise.NoiseRecord,
-        strict: bool = False,
-        every: int = DURING_EVERY,
-        sentinel: Sentinel | None = None,
-    ):
-        self.record, self.strict, self.every, self.sentinel = record, strict, every, sentinel
-        self.new: list[str] = []  # busy reasons found by this process
+    def __init__(self, record: noise.NoiseRecord, strict: bool = False, sentinel: Sentinel | None = None):
+        self.record, self.strict, self.sentinel = record, strict, sentinel
 
     def check(self, phase: str) -> None:
-        snap = noise.snapshot(phase, now_iso(), idle=phase in ("before", "after"))
-        found = noise.record(self.record, snap)
-        self.new += found
+        found = noise.record(self.record, noise.snapshot(phase, now_iso(), idle=phase in ("before", "after")))
         if found and self.strict and phase != "after":
             raise BusyMachine(
                 f"busy machine: {found[0]}; --strict refuses to measure on a busy machine "
@@ -49,17 +36,12 @@ class NoiseWatch:
 
     def __call__(self, phase: str, n_samples: int) -> None:
         taken = phase == "before" and any(s.phase == "before" for s in self.record.snapshots[-1:])
-        skip = phase == "during" and (n_samples == 0 or n_samples % self.every)
+        skip = phase == "during" and (n_samples == 0 or n_samples % DURING_EVERY)
         if not taken and not skip:  # before: taken already, before the run folder's manifest was written
             self.check(phase)
-        self.speed(phase)
-
-    def speed(self, phase: str) -> None:
-        """The sentinel's reading of this phase (during: when one is due)."""
-        if self.sentinel is None:
-            return
-        reading = self.sentinel.maybe() if phase == "during" else self.sentinel.read(phase)
-        self.raise_if_moved(reading is not None)
+        if self.sentinel is not None:  # during: when a reading is due
+            reading = self.sentinel.maybe() if phase == "during" else self.sentinel.read(phase)
+            self.raise_if_moved(reading is not None)
 
     def raise_if_moved(self, fresh: bool = True) -> None:
         warnings = self.record.speed.warnings

@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# llama.cpp issue 20824: the AMX buffer type's matmul crashes on some Sapphire Rapids machines.
-AMX_FLAGS = frozenset({"amx_int8", "amx_tile", "amx_bf16"})
+AMX_FLAGS = frozenset({"amx_int8", "amx_tile", "amx_bf16"})  # llama.cpp issue 20824: AMX repack crash
 
 _NO_KERNEL = re.compile(r"no kernel image is available for execution on the device", re.I)
 _DRIVER = re.compile(
@@ -60,10 +59,6 @@ def _clean(line: str) -> str:
     return _PREFIX.sub("", line).strip()[:300]
 
 
-def has_amx(cpu_flags: frozenset[str] | set[str]) -> bool:
-    return bool(AMX_FLAGS & set(cpu_flags))
-
-
 def classify(
     stderr: str, exit_code: int | None, signal: str | None, facts: CrashFacts | None = None
 ) -> Diagnosis | None:
@@ -106,7 +101,7 @@ def classify(
             "illegal instruction: the binary was built for another CPU (a -march=native build from another "
             "machine); rebuild here with `specbench build --force`",
         )
-    if signal in ("SIGSEGV", "SIGBUS", "SIGABRT") and has_amx(facts.cpu_flags) and not facts.workaround_on:
+    if signal in ("SIGSEGV", "SIGBUS", "SIGABRT") and AMX_FLAGS & facts.cpu_flags and not facts.workaround_on:
         return _amx(text, facts)
     return None
 
@@ -129,13 +124,10 @@ TAIL_LINES = 400  # the end of a log: where a failure is said
 def error_line(text: str) -> str | None:
     """llama.cpp's own line saying why a run failed, without its prefix; None when it said none.
 
-    llama.cpp says the cause once and then what failed in consequence (``llama_init_from_model:
-    quantized V cache requires flash_attn to be enabled``, then ``failed to create context with
-    model``, then ``error: unable to create context``), so the cause is the first error-level line
-    (``E`` in the pinned build's prefix); a log with levels and no such line said none (a debug
-    line that mentions "cannot" is no error). A log without levels (older builds, llama-bench's
-    fprintf) gives the last line of its end that reads as an error and is not such a consequence,
-    else the last that reads as an error."""
+    llama.cpp says the cause once, then what failed in consequence (``failed to create context``),
+    so the cause is the first error-level line (``E``); a log with levels and none said none. A log
+    without levels (older builds, llama-bench) gives the last line of its end that reads as an
+    error, preferring one that is not such a consequence."""
     all_lines = text.splitlines()
     errors = [ln for ln in all_lines if _LEVEL_E.match(ln)]
     if errors:
@@ -150,12 +142,9 @@ def error_line(text: str) -> str | None:
 
 
 def _amx(text: str, facts: CrashFacts) -> Diagnosis | None:
-    """The AMX repack crash, named only with evidence beyond the CPU: a segfault on an AMX CPU is
-    any binary's segfault (a stand-in's, a bug of its own) until this build's self-test crashed
-    here (and repacking off cured it: ``selftest_crashed``) or the log shows llama.cpp's AMX path
-    (``ggml_backend_amx``, or ``AMX_INT8 = 1`` in its system_info). A crash loses what llama.cpp
-    had not flushed (the recorded AMX crashes end before any AMX line), so the self-test record is
-    the usual evidence; a log where llama.cpp logged an error first is that error's crash."""
+    """The AMX repack crash, named only with evidence beyond the CPU: this build's self-test crashed
+    here (``selftest_crashed``; a crash loses its unflushed AMX lines, so this is the usual one) or
+    the log shows llama.cpp's AMX path. A log where llama.cpp logged an error first is that error's."""
     in_log = bool(_AMX_LOG.search(text))
     if not (facts.selftest_crashed or in_log):
         return None

@@ -1,5 +1,4 @@
-"""What parsing a llama.cpp log gives: pure data, shared by the process-log parser (``parse``) and
-the server-log parser (``parse_server``), so it sits below both."""
+"""What parsing a llama.cpp log gives: pure data, shared by the process-log and server-log parsers."""
 
 from __future__ import annotations
 
@@ -119,14 +118,10 @@ class ParsedLog(_Printed):
     n_accept: int | None = None
     accept: float | None = None  # fraction, printed percentage / 100
     perf: PerfBlocks | None = None
-    # a speculative run's generation steps (the debug line ``accepted A/D draft tokens`` of
-    # llama-speculative-simple at -lv 5): (seconds since start, tokens the step committed = A + 1).
-    # What the rate over the first n_predict tokens is taken from (parse.span.first_tokens); kept out
-    # of JSON, recomputable from the raw log.
+    # llama-speculative-simple's steps at -lv 5 (``accepted A/D draft tokens``): (seconds since
+    # start, tokens committed = A + 1), for parse.span.first_tokens; recomputable, so not in JSON
     steps: list[tuple[float, int]] | None = Field(default=None, exclude=True)
-    # the draft counters llama-speculative-simple prints at -lv 5, one `statistics NAME: #calls(b,g,a)
-    # ..., #acc rate/pos = (...)` line per speculative implementation, summed: acceptance by draft
-    # position for the process runner as /metrics gives it for the server (a sample's spec_counters)
+    # its -lv 5 `statistics` lines summed: acceptance by draft position, as /metrics gives the server
     spec_counters: SpecCounters | None = Field(default=None, exclude=True)
 
     def to_json(self) -> dict:

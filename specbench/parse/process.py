@@ -1,25 +1,19 @@
 """Parse llama.cpp's printed statistics, every era since 2023. Pure functions over text.
 
-One streaming pass over the lines keeps a handful of values, so a log of any size parses in bounded
-memory. What is recognised (after an optional ``[pid] `` and ``M.SS.mmm.uuu L `` prefix):
-
-* the speculative summary: ``encoded``/``decoded N tokens in S seconds, speed: X t/s``,
-  ``n_draft``/``n_predict``/``n_drafted``/``n_accept = N``, ``accept = P%``;
-* the ``draft:`` and ``target:`` headers that follow it (perf lines after ``draft:`` belong to the
-  draft model, all others to the target);
-* perf lines behind ``llama_print_timings:``, ``llama_perf_context_print:``,
-  ``llama_perf_sampler_print:`` or ``common_perf_print:``.
-
-Generated text shares the log with the statistics, so summary lines must match a whole line, and once
-a log shows llama.cpp's timestamp prefix, lines without one (stdout) are never read as statistics.
-Values are taken only where really printed: a number cut off at the end of a truncated log is dropped.
-When a file holds several runs one after another, the values are those of the last run.
+One streaming pass keeps a handful of values, so a log of any size parses in bounded memory. It
+reads the speculative summary (``encoded``/``decoded``, ``n_draft``..., ``accept``), the ``draft:``
+and ``target:`` headers after it, and the perf lines (``llama_print_timings:``, ``llama_perf_*``,
+``common_perf_print:``), after an optional ``[pid] `` and ``M.SS.mmm.uuu L `` prefix. Generated text
+shares the log, so summary lines must match a whole line, and once a log shows the timestamp
+prefix, lines without one (stdout) are never statistics. A number cut off at the end of a truncated
+log is dropped; of several runs in one file, the last counts.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -51,9 +45,8 @@ _THROUGHPUT = re.compile(
     rf"(?P<what>encoded|decoded)\s+(?P<n>\d+)\s+tokens"
     rf"(?:\s+in\s+(?P<s>{_NUM})\s+seconds(?:,\s*speed:\s*(?P<tps>{_NUM})\s*t/s)?)?"
 )
-# common/speculative.cpp common_speculative_print_stats (the pin, at -lv 5), per implementation:
-# `statistics ngram-simple: #calls(b,g,a) = 1 11 6, #gen drafts = 6, #acc drafts = 6, #gen tokens =
-# 93, #acc tokens = 68, #mean acc len = 12.33, #acc rate/pos = (1.000, 0.833, ...)[, dur(b,g,a) = ...]`
+# common_speculative_print_stats (the pin, at -lv 5), one line per implementation: `statistics NAME:
+# #calls(b,g,a) = 1 11 6, ..., #gen tokens = 93, #acc tokens = 68, ..., #acc rate/pos = (1.000, ...)`
 # (the rate at position i is accepted-at-i / a, the accept calls: verification steps)
 _STATISTICS = re.compile(
     r"statistics\s+(?P<name>\S+):\s*#calls\(b,g,a\)\s*=\s*\d+\s+\d+\s+(?P<a>\d+),.*?"
@@ -273,10 +266,9 @@ class _State:
     def result(self, file: str | None) -> ParsedLog:
         target, draft = self.perf["target"].model(), self.perf["draft"].model()
         if not self.summary and target is None and draft is None:
-            where = f"{file}" if file else "the log"
             raise ParseError(
-                f"no llama.cpp statistics found in {where} (no speculative summary, no timing lines); "
-                "pass the stderr (or mixed) output of a llama.cpp run that finished"
+                f"no llama.cpp statistics found in {file or 'the log'} (no speculative summary, no timing "
+                "lines); pass the stderr (or mixed) output of a llama.cpp run that finished"
             )
         return ParsedLog(
             file=file,
@@ -309,16 +301,14 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> ParsedLog:
     return state.result(file)
 
 
-# The model-loading debug lines -lv 5 adds (one per tensor and graph input: 4,000 for a 135M model,
-# 0.5 MB a sample); the step log it is asked for is a few dozen lines.
+# The model-loading debug lines -lv 5 adds (one per tensor and graph input: 0.5 MB a sample)
 _LOADING_NOISE = re.compile(
     r"\d+\.\d\d\.\d\d\d\.\d\d\d D (create_tensor: loading tensor|llama_graph_n_input_tensors:)"
 )
 
 
 def without_loading_noise(text: str) -> tuple[str, int]:
-    """``text`` without llama.cpp's per-tensor loading debug lines, and how many were dropped (a
-    raw log keeps what it says about the run; the loading lines say nothing a parser reads)."""
+    """``text`` without llama.cpp's per-tensor loading debug lines, and how many were dropped."""
     kept, dropped = [], 0
     for line in text.splitlines(keepends=True):
         if line[:1].isdigit() and _LOADING_NOISE.match(line):
@@ -347,11 +337,7 @@ def parse_text(text: str, file: str | None = None) -> ParsedLog:
 
 def parse_file(path: str | Path) -> ParsedLog:
     """Parse a log file, streaming it: memory stays bounded whatever its size. ``-`` is stdin.
-
-    The file is opened and read once, so a pipe (``/dev/stdin``, a FIFO) is parsed too.
-    """
-    import sys
-
+    The file is read once, so a pipe (``/dev/stdin``, a FIFO) is parsed too."""
     if str(path) == "-":
         # a BufferedReader at run time (what peek needs); typeshed types it as BinaryIO
         return parse_stream(cast(io.BufferedReader, sys.stdin.buffer), "<stdin>")

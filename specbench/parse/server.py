@@ -7,12 +7,8 @@ A llama-server log holds one block per request, printed by the slot that served 
     slot print_timing: id  0 | task 5 |       total time = 352.67 ms / 77 tokens
     slot print_timing: id  0 | task 5 | draft acceptance = 0.61905 (39 accepted / 63 generated), ...
 
-(older servers and forks print the lines after a ``print_timing`` header of their own, and spell the
-last one ``draft acceptance rate = 0.61905 (...)``). As with several runs
-in one process log, the last request's block is the one reported. A response (``.response.json``)
-carries the same numbers as its ``timings`` object. Both come out as the ``ParsedLog`` a process run
-would have given: ``encoded``/``decoded`` and the draft counters when it drafted, the target's
-perf block otherwise.
+The last request's block is the one reported; a response (``.response.json``) carries the same
+numbers as its ``timings``. Both come out as the ``ParsedLog`` a process run would have given.
 """
 
 from __future__ import annotations
@@ -123,12 +119,8 @@ def timings_log(timings: dict, file: str | None = None, speculative: bool = Fals
 
 
 def parse_metrics(text: str, file: str | None = None) -> SpecCounters:
-    """The speculative counters of a llama-server ``/metrics`` response (started with ``--metrics``).
-
-    The pinned build prints ``llamacpp:spec_decode_num_drafts_total`` (verification steps),
-    ``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total`` and, after the first
-    verification step, one ``..._num_accepted_tokens_per_pos_total{position="i"}`` per draft position.
-    """
+    """The speculative counters of a llama-server ``/metrics`` response (started with ``--metrics``);
+    the per-position counts appear after the first verification step."""
     found: dict[str, int] = {}
     per_pos: dict[int, int] = {}
     for line in text.splitlines():

@@ -1,13 +1,9 @@
-"""The server runner's bracketed baseline: each setting group's baseline measured before and after
-its speculative servers (A B A), and which of the two windows a speculative cell is judged against.
+"""The server runner's bracketed baseline: measured before and after a group's speculative servers
+(A B A), and which of the two windows a speculative cell is judged against.
 
-The server runner measures every request of one server in a row, so a change of the machine's speed
-between the baseline's window and a speculative server's would go straight into that cell's
-speedup. Re-measuring the baseline after the speculative servers (role ``baseline-after``, the same
-requests, its own server start and warmup) shows such a change, and each cell is compared with the
-window nearer to it in time. A/B/A rather than two servers side by side: it needs no second copy
-of the target in memory (a GPU often holds only one) and keeps each server alone on the machine
-while it is timed, as the process runner does; its cost is one more baseline window per group.
+A speed change between a baseline window and a speculative server would go straight into a speedup;
+the window after (role ``baseline-after``) shows it, and each cell takes the window nearer in time.
+A/B/A needs no second copy of the target in memory and keeps each server alone while it is timed.
 """
 
 from __future__ import annotations
@@ -73,9 +69,8 @@ def baseline_windows(samples: Sequence[Sample]) -> list[BaselineWindows]:
 
 
 def nearer(spec: Sequence[Sample], before: list[Sample], after: list[Sample]) -> tuple[list[Sample], bool]:
-    """The baseline window measured nearer in time to the cell's samples, and whether it is the
-    after window. The after window serves only when it covers every prompt and repetition the
-    before window has for this cell (an interrupted run may lack some)."""
+    """The baseline window nearer in time to the cell's samples, and whether it is the after one
+    (only when it covers every prompt and repetition of the before one: a run may stop short)."""
     keys = {(s.prompt_id, s.repetition) for s in before}
     if not after or not keys <= {(s.prompt_id, s.repetition) for s in after}:
         return before, False
@@ -87,8 +82,7 @@ def nearer(spec: Sequence[Sample], before: list[Sample], after: list[Sample]) ->
 
 @dataclass(frozen=True)
 class Judged:
-    """A speculative cell's baseline as every figure reads it: the window judged (``nearer``), the
-    window before (for the bracket's drift check), the after window, and whether the after one won."""
+    """A speculative cell's baseline windows: the one judged (``nearer``), before, after, and which won."""
 
     base: list[Sample]
     before: list[Sample]
@@ -97,9 +91,8 @@ class Judged:
 
 
 def judged_baselines(samples: Sequence[Sample]) -> dict[tuple, Judged]:
-    """For each speculative cell (``cell.cell_of``) of a run, its baseline samples: the same
-    baseline cell (``baseline_of``), over the prompts and repetitions the cell ran, from the window
-    nearer in time. The one rule report, compare, history, publish and tune pair by."""
+    """Each speculative cell's baseline samples over the prompts and repetitions it ran, from the
+    window nearer in time: the one rule report, compare, history, publish and tune pair by."""
     cells: dict[tuple, list[Sample]] = {}
     before: dict[tuple, list[Sample]] = {}
     after: dict[tuple, list[Sample]] = {}
@@ -120,9 +113,8 @@ def judged_baselines(samples: Sequence[Sample]) -> dict[tuple, Judged]:
 
 
 def paired_baseline(samples: Sequence[Sample]) -> dict[tuple, Sample]:
-    """Each speculative sample's baseline sample (by ``cell.sample_key`` of the speculative one):
-    the first usable one of its prompt and repetition in the judged window (``judged_baselines``).
-    A speedup is the ratio of the two, wherever it is shown."""
+    """Each speculative sample's baseline (by its ``sample_key``): the first usable one of its prompt
+    and repetition in the judged window; a speedup is the ratio of the two, wherever shown."""
     judged = judged_baselines(samples)
     out: dict[tuple, Sample] = {}
     for s in samples:

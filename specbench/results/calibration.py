@@ -1,8 +1,6 @@
 """What a calibration is: the measured cost of each forward pass a speculative step makes.
 
-Written by ``specbench tune`` (``specbench.tune.calibrate``) into the run folder, read by the report
-to compute ``model_speedup``; its file (``calibration.json``) is written atomically, like the
-manifest, and a run without one (a plain ``specbench run``) reads as None.
+Written by ``specbench tune`` into the run folder (atomically), read by the report for ``model_speedup``.
 """
 
 from __future__ import annotations
@@ -17,18 +15,15 @@ from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
 from specbench.results.folder import CALIBRATION
 
-# A longer pass may time below a shorter one by this share of the shorter's cost (the jitter between
-# llama-bench's tests that its back-to-back repetitions do not show, and all of it at one repetition)
-# plus NOISE_Z of the two passes' standard deviations over their repetitions, llama-bench's own.
+# A longer pass may time below a shorter one by this share of the shorter's cost (jitter between
+# llama-bench's tests) plus NOISE_Z of the two passes' standard deviations (llama-bench's own).
 NOISE_SLACK = 0.25
 NOISE_Z = 3.0
 
 
 def pooled(values: list[float]) -> list[float]:
-    """The non-decreasing sequence nearest ``values`` (least squares, pool adjacent violators): a
-    stretch that falls is replaced by its mean. Written out rather than scipy.optimize's
-    ``isotonic_regression``: importing scipy.optimize costs every report that reads a calibration
-    most of a second, for a dozen numbers."""
+    """The non-decreasing sequence nearest ``values`` (pool adjacent violators): a falling stretch
+    becomes its mean. Not scipy's ``isotonic_regression``: its import costs a report most of a second."""
     blocks: list[tuple[float, int]] = []  # (mean, count) of each pooled stretch
     for v in values:
         blocks.append((v, 1))
@@ -46,21 +41,17 @@ class PassCosts(BaseModel):
     ngl: int = 0
     decode_s: float  # one token decoded after another (llama-bench tg), per token
     pass_s: dict[int, float] = Field(default_factory=dict)  # k -> seconds for one pass over k tokens
-    # k -> llama-bench's standard deviation of that pass over its repetitions, seconds (absent or 0:
-    # one repetition, or a calibration written before specbench recorded it)
+    # k -> llama-bench's standard deviation of that pass, seconds (absent or 0: one repetition, or older)
     pass_sd: dict[int, float] = Field(default_factory=dict)
 
     def curve(self) -> dict[int, float]:
-        """The measured passes, made non-decreasing in k: where a longer pass timed below a shorter
-        one, that stretch costs its mean (slope 0). On a GPU a pass over a few tokens costs about
-        what one over a single token does, and the readings of such a flat stretch scatter both
-        ways; the model must not read that scatter as a pass that gets cheaper with more tokens."""
+        """The measured passes, made non-decreasing in k: on a GPU a few tokens cost what one does,
+        and the scatter of such a flat stretch must not read as a pass that gets cheaper."""
         ks = sorted(self.pass_s)
         return dict(zip(ks, pooled([self.pass_s[k] for k in ks]), strict=True))
 
     def cost(self, k: float) -> float:
-        """Seconds for a pass over ``k`` tokens on ``curve``: measured, else linear between the
-        measured k's (beyond the largest, extended with the slope of the last two)."""
+        """Seconds for a pass over ``k`` tokens on ``curve``, linear between measured k's (and beyond)."""
         if k <= 1:
             return self.decode_s
         fitted = self.curve()
@@ -80,10 +71,8 @@ class PassCosts(BaseModel):
         return y0 + (y1 - y0) * (k - x0) / (x1 - x0)
 
     def impossible(self, slack: float = NOISE_SLACK, z: float = NOISE_Z) -> str | None:
-        """Why these costs cannot be right, or None: a pass that took no time (or no number), or a
-        pass over more tokens timed below one over fewer by more than their noise allows (the
-        machine was busy during the shorter one). A fall within the noise is a flat cost, which
-        ``curve`` prices at its mean."""
+        """Why these costs cannot be right, or None: a pass that took no time, or a longer pass timed
+        below a shorter one by more than their noise allows (a fall within it ``curve`` flattens)."""
         timed = [("a decode", self.decode_s)] + [
             (f"a pass over {k} tokens", s) for k, s in self.pass_s.items()
         ]
@@ -118,7 +107,7 @@ class Calibration(BaseModel):
     source: str = "measured"  # measured (by this tune) | cache (SPECBENCH_HOME/calibration, e.g. for a run)
 
     def describe(self) -> str:
-        """Which calibration this is, for a report: where it came from, when, at what KV depth."""
+        """Where the calibration came from, when, at what KV depth (for a report)."""
         when = f" {self.measured_at[:16].replace('T', ' ')}" if self.measured_at else ""
         how = "from the calibration cache" if self.source == "cache" else "measured by specbench tune"
         return f"llama-bench{when} at KV depth {self.depth}, {how} (build {self.build})"
@@ -131,7 +120,6 @@ class Calibration(BaseModel):
 
 
 def save_calibration(run_dir: Path, calibration: Calibration) -> None:
-    """Write atomically, like the manifest."""
     path = run_dir / CALIBRATION
     try:
         write_atomic(path, json_text(calibration, ensure_ascii=False))

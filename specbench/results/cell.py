@@ -1,12 +1,8 @@
 """What makes a cell, declared once: one speculative setting on one target, on one llama.cpp build.
 
-``Cell`` lists the axes in order. A planned ``Invocation`` and a stored ``Sample`` inherit them
-(``specbench.results.records.Measurement``), and everything that tells cells apart asks this
-module: sample keys (``--resume``), adaptive rounds, report rows and their order, compare and
-history identities, plot and compare labels, tune's rows, and the rule that pairs a cell with
-its baseline. A llama.cpp option or speculation axis is a field by its entry in
-``specbench.base.llamaopts`` alone; the plan expands it from the same entry (``specbench.plan.cells``).
-Old run folders load with a new field at its default.
+``Cell`` lists the axes in order; invocations and samples inherit them, and everything that tells
+cells apart asks this module (sample keys, rows, identities, labels, the baseline rule). A llama.cpp
+option is a field by its ``specbench.base.llamaopts`` entry alone; old folders load it at its default.
 """
 
 from __future__ import annotations
@@ -22,8 +18,7 @@ from specbench.base.methods import runs_draft_alone
 
 
 def _fields(group: str) -> dict[str, Any]:
-    """The cell fields of a group of the table's entries, in its order (None: not passed, llama.cpp's
-    default; a draft model run alone carries its *_draft values in the plain fields)."""
+    """The cell fields of a group of the table's entries, in order (None: llama.cpp's default)."""
     return {
         o.key: (o.cell_type if o.cell_default is not None else o.cell_type | None,
                 Field(default=o.cell_default, description=o.description))
@@ -40,8 +35,7 @@ class _Models(BaseModel):
     draft: str | None = None  # draft model name (speculative with a draft model)
 
 
-# Then the speculation's axes (method, draft lengths, GPU layers, ...), the tuned llama.cpp options,
-# how the cell is run and llama-server's axes: each table entry one field (specbench.base.llamaopts).
+# Then the table's axes, tuned options, runner and server axes, one field per entry.
 if TYPE_CHECKING:  # made from the table at import (create_model); to the type checker:
 
     class _Axes(_Models):
@@ -61,33 +55,24 @@ else:
 
 
 class Cell(_Axes):
-    """The axes of a cell, in order (sample keys, report order and labels follow it).
-
-    Baseline and draft-alone samples have method ``none``, no pair and no draft settings; their
-    ``model`` is the model that ran alone (for a speculative cell: the target).
-    """
+    """The axes of a cell, in order; a baseline or draft alone has method ``none`` and no pair."""
 
     shard: str | None = None  # "i/N" of a sharded sweep (specbench.plan.shards; None: not sharded)
-    # tokens of context (the target's tokenizer) in front of the prompt: the KV cache's depth when
-    # generation starts (specbench.execute.context; 0: the prompt alone)
-    depth: int = 0
+    depth: int = 0  # tokens of context in front of the prompt: the KV cache's depth as generation starts
 
 
 CELL_FIELDS: tuple[str, ...] = tuple(Cell.model_fields)
 
 
 class LeftOut(BaseModel):
-    """A planned speculative cell that is not run, and why in one line (a draft whose context cannot
-    hold the depth: ``specbench.plan.depth.draft_out_of_context``). The manifest keeps it, so the
-    report names the cell where it would have stood instead of averaging a draft that ran out."""
+    """A planned speculative cell not run, and why (a draft whose context cannot hold the depth), so
+    the report names it where it would have stood."""
 
     cell: Cell
     reason: str
 
 
-# Synthetic acceptance (the table's ``synthetic`` entries), either way llama-server takes it: a mean
-# length (synth_len) or rates by draft position (synth_rates). A cell with one is a simulation: its
-# output is not valid (never compared), it is never the best, and it is a point of the machine's curve.
+# Synthetic acceptance (synth_len, synth_rates): a simulation, never compared and never the best.
 SYNTH_FIELDS: tuple[str, ...] = tuple(o.key for o in OPTIONS if o.synthetic)
 
 
@@ -97,25 +82,21 @@ def is_synthetic(m: Any) -> bool:
     return any(get(f) is not None for f in SYNTH_FIELDS)
 
 
-# The llama.cpp options among the axes: the draft's own values (``*_draft``), and the rest, which a
-# model alone runs with too (a baseline with the target's, a draft alone with the draft's).
+# The llama.cpp options among the axes: the draft's own (``*_draft``), and the rest, which a model
+# alone runs with too.
 OPTION_FIELDS: tuple[str, ...] = (*OPTION_NAMES, "args")
 DRAFT_OPTIONS: tuple[str, ...] = tuple(o.key for o in TUNED if o.scope == "draft")
 SPEC_OPTIONS: tuple[str, ...] = tuple(  # the speculation's own (a baseline runs without them)
     o.key for o in TUNED if o.scope in ("spec", "draft_context", "lookup")
 )
 MODEL_OPTIONS: tuple[str, ...] = tuple(f for f in OPTION_FIELDS if f not in (*DRAFT_OPTIONS, *SPEC_OPTIONS))
-# What a speculative cell shares with the baseline it is measured against: the same target on the
-# same build, at the same GPU layers and options, run the same way, on the same machine (shard).
+# What a speculative cell shares with its baseline: target, build, GPU layers, options, runner, shard.
 RUN_FIELDS = ("runner", *(o.key for o in OPTIONS if o.group == "server" and o.scope == "model"))  # how it ran
 _SHARED = ("build", "model", *MODEL_OPTIONS, *RUN_FIELDS, "shard", "depth")
 BASELINE_FIELDS = tuple(f for f in CELL_FIELDS if f in _SHARED or f in BY_KEY and BY_KEY[f].scope == "model")
 MODEL_FIELDS = ("model", "draft")  # model names: identities across runs use their sha256 instead
-# Names given by one config or one sweep: identities across runs leave them out (a merged sharded
-# run compares with an unsharded one).
-RUN_LOCAL = ("pair", "shard")
-# The axes of the first run-folder format. Identities (history ids) leave a later axis out while it
-# is at its default, so the ids of older runs stay what they were.
+RUN_LOCAL = ("pair", "shard")  # named by one config: identities across runs leave them out
+# The first format's axes: history ids leave a later axis out at its default, so old ids hold.
 FIRST_FIELDS = ("pair", *MODEL_FIELDS, *(o.key for o in OPTIONS if o.first))
 SETTING_FIELDS = tuple(f for f in CELL_FIELDS if f not in (*RUN_LOCAL, *MODEL_FIELDS, METHOD.key))
 
@@ -150,8 +131,8 @@ def draft_options(m: Any) -> dict[str, Any]:
 
 
 def draft_alone_of(m: Any) -> tuple | None:
-    """The draft-alone runs a cell's cost ratio comes from: its draft model on its build at ngld (or 0),
-    with the draft's options; None for a method whose draft cannot run alone (``runs_draft_alone``)."""
+    """The draft-alone runs a cell's cost ratio comes from (its draft at ngld, with the draft's
+    options); None for a method whose draft cannot run alone."""
     if m.draft is None or not runs_draft_alone(str(m.method)):
         return None
     return ("draft", m.build, m.draft, m.ngld or 0, *draft_options(m).values(), m.shard, m.depth)
@@ -165,8 +146,7 @@ def alone_of(m: Any) -> tuple:
 
 
 def draft_alone_cell(m: Any, build: str | None) -> Cell:
-    """The draft model of cell ``m`` run alone on ``build``: at ngld, with the draft's options, at
-    the cell's depth (the cost ratio at that depth)."""
+    """The draft model of cell ``m`` run alone on ``build``, at ngld, its options and the cell's depth."""
     return Cell(build=build, model=m.draft, ngl=m.ngld or 0, depth=m.depth, **draft_options(m))
 
 
@@ -198,8 +178,8 @@ def label_parts(m: Any) -> list[str]:
 def model_with_cell(
     name: str, doc: str, rename: dict[str, str] | None = None, skip: tuple[str, ...] = ()
 ) -> Any:
-    """A pydantic base with every axis as a field (``rename``: e.g. model -> target), for
-    records of another shape (report rows, identities) that must carry each axis too."""
+    """A pydantic base with every axis as a field (``rename``: e.g. model -> target), for report rows
+    and identities."""
     rename = rename or {}
     fields: dict[str, Any] = {}
     for f, info in Cell.model_fields.items():

@@ -1,7 +1,5 @@
-"""``expect:``: what someone published for the setup a config reproduces, so `specbench report`
-can print it beside what this machine measured. Numbers or text ("1.5-1.8x", "61-72%"), since
-published figures are often ranges. The config reads it and the manifest records it, so it lives
-here, below both."""
+"""``expect:``: what someone published for the setup a config reproduces, printed by the report beside
+what this machine measured (numbers or text: published figures are often ranges)."""
 
 from __future__ import annotations
 
@@ -13,15 +11,15 @@ Figure = float | str
 class Expectation(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)  # docstrings describe fields
 
-    source: str | None = None  # who measured it, on what, where it was published
+    source: str | None = None
     """Who measured it, on what, where it was published."""
-    speedup: Figure | None = None  # speculative over plain decoding, e.g. 1.28 or "1.5-1.8x"
+    speedup: Figure | None = None
     """Speculative over plain decoding: 1.28 or text ("1.5-1.8x")."""
-    acceptance: Figure | None = None  # a fraction (0.65) or text ("61-72%")
+    acceptance: Figure | None = None
     """A fraction (0.65) or text ("61-72%")."""
-    baseline_tps: Figure | None = None  # plain decoding, tokens/s
+    baseline_tps: Figure | None = None
     """Plain decoding, tokens/s."""
-    spec_tps: Figure | None = None  # speculative decoding, tokens/s
+    spec_tps: Figure | None = None
     """Speculative decoding, tokens/s."""
-    note: str | None = None  # anything else (e.g. a time instead of a rate)
+    note: str | None = None
     """Anything else (e.g. a time instead of a rate)."""

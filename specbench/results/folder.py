@@ -1,25 +1,24 @@
 """The run folder's files: the one module that knows their names and where they are.
 
-Layout of ``results/<run-id>/``: ``manifest.json`` (what was measured, on what; rewritten
-atomically), ``samples.jsonl`` (one line per invocation, fsynced as it finishes, so a crash or
-Ctrl-C loses only the sample in flight), ``raw/`` (every stdout and stderr; with the server
-runner each server's log and each request's text and response JSON), ``.lock`` and, for runs
-of ``specbench tune``, ``calibration.json`` (the measured pass costs behind ``model_speedup``);
-a merged run keeps each shard's manifest under ``shards/<name>/``.
-
-Reading and writing them is by topic: ``runlock`` (the lock), ``samplelog`` (the sample log),
-``manifestfile`` (the manifest and its format version, and a whole folder as its readers see it),
-``calibration`` (the calibration file), ``runstate`` (what a folder allows: resume, or not for tune).
+``results/<run-id>/`` holds ``manifest.json`` (rewritten atomically), ``samples.jsonl`` (fsynced per
+sample, so a crash loses only the one in flight), ``raw/`` (every invocation's output), ``.lock``,
+``calibration.json`` (tune) and, in a merged run, each shard's manifest under ``shards/<name>/``.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specbench.base.errors import RunError
 from specbench.base.paths import os_problem
+
+if TYPE_CHECKING:
+    from specbench.results.records import Sample
 
 SAMPLES = "samples.jsonl"
 MANIFEST = "manifest.json"
@@ -48,12 +47,10 @@ def has_manifest(run_dir: Path) -> bool:
 
 
 def manifest_path(run_dir: Path) -> Path:
-    """Where a run's manifest is (for messages that name it)."""
     return run_dir / MANIFEST
 
 
 def samples_path(run_dir: Path) -> Path:
-    """Where a run's samples are (for messages that send a person there)."""
     return run_dir / SAMPLES
 
 
@@ -69,8 +66,7 @@ def server_log_paths(run_dir: Path, stem: str) -> tuple[Path, Path]:
 
 
 def response_paths(run_dir: Path, stem: str) -> tuple[Path, Path]:
-    """One server request: its generated text (``.stdout``, read like a process run's on --resume)
-    and the whole response (``.response.json``)."""
+    """One server request: its generated text (``.stdout``, read as a process run's) and response."""
     raw = run_dir / RAW
     return raw / f"{stem}.stdout", raw / f"{stem}.response.json"
 
@@ -88,7 +84,6 @@ def write_raw(path: Path, text: str) -> None:
 
 
 def run_folders(base: Path) -> list[Path]:
-    """The run folders directly under ``base``."""
     return [p for p in base.iterdir() if has_samples(p)] if base.is_dir() else []
 
 
@@ -118,3 +113,65 @@ def raw_in_shard(path: str | None, name: str) -> str | None:
     if path is None or not path.startswith(f"{RAW}/"):
         return path
     return f"{RAW}/{name}/{path[len(RAW) + 1 :]}"
+
+
+_RAW_NUMBER = re.compile(r"(\d+)-")
+
+
+def _raw_stem(name: str) -> str | None:
+    return next((name[: -len(s)] for s in RAW_SUFFIXES if name.endswith(s)), None)
+
+
+def next_raw_number(run_dir: Path) -> int:
+    """Raw logs are named ``NNNN-...``; a resumed run numbers on after the highest, so no name is
+    used twice (a repeated number would read as one invocation's logs)."""
+    raw = run_dir / RAW
+    names = [p.name for p in raw.iterdir()] if raw.is_dir() else []
+    return max((int(m.group(1)) for n in names if (m := _RAW_NUMBER.match(n))), default=-1) + 1
+
+
+def mark_partial(run_dir: Path, stems: Iterable[str], mark: str = PARTIAL) -> list[Path]:
+    """Rename the raw logs of invocations cut short to ``NAME.partial``, so ``specbench parse
+    raw/*.stderr`` does not read half a run as a whole one. ``mark``: another ending (``.rerun1``: a
+    measurement set aside to be made again, ``machine.contention``)."""
+    marked = []
+    for stem in stems:
+        for suffix in RAW_SUFFIXES:
+            path = run_dir / RAW / f"{stem}{suffix}"
+            if path.is_file():
+                try:
+                    path.replace(path.with_name(path.name + mark))
+                    marked.append(path)
+                except OSError:
+                    pass  # a log left as it is must not hide why the run stopped
+    return marked
+
+
+def mark_orphans(run_dir: Path, samples: Iterable[Sample]) -> list[Path]:
+    """On --resume: logs of measured invocations that left no sample (killed first) are partial; a
+    warmup's (never recorded) only when it holds no timing lines. Server logs are kept as they are."""
+    raw = run_dir / RAW
+    if not raw.is_dir():
+        return []
+    recorded = {_raw_stem(Path(p).name) for s in samples for p in (s.stdout_path, s.stderr_path) if p}
+    orphans = set()
+    for path in raw.iterdir():
+        stem = _raw_stem(path.name)
+        if stem is None or stem in recorded or stem.endswith("-server"):
+            continue
+        if "-warmup-" in stem and (path.suffix != ".stderr" or _finished(path)):
+            continue
+        orphans.add(stem)
+    return mark_partial(run_dir, sorted(orphans))
+
+
+def _finished(stderr: Path) -> bool:
+    """Whether a llama.cpp log got as far as its closing statistics."""
+    from specbench.base.errors import ParseError
+    from specbench.parse.process import parse_file
+
+    try:
+        parse_file(stderr)
+    except ParseError:
+        return False
+    return True

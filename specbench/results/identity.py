@@ -1,9 +1,7 @@
-"""What makes two measurements the same measurement, across runs.
+"""What makes two measurements the same measurement, across runs (compare's match, history's series).
 
-A cell is: role, target and draft model (by sha256, so a renamed file still matches and a
-re-quantized one does not), every other axis of ``specbench.results.cell.Cell`` but the config's
-pair name, the prompt, and the generation settings that define the work. compare matches cells
-on it and history keeps one series per cell.
+Role, models by sha256 (a renamed file matches, a re-quantized one does not), every other axis but
+the pair name, the prompt and the generation settings that define the work.
 """
 
 from __future__ import annotations

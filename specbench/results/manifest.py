@@ -1,8 +1,7 @@
 """The manifest: what a run measured and on what, so its numbers can be trusted and reproduced.
 
-``Manifest`` is what the runner writes (strict); ``RunFacts`` is what readers take from any stored
-manifest (tolerant). Holds no secrets: the config is data (no environment), and the command line
-is the one typed. ``results.manifestfile`` does the reading and writing.
+``Manifest`` is what the runner writes (strict); ``RunFacts`` what readers take from any stored one
+(tolerant). No secrets: the config is data, the command line the one typed.
 """
 
 from __future__ import annotations
@@ -25,18 +24,14 @@ from specbench.results.expect import Expectation
 
 Status = Literal["running", "complete", "interrupted", "failed"]
 
-# The run folder's format (manifest.json and samples.jsonl). Raise it when a change would make an
-# older specbench misread a folder (a field renamed or meaning something else; a new optional field
-# does not count): an older specbench then refuses the folder instead of misreading it. Folders
-# written before formats were numbered have none and read as format 0.
-# Format 2: a plain run's `tps` (baseline_tps) is timed over the same span as the speculative one,
-# from the first generated token to the last (docs/timing.md); before, it was llama.cpp's `eval time`
-# rate. `SAME_SPAN_FORMAT` marks that definition: compare and history refuse to mix the two.
+# The run folder's format: raise it when an older specbench would misread a folder (not for a new
+# optional field), so it refuses the folder instead; unnumbered folders are format 0. Format 2
+# (``SAME_SPAN_FORMAT``): a baseline's `tps` is timed over the speculative span (docs/timing.md).
 FORMAT_VERSION = 2
 SAME_SPAN_FORMAT = 2
 
 
-# "i/N": merge names a shard's folder after it (shards/shard-i-of-N), so a manifest may say nothing else
+# "i/N": merge names a shard's folder after it, so a manifest may say nothing else
 ShardLabel = Annotated[str, Field(pattern=r"^[1-9][0-9]{0,8}/[1-9][0-9]{0,8}$")]
 
 
@@ -74,19 +69,14 @@ class Manifest(BaseModel):
     model_loads: int = 0  # llama.cpp processes started that loaded a model (warmups included, all sessions)
     command_line: list[str] = Field(default_factory=list)
     noise: NoiseRecord = Field(default_factory=NoiseRecord)  # the system-noise check (older runs: empty)
-    # one line per `--resume --force` on another machine: what differed (its samples mix machines)
-    other_machines: list[str] = Field(default_factory=list)
-    # a shard of a sharded sweep (specbench.plan.shards): which, its cells, and the whole plan's
-    shard: ShardLabel | None = None  # "i/N"
+    other_machines: list[str] = Field(default_factory=list)  # per `--resume --force` elsewhere: what differed
+    shard: ShardLabel | None = None  # a sharded sweep's "i/N", its cells, and the whole plan's
     shard_cells: list[str] = Field(default_factory=list)
     plan_cells: list[str] = Field(default_factory=list)
     plan_id: str | None = None  # the whole plan's config hash: shards of other configs do not merge
     merged_from: list[MergedShard] = Field(default_factory=list)  # `specbench merge`: the shards it took
-    # every planned cell (baselines and drafts alone too) with every axis it sets, llama.cpp options
-    # included (results.cell.cell_record)
-    cells: list[dict[str, Any]] = Field(default_factory=list)
-    # planned cells not run, with why (a draft out of its context at a depth): the report names them
-    left_out: list[LeftOut] = Field(default_factory=list)
+    cells: list[dict[str, Any]] = Field(default_factory=list)  # every planned cell (``cell_record``)
+    left_out: list[LeftOut] = Field(default_factory=list)  # planned cells not run, with why
 
     def mark_finished(self, status: Status, reason: str | None = None) -> None:
         self.status = status
@@ -95,9 +85,8 @@ class Manifest(BaseModel):
 
 
 def machine_differences(then: EnvInfo, now: EnvInfo) -> list[str]:
-    """How the machine a run was made on differs from this one, in the facts that make its numbers
-    (as pyperf refuses to merge runs whose metadata differs): hostname, CPU model, GPU names. A fact
-    one side lacks (manifests before hostnames were recorded) is not compared."""
+    """How the run's machine differs from this one in hostname, CPU model or GPUs (as pyperf refuses
+    to merge runs whose metadata differs); a fact one side lacks is not compared."""
     gpus_then = ", ".join(sorted(g.name for g in then.gpus)) or "none"
     gpus_now = ", ".join(sorted(g.name for g in now.gpus)) or "none"
     checked = (
@@ -126,11 +115,8 @@ class MachineFacts(BaseModel):
 
 
 class RunFacts(BaseModel):
-    """A stored run's manifest as its readers (report, compare, baseline, history) need it.
-
-    Read tolerantly: older or hand-made run folders lack parts, and an unknown value only
-    weakens matching or captions, it never invents one.
-    """
+    """A stored run's manifest as its readers need it, read tolerantly: a missing part only weakens
+    matching or captions."""
 
     run_id: str
     started_at: str | None = None
@@ -151,12 +137,10 @@ class RunFacts(BaseModel):
     speed: SpeedRecord = Field(default_factory=SpeedRecord)  # the speed sentinel (older runs: empty)
     other_machines: list[str] = Field(default_factory=list)  # forced resumes elsewhere: what differed
     shard_machines: dict[str, str] = Field(default_factory=dict)  # merged shards: shard -> hostname
-    # what the builds ran with so they work here (``repack-off: --no-repack``), from their self-test
-    workarounds: list[str] = Field(default_factory=list)
+    workarounds: list[str] = Field(default_factory=list)  # from the self-test: ``repack-off: --no-repack``
     env_vars: dict[str, str] = Field(default_factory=dict)  # LLAMA_ARG_*, GGML_*... as the binaries saw them
-    # what a baseline's t/s times (docs/timing.md): "same-span" (format 2 on, or any server run: its
-    # `timings` were always one span) or "decode-only" (older process runs: llama.cpp's eval time).
-    # A stored baseline file without it was written before format 2.
+    # what a baseline's t/s times (docs/timing.md): "same-span" (format 2 on, or a server run) or
+    # "decode-only" (older process runs, and a baseline file without it)
     timing: str = "decode-only"
     pairing: str = "sequential"  # several builds: a pair one after the other, or at once (duet)
     left_out: list[LeftOut] = Field(default_factory=list)  # planned cells not run, and why
@@ -186,8 +170,7 @@ def timing_of(manifest: dict) -> str:
 
 
 def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
-    """The facts of a stored manifest as loaded (written by the runner: models with sha256, ``env``
-    as ``specbench env`` reports it, ``build`` as build.json), whatever parts it lacks."""
+    """The facts of a stored manifest as loaded, whatever parts it lacks."""
     raw_models = manifest.get("models") or {}
     if isinstance(raw_models, list):
         raw_models = {m.get("name"): m for m in raw_models if isinstance(m, dict)}
@@ -229,7 +212,7 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
 
 
 def _left_out(data: object) -> list[LeftOut]:
-    """The cells the plan left out, each that reads as one (a hand-edited entry is skipped)."""
+    """The cells the plan left out that read as such (a hand-edited entry is skipped)."""
     out = []
     for entry in data if isinstance(data, list) else []:
         try:

@@ -1,6 +1,5 @@
-"""The manifest file: written atomically, read strictly (for --resume) or tolerantly (for reports),
-and refused when a newer specbench wrote it (its format version); and a run folder as a whole, as
-its readers see it (``read_run``: the samples and the facts, with what reading them left out).
+"""The manifest file: written atomically, read strictly (--resume) or tolerantly (reports), refused
+from a newer format; and a whole run folder as its readers see it (``read_run``).
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from specbench.results.samplelog import load_samples, why_invalid
 
 
 def save_manifest(run_dir: Path, manifest: Manifest) -> None:
-    """Write atomically: the old manifest stays whole until the new one is complete."""
     path = run_dir / MANIFEST
     try:
         write_atomic(path, json_text(manifest, ensure_ascii=False))
@@ -76,8 +74,7 @@ def _check_format(data: dict, path: Path) -> None:
 
 
 def read_facts(run_dir: Path, samples: list[Sample] | None = None, required: bool = True) -> RunFacts:
-    """The facts of a run's manifest, tolerant of older and hand-made ones; without a manifest
-    (``required=False``) only the run id is known."""
+    """The facts of a run's manifest, tolerant of older and hand-made ones (without one, the run id)."""
     fallback = samples[0].run_id if samples else run_dir.name
     running = lock_holder(run_dir) is not None
     if not required and not has_manifest(run_dir):

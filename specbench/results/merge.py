@@ -1,11 +1,7 @@
 """``specbench merge``: one run folder from the folders of a sharded sweep's shards.
 
-Each shard measured its cells with their own baselines (``shard`` is a cell axis, part of the
-baseline rule), so the merged samples pair within each shard's machine and minutes; report,
-compare and history read the merged folder like any run. A merge refuses what would make a
-wrong run: shards of another config, the same shard twice, overlapping cells, a shard still
-running or cut short. Missing shards are allowed and named as missing cells (the merged run is
-then not complete, as a run with unmeasured cells is not).
+``shard`` is a cell axis, so merged samples still pair within each shard. Refused: shards of another
+config, a shard twice, overlapping cells, a shard unfinished. Missing shards leave the run incomplete.
 """
 
 from __future__ import annotations
@@ -136,8 +132,8 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
 
 
 def keep_shard(src: Path, dst: Path, name: str) -> None:
-    """Keep a shard's manifest and raw logs in a merged run: the manifest under ``shards/<name>/``,
-    the logs under ``raw/<name>/`` (hard links where the file system allows, copies elsewhere)."""
+    """Keep a shard's manifest under ``shards/<name>/`` and its raw logs under ``raw/<name>/`` (hard
+    links where the file system allows)."""
     kept, target = inside(dst, folder.SHARDS, name), inside(dst, folder.RAW, name)
     try:
         kept.mkdir(parents=True, exist_ok=True)

@@ -1,15 +1,8 @@
-"""Every metric specbench judges and shows, declared once: what ``compare``, ``ab``, ``bisect
---metric``, ``history``, ``publish`` and the CLI's formatting read a metric's facts from.
+"""Every metric specbench judges and shows, declared once: compare, ab, bisect, history, publish and
+the CLI read a metric's facts from ``METRICS``, so a new metric is one ``Metric`` entry.
 
-Before this table a metric was spelt in about ten modules (three name tuples in two orders, units,
-roles, two value extractors that differed, two decide dispatchers, four formatters); a new metric
-meant finding them all. A new metric is one ``Metric`` entry here (and its test,
-tests/results/test_metrics.py): every command takes it from ``METRICS``.
-
-Scales: ``ratio`` metrics (rates and ratios, higher is better) are judged on the ratio of the two
-sides (log ratios; the gate's ``--threshold`` is relative) and summarised by geometric means;
-``points`` metrics are fractions judged by their difference in percentage points
-(``gate.decision.ACCEPTANCE_POINTS``), exact at temperature 0.
+Scales: ``ratio`` metrics (higher is better) are judged on the ratio of the two sides and summarised
+by geometric means; ``points`` metrics are fractions judged in percentage points.
 """
 
 from __future__ import annotations
@@ -38,8 +31,7 @@ class Metric:
     site_unit: str  # the site's plot unit
     paired: bool = False  # reads each sample's paired baseline (``bracket.paired_baseline``): a speedup
     baseline_span: bool = False  # reads a baseline's t/s, whose timer changed with run folder format 2
-    worse: Literal["lower"] = "lower"  # the decide rules judge higher as better; a lower-is-better
-    # metric (time to first token) needs them to learn the other direction first
+    worse: Literal["lower"] = "lower"  # the decide rules judge higher as better only
 
     @property
     def positive(self) -> bool:
@@ -47,8 +39,7 @@ class Metric:
         return self.scale == "ratio"
 
     def value(self, s: Sample, paired: Mapping[tuple, Sample]) -> float | None:
-        """The sample's value, or None: unmeasured, not finite (llama.cpp can print inf/nan t/s) or,
-        on a ratio scale, 0 or less."""
+        """The sample's value; None when unmeasured, not finite or (ratio scale) 0 or less."""
         v = self.read(s, paired)
         if v is None or not math.isfinite(v) or (self.positive and v <= 0):
             return None
@@ -90,18 +81,14 @@ _ALL = (
 METRICS: dict[str, Metric] = {m.name: m for m in _ALL}
 
 COMPARE_DEFAULT = ("spec_tps", "baseline_tps")  # compare adds acceptance where both sides are greedy
-# ab and compare RUN (a multi-build run): the metrics they judged before the table
 PAIRED_DEFAULT = ("baseline_tps", "spec_tps", "speedup", "acceptance")
 SITE_FIRST = "speedup"  # the results site leads each page with it, then the table's order
 
 
 def roles_read(names: list[str] | tuple[str, ...]) -> frozenset[str]:
-    """The sample roles a gate judging ``names`` needs measured: each metric's role, the baseline
-    of a paired one (a speedup), and with a speculative metric and a baseline (server runner) the
-    baseline window after the speculative servers, which belongs to those cells. ``ab``/``bisect``
-    measure only these: a bisect of ``baseline_tps`` spends its budget on baseline pairs, not on
-    speculative samples no decision reads. No metric reads the draft alone (it gives a run's report
-    its cost ratio), so a gate leaves it out: on ``configs/ci.yaml`` it was a quarter of each round."""
+    """The sample roles a gate judging ``names`` needs, which are all ``ab``/``bisect`` measure: each
+    metric's role, a speedup's baseline, and with both the window after the speculative servers.
+    No metric reads the draft alone (a quarter of each round on ``configs/ci.yaml``)."""
     from specbench.results.bracket import AFTER
 
     metrics = [METRICS[n] for n in names]

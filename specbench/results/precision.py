@@ -1,17 +1,10 @@
-"""How precise a cell's measured mean is, and which repetitions stand out: the statistics shared by
-``repetitions: auto`` (execute), the report's quality columns (analysis) and compare (gate).
+"""How precise a cell's measured mean is, and which repetitions stand out: shared by ``repetitions:
+auto`` (execute), the report's quality columns (analysis) and compare (gate).
 
-Pure functions over floats; here, below all three, so they use one definition (over the t quantile
-and variance of ``specbench.base.stats``).
-
-* **Precision** of a cell's mean t/s is the half-width of its 95% confidence interval relative to
-  the mean. The prompts of a run are a fixed set (the population the number is about), so only
-  repetition noise is uncertainty: the cell mean is the mean of its prompts' means, and its
-  variance is sum(s_p^2 / n_p) / P^2 (a stratified mean), with Welch-Satterthwaite degrees of
-  freedom. Prompt-to-prompt spread (code drafts far better than chat) does not count as noise, so
-  more repetitions always tighten it.
-* **Outliers** are repetitions whose modified z-score (Iglewicz and Hoaglin 1993:
-  0.6745 (x - median) / MAD) exceeds 3.5 within their prompt; robust with as few as 3 values.
+* **Precision**: the 95% CI half-width over the mean. The prompts are a fixed set, so only repetition
+  noise counts: a stratified mean, variance sum(s_p^2 / n_p) / P^2, Welch-Satterthwaite df.
+* **Outliers**: modified z-score 0.6745 (x - median) / MAD above 3.5 within a prompt (Iglewicz and
+  Hoaglin 1993); robust with as few as 3 values.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""What one measurement is and what it produced: the records a run folder stores.
-
-These models know nothing of files; ``results.samplelog`` and ``results.manifestfile`` read and write them.
-"""
+"""What one measurement is and what it produced: the records a run folder stores (no file I/O here)."""
 
 from __future__ import annotations
 
@@ -27,30 +24,21 @@ class Generation(BaseModel):
 
 
 class Measurement(Cell):
-    """What one invocation measures: the identity a planned Invocation and its stored Sample share.
+    """What one invocation measures: the identity a planned Invocation and its stored Sample share."""
 
-    role: ``baseline`` (target alone, llama-completion), ``draft`` (draft model alone, to measure
-    the cost ratio) or ``speculative``; the cell's axes come from ``specbench.results.cell.Cell``,
-    and which baseline serves a cell is ``specbench.results.cell.baseline_of`` (with the same
-    prompt and repetition).
-    """
-
-    role: str  # baseline | draft | speculative
+    role: str  # baseline (target alone) | draft (alone, for the cost ratio) | speculative
     prompt_id: str
     category: str
     repetition: int  # 0-based; warmups are never stored
     generation: Generation
-    # provenance, not identity: whether the draft's sampling ran on the backend, as this invocation
-    # had it (the cell's backend_sampling_draft, else the binary's default read from its --help: the
-    # pin turns it on); None: nothing drafted with a draft context, or a build without the option
+    # provenance, not identity: whether the draft sampled on the backend (the cell's value, else the
+    # binary's default); None: no draft context, or a build without the option
     draft_backend_sampling: bool | None = None
-    # provenance, server runner: llama-server's prompt cache in RAM was turned off (``off``: passed
-    # ``--cache-ram 0``) or the build has none (``absent``: no ``--cache-ram``, nothing kept there
-    # between requests); None: the process runner, or a run before specbench recorded it
+    # server runner: its RAM prompt cache ``off`` (--cache-ram 0) or ``absent`` (no such option)
     server_ram_cache: str | None = None
 
     def sample_key(self) -> tuple:
-        """Identity of the invocation within a run: used by --resume to skip finished samples."""
+        """Identity within a run (--resume skips finished samples)."""
         return cell.sample_key(self)
 
 
@@ -62,20 +50,16 @@ class Sample(Measurement):
     valid: bool
     invalid_reason: str | None = None
     metrics: ParsedLog | None = None
-    # t/s over the generation span, the same work on both sides (docs/timing.md): the `decoded` line
-    # (speculative), the time-stamped stdout of llama-completion (span_s over eval runs) or the
-    # server's predicted_per_second. Run folders before format 2 held the target's eval t/s here.
+    # t/s over the generation span, the same work on both sides (docs/timing.md; before format 2,
+    # a baseline's eval t/s)
     tps: float | None = None
     decode_tps: float | None = None  # llama.cpp's decode-only rate: a plain run's `eval time` t/s
     span_s: float | None = None  # a plain run: seconds from its first generated token to its last
-    # the generated tokens its t/s covers: a baseline's n_predict; a speculative run's first
-    # n_predict (``execute.judge.capped_span``) or, without a step log, all it decoded
-    timed_tokens: int | None = None
+    timed_tokens: int | None = None  # the generated tokens its t/s covers (execute.judge.capped_span)
     acceptance: float | None = None  # n_accept / n_drafted
     tokens_per_pass: float | None = None  # n_predict / (n_predict - n_accept)
     n_generated: int | None = None
-    # the prompt's pass, outside the timed span: the tokens in the KV cache when generation began (the
-    # cell's depth of context plus the prompt's own) and the seconds their prefill took
+    # the prompt's pass, outside the timed span: tokens in the KV cache at the start, prefill seconds
     prompt_tokens: int | None = None
     prefill_s: float | None = None
     outputs_match: bool | None = None  # vs the baseline continuation (temperature 0 only)
@@ -87,24 +71,18 @@ class Sample(Measurement):
     stdout_path: str | None = None  # relative to the run folder
     stderr_path: str | None = None
     started_at: str
-    # server runner only: the response's `timings` object, time to first token (its prompt_ms), and
-    # the batch of requests that were in flight together with this one (throughput = tokens / batch time)
+    # server runner: the response's `timings`, time to first token, the batch in flight with it
     timings: ServerTimings | None = None
     ttft_ms: float | None = None
     batch: int | None = None
     batch_wall_s: float | None = None
-    # server runner: the request's cache_prompt as sent: false (the prompt is evaluated afresh), or
-    # true where the build's server drafts only for requests that keep their prompt (llama.cpp from
-    # late 2024 to late 2025): a repeated prompt's pass can then come from the request before
+    # server runner: the request's cache_prompt (true where the build drafts only with it, late 2024-2025)
     server_cache_prompt: bool | None = None
-    # server runner, speculative: the draft counters of /metrics over this sample's batch (shared by
-    # the requests in flight together: count each batch once)
+    # server runner, speculative: /metrics' draft counters over the batch (count each batch once)
     spec_counters: SpecCounters | None = None
     synthetic: bool = False  # synth_len set: drafts accepted at random, the output is not valid
-    # the CPU its process got (machine/contention.py): CPU seconds (user + system) over its wall time
-    # (the server runner: the server's over the batch's), the threads it was given, the machine's
-    # 1-minute load average as it ended, and how often its pair was measured again because a process
-    # of the pair did not get its share of the CPU
+    # the CPU its process got (machine/contention.py): CPU seconds, threads, the load as it ended, and
+    # how often its pair was measured again for want of its share of the CPU
     cpu_s: float | None = None
     cpu_threads: int | None = None
     load_1m: float | None = None
@@ -132,9 +110,8 @@ class ServerTimings(BaseModel):
 Sample.model_rebuild()
 
 
-# A stored sample's own figures: a hand-edited or another tool's samples.jsonl may hold NaN (valid
-# for Python's json), a negative speed or a zero span; llama.cpp's printed numbers under ``metrics``
-# may be inf or nan as printed (parse.parsed._Printed) and are not figures of the sample.
+# A stored sample's own figures (a hand-edited log may hold NaN or negatives; ``metrics`` may be inf
+# or nan as llama.cpp printed them, and are not checked as figures).
 _FIGURES = ("tps", "decode_tps", "span_s", "acceptance", "tokens_per_pass", "wall_s", "ttft_ms",
             "batch_wall_s", "cpu_s", "load_1m")  # fmt: skip
 _COUNTS = ("repetition", "n_generated", "timed_tokens", "batch", "cpu_threads", "reruns")
@@ -142,11 +119,7 @@ _COUNTS = ("repetition", "n_generated", "timed_tokens", "batch", "cpu_threads", 
 
 def impossible(sample: Sample) -> tuple[str | None, dict]:
     """Why ``sample`` cannot have been measured (None: it can), and the update that clears its
-    non-finite figures (strict JSON cannot hold them, and no reader may average them in).
-
-    The one check of a stored sample's numbers: ``results.samplelog.load_samples`` applies it to
-    every sample it reads, so report, compare, history, publish and tune see such a sample as
-    invalid with this reason."""
+    non-finite figures; ``load_samples`` applies it to every sample it reads."""
     problems: list[str] = []
     clear: dict = {}
     for name in _FIGURES:

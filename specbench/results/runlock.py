@@ -1,10 +1,7 @@
 """The run folder's lock: one run writes to a folder at a time.
 
-Two runs appending to one sample log would interleave their samples into nonsense, so a run
-holds ``fcntl.flock`` on the lock file for as long as it runs; the kernel drops the lock when the
-process dies, so a crashed run never leaves a stale lock behind, and a run that ends removes the
-file. The lock file also holds a reserve of disk space (``RESERVE``): a run that ends because the
-disk is full frees it to record how it ended in its manifest (``free_reserve``).
+A run holds ``fcntl.flock`` on the lock file (the kernel drops it when the process dies: no stale
+lock); the file also reserves disk space for the manifest's last write on a full disk.
 """
 
 from __future__ import annotations
@@ -17,8 +14,7 @@ from pathlib import Path
 from specbench.base.errors import RunError
 from specbench.results.folder import LOCK
 
-# Disk space the lock file holds while a run writes, for the manifest's last write: an atomic write
-# needs room for a whole new copy beside the old one (a large sweep's manifest is a few hundred KB).
+# room for an atomic rewrite of the manifest (a large sweep's is a few hundred KB)
 RESERVE = 1 << 20
 
 
@@ -65,8 +61,7 @@ class RunLock:
         return fd
 
     def free_reserve(self) -> bool:
-        """Give the reserved disk space back (to write the manifest on a full disk); whether there
-        was any to give."""
+        """Give the reserved disk space back (to write the manifest on a full disk); whether any was."""
         if self._fd is None:
             return False
         try:
@@ -77,8 +72,7 @@ class RunLock:
         return had
 
     def release(self) -> None:
-        """Remove the lock file (with its reserve) and unlock: the run is over. It is removed while
-        still locked, so a run that opened it meanwhile sees another file there and locks that."""
+        """Remove the lock file, then unlock: a run that opened it meanwhile locks a new file."""
         if self._fd is not None:
             try:
                 self.path.unlink(missing_ok=True)
@@ -96,9 +90,8 @@ class RunLock:
 
 
 def _reserve(fd: int, offset: int, size: int) -> None:
-    """Allocate up to ``size`` bytes of ``fd`` after ``offset``: as much as the disk has, down to 8 KiB
-    (best effort: a run on a nearly full disk runs without a reserve). Written, not sparse, where
-    fallocate is missing (macOS, ZFS)."""
+    """Allocate up to ``size`` bytes after ``offset``, as much as the disk has down to 8 KiB (none on a
+    nearly full disk); written, not sparse, where fallocate is missing (macOS, ZFS)."""
     while size >= 8192:
         try:
             try:
@@ -117,8 +110,8 @@ def _reserve(fd: int, offset: int, size: int) -> None:
 
 
 def lock_holder(run_dir: Path) -> int | None:
-    """The pid of the run writing to ``run_dir`` now (0 when it cannot be read), or None when no
-    process holds its lock. The lock, not the manifest, tells: a killed run leaves ``running``."""
+    """The pid of the run writing to ``run_dir`` now (0: unreadable), or None when no process holds
+    its lock (a killed run's manifest still says ``running``)."""
     try:
         fd = os.open(run_dir / LOCK, os.O_RDONLY)
     except OSError:

@@ -1,6 +1,4 @@
-"""What a run folder allows: a new run only in a fresh folder, a resume only of a run folder that
-``specbench tune`` did not write, and for an unfinished one, what to do about it.
-"""
+"""What a run folder allows: a new run only in a fresh folder, a resume only of one tune did not write."""
 
 from __future__ import annotations
 
@@ -13,8 +11,7 @@ from specbench.results.runlock import lock_holder
 
 
 def check_fresh(run_dir: Path) -> None:
-    """A new run must not append to an old run's samples: that is what --resume is for (unless that
-    run is still going: its lock would refuse the resume, so that is not suggested)."""
+    """A new run must not append to an old run's samples (--resume does, once that run has stopped)."""
     pid = lock_holder(run_dir)
     if pid is not None:
         raise RunError(
@@ -35,12 +32,10 @@ def check_resumable(run_dir: Path) -> None:
 
 
 def finish_hint(run_dir: Path, status: str | None) -> str:
-    """What to do about an unfinished run: wait for a live one (the lock refuses a resume while it
-    runs), resume one that stopped (not a tune folder: ``TUNE_NOT_RESUMED``)."""
+    """What to do about an unfinished run: wait for a live one, resume one that stopped (not tune's)."""
     pid = lock_holder(run_dir) if status == "running" else None
     if pid is not None:
         return f"it is {_still_running(run_dir, pid)}; wait for it to finish"
-    # `running` with no process holding the lock: it died without a word (kill -9): a resume finishes it
     if made_by(run_dir) == "tune":
         return f"it is a `specbench tune` folder, which is not resumed ({TUNE_NOT_RESUMED})"
     return f"`specbench run --resume {run_dir}` finishes it"
@@ -51,15 +46,12 @@ def _still_running(run_dir: Path, pid: int | None) -> str:
     return f"still running ({who} holds {run_dir / LOCK})"
 
 
-# A tune round pairs each setting's speedup with the baseline measured in the same minutes, and
-# its later rounds are chosen from the earlier ones: `run --resume` would plan the last round's
-# config afresh and pair new samples with old baselines.
+# `run --resume` of a tune folder would plan its last round afresh and pair new samples with old baselines.
 TUNE_NOT_RESUMED = "each round is paired with its own baseline; run `specbench tune` again to measure more"
 
 
 def made_by(run_dir: Path) -> str | None:
-    """The specbench command that wrote the run folder (run, tune, ab, bisect, merge...), from its
-    manifest's command line; None when that is not recorded."""
+    """The specbench command that wrote the run folder (run, tune, ab...); None when not recorded."""
     try:
         line = manifest_data(run_dir).get("command_line") or []
     except RunError:
@@ -68,7 +60,6 @@ def made_by(run_dir: Path) -> str | None:
 
 
 def check_not_tune(run_dir: Path) -> None:
-    """``run --resume`` of a tune folder would corrupt it (``TUNE_NOT_RESUMED``): refused."""
     if made_by(run_dir) == "tune":
         raise InputError(
             f"{run_dir} was written by `specbench tune` and is not resumed as a run: {TUNE_NOT_RESUMED} "

@@ -44,9 +44,8 @@ def append_sample(run_dir: Path, sample: Sample) -> None:
 
 
 def _cut_torn_tail(fd: int) -> int:
-    """A crash mid-write leaves a line without its newline; appending onto it would glue the next
-    sample to the fragment and make both unreadable, so the fragment is cut off (the reader already
-    ignores it, so its invocation runs again on --resume). Returns the size to append at."""
+    """Cut off a line a crash left without its newline (appended onto, both lines would be lost; its
+    invocation runs again on --resume). Returns the size to append at."""
     size = os.fstat(fd).st_size
     if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
         return size
@@ -79,9 +78,8 @@ def write_samples(run_dir: Path, samples: Iterable[Sample]) -> None:
 
 
 def unique_samples(samples: list[Sample], where: str) -> tuple[list[Sample], str | None]:
-    """A sample's identity (cell, prompt, repetition, role: ``sample_key``) is unique in a run; a
-    repeated one (a line copied twice, a hand-merged log) would count twice in every mean and n.
-    The first of each is kept; the note says how many were dropped, for the reader to print."""
+    """The first sample of each identity (``sample_key``), so a line copied twice does not count
+    twice in every mean; and a note of how many were dropped."""
     seen: dict[tuple, int] = {}
     kept, dropped = [], []
     for i, s in enumerate(samples, 1):
@@ -101,10 +99,8 @@ def unique_samples(samples: list[Sample], where: str) -> tuple[list[Sample], str
 
 
 def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sample]:
-    """All complete samples of a run, each identity once (``unique_samples``); none for a run with
-    a manifest that has not recorded one yet (it stopped, or is still warming up). A torn last line
-    (crash mid-write) is left out; both are said in ``warnings`` when given. A bad line anywhere
-    else is an error naming the field and why."""
+    """All complete samples of a run, each identity once; none for a run with a manifest and no
+    sample yet. A torn last line is left out (said in ``warnings``); a bad line elsewhere is an error."""
     path = run_dir / SAMPLES
     if not path.is_file():
         if has_manifest(run_dir):  # started, but stopped (or still busy) before its first sample
@@ -143,9 +139,8 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
 
 
 def _screened(sample: Sample, lineno: int, impossibles: list[tuple[int, str]]) -> Sample:
-    """``sample`` as readers may use it: one whose numbers no run can have measured (``impossible``)
-    is invalid with the reason (a sample invalid already keeps its own), its non-finite figures
-    cleared, and noted in ``impossibles``."""
+    """``sample``, made invalid (with the reason, noted in ``impossibles``) and its non-finite figures
+    cleared when no run can have measured its numbers."""
     why, clear = impossible(sample)
     if why is None:
         return sample
