@@ -128,16 +128,20 @@ class SelfTest(BaseModel):
     checks: list[TypeCheck] = Field(default_factory=list)
     workaround: Workaround | None = None
     command: list[str] = Field(default_factory=list)  # one decode's command line (of the last type)
+    # each speculative program (by role) run once with the draft method, the tiny model as target
+    # and draft: a fork's program can crash whatever the options (ik_llama.cpp 0.1.5's
+    # llama-speculative). None: recorded before specbench ran them (``needs_selftest`` re-tests)
+    speculative: dict[str, TypeCheck] | None = None
 
     @property
     def crashed(self) -> list[str]:
         return [c.wtype for c in self.checks if c.outcome == "crashed"]
 
     def summary(self) -> str:
-        """``F16 ok, Q4_0 crashed (SIGSEGV) -> ok with --no-repack, ...``"""
+        """``F16 ok, Q4_0 crashed (SIGSEGV) -> ok with --no-repack, ...; speculative crashed (SIGSEGV)``"""
         parts = []
-        for c in self.checks:
-            text = f"{c.wtype} {c.outcome}" + (f" ({c.signal or f'rc {c.rc}'})" if c.outcome != "ok" else "")
+        for name, c in [*((c.wtype, c) for c in self.checks), *(self.speculative or {}).items()]:
+            text = f"{name} {c.outcome}" + (f" ({c.signal or f'rc {c.rc}'})" if c.outcome != "ok" else "")
             if c.workaround_outcome and self.workaround:
                 text += f" -> {c.workaround_outcome} with {self.workaround.flag}"
             parts.append(text)
@@ -200,16 +204,24 @@ class BuildInfo(BaseModel):
             return self.binary(found)
         names = ", ".join(n for r in SPECULATIVE_ROLES for n in ROLE_NAMES[r])
         names += ", or a `llama` with a speculative command"
-        server = self.binaries.get("server")
-        hint = (
-            "run it with `runner: server` (its llama-server takes a draft model)"
-            if server is not None and server.flags.model_draft
-            else "use a llama.cpp tree that has one"
-        )
         raise BuildError(
             f"the llama.cpp tree {self.source} has no speculative program ({names}), so the process "
-            f"runner cannot speculate on it: {hint}"
+            f"runner cannot speculate on it: {self.server_hint('that has one')}"
         )
+
+    def server_hint(self, other: str) -> str:
+        """What runs this build's draft method where its process runner cannot: its server, when
+        the server takes a draft model, else a llama.cpp tree ``other``."""
+        server = self.binaries.get("server")
+        if server is not None and server.flags.model_draft:
+            return "run it with `runner: server` (its llama-server takes a draft model)"
+        return f"use a llama.cpp tree {other}"
+
+    def spec_crash(self, role: str) -> TypeCheck | None:
+        """The self-test's run of the ``role`` program with a draft model, when it crashed (a signal)."""
+        ran = (self.selftest.speculative or {}) if self.selftest else {}
+        check = ran.get(role)
+        return check if check is not None and check.outcome == "crashed" else None
 
     def save(self, path: Path) -> None:
         """Atomically: a crash mid-save leaves the old build.json, never half of one."""

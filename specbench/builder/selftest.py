@@ -4,6 +4,8 @@ A build can compile code paths per weight type and CPU that crash on a given mac
 pinned llama.cpp dies of SIGSEGV in ``ggml_backend_amx_mul_mat``, llama.cpp issue 20824). A tiny random
 model is decoded for 8 tokens per type as a sweep would run it; a type that crashes is tried again with
 repacking off, and where that cures every crash the build gets the ``Workaround``.
+Each speculative program then runs once with a draft model: one that crashes there crashes on every
+sample (ik_llama.cpp 0.1.5's llama-speculative), and the plan refuses it (``BuildInfo.spec_crash``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import numpy as np
 from specbench.base.childenv import child_env
 from specbench.base.errors import ParseError
 from specbench.base.files import atomic_path
+from specbench.base.methods import DRAFT_SIMPLE
 from specbench.base.paths import models_dir
+from specbench.builder import buildinfo
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo, SelfTest, TypeCheck, Workaround
 from specbench.builder.workaround import REPACK_OFF, spelled
 from specbench.machine import envinfo
@@ -99,14 +103,19 @@ def tiny_models_dir() -> Path:
     return models_dir() / "selftest" / f"v{LAYOUT}"
 
 
+def tiny_f32() -> Path:
+    """The cached tiny model in F32 (written now when missing; no llama-quantize needed)."""
+    f32 = tiny_models_dir() / "tiny-F32.gguf"
+    if not f32.is_file():
+        f32.parent.mkdir(parents=True, exist_ok=True)
+        write_tiny_llama(f32)
+    return f32
+
+
 def tiny_model(wtype: str, quantize: BinaryInfo | None) -> tuple[Path | None, str | None]:
     """The cached tiny model of ``wtype`` (written/quantized now when missing), or why there is none."""
-    folder = tiny_models_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    f32 = folder / "tiny-F32.gguf"
-    if not f32.is_file():
-        write_tiny_llama(f32)
-    out = folder / f"tiny-{wtype}.gguf"
+    f32 = tiny_f32()
+    out = f32.parent / f"tiny-{wtype}.gguf"
     if out.is_file():
         return out, None
     if quantize is None:
@@ -134,6 +143,15 @@ def decode_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]) -> 
     return argv + extra
 
 
+def speculative_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]) -> list[str]:
+    """The draft method as the plan spells it for this program (``plan.cells.speculative_flags``):
+    ``-md`` alone where its --spec-type has no draft-simple (classic), else with it; 4 drafted."""
+    f = binary.flags
+    argv = [*decode_argv(binary, model, ngl, extra), f.model_draft or "-md", str(model)]
+    argv += [f.draft_max, "4"] if f.draft_max else []
+    return argv + ([f.spec_type or "--spec-type", DRAFT_SIMPLE] if DRAFT_SIMPLE in f.spec_types else [])
+
+
 CUT_SHORT = "exit 0; llama.cpp's log ended before its statistics (a run this short often exits first)"
 
 
@@ -141,7 +159,10 @@ def decode(
     binary: BinaryInfo, model: Path, wtype: str, ngl: int, extra: list[str], facts: CrashFacts
 ) -> TypeCheck:
     """Decode a few tokens; ok is exit 0 (a crash is a signal, a refusal an exit code)."""
-    argv = decode_argv(binary, model, ngl, extra)
+    return _decode_once(binary, decode_argv(binary, model, ngl, extra), wtype, facts)
+
+
+def _decode_once(binary: BinaryInfo, argv: list[str], wtype: str, facts: CrashFacts) -> TypeCheck:
     start = time.monotonic()
     # in a folder of its own: an older llama.cpp writes main.log where it runs, never the user's folder
     with (
@@ -168,7 +189,9 @@ def decode(
         except ValueError:
             sig = f"signal {-code}"
         known = classify(stderr, None, sig, facts)
-        reason = f"killed by {sig}" + (f": {known.line}" if known else "")
+        last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
+        said = known.line if known else f"after its log's last line {last[:200]!r}" if last else ""
+        reason = f"killed by {sig}" + (f": {said}" if said else "")
         return TypeCheck(wtype=wtype, outcome="crashed", signal=sig, reason=reason, wall_s=wall)
     if code != 0:
         known = classify(stderr, code, None, facts)
@@ -202,6 +225,7 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
     )
     if completion is None or not Path(completion.path).is_file():
         record.checks = [TypeCheck(wtype=t, outcome="skipped", reason="no llama-completion") for t in types]
+        record.speculative = speculative_checks(info, ngl, False, facts, say)
         return record
     quantize = info.binaries.get("quantize")
     for wtype in types:
@@ -211,7 +235,7 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
             continue
         check = decode(completion, model, wtype, ngl, [], facts)
         if say:
-            say(f"{wtype}: {check.outcome}{f' ({check.reason})' if check.reason else ''}")
+            say(f"{wtype}: {_said(check)}")
         record.checks.append(check)
         record.command = decode_argv(completion, model, ngl, [])
     cure = spelled(REPACK_OFF, completion)  # as every launch site spells it (builder.workaround)
@@ -233,7 +257,26 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
                 f"and decoded with {flag}"
                 + (" (llama.cpp's AMX repack crash, issue 20824)" if "amx_int8" in isa else ""),
             )
+    record.speculative = speculative_checks(info, ngl, record.workaround is not None, facts, say)
     return record
+
+
+def speculative_checks(
+    info: BuildInfo, ngl: int, cure: bool, facts: CrashFacts, say: Say | None
+) -> dict[str, TypeCheck]:
+    """Each speculative program run once with a draft model (with the workaround when ``cure``)."""
+    checks: dict[str, TypeCheck] = {}
+    for role in (r for r in buildinfo.SPECULATIVE_ROLES if r in info.binaries):
+        spec = info.binaries[role]
+        extra = spelled(REPACK_OFF, spec) if cure else []  # as every run of the build gets it
+        checks[role] = _decode_once(spec, speculative_argv(spec, tiny_f32(), ngl, extra), "F32", facts)
+        if say:
+            say(f"{spec.name} with a draft model: {_said(checks[role])}")
+    return checks
+
+
+def _said(check: TypeCheck) -> str:
+    return check.outcome + (f" ({check.reason})" if check.reason else "")
 
 
 def _name_the_class(broken: list[TypeCheck], facts: CrashFacts) -> None:
@@ -249,7 +292,8 @@ def _name_the_class(broken: list[TypeCheck], facts: CrashFacts) -> None:
 
 
 def needs_selftest(info: BuildInfo) -> bool:
-    """No record, or one made on a machine whose CPU or GPUs differ from this one's."""
-    if info.selftest is None:
+    """No record, one made on a machine whose CPU or GPUs differ from this one's, or one made before
+    the self-test ran the speculative programs (re-tested: an unknown is never taken as a pass)."""
+    if info.selftest is None or info.selftest.speculative is None:
         return True
     return info.selftest.fingerprint != envinfo.fingerprint(envinfo.cpu_isa(), envinfo.gpus())

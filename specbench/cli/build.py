@@ -112,9 +112,9 @@ def selftest_lines(st) -> list[str]:
     if st is None:
         return ["self-test: none recorded"]
     lines = [f"self-test ({st.machine}, {st.checked_at}): {st.summary()}"]
-    for c in st.checks:
+    for name, c in [*((c.wtype, c) for c in st.checks), *(st.speculative or {}).items()]:
         if c.outcome != "ok" and c.reason:
-            lines.append(f"  {c.wtype}: {c.reason}")
+            lines.append(f"  {name}: {c.reason}")
     if st.workaround is not None:
         lines.append(
             f"workaround: every run of this build gets {st.workaround.flag} ({st.workaround.reason}); "

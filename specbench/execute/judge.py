@@ -202,6 +202,14 @@ def prefill(log: ParsedLog | None, timings: ServerTimings | None) -> tuple[int |
     return perf.prompt_eval_tokens, finite(perf.prompt_eval_ms / 1000)
 
 
+# A model whose first token ends its answer: nothing decoded to time (seen: the SmolLM2 Q4_1 draft
+# alone on ik_llama.cpp 0.1.5, whose CPU Q4_1 path makes <|im_end|> its first token, issue 59)
+ENDED_AT_ONCE = (
+    "generated no text: its first token ended the answer (end of generation), so no decode was timed; "
+    "try the model on another prompt, or on another build if that one answers"
+)
+
+
 def _status(
     inv: Invocation, out: Outcome, span: Span | None, capped: Span | None
 ) -> tuple[str, str | None, tuple]:
@@ -224,6 +232,8 @@ def _status(
     if inv.role == "speculative" and not log.n_drafted:
         return "invalid", never_drafted_reason(inv, log), metrics
     if metrics[0] is None and out.timings is None and inv.role != "speculative":
+        if continuation(out.output, inv.prompt_text, echoed=out.echoed) == "":  # e.g. ik_llama.cpp's Q4_1
+            return "failed", f"{inv.model} {ENDED_AT_ONCE}", metrics
         return "failed", f"no generation span in {out.source} (its stdout was not time-stamped)", metrics
     if metrics[0] is None:
         return "failed", f"no decode speed in {out.source}", metrics

@@ -9,6 +9,8 @@ Three classes, read from the option table (``specbench.base.llamaopts``) or the 
   values would measure the same thing twice, so they collapse to the first, with a note.
 - ``check_free_args``: a free argument (``args:``, ``sweep.args``) the binary's probed ``--help``
   does not list, refused in one line (the run would fail at its first warmup).
+- ``refuse_crashing``: a speculative program that crashed when the build's self-test ran it with
+  a draft model, refused in one line for cells with one (every such sample would crash).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from specbench.base.docs import docs_page
 from specbench.base.errors import ConfigError
 from specbench.base.llamaopts import OPTIONS, Refusal, applies
-from specbench.builder.buildinfo import BinaryInfo
+from specbench.builder.buildinfo import BinaryInfo, BuildInfo
 from specbench.results.cell import Cell
 
 
@@ -176,3 +178,16 @@ def _config_key(name: str) -> str | None:
             return opt.key
     old = {"--mlock": "load_mode: mlock", "--no-mmap": "load_mode: none"}
     return old.get(name)
+
+
+def refuse_crashing(build: BuildInfo, spec: BinaryInfo, cells: list[Cell], where: str = "") -> None:
+    """Refuse draft-model cells on a program the self-test saw crash with a draft model (a fork's
+    bug: ik_llama.cpp 0.1.5's llama-speculative, whatever the options); read from the build's
+    record, never from the tree's name."""
+    crash = build.spec_crash(spec.role)
+    if crash is not None and any(c.draft is not None for c in cells):
+        raise ConfigError(
+            f"{where}{spec.name} of this build crashed when its self-test ran it with a draft model "
+            f"({crash.reason}), so every process-runner sample with a draft would too: "
+            f"{build.server_hint('whose speculative program runs')}"
+        )

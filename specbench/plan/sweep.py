@@ -34,7 +34,7 @@ from specbench.plan.cells import (
 )
 from specbench.plan.config import Config
 from specbench.plan.depth import at_depth, check_depths, draft_out_of_context
-from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts
+from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts, refuse_crashing
 from specbench.plan.fit import LLAMA_BATCH, SPECIAL_TOKENS, check_fit, one_batch
 from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.preflight import pair_methods, read_facts
@@ -153,6 +153,9 @@ def make_plan(
     }
     hints = {b: method_hint(config, builds[b].binaries) for b in labels}
     cells = build_cells(config, specs, notes, runs, hints)
+    if not server:  # a program the build's self-test saw crash with a draft model (plan.feasible)
+        for b in labels:
+            refuse_crashing(builds[b], specs[b], cells, f"build {b!r}: " if len(labels) > 1 else "")
     cells = drop_conflicts(cells, specs[labels[0]], notes)  # what llama.cpp refuses (plan.feasible)
     cells = collapse_ignored(cells, facts, notes)  # and what it ignores
     longest: dict[tuple[str, int], int] = {}  # by target and depth: the longest counted prompt

@@ -5,7 +5,8 @@ decodes with repacking off gives the build a workaround that every invocation th
 The AMX crash cannot happen on a CPU without AMX, so its stand-in is the real binary behind a
 wrapper that dies of SIGSEGV on a Q4_1 model unless ``--no-repack`` is passed (what the pinned
 llama.cpp does on an AMX machine); everything else (probe, quantize, decode, plan, run, report) is
-real. One test runs the real thing where the CPU has AMX, and is skipped elsewhere."""
+real. One test runs the real thing where the CPU has AMX, and is skipped elsewhere. Each speculative
+program is run once with a draft model (issue 59): stand-ins of tests/fakebins for its record."""
 
 from __future__ import annotations
 
@@ -19,17 +20,21 @@ from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.buildplan import BUILD_JSON, build_dir_for, build_key
 from specbench.machine import envinfo
 from tests.fixtures.build import cli_process as cli
+from tests.helpers.fakeruns import FAKEBINS
 from tests.helpers.realruns import crashing_on_q4_1
+from tests.helpers.trees import IK_PROGRAMS, pinned_build, tree_build
 
-pytestmark = pytest.mark.slow
+slow = pytest.mark.slow
 
 HAS_AMX = "amx_int8" in envinfo.cpu_isa()
 
 
+@slow
 def test_the_build_records_its_self_test_and_the_cli_prints_it(llama_build):
     st = llama_build.selftest
     assert st is not None and st.fingerprint == envinfo.fingerprint(envinfo.cpu_isa(), envinfo.gpus())
     assert [c.wtype for c in st.checks] == list(selftest.WEIGHT_TYPES)
+    assert st.speculative and {c.outcome for c in st.speculative.values()} == {"ok"}  # both programs ran
     if not HAS_AMX:
         assert all(c.outcome == "ok" for c in st.checks), st.summary()
         assert st.workaround is None
@@ -45,6 +50,7 @@ def test_the_build_records_its_self_test_and_the_cli_prints_it(llama_build):
     assert shown.returncode == 0 and "self-test (" in shown.stdout
 
 
+@slow
 def test_a_cached_build_is_checked_again_on_another_machine_only(tmp_path, llama_build):
     info = llama_build.model_copy(deep=True)
     info.selftest = info.selftest.model_copy(update={"fingerprint": "another-machine", "checked_at": "then"})
@@ -68,6 +74,7 @@ def test_native_build_keys_carry_the_cpu_instruction_sets():
     )
 
 
+@slow
 def test_a_type_that_crashes_without_repacking_gets_the_workaround(tmp_path, llama_build):
     wrapped = crashing_on_q4_1(llama_build, tmp_path / "bin")
     st = selftest.run_selftest(wrapped)
@@ -85,6 +92,7 @@ def test_a_type_that_crashes_without_repacking_gets_the_workaround(tmp_path, lla
     assert "Q4_1" in st.workaround.reason and "SIGSEGV" in st.workaround.reason
 
 
+@slow
 @pytest.mark.skipif(
     not HAS_AMX, reason="this CPU has no AMX (no amx_int8 in its flags): the crash cannot happen"
 )
@@ -95,3 +103,40 @@ def test_on_an_amx_cpu_the_real_crash_is_worked_around(llama_build):
         assert all(c.workaround_outcome == "ok" for c in st.checks if c.outcome == "crashed")
     else:
         assert st.workaround is None  # an AMX CPU where the bug does not show: nothing to work around
+
+
+def test_each_speculative_program_runs_once_with_a_draft_model_and_a_crash_is_recorded(tmp_path, monkeypatch):
+    """ik_llama.cpp 0.1.5's llama-speculative dies of SIGSEGV before its first draft, whatever the
+    options: the self-test records it (signal and the log's last line) beside a program that runs."""
+    monkeypatch.setenv("SPECBENCH_HOME", str(tmp_path / "home"))
+    roles = {**IK_PROGRAMS, "speculative_simple": "llama-speculative-simple"}
+    info = tree_build(tmp_path, roles, "ik-0.1.5-llama-speculative.txt")
+    for role, stand_in in (
+        ("completion", "plain"),
+        ("speculative", "segfault"),
+        ("speculative_simple", "plain"),
+    ):
+        info.binaries[role].path = str(FAKEBINS / stand_in)
+    st = selftest.run_selftest(info, types=())
+    assert st.speculative is not None and set(st.speculative) == {"speculative", "speculative_simple"}
+    crash, ran = st.speculative["speculative"], st.speculative["speculative_simple"]
+    assert (crash.outcome, crash.signal) == ("crashed", "SIGSEGV") and "loading model" in crash.reason
+    assert ran.outcome == "ok" and "speculative crashed (SIGSEGV)" in st.summary()
+    assert info.model_copy(update={"selftest": st}).spec_crash("speculative") == crash
+    assert not selftest.needs_selftest(info.model_copy(update={"selftest": st}))
+    # a record made before the self-test ran them is re-tested, never taken as a pass
+    assert selftest.needs_selftest(
+        info.model_copy(update={"selftest": st.model_copy(update={"speculative": None})})
+    )
+
+
+def test_the_draft_method_is_spelled_as_the_probe_found_it(tmp_path):
+    """-md alone where --spec-type has no draft-simple (the fork), with it in the pinned build."""
+    tiny = tmp_path / "tiny.gguf"
+    ik = tree_build(tmp_path / "ik", IK_PROGRAMS, "ik-0.1.5-llama-speculative.txt").binaries["speculative"]
+    argv = selftest.speculative_argv(ik, tiny, 0, [])
+    assert argv[argv.index("-md") + 1] == str(tiny) and "--draft-max" in argv and "--spec-type" not in argv
+    pin = pinned_build(tmp_path / "pin").binaries["speculative_simple"]
+    argv = selftest.speculative_argv(pin, tiny, 0, ["--no-repack"])
+    assert argv[-2:] == ["--spec-type", "draft-simple"] and "--spec-draft-n-max" in argv
+    assert "--no-repack" in argv and argv[argv.index("-m") + 1] == str(tiny)

@@ -54,8 +54,8 @@ class Tree:
     vendor: str = "llama.cpp"  # the sdist's vendor/ folder that holds the tree
     has_commit: bool = True  # the sdist keeps the submodule's git folder (llama-cpp-python's do)
     ngram_server: str = ""  # an n-gram method its llama-server runs ('': none, refused)
-    # a known crash of its speculative program (a bug of the tree, not of specbench): every process
-    # sample fails naming it; not refused before running (no --help says it), so a fix turns this red
+    # a known crash of its speculative program (a bug of the tree, not of specbench): the build's
+    # self-test sees it, and the process runner's draft method is refused before anything runs
     process_crash: str = ""
 
 
@@ -214,18 +214,14 @@ def test_tree_builds_and_runs_the_quickstart_pair(
     process_dir = tmp_path / "results" / "process"
     config = run_config(tmp_path, tree, "process", smol_target, smol_q4)
     result = cli("run", str(config), "--out", str(process_dir), env=env)
-    program = Path(next(s for s in load_samples(process_dir) if s.role == "speculative").cmd[0]).name
-    if spec.process_crash:
-        crashed = [s for s in load_samples(process_dir) if s.role == "speculative"]
-        assert result.returncode != 0 and crashed, result.stderr[-3000:]
-        assert all(s.status == "failed" and spec.process_crash in s.invalid_reason for s in crashed)
-        refused.append(
-            f"draft, process runner: NOT YET: {program} of this tree crashes on every sample "
-            f"({spec.process_crash} in common_sampler_clone: the fork's llama_sampler_dry_clone builds a "
-            "DRY sampler from a null vocabulary); each sample fails naming it, not refused before running"
-        )
+    if spec.process_crash:  # the fork's llama_sampler_dry_clone builds a DRY sampler from a null vocabulary
+        line = assert_one_line_error(result, "crashed when its self-test ran it", spec.process_crash)
+        assert "runner: server" in line and not (process_dir / "samples.jsonl").exists()  # nothing ran
+        assert info.selftest is not None and info.spec_crash("speculative") is not None
+        refused.append(f"draft, process runner: {line.removeprefix('error: ')}")
     else:
         assert result.returncode == 0, result.stderr[-3000:]
+        program = Path(next(s for s in load_samples(process_dir) if s.role == "speculative").cmd[0]).name
         drafted, accepted, caveat = speculative_outcome(process_dir, spec.step_log)
         works.append(f"draft, process runner ({program}: {drafted} drafted, {accepted} accepted{caveat})")
 

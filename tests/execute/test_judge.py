@@ -112,6 +112,15 @@ def test_a_baseline_without_time_stamps_has_no_same_span_speed():
     assert p.decode_tps == p.metrics.perf.target.eval_tps
 
 
+def test_a_model_whose_first_token_ends_its_answer_says_so():
+    """ik_llama.cpp 0.1.5's llama-cli, the SmolLM2 Q4_1 draft alone on the quickstart prompt: its
+    first token is end of generation (stdout empty, `[end of text]`), so there is nothing to time."""
+    out = process("ik-015-cli-q4-ends-at-once", echoed=False, stdout_times=[])
+    p = judge(inv("x", role="draft", model="small", prompt_text=PROMPT), out, "r", "now").sample
+    assert p.status == "failed" and p.tps is None
+    assert p.invalid_reason.startswith("small generated no text: its first token ended the answer")
+
+
 def test_never_drafted_is_explained_the_same_on_both_runners():
     p = judge(spec("ngram-simple"), process("spec-simple-ngram"), "r", "now").sample
     s = judge(spec("ngram-simple", runner="server"), server("server-ngram", "speculative"), "r", "now").sample

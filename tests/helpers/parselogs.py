@@ -129,6 +129,8 @@ EXPECTED: dict[str, dict] = {
     # --- real: the ik_llama.cpp fork of ik-llama-cpp-python 0.1.5, run by specbench (llama_print_timings) ---
     "real/ik-015-cli-q8.stderr": completion(
         perf(981.96, 0.87, 16, 401.51, 44, 109.59, 5091.94, 15, 2.95, 5544.27, 59)),
+    "real/ik-015-cli-q4-ends-at-once.stderr": completion(  # its first token ended the answer
+        perf(85.52, 0.05, 1, 40.91, 44, 1075.64, 0.00, 1, INF, 43.89, 45)),
     # --- hand-written: older eras and the variants ---
     "synthetic/2023-speculative.log": SPEC_2023,
     "synthetic/2023-speculative-pid.log": SPEC_2023,

@@ -1,7 +1,7 @@
 """What llama.cpp refuses or ignores, decided by the plan (issue 43 items 2-4): refused combinations
 left out with a note (all of them: a one-line error), ignored axes collapsed to one value, free
-arguments checked against the probed --help. Pure functions over cells, facts and flags; the real
-build's dry run is in tests/cli/test_run_feasible.py."""
+arguments checked against the probed --help, a program the self-test saw crash refused (issue 59).
+Pure functions over cells, facts and flags; the real build's dry run is in tests/cli/test_run_feasible.py."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ from itertools import product
 import pytest
 
 from specbench.base.errors import ConfigError
-from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
+from specbench.builder.buildinfo import BinaryInfo, FlagSpelling, SelfTest, TypeCheck
 from specbench.builder.options import OptionFlag
 from specbench.models.meta import SpecFacts
 from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts
+from specbench.plan.sweep import make_plan
 from specbench.results.cell import Cell
+from tests.helpers.sweeps import MODELS, make_config, rendered
+from tests.helpers.trees import ik_build
 
 NEW_FA = {"flash_attn": OptionFlag(flag="-fa", values=["on", "off", "auto"])}  # -fa on|off|auto
 OLD_FA = {"flash_attn": OptionFlag(flag="-fa", takes_value=False)}  # an old on-only switch: off by default
@@ -110,3 +113,28 @@ def test_values_negative_numbers_and_unprobed_builds_pass():
         ["--temp", "-1", "--ctx-size=512", "--override-kv", "a=int:1", "-"], _spec(known=KNOWN), "a"
     )
     check_free_args(["--anything"], _spec(known=None), "args")  # probed before option names were kept
+
+
+@pytest.mark.parametrize("outcome", ["crashed", "ok"])
+def test_a_program_the_self_test_saw_crash_with_a_draft_is_refused_before_anything_runs(tmp_path, outcome):
+    """The fork's llama-speculative crashes whatever the options: recorded by the build's self-test,
+    its draft cells are refused in one line naming the program, the crash and the server runner."""
+    ik = ik_build(tmp_path)
+    crash = TypeCheck(wtype="F32", outcome=outcome, **({"signal": "SIGSEGV", "reason": "killed by SIGSEGV"}
+                                                       if outcome == "crashed" else {}))  # fmt: skip
+    ik.selftest = SelfTest(fingerprint="x", machine="m", checked_at="t", speculative={"speculative": crash})
+    config = make_config(tmp_path, repetitions=1, sweep={"method": ["draft"], "draft_max": [8]})
+    if outcome == "ok":
+        assert make_plan(config, ik, MODELS, rendered(config)).measured
+        return
+    with pytest.raises(ConfigError) as info:
+        make_plan(config, ik, MODELS, rendered(config))
+    message = str(info.value)
+    assert message.startswith(
+        "llama-speculative of this build crashed when its self-test ran it with a draft"
+    )
+    assert "killed by SIGSEGV" in message and "`runner: server`" in message and "\n" not in message
+    server = make_config(
+        tmp_path, repetitions=1, runner="server", sweep={"method": ["draft"], "draft_max": [8]}
+    )
+    assert make_plan(server, ik, MODELS, rendered(server)).measured  # its llama-server is another program
