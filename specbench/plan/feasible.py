@@ -1,6 +1,6 @@
 """What llama.cpp would refuse or ignore, decided by the plan before anything runs.
 
-Three classes, read from the option table (``specbench.base.llamaopts``) or the --help:
+Four classes, read from the option table (``specbench.base.llamaopts``), the --help or the self-test:
 
 - ``drop_conflicts``: values llama.cpp refuses with flash attention off (it fails context creation,
   and the run would only show ``unable to create context``), as their table entries' ``refuses``
