@@ -117,8 +117,11 @@ def test_a_model_whose_first_token_ends_its_answer_says_so():
     first token is end of generation (stdout empty, `[end of text]`), so there is nothing to time."""
     out = process("ik-015-cli-q4-ends-at-once", echoed=False, stdout_times=[])
     p = judge(inv("x", role="draft", model="small", prompt_text=PROMPT), out, "r", "now").sample
-    assert p.status == "failed" and p.tps is None
-    assert p.invalid_reason.startswith("small generated no text: its first token ended the answer")
+    s = judge(inv("x", role="draft", model="small", runner="server", prompt_text=PROMPT),
+              server("server-ik-015-q4-ends-at-once", "draft"), "r", "now").sample  # fmt: skip
+    for sample in (p, s):  # the server's response: content "", predicted_n 1
+        assert sample.status == "failed" and sample.tps is None
+        assert sample.invalid_reason.startswith("small generated no text: its first token ended the answer")
 
 
 def test_never_drafted_is_explained_the_same_on_both_runners():
