@@ -450,9 +450,7 @@ def speeds_on(machine: str, db_path: Path | None = None) -> dict[tuple[str, str,
     return speeds
 
 
-def history_estimate(
-    speeds: dict[tuple[str, str, str, int], float],
-) -> Callable[[Invocation], float | None]:
+def history_estimate(speeds: dict[tuple[str, str, str, int], float]) -> Callable[[Invocation], float | None]:
     """An invocation's seconds at the t/s ``speeds_on`` found for its cell (plus the guessed load
     time); None when this machine never measured the cell this way."""
 

@@ -1,10 +1,9 @@
 """How ``specbench tune`` spends ``--budget``: every second of the command counts, calibration included.
 
-The clock starts when tune starts (loading, building and fetching count). The probe's first prompt
-tells how long a run takes here; from it tune knows the least the whole search can cost (the rest of
-the probe, the cheapest calibration, one round) and refuses a budget below it, saying the minimum.
-Calibration gets at most ``CALIBRATION_SHARE`` of the budget: a denser grid of k's and two
-repetitions when that affords them, a sparser grid and one repetition when it does not.
+The probe's first prompt tells how long a run takes here, hence the least the whole search can cost
+(the rest of the probe, the cheapest calibration, one round): a budget below it is refused, naming
+the minimum. Calibration gets at most ``CALIBRATION_SHARE`` of the budget, on the densest grid of
+k's that fits.
 """
 
 from __future__ import annotations
@@ -59,11 +58,11 @@ class RunCosts:
         load = [p.load_ms / 1000 for p in perf if p.load_ms]
         pre = [p.prompt_eval_tps for p in perf if p.prompt_eval_tps]
         dec = [p.eval_tps for p in perf if p.eval_tps]
-        per_run = sum(walls) / len(walls) if walls else 5.0
 
         def mean(xs: list[float], default: float) -> float:
             return sum(xs) / len(xs) if xs else default
 
+        per_run = mean(walls, 5.0)
         return cls(per_run, mean(load, per_run / 4), mean(pre, 100.0), mean(dec, 10.0))
 
 
@@ -138,10 +137,9 @@ def check_history_floor(clock: Clock, prepared: preparation.Prepared, note: Call
     probe_s = sum(g for g in guesses if g is not None)  # its warmups included
     measured = [g for i, g in zip(runs, guesses, strict=True) if not i.warmup and g is not None]
     run_s = sum(measured) / max(1, len(measured))
-    # what the check after the probe's first prompt asks for: the probe, one round of a setting
-    # (a baseline and a speculative run a prompt), the cheapest calibration (about a run for each
-    # model, llama-bench's loads and passes), the closing check; its 10% margin, and 10% for the
-    # runs' own bookkeeping that history's t/s does not see
+    # the probe, one round of a setting (a baseline and a speculative run a prompt), the cheapest
+    # calibration (about a run a model), the closing check; the later check's 10% margin, and 10%
+    # for the runs' own bookkeeping that history's t/s does not see
     least = (probe_s + 2 * len(prepared.prompts) * run_s + 2 * run_s + TAIL_S) * 1.1 * 1.1
     if least > clock.left():
         raise BudgetTooSmall(

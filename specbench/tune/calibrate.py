@@ -1,13 +1,9 @@
 """Measure the pass costs the speed model needs with llama.cpp's own ``llama-bench``.
 
-One llama-bench run per model: ``-p k1,k2,... -n N -d DEPTH -o json`` times one forward pass over k
-tokens (``pp k``) and N tokens decoded one after another (``tg N``), all with DEPTH tokens already in
-the KV cache (the prompts put a few hundred there; an empty cache is faster); a llama-bench without
-``-d`` (trees before 2025, ik_llama.cpp) times at depth 0, which the calibration records. Results are
-cached under ``SPECBENCH_HOME/calibration/`` (or ``SPECBENCH_CALIBRATION``) per build, model sha256,
-threads, ngl and depth, but only when the machine was quiet and no pass costs less than a shorter
-one beyond their noise (``PassCosts.impossible``; the caller judges: ``store``); an entry serves
-any later request whose k's it holds.
+One llama-bench run per model (``-p k1,k2,... -n N -d DEPTH -o json``) times a pass over k tokens
+and N single-token decodes with DEPTH tokens already in the KV cache (an empty cache is faster;
+a llama-bench without ``-d`` times at depth 0, which the calibration records). Entries are cached
+per build, model, threads, ngl and depth, once the caller knows the machine was quiet (``store``).
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ import hashlib
 import json
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,11 +114,8 @@ def bench_argv(
     build: BuildInfo, model_path: str, ks: list[int], depth: int, threads: int | None, ngl: int, reps: int,
     options: Sequence[str] = (),
 ) -> list[str]:  # fmt: skip
-    """llama-bench over passes of ``ks`` tokens at ``depth``; ``options``: the run's llama.cpp options in
-    llama-bench's spelling (``specbench.builder.options.bench_argv``), so it times the same setting.
-    The build's self-test workaround goes first, as llama-bench spells it (``--repack 0``): the costs
-    are those of the mode every other binary of the build runs in here (so the cache key, per build,
-    needs no more)."""
+    """llama-bench over passes of ``ks`` tokens at ``depth``, with the run's llama.cpp ``options`` and
+    the build's self-test workaround, so it times the mode every other binary of the build runs in."""
     if depth and not has_depth(build):
         raise RunError(
             f"llama-bench of this build has no -d (KV depth) to time passes at depth {depth}; "
@@ -166,8 +160,8 @@ def _cache_file(
 
 
 def _read_cached(path: Path) -> CachedCosts | None:
-    """A cache entry, or None: missing, unreadable, of an older format, or with impossible costs
-    (written before busy machines were refused: such an entry is measured again)."""
+    """A cache entry, or None: missing, unreadable, of an older format, or with impossible costs (such
+    an entry is measured again)."""
     try:
         entry = CachedCosts.model_validate_json(path.read_text())
     except (OSError, ValueError):
@@ -208,10 +202,8 @@ def measure_model(
     limit: str | None = None,
     options: Sequence[str] = (),
 ) -> tuple[CachedCosts, bool]:
-    """One model's pass costs, and whether they came from the cache: they do when it holds this build,
-    model, threads, ngl and depth with every k of ``ks``; else they are measured now and not stored
-    (``store`` does that, once the caller knows the machine was quiet). ``limit``: what sets
-    ``timeout_s``, for the message when llama-bench runs past it."""
+    """One model's pass costs, and whether they came from the cache (which must hold every k of
+    ``ks``); measured ones are not stored here (``store``). ``limit``: what set ``timeout_s``."""
     if use_cache:
         hit = cached_costs(build.key, sha256, threads, ngl, depth, options=options)
         if hit is not None and set(ks) <= set(hit.costs.pass_s):
@@ -294,8 +286,6 @@ def calibrate(
 ) -> Calibrated:
     """Pass costs of each (name, path, sha256, ngl[, llama-bench options]) at ``depth``, the k's of
     ``level`` up to max_draft+1, all of it within ``timeout_s`` (``limit``: what set it, for the message)."""
-    import time
-
     ks = pass_sizes(max_draft, level)
     depth = bench_depth(build, depth)  # without llama-bench -d: at depth 0, which the calibration says
     deadline = time.monotonic() + timeout_s

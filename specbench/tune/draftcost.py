@@ -1,17 +1,10 @@
 """What a draft would cost on this machine before it is downloaded, and the acceptance it then needs.
 
-A decode on a CPU (and a GPU) is bound by reading the weights, so a model's time per decoded token
-is close to ``a + b · bytes read per token`` (``GGUFHeader.bytes_per_token``: every weight tensor,
-the token embeddings only when the output reuses them). The line is fitted per machine and build
-on the models this machine has, timed by llama-bench (``tune.calibrate``: the same cache tune
-uses); its error is each model's leave-one-out error, and the largest of those is the range shown
-with an estimate. Tensor types are left to that error: a type that decodes slower per byte than the
-others shows up there, not in the line. Passes over k tokens are priced as the calibrated models'
-median ratio pass(k) / decode.
-
-With the target's pass costs and a draft's, ``analysis.speedmodel`` gives the speedup at every
-draft length g and per-token acceptance α; ``break_even`` finds the α each g needs for a speedup
-(1.0, 1.5x) and the g that needs the least.
+A decode is bound by reading the weights, so a model's time per token is close to ``a + b · bytes
+read per token``, a line fitted to the models this machine has timed with llama-bench (tune's
+calibration cache); its largest leave-one-out error is the range of an estimate. Passes over k
+tokens are priced at the timed models' median pass(k) / decode. ``break_even`` then finds the
+per-token acceptance each draft length needs for a speedup, and the length that needs the least.
 """
 
 from __future__ import annotations
@@ -134,7 +127,7 @@ def timed_costs(
     whether they came from the cache."""
     hit = cached_costs(build.key, sha256, threads, 0, DEPTH)
     if hit is not None and set(ks) <= set(hit.costs.pass_s):
-        return hit.costs.model_copy(update={"model": name}), True
+        return _named(hit, name), True
     if not measure:
         return None
     note(f"timing {name} with llama-bench (passes over {', '.join(map(str, ks))} tokens)")

@@ -1,10 +1,8 @@
 """``specbench drafts --measure K``: download the K best-ranked drafts and measure each with the target.
 
-The drafts come through the ordinary model stage (Hub downloads resume and are checked against
-their LFS sha256, and are cached as any config's models), and are measured in one short run folder:
-the baseline and each pair at its best draft length over a few prompts (the config's, else three
-builtin prompts where speculation has something to work with), with ``repetitions: auto`` so each
-speedup ends with its 95% interval. The run is an ordinary run folder: ``specbench report`` shows it.
+The drafts come through the ordinary model stage (resumed, checked, cached downloads) and are
+measured in one ordinary run folder: the baseline and each pair at its best draft length over a few
+prompts, with ``repetitions: auto`` so each speedup ends with its 95% interval.
 """
 
 from __future__ import annotations

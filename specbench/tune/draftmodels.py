@@ -84,6 +84,11 @@ class Request:
     results: Path | None = None  # run folders to look for earlier runs of a pair in (None: none)
 
 
+def _refused(candidate: str, kind: str, reason: str) -> Judged:
+    """A candidate that cannot draft for the target, or could not be read, with why."""
+    return Judged(DraftRow(candidate=candidate, kind=kind, compatible=False, reason=reason))
+
+
 def _local(path: Path, kind: str, name: str | None = None) -> Judged:
     row = DraftRow(candidate=name or path.name, kind=kind, source=str(path), compatible=False, path=path)
     try:
@@ -129,19 +134,10 @@ def _repo_models(repo: str, pattern: str | None, kind: str) -> list[Judged]:
     try:
         found = list_ggufs(repo, pattern=pattern)
     except ModelError as exc:
-        return [
-            Judged(
-                DraftRow(
-                    candidate=repo + (f" ({pattern})" if pattern else ""),
-                    kind=kind,
-                    compatible=False,
-                    reason=str(exc),
-                )
-            )
-        ]
+        return [_refused(repo + (f" ({pattern})" if pattern else ""), kind, str(exc))]
     if not found:
         what = f"no GGUF file matches {pattern!r}" if pattern else "it has no GGUF files"
-        return [Judged(DraftRow(candidate=repo, kind=kind, compatible=False, reason=f"{repo}: {what}"))]
+        return [_refused(repo, kind, f"{repo}: {what}")]
     return [_remote(m, kind) for m in found]
 
 
@@ -162,9 +158,7 @@ def models_of(arg: str, cfg: Config | None, build: BuildInfo | None, kind: str |
     if path.is_dir():
         files = sorted(p for p in path.glob("*.gguf") if shard_paths(p)[0] == p)
         return [_local(p, kind or "local") for p in files] or [
-            Judged(
-                DraftRow(candidate=arg, kind="local", compatible=False, reason=f"{arg} holds no .gguf file")
-            )
+            _refused(arg, "local", f"{arg} holds no .gguf file")
         ]
     if path.exists() or not is_hub_name(arg):
         return [_local(path, kind or "local")]
@@ -185,24 +179,16 @@ def config_model(name: str, spec: ModelSpec, cfg: Config, build: BuildInfo | Non
         if fetched is not None:
             return _local(fetched.files[0], "config", name)
         found = _repo_models(spec.hf.repo, spec.hf.file or spec.hf.pattern, "config")
-        if len(found) == 1:
-            found[0].row.candidate = name
-        return (
-            found[0]
-            if len(found) == 1
-            else Judged(
-                DraftRow(
-                    candidate=name,
-                    kind="config",
-                    compatible=False,
-                    reason=f"{spec.describe()} selects {len(found)} files; make it select one",
-                )
+        if len(found) != 1:
+            return _refused(
+                name, "config", f"{spec.describe()} selects {len(found)} files; make it select one"
             )
-        )
+        found[0].row.candidate = name
+        return found[0]
     try:
         model = resolve_models(cfg.models, cfg.base_dir, build, only=[name])[name]
     except (ModelError, SpecbenchError) as exc:
-        return Judged(DraftRow(candidate=name, kind="config", compatible=False, reason=str(exc)))
+        return _refused(name, "config", str(exc))
     return _local(model.path, "config", name)
 
 

@@ -1,18 +1,10 @@
 """``specbench drafts``: which draft to download for a target, ranked before anything large is fetched.
 
-Candidates are local GGUFs, Hub files or whole repos (each GGUF in them), a config's models and the
-curated family list (``models/draft_families.yaml``). A Hub candidate is judged from its header
-alone, read with range requests (``models.hfheader``): architecture, parameters, tensor types,
-size and token list, checked against the target as llama.cpp will (``models.paircheck``). Every
-candidate is listed; one that cannot draft for the target is listed with the reason.
-
-Costs come from this machine: the target's passes and the curve's models are timed by llama-bench
-(the calibration cache ``tune`` uses; ``measure=True`` times what is missing), a candidate's decode is
-estimated from its bytes per token (``tune.draftcost``), and ``analysis.speedmodel`` turns both into
-the per-token acceptance each candidate needs to break even and to reach 1.5x, at its best draft
-length. Candidates are ranked by that acceptance: the one that needs the least comes first. How
-well a candidate will actually be accepted is the one thing the header cannot tell. Which models are
-candidates, and whether each can draft for the target, is ``tune.draftmodels``'.
+Which models are candidates, and whether each can draft for the target, is ``tune.draftmodels``'.
+Costs come from this machine: the target and the cost curve's models timed by llama-bench, a
+candidate's decode estimated from its bytes per token (``tune.draftcost``). Each candidate is ranked
+by the per-token acceptance it needs to reach 1.5x at its best draft length, the least first: how
+well it will be accepted is the one thing its header cannot tell.
 """
 
 from __future__ import annotations
@@ -27,7 +19,7 @@ from specbench.analysis.speedmodel import expected_tokens, model_speedup
 from specbench.base.errors import ModelError, RunError, SpecbenchError
 from specbench.base.llamaopts import DRAFT_LENGTH, METHOD
 from specbench.base.methods import METHODS
-from specbench.builder.buildinfo import BuildInfo
+from specbench.builder.buildinfo import BuildInfo, FlagSpelling
 from specbench.builder.workaround import with_workaround
 from specbench.models import cache
 from specbench.models.ggufheader import GGUFHeader, read_local_header
@@ -248,12 +240,8 @@ def _estimate(row: DraftRow, curve: CostCurve) -> None:
 
 def _break_even(row: DraftRow, target: PassCosts, draft: PassCosts, max_draft: int) -> None:
     be = break_even(target, draft, max_draft, GOAL)
-    row.draft_max, row.alpha_break_even, row.alpha_goal, row.ceiling = (
-        be.g,
-        be.alpha_break_even,
-        be.alpha_target,
-        be.ceiling,
-    )
+    row.draft_max, row.alpha_break_even = be.g, be.alpha_break_even
+    row.alpha_goal, row.ceiling = be.alpha_target, be.ceiling
 
 
 def _rank_key(r: DraftRow) -> tuple:
@@ -302,18 +290,12 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
     if best is None or best.draft_max is None or result.target.source is None:
         return None
     server = build.binaries.get("server") if build is not None else None
-    from specbench.builder.buildinfo import FlagSpelling
-
     pinned = FlagSpelling(draft_max=DRAFT_LENGTH.spellings[0], spec_type=METHOD.spellings[0],
                           model_draft="-md", spec_types=["draft-simple"])  # fmt: skip
     flags = server.flags if server is not None and server.flags.draft_max else pinned
     cell = Cell(model="target", draft="draft", method="draft", draft_max=best.draft_max)
-    argv = [
-        *(server.argv0 if server else ["llama-server"]),
-        "-m",
-        "TARGET",
-        *speculative_flags(flags, cell, "DRAFT"),
-    ]
+    argv = [*(server.argv0 if server else ["llama-server"]), "-m", "TARGET"]
+    argv += speculative_flags(flags, cell, "DRAFT")
     if build is not None and server is not None:
         argv = with_workaround(argv, build, "server")  # as every run of this build gets it
     text = shlex.join(argv)

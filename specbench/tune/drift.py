@@ -1,14 +1,8 @@
 """Tune's figure against this machine's other minutes: its baseline beside the same baseline in history.
 
-Tune measures for a few minutes, and every round pairs its candidates with a baseline of the same
-minutes. A sweep run later can find the baseline at another level: on the 2-core VM the F32 target's
-baseline (bound by memory bandwidth) sat near 60 t/s for minutes and near 95 t/s for others, with
-either level coming back within seconds, while the speculative runs stayed within 81-92 t/s
-(``benchmarks/bench_order.py``). A speedup is spec t/s over baseline t/s, so it moves with the
-baseline's level, and no interval from tune's own samples holds a level tune never saw. This
-machine's history has the same baseline (same command, prompts, threads, runner, llama.cpp build)
-from other runs: the range of their levels, applied to tune's speedup, is what a later run may
-measure if the speculative t/s holds.
+A later run can find the baseline at another level than tune's few minutes saw (docs/tune.md), and
+a speedup moves with it. This machine's history has the same baseline from other runs: the range of
+their levels, applied to tune's speedup, is what a later run may measure if the spec t/s holds.
 """
 
 from __future__ import annotations

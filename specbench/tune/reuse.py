@@ -1,9 +1,8 @@
 """``specbench run`` reuses a calibration ``specbench tune`` cached on this machine.
 
-A run's report gets a ``model`` column (``model_speedup``) when the calibration cache holds the pass
-costs of a pair's target and draft for this build, these models (sha256), threads and GPU layers,
-measured at a KV depth within ``DEPTH_TOLERANCE`` of the run's own. The calibration is copied into
-the run folder and says where it came from and when it was measured (``Calibration.describe``).
+A run's report gets a ``model`` column (``model_speedup``) when the cache holds the pass costs of a
+pair's target and draft for this build, models, threads and GPU layers, at a KV depth within
+``DEPTH_TOLERANCE`` of the run's; the copy in the run folder says where and when it was measured.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ DEPTH_TOLERANCE = 0.25  # a pass at depth 300 or 375 costs about the same; twice
 
 def cached_calibration(prepared: Prepared, run_dir: Path) -> Calibration | None:
     """The cached calibration of every (target, draft) pair of the run that has one, or None."""
-    cfg = prepared.config
+    cfg, build = prepared.config, prepared.build.key
     threads = cfg.generation.threads
     depth = kv_depth(run_dir, cfg.generation.n_predict)
     entries = {}
@@ -31,11 +30,7 @@ def cached_calibration(prepared: Prepared, run_dir: Path) -> Calibration | None:
         found = {}
         for name, layers in wanted:
             sha = getattr(prepared.models.get(name), "sha256", None)
-            hit = (
-                cached_costs(prepared.build.key, sha, threads, layers, depth, DEPTH_TOLERANCE)
-                if sha
-                else None
-            )
+            hit = cached_costs(build, sha, threads, layers, depth, DEPTH_TOLERANCE) if sha else None
             if hit is not None:
                 found[(name, layers)] = hit
         if any(k[0] == pair.target for k in found) and any(k[0] == pair.draft for k in found):
@@ -44,7 +39,7 @@ def cached_calibration(prepared: Prepared, run_dir: Path) -> Calibration | None:
         return None
     hits = list(entries.values())
     return Calibration(
-        build=prepared.build.key, threads=threads, depth=hits[0].depth,
+        build=build, threads=threads, depth=hits[0].depth,
         repetitions=min(e.repetitions for e in hits),
         models=[e.costs.model_copy(update={"model": n, "ngl": g}) for (n, g), e in entries.items()],
         measured_at=min(e.measured_at for e in hits), source="cache",

@@ -1,8 +1,7 @@
 """A round of ``specbench tune``: the plan it runs and what its run folder says afterwards.
 
-A round runs exactly the command lines a sweep of the same settings runs (the config's runner, its
-threads, context and seed; tests/tune/test_rounds.py), less the draft-alone runs and the cells outside
-the round, as one repetition; the report's rows of the folder are what the search reads back.
+A round runs exactly the command lines a sweep of the same settings runs, less the draft-alone runs
+and the cells outside the round, as one repetition; the search reads back the report's rows.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """``specbench tune``: the best draft settings for one pair, measured, within a time budget.
 
-Successive halving guided by the calibrated speed model (``specbench.analysis.speedmodel``):
-
-1. probe: the baseline and draft_max 8 for every (draft_min, p_min) of the config over its prompts,
-   one repetition; this gives the baseline t/s, the tokens per step and the prompts' KV depth;
-2. calibrate: llama-bench times the target's and the draft's passes at that depth;
-3. predict every candidate (draft_max 1..32 for every (draft_min, p_min) of the config; each ngld of
-   the config when a GPU is present) from how each (draft_min, p_min) drafted in what was measured
-   (``specbench.tune.candidates``);
-4. measure the model's best few (spread apart, so that one repetition can tell them apart), then
-   repeatedly keep the better half by measured speedup and measure it again, until one is left
-   with enough repetitions or the budget would be exceeded.
-
-Every round measures the baseline again, and its samples carry the round's number as their
-repetition, so each speedup pairs a candidate with the baseline of the same minutes (the report
-pairs by repetition): a machine that drifts between rounds does not inflate the winner.
-
-Every measurement goes through the runner into one run folder (plus ``calibration.json``), so
-``specbench report`` shows it like any run. Draft-alone runs are left out: the calibration prices
-the draft. What a round runs and reads back: ``specbench.tune.rounds``; the command lines handed to
-the user for the winner: ``specbench.tune.commands``.
+Successive halving guided by the calibrated speed model (docs/tune.md): a probe (the baseline and
+draft_max 8, one repetition), a llama-bench calibration at the prompts' KV depth, every candidate
+predicted (``tune.candidates``), then the model's best few measured and the better half kept and
+measured again until one is left or the budget ends. Every round measures the baseline again under
+the round's repetition number, so a speedup pairs with the baseline of the same minutes and a
+drifting machine does not inflate the winner. All of it is one run folder that ``report`` shows.
 """
 
 from __future__ import annotations
@@ -113,9 +99,8 @@ def _look(manifest: Manifest, phase: str) -> list[str]:
 
 
 def cache_refusal(calibrated: Calibrated, busy: list[str]) -> str | None:
-    """Why this calibration must not be cached for later runs (a busy machine, costs that fall as k
-    grows beyond their noise, or that took no time), or None. Tune itself still uses it (a fall
-    priced flat, ``PassCosts.curve``): it is the best measure of this moment there is."""
+    """Why this calibration must not be cached for later runs (a busy machine, impossible costs), or
+    None. Tune itself still uses it: it is the best measure of this moment there is."""
     if busy:
         return f"the machine was busy while it was measured ({busy[0]})"
     why = calibrated.impossible()
@@ -165,7 +150,8 @@ def tune(
         _record_end(run_dir, manifest, "interrupted", reason)
         if not has_manifest(run_dir):
             remove_empty(run_dir, made)
-        raise RunInterrupted(run_dir, _kept(run_dir), reason, interrupts.exit_code(exc)) from None
+        kept = len(load_samples(run_dir)) if has_samples(run_dir) else 0
+        raise RunInterrupted(run_dir, kept, reason, interrupts.exit_code(exc)) from None
     except SpecbenchError as exc:
         _record_end(run_dir, manifest, "failed", str(exc))
         raise
@@ -184,10 +170,6 @@ def tune(
         result.history_notes.append(f"not recorded in history: {exc}")
     result.elapsed_s = clock.elapsed()
     return result
-
-
-def _kept(run_dir: Path) -> int:
-    return len(load_samples(run_dir)) if has_samples(run_dir) else 0
 
 
 def _record_end(run_dir: Path, manifest: Manifest, status: Status, reason: str | None) -> None:
@@ -264,8 +246,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
         f"{max_draft + 1} tokens at KV depth {depth}, {plan.reps} repetition(s) "
         f"(about {plan.seconds:.0f} s; nothing when cached)"
     )
-    models = prepared.models
-    tm, dm = models[p.target], models[draft]
+    tm, dm = prepared.models[p.target], prepared.models[draft]
     busy = _look(manifest, "during")  # judges the calibration: it is cached only if the machine is quiet
 
     def cost(n_settings: int) -> float:
@@ -278,10 +259,9 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     allowed = clock.left() - cost(1)
     if allowed <= 0:
         least = math.ceil((clock.elapsed() + plan.seconds + cost(1)) * 1.1)
-        so_far = clock.elapsed()
         raise BudgetTooSmall(
-            f"--budget {clock.budget_s:g} is spent before calibration ({so_far:.0f} s so far): give --budget "
-            f"{least} or more"
+            f"--budget {clock.budget_s:g} is spent before calibration ({clock.elapsed():.0f} s so far): "
+            f"give --budget {least} or more"
         )
     opts_t, opts_d = bench_options(base, pair, prepared.build)  # llama-bench times the same options
     bench = [(p.target, str(tm.path), getattr(tm, "sha256", None), ngl, opts_t)]

@@ -1,10 +1,9 @@
 """The config tune derives from: one pair, its models, the draft method; and the llama.cpp options
 (flash_attn, cache types, ...) it chooses when the config sweeps several values of them.
 
-Options change the baseline as much as the speculative runs, so they are chosen first, on the
-probe setting (draft_max 8), by the speculative t/s each combination gives (the speed the user
-gets; a speedup over a slower baseline would favour the slower option), and fixed for the search
-that follows; llama-bench then calibrates with them.
+Options change the baseline as much as the speculative runs, so they are chosen first, on the probe
+setting, by speculative t/s (a speedup over a slower baseline would favour the slower option), and
+fixed for the search and the calibration that follow.
 """
 
 from __future__ import annotations
