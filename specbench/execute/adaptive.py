@@ -1,22 +1,12 @@
 """``repetitions: auto``: repeat, in rounds, until every cell's mean t/s is as precise as asked.
 
-Round 1 runs ``min_repetitions`` of everything. After each round, every speculative cell and
-every baseline (``specbench.results.cell.baseline_of``) whose mean t/s misses ``precision``
-(relative 95% CI half-width, see ``specbench.results.precision``) gets one more repetition,
-until all meet it or reach ``max_repetitions``. A round is cut from the plan of
-``max_repetitions``, so the order stays the one ``specbench.plan.sweep`` gives: per repetition
-and prompt, the baseline right before its speculative cells; a cell that runs a repetition gets
-its baseline (and its draft model alone) of the same repetition with it, since speedups and
-output checks pair them by repetition.
-
-``specbench ab`` and ``bisect`` use these rounds whatever ``repetitions`` says (a fixed count is
-then the first round), with the paired gate's ``undecided`` cells as the stop rule and an optional
-``deadline`` (``--budget``): a round starts only if it would end by then at the pace of the round
-before it (seconds per invocation), so a run ends within its budget give or take that pace's drift
-(a step of ``bisect --budget 3m`` ran to 190-200 s when rounds merely had to start before it).
-
-The runner loop stays generic: it asks ``next_round`` for more once its plan is done; resume
-plans with ``resume_plan``, which first finishes the repetitions already planned.
+Round 1 runs ``min_repetitions`` of everything; after each round, every speculative cell and
+baseline whose mean t/s misses ``precision`` (``results.precision``) gets one more repetition, up to
+``max_repetitions``. A round is cut from the plan of ``max_repetitions``, so the sweep's order holds
+and a cell's repetition brings its baseline (and draft alone) of the same repetition, which speedups
+and output checks pair it with. ``ab`` and ``bisect`` stop on the paired gate's ``undecided`` cells
+instead, within an optional ``deadline`` (``--budget``): a round starts only if it would end by then
+at the pace of the round before it.
 """
 
 from __future__ import annotations
@@ -27,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from specbench.results import cell
 from specbench.results.bracket import AFTER
+from specbench.results.cell import alone_of, baseline_of, cell_of, draft_alone_of
 from specbench.results.precision import stratified
 from specbench.results.records import Measurement, Sample
 
@@ -36,14 +26,9 @@ if TYPE_CHECKING:
     from specbench.plan.invocation import Invocation
 
 
-def cell_of(m: Measurement) -> tuple:
-    """A measurement's cell: its sample key without prompt and repetition."""
-    return cell.cell_of(m)
-
-
-def _group_of(m: Measurement) -> tuple:
-    """The baseline a speculative cell is measured against (a baseline's own key)."""
-    return cell.baseline_of(m)
+def _key(m: Measurement) -> tuple:
+    """What the stop rule judges a sample under: its cell, or for a baseline its own key."""
+    return cell_of(m) if m.role == "speculative" else baseline_of(m)
 
 
 @dataclass
@@ -61,7 +46,7 @@ def cell_states(samples: Sequence[Sample]) -> dict[tuple, CellState]:
     for s in samples:
         if s.role not in ("speculative", "baseline"):
             continue
-        st = states[cell_of(s) if s.role == "speculative" else _group_of(s)]
+        st = states[_key(s)]
         st.reps = max(st.reps, s.repetition + 1)
         if s.valid and s.status == "ok" and s.tps is not None:
             st.by_prompt[s.prompt_id].append(s.tps)
@@ -77,14 +62,12 @@ class AdaptivePlan:
     precision: float
     maximum: int
     rounds: int = 0
-    # Another stop rule (``specbench ab``: the paired gate): the samples of every cell still
-    # undecided; those cells, and no others, get another repetition. None: the precision rule.
+    # ab's paired gate: the samples of the cells still undecided, which alone get another
+    # repetition (None: the precision rule)
     undecided: Callable[[Sequence[Sample]], Sequence[Sample]] | None = None
-    # ``time.monotonic()`` by which the last round ends (``--budget``); None: rounds until the maximum.
-    deadline: float | None = None
+    deadline: float | None = None  # time.monotonic() by which the last round ends (--budget)
     budget_spent: bool = False  # a round was wanted that would have ended after the deadline
-    # (when the round now running started, its invocations): its pace sizes the next round
-    _running: tuple[float, int] | None = None
+    _running: tuple[float, int] | None = None  # (start, invocations) of the round running: its pace
 
     def started(self, invocations: int) -> None:
         """The first round (the plan ``execute`` was given) starts now, with this many invocations."""
@@ -113,9 +96,7 @@ class AdaptivePlan:
         states = cell_states(samples)
         open_keys = None
         if grow and self.undecided is not None:
-            open_keys = {
-                cell_of(s) if s.role == "speculative" else _group_of(s) for s in self.undecided(samples)
-            }
+            open_keys = {_key(s) for s in self.undecided(samples)}
         targets = {}
         for key, st in states.items():
             if open_keys is None:
@@ -129,12 +110,12 @@ class AdaptivePlan:
         if inv.role == "speculative":
             return targets.get(cell_of(inv), 0)
         if inv.role in ("baseline", AFTER):  # the server runner's bracket repeats with its baseline
-            group = _group_of(inv)
-            cells = [targets.get(k, 0) for k, c in spec_cells.items() if _group_of(c) == group]
+            group = baseline_of(inv)
+            cells = [targets.get(k, 0) for k, c in spec_cells.items() if baseline_of(c) == group]
             return max([targets.get(group, 0), *cells])
         # a draft model alone: as long as a cell using it (on its build, at its layers) runs
-        alone = cell.alone_of(inv)
-        users = [targets.get(k, 0) for k, c in spec_cells.items() if cell.draft_alone_of(c) == alone]
+        alone = alone_of(inv)
+        users = [targets.get(k, 0) for k, c in spec_cells.items() if draft_alone_of(c) == alone]
         return max(users, default=0)
 
     def _cut(self, samples: Sequence[Sample], grow: bool) -> list[Invocation]:

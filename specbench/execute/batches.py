@@ -2,8 +2,8 @@
 
 The process runner's batch is a pair: the builds' runs of one cell, prompt and repetition, back to
 back (or at once in duet pairs), measured again together when one did not get its share of the CPU
-(``specbench.machine.contention``, which judges the share; here it is read off each outcome). The
-server runner's batch is its ``parallel`` requests in flight together.
+(``machine.contention`` judges the share; here it is read off each outcome). The server runner's
+batch is its ``parallel`` requests in flight together.
 """
 
 from __future__ import annotations
@@ -38,10 +38,8 @@ def pair_key(inv: Invocation) -> tuple:
 def batch_at(
     plan: Sequence[Invocation], i: int, done: set[tuple]
 ) -> tuple[list[tuple[int, Invocation]], int]:
-    """The invocations from ``i`` on that are in flight together (same ``batch``; finished ones of a
-    resumed run left out), and the index after them. The process runner's batch is a pair: the
-    builds' runs of one cell, prompt and repetition, back to back, measured again together when one
-    did not get its share of the CPU (``machine.contention``)."""
+    """The invocations from ``i`` on that form one batch (finished ones of a resumed run left out),
+    and the index after them."""
     batch = [(i, plan[i])]
     j = i + 1
     if plan[i].batch is None:
@@ -68,8 +66,8 @@ def _load_s(out: Outcome) -> float:
 
 
 def starved(inv: Invocation, out: Outcome, backend: str | None) -> str | None:
-    """Why this outcome is not judged (``contention.starved``), or None. Judged only where the
-    share means something: CPU builds, a measured run that finished, threads the config set."""
+    """Why this outcome is not judged (``contention.starved``), or None: judged only for CPU builds,
+    a measured run that finished, and threads the config set."""
     threads = inv.generation.threads
     if backend != "cpu" or inv.warmup or out.error is not None or not threads:
         return None
@@ -92,13 +90,10 @@ def first_starved(
 def stamp(sample: Sample, inv: Invocation, out: Outcome, reruns: int) -> Sample:
     """The sample with what it got of the CPU, the load as it ended, and its pair's re-runs."""
     cpu = round(out.cpu_s, 4) if out.cpu_s is not None else None
-    update = {
-        "cpu_s": cpu,
-        "cpu_threads": inv.generation.threads,
-        "load_1m": noise.load_1m(),
-        "reruns": reruns,
-    }
-    return sample.model_copy(update=update)
+    threads = inv.generation.threads
+    return sample.model_copy(
+        update={"cpu_s": cpu, "cpu_threads": threads, "load_1m": noise.load_1m(), "reruns": reruns}
+    )
 
 
 def sample_share(s: Sample) -> float | None:

@@ -1,8 +1,6 @@
-"""The whole of ``specbench run`` as library calls: a ``Prepared`` run (``specbench.execute.preparation``)
--> execute -> summary. The CLI only renders what these return.
-
-A resume is refused before anything runs when its folder was begun with another config or on
-another machine (``specbench.execute.resumecheck``).
+"""The whole of ``specbench run`` as library calls: a ``Prepared`` run -> execute -> summary. The
+CLI only renders what these return; a resume is refused first when its folder was begun with
+another config or on another machine (``execute.resumecheck``).
 """
 
 from __future__ import annotations
@@ -55,10 +53,9 @@ class RunSummary:
 
 
 def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
-    """A dry run of ``--resume``: the refusals the real resume makes (a run still going, another
-    config, another machine), then the plan keeps only what it would still measure (the warmups
-    too, when anything is left, and with ``repetitions: auto`` the rounds already begun), with a
-    note saying how much is recorded already and what reading the samples left out."""
+    """A dry run of ``--resume``: the refusals the real resume makes, then the plan keeps only what
+    it would still measure (with ``repetitions: auto``, the rounds already begun too), with notes
+    on how much is recorded already."""
     from specbench.results.runlock import lock_holder
     from specbench.results.runstate import finish_hint
 
@@ -136,21 +133,20 @@ def run_benchmark(
 ) -> RunSummary:
     """Execute a prepared plan into ``run_dir`` (or continue it) and summarise it.
 
-    ``strict``: a busy machine (the noise check) is an error, not a warning. With ``repetitions:
-    auto`` the plan is the first round and more rounds follow (``specbench.execute.adaptive``);
-    ``undecided`` replaces their precision rule (``specbench ab``: the cells its paired gate leaves
-    undecided get the next round), and with it the rounds follow whatever ``repetitions`` says (a
-    fixed count is the first round), up to ``max_repetitions`` or ``budget_s`` seconds of this
-    call (no round starts that would end after it). ``force``: resume a run made on another machine.
+    ``strict``: a busy machine is an error, not a warning. With ``repetitions: auto`` more rounds
+    follow (``execute.adaptive``); ``undecided`` (``ab``'s paired gate) replaces their precision rule
+    whatever ``repetitions`` says, within ``budget_s`` seconds. ``force``: resume a run made on
+    another machine.
     """
     from specbench.execute.builds import check_same_builds
     from specbench.execute.reference import sentinel as make_sentinel
     from specbench.machine.watch import NoiseWatch
 
     prepare_run_dir(run_dir, resume)
+    cfg = prepared.config
     if resume and has_manifest(run_dir):
         manifest = load_manifest(run_dir)
-        check_same_config(manifest, prepared.config, run_dir)
+        check_same_config(manifest, cfg, run_dir)
         check_same_machine(manifest, run_dir, force)
         check_same_builds(manifest.builds, prepared.builds, run_dir)
         # a resumed run is a real one: every model resolved (PlannedModel is a dry run's)
@@ -163,18 +159,11 @@ def run_benchmark(
     recorded = load_samples(run_dir) if resume and has_samples(run_dir) else None  # read once, here
     done = {s.sample_key() for s in recorded or ()}
     speed = manifest.noise.speed
-    reference = None if _nothing_left(plan, recorded, prepared.config) else plan.sentinel
-    sentinel = make_sentinel(
-        reference,
-        run_dir,
-        speed,
-        prepared.config.precision,
-        manifest.run_id,
-        off=not prepared.config.sentinel,
-    )
+    reference = None if _nothing_left(plan, recorded, cfg) else plan.sentinel
+    sentinel = make_sentinel(reference, run_dir, speed, cfg.precision, manifest.run_id, off=not cfg.sentinel)
     watch = NoiseWatch(manifest.noise, strict, sentinel=sentinel)
     watch.check("before")  # --strict refuses before anything is written
-    if prepared.config.auto_repetitions or undecided is not None:
+    if cfg.auto_repetitions or undecided is not None:
         adaptive = _adaptive(prepared, budget_s is not None)
         adaptive.undecided = undecided
         if budget_s is not None:
@@ -191,14 +180,12 @@ def run_benchmark(
     run_s = time.monotonic() - started
     summary = summarize(result)
     summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
-    summary.speed_moved = list(speed.warnings)
+    summary.speed_moved, summary.speed_notes = list(speed.warnings), list(speed.notes)
     # a resumed run's readings span several runs; `sentinel: false` is said by the closing report
-    line = None if speed.off else speed.describe(run_s if not resume else None)
-    summary.sentinel = line
-    summary.speed_notes = list(speed.notes)
-    summary.rounds = adaptive.rounds if adaptive else 0
+    summary.sentinel = None if speed.off else speed.describe(run_s if not resume else None)
     if adaptive:
-        summary.budget_spent, summary.most_repetitions = adaptive.budget_spent, adaptive.maximum
+        summary.rounds, summary.budget_spent = adaptive.rounds, adaptive.budget_spent
+        summary.most_repetitions = adaptive.maximum
     return summary
 
 

@@ -1,9 +1,7 @@
 """The llama.cpp builds of a run: one, or a list of labelled builds measured side by side.
 
-Every build is made (or found cached) before anything is measured, so a build that fails to
-compile stops the run with the compiler's first error line and the other builds are never
-measured alone. ``specbench ab`` and ``bisect`` come through here too, by way of the config's
-``llama_cpp`` list.
+Every build is made (or found cached) before anything is measured, so a build that fails to compile
+stops the run with the compiler's first error line before the others are measured alone.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The prompts at depth: each target's prompts with a context of exactly D tokens in front.
 
-The tokens are counted by the target's own tokenizer as llama.cpp runs it: a llama-server of the
-build is started once per target (``-c`` small, no warmup: it only tokenizes) and asked
-``/tokenize`` and ``/detokenize``. Why the server and not the alternatives: specbench's builds
-have no ``llama-tokenize`` (it is no target the build makes), both runners' builds have
-``llama-server``, and reimplementing a GGUF vocabulary's pre-tokenizer and merges in Python would
-drift from llama.cpp's for some model. The cut itself is ``specbench.plan.depth.cut_context``.
+The tokens are counted by the target's own tokenizer as llama.cpp runs it, through a llama-server of
+the build started once per target and asked ``/tokenize`` and ``/detokenize``: the builds have no
+``llama-tokenize``, and a Python tokenizer would drift from llama.cpp's for some model. The cut
+itself is ``plan.depth.cut_context``.
 """
 
 from __future__ import annotations
@@ -55,8 +53,7 @@ class ServerTokenizer:
 
 
 def _check_fits(prompt: RenderedPrompt, tokens: int, n_predict: int, ctx_size: int) -> None:
-    """A prompt at depth whose context, prompt and n_predict tokens overflow ``ctx_size``: refused
-    before running (llama.cpp would fail every sample of it)."""
+    """A prompt at depth that with n_predict overflows ``ctx_size`` is refused before running."""
     if ctx_size and tokens + n_predict > ctx_size:
         raise ConfigError(
             f"prompt {prompt.id} at depth {prompt.depth} is {tokens} tokens, and with n_predict {n_predict} "

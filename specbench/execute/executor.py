@@ -1,10 +1,8 @@
 """The executor seam: executors launch, the judge judges.
 
 The runner loop owns order, resume, progress and the results folder; an executor only runs a batch
-of ``Invocation``s and reports what each gave as an ``Outcome`` (``specbench.execute.judge``), which
-the loop hands to the one ``judge``. ``ProcessExecutor`` runs one llama.cpp process per invocation;
-``ServerExecutor`` (a long-lived llama-server) plugs in the same way without the loop, the judge,
-the store or the report knowing.
+of invocations and reports what each gave as an ``Outcome`` for the one ``judge``. The process and
+the server executors plug in the same way without the loop, the judge or the store knowing.
 """
 
 from __future__ import annotations
@@ -29,13 +27,9 @@ _MAX_LOG_READ = 8 << 20  # stdout/stderr beyond this are not parsed (a runaway l
 
 
 class Executor(Protocol):
-    """Runs invocations and reports what they gave; ``close`` releases what it holds (servers).
-
-    ``run`` gets a batch: invocations meant to be in flight together (a server runner's
-    ``parallel`` requests), as ``(raw file number, invocation)`` pairs, usually one; it returns
-    their outcomes in order. ``model_loads`` counts the llama.cpp processes it started that loaded
-    a model, warmups included.
-    """
+    """Runs a batch of ``(raw file number, invocation)`` pairs (in flight together, or a pair) and
+    returns their outcomes in order; ``close`` releases what it holds (servers). ``model_loads``
+    counts the llama.cpp processes it started that loaded a model, warmups included."""
 
     model_loads: int
 
@@ -89,11 +83,10 @@ class ProcessExecutor:
 
     def run(self, batch: list[tuple[int, Invocation]], run_dir: Path) -> list[Outcome]:
         """Processes run one at a time (the config refuses parallel > 1 for this runner)."""
-        return [self._run_one(inv, index, run_dir) for index, inv in batch]
-
-    def _run_one(self, inv: Invocation, index: int, run_dir: Path) -> Outcome:
-        command = self._command(inv, index, run_dir)
-        return self._outcome(inv, run_together([command])[0], run_dir)
+        return [
+            self._outcome(inv, run_together([self._command(inv, index, run_dir)])[0], run_dir)
+            for index, inv in batch
+        ]
 
     def _command(
         self, inv: Invocation, index: int, run_dir: Path, cpus: frozenset[int] | None = None
@@ -111,10 +104,8 @@ class ProcessExecutor:
         if inv.role == "speculative" and stderr and stderr_path.stat().st_size < _MAX_LOG_READ:
             stderr, dropped = without_loading_noise(stderr)  # -lv 5 (the step log) prints each tensor too
             if dropped:
-                note = (
-                    f"specbench: {dropped} model-loading debug lines (create_tensor, graph inputs) left out"
-                )
-                write_raw(stderr_path, f"{stderr}{note}\n")
+                note = f"{dropped} model-loading debug lines (create_tensor, graph inputs) left out"
+                write_raw(stderr_path, f"{stderr}specbench: {note}\n")
         error = None
         if res.timed_out:
             error = f"timed out after {inv.timeout_s:g} s (process group killed)"
@@ -136,14 +127,10 @@ class ProcessExecutor:
 
 
 class DuetExecutor(ProcessExecutor):
-    """``pairing: duet`` (``specbench.plan.pairing``): a pair's two processes (two builds' runs of one
-    cell, prompt and repetition) start together, each pinned to its own CPU set. Which build gets
-    which set alternates with the repetition and, within one, from prompt to prompt: so every cell
-    has each build on each set equally often (every two repetitions), and within a repetition half
-    its prompts have each. One counter over all pairs did not: with 3 roles and 2 prompts a round is
-    6 pairs, so a cell's pair fell on the same parity every round and a faster CPU biased it (an A/A
-    read 0.959 [0.923, 0.993]). A pair measured again, a resumed run and a warmup (which runs alone)
-    get the same set as their pair's first measurement."""
+    """``pairing: duet`` (``plan.pairing``): a pair's two processes start together, each pinned to
+    its own CPU set. Which build gets which set alternates with the repetition and the prompt, so
+    every cell has each build on each set equally often (a faster CPU cancels); a pair measured
+    again, a resumed run and a warmup (run alone) get the same set as their pair's first run."""
 
     def __init__(
         self,
@@ -164,8 +151,7 @@ class DuetExecutor(ProcessExecutor):
 
     def run(self, batch: list[tuple[int, Invocation]], run_dir: Path) -> list[Outcome]:
         commands = [self._command(inv, index, run_dir, self._cpus(inv)) for index, inv in batch]
-        together = len(batch) == len(self.sets) and not any(inv.warmup for _, inv in batch)
-        if together:
+        if len(batch) == len(self.sets) and not any(inv.warmup for _, inv in batch):
             results = run_together(commands)
         else:
             results = [run_together([c])[0] for c in commands]

@@ -1,11 +1,9 @@
 """What a sample's output means: the generated continuation, its match with the baseline, and
 why a run failed. Pure functions over the captured text.
 
-The binaries print the prompt before the continuation, differently: ``llama-speculative(-simple)``
-prints ``\\n\\n`` then every prompt token with special tokens (``<|im_start|>``...; the 2024
-llama-speculative prints them on stderr, so its stdout is the continuation alone);
-``llama-completion`` prints it without special tokens (nothing with ``--no-display-prompt``) and
-ends with `` [end of text]`` when the model stopped. The continuation is what follows the prompt.
+The binaries echo the prompt before the continuation, differently: ``llama-speculative(-simple)``
+with special tokens (the 2024 llama-speculative on stderr), ``llama-completion`` without them (none
+with ``--no-display-prompt``), ending with `` [end of text]`` when the model stopped.
 """
 
 from __future__ import annotations
@@ -25,17 +23,12 @@ _SPECIAL = re.compile(
     r"|\[/?INST\]|\[/?(?:SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_RESULTS)\]"
 )
 
-# llama.cpp's messages when the prompt does not fit the context (pinned build, and the older
-# spelling): llama-completion "prompt is too long (369 tokens, max 252)", llama-speculative-simple
-# "the prompt exceeds the context size (369 tokens, ctx 256)", llama-speculative "prompt too long".
+# llama.cpp's messages when the prompt does not fit the context, every binary and era
 _PROMPT_TOO_LONG = re.compile(
     r"prompt is too long[^\n]*|prompt too long[^\n]*|prompt exceeds the context size[^\n]*"
 )
-# ... and when it does not fit the batch, which the speculative programs need it in whole (recorded
-# in tests/logs/real/*over-batch*): llama-speculative-simple "the prompt exceeds the batch size (22
-# tokens, batch 16)", the pinned llama-speculative's abort "get_sub_batch: failed to add token 351 at
-# index 16 (error -1, n = 21)" (the index is the batch's size), the 2024 one's "GGML_ASSERT(n_tokens_all
-# <= cparams.n_batch) failed". llama.cpp caps the batch at -c, so at a tiny -c these are the context's.
+# ... and the batch, which the speculative programs need it in whole (tests/logs/real/*over-batch*;
+# in "failed to add token N at index I" the index is the batch's size)
 _PROMPT_OVER_BATCH = re.compile(
     r"prompt exceeds the batch size \((?P<tokens>\d+) tokens, batch (?P<batch>\d+)\)"
     r"|failed to add token \d+ at index (?P<index>\d+)[^\n]*"
@@ -152,10 +145,8 @@ def compare(speculative: str, baseline: str) -> Comparison:
 
 
 def prompt_over_context(prompt_tokens: int | None, ctx_size: int) -> str | None:
-    """The process runner's binaries take a prompt of at most ``ctx_size`` tokens (llama.cpp caps
-    the batch at the context asked for) and fail past it; llama-server splits a prompt into batches
-    and rounds each slot's context up to a multiple of 256, so it would run one ``ctx_size`` cannot
-    hold. Both runners get the process runner's rule: such a sample fails, saying so."""
+    """A prompt over ``ctx_size`` fails the process runner's binaries; llama-server would round the
+    context up and run it. Both runners get the process runner's rule: such a sample fails."""
     if prompt_tokens is None or prompt_tokens <= ctx_size:
         return None
     return (
@@ -168,11 +159,9 @@ def failure_reason(
     stderr: str, exit_code: int | None, signal_name: str | None, facts: CrashFacts | None = None,
     ctx_size: int | None = None,
 ) -> str:  # fmt: skip
-    """One line saying why a run failed: the prompt too long for the context or for the batch, and
-    the known crash classes (``specbench.parse.crash``: with their cure) named as such, else the
-    signal or exit code with llama.cpp's own error line (``parse.crash.error_line``: the cause, said
-    before what failed). ``facts``: this CPU's flags and the build's self-test record; ``ctx_size``:
-    the run's ``-c`` (llama.cpp caps the batch at it, so a batch that small is the context's limit)."""
+    """One line saying why a run failed: a prompt too long for the context or the batch, a model
+    that did not load, a known crash class (``parse.crash``, with its cure), else the signal or exit
+    code with llama.cpp's own error line. ``ctx_size``: the run's ``-c`` (it caps the batch)."""
     too_long = _PROMPT_TOO_LONG.search(stderr)
     how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
     if too_long:
@@ -191,8 +180,8 @@ def failure_reason(
 
 
 def _over_batch(found: re.Match[str], stderr: str, ctx_size: int | None) -> str:
-    """The batch a speculative program needed the prompt in was too small: the context's limit where
-    llama.cpp capped the batch at ``-c`` (``ctx_size``), else the batch's, with ``batch_size``'s cure."""
+    """The batch the prompt had to fit was too small: the context's limit where llama.cpp capped the
+    batch at ``-c`` (``ctx_size``), else the batch's, with ``batch_size``'s cure."""
     said = found.group(0).strip()
     sizes = _N_BATCH.findall(stderr[: found.start()])
     batch = found.group("batch") or found.group("index") or (sizes[-1] if sizes else None)
@@ -205,10 +194,8 @@ def _over_batch(found: re.Match[str], stderr: str, ctx_size: int | None) -> str:
     )
 
 
-# llama.cpp says why a model did not load once, early ("llama_model_load: error loading model:
-# error loading model architecture: unknown model architecture: 'llamx'"), and ends with a line that
-# does not ("exiting due to model loading error", "main: error: unable to load model"); a GGUF it
-# cannot read says so before that ("gguf_init_from_file_impl: invalid magic characters ...").
+# llama.cpp says why a model did not load once, early ("error loading model: ..."; a GGUF it cannot
+# read: "gguf_init_from_file_impl: ..."), and ends with a line that does not.
 _LOAD_ERROR = re.compile(r"error loading model: (.*)")
 _LOAD_PREFIX = re.compile(r"^(?:error loading model [^:]*: |llama_model_loader: )")
 _GGUF_ERROR = re.compile(r"gguf_init_from_file\w*: (.*)")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specbench.base.childenv import provenance_env
 from specbench.base.errors import BuildError, ModelError
 from specbench.base.methods import head_archs, method_of, parts
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
@@ -117,12 +118,9 @@ def _dry_models(config: Config, build: BuildInfo) -> dict[str, ResolvedModel | P
 
     found = resolve_models(config.models, config.base_dir, build, fetch=False)
     return {
-        name: found[name] if name in found else _planned(name, spec) for name, spec in config.models.items()
+        name: found.get(name) or PlannedModel(name, spec.describe(), f"<{name}: not cached>")
+        for name, spec in config.models.items()
     }
-
-
-def _planned(name: str, spec: Any) -> PlannedModel:
-    return PlannedModel(name, spec.describe(), f"<{name}: not cached>")
 
 
 def load(config_path: Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
@@ -158,8 +156,7 @@ def prepare(
     roles: frozenset[str] | None = None,
 ) -> Prepared:
     """Build (or, dry, preview the build), resolve models, check pairs, render prompts, plan
-    (``shard``: only that shard's part of the plan, ``specbench.plan.shards``; ``roles``: only the
-    invocations of these roles, ``Plan.of_roles``)."""
+    (``shard``: only that shard's part of the plan; ``roles``: only these roles' invocations)."""
     from specbench.execute.builds import ensure_builds, preview_builds
     from specbench.execute.context import deep_prompts
     from specbench.models import resolve_models
@@ -181,11 +178,11 @@ def prepare(
     checks = check_pairs(config, models)
     targets = {name: Path(models[name].path) for name in config.targets()}
     here = {name: path for name, path in targets.items() if path.is_file()}
+    missing = sorted(targets.keys() - here.keys())  # dry run: no GGUF, no chat template or tokenizer
     prompts = render_all(config.prompt_list(), here) if here else []
-    for name in sorted(targets.keys() - here.keys()):  # dry run: no GGUF, so no chat template to render with
+    for name in missing:
         prompts += [render(p, name, None) for p in config.prompt_list()]
-    unread = dry_run or bool(targets.keys() - here.keys())  # no GGUF to tokenize with: a placeholder
-    prompts += deep_prompts(config, build, models, prompts, dry_run=unread)
+    prompts += deep_prompts(config, build, models, prompts, dry_run=dry_run or bool(missing))
     plan = make_plan(config, builds, models, prompts)
     if roles is not None:
         plan = plan.of_roles(roles)
@@ -202,7 +199,7 @@ def prepare(
         )
     plan.notes += ignored_settings(config)
     plan.notes += env_notes()
-    for name in sorted(targets.keys() - here.keys()):
+    for name in missing:
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
     return Prepared(
@@ -221,8 +218,6 @@ def _as_configured(config: Config, builds: dict[str | None, BuildInfo]) -> dict[
 def env_notes() -> list[str]:
     """Variables that change llama.cpp (it reads every option from LLAMA_ARG_*) reach every binary
     started: named, since they are recorded in the manifest and make runs differ."""
-    from specbench.base.childenv import provenance_env
-
     found = provenance_env()
     if not found:
         return []

@@ -1,12 +1,9 @@
 """Run one llama.cpp command the way a benchmark must: nothing can hang it, nothing leaks out of it.
 
-* stdin is ``/dev/null``: a chat-mode binary would otherwise wait on the terminal forever.
-* The command gets its own session (process group); a timeout or Ctrl-C kills the whole group
-  (SIGTERM, then SIGKILL after a grace period), so helper processes die with it. Started by
-  ``lifeline.popen``, it also dies when specbench is killed outright (``kill -9``, the OOM killer).
-* stdout and stderr go to separate files: generated text on one, statistics on the other.
-* ``LC_ALL=C`` so numbers print with a decimal point; secrets (HF_TOKEN...) are not passed on
-  (``specbench.base.childenv``), so a binary that echoes its environment cannot write them into the raw logs.
+stdin is ``/dev/null`` (a chat-mode binary would wait on the terminal); the command gets its own
+process group, killed whole on a timeout or Ctrl-C (SIGTERM, then SIGKILL) and, through
+``lifeline``, when specbench is killed outright; stdout and stderr go to separate files; ``LC_ALL=C``
+prints numbers with a decimal point, and secrets are not passed on (``base.childenv``).
 """
 
 from __future__ import annotations
@@ -48,11 +45,8 @@ class ProcessResult:
 
 
 def kill_group(proc: subprocess.Popen, grace_s: float) -> None:
-    """SIGTERM the process group, give it ``grace_s`` to exit, then SIGKILL what is left.
-
-    The leader is reaped only after the group was signalled, so its pid (= the group id) cannot
-    have been reused by an unrelated process when we send the signals.
-    """
+    """SIGTERM the process group, give it ``grace_s`` to exit, then SIGKILL what is left. The leader
+    is reaped only after, so its pid (the group id) cannot have been reused when we signal it."""
     pgid = proc.pid
     try:
         os.killpg(pgid, signal.SIGTERM)
@@ -77,9 +71,26 @@ def _group_alive(pgid: int) -> bool:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # alive, but not ours to signal
+        pass
     return True
+
+
+def cannot_start(argv0: str, exc: OSError | ValueError) -> RunError:
+    """Why a llama.cpp binary did not start (a ValueError: a NUL in an argument or the environment)."""
+    if isinstance(exc, OSError):
+        return RunError(f"cannot start {argv0}: {exc.strerror or exc}; rebuild with `specbench build`")
+    return RunError(f"cannot start {argv0}: {exc} in its command line or environment")
+
+
+def exit_status(returncode: int | None) -> tuple[int | None, str | None]:
+    """(exit code, signal name): a negative return code is the signal that ended the process."""
+    if returncode is None or returncode >= 0:
+        return returncode, None
+    try:
+        return None, signal.Signals(-returncode).name  # SIGSEGV, as the crash classes name it
+    except ValueError:
+        return None, f"signal {-returncode}"
 
 
 def run_command(
@@ -93,10 +104,7 @@ def run_command(
     stamp_stdout: bool = False,
 ) -> ProcessResult:
     """Run ``argv`` to completion or timeout; KeyboardInterrupt kills the group and propagates.
-
-    ``stamp_stdout``: stdout goes through a pipe and every read is time-stamped, a wall clock under
-    our control over the generated tokens (llama.cpp flushes stdout after each one): see docs/timing.md.
-    """
+    ``stamp_stdout``: every read of stdout (through a pipe) is time-stamped (docs/timing.md)."""
     command = Command(argv, stdout_path, stderr_path, timeout_s, stamp_stdout)
     return run_together([command], env=env, cwd=cwd, grace_s=grace_s)[0]
 
@@ -138,8 +146,7 @@ def run_together(
     children: list[_Child] = []
     try:
         for command in commands:
-            # A signal during Popen waits until the child is in ``children``, then is raised here:
-            # the clean-up below kills it with the others (raised inside _start, it would orphan it).
+            # A signal during Popen is raised once the child is in ``children``: the clean-up kills it.
             with interrupts.starting_child():
                 children.append(_start(command, env, cwd))
         delay = 0.0005  # polls as Popen.wait does: quickly at first, then every 50 ms at most
@@ -163,9 +170,8 @@ def run_together(
 
 def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _Child:
     """Popen in its own session that dies with specbench (``lifeline``), pinned to ``command.cpus``
-    (set on this thread around the fork: the child inherits it), in ``cwd`` or else its logs' folder:
-    llama.cpp programs of 2023-24 write main.log / speculative.log into their working folder, which
-    must be specbench's, never the user's. Called inside ``interrupts.starting_child``."""
+    (set around the fork: the child inherits it), in ``cwd`` or else its logs' folder (llama.cpp of
+    2023-24 writes main.log into its working folder, which must not be the user's)."""
     for path in (command.stdout_path, command.stderr_path):
         path.parent.mkdir(parents=True, exist_ok=True)
     out, err = open(command.stdout_path, "wb"), open(command.stderr_path, "wb")
@@ -186,19 +192,11 @@ def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _C
         finally:
             if before is not None:
                 os.sched_setaffinity(0, before)
-    except OSError as exc:
+    except BaseException as exc:
         out.close()
         err.close()
-        raise RunError(
-            f"cannot start {command.argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
-        ) from exc
-    except ValueError as exc:  # a NUL in an argument or the environment (config and prompts refuse it)
-        out.close()
-        err.close()
-        raise RunError(f"cannot start {command.argv[0]}: {exc} in its command line or environment") from exc
-    except BaseException:
-        out.close()
-        err.close()
+        if isinstance(exc, OSError | ValueError):
+            raise cannot_start(command.argv[0], exc) from exc
         raise
     child = _Child(command, proc, start, out, err)
     if command.stamp_stdout:
@@ -241,13 +239,7 @@ def _poll(child: _Child, grace_s: float) -> None:
 
 
 def _result(child: _Child, timed_out: bool, wall_s: float, cpu_s: float | None) -> ProcessResult:
-    code, sig = child.proc.returncode, None
-    if code is not None and code < 0:
-        try:
-            sig = signal.Signals(-code).name
-        except ValueError:
-            sig = f"signal {-code}"
-        code = None
+    code, sig = exit_status(child.proc.returncode)
     if timed_out:
         code, sig = None, None
     c = child.command
@@ -266,7 +258,7 @@ def _close(child: _Child, grace_s: float) -> None:
 
 def process_cpu_s(pid: int) -> float | None:
     """CPU time (user + system) a running process has had so far (Linux ``/proc/PID/stat``; None
-    elsewhere or when it is gone): the server runner takes the difference around a request."""
+    elsewhere or when it is gone)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[1].split()

@@ -61,10 +61,9 @@ def sentinel(
 
 
 def pair_span_s(samples: Sequence[Sample]) -> float | None:
-    """How long one pair of the run spans, the median over its pairs (first start to last end):
-    the builds' samples of one cell, prompt and repetition, and each speculative sample with its
-    baseline. A drift of the machine's speed within that time biases the pair; between pairs, the
-    pair cancels it (``specbench.machine.speed.within_pair``). None: no pair measured yet."""
+    """How long one pair of the run spans, the median over its pairs (first start to last end): the
+    builds' samples of one cell, prompt and repetition, and each speculative sample with its
+    baseline (``machine.speed.within_pair``). None: no pair measured yet."""
     groups: dict[tuple, list[tuple[float, float]]] = {}
     baselines: dict[tuple, tuple[float, float]] = {}
     speculative: list[tuple[tuple, tuple[float, float]]] = []

@@ -1,7 +1,5 @@
-"""What a resumed run must match: the config, the machine and the shard it was begun with.
-
-Each is checked before anything is built or fetched (``specbench run --resume``, ``ab --out`` an
-existing folder) and again by ``run_benchmark``, which records a forced resume on another machine.
+"""What a resumed run must match: the config, the machine and the shard it was begun with,
+checked before anything is built or fetched and again by ``run_benchmark``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Execute a plan and keep every sample: the measurement loop behind ``specbench run``.
 
-An executor (``specbench.execute.executor``) runs each invocation and reports what it gave; the
-one judge (``specbench.execute.judge``) turns that into a sample, which is appended to the run
-folder and fsynced before the next one starts, so a crash, a full disk or Ctrl-C loses at most the
-invocation in flight. A failed or invalid sample is recorded with its reason and the run goes on:
-a benchmark reports what happened, it does not stop at the first bad cell. Warmups are judged
-but not recorded: one that fails (crash, exit code, no statistics, timeout) drops the cells that
-need its model or setting at once (their samples recorded ``failed`` with its reason, not run),
-and when no cell is left the run stops before measuring. Invocations planned to be in flight
-together (the server runner's ``parallel`` requests share a ``batch``) go to the executor at once;
-their samples are appended when the batch finishes.
+An executor runs each invocation (a batch: the server runner's ``parallel`` requests, or a pair)
+and reports what it gave; the one judge turns that into a sample, appended to the run folder and
+fsynced before the next one starts, so a crash, a full disk or Ctrl-C loses at most what is in
+flight. A failed or invalid sample is recorded with its reason and the run goes on. A failed warmup
+drops the cells that need its model or setting (recorded ``failed``, not run); with none left the
+run stops before measuring.
 """
 
 from __future__ import annotations
@@ -80,9 +76,7 @@ class ProgressEvent:
 
 ProgressFn = Callable[[ProgressEvent], None]
 ExtendFn = Callable[[list[Sample]], Sequence["Invocation"]]  # all samples so far -> more to run ([]: done)
-ObserveFn = Callable[
-    [str, int], object
-]  # what it returns is not read; phase (before | during | after), samples recorded so far
+ObserveFn = Callable[[str, int], object]  # (phase: before | during | after, samples so far); result unread
 
 
 @dataclass
@@ -177,19 +171,17 @@ def execute(
     extend: ExtendFn | None = None,
     observe: ObserveFn | None = None,
 ) -> RunResult:
-    """Run every invocation of ``plan`` in order with the plan's executor, recording samples in ``run_dir``.
+    """Run every invocation of ``plan`` in order, recording samples in ``run_dir``.
 
-    With ``resume``, samples already recorded are skipped (warmups run again, once, if
-    anything is left to measure). ``extend`` is asked for more invocations each time the plan is
-    done (``repetitions: auto``); ``observe`` is called before the first and after the last
-    sample and between samples (the noise check; it may raise to stop the run). Raises
-    RunInterrupted on Ctrl-C, RunError when results cannot be written; either way the manifest
-    records how the run ended.
+    With ``resume``, recorded samples are skipped (warmups run again if anything is left).
+    ``extend`` is asked for more invocations each time the plan is done (``repetitions: auto``);
+    ``observe`` (the noise check) is called before, between and after samples and may raise to stop
+    the run. However the run ends (RunInterrupted on Ctrl-C), the manifest records how.
     """
     run_dir = Path(run_dir)
     prepare_run_dir(run_dir, resume)
     notify = progress or (lambda event: None)
-    executor = executor_for(plan, crash_facts(manifest))
+    executor = executor_for(plan, build_crash_facts(manifest.build, manifest.env.cpu_isa))
     manifest.runner, manifest.pairing = plan.runner, plan.pairing
     with RunLock(run_dir) as lock:
         done_samples = load_samples(run_dir) if resume and has_samples(run_dir) else []
@@ -288,34 +280,22 @@ def execute(
                     save_manifest(run_dir, manifest)
                     notify(ProgressEvent("start", count, total))
             look("after", len(new))
-        except KeyboardInterrupt as exc:
-            executor.close()
-            mark_partial(run_dir, [raw_stem(index, b) for index, b in in_flight])
-            manifest.model_loads = loads_before + executor.model_loads
-            reason = getattr(exc, "signal_name", "Ctrl-C")  # errors.Terminated for SIGTERM/SIGHUP
-            _finish(manifest, run_dir, "interrupted", reason, lock)
-            n_kept = len(done_samples) + len(new)
-            raise RunInterrupted(run_dir, n_kept, reason, getattr(exc, "exit_code", 130)) from None
-        except SpecbenchError as exc:
-            executor.close()
-            manifest.model_loads = loads_before + executor.model_loads
-            _finish(manifest, run_dir, "failed", str(exc), lock)
-            raise
         except BaseException as exc:
             executor.close()
             manifest.model_loads = loads_before + executor.model_loads
-            _finish(manifest, run_dir, "failed", f"{type(exc).__name__}: {exc}", lock)
+            if isinstance(exc, KeyboardInterrupt):
+                mark_partial(run_dir, [raw_stem(index, b) for index, b in in_flight])
+                reason = getattr(exc, "signal_name", "Ctrl-C")  # errors.Terminated for SIGTERM/SIGHUP
+                _finish(manifest, run_dir, "interrupted", reason, lock)
+                n_kept = len(done_samples) + len(new)
+                raise RunInterrupted(run_dir, n_kept, reason, getattr(exc, "exit_code", 130)) from None
+            why = str(exc) if isinstance(exc, SpecbenchError) else f"{type(exc).__name__}: {exc}"
+            _finish(manifest, run_dir, "failed", why, lock)
             raise
         executor.close()
         manifest.model_loads = loads_before + executor.model_loads
         _finish(manifest, run_dir, "complete", None, lock)
     return RunResult(run_dir, manifest.run_id, [*done_samples, *new], len(new))
-
-
-def crash_facts(manifest: Manifest) -> CrashFacts:
-    """This CPU's flags, the build's self-test crashes and whether its workaround is on: what
-    ``specbench.parse.crash`` reads beside a crashed run's log (as llama-bench's in calibration)."""
-    return build_crash_facts(manifest.build, manifest.env.cpu_isa)
 
 
 def _needs(warmup: Invocation, inv: Invocation) -> bool:

@@ -1,9 +1,8 @@
 """One llama-server process: start it in its own process group, wait until it serves, ask it, stop it.
 
-Nothing here may hang a run: the server is started with ``--port 0`` (the system picks a free port,
-the server prints it), readiness is polled with a deadline, every request has a timeout, and a
-server that exits while loading is reported with llama.cpp's own error line. Stopping kills the
-whole process group, so nothing the server started outlives it.
+Nothing here may hang a run: the server takes ``--port 0`` (the system picks a free port), readiness
+is polled with a deadline, every request has a timeout, a server that exits while loading is
+reported with llama.cpp's own error line, and stopping kills the whole process group.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 import urllib.error
@@ -24,7 +22,7 @@ from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
 from specbench.base.formats import json_text
 from specbench.execute.outputs import failure_reason
-from specbench.execute.process import kill_group
+from specbench.execute.process import cannot_start, exit_status, kill_group
 
 _LISTENING = re.compile(r"listening on https?://[^\s/]*?:(\d+)")
 _POLL_S = 0.1
@@ -67,14 +65,7 @@ class RunningServer:
 
     def exit_reason(self) -> str:
         """Why it exited, in llama.cpp's words (``exit code 1: ... model loading error``)."""
-        code = self.proc.returncode
-        sig = None
-        if code is not None and code < 0:
-            try:
-                sig = signal.Signals(-code).name  # SIGSEGV, as the crash classes name it
-            except ValueError:
-                sig = f"signal {-code}"
-            code = None
+        code, sig = exit_status(self.proc.returncode)
         return f"llama-server exited ({failure_reason(_tail(self.stderr_path), code, sig)})"
 
     def stop(self) -> None:
@@ -104,8 +95,7 @@ def _printed_port(server: RunningServer) -> int | None:
 
 def _listening_port(pid: int) -> int | None:
     """The TCP port process ``pid`` listens on, read from /proc (Linux; None elsewhere): for servers
-    that print the port they were asked for, not the one ``--port 0`` got (ik_llama.cpp logs
-    ``"port": "0"``), so a run finds them whatever they print."""
+    that print the port asked for, not the one ``--port 0`` got (ik_llama.cpp logs ``"port": "0"``)."""
     try:
         links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
     except OSError:
@@ -124,31 +114,21 @@ def _listening_port(pid: int) -> int | None:
 
 
 def start_server(argv: list[str], stdout_path: Path, stderr_path: Path, timeout_s: float) -> RunningServer:
-    """Start ``argv`` and return once ``/health`` says the model is loaded; ServerError otherwise.
-
-    The server binds its port first and answers 503 while it loads; a load failure exits with
-    llama.cpp's error line, which becomes the message. On any failure the process group is killed.
-    """
+    """Start ``argv`` and return once ``/health`` says the model is loaded (503 while it loads);
+    ServerError otherwise, with llama.cpp's error line. On any failure the process group is killed."""
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     server = None
     try:
         with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            # A signal during Popen waits until the server is ``server`` (interrupts.starting_child),
-            # then is raised: the clean-up below stops it (raised inside Popen, it would orphan it).
+            # A signal during Popen is raised once the server is ``server``: the clean-up below stops it.
             with interrupts.starting_child():
-                try:
-                    # its own group, killed with specbench however it ends (lifeline)
-                    proc = lifeline.popen(  # in its logs' folder, as every llama.cpp child (process._start)
+                try:  # its own group, killed with specbench however it ends; in its logs' folder
+                    proc = lifeline.popen(
                         argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env(),
                         cwd=stdout_path.parent,
                     )  # fmt: skip
-                except OSError as exc:
-                    raise RunError(
-                        f"cannot start {argv[0]}: {exc.strerror or exc}; rebuild with `specbench build`"
-                    ) from exc
-                except ValueError as exc:  # a NUL in an argument (config and prompts refuse it)
-                    why = f"{exc} in its command line or environment"
-                    raise RunError(f"cannot start {argv[0]}: {why}") from exc
+                except (OSError, ValueError) as exc:
+                    raise cannot_start(argv[0], exc) from exc
                 server = RunningServer(list(argv), proc, stdout_path, stderr_path)
         _wait_ready(server, timeout_s)
     except BaseException:
@@ -181,15 +161,6 @@ def _health(server: RunningServer) -> int | None:
         return None
 
 
-def get_json(server: RunningServer, path: str, timeout_s: float = 10.0) -> object | None:
-    """A GET endpoint's JSON (``/slots``, ``/props``), None when it has none."""
-    try:
-        with _OPENER.open(server.url + path, timeout=timeout_s) as resp:
-            return json.loads(resp.read())
-    except (OSError, ValueError):
-        return None
-
-
 def get_text(server: RunningServer, path: str, timeout_s: float = 10.0) -> str | None:
     """A GET endpoint's text (``/metrics``), None when it gives none (an HTTP error, no answer)."""
     try:
@@ -201,7 +172,10 @@ def get_text(server: RunningServer, path: str, timeout_s: float = 10.0) -> str |
 
 def speculative_slots(server: RunningServer) -> bool | None:
     """True when every slot speculates, False when one does not, None when ``/slots`` does not say."""
-    slots = get_json(server, "/slots")
+    try:
+        slots = json.loads(get_text(server, "/slots") or "null")
+    except ValueError:
+        return None
     if not isinstance(slots, list) or not slots:
         return None
     flags = [s.get("speculative") for s in slots if isinstance(s, dict)]

@@ -1,14 +1,10 @@
 """The server runner's executor: one llama-server per server setting, requests instead of processes.
 
-The plan orders invocations so that every request of a setting (same ``argv``) comes in a row;
-the executor starts a server when the setting changes (stopping the previous one's whole process
-group), checks on ``/slots`` that a speculative server really speculates, sends ``warmup``
-discarded requests, then answers each batch of invocations with requests that are in flight
-together. A setting whose server cannot start (load failure, port, timeout) or does not speculate
-fails every one of its samples with that reason, without reloading for each of them. Each response
-is reported as an ``Outcome`` (its ``timings`` in the parser's words) for ``judge`` to judge. Around
-each speculative batch the executor reads ``/metrics`` (the server runs with ``--metrics``): the
-difference of the draft counters is the batch's verification steps and acceptance by position.
+The plan puts every request of a setting (same ``argv``) in a row; the executor starts a server when
+the setting changes, checks on ``/slots`` that a speculative server really speculates, sends
+``warmup`` discarded requests, then sends each batch's requests at once. A setting whose server
+cannot start or does not speculate fails every one of its samples with that reason, without
+reloading. Around each speculative batch ``/metrics`` gives the batch's draft counters.
 """
 
 from __future__ import annotations
@@ -65,8 +61,7 @@ def _seconds(ms: float | None) -> float | None:
 
 
 def timings_log(role: str, timings: ServerTimings, file: str | None = None) -> ParsedLog:
-    """A response's ``timings`` as the statistics a process would have printed: ``decoded`` and the
-    draft counters for a speculative request, the target's eval line otherwise. The prompt is what
+    """A response's ``timings`` as the statistics a process would have printed. The prompt is what
     was evaluated plus what came from the cache (the n-gram lookups search all of it)."""
     t = timings
     n_gen = t.predicted_n
@@ -95,9 +90,7 @@ class ServerExecutor:
         self._server: RunningServer | None = None
         self._server_build: str | None = None  # whose server it is: each build gets its own start
         self._failed: dict[tuple[str | None, ...], str] = {}  # (build, *argv) -> why it cannot be measured
-        # the running server drafts only for requests that keep their prompt (``drafts_only_cached``):
-        # its requests are sent with cache_prompt: true, and each sample says so
-        self._cache_prompt = False
+        self._cache_prompt = False  # the server drafts only for requests that keep their prompt
 
     def run(self, batch: list[tuple[int, Invocation]], run_dir: Path) -> list[Outcome]:
         """Send the batch's requests at once (one per slot) and report each response."""
@@ -206,9 +199,8 @@ class ServerExecutor:
         return None
 
 
-# A warmup for a method that keeps state between requests: too short to leave an n-gram in its pool
-# (ngram-mod adds a prompt's n-grams only from n_match = 24 tokens on, and drafts nothing this short),
-# and no text of any measured prompt, so it warms the server without priming what it measures.
+# A stateful method's warmup: too short to leave an n-gram in its pool (ngram-mod adds a prompt's
+# n-grams from n_match = 24 tokens on) and no measured prompt's text, so it primes nothing measured.
 NEUTRAL_WARMUP = "Hello"
 NEUTRAL_WARMUP_TOKENS = 2
 
@@ -216,23 +208,17 @@ NEUTRAL_WARMUP_TOKENS = 2
 def warmup_body(inv: Invocation) -> dict:
     """The warmup request of ``inv``'s server: the sample's own request, or for a stateful method
     (``keeps_server_state``) a short unrelated one, so no warmup primes the sample it precedes."""
+    request = _request(inv)
     if inv.role == "speculative" and keeps_server_state(inv.method):
-        return (
-            _request(inv)
-            .model_copy(update={"prompt": NEUTRAL_WARMUP, "n_predict": NEUTRAL_WARMUP_TOKENS})
-            .body()
-        )
-    return _request(inv).body()
+        request = request.model_copy(update={"prompt": NEUTRAL_WARMUP, "n_predict": NEUTRAL_WARMUP_TOKENS})
+    return request.body()
 
 
 def drafts_only_cached(server: RunningServer, outcomes: list[Outcome]) -> bool:
     """Whether this llama-server drafted nothing because the requests did not keep their prompt:
-    llama.cpp's servers from late 2024 to late 2025 turn speculation off for a request with
-    ``cache_prompt: false`` (their ``can_speculate``), and ``/slots``, which said the slots speculate
-    when the server started, then says they do not. Asked of the server after the fact, not read off
-    its version, so no other server gets an extra request. Such a server's requests keep the prompt
-    from then on: a repeated prompt's pass (the target's and the draft's) can come from the request
-    before, which each sample records in ``server_cache_prompt``."""
+    servers from late 2024 to late 2025 turn speculation off for ``cache_prompt: false``, and
+    ``/slots`` then says so. Asked after the fact, so no other server gets an extra request; such a
+    server's requests keep the prompt from then on (each sample's ``server_cache_prompt``)."""
     answered = [(o, o.timings) for o in outcomes if o.timings is not None]
     if not answered or any(t.draft_n or o.cache_prompt for o, t in answered):
         return False
@@ -247,11 +233,9 @@ def _log_size(server: RunningServer) -> int:
 
 
 def _draft_counts_from_log(out: Outcome, server: RunningServer, log_from: int) -> Outcome:
-    """A speculative response whose ``timings`` carry no draft counts, though its server drafted:
-    ik_llama.cpp's llama-server leaves ``draft_n`` out of its responses and prints ``draft
-    acceptance rate = R (A accepted / D generated)`` in its log. With one request in flight, the
-    log written during it is that request's: its counts go into the timings, which say where
-    they came from (``draft_counts_from``). Where the response has them, it is left alone."""
+    """The draft counts of a response without them, from its server's log (ik_llama.cpp leaves
+    ``draft_n`` out and logs ``draft acceptance rate``): with one request in flight, the log written
+    during it is that request's; the timings say where they came from (``draft_counts_from``)."""
     t = out.timings
     if t is None or t.draft_n is not None or out.log is None:
         return out
