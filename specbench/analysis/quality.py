@@ -163,8 +163,9 @@ def repeatability(spec: Sequence[Sample]) -> tuple[bool | None, str | None]:
 
 def unequal_work(spec: Sequence[Sample], base: Sequence[Sample]) -> str | None:
     """Both sides of a speedup must be timed over the same generated tokens (``Sample.timed_tokens``):
-    a speculative log without its step lines is timed over all it decoded, which can run far past
-    ``n_predict`` (and the copied tail is the easiest part). Named, with the counts, when a prompt's
+    a speculative run that neither its step log nor its stdout could cut at ``n_predict``
+    (``execute.judge.capped_span``) is timed over all it decoded, which can run far past it (and
+    the copied tail is the easiest part). Named, with the counts, when a prompt's
     sides differ; samples recorded before the count was kept say nothing."""
     timed_base = {(b.prompt_id, b.repetition): b.timed_tokens for b in base if usable(b) and b.timed_tokens}
     worst = None
@@ -178,6 +179,6 @@ def unequal_work(spec: Sequence[Sample], base: Sequence[Sample]) -> str | None:
     prompt, n_spec, n_base = worst
     return (
         f"unequal work: on {prompt} the speculative side was timed over {n_spec} tokens, the baseline over "
-        f"{n_base}; its speedup compares different spans (a log without llama.cpp's step lines, -lv 5, "
-        "is timed over everything it decoded)"
+        f"{n_base}; its speedup compares different spans (a speculative run that neither its step log nor "
+        "the baseline's text could cut is timed over everything it decoded; docs/timing.md)"
     )

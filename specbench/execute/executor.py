@@ -93,13 +93,14 @@ class ProcessExecutor:
     ) -> Command:
         stdout_path, stderr_path = raw_paths(run_dir, raw_stem(index, inv))
         self.model_loads += 1
-        plain = inv.role != "speculative"  # llama-completion: its generation is timed from stdout
-        return Command(list(inv.argv), stdout_path, stderr_path, inv.timeout_s, plain, cpus)
+        # stdout time-stamped: llama-completion's generation is timed from it (parse.span), and a
+        # speculative program without a step log is cut at n_predict from it (judge.capped_span)
+        return Command(list(inv.argv), stdout_path, stderr_path, inv.timeout_s, True, cpus)
 
     def _outcome(self, inv: Invocation, res: ProcessResult, run_dir: Path) -> Outcome:
         stdout_path, stderr_path = res.stdout_path, res.stderr_path
         if res.stdout_times is not None:
-            stdout_path.with_suffix(".times").write_text(format_stamps(res.stdout_times), encoding="utf-8")
+            write_raw(stdout_path.with_suffix(".times"), format_stamps(res.stdout_times))
         stdout, stderr = read_output(res.stdout_path), read_log(res.stderr_path)
         if inv.role == "speculative" and stderr and stderr_path.stat().st_size < _MAX_LOG_READ:
             stderr, dropped = without_loading_noise(stderr)  # -lv 5 (the step log) prints each tensor too

@@ -12,10 +12,17 @@ from typing import TYPE_CHECKING
 
 from specbench.base.llamaopts import AXES
 from specbench.base.methods import method_of
-from specbench.execute.outputs import continuation, generation_offset, prompt_over_context, sha256_text
+from specbench.execute.outputs import (
+    continuation,
+    generated_text,
+    generation_offset,
+    output_bytes,
+    prompt_over_context,
+    sha256_text,
+)
 from specbench.parse.parsed import SpecCounters
 from specbench.parse.process import ParsedLog
-from specbench.parse.span import Span, Stamps, first_tokens, plain_span
+from specbench.parse.span import Span, Stamps, first_tokens, plain_span, text_span
 from specbench.results.cell import is_synthetic
 from specbench.results.records import Measurement, Sample, ServerTimings
 
@@ -40,7 +47,7 @@ class Outcome:
     timings: ServerTimings | None = None  # server runner: the response's own timings
     batch_wall_s: float | None = None  # server runner: wall time of the batch in flight together
     counters: SpecCounters | None = None  # server runner: /metrics over the batch (process: in ``log``)
-    stdout_times: Stamps | None = None  # process runner, llama-completion: time-stamped stdout reads
+    stdout_times: Stamps | None = None  # process runner: time-stamped stdout reads
     cpu_s: float | None = None  # CPU seconds the measured process got (server: over the batch)
     cache_prompt: bool | None = None  # server runner: the request's cache_prompt as sent
 
@@ -51,6 +58,9 @@ class Measured:
 
     sample: Sample
     text: str | None  # the generated continuation, None when the invocation produced none
+    generated: str | None = (
+        None  # stdout after the prompt as printed (a baseline's: ``capped_span``'s reference)
+    )
 
 
 def finite(x: float | None) -> float | None:
@@ -97,13 +107,25 @@ def derive_metrics(
     return rate(span.tps if span else None), None, None, n_gen
 
 
-def capped_span(log: ParsedLog, cap: int | None) -> Span | None:
+def capped_span(inv: Invocation, out: Outcome, reference: str | None = None) -> Span | None:
     """A speculative run that went past ``cap`` (the requested ``n_predict``), timed over its first
-    ``cap`` tokens from its step log; None when it did not, or its log has no steps."""
-    d = log.decoded
+    ``cap`` tokens: from its step log (``parse.span.first_tokens``), else from its stamped stdout cut
+    where ``reference`` (the baseline's stdout after the prompt, at temperature 0) ends
+    (``parse.span.text_span``). None
+    when it did not go past, or neither cuts it exactly: then its ``decoded`` line is the rate, and
+    ``timed_tokens`` says what it covers."""
+    log, cap = out.log, inv.generation.n_predict
+    d = log.decoded if log and inv.role == "speculative" else None
     if not cap or d is None or not d.tokens or d.tokens <= cap or not d.seconds:
         return None
-    return first_tokens(log.steps, d.tokens, d.seconds, cap)
+    if log and log.steps:
+        return first_tokens(log.steps, d.tokens, d.seconds, cap)
+    offset = generation_offset(out.output, inv.prompt_text, out.echoed) if reference and out.output else None
+    if offset is None or out.output is None or reference is None:
+        return None
+    return text_span(
+        out.stdout_times, offset, output_bytes(out.output)[offset:], output_bytes(reference), cap
+    )
 
 
 def timed_tokens(role: str, log: ParsedLog | None, span: Span | None, capped: Span | None) -> int | None:
@@ -111,8 +133,8 @@ def timed_tokens(role: str, log: ParsedLog | None, span: Span | None, capped: Sp
     if log is None:
         return None
     if role == "speculative":
-        return capped.steps if capped else (log.decoded.tokens if log.decoded else None)
-    return span.steps + 1 if span else None  # a plain span times eval runs: every token but the first
+        return capped.tokens if capped else (log.decoded.tokens if log.decoded else None)
+    return span.tokens if span else None
 
 
 def decode_only_tps(role: str, log: ParsedLog | None) -> float | None:
@@ -135,7 +157,7 @@ def sample_span(inv: Invocation, out: Outcome) -> Span | None:
         return None
     if out.timings is not None:
         n, ms = out.timings.predicted_n, out.timings.predicted_ms
-        return Span(n - 1, ms / 1000) if n and n > 1 and ms and ms > 0 else None
+        return Span(n - 1, ms / 1000, before=1) if n and n > 1 and ms and ms > 0 else None
     if not out.stdout_times or out.output is None or log is None:
         return None
     perf = log.perf.target if log.perf else None
@@ -231,16 +253,20 @@ def _status(
     return "ok", None, metrics
 
 
-def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measured:
-    """The sample of one invocation: status and reason, metrics, the continuation."""
+def judge(
+    inv: Invocation, out: Outcome, run_id: str, started_at: str, reference: str | None = None
+) -> Measured:
+    """The sample of one invocation: status and reason, metrics, the continuation. ``reference``: a
+    speculative run's baseline text at temperature 0, where a program without a step log is cut."""
     span = sample_span(inv, out)
-    capped = capped_span(out.log, inv.generation.n_predict) if out.log and inv.role == "speculative" else None
+    capped = capped_span(inv, out, reference)
     status, reason, (tps, acc, tpp, n_gen) = _status(inv, out, span, capped)
     # the server's /metrics over the batch, or the process's own -lv 5 statistics line
     counters = out.counters or (out.log.spec_counters if out.log else None)
-    text = None
+    text = generated = None
     if status in ("ok", "invalid") and out.output is not None:
         text = continuation(out.output, inv.prompt_text, echoed=out.echoed)
+        generated = generated_text(out.output, inv.prompt_text, out.echoed)
     n_prompt, prefill_s = prefill(out.log, out.timings)
     sample = Sample(
         **inv.model_dump(include=set(Measurement.model_fields)),
@@ -258,4 +284,4 @@ def judge(inv: Invocation, out: Outcome, run_id: str, started_at: str) -> Measur
         timed_tokens=timed_tokens(inv.role, out.log, span, capped) if status == "ok" else None,
         server_cache_prompt=out.cache_prompt,
     )  # fmt: skip
-    return Measured(sample, text)
+    return Measured(sample, text, generated)

@@ -50,17 +50,18 @@ def continuation(stdout: str, prompt: str, echoed: bool = True) -> str | None:
     the pattern does not know). ``echoed=False`` (``--no-display-prompt``): all of stdout.
     Trailing whitespace and the `` [end of text]`` marker are removed: binaries append newlines.
     """
-    if not echoed or not prompt:
-        rest = stdout.lstrip("\n") if echoed else stdout
-    else:
-        after = _after_prompt(stdout, prompt)
-        if after is None:
-            return None
-        rest = after
-    rest = rest.rstrip()
+    rest = generated_text(stdout, prompt, echoed)
+    if rest is None:
+        return None
+    rest = (rest.lstrip("\n") if echoed and not prompt else rest).rstrip()
     if rest.endswith(END_OF_TEXT.strip()):
         rest = rest[: -len(END_OF_TEXT.strip())].rstrip()
     return rest
+
+
+def generated_text(stdout: str, prompt: str, echoed: bool = True) -> str | None:
+    """stdout after the prompt's echo, as printed (``continuation`` trims it); None: no echo found."""
+    return _after_prompt(stdout, prompt) if echoed and prompt else stdout
 
 
 def echoed_on_stdout(stdout: str, stderr: str, prompt: str, expected: bool = True) -> bool:
@@ -77,12 +78,8 @@ def echoed_on_stdout(stdout: str, stderr: str, prompt: str, expected: bool = Tru
 def generation_offset(stdout: str, prompt: str, echoed: bool = True) -> int | None:
     """The stdout byte where the generated text begins (after the prompt's echo); None when the
     echo is not found. Used to time generation from the first generated token."""
-    if not echoed or not prompt:
-        return 0
-    rest = _after_prompt(stdout, prompt)
-    if rest is None:
-        return None
-    return len(output_bytes(stdout)) - len(output_bytes(rest))
+    rest = generated_text(stdout, prompt, echoed)
+    return None if rest is None else len(output_bytes(stdout)) - len(output_bytes(rest))
 
 
 def _after_prompt(stdout: str, prompt: str) -> str | None:

@@ -8,6 +8,7 @@ prints numbers with a decimal point, and secrets are not passed on (``base.child
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -252,7 +253,8 @@ def _close(child: _Child, grace_s: float) -> None:
         child.reader.join(timeout=grace_s + 1.0)
         if child.proc.stdout is not None:  # the pipe the reader read
             child.proc.stdout.close()
-    child.out.close()
+    with contextlib.suppress(OSError):  # its last buffered bytes on a full disk (_copy_stamped)
+        child.out.close()
     child.err.close()
 
 
@@ -278,6 +280,7 @@ def _copy_stamped(pipe, out, start: float, times: list[tuple[float, int]]) -> No
         if not data:
             return
         now = time.monotonic()
-        out.write(data)
         total += len(data)
         times.append((now - start, total))
+        with contextlib.suppress(OSError):  # a full disk cuts the file as the child's own write would
+            out.write(data)  # and the pipe is still drained: the child never blocks on it

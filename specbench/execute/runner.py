@@ -22,7 +22,7 @@ from specbench.builder.workaround import crash_facts as build_crash_facts
 from specbench.execute import batches
 from specbench.execute.executor import DuetExecutor, Executor, ProcessExecutor, raw_stem, read_output
 from specbench.execute.judge import Measured, judge
-from specbench.execute.outputs import compare, continuation
+from specbench.execute.outputs import compare, continuation, generated_text
 from specbench.execute.server_executor import ServerExecutor
 from specbench.machine import contention, noise
 from specbench.parse.crash import CrashFacts
@@ -93,7 +93,8 @@ class RunResult:
 class _Outputs:
     """Continuations of finished baseline samples, to compare speculative ones against."""
 
-    by_rep: dict[tuple, str] = field(default_factory=dict)  # (baseline, prompt, rep) -> text
+    # (baseline, prompt, rep) -> its stdout after the prompt, as printed (judge.Measured.generated)
+    by_rep: dict[tuple, str] = field(default_factory=dict)
     any_rep: dict[tuple, str] = field(default_factory=dict)  # (baseline, prompt) -> first text
 
     def add(self, m: Measurement, text: str) -> None:
@@ -107,19 +108,26 @@ class _Outputs:
         return self.by_rep.get((key, m.prompt_id, m.repetition), self.any_rep.get((key, m.prompt_id)))
 
 
-def _check_output(inv: Invocation, measured: Measured, outputs: _Outputs) -> Sample:
+def _compared(inv: Invocation) -> bool:
     """At temperature 0 a speculative continuation must equal its baseline's (lossless); a synthetic
     one (drafts accepted at random) is not compared: its output is not valid by design."""
+    return inv.generation.temperature == 0 and not is_synthetic(inv)
+
+
+def _reference(inv: Invocation, outputs: _Outputs) -> str | None:
+    """The baseline output a speculative run is compared with (and cut at, ``judge.capped_span``)."""
+    return outputs.get(inv) if inv.role == "speculative" and _compared(inv) else None
+
+
+def _check_output(inv: Invocation, measured: Measured, outputs: _Outputs) -> Sample:
     sample, text = measured.sample, measured.text
-    if text is None or inv.generation.temperature != 0 or is_synthetic(inv):
+    if text is None or not _compared(inv):
         return sample
     if inv.role == "baseline":
-        outputs.add(inv, text)
-    elif inv.role == "speculative":
-        base = outputs.get(inv)
-        if base is not None:
-            cmp = compare(text, base)
-            sample.outputs_match, sample.first_diff = cmp.match, cmp.first_diff
+        outputs.add(inv, measured.generated or text)
+    elif (base := _reference(inv, outputs)) is not None:
+        cmp = compare(text, continuation(base, "", echoed=False) or "")
+        sample.outputs_match, sample.first_diff = cmp.match, cmp.first_diff
     return sample
 
 
@@ -134,7 +142,7 @@ def _recover_outputs(
             continue
         path = run_dir / s.stdout_path
         if path.is_file():
-            text = continuation(read_output(path), inv.prompt_text, echoed=inv.prompt_echoed)
+            text = generated_text(read_output(path), inv.prompt_text, echoed=inv.prompt_echoed)
             if text is not None:
                 outputs.add(s, text)
 
@@ -260,7 +268,8 @@ def execute(
                                         f"was measured: the reasons are in {samples_path(run_dir)}"
                                     )
                             continue
-                        sample = _check_output(b, judge(b, outcome, manifest.run_id, started_at), outputs)
+                        measured = judge(b, outcome, manifest.run_id, started_at, _reference(b, outputs))
+                        sample = _check_output(b, measured, outputs)
                         sample = batches.stamp(sample, b, outcome, reruns)
                         ran += 1
                         append_sample(run_dir, sample)

@@ -74,8 +74,10 @@ def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl
 
 # llama-speculative-simple logs each committed step at debug level ("accepted A/D draft tokens"):
 # the rate over its first n_predict tokens is read from them (parse.span.first_tokens), since it
-# checks -n only between steps and an n-gram draft can take it far past (docs/timing.md).
+# checks -n only between steps and an n-gram draft can take it far past (docs/timing.md). The
+# lines carry their time where the build prints it by default (the pin) or is asked to (2025).
 STEP_LOG_LEVEL = "5"
+STEP_LOG_TIME = ("--log-prefix", "--log-timestamps")
 
 
 def _spec_argv(config: Config, binary: BinaryInfo, cell: Cell, models: Mapping[str, object], prompt: str):
@@ -84,6 +86,7 @@ def _spec_argv(config: Config, binary: BinaryInfo, cell: Cell, models: Mapping[s
     argv = [*binary.argv0, "-m", model_path(models, cell.model), *_common(binary, gen, prompt, cell.ngl)]
     if binary.role == "speculative_simple" and binary.flags.log_verbosity:
         argv += [binary.flags.log_verbosity, STEP_LOG_LEVEL]
+        argv += [f for f in STEP_LOG_TIME if f in (binary.flags.known or ())]
     argv += speculative_flags(binary.flags, cell, draft)
     return argv + option_flags(binary, cell, free_args(config, cell))
 

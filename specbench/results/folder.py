@@ -30,7 +30,7 @@ REPORT = "report"  # `specbench report RUN` writes RUN/report/ by default
 REPORT_PAGE = "report.html"  # the page in it
 BISECT = "bisect.json"  # `specbench bisect --out OUT` keeps its state in OUT/bisect.json, beside its runs
 PARTIAL = ".partial"  # appended to the raw logs of a sample that never finished
-RAW_SUFFIXES = (".response.json", ".stdout", ".stderr")  # the raw files of one invocation
+RAW_SUFFIXES = (".response.json", ".stdout", ".stderr", ".times")  # the raw files of one invocation
 
 
 def make_run_id(name: str, when: datetime | None = None) -> str:
@@ -78,8 +78,8 @@ def write_raw(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise RunError(
-            f"cannot write {path}: {exc.strerror or exc}; free space, then `specbench run CONFIG --resume "
-            f"{path.parent.parent}`"
+            f"cannot write {path}: {exc.strerror or exc}; earlier samples are intact, free space, then "
+            f"`specbench run CONFIG --resume {path.parent.parent}`"
         ) from exc
 
 

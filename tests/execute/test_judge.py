@@ -195,3 +195,37 @@ def test_every_sample_records_its_prompt_tokens_and_prefill_time_outside_the_spa
     assert (b.prompt_tokens, b.prefill_s) == (perf.prompt_eval_tokens, round(perf.prompt_eval_ms / 1000, 6))
     v = judge(spec(runner="server"), server("server-draft", "speculative"), "r", "now").sample
     assert (v.prompt_tokens, v.prefill_s) == (v.timings.prompt_n, round(v.timings.prompt_ms / 1000, 6))
+
+
+def test_a_speculative_program_without_a_step_log_is_timed_over_the_baselines_tokens():
+    """The 2024 tree (recorded by `specbench run`, `-n 16`): its llama-speculative logs no steps and
+    decoded 17 tokens. Given the baseline's text (temperature 0: the same tokens) its stamped stdout
+    is cut where that text ends, so both sides are timed over 16 tokens, each from its own stdout
+    reads (parse.span.text_span); without it, over all 17, which its timed_tokens says."""
+    name = "2024-0290-{}-stamped"
+    stamps = {p: parse_stamps((LOGS / f"{name.format(p)}.times").read_text()) for p in ("cli", "speculative")}
+    gen = Generation(n_predict=16)
+    out = process(name.format("cli"), stdout_times=stamps["cli"], echoed=False)  # --no-display-prompt
+    base = judge(inv("x", role="baseline", generation=gen, prompt_echoed=False), out, "r", "now")
+    spec_out = process(name.format("speculative"), stdout_times=stamps["speculative"], echoed=False)
+    cut = judge(spec(generation=gen), spec_out, "r", "now", reference=base.generated).sample
+    assert base.sample.timed_tokens == cut.timed_tokens == 16 and cut.metrics.decoded.tokens == 17
+    end = next(t for t, total in stamps["speculative"] if total >= len(base.generated))
+    assert cut.status == "ok" and cut.tps == 15 / (end - stamps["speculative"][0][0])
+    whole = judge(spec(generation=gen), spec_out, "r", "now").sample
+    assert whole.timed_tokens == 17 and whole.tps == whole.metrics.decoded.tps
+
+
+def test_a_2025_speculative_program_is_timed_over_the_baselines_tokens_by_its_step_log():
+    """The 2025 tree's llama-speculative-simple (recorded by `specbench run`, `-n 16`, with the
+    `--log-prefix --log-timestamps` the plan passes it) decoded 25 tokens: its time-stamped step log
+    gives the first 16 (steps of 1, 6 and 9 tokens), as the pin's does; the baseline, 16 from its stdout."""
+    gen = Generation(n_predict=16)
+    stamps = parse_stamps((LOGS / "2025-0316-cli-stamped.times").read_text())
+    out = process("2025-0316-cli-stamped", stdout_times=stamps, echoed=False)  # --no-display-prompt
+    base = judge(inv("x", role="baseline", generation=gen, prompt_echoed=False), out, "r", "now").sample
+    s = judge(spec(generation=gen), process("2025-0316-spec-simple-stamped"), "r", "now").sample
+    steps, decoded = s.metrics.steps, s.metrics.decoded
+    assert [n for _, n in steps] == [1, 6, 9, 9] and decoded.tokens == 25
+    assert base.timed_tokens == s.timed_tokens == 16 and s.status == "ok"
+    assert s.tps == 16 / (steps[2][0] - (steps[-1][0] - decoded.seconds))

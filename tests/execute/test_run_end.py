@@ -62,8 +62,8 @@ def _fill(path: Path) -> None:
 
 
 def test_a_really_full_disk_is_recorded_and_the_lock_goes(tmp_path, machine):
-    """A tmpfs filled by another writer after three samples: the sample log's append fails, and the
-    manifest is written with the space the lock reserved for it."""
+    """A tmpfs filled by another writer after three samples: the next sample's files cannot be
+    written (its raw stdout stamps), and the manifest is written with the space the lock reserved for it."""
     disk = tmp_path / "disk"
     disk.mkdir()
     mounted = subprocess.run(
@@ -83,7 +83,7 @@ def test_a_really_full_disk_is_recorded_and_the_lock_goes(tmp_path, machine):
             execute(process(PLAN), run_dir, manifest(run_dir, machine), observe=observe)
         assert "--resume" in str(exc.value)
         status, reason = _status(run_dir)
-        assert status == "failed" and "No space left on device" in reason and "samples.jsonl" in reason
+        assert status == "failed" and "No space left on device" in reason and "cannot write" in reason
         assert not (run_dir / LOCK).exists() and lock_holder(run_dir) is None
         assert len(load_samples(run_dir)) == KEPT
         filler.unlink()

@@ -140,6 +140,8 @@ def test_a_2025_tree_runs_the_classic_draft_on_its_speculative_simple_and_server
     assert "--spec-type" not in argv and pairs(argv)["--draft-p-min"] == "0"
     if runner == "process":
         assert pairs(argv)["-lv"] == "5"  # the step log (and, in the pin, the statistics line)
+        # its lines carry their time only when asked (the pin's always do): the steps' times
+        assert {"--log-prefix", "--log-timestamps"} <= set(argv)
     with pytest.raises(ConfigError, match="does not support method ngram-simple .*no --spec-type at all"):
         spec_of(tmp_path, build_2025(tmp_path), runner=runner, sweep={"method": ["ngram-simple"]})
 
