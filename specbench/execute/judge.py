@@ -58,9 +58,8 @@ class Measured:
 
     sample: Sample
     text: str | None  # the generated continuation, None when the invocation produced none
-    generated: str | None = (
-        None  # stdout after the prompt as printed (a baseline's: ``capped_span``'s reference)
-    )
+    # stdout after the prompt's echo, as printed (a baseline's: ``capped_span``'s reference)
+    generated: str | None = None
 
 
 def finite(x: float | None) -> float | None:
@@ -111,21 +110,21 @@ def capped_span(inv: Invocation, out: Outcome, reference: str | None = None) -> 
     """A speculative run that went past ``cap`` (the requested ``n_predict``), timed over its first
     ``cap`` tokens: from its step log (``parse.span.first_tokens``), else from its stamped stdout cut
     where ``reference`` (the baseline's stdout after the prompt, at temperature 0) ends
-    (``parse.span.text_span``). None
-    when it did not go past, or neither cuts it exactly: then its ``decoded`` line is the rate, and
-    ``timed_tokens`` says what it covers."""
+    (``parse.span.text_span``). None when it did not go past, or neither cuts it exactly: then its
+    ``decoded`` line is the rate, and ``timed_tokens`` says what it covers."""
     log, cap = out.log, inv.generation.n_predict
     d = log.decoded if log and inv.role == "speculative" else None
     if not cap or d is None or not d.tokens or d.tokens <= cap or not d.seconds:
         return None
     if log and log.steps:
         return first_tokens(log.steps, d.tokens, d.seconds, cap)
-    offset = generation_offset(out.output, inv.prompt_text, out.echoed) if reference and out.output else None
-    if offset is None or out.output is None or reference is None:
+    if not reference or not out.output:
         return None
-    return text_span(
-        out.stdout_times, offset, output_bytes(out.output)[offset:], output_bytes(reference), cap
-    )
+    offset = generation_offset(out.output, inv.prompt_text, out.echoed)
+    if offset is None:
+        return None
+    generated = output_bytes(out.output)[offset:]
+    return text_span(out.stdout_times, offset, generated, output_bytes(reference), cap)
 
 
 def timed_tokens(role: str, log: ParsedLog | None, span: Span | None, capped: Span | None) -> int | None:

@@ -19,6 +19,7 @@ import pytest
 from specbench.base.errors import InputError, RunError
 from specbench.execute.runner import RunInterrupted, execute
 from specbench.results.manifestfile import load_manifest
+from specbench.results.records import Generation
 from specbench.results.runlock import RunLock
 from specbench.results.samplelog import load_samples
 from tests.helpers.fakeruns import inv, manifest, process
@@ -305,3 +306,16 @@ def test_the_cells_a_plan_left_out_are_kept_in_the_manifest_once_across_a_resume
     assert load_manifest(run_dir).left_out == [left]
     execute(plan, run_dir, load_manifest(run_dir), resume=True)
     assert load_manifest(run_dir).left_out == [left]
+
+
+def test_a_speculative_program_without_a_step_log_is_timed_over_the_baselines_tokens(tmp_path, env_info):
+    """tests/fakebins/classic (the 2024 llama-speculative's shape: no step log, 8 tokens decoded at
+    -n 6) is handed its baseline's text by the runner and cut where it ends in its stamped stdout:
+    both sides timed over the baseline's 6 tokens (judge.capped_span)."""
+    six = Generation(n_predict=6)
+    run_dir = tmp_path / "run"
+    plan = [inv("plain", role="baseline", generation=six), inv("classic", generation=six)]
+    execute(process(plan), run_dir, manifest(run_dir, env_info))
+    base, spec = load_samples(run_dir)
+    assert spec.status == "ok" and spec.outputs_match and spec.metrics.decoded.tokens == 8
+    assert spec.timed_tokens == base.timed_tokens == 6
