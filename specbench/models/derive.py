@@ -20,7 +20,7 @@ from specbench.base.formats import json_text
 from specbench.base.paths import inside
 from specbench.builder.buildinfo import BuildInfo
 from specbench.models import cache
-from specbench.models.gguffile import split_info
+from specbench.models.gguffile import split_name
 from specbench.models.meta import GGUFMeta, read_metadata
 from specbench.models.spec import ProgressFn
 
@@ -30,7 +30,7 @@ _BYTES_PER_WEIGHT = {"F32": 4.0, "F16": 2.0, "BF16": 2.0, "Q8_0": 1.07}
 
 
 def derived_path(source_path: Path, source_sha256: str, quant: str) -> Path:
-    info = split_info(source_path)
+    info = split_name(source_path.name)
     stem = info[0] if info else source_path.name.removesuffix(".gguf")
     return inside(cache.models_dir(), "derived", f"{source_sha256[:16]}-{quant}", f"{stem}.{quant}.gguf")
 

@@ -124,7 +124,9 @@ def open_gguf(path: Path) -> FastGGUFReader:
         ) from exc
     except (ValueError, KeyError, OverflowError) as exc:
         if "version" in str(exc):  # GGUFReader: "file appears to be version N which we cannot handle"
-            raise ModelError(f"{path}: {_short(exc)}; convert it again with a current llama.cpp") from exc
+            raise ModelError(
+                f"{path}: {str(exc).splitlines()[0][:160]}; convert it again with a current llama.cpp"
+            ) from exc
         raise ModelError(
             f"{path} is a truncated or damaged GGUF file (its header does not parse); "
             "delete it and fetch it again"
@@ -132,9 +134,9 @@ def open_gguf(path: Path) -> FastGGUFReader:
     return reader
 
 
-def _short(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:160]
+def shard_names(prefix: str, count: int) -> list[str]:
+    """The names of a split set, in order: ``PREFIX-00001-of-0000N.gguf`` ..."""
+    return [f"{prefix}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
 
 
 def split_name(name: str) -> tuple[str, int, int] | None:
@@ -145,18 +147,10 @@ def split_name(name: str) -> tuple[str, int, int] | None:
     return m["prefix"], int(m["no"]), int(m["count"])
 
 
-def split_info(path: Path) -> tuple[str, int, int] | None:
-    """split_name of a file's name."""
-    return split_name(path.name)
-
-
 def shard_paths(first: Path) -> list[Path]:
     """All shards of a split set named after ``first`` (just ``[first]`` for a single file)."""
-    info = split_info(first)
-    if info is None:
-        return [first]
-    prefix, _, count = info
-    return [first.with_name(f"{prefix}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+    info = split_name(first.name)
+    return [first] if info is None else [first.with_name(n) for n in shard_names(info[0], info[2])]
 
 
 def check_shards(first: Path) -> list[Path]:

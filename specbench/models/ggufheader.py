@@ -1,24 +1,23 @@
 """A GGUF header read from its first bytes: KV metadata, the token list and the tensor infos.
 
-``gguf.GGUFReader`` maps the whole file, so ranking a draft on the Hub would mean downloading it.
-This reader walks the header through a ``ByteSource`` that hands out bytes from an offset on (a
-local file, or HTTP range requests in ``specbench.models.hfheader``): only the header's bytes are
-read, and numeric arrays (token scores, token types) are skipped without being fetched. The
-format and its constants are the ``gguf`` package's (``GGUFValueType``, ``GGML_QUANT_SIZES``).
+``gguf.GGUFReader`` maps the whole file; this reader walks the header through a ``ByteSource`` (a local
+file, or HTTP range requests in ``specbench.models.hfheader``), so ranking a draft on the Hub reads only
+its header, and numeric arrays are skipped without being fetched.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, LlamaFileType
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType
 
 from specbench.base.errors import ModelError
-from specbench.models.meta import GGUFMeta, meta_from_keys
+from specbench.models.meta import GGUFMeta, file_type_name, meta_from_keys, quant_type_name
 
 _SCALARS: dict[GGUFValueType, str] = {
     GGUFValueType.UINT8: "<B", GGUFValueType.INT8: "<b", GGUFValueType.UINT16: "<H",
@@ -70,17 +69,11 @@ class TensorInfo:
 
     @property
     def n_elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def type_name(self) -> str:
-        try:
-            return GGMLQuantizationType(self.type).name
-        except ValueError:
-            return f"type{self.type}"
+        return quant_type_name(self.type)
 
     @property
     def n_bytes(self) -> int:
@@ -110,8 +103,7 @@ class GGUFHeader:
     def bytes_per_token(self) -> int:
         """Weight bytes one decoded token reads: every tensor but the token embeddings, of which a
         decode reads one row (unless the output reuses them: no ``output.weight``)."""
-        names = {t.name for t in self.tensors}
-        tied = "output.weight" not in names
+        tied = all(t.name != "output.weight" for t in self.tensors)
         return sum(t.n_bytes for t in self.tensors if t.name != "token_embd.weight" or tied)
 
     def tensor_types(self) -> dict[str, float]:
@@ -250,21 +242,8 @@ def header_meta(
         h.kv.get,
         len(h.tokens) if h.tokens else None,
         parameter_count=sum(t.n_elements for t in h.tensors) if parameter_count is None else parameter_count,
-        file_type=_file_type(h),
+        file_type=file_type_name(h.kv.get("general.file_type"), ((t.type, t.shape) for t in h.tensors)),
         size_bytes=size_bytes,
         n_shards=n_shards,
         has_chat_template="tokenizer.chat_template" in h.kv,
     )
-
-
-def _file_type(h: GGUFHeader) -> str | None:
-    raw = h.kv.get("general.file_type")
-    if raw is not None:
-        try:
-            return LlamaFileType(int(raw)).name.removeprefix("MOSTLY_").removeprefix("ALL_")
-        except ValueError:
-            return f"type{raw}"
-    counts = Counter(t.type for t in h.tensors if len(t.shape) >= 2)
-    if not counts:
-        return None
-    return TensorInfo("", counts.most_common(1)[0][0], (), 0).type_name

@@ -1,14 +1,8 @@
 """Fetching GGUF files from the Hugging Face Hub through huggingface_hub.
 
-Environment, read at call time (huggingface_hub reads its constants at import): ``HF_ENDPOINT``
-(mirror or test server), ``HF_TOKEN`` (gated/private repos; never printed), ``HF_HUB_OFFLINE``
-(cache only), ``HF_HUB_CACHE``/``HF_HOME`` (share the user's HF cache; else ours under
-SPECBENCH_HOME/models/hf).
-
-Sizes and sha256 come from ``model_info(files_metadata=True)`` (the LFS sha256) and are checked
-after download; a file that does not match is deleted from the cache. An interrupted transfer of
-an LFS file (every GGUF) keeps its bytes and resumes with an HTTP Range request, in the same run
-and in the next (``specbench.models.hfresume``).
+Its environment is read at call time (huggingface_hub reads it at import): ``HF_ENDPOINT``, ``HF_TOKEN``
+(never printed), ``HF_HUB_OFFLINE`` (cache only), ``HF_HUB_CACHE``/``HF_HOME``. Sizes and the LFS
+sha256 from ``model_info`` are checked after download, and a file that does not match leaves the cache.
 """
 
 from __future__ import annotations
@@ -25,7 +19,7 @@ from specbench.base.errors import ModelError
 from specbench.base.files import write_atomic
 from specbench.base.paths import UnsafePath, check_part, check_relative, inside
 from specbench.models import cache
-from specbench.models.gguffile import split_name
+from specbench.models.gguffile import shard_names, split_name
 from specbench.models.spec import HfSource, ProgressFn
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -41,11 +35,6 @@ class RemoteFile(BaseModel):
 class HfFetched(BaseModel):
     files: list[Path]  # first shard first
     revision: str  # resolved commit
-    from_cache_only: bool = False  # the Hub could not be asked (offline / unreachable)
-
-
-def _env_true(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _endpoint() -> str:
@@ -95,15 +84,14 @@ def select_files(src: HfSource, remote: list[RemoteFile]) -> list[RemoteFile]:
     info = split_name(chosen)  # the prefix keeps the folder: "Q4/model"
     if info is None:
         return [by_name[chosen]]
-    prefix, _, count = info
-    shard_names = [f"{prefix}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
-    missing = [n for n in shard_names if n not in by_name]
+    shards = shard_names(info[0], info[2])
+    missing = [n for n in shards if n not in by_name]
     if missing:
         raise ModelError(
-            f"split GGUF set {shard_names[0]} in {where} is missing {len(missing)} of {count} shards "
+            f"split GGUF set {shards[0]} in {where} is missing {len(missing)} of {info[2]} shards "
             f"({', '.join(missing[:3])}); the repo is incomplete, pick another file"
         )
-    return [by_name[n] for n in shard_names]
+    return [by_name[n] for n in shards]
 
 
 def _group_key(name: str) -> str:
@@ -180,7 +168,7 @@ def fetch_hf(src: HfSource, progress: ProgressFn | None = None) -> HfFetched:
     """Fetch (or find in the cache) every file of an hf model; verify size and sha256."""
     from huggingface_hub import HfApi
 
-    if _env_true("HF_HUB_OFFLINE"):
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
         return _from_cache(src, reason="HF_HUB_OFFLINE is set")
     api = HfApi(endpoint=_endpoint(), token=_token())
     try:
@@ -230,24 +218,23 @@ def _reason(exc: Exception) -> str:
     return scrub(text)[:120]
 
 
-def _check_space(src: HfSource, wanted: list[RemoteFile], commit: str) -> None:
+def _cached(src: HfSource, name: str, commit: str) -> Path | None:
+    """The file as the HF cache holds it (the file system only; None: absent, or a dangling link)."""
     from huggingface_hub import try_to_load_from_cache
 
-    cache_dir = cache.hf_cache_dir()
-    missing = 0
-    for f in wanted:
-        hit = try_to_load_from_cache(src.repo, f.name, cache_dir=str(cache_dir), revision=commit)
-        if not isinstance(hit, str):
-            missing += f.size or 0
-    if missing:
-        cache.check_free_space(missing, cache_dir, f"{src.repo} ({len(wanted)} file(s))")
+    hit = try_to_load_from_cache(src.repo, name, cache_dir=str(cache.hf_cache_dir()), revision=commit)
+    return Path(hit) if isinstance(hit, str) else None
+
+
+def _check_space(src: HfSource, wanted: list[RemoteFile], commit: str) -> None:
+    if missing := sum(f.size or 0 for f in wanted if _cached(src, f.name, commit) is None):
+        cache.check_free_space(missing, cache.hf_cache_dir(), f"{src.repo} ({len(wanted)} file(s))")
 
 
 def _download(src: HfSource, f: RemoteFile, commit: str, progress: ProgressFn | None) -> Path:
-    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+    from huggingface_hub import hf_hub_download
 
-    cached = try_to_load_from_cache(src.repo, f.name, cache_dir=str(cache.hf_cache_dir()), revision=commit)
-    if f.sha256 and _SHA256_RE.match(f.sha256.lower()) and not isinstance(cached, str):
+    if f.sha256 and _SHA256_RE.match(f.sha256.lower()) and _cached(src, f.name, commit) is None:
         path = _download_resumable(src, f, f.sha256.lower(), commit, progress)
         _verify(src, path, f.size, f.sha256)
         return path
@@ -288,9 +275,8 @@ def _download_resumable(
     report = None if progress is None else (lambda done, total: progress(label, done, total))
     try:
         hfresume.download(url, build_hf_headers(token=_token()), part, f.size, report)
-    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints what was kept
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the CLI prints ``kept`` after it
         size = part.stat().st_size if part.is_file() else 0
-        # what the CLI prints after the interruption: our attribute on the builtin exception
         exc.kept = f"{size} bytes of {label} kept in {part}; run the command again to resume"  # type: ignore[attr-defined]
         raise
     except hfresume.TransferBroken as exc:
@@ -340,18 +326,15 @@ def cached_hf(src: HfSource) -> HfFetched | None:
 
 
 def _from_cache(src: HfSource, reason: str) -> HfFetched:
-    """Use what the HF cache holds for this model when the Hub cannot be asked. Files are looked up
-    with ``try_to_load_from_cache`` (the file system only: ``hf_hub_download(local_files_only=True)``
-    builds request headers, which asks the Hub for its agent registry)."""
-    from huggingface_hub import try_to_load_from_cache
-
+    """Use what the HF cache holds for this model when the Hub cannot be asked (``_cached``: the file
+    system only; ``hf_hub_download(local_files_only=True)`` asks the Hub for its agent registry)."""
     storage = _storage(src)
     commit = src.revision if _COMMIT_RE.match(src.revision) else None
     ref = inside(storage, "refs", src.revision)
     if commit is None and ref.is_file():
         commit = ref.read_text().strip()
     snapshot = inside(storage, "snapshots", commit) if commit and _safe(check_part, commit) else None
-    if snapshot is None or not snapshot.is_dir():
+    if commit is None or snapshot is None or not snapshot.is_dir():
         raise ModelError(
             f"{reason}, and {src.repo}@{src.revision} is not in the cache ({cache.hf_cache_dir()}); "
             "check the network (or HF_ENDPOINT) and try again"
@@ -363,12 +346,10 @@ def _from_cache(src: HfSource, reason: str) -> HfFetched:
         raise ModelError(f"{reason}, and the cache lacks it: {exc}") from None
     paths = []
     for f in wanted:
-        hit = try_to_load_from_cache(src.repo, f.name, cache_dir=str(cache.hf_cache_dir()), revision=commit)
-        if not isinstance(hit, str):  # a dangling link (blob removed)
+        local = _cached(src, f.name, commit)
+        if local is None:  # a dangling link (blob removed)
             raise ModelError(f"{reason}, and the cached {src.repo}/{f.name} is incomplete; fetch it again")
-        local = Path(hit)
         blob = local.resolve().name
         _verify(src, local, None, blob if _SHA256_RE.match(blob) else None)
         paths.append(local)
-    assert commit is not None
-    return HfFetched(files=paths, revision=commit, from_cache_only=True)
+    return HfFetched(files=paths, revision=commit)

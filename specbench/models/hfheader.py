@@ -1,10 +1,8 @@
 """GGUF headers of files on the Hugging Face Hub, read with HTTP range requests (nothing downloaded).
 
-``specbench drafts`` ranks draft candidates before anything large is fetched: a repo's GGUF files
-come from ``model_info`` (one API call: names, sizes), and each file's header from range reads of
-its ``resolve`` URL (``hf_hub_url`` and huggingface_hub's session, so HF_ENDPOINT and HF_TOKEN
-apply as for downloads), in growing chunks until the header parses. A server that ignores the
-Range header is read only as far as needed, then the connection is closed.
+``specbench drafts`` ranks draft candidates before anything large is fetched: a repo's GGUF files come
+from one ``model_info`` call, each header from range reads in growing chunks until it parses (through
+huggingface_hub's session, so HF_ENDPOINT and HF_TOKEN apply as for downloads).
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from dataclasses import dataclass, field
 
 from specbench.base.errors import ModelError
 from specbench.models import hf
-from specbench.models.gguffile import split_name
+from specbench.models.gguffile import shard_names, split_name
 from specbench.models.ggufheader import GGUFHeader, ShortRead, read_header
 from specbench.models.spec import HfSource, hub_source
 
@@ -125,7 +123,7 @@ def list_ggufs(repo: str, revision: str = "main", pattern: str | None = None) ->
         if split is None:
             out.append(RemoteGGUF(repo, info.sha or revision, [n], [sizes[n]], shas.get(n)))
         elif split[1] == 1:
-            shards = [f"{split[0]}-{i:05d}-of-{split[2]:05d}.gguf" for i in range(1, split[2] + 1)]
+            shards = shard_names(split[0], split[2])
             sizes_of = [sizes.get(s) for s in shards]
             out.append(RemoteGGUF(repo, info.sha or revision, shards, sizes_of, shas.get(shards[0])))
     return out

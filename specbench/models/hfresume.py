@@ -1,12 +1,9 @@
 """Hub downloads that survive the process: a transfer cut off in one run resumes in the next.
 
-huggingface_hub (2.x) downloads into a process-unique temporary file and deletes it when the
-transfer breaks, so a run cancelled at 9 GB of a 10 GB model would start the next one from zero.
-specbench downloads LFS files (every GGUF; their name in the cache is the sha256) itself into
-``<repo storage>/partial/<sha256>.part``, which stays when the transfer breaks, asks for the rest
-with an HTTP Range request (a few times in this process, then in the next run), and finally moves
-the file into huggingface_hub's cache layout (``blobs/<sha256>`` and a relative
-``snapshots/<commit>/<name>`` link), where huggingface_hub and ``try_to_load_from_cache`` find it.
+huggingface_hub deletes its temporary file when a transfer breaks, so a run cancelled at 9 GB of 10
+would start again from zero. specbench downloads LFS files (every GGUF) itself into
+``<repo storage>/partial/<sha256>.part``, which stays, asks for the rest with an HTTP Range request,
+and finally moves the file into huggingface_hub's cache layout, where huggingface_hub finds it.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from specbench.base.errors import ModelError
 from specbench.models import cache
-from specbench.models.gguffile import split_info
+from specbench.models.gguffile import split_name
 from specbench.models.meta import GGUFMeta, read_metadata
 
 
@@ -59,7 +59,7 @@ def _hf_models() -> list[CachedModel]:
         repo = repo_dir.name.removeprefix("models--").replace("--", "/")
         for snapshot in sorted((repo_dir / "snapshots").glob("*")):
             for path in sorted(snapshot.rglob("*.gguf")):
-                info = split_info(path)
+                info = split_name(path.name)
                 if info is not None and info[1] != 1:
                     continue
                 if path.exists():  # a dangling link is a removed blob

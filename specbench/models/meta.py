@@ -7,7 +7,7 @@ tokenizer) produced it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sized
 from pathlib import Path
 from typing import Any
 
@@ -16,34 +16,21 @@ from pydantic import BaseModel
 
 from specbench.models.gguffile import check_shards, open_gguf
 
-# tokenizer.ggml.model -> llama.cpp vocab type (src/llama-vocab.cpp), with llama.cpp's defaults for
-# bos/eos ids and add_bos/add_eos when the file does not set them.
-VOCAB_TYPES: dict[str, str] = {
-    "llama": "SPM",
-    "bert": "WPM",
-    "gpt2": "BPE",
-    "hybriddna": "BPE",
-    "whitespace": "BPE",
-    "t5": "UGM",
-    "rwkv": "RWKV",
-    "plamo2": "PLAMO2",
-    "no_vocab": "NONE",
-    "none": "NONE",
+# tokenizer.ggml.model -> (llama.cpp's vocab type, its default bos and eos ids) (src/llama-vocab.cpp),
+# and each vocab type's default add_bos/add_eos, for files that do not set them.
+_VOCABS: dict[str, tuple[str, int | None, int | None]] = {
+    "llama": ("SPM", 1, 2),
+    "bert": ("WPM", 101, None),
+    "gpt2": ("BPE", 11, 11),
+    "hybriddna": ("BPE", 11, 11),
+    "whitespace": ("BPE", 11, 11),
+    "t5": ("UGM", None, 1),
+    "rwkv": ("RWKV", None, None),
+    "plamo2": ("PLAMO2", 1, 2),
+    "no_vocab": ("NONE", None, None),
+    "none": ("NONE", None, None),
 }
-_DEFAULT_IDS: dict[str, tuple[int | None, int | None]] = {
-    "llama": (1, 2),
-    "bert": (101, None),
-    "gpt2": (11, 11),
-    "hybriddna": (11, 11),
-    "whitespace": (11, 11),
-    "t5": (None, 1),
-    "plamo2": (1, 2),
-}
-_DEFAULT_ADD: dict[str, tuple[bool, bool]] = {
-    "SPM": (True, False),
-    "WPM": (True, False),
-    "UGM": (False, True),
-}
+_DEFAULT_ADD = {"SPM": (True, False), "WPM": (True, False), "UGM": (False, True)}
 
 
 class GGUFMeta(BaseModel):
@@ -75,18 +62,24 @@ def _scalar(fields: dict[str, Any], key: str) -> Any:
     return field.contents()
 
 
-def _file_type(fields: dict[str, Any], tensors: list[Any]) -> str | None:
-    raw = _scalar(fields, "general.file_type")
+def file_type_name(raw: Any, tensors: Iterable[tuple[int, Sized]]) -> str | None:
+    """``general.file_type`` by name; for older files, the commonest type among 2-D ``tensors``
+    (type, shape), as the header reader and the whole-file reader both name it."""
     if raw is not None:
         try:
             return LlamaFileType(int(raw)).name.removeprefix("MOSTLY_").removeprefix("ALL_")
         except ValueError:
             return f"type{raw}"
-    # Older files: the commonest type among 2-D tensors.
-    counts = Counter(t.tensor_type for t in tensors if len(t.shape) >= 2)
-    if not counts:
-        return None
-    return GGMLQuantizationType(counts.most_common(1)[0][0]).name
+    counts = Counter(int(t) for t, shape in tensors if len(shape) >= 2)
+    return quant_type_name(counts.most_common(1)[0][0]) if counts else None
+
+
+def quant_type_name(ggml_type: int) -> str:
+    """A tensor type's name (``Q4_K``); ``typeN`` for one the gguf package does not know."""
+    try:
+        return GGMLQuantizationType(ggml_type).name
+    except ValueError:
+        return f"type{ggml_type}"
 
 
 def read_metadata(path: Path) -> GGUFMeta:
@@ -103,7 +96,9 @@ def read_metadata(path: Path) -> GGUFMeta:
         lambda key: _scalar(fields, key),
         len(tokens.data) if tokens is not None else None,
         parameter_count=n_params,
-        file_type=_file_type(fields, reader.tensors),
+        file_type=file_type_name(
+            _scalar(fields, "general.file_type"), ((t.tensor_type, t.shape) for t in reader.tensors)
+        ),
         size_bytes=sum(p.stat().st_size for p in shards),
         n_shards=len(shards),
         has_chat_template="tokenizer.chat_template" in fields,
@@ -111,15 +106,13 @@ def read_metadata(path: Path) -> GGUFMeta:
 
 
 def meta_from_keys(get: Callable[[str], Any], n_tokens: int | None, **facts: Any) -> GGUFMeta:
-    """``GGUFMeta`` from a file's keys as llama.cpp reads them (``get``: a key's scalar or None;
-    ``n_tokens``: the token list's length, None without one), whether the keys come from a whole
-    file (``read_metadata``) or from a header's bytes (``ggufheader.header_meta``); ``facts`` are
-    what is not a key (parameter count, file type, size, shards, chat template)."""
+    """``GGUFMeta`` from a file's keys as llama.cpp reads them, from a whole file or a header's bytes
+    (``get``: a key's scalar or None; ``n_tokens``: the token list's length; ``facts``: the rest)."""
     arch = get("general.architecture")
     tok_model = get("tokenizer.ggml.model")
-    vocab_type = VOCAB_TYPES.get(tok_model, tok_model.upper()) if tok_model else None
+    unknown = (tok_model.upper() if tok_model else None, None, None)
+    vocab_type, default_bos, default_eos = _VOCABS.get(tok_model or "", unknown)
     vocab_size = n_tokens if n_tokens is not None else get(f"{arch}.vocab_size")
-    default_bos, default_eos = _DEFAULT_IDS.get(tok_model or "", (None, None))
     default_add_bos, default_add_eos = _DEFAULT_ADD.get(vocab_type or "", (False, False))
     bos, eos = get("tokenizer.ggml.bos_token_id"), get("tokenizer.ggml.eos_token_id")
     add_bos, add_eos = get("tokenizer.ggml.add_bos_token"), get("tokenizer.ggml.add_eos_token")

@@ -1,13 +1,8 @@
 """Pre-flight check that a draft can speculate for a target, from metadata only (nothing loaded).
 
-The rules are llama.cpp's ``common_speculative_are_compatible`` (common/speculative.cpp), in the
-same order, so a pair refused here is a pair llama.cpp would refuse after loading both models:
-
-1. same vocab type (from ``tokenizer.ggml.model``),
-2. same add_bos flag, and the same bos id when add_bos is set,
-3. same add_eos flag, and the same eos id when add_eos is set,
-4. vocabulary sizes within SPEC_VOCAB_MAX_SIZE_DIFFERENCE (128),
-5. token texts equal for every id from SPEC_VOCAB_CHECK_START_TOKEN_ID (5) on in the shared range.
+The rules are llama.cpp's ``common_speculative_are_compatible`` (common/speculative.cpp), in its
+order, so a pair refused here is one llama.cpp would refuse after loading both: the same vocab type,
+BOS and EOS (added alike, the same ids), vocabulary sizes within 128, token texts equal from id 5 on.
 """
 
 from __future__ import annotations
@@ -80,9 +75,6 @@ def check_pair(target: Path, draft: Path) -> PairCheck:
         return failed
     return PairCheck(
         ok=True,
-        message=(
-            f"compatible: {t_meta.vocab_type} vocabulary of {t_meta.vocab_size} / "
-            f"{d_meta.vocab_size} tokens, "
-            f"bos {t_meta.bos_token_id}, eos {t_meta.eos_token_id}, token texts match"
-        ),
+        message=f"compatible: {t_meta.vocab_type} vocabulary of {t_meta.vocab_size} / {d_meta.vocab_size} "
+        f"tokens, bos {t_meta.bos_token_id}, eos {t_meta.eos_token_id}, token texts match",
     )

