@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "logs" / "real")
     out = parser.parse_args().out
     out.mkdir(parents=True, exist_ok=True)
-    from specbench.models import resolve_models
+    from specbench.models.resolve import resolve_models
 
     build = ensure_build(backend="cpu")
     config = load(REPO / "configs" / "quickstart.yaml")

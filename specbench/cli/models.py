@@ -42,9 +42,9 @@ def pull(
     ] = None,
 ) -> None:
     """Fetch (or find in the cache) every model a config needs, verify it, and show what it is."""
-    from specbench.models import resolve_models
     from specbench.models.cache import human_size
     from specbench.models.meta import human_params
+    from specbench.models.resolve import resolve_models
     from specbench.plan.config import load_config
 
     cfg = load_config(config)
@@ -89,8 +89,8 @@ def list_(
     fmt: TableFormat = Format.table,
 ) -> None:
     """Show the GGUF models in the cache (SPECBENCH_HOME/models), with sizes and metadata."""
-    from specbench.models import list_cached
     from specbench.models.cache import human_size, models_dir
+    from specbench.models.listing import list_cached
     from specbench.models.meta import human_params
 
     cached = list_cached()
@@ -156,7 +156,7 @@ class _Models:
                     f"`specbench models check -c CONFIG {arg} ...`"
                 )
             return Path(arg)  # a missing file gets read_metadata's "model file not found"
-        from specbench.models import resolve_models
+        from specbench.models.resolve import resolve_models
 
         build = _build_if_needed(self.cfg, [arg])
         return resolve_models(self.cfg.models, self.cfg.base_dir, build, only=[arg])[arg].path
@@ -177,7 +177,7 @@ def check(
 
     Exit 0 when compatible; 1 with the rule that failed and both values when not.
     """
-    from specbench.models import check_pair
+    from specbench.models.paircheck import check_pair
 
     models = _Models(config)
     result = check_pair(models.path(target), models.path(draft))

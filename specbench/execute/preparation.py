@@ -114,7 +114,7 @@ def check_pairs(config: Config, models: dict[str, Any]) -> dict[str, PairCheck]:
 def _dry_models(config: Config, build: BuildInfo) -> dict[str, ResolvedModel | PlannedModel]:
     """Resolve what is already in the cache (Hub files included, found without asking the Hub);
     describe the rest without downloading or deriving."""
-    from specbench.models import resolve_models
+    from specbench.models.resolve import resolve_models
 
     found = resolve_models(config.models, config.base_dir, build, fetch=False)
     return {
@@ -159,7 +159,7 @@ def prepare(
     (``shard``: only that shard's part of the plan; ``roles``: only these roles' invocations)."""
     from specbench.execute.builds import ensure_builds, preview_builds
     from specbench.execute.context import deep_prompts
-    from specbench.models import resolve_models
+    from specbench.models.resolve import resolve_models
     from specbench.plan.prompts import render, render_all
     from specbench.plan.sweep import make_plan
 

@@ -171,8 +171,8 @@ def models_of(arg: str, cfg: Config | None, build: BuildInfo | None, kind: str |
 
 def config_model(name: str, spec: ModelSpec, cfg: Config, build: BuildInfo | None) -> Judged:
     """A config's model: its file when this machine has it, else (an hf model) its header on the Hub."""
-    from specbench.models import resolve_models
     from specbench.models.hf import cached_hf
+    from specbench.models.resolve import resolve_models
 
     if spec.hf is not None:
         fetched = cached_hf(spec.hf)

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import ModelError
-from specbench.models import HfSource, ModelSpec, hf_cache_dir, resolve_models
+from specbench.models.cache import hf_cache_dir
+from specbench.models.resolve import resolve_models
+from specbench.models.spec import HfSource, ModelSpec
 from tests.models.tiny_gguf import write_tiny_gguf
 
 TOKEN = "hf_testSECRETvalue123"

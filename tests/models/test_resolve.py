@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import ModelError
-from specbench.models import DeriveSource, ModelSpec, resolve_models
 from specbench.models.cache import models_dir
+from specbench.models.resolve import resolve_models
+from specbench.models.spec import DeriveSource, ModelSpec
 
 
 def _one_line(exc: pytest.ExceptionInfo) -> str:

@@ -14,10 +14,9 @@ import pytest
 from pydantic import ValidationError
 
 from specbench.base.errors import ConfigError, ModelError
-from specbench.models import HfSource
 from specbench.models.gguffile import split_name
 from specbench.models.hf import RemoteFile, select_files
-from specbench.models.spec import split_ambiguity
+from specbench.models.spec import HfSource, split_ambiguity
 from specbench.plan.config import load_config
 from tests.fixtures.build import assert_one_line_error
 from tests.fixtures.build import cli_process as cli

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from specbench.models import ModelSpec
+from specbench.models.spec import ModelSpec
 
 
 def _bad(data: dict, words: str) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specbench.models import DeriveSource, ModelSpec, resolve_models
+from specbench.models.resolve import resolve_models
+from specbench.models.spec import DeriveSource, ModelSpec
 from specbench.tune.draftmeasure import measure
 from specbench.tune.draftmodels import Request
 from specbench.tune.drafts import rank
