@@ -121,9 +121,7 @@ def machine_caveats(
     noise_notes: Iterable[str], sentinel: str | None = None,
 ) -> list[Caveat]:  # fmt: skip
     """What the machine did during a run (the noise check, the speed sentinel), declared once for the
-    report (from the manifest) and a run's end (from its summary): busy, its speed moved within pairs
-    (warnings); a move between pairs, the noise check's notes (an unsteady governor, pairs measured
-    again), the sentinel's readings (notes)."""
+    report (from the manifest) and a run's end (from its summary)."""
     out = [
         warning(
             f"busy:{run}:{reason}",

@@ -97,27 +97,23 @@ class ReportRow(_RowCell):
     ttft_ms: float | None = None  # server: mean time to first token (prompt processing) per request
     machine: str | None = None  # sharded sweeps: the host that measured the row's shard
     synthetic: bool = False  # synth_len set: drafts accepted at random (a point of the machine's curve)
-    # server runner: from /metrics, accepted drafts per verification step + 1, and per draft position
-    # the share of steps that accepted the token there
+    # server runner, from /metrics: accepted drafts per verification step + 1; per draft position
     accept_len: float | None = None
-    accept_by_pos: list[float] | None = None
+    accept_by_pos: list[float] | None = None  # the share of steps that accepted the token there
     # the samples' acceptance, a t interval over them (speculation at depth: specbench.analysis.depth)
     acceptance_ci_low: float | None = None
     acceptance_ci_high: float | None = None
-    # the speedup's paired statistics (specbench.analysis.speedup): repetitions behind its interval
-    # (1: no interval, the report says n=1), and the range of per-prompt speedups over its prompts
-    speedup_repetitions: int = 0
+    # the speedup's paired statistics (analysis.speedup), and the range of its per-prompt speedups
+    speedup_repetitions: int = 0  # behind its interval (1: no interval, the report says n=1)
     speedup_prompts: int = 0
     speedup_prompt_low: float | None = None
     speedup_prompt_high: float | None = None
-    # the same-span timing (specbench.analysis.span, docs/timing.md): llama.cpp's decode-only rate of the
-    # baseline, and the share of each side's span outside the target's decode step
+    # same-span timing (analysis.span): the baseline's decode-only rate, each side's share outside it
     baseline_decode_tps: float | None = None
     baseline_outside: float | None = None
     spec_outside: float | None = None
-    # server runner: the baseline window the row is judged against, before or after the speculative
-    # servers (specbench.results.bracket; None: the run has one window)
-    baseline_window: str | None = None
+    # server runner: the baseline window (results.bracket) judged against; None: the run has one
+    baseline_window: str | None = None  # "before" or "after" the speculative servers
 
     def cell(self) -> tuple:
         """Every axis, in axis order, without run and category: rows of different runs line up on it."""

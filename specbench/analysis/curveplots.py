@@ -14,12 +14,15 @@ from specbench.analysis.cells import ALL, ReportRow, step_len
 from specbench.analysis.depth import DepthCurve, depth_curves, setting_label
 from specbench.analysis.plots import (
     CELL_KEYS,
+    SPEED,
     _cell_label,
     _groups,
     _plt,
     _save,
     error_bars,
     legend_below,
+    make_plots,
+    speed_plot,
     style,
 )
 from specbench.analysis.report import Report
@@ -92,13 +95,6 @@ def acceptance_by_position(report: Report, path: Path) -> Path | None:
     return _save(fig, path, report)
 
 
-def curve_plots(report: Report, out_dir: Path) -> list[Path]:
-    """Write the acceptance-length figures that apply to this report into out_dir."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    made = [speedup_vs_accept_len(report, out_dir / CURVE), acceptance_by_position(report, out_dir / BY_POS)]
-    return [p for p in made if p is not None]
-
-
 DEPTH = "speedup_vs_depth.png"
 DEPTH_TITLES = {DEPTH: "Speedup and acceptance vs depth"}
 
@@ -137,6 +133,14 @@ def speedup_vs_depth(report: Report, path: Path, curves: list[DepthCurve] | None
     return _save(fig, path, report)
 
 
-def depth_plots(report: Report, out_dir: Path) -> list[Path]:
-    made = speedup_vs_depth(report, out_dir / DEPTH)
-    return [made] if made is not None else []
+def report_plots(report: Report, out_dir: Path) -> list[Path]:
+    """Every figure that applies to the report, written into out_dir: the sweep's (``make_plots``),
+    the acceptance-length curves, the machine's speed and speculation at depth."""
+    made = make_plots(report, out_dir)  # makes out_dir
+    more = [
+        speedup_vs_accept_len(report, out_dir / CURVE),
+        acceptance_by_position(report, out_dir / BY_POS),
+        speed_plot(report, out_dir / SPEED),
+        speedup_vs_depth(report, out_dir / DEPTH),
+    ]
+    return made + [p for p in more if p is not None]

@@ -39,22 +39,16 @@ def _plt():
     return plt
 
 
-def _varying(rows: list[ReportRow], keys: tuple[str, ...]) -> list[str]:
-    return [k for k in keys if len({getattr(r, k) for r in rows} - {None}) > 1]
-
-
 def _labeller(rows: list[ReportRow], keys: tuple[str, ...], always: tuple[str, ...] = ()) -> Callable:
     """A label naming only what differs between the rows (plus ``always``)."""
-    shown = [k for k in keys if k in always or k in _varying(rows, keys)]
+    shown = [k for k in keys if k in always or len({getattr(r, k) for r in rows} - {None}) > 1]
 
     def label(r: ReportRow) -> str:
-        parts = []
-        for k in shown:
-            v = getattr(r, k)
-            if v is None:
-                continue
-            parts.append(str(v) if k in ("run", METHOD.key, "pair") else f"{k}={v}")
-        return ", ".join(parts) or r.method
+        values = [(k, v) for k in shown if (v := getattr(r, k)) is not None]
+        return (
+            ", ".join(str(v) if k in ("run", METHOD.key, "pair") else f"{k}={v}" for k, v in values)
+            or r.method
+        )
 
     return label
 
@@ -151,8 +145,10 @@ def _speedup_limits(ax, rows: list[ReportRow]) -> None:
 def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
     """One panel per pair; x = draft length; one line per setting that differs otherwise."""
     plt = _plt()
-    rows = [r for r in report.rows if r.category == ALL and getattr(r, metric) is not None]
-    rows = [r for r in rows if not r.synthetic]  # synthetic cells: the acceptance-length curve
+    # synthetic cells are left to the acceptance-length curve
+    rows = [
+        r for r in report.rows if r.category == ALL and getattr(r, metric) is not None and not r.synthetic
+    ]
     if not rows:
         return None
     pairs = _groups(rows, lambda r: r.pair or r.target)
@@ -160,7 +156,6 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
     rows_below = 0  # the most legend rows under a panel
     for ax, (pair, prs) in zip(axes[0], pairs.items(), strict=True):
         label = _labeller(prs, SERIES_KEYS, always=(METHOD.key,))
-        has_pred = False
         lined = _groups([r for r in prs if r.draft_max is not None], label)
         no_interval: set[str] = set()  # repetition counts of points drawn without an interval
         for i, (name, series) in enumerate(lined.items()):
@@ -182,7 +177,6 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
                 pred = [(r.draft_max * dodge, r.predicted_speedup) for r in series if r.predicted_speedup]
                 if pred:
                     ax.plot(*zip(*pred, strict=True), ls=":", marker="x", color=color, alpha=0.7)
-                    has_pred = True
             else:
                 ax.plot(
                     xs, [100 * r.acceptance for r in series], marker=marker, ls=ls, color=color, label=name
@@ -194,7 +188,7 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
                 counts = ", ".join(sorted(no_interval, key=int))
                 ax.plot([], [], ls="none", marker="o", mfc="white", mec="gray", mew=1.5,
                         label=f"hollow: n={counts}, no interval")  # fmt: skip
-            if has_pred:
+            if any(r.predicted_speedup for r in prs if r.draft_max is not None):
                 ax.plot([], [], ls=":", marker="x", color="gray", label="predicted (Leviathan model)")
             ax.axhline(1.0, color="black", lw=1, ls="--", label="baseline (1.0x)")
             ax.set_ylabel("speedup (speculative t/s / baseline t/s)")
@@ -368,9 +362,3 @@ def speed_plot(report: Report, path: Path) -> Path | None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return _save(fig, path, report)
-
-
-def speed_plots(report: Report, out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    made = speed_plot(report, out_dir / SPEED)
-    return [made] if made is not None else []

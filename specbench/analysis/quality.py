@@ -119,12 +119,9 @@ def _outliers(name: str, samples: Sequence[Sample], whole: Precision) -> str | N
     if not found or whole.mean is None:
         return None
     clean = stratified(kept)  # the CI of the other repetitions: does the outlier matter against it?
-    shift = (clean.mean - whole.mean) / whole.mean if clean.mean is not None and whole.mean else 0.0
-    inside = (
-        clean.half_width is not None
-        and clean.mean is not None
-        and abs(clean.mean - whole.mean) <= clean.half_width
-    )
+    moved = clean.mean - whole.mean if clean.mean is not None else None
+    shift = moved / whole.mean if moved is not None and whole.mean else 0.0
+    inside = moved is not None and clean.half_width is not None and abs(moved) <= clean.half_width
     verdict = "within the others' 95% CI" if inside else "beyond the others' 95% CI: rerun on a quiet machine"
     shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
     return f"outlier repetitions ({name}): {shown}; dropping them moves the mean {shift:+.1%}, {verdict}"
@@ -138,10 +135,9 @@ def _deterministic(s: Sample) -> tuple | None:
 
 
 def repeatability(spec: Sequence[Sample]) -> tuple[bool | None, str | None]:
-    """At temperature 0 the same build, models and prompt draft, accept and generate the same
-    tokens every time: repetitions that differ mean a sample depended on an earlier one (state a
-    server kept between requests, a warmup that primed it) or a nondeterministic build. (None, None)
-    when not greedy or no prompt was repeated."""
+    """At temperature 0 the repetitions of a prompt draft, accept and generate the same tokens: ones
+    that differ mean a sample depended on an earlier one (state a server kept, a warmup that primed
+    it) or a nondeterministic build. (None, None) when not greedy or no prompt was repeated."""
     groups: dict[str, set[tuple]] = defaultdict(set)
     for s in spec:
         key = _deterministic(s)
@@ -163,10 +159,8 @@ def repeatability(spec: Sequence[Sample]) -> tuple[bool | None, str | None]:
 
 def unequal_work(spec: Sequence[Sample], base: Sequence[Sample]) -> str | None:
     """Both sides of a speedup must be timed over the same generated tokens (``Sample.timed_tokens``):
-    a speculative run that neither its step log nor its stdout could cut at ``n_predict``
-    (``execute.judge.capped_span``) is timed over all it decoded, which can run far past it (and
-    the copied tail is the easiest part). Named, with the counts, when a prompt's
-    sides differ; samples recorded before the count was kept say nothing."""
+    the prompt whose sides differ most, with the counts (a run ``execute.judge.capped_span`` could not
+    cut is timed over all it decoded; samples recorded without the counts say nothing)."""
     timed_base = {(b.prompt_id, b.repetition): b.timed_tokens for b in base if usable(b) and b.timed_tokens}
     worst = None
     for s in spec:

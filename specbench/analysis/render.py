@@ -41,9 +41,7 @@ def _num(v: float | None, fmt: str = ".1f") -> str:
 
 
 def _tps(mean: float | None, sd: float | None) -> str:
-    if mean is None:
-        return "-"
-    return f"{mean:.1f} ± {sd:.1f}" if sd is not None else f"{mean:.1f}"
+    return _num(mean) + (f" ± {sd:.1f}" if mean is not None and sd is not None else "")
 
 
 def _speedup(r: ReportRow) -> str:
@@ -67,11 +65,7 @@ def _predicted(r: ReportRow) -> str:
 
 def _outside(r: ReportRow) -> str:
     """Share of the baseline's / speculative run's span outside the target's decode step."""
-
-    def pct(x: float | None) -> str:
-        return "-" if x is None else f"{100 * x:.0f}%"
-
-    return f"{pct(r.baseline_outside)}/{pct(r.spec_outside)}"
+    return "/".join("-" if x is None else f"{100 * x:.0f}%" for x in (r.baseline_outside, r.spec_outside))
 
 
 def _match(r: ReportRow) -> str:
@@ -174,11 +168,7 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     ]
     if any(r.accept_len is not None for r in rows):  # /metrics (server), -lv 5 statistics (process)
         cols.append(Column("acc len", lambda r: _num(r.accept_len, ".2f"), True))
-    cols += [
-        Column("match", _match),
-        Column("valid", _valid, True),
-    ]
-    return cols
+    return [*cols, Column("match", _match), Column("valid", _valid, True)]
 
 
 # Left out first when a terminal is too narrow for every column (numbers are never cut).

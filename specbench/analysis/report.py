@@ -105,11 +105,9 @@ def run_info(run: StoredRun) -> RunInfo:
 
 
 def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()) -> list[Caveat]:
-    """★ per pair, category and server ``parallel`` (a speedup compares with the baseline at the
-    same parallel only), on the cell ``figures.pick_best`` may call best: a decided real one (an
-    incomplete run gets none: its missing cells might have won). Returns a note per overall group
-    whose best is undecided, synthetic or slower than the baseline (``figures.slower``), so that
-    no ★ is not read as an oversight."""
+    """★ per pair, category and server ``parallel`` on the cell ``figures.pick_best`` may call best
+    (an incomplete run gets none: its missing cells might have won). Returns a note per overall group
+    left without one (undecided, synthetic or ``figures.slower``), so no ★ is not read as an oversight."""
     groups: dict[tuple, list[ReportRow]] = {}
     for r in rows:
         if r.run not in incomplete:
@@ -125,18 +123,14 @@ def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()
         figure = speedup_text(top.speedup, top.speedup_ci_low, top.speedup_ci_high, top.speedup_repetitions)
         if best.decided and not slower(top.speedup_ci_low, top.speedup_ci_high):
             top.best = True
-        elif category == ALL and best.decided:
-            notes.append(
-                note(f"best:{run}:{pair}", slower_text(f"{pair} in {run}", f"{cell_name(top)}, {figure}"))
-            )
         elif category == ALL:
-            notes.append(
-                note(
-                    f"best:{run}:{pair}",
-                    f"No setting of {pair} in {run} is marked best: its highest speedup ({cell_name(top)}, "
-                    f"{figure}) is {standing_text(best.standing)}.",
-                )
-            )
+            named = f"{cell_name(top)}, {figure}"
+            if best.decided:  # and slower than its baseline
+                why = slower_text(f"{pair} in {run}", named)
+            else:
+                why = f"No setting of {pair} in {run} is marked best: its highest speedup ({named}) is "
+                why += f"{standing_text(best.standing)}."
+            notes.append(note(f"best:{run}:{pair}", why))
     return notes
 
 
@@ -178,15 +172,12 @@ def build_report(run_dirs: list[Path]) -> Report:
         cal = load_calibration(run_dir)
         run_rows_ = run_rows(info.run, run.samples, run.facts, cal)
         if run.facts.workarounds:  # every row of such a run says so: its builds ran another code path
+            used = ", ".join(run.facts.workarounds)
             for r in run_rows_:
-                r.warnings.append(f"workaround {', '.join(run.facts.workarounds)}")
-            warnings.append(
-                note(
-                    f"workaround:{info.run}",
-                    f"{info.run}: run with the self-test's workaround ({', '.join(run.facts.workarounds)}; "
-                    "see the manifest's build.selftest); `specbench run --no-workarounds` runs as built",
-                )
-            )
+                r.warnings.append(f"workaround {used}")
+            why = f"run with the self-test's workaround ({used}; see the manifest's build.selftest)"
+            fix = "`specbench run --no-workarounds` runs as built"
+            warnings.append(note(f"workaround:{info.run}", f"{info.run}: {why}; {fix}"))
         rows.extend(run_rows_)
         if cal is not None and any(r.model_calibration == cal.describe() for r in run_rows_):
             warnings.append(note(f"model:{info.run}", f"model column of {info.run}: {cal.describe()}"))
@@ -235,9 +226,7 @@ PRECISION_MARK = "† precision not met: the cell stopped at max_repetitions wit
 
 def closing_caveats(summary: RunSummary, report: Report | None, notes: list[str]) -> list[Caveat]:
     """What a run's end says, each thing once, warnings first: the report's caveats, the run's own
-    record of the same facts (in its wording: what the sentinel cost of this run, where the failed
-    samples' reasons are) and what only the run knows (``notes``: a resume with nothing left, history
-    not recorded, why there is no report)."""
+    record of the same facts (in its own, more specific wording) and what only the run knows (``notes``)."""
     own = machine_caveats(summary.run_id, summary.busy, summary.speed_moved, summary.speed_notes,
                           summary.noise_notes, summary.sentinel)  # fmt: skip
     if summary.n_failed or summary.n_invalid:
@@ -252,11 +241,6 @@ def closing_caveats(summary: RunSummary, report: Report | None, notes: list[str]
         own.append(note("precision-mark", PRECISION_MARK))
     own += [note(f"run:{n}", n) for n in notes]
     return said_once([*(report.caveats if report is not None else []), *own])
-
-
-def empty_cells(report: Report) -> list[ReportRow]:
-    """Cells with no valid speculative sample or no valid baseline: they measured nothing."""
-    return [r for r in report.shown(False) if r.n == 0 or r.baseline_n == 0]
 
 
 def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[Caveat]:
@@ -299,7 +283,7 @@ def nothing_measured(run_dir: Path, report: Report | None) -> str | None:
     """Why the run measured nothing in some cell (a CI job must not pass on it), or None."""
     if report is None:
         return f"{run_dir} has no cell to report; see {samples_path(run_dir)}"
-    empty = empty_cells(report)
+    empty = [r for r in report.shown(False) if r.n == 0 or r.baseline_n == 0]  # no valid sample on a side
     if not empty:
         return None
     shown = [cell_name(r) for r in empty[:3]]

@@ -146,14 +146,12 @@ class ReportFiles:
 
 def write_report(report: Report, out_dir: Path, by_category: bool = False) -> ReportFiles:
     """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
-    from specbench.analysis.curveplots import curve_plots, depth_plots
-    from specbench.analysis.plots import make_plots, speed_plots
+    from specbench.analysis.curveplots import report_plots
     from specbench.base.errors import SpecbenchError
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        plots = make_plots(report, out_dir) + curve_plots(report, out_dir) + speed_plots(report, out_dir)
-        plots += depth_plots(report, out_dir)
+        plots = report_plots(report, out_dir)
         md, page, csv, js = (out_dir / n for n in ("report.md", REPORT_PAGE, "report.csv", "report.json"))
         files = ReportFiles(out_dir, md, page, csv, js, plots)
         files.markdown.write_text(redact(markdown(report, by_category, plots)), encoding="utf-8")

@@ -19,6 +19,7 @@ from specbench.base.formats import json_text
 from specbench.gate.ab import PairedComparison, paired_compare
 from specbench.gate.bisect import STATE, BisectState
 from specbench.gate.decision import Status
+from specbench.gate.paired import ab_word
 from specbench.plan.sections import SweepConfig
 from specbench.results.cell import CELL_FIELDS
 from specbench.results.folder import MANIFEST, REPORT, REPORT_PAGE
@@ -58,14 +59,9 @@ class AbRun:
         if self.comparison is None:
             return None
         found = {d.status for d in self.comparison.decisions if pair is None or d.cell.split(" ")[0] == pair}
-        for status, word in (
-            (Status.FAIL, "fail"),
-            (Status.TOO_NOISY, "undecided"),
-            (Status.IMPROVED, "improved"),
-            (Status.PASS, "pass"),
-        ):
+        for status in (Status.FAIL, Status.TOO_NOISY, Status.IMPROVED, Status.PASS):
             if status in found:
-                return word
+                return ab_word(status)
         return None
 
 
@@ -73,6 +69,10 @@ class AbRun:
 class BisectRun:
     path: Path
     state: BisectState
+
+    def step_dir(self, run_dir: str) -> Path:
+        """A step's run folder: as recorded, or (a relative path) beside the bisect's state file."""
+        return Path(run_dir) if Path(run_dir).is_absolute() else self.path / Path(run_dir).name
 
 
 @dataclass
@@ -128,10 +128,7 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
             if (path / STATE).is_file():
                 state = BisectState.model_validate_json((path / STATE).read_text(encoding="utf-8"))
                 out.bisects.append(BisectRun(path=path, state=state))
-                steps = [
-                    Path(s.run_dir) if Path(s.run_dir).is_absolute() else path / Path(s.run_dir).name
-                    for s in state.steps
-                ]
+                steps = [out.bisects[-1].step_dir(s.run_dir) for s in state.steps]
                 thresholds.update({step.resolve(): state.threshold for step in steps})
                 todo += steps
                 continue

@@ -8,7 +8,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -298,20 +297,10 @@ def ab_page(ab: AbRun) -> str:
     c = ab.comparison
     rows = []
     for d in c.decisions if c else []:
-        pts = d.unit == "points"
-        fmt = (lambda v: f"{v:+.1f} pt") if pts else (lambda v: f"{v:.3f}")
-        rows.append(
-            dict(
-                cell=d.cell,
-                metric=d.metric,
-                ratio="-" if d.ratio is None else fmt(d.ratio),
-                ci="-" if d.ci_low is None or d.ci_high is None else f"[{fmt(d.ci_low)}, {fmt(d.ci_high)}]",
-                p="-" if d.p_value is None else f"{d.p_value:.3g}",
-                n=d.n_pairs,
-                decision=d.decision,
-                reason=d.reason,
-            )
-        )
+        fmt = (lambda v: f"{v:+.1f} pt") if d.unit == "points" else (lambda v: f"{v:.3f}")
+        ci = "-" if d.ci_low is None or d.ci_high is None else f"[{fmt(d.ci_low)}, {fmt(d.ci_high)}]"
+        p = "-" if d.p_value is None else f"{d.p_value:.3g}"
+        rows.append(dict(d=d, ratio="-" if d.ratio is None else fmt(d.ratio), ci=ci, p=p))
     base, head = (c.base, c.head) if c else ("base", "head")
     return render(
         "ab",
@@ -350,8 +339,7 @@ def bisect_page(b: BisectRun, ab_keys: dict[str, str]) -> str:
     steps = []
     for n, s in enumerate(st.steps, 1):
         ci = "-" if s.ci_low is None or s.ci_high is None else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
-        step_dir = Path(s.run_dir) if Path(s.run_dir).is_absolute() else b.path / Path(s.run_dir).name
-        href = ab_keys.get(str(step_dir.resolve()))
+        href = ab_keys.get(str(b.step_dir(s.run_dir).resolve()))
         steps.append(
             dict(
                 n=n,

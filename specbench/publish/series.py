@@ -135,10 +135,9 @@ def load_series(db_paths: list[Path]) -> list[Series]:
 
 
 def flag_changes(series: Series, threshold: float = THRESHOLD) -> None:
-    """Mark each point that the rule of ``specbench compare`` fails (``regression``) or calls
-    improved (``improvement``; a noisy side makes that a warn there, so no flag) against the one before:
-    ``gate.decision.classify`` on one-sided 95% Welch bounds, relative for t/s, in points for acceptance
-    (exact at temperature 0). A change within the threshold can neither fail nor improve: not tested."""
+    """Mark each point that the rule of ``specbench compare`` (``gate.decision.classify`` on one-sided
+    95% Welch bounds) fails or calls improved against the one before; a noisy improvement is a warn
+    there, so no flag. A change within the threshold can neither fail nor improve: not tested."""
     acceptance = METRICS[series.metric].scale == "points"  # a fraction, judged in points
     exact = acceptance and not series.key.get("temperature")
     for prev, cur in zip(series.points, series.points[1:], strict=False):
@@ -159,7 +158,6 @@ def flag_changes(series: Series, threshold: float = THRESHOLD) -> None:
             continue
         unit = (lambda v: f"{v:+.1f} points") if acceptance else (lambda v: f"{v:+.1%}")
         bounds = f" (95% bounds {unit(low)} to {unit(high)})" if low is not None and not exact else ""
-        if status == Status.FAIL:
-            cur.flag, cur.why = "regression", f"{unit(change)} vs {prev.run_id}{bounds}"
-        elif status == Status.IMPROVED:
-            cur.flag, cur.why = "improvement", f"{unit(change)} vs {prev.run_id}{bounds}"
+        if status in (Status.FAIL, Status.IMPROVED):
+            cur.flag = "regression" if status == Status.FAIL else "improvement"
+            cur.why = f"{unit(change)} vs {prev.run_id}{bounds}"

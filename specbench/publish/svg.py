@@ -14,18 +14,8 @@ from html import escape
 
 from specbench.publish.series import Point, Series
 
-PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
+# matplotlib's tab10, the report's PNG colours
+PALETTE = "#1f77b4 #ff7f0e #2ca02c #d62728 #9467bd #8c564b #e377c2 #7f7f7f #bcbd22 #17becf".split()
 W, H = 860, 280
 LEFT, RIGHT, TOP, BOTTOM = 62, 60, 14, 58
 
