@@ -191,7 +191,7 @@ def run(
     from specbench.base.paths import check_path
     from specbench.execute import benchmark, preparation, resumecheck
     from specbench.gate.history import record_run
-    from specbench.tune.reuse import reuse_calibration
+    from specbench.tune.calibrate import reuse_calibration
 
     for what, path in (("CONFIG", config), ("--out", out), ("--resume", resume)):
         if path is not None:

@@ -70,8 +70,7 @@ class PairedComparison(BaseModel):
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form; mypy cannot type it
     @property
     def exit_code(self) -> int:
-        """0 pass/improved, 1 any fail, 4 a metric with nothing to compare, 3 any undecided (0 with
-        ``allow_noisy``): the order of ``gate.decision.verdict``."""
+        """1 any fail, else 4 nothing to compare, else 3 any undecided (0 with ``allow_noisy``), else 0."""
         found = {d.status for d in self.decisions}
         v = verdict(
             failed=Status.FAIL in found,
@@ -108,7 +107,7 @@ def choose_builds(labels: Sequence[str], base: str | None, head: str | None) -> 
         )
     if base is not None and head is not None:
         return base, head
-    if len(labels) > 2 and (base is None or head is None):
+    if len(labels) > 2:
         raise BuildChoiceError(
             f"the run measured {len(labels)} builds ({known}): pass --base LABEL --head LABEL"
         )
@@ -205,11 +204,9 @@ def paired_compare(
     allow_noisy: bool = False,
     allow_output_change: bool = False,
 ) -> PairedComparison:
-    """Judge head against base in every cell and metric of a multi-build run.
-
-    A cell base measured validly and head did not is a fail (head stopped working), or, when head
-    never ran it at all (a run cut short), a missing cell: a fail unless ``allow_missing``. A metric
-    no build has a sample of (an interrupted or empty run) is "nothing to compare", never a pass."""
+    """Judge head against base in every cell and metric of a multi-build run. A cell head has no valid
+    sample of where base has fails (head stopped working), unless head never ran it (a run cut short:
+    ``allow_missing`` passes it); a metric no build has a sample of is "nothing to compare"."""
     if not samples:
         return PairedComparison(
             run=run, base=base or "base", head=head or "head", threshold=threshold, decisions=[],

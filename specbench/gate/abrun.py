@@ -38,10 +38,8 @@ def _build_entries(cfg: Config, specs: Sequence[BuildSpec]) -> list[dict]:
 def load_builds_config(
     config: Path, sets: list[str], specs: Sequence[BuildSpec], typed: Mapping[str, str] | None = None
 ) -> Config:
-    """CONFIG with its ``llama_cpp`` replaced by these builds (label, source, ref): checked before
-    anything is built or written, so a typo is one line and nothing to clean up. ``typed``: each
-    label's option as the user wrote it (``--base ~/llama.cpp@v1``), which a ref git does not know
-    is blamed on, rather than the ``llama_cpp[0].ref`` the replacement wrote."""
+    """CONFIG with its ``llama_cpp`` replaced by these builds (label, source, ref), checked before
+    anything is built; ``typed``: each label's option as the user wrote it, named when git lacks a ref."""
     from specbench.execute import preparation
 
     cfg = preparation.load(config, sets)
@@ -109,8 +107,7 @@ def round_notes(notes: list[str], cfg: Config, budget_s: float | None) -> list[s
 
 
 def rounds_end(summary: RunSummary, budget_s: float | None, failed: bool = False) -> str:
-    """Why an undecided cell got no more pairs: the budget was spent, a cell failed (``failed``:
-    the rounds stop then, ``gate.ab.undecided_samples``), or max_repetitions was reached."""
+    """Why an undecided cell got no more pairs: the budget, a failed cell, or max_repetitions."""
     extra = f"{summary.rounds} round{'s' * (summary.rounds != 1)} after the first"
     if summary.budget_spent:
         return f"--budget {budget_s:g} s spent ({extra})"

@@ -118,8 +118,7 @@ class ListedBaseline(BaseModel):
 
 
 def list_baselines(folder: Path | None = None) -> list[ListedBaseline]:
-    """Every ``*.json`` in ``folder`` (default ``results/baselines``); one unreadable file is named
-    with its problem and does not hide the others."""
+    """Every ``*.json`` in ``folder``; an unreadable one is listed with its problem, hiding no other."""
     folder = folder or baselines_dir()
     out = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -172,13 +171,9 @@ def save_baseline(
     dest = inside(dest_dir or baselines_dir(), f"{name}.json")
     if dest.exists() and not force:
         raise InputError(f"{dest} exists; pass --force to replace it (its history stays in git)")
-    header = BaselineFile(
-        name=name,
-        saved_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        source=str(run_dir),
-        facts=side.facts,
-        samples=[],
-    ).model_dump(mode="json", exclude={"samples"})
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    saved = BaselineFile(name=name, saved_at=now, source=str(run_dir), facts=side.facts, samples=[])
+    header = saved.model_dump(mode="json", exclude={"samples"})
     header["facts"]["specbench_version"] = header["facts"]["specbench_version"] or __version__
     # One sample per line: a committed baseline should diff line by line.
     lines = [

@@ -125,9 +125,8 @@ class BisectState(BaseModel):
 
     @property
     def bad_unmeasured(self) -> bool:
-        """The answer is ``bad`` itself, which no step measured: every commit before it passed (or
-        the range holds one commit), so it rests on ``--bad`` being slow as the user said. A step good
-        by being faster than bad did measure it."""
+        """The answer is ``bad`` itself and no step measured it (a step good by being faster than bad
+        did): it rests on ``--bad`` being slow, as the user said."""
         return (
             self.first_bad is not None
             and self.first_bad.sha == self.bad
@@ -201,8 +200,7 @@ def start(
 
 
 class Measured(BaseModel):
-    """One run of a step: the paired decisions of its metric (one per cell, and the greedy output
-    check) and, for an undecided one, why its rounds ended (budget or max_repetitions)."""
+    """One run of a step: its paired decisions and, for an undecided one, why its rounds ended."""
 
     decisions: list  # CellDecision
     rounds_end: str = ""
@@ -224,11 +222,8 @@ def run(
     on_step: Callable[[Step], None] | None = None,
     budget_s: float | None = None,
 ) -> BisectState:
-    """Measure midpoints until the first bad commit is found or a step stays undecided.
-
-    ``budget_s`` is a step's: half for the run against good, the rest (whatever that run left) for
-    the run against bad, which only a step undecided against good needs. Without a budget each run
-    has the config's ``max_repetitions``."""
+    """Measure midpoints until the first bad commit is found or a step stays undecided. ``budget_s``
+    is a step's: half for the run against good, what it left for the run against bad (if needed)."""
     for step in state.steps:  # replayed from --resume
         if on_step is not None:
             on_step(step)
@@ -260,10 +255,8 @@ def run(
 
 
 def step_result(measured: Measured) -> StepResult:
-    """One step's verdict against good from the paired decisions of its metric (one per cell): any
-    fail makes the midpoint bad, any undecided leaves it undecided, else it is good. The worst cell
-    is shown; of equal status a measured one before the greedy output check (no ratio), so a passing
-    step shows its metric's ratio, not the text check's."""
+    """A step's verdict against good: any fail makes the midpoint bad, any undecided leaves it so, else
+    good. The worst cell is shown; of equal status one with a ratio before the greedy text check."""
     if not measured.decisions:
         return StepResult(status=Status.TOO_NOISY, reason=NO_PAIRS)
     rank = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.PASS: 2, Status.IMPROVED: 3}
@@ -275,10 +268,9 @@ def step_result(measured: Measured) -> StepResult:
 
 
 def faster_than_bad(measured: Measured) -> StepResult:
-    """The midpoint (head) against bad (base): improved when every cell of the metric is
-    significantly faster beyond the threshold, so the regression lies after the midpoint; anything
-    else decides nothing (undecided). A changed greedy text decides nothing either way here: it
-    says the code changed between them, not where the slowdown is. The least improved cell shows."""
+    """The midpoint (head) against bad (base): improved when every cell is significantly faster beyond
+    the threshold (the regression lies after it), else undecided; the greedy text check says nothing
+    of where a slowdown is, so it is left out. The least improved cell shows."""
     cells = [d for d in measured.decisions if d.metric != OUTPUT]
     if not cells:
         return StepResult(status=Status.TOO_NOISY, reason=NO_PAIRS)

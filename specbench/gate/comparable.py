@@ -122,9 +122,8 @@ _NOT_AXES = ("role", "target", "draft", *_WHY_ORDER)
 
 
 def differing_axes(base: Side, cur: Side) -> list[str]:
-    """``axis: base values -> current values`` for every axis of the cell key (so every field of
-    ``Cell``, a new one included) whose values differ between the sides, per role: the
-    speculative cells first, then the baselines (a baseline has no draft settings to compare)."""
+    """``axis: base values -> current values`` for every axis of the cell key that differs between the
+    sides, the speculative cells' first, then the baselines'."""
 
     def shown(v: object) -> str:
         return "unset" if v is None else str(v)

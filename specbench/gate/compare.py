@@ -133,11 +133,9 @@ def cell_label(s: Measurement) -> str:
 
 
 def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
-    """Every cell of ``metric`` on one side; a cell whose samples all failed has no values.
-
-    In a merged sharded run each shard measured the baselines of its own cells, so one baseline
-    (prompt, repetition) can be there once per shard: it counts once (the first shard's), or the
-    cell would have shards x repetitions values and a narrower interval than it measured."""
+    """Every cell of ``metric`` on one side; a cell whose samples all failed has no values. A baseline
+    (prompt, repetition) that each shard of a merged run measured counts once, or the cell would have
+    shards x repetitions values and a narrower interval than it measured."""
     if metric not in METRICS:
         raise InputError(f"--metric {metric}: choose one of {choices()}")
     m = METRICS[metric]
@@ -171,9 +169,8 @@ def _greedy_speculative(side: Side) -> bool:
 
 
 def default_metrics(base: Side, cur: Side) -> tuple[str, ...]:
-    """Both t/s, and acceptance where both sides speculated at temperature 0: there it is exact (the
-    same build, models and prompt accept the same tokens), so a drop means the output changed, which
-    t/s alone would pass."""
+    """Both t/s, and acceptance where both sides speculated at temperature 0: there it is exact, so a
+    drop means the output changed, which t/s alone would pass."""
     if _greedy_speculative(base) and _greedy_speculative(cur):
         return (*COMPARE_DEFAULT, "acceptance")
     return COMPARE_DEFAULT

@@ -50,13 +50,9 @@ EXIT_CODES = {
 
 
 def classify(change: float, low: float | None, high: float | None, threshold: float) -> Status:
-    """The rule on a change (relative, or in points) and its confidence bounds.
-
-    ``low``/``high`` are the one-sided (1 - alpha) bounds of the change (equivalently the
-    (1 - 2 alpha) two-sided interval), None when the noise is unknown (one value on a side): then
-    the threshold alone can fail a cell, and nothing else can be decided. A change exactly at the
-    threshold is not beyond it. ``WARN`` is never returned here: it is a caller's downgrade of a
-    pass (for example a noisy side)."""
+    """The rule on a change (relative, or in points) and its one-sided (1 - alpha) bounds. Without
+    bounds (noise unknown) only the threshold can decide, and only a fail. A change exactly at the
+    threshold is not beyond it; ``WARN`` is a caller's downgrade of a pass, never returned here."""
     if low is None or high is None:
         return Status.FAIL if change < -threshold else Status.TOO_NOISY
     if change < -threshold and high < 0:

@@ -130,8 +130,6 @@ def decide_points(
     confidence: float = CONFIDENCE,
 ) -> PairedDecision:
     """Acceptance (fractions 0..1) judged on head - base in percentage points, same rules."""
-    if len(base) != len(head):
-        raise ValueError("base and head need one value per pair")
     d = [(h - b) * 100.0 for b, h in zip(base, head, strict=True) if math.isfinite(b) and math.isfinite(h)]
     unit = _Unit(
         name="points", scale=lambda x: x, change=lambda x: x, show=lambda x: f"{x:+.1f} points",

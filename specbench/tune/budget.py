@@ -67,9 +67,8 @@ class RunCosts:
 
 
 def calibration_seconds(costs: RunCosts, depth: int, ks: list[int], reps: int, n_models: int) -> float:
-    """llama-bench's time for one pass over each k and a tg test, ``reps`` times (each first fills the
-    KV cache to ``depth``) plus its warmup of each (without the fill); every model priced as the
-    target, an upper bound (the draft is the smaller)."""
+    """llama-bench's time for a pass over each k and a tg test, ``reps`` times after filling the KV
+    cache to ``depth``, plus a warmup of each; every model priced as the target (an upper bound)."""
     fills = (len(ks) + 1) * reps * depth / costs.prefill_tps
     passes = (reps + 1) * (sum(ks) / costs.prefill_tps + 16 / costs.decode_tps)
     return n_models * (costs.load_s + fills + passes)
@@ -109,16 +108,14 @@ TAIL_S = 1.0  # the closing noise check (0.5 s of idle sampling) and the manifes
 
 
 def per_run(spent: list[float]) -> float:
-    """Seconds a measured run has cost, everything counted (server starts and model loads, the
-    runner's bookkeeping): the dearest round so far after the first (whose warmups would overprice
-    every later round), so a round priced from it ends in time."""
+    """Seconds a measured run has cost, everything counted: the dearest round so far after the first
+    (whose warmups would overprice every later one), so a round priced from it ends in time."""
     return max(spent[1:] or spent) if spent else 5.0
 
 
 def check_history_floor(clock: Clock, prepared: preparation.Prepared, note: Callable[[str], None]) -> None:
-    """Refuse up front a budget below what this machine's history says the least tune takes (priced
-    as the check after the probe's first prompt prices it, so the two agree); without history, say
-    that the least budget is known after the probe's first prompt."""
+    """Refuse up front a budget below the least this machine's history says tune takes (priced as the
+    check after the probe's first prompt prices it); without history, say when it will be known."""
     from specbench.gate.history import history_estimate, speeds_on
     from specbench.results.manifest import MachineFacts
 

@@ -4,6 +4,8 @@ One llama-bench run per model (``-p k1,k2,... -n N -d DEPTH -o json``) times a p
 and N single-token decodes with DEPTH tokens already in the KV cache (an empty cache is faster;
 a llama-bench without ``-d`` times at depth 0, which the calibration records). Entries are cached
 per build, model, threads, ngl and depth, once the caller knows the machine was quiet (``store``).
+``specbench run`` reuses an entry at a KV depth within ``DEPTH_TOLERANCE`` of its own: its report
+gets a ``model`` column.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from specbench.base.files import write_atomic
 from specbench.base.formats import json_line, now_iso
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.workaround import crash_facts, with_workaround
+from specbench.execute.preparation import Prepared
 from specbench.machine import envinfo
 from specbench.parse.crash import classify, error_line
-from specbench.results.calibration import Calibration, PassCosts
+from specbench.results.calibration import Calibration, PassCosts, load_calibration, save_calibration
+from specbench.tune.rounds import kv_depth
 
 DECODE_TOKENS = 16  # tg length: the decode time per token is its mean
 
@@ -88,8 +92,7 @@ DEPTH_OPTIONS = ("-d", "--n-depth")  # llama-bench's KV depth (2025+; older tree
 
 
 def has_depth(build: BuildInfo) -> bool:
-    """This build's llama-bench ``--help`` lists ``-d``; a build probed before specbench recorded
-    option names is taken to have it (the pin's does)."""
+    """This build's llama-bench lists ``-d`` (a build probed before option names were kept: yes)."""
     known = build.binary("bench").flags.known
     return known is None or any(o in known for o in DEPTH_OPTIONS)
 
@@ -160,8 +163,7 @@ def _cache_file(
 
 
 def _read_cached(path: Path) -> CachedCosts | None:
-    """A cache entry, or None: missing, unreadable, of an older format, or with impossible costs (such
-    an entry is measured again)."""
+    """A cache entry, or None: missing, unreadable, of an older format, or with impossible costs."""
     try:
         entry = CachedCosts.model_validate_json(path.read_text())
     except (OSError, ValueError):
@@ -306,3 +308,41 @@ def calibrate(
         source="measured" if fresh else "cache",
     )  # fmt: skip
     return Calibrated(cal, fresh)
+
+
+DEPTH_TOLERANCE = 0.25  # a pass at depth 300 or 375 costs about the same; twice as deep does not
+
+
+def cached_calibration(prepared: Prepared, run_dir: Path) -> Calibration | None:
+    """The cached calibration of every (target, draft) pair of the run that has one, or None."""
+    cfg, build = prepared.config, prepared.build.key
+    threads = cfg.generation.threads
+    depth = kv_depth(run_dir, cfg.generation.n_predict)
+    entries = {}
+    for pair in cfg.pairs.values():
+        if pair.draft is None:
+            continue
+        wanted = [(pair.target, ngl) for ngl in cfg.sweep.ngl] + [(pair.draft, n) for n in cfg.sweep.ngld]
+        found = {}
+        for name, layers in wanted:
+            sha = getattr(prepared.models.get(name), "sha256", None)
+            hit = cached_costs(build, sha, threads, layers, depth, DEPTH_TOLERANCE) if sha else None
+            if hit is not None:
+                found[(name, layers)] = hit
+        if any(k[0] == pair.target for k in found) and any(k[0] == pair.draft for k in found):
+            entries.update(found)
+    if not entries:
+        return None
+    hits = list(entries.values())
+    return Calibration(
+        build=build, threads=threads, depth=hits[0].depth,
+        repetitions=min(e.repetitions for e in hits),
+        models=[e.costs.model_copy(update={"model": n, "ngl": g}) for (n, g), e in entries.items()],
+        measured_at=min(e.measured_at for e in hits), source="cache",
+    )  # fmt: skip
+
+
+def reuse_calibration(prepared: Prepared, run_dir: Path) -> None:
+    """A calibration `specbench tune` cached for these models here gives the report its model column."""
+    if load_calibration(run_dir) is None and (cal := cached_calibration(prepared, run_dir)) is not None:
+        save_calibration(run_dir, cal)

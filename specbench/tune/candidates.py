@@ -32,8 +32,7 @@ class Setting:
 
     @classmethod
     def of(cls, m: Any) -> Setting:
-        """The setting of a planned invocation or a report row (axes it leaves at None read as 0,
-        as tune passes them)."""
+        """The setting of a planned invocation or a report row (an axis at None reads as 0)."""
         return cls(
             **{f.name: getattr(m, f.name) or 0 for f in fields(cls) if f.name != METHOD.key}, method=m.method
         )

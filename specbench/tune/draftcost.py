@@ -96,8 +96,7 @@ def fit_curve(points: list[CurvePoint]) -> CostCurve | None:
     if len(xy) >= 3:
         for i, p in enumerate(points):
             ai, bi = _line(xy[:i] + xy[i + 1 :])
-            predicted = ai + bi * xy[i][0]
-            errors[p.name] = predicted / xy[i][1] - 1
+            errors[p.name] = (ai + bi * xy[i][0]) / xy[i][1] - 1  # predicted / measured
     rel = max((abs(e) for e in errors.values()), default=None)
     return CostCurve(a, b, points, rel, errors)
 
@@ -121,10 +120,8 @@ def timed_costs(
     measure: bool,
     note: Callable[[str], None] = lambda line: None,
 ) -> tuple[PassCosts, bool] | None:
-    """A model's pass costs at ``DEPTH`` from the calibration cache, else (``measure``) timed now by
-    llama-bench, one process at a time (a lock in the calibration folder), and cached unless they
-    are impossible (``PassCosts.impossible``); None when not cached and not measured. The flag:
-    whether they came from the cache."""
+    """A model's pass costs at ``DEPTH`` and whether they were cached; else (``measure``) timed now by
+    llama-bench, one process at a time, and cached unless impossible; else None."""
     hit = cached_costs(build.key, sha256, threads, 0, DEPTH)
     if hit is not None and set(ks) <= set(hit.costs.pass_s):
         return _named(hit, name), True
@@ -173,8 +170,7 @@ def alpha_for_speedup(target: PassCosts, draft: PassCosts, g: int, speedup: floa
 
 
 def break_even(target: PassCosts, draft: PassCosts, max_draft: int = 16, goal: float = 1.5) -> BreakEven:
-    """Over g = 1..max_draft: the g that needs the least acceptance for ``goal`` (for 1.0 when no g
-    reaches ``goal``)."""
+    """The g in 1..max_draft that needs the least acceptance for ``goal`` (else for 1.0)."""
     rows = []
     for g in range(1, max_draft + 1):
         be, tg = alpha_for_speedup(target, draft, g, 1.0), alpha_for_speedup(target, draft, g, goal)

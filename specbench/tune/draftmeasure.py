@@ -70,8 +70,8 @@ def _llama_cpp(base: Config | None, backend: str) -> Any:
 
 def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str, Path], base: Config | None,
                    backend: str, overrides: dict[str, Any] | None = None) -> Config:  # fmt: skip
-    """The run config: the target, each chosen draft as a pair at the draft lengths they chose
-    (``overrides``: top-level keys replaced, e.g. a shorter generation)."""
+    """The run config: the target and each chosen draft as a pair at its draft length (``overrides``:
+    top-level keys replaced)."""
     models = {"target": {"path": str(files["target"])}}
     pairs = {}
     for i, row in enumerate(chosen, 1):

@@ -127,15 +127,8 @@ def _curve(
             note(f"left out of the cost curve: {exc}")
             continue
         if got is not None:
-            points.append(
-                CurvePoint(
-                    name=name,
-                    sha256=sha,
-                    bytes_per_token=header.bytes_per_token(),
-                    costs=got[0],
-                    cached=got[1],
-                )
-            )
+            bpt, (costs, cached) = header.bytes_per_token(), got
+            points.append(CurvePoint(name=name, sha256=sha, bytes_per_token=bpt, costs=costs, cached=cached))
     return fit_curve(points)
 
 
@@ -185,13 +178,11 @@ def rank(
     if curve is not None and target.row.bytes_per_token:
         _estimate(target.row, curve)
     for c in cands:
+        point = next((p for p in curve.points if c.sha256 and p.sha256 == c.sha256), None) if curve else None
         if curve is not None and c.row.bytes_per_token:
             _estimate(c.row, curve)
-            if c.sha256:
-                point = next((p for p in curve.points if p.sha256 == c.sha256), None)
-                c.row.decode_ms_measured = point.costs.decode_s * 1e3 if point else None
+            c.row.decode_ms_measured = point.costs.decode_s * 1e3 if point else None
         if t_costs is not None and curve is not None and c.row.compatible and c.row.decode_ms is not None:
-            point = next((p for p in curve.points if c.sha256 and p.sha256 == c.sha256), None)
             c.row.priced_by = "measured" if point else "estimated"  # a timed model is priced as timed
             d_costs = point.costs if point else curve.pass_costs(c.row.candidate, c.row.decode_ms / 1e3)
             c.row.pass_costs = d_costs
@@ -202,7 +193,6 @@ def rank(
                     g = c.row.draft_max
                     c.row.alpha_earlier, c.row.earlier_run = found
                     c.row.predicted_speedup = model_speedup(t_costs, d_costs, g, expected_tokens(found[0], g))
-    rows = [c.row for c in cands]
     ngram = []
     for method in ngram_methods(build):
         row = DraftRow(
@@ -211,7 +201,7 @@ def rank(
         if t_costs is not None:
             _break_even(row, t_costs, free_draft(method), req.max_draft)
         ngram.append(row)
-    ordered = sorted(rows, key=_rank_key)
+    ordered = sorted((c.row for c in cands), key=_rank_key)
     for i, r in enumerate(r for r in ordered if r.compatible and r.alpha_break_even is not None):
         r.rank = i + 1
     result = DraftsResult(
@@ -303,9 +293,8 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
 
 
 def pick_build() -> BuildInfo | None:
-    """The build whose llama-bench prices the candidates: the newest cached build of the source tree
-    with llama-bench (nothing is built to rank); None when there is none (ranked without costs, said
-    in a note)."""
+    """The newest cached build with llama-bench, to price the candidates (nothing is built to rank);
+    None when there is none."""
     from specbench.base import paths
 
     found = [b for b in BuildInfo.load_all(paths.builds_dir()) if "bench" in b.binaries]

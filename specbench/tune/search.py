@@ -5,15 +5,18 @@ draft_max 8, one repetition), a llama-bench calibration at the prompts' KV depth
 predicted (``tune.candidates``), then the model's best few measured and the better half kept and
 measured again until one is left or the budget ends. Every round measures the baseline again under
 the round's repetition number, so a speedup pairs with the baseline of the same minutes and a
-drifting machine does not inflate the winner. All of it is one run folder that ``report`` shows.
+drifting machine does not inflate the winner. All of it is one run folder that ``report`` shows;
+the winner is handed over as llama-speculative-simple's and llama-server's command lines.
 """
 
 from __future__ import annotations
 
 import math
+import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import suppress
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from specbench.analysis.figures import Standing, pick_best
@@ -22,12 +25,15 @@ from specbench.base import interrupts
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.base.formats import now_iso
 from specbench.base.paths import remove_empty
+from specbench.builder.workaround import with_workaround
 from specbench.execute import benchmark, preparation
 from specbench.execute.reference import sentinel as make_sentinel
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
 from specbench.machine import noise
+from specbench.plan.cells import free_args, option_axes, option_flags, speculative_flags
 from specbench.plan.config import Config
 from specbench.results.calibration import Calibration, save_calibration
+from specbench.results.cell import Cell
 from specbench.results.folder import has_manifest, has_samples
 from specbench.results.manifest import Manifest, Status
 from specbench.results.manifestfile import save_manifest
@@ -51,17 +57,9 @@ from specbench.tune.calibrate import (
     store,
 )
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
-from specbench.tune.commands import server_command, speculative_command
 from specbench.tune.drift import BaselineDrift, record_and_compare
 from specbench.tune.rounds import draft_rows, invocations, kv_depth, nothing_measured, round_config
-from specbench.tune.setup import (
-    bench_options,
-    choose_options,
-    option_combinations,
-    pick_pair,
-    tune_config,
-    tuned_draft,
-)
+from specbench.tune.setup import bench_options, choose_options, pick_pair, tune_config, tuned_draft
 
 MAX_DRAFT = 32
 PROBE_DRAFT = 8
@@ -119,10 +117,8 @@ def tune(
     note: Callable[[str], None] = lambda line: None,
     command_line: list[str] | None = None,
 ) -> TuneResult:
-    """Find the fastest draft setting of ``pair`` in at most ``budget_s`` seconds, all of it counted.
-
-    Ctrl-C, SIGTERM or SIGHUP: the manifest says ``interrupted`` and RunInterrupted says what was kept.
-    """
+    """Find the fastest draft setting of ``pair`` in at most ``budget_s`` seconds, all of it counted;
+    on Ctrl-C the manifest says ``interrupted`` and RunInterrupted says what was kept."""
     clock = Clock(budget_s)
     pair = pick_pair(config, pair)
     base = tune_config(config, pair)
@@ -176,10 +172,8 @@ def _record_end(run_dir: Path, manifest: Manifest, status: Status, reason: str |
     if not has_manifest(run_dir):
         return  # nothing ran yet: no run to record
     manifest.mark_finished(status, reason)
-    try:
+    with suppress(RunError):  # a full disk: the error that ended the run is the one to show
         save_manifest(run_dir, manifest)
-    except RunError:
-        pass  # a full disk: the error that ended the run is the one to show
 
 
 def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, result: TuneResult,
@@ -217,7 +211,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     _look(manifest, "before")  # the CLI prints what the noise check found (manifest.noise) at the end
     sentinel.read("before")
     probed = ", ".join(st.label() for st in probe)
-    if len(combos := option_combinations(base, pair)) > 1:  # llama.cpp options first (tune.setup)
+    if len(combos := option_axes(base, pair, [])) > 1:  # llama.cpp options first (tune.setup)
         note(f"options: baseline and {probed} for each of {len(combos)} combinations of llama.cpp options")
         measure(probe, first_round=True)
         base, choice = choose_options(base, pair, run_dir)
@@ -234,7 +228,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     if len(prompts) > 1:
         measure(probe, only=[q.id for q in prompts[1:]])
     depth = kv_depth(run_dir, base.generation.n_predict)
-    combo = option_combinations(base, pair)[0]
+    combo = option_axes(base, pair, [])[0]
     rows = draft_rows(run_dir, combo)
     if not any(r.speedup is not None for r in rows.values()):
         raise RunError(nothing_measured(run_dir))  # before calibrating: there is nothing to tune
@@ -250,8 +244,8 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     busy = _look(manifest, "during")  # judges the calibration: it is cached only if the machine is quiet
 
     def cost(n_settings: int) -> float:
-        """A round (the baseline again and each setting, every prompt) at what rounds cost so far,
-        and the end's noise check and sentinel reading: so the command ends within the budget."""
+        """A round (the baseline and each setting, every prompt) at what rounds cost so far, and the
+        end's checks: so the command ends within the budget."""
         return len(prompts) * (1 + n_settings) * per_run(spent) + TAIL_S + sentinel.last_wall()
 
     # llama-bench may take what the budget leaves after one round and the end (its estimate is a
@@ -325,9 +319,8 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
 
 
 def choose(measured: list[Candidate]) -> tuple[Candidate, Standing]:
-    """Tune's choice by the rule every command calls best by (``analysis.figures.pick_best``): the
-    fastest decided candidate; with none decided, the fastest survivor of the last round (the most
-    repetitions), named undecided."""
+    """The fastest decided candidate (``analysis.figures.pick_best``); with none decided, the fastest
+    survivor of the last round, named undecided."""
     figure = lambda c: (c.speedup, c.speedup_ci_low, c.speedup_ci_high)  # noqa: E731
     decided = pick_best(measured, figure)
     if decided.decided and decided.item is not None:
@@ -354,3 +347,37 @@ def _finish(
         top = max(cands.values(), key=lambda c: c.model_speedup or 0)
         if target and draft and top.tokens is not None and top.drafted is not None:
             result.no_gain = diagnose(target, draft, top.drafted, top.tokens, result.baseline_tps)
+
+
+def speculative_command(prepared: preparation.Prepared, base: Config, s: Setting) -> str:
+    """llama-speculative-simple as a process round runs setting ``s``, the prompt left to ``$PROMPT``."""
+    cfg = round_config(base, [s], 1, 0).model_copy(update={"runner": "process"})
+    plan = invocations(cfg, prepared, [s])
+    spec = next(i for i in plan.invocations if i.role == "speculative")
+    return with_placeholder(spec.argv, spec.prompt_text)
+
+
+def with_placeholder(argv: list[str], prompt: str) -> str:
+    """``argv`` for a shell, the prompt replaced by ``"$PROMPT"``."""
+    return shlex.join(["PROMPT" if a == prompt else a for a in argv]).replace("PROMPT", '"$PROMPT"')
+
+
+def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pair: str) -> str:
+    """llama-server with the same models, settings and llama.cpp options (spelled as its --help does)."""
+    target, draft = base.pairs[pair].target, tuned_draft(base, pair)
+    server = prepared.build.binaries.get("server")
+    spec = prepared.build.speculative(base.speculative_role)
+    f = server.flags if server is not None and server.flags.draft_max else spec.flags
+    gen = base.generation
+    argv = [*(server.argv0 if server else ["llama-server"]), "-m", str(prepared.models[target].path),
+            "-c", str(gen.ctx_size), "-ngl", str(s.ngl)]  # fmt: skip
+    if gen.threads is not None:
+        argv += ["-t", str(gen.threads)]
+    cell = Cell(model=target, draft=draft, **asdict(s), **option_axes(base, pair, [])[0])
+    argv += speculative_flags(f, cell, str(prepared.models[draft].path))
+    if server is not None:
+        argv += option_flags(server, cell, free_args(base, cell))
+        # the build's self-test workaround (--no-repack where the AMX repack crashed), as every run
+        # of this build gets it: a printed command without it crashes where the user pastes it
+        argv = with_workaround(argv, prepared.build, "server")
+    return shlex.join(argv)

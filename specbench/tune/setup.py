@@ -66,38 +66,20 @@ def tune_config(config: Config, pair: str) -> Config:
             f"({', '.join(str(b.label) for b in config.builds)}); keep one in llama_cpp (or use "
             "--set 'llama_cpp={backend: ...}')"
         )
-    p = config.pairs[pair]
-    sweep = config.sweep.model_copy(
-        update={
-            "method": ["draft"],
-            "ngl": config.sweep.ngl[:1],
-            "parallel": config.sweep.parallel[:1],
-            "depth": [max(config.sweep.depth)],
-        }
+    p, s = config.pairs[pair], config.sweep
+    sweep = s.model_copy(
+        update={"method": ["draft"], "ngl": s.ngl[:1], "parallel": s.parallel[:1], "depth": [max(s.depth)]}
     )
+    models = _needed_models(config, [p.target, tuned_draft(config, pair)])
     return config.model_copy(
-        update={
-            "pairs": {pair: p},
-            "models": _needed_models(config, [p.target, tuned_draft(config, pair)]),
-            "sweep": sweep,
-            "name": f"{config.name}-tune",
-        }
+        update={"pairs": {pair: p}, "models": models, "sweep": sweep, "name": f"{config.name}-tune"}
     )
-
-
-def option_combinations(config: Config, pair: str) -> list[dict]:
-    """The pair's combinations of llama.cpp options (one when nothing is swept)."""
-    return option_axes(config, pair, [])
-
-
-def swept_keys(config: Config, pair: str) -> list[str]:
-    combos = option_combinations(config, pair)
-    return [k for k in (*OPTION_KEYS, "args") if len({str(c[k]) for c in combos}) > 1]
 
 
 def choose_options(config: Config, pair: str, run_dir) -> tuple[Config, dict]:
     """The combination whose probe cell decoded fastest (speculative t/s), fixed in the config."""
-    keys = swept_keys(config, pair)
+    combos = option_axes(config, pair, [])  # the pair's combinations of llama.cpp options
+    keys = [k for k in (*OPTION_KEYS, "args") if len({str(c[k]) for c in combos}) > 1]
     rows = [r for r in aggregate([run_dir]) if r.category == ALL and r.method == "draft" and r.spec_tps]
     if not rows:
         raise ConfigError("tune measured no valid speculative sample for any option combination")
@@ -114,7 +96,7 @@ def choose_options(config: Config, pair: str, run_dir) -> tuple[Config, dict]:
 
 def bench_options(config: Config, pair: str, build) -> tuple[list[str], list[str]]:
     """llama-bench's arguments for the target's and the draft's options (one combination)."""
-    combo = option_combinations(config, pair)[0]
+    combo = option_axes(config, pair, [])[0]
     cell = Cell(model=config.pairs[pair].target, draft=config.pairs[pair].draft, **combo)
     spelling = build.binary("bench").flags.options
     keys = [k for k in MODEL_OPTIONS if k != "args"]
