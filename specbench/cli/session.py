@@ -64,7 +64,7 @@ class RunSession:
         ``interrupted(exc)`` and exits with its code, the finished samples kept; a busy machine
         refused under --strict before any sample leaves no empty folder."""
         from specbench.execute.runner import RunInterrupted
-        from specbench.machine.watch import BusyMachine
+        from specbench.machine.noise import BusyMachine
 
         view = ProgressView(self.quiet)
         try:

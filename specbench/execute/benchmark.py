@@ -140,7 +140,7 @@ def run_benchmark(
     """
     from specbench.execute.builds import check_same_builds
     from specbench.execute.reference import sentinel as make_sentinel
-    from specbench.machine.watch import NoiseWatch
+    from specbench.machine.noise import NoiseWatch
 
     prepare_run_dir(run_dir, resume)
     cfg = prepared.config

@@ -54,9 +54,7 @@ def continuation(stdout: str, prompt: str, echoed: bool = True) -> str | None:
     if rest is None:
         return None
     rest = (rest.lstrip("\n") if echoed and not prompt else rest).rstrip()
-    if rest.endswith(END_OF_TEXT.strip()):
-        rest = rest[: -len(END_OF_TEXT.strip())].rstrip()
-    return rest
+    return rest.removesuffix(END_OF_TEXT.strip()).rstrip()
 
 
 def generated_text(stdout: str, prompt: str, echoed: bool = True) -> str | None:

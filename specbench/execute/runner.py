@@ -56,9 +56,7 @@ class RunInterrupted(RunError):
     def __init__(self, run_dir: Path, n_kept: int, reason: str = "Ctrl-C", exit_code: int = 130):
         self.kept = f"{n_kept} sample{'' if n_kept == 1 else 's'}"  # what the CLIs say was kept
         super().__init__(f"interrupted ({reason}); {self.kept} kept in {run_dir}", exit_code)
-        self.run_dir = run_dir
-        self.n_kept = n_kept
-        self.reason = reason
+        self.run_dir, self.n_kept, self.reason = run_dir, n_kept, reason
 
 
 @dataclass

@@ -9,6 +9,10 @@ missing source leaves its field empty, never fails the run):
   niced process in another session then gets a whole session's share (docs/measured.md);
 * other processes on the GPU and its utilisation (``nvidia-smi``);
 * the CPU frequency governor, and thermal throttling events rising during the run.
+
+A busy machine, or one whose own speed moved beyond the run's precision (the sentinel), is a
+warning; with ``--strict`` an error that refuses the run before the first sample and stops it during
+(finished samples are kept; a move seen at the end fails the command).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from specbench.base.errors import RunError
+from specbench.base.formats import now_iso
 from specbench.machine.envinfo import cpu_cores, tool_output
+from specbench.machine.sentinel import Sentinel, SpeedMoved, strict_message
 from specbench.machine.speed import SpeedRecord
 
 TOOL_TIMEOUT_S = 10
@@ -31,6 +38,7 @@ LLAMA_PREFIX = "llama-"  # llama.cpp binaries: llama-completion, llama-server, l
 # pre-2024 names and the unified `llama` program (2026), only with a llama.cpp path
 LLAMA_NAMES = {"main", "server", "speculative", "lookup", "llama"}
 STEADY_GOVERNORS = {"performance"}
+DURING_EVERY = 10  # samples between two snapshots during the run
 
 
 class GpuLoad(BaseModel):
@@ -339,3 +347,36 @@ def record(noise: NoiseRecord, snap: NoiseSnapshot) -> list[str]:
     if note and note not in noise.notes:
         noise.notes.append(note)
     return new
+
+
+class BusyMachine(RunError):
+    """--strict and the noise check found the machine busy."""
+
+
+class NoiseWatch:
+    """Called by the runner before, every ``DURING_EVERY`` samples, and after; fills ``record``."""
+
+    def __init__(self, record: NoiseRecord, strict: bool = False, sentinel: Sentinel | None = None):
+        self.record, self.strict, self.sentinel = record, strict, sentinel
+
+    def check(self, phase: str) -> None:
+        found = record(self.record, snapshot(phase, now_iso(), idle=phase in ("before", "after")))
+        if found and self.strict and phase != "after":
+            raise BusyMachine(
+                f"busy machine: {found[0]}; --strict refuses to measure on a busy machine "
+                "(stop the other work, or run without --strict to measure with a warning)"
+            )
+
+    def __call__(self, phase: str, n_samples: int) -> None:
+        taken = phase == "before" and any(s.phase == "before" for s in self.record.snapshots[-1:])
+        skip = phase == "during" and (n_samples == 0 or n_samples % DURING_EVERY)
+        if not taken and not skip:  # before: taken already, before the run folder's manifest was written
+            self.check(phase)
+        if self.sentinel is not None:  # during: when a reading is due
+            reading = self.sentinel.maybe() if phase == "during" else self.sentinel.read(phase)
+            self.raise_if_moved(reading is not None)
+
+    def raise_if_moved(self, fresh: bool = True) -> None:
+        warnings = self.record.speed.warnings
+        if fresh and warnings and self.strict:
+            raise SpeedMoved(strict_message(warnings[0]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import zip_longest
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
@@ -74,26 +75,15 @@ class SpecCounters(BaseModel):
 
     def minus(self, before: SpecCounters) -> SpecCounters:
         """What happened between reading ``before`` and this reading."""
-        pos = [
-            n - (before.accepted_per_pos[i] if i < len(before.accepted_per_pos) else 0)
-            for i, n in enumerate(self.accepted_per_pos)
-        ]
-        return SpecCounters(
-            steps=self.steps - before.steps,
-            drafted=self.drafted - before.drafted,
-            accepted=self.accepted - before.accepted,
-            accepted_per_pos=pos,
-        )
+        return self.plus(before, sign=-1)
 
-    def plus(self, other: SpecCounters) -> SpecCounters:
-        n = max(len(self.accepted_per_pos), len(other.accepted_per_pos))
-        a = self.accepted_per_pos + [0] * (n - len(self.accepted_per_pos))
-        b = other.accepted_per_pos + [0] * (n - len(other.accepted_per_pos))
+    def plus(self, other: SpecCounters, sign: int = 1) -> SpecCounters:
+        pos = zip_longest(self.accepted_per_pos, other.accepted_per_pos, fillvalue=0)
         return SpecCounters(
-            steps=self.steps + other.steps,
-            drafted=self.drafted + other.drafted,
-            accepted=self.accepted + other.accepted,
-            accepted_per_pos=[x + y for x, y in zip(a, b, strict=True)],
+            steps=self.steps + sign * other.steps,
+            drafted=self.drafted + sign * other.drafted,
+            accepted=self.accepted + sign * other.accepted,
+            accepted_per_pos=[a + sign * b for a, b in pos],
         )
 
     def accept_len(self) -> float | None:

@@ -68,8 +68,7 @@ def parse_server_log(text: str, file: str | None = None) -> ParsedLog:
             "'eval time' line); parse the log of a server that answered a request"
         )
     last = blocks[-1]
-    prompt, gen = last.get("prompt eval"), last["eval"]
-    draft = last.get("draft")
+    prompt, gen, draft = last.get("prompt eval"), last["eval"], last.get("draft")
     timings = {
         "prompt_n": prompt[1] if prompt else None, "prompt_ms": prompt[0] if prompt else None,
         "prompt_per_second": prompt[2] if prompt else None, "predicted_n": gen[1], "predicted_ms": gen[0],

@@ -21,10 +21,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.machine.noise import NoiseRecord
+from specbench.machine.noise import NoiseRecord, NoiseWatch
 from specbench.machine.sentinel import SpeedMoved
 from specbench.machine.speed import SpeedReading, SpeedRecord
-from specbench.machine.watch import NoiseWatch
 from specbench.results.folder import samples_path
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
