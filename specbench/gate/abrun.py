@@ -9,7 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specbench.base.errors import BuildError, SpecbenchError
 from specbench.base.formats import json_text
+from specbench.gate.ab import BuildChoiceError
 
 if TYPE_CHECKING:
     from specbench.execute.benchmark import RunSummary
@@ -49,10 +51,8 @@ def load_builds_config(
 
 
 def _check_refs(cfg: Config, specs: Sequence[BuildSpec], typed: Mapping[str, str]) -> None:
-    from specbench.base.errors import BuildError
     from specbench.builder.gitref import resolve_ref
     from specbench.builder.source import pinned_checkout
-    from specbench.gate.ab import BuildChoiceError
 
     own = cfg.builds[0].source
     for label, source, ref in specs:
@@ -75,8 +75,6 @@ def _check_refs(cfg: Config, specs: Sequence[BuildSpec], typed: Mapping[str, str
 def measuring_is_input():
     """Until the gate has judged, whatever stops ``ab`` or ``bisect`` (a config, a ref, a build that
     does not compile, a busy machine) is not a regression: exit 2, never the gate's 1."""
-    from specbench.base.errors import SpecbenchError
-
     try:
         yield
     except SpecbenchError as exc:

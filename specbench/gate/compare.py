@@ -301,14 +301,12 @@ def compare(
     for m in dict.fromkeys(metrics):
         b, c = cell_series(base, m), cell_series(cur, m)
         empty = [
-            (side, ref) for side, ref, cells in (("baseline", base, b), ("current", cur, c)) if not cells
+            f"the {side} ({ref.ref}, {ref.facts.status or 'complete'}, {len(ref.samples)} samples)"
+            for side, ref, cells in (("baseline", base, b), ("current", cur, c))
+            if not cells
         ]
         if empty:
-            what = " and ".join(
-                f"the {side} ({ref.ref}, {ref.facts.status or 'complete'}, {len(ref.samples)} samples)"
-                for side, ref in empty
-            )
-            nothing = f"{what} has no {METRICS[m].role} sample"
+            nothing = f"{' and '.join(empty)} has no {METRICS[m].role} sample"
             results.append(
                 MetricResult(metric=m, unit=METRICS[m].unit, cells=[], geomean_ratio=None, nothing=nothing)
             )

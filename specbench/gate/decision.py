@@ -64,6 +64,11 @@ def classify(change: float, low: float | None, high: float | None, threshold: fl
     return Status.TOO_NOISY
 
 
+def signed_pct(change: float) -> str:
+    """A relative change as every gate prints it: ``-3.1%``."""
+    return f"{change * 100:+.1f}%"
+
+
 def verdict(failed: int, undecided: int, nothing: bool = False, allow_noisy: bool = False) -> Verdict:
     """The gate's verdict from what its cells said: a failure wins over an empty side, which wins
     over undecided cells (``allow_noisy`` passes those)."""

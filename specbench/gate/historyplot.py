@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -37,8 +38,6 @@ def plot_path(path: Path) -> Path:
 def _check_writable_place(path: Path) -> None:
     """The image's folder is, or can be made, and takes a file: found before any work, not after
     the table (a probe file, since root ignores permission bits)."""
-    import tempfile
-
     existing = nearest_existing(path)
     if not existing.is_dir():
         raise HistoryError(

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, computed_field
 
 from specbench.base.stats import CONFIDENCE, interval, log_ratios, t_interval
-from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
+from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify, signed_pct
 
 
 def ab_word(status: Status) -> str:
@@ -44,10 +44,6 @@ class PairedDecision(BaseModel):
     def decision(self) -> str:
         """fail, pass, improved or undecided."""
         return ab_word(self.status)
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:+.1f}%"
 
 
 class _Unit(NamedTuple):
@@ -116,8 +112,8 @@ def decide_ratio(
 ) -> PairedDecision:
     """Higher is better. Judge head/base over paired values by the rules of this module."""
     unit = _Unit(
-        name="ratio", scale=math.exp, change=lambda r: r - 1.0, show=lambda r: _pct(r - 1.0),
-        bound=lambda r: _pct(r - 1.0), words=("slowdown", "faster"), limit=f"{threshold * 100:g}%",
+        name="ratio", scale=math.exp, change=lambda r: r - 1.0, show=lambda r: signed_pct(r - 1.0),
+        bound=lambda r: signed_pct(r - 1.0), words=("slowdown", "faster"), limit=f"{threshold * 100:g}%",
     )  # fmt: skip
     return _judge(log_ratios(base, head), unit, threshold, metric, confidence)
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from specbench.base.errors import SpecbenchError
 from specbench.base.stats import summarize, welch
-from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
+from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify, signed_pct
 
 __all__ = ["Decision", "Status", "decide_acceptance", "decide_throughput", "parse_threshold"]
 
@@ -194,13 +194,10 @@ def decide_throughput(
     p = _p_value(base, cur, change)
     status = classify(change, low, high, threshold)
 
-    def pct(x: float) -> str:
-        return f"{x * 100:+.1f}%"
-
     mde_text = None if mde is None else f"{mde * 100:.1f}%"
     shown_low = None if low is None else max(low, -1.0)  # the linear bound can pass -100%; t/s cannot
-    low_text = None if shown_low is None else pct(shown_low)
-    reason = _reason(status, pct(change), low_text, mde_text, f"{threshold * 100:g}%", p)
+    low_text = None if shown_low is None else signed_pct(shown_low)
+    reason = _reason(status, signed_pct(change), low_text, mde_text, f"{threshold * 100:g}%", p)
     status, reason = _noise(status, reason, d)
     return Decision(status=status, reason=reason, change=change, p_value=p, low=low, high=high, mde=mde, **d)
 
