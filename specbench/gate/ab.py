@@ -14,7 +14,7 @@ from pydantic import BaseModel, computed_field
 
 from specbench.base.errors import InputError
 from specbench.gate.decision import EXIT_CODES, OUTPUT, STILL_OPEN, Status, verdict
-from specbench.gate.paired import ACCEPTANCE_POINTS, CONFIDENCE, PairedDecision, decide_points, decide_ratio
+from specbench.gate.paired import CONFIDENCE, PairedDecision, decide_points, decide_ratio
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, paired_order
 from specbench.results.records import Measurement, Sample
 
@@ -185,10 +185,8 @@ def decide(
     threshold: float,
     confidence: float = CONFIDENCE,
 ) -> PairedDecision:
-    if METRICS[metric].scale == "points":
-        return decide_points(
-            base_values, head_values, points=ACCEPTANCE_POINTS, metric=metric, confidence=confidence
-        )
+    if METRICS[metric].scale == "points":  # judged against ACCEPTANCE_POINTS, whatever the threshold
+        return decide_points(base_values, head_values, metric=metric, confidence=confidence)
     return decide_ratio(base_values, head_values, threshold=threshold, metric=metric, confidence=confidence)
 
 

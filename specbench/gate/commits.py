@@ -4,14 +4,13 @@ search itself (``specbench.gate.bisect``) never calls git."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from specbench.base.errors import InputError
+from specbench.base.errors import BuildError, InputError
+from specbench.builder.gitref import run_git
 from specbench.builder.source import is_llama_tree
 
 
@@ -29,21 +28,12 @@ class Commit(BaseModel):
 
 
 def _git(source: Path, *args: str) -> str:
-    git = shutil.which("git")
-    if git is None:
+    if shutil.which("git") is None:
         raise BisectError("git not found on PATH; bisect needs git")
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        env.pop(name, None)
-    proc = subprocess.run(
-        [git, *args],
-        cwd=source,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        timeout=120,
-    )
+    try:
+        proc = run_git(list(args), source, timeout=120)
+    except BuildError as exc:  # git could not run at all (it hung past the timeout)
+        raise BisectError(str(exc)) from exc
     if proc.returncode != 0:
         first = next((ln for ln in proc.stderr.splitlines() if ln.strip()), f"git exited {proc.returncode}")
         raise BisectError(first.strip())

@@ -36,7 +36,7 @@ from specbench.plan.shards import GUESS_LOAD_S, guess_s
 from specbench.results import cell
 from specbench.results.cell import is_synthetic
 from specbench.results.folder import SHARDS
-from specbench.results.manifest import facts_from_manifest
+from specbench.results.manifest import MachineFacts, facts_from_manifest
 from specbench.results.manifestfile import manifest_data
 from specbench.results.metrics import METRICS, choices
 
@@ -478,8 +478,6 @@ class PlanEstimate(NamedTuple):
 
 def plan_estimate(backend: str, db_path: Path | None = None) -> PlanEstimate:
     """The one estimator of a plan's time on this machine (``PlanEstimate``)."""
-    from specbench.results.manifest import MachineFacts
-
     return PlanEstimate(history_estimate(speeds_on(MachineFacts.here(backend).describe(), db_path)))
 
 

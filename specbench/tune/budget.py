@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.execute import preparation
+from specbench.gate.history import history_estimate, speeds_on
+from specbench.results.manifest import MachineFacts
 from specbench.results.records import Sample
 from specbench.tune.calibrate import GRIDS, pass_sizes
 
@@ -116,9 +118,6 @@ def per_run(spent: list[float]) -> float:
 def check_history_floor(clock: Clock, prepared: preparation.Prepared, note: Callable[[str], None]) -> None:
     """Refuse up front a budget below the least this machine's history says tune takes (priced as the
     check after the probe's first prompt prices it); without history, say when it will be known."""
-    from specbench.gate.history import history_estimate, speeds_on
-    from specbench.results.manifest import MachineFacts
-
     try:
         known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
     except SpecbenchError:  # an unreadable history only loses the early check

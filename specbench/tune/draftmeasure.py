@@ -13,7 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from specbench.analysis.cells import ALL
+from specbench.analysis.report import aggregate
+from specbench.analysis.speedmodel import model_speedup
 from specbench.base.errors import ModelError
+from specbench.execute import benchmark, preparation
 from specbench.models.hf import fetch_hf
 from specbench.models.spec import hub_source
 from specbench.plan.config import Config, config_from_mapping
@@ -51,8 +55,6 @@ def local_file(row: DraftRow) -> Path:
 
 def _predicted(target: DraftRow, row: DraftRow, tokens_per_pass: float | None) -> float | None:
     """The speed model's speedup with drafts' costs, at the tokens per pass the run measured."""
-    from specbench.analysis.speedmodel import model_speedup
-
     if target.pass_costs is None or row.pass_costs is None or not row.draft_max or tokens_per_pass is None:
         return None
     return model_speedup(target.pass_costs, row.pass_costs, row.draft_max, tokens_per_pass)
@@ -106,10 +108,6 @@ def measure(
 ) -> tuple[Path, list[Measured]]:
     """Download and measure the ``k`` best-ranked candidates into ``run_dir`` (None: a new folder
     under results/); returns the folder and the candidates by measured speedup."""
-    from specbench.analysis.cells import ALL
-    from specbench.analysis.report import aggregate
-    from specbench.execute import benchmark, preparation
-
     chosen = [r for r in result.rows if r.rank is not None][:k]
     if not chosen:
         raise ModelError("no candidate is ranked (none is compatible and priced), so none can be measured")

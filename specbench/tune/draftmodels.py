@@ -20,9 +20,11 @@ from specbench.models import cache
 from specbench.models.families import load_families
 from specbench.models.gguffile import shard_paths
 from specbench.models.ggufheader import GGUFHeader, header_meta, read_local_header
+from specbench.models.hf import cached_hf
 from specbench.models.hfheader import RemoteGGUF, list_ggufs, read_remote_header
 from specbench.models.meta import GGUFMeta, read_metadata
 from specbench.models.paircheck import check_metadata, check_tokens
+from specbench.models.resolve import resolve_models
 from specbench.models.spec import ModelSpec
 from specbench.plan.config import Config
 from specbench.results.calibration import PassCosts
@@ -171,9 +173,6 @@ def models_of(arg: str, cfg: Config | None, build: BuildInfo | None, kind: str |
 
 def config_model(name: str, spec: ModelSpec, cfg: Config, build: BuildInfo | None) -> Judged:
     """A config's model: its file when this machine has it, else (an hf model) its header on the Hub."""
-    from specbench.models.hf import cached_hf
-    from specbench.models.resolve import resolve_models
-
     if spec.hf is not None:
         fetched = cached_hf(spec.hf)
         if fetched is not None:
@@ -211,13 +210,10 @@ def gather(req: Request, build: BuildInfo | None) -> tuple[Judged, list[Judged]]
     if target.header is None:
         raise ModelError(f"target {req.target}: {target.row.reason}")
     target.row.compatible = True
-    cands: list[Judged] = []
-    for arg in req.candidates:
-        cands += models_of(arg, req.config, build)
+    cands = [m for arg in req.candidates for m in models_of(arg, req.config, build)]
     if req.config is not None and not req.candidates and not req.families:
-        for name in req.config.models:
-            if name != req.target:
-                cands.append(config_model(name, req.config.models[name], req.config, build))
+        cfg = req.config
+        cands += [config_model(n, spec, cfg, build) for n, spec in cfg.models.items() if n != req.target]
     families = load_families()
     for fam in req.families:
         if fam not in families:

@@ -15,7 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from specbench.analysis.speedmodel import expected_tokens, model_speedup
+from specbench.analysis.cells import ALL
+from specbench.analysis.report import aggregate
+from specbench.analysis.speedmodel import expected_tokens, fit_alpha, model_speedup
+from specbench.base import paths
 from specbench.base.errors import ModelError, RunError, SpecbenchError
 from specbench.base.llamaopts import DRAFT_LENGTH, METHOD
 from specbench.base.methods import METHODS
@@ -23,9 +26,12 @@ from specbench.builder.buildinfo import BuildInfo, FlagSpelling
 from specbench.builder.workaround import with_workaround
 from specbench.models import cache
 from specbench.models.ggufheader import GGUFHeader, read_local_header
+from specbench.models.listing import list_cached
 from specbench.plan.cells import speculative_flags
 from specbench.results.calibration import PassCosts
 from specbench.results.cell import Cell
+from specbench.results.folder import run_folders
+from specbench.results.manifestfile import manifest_data
 from specbench.tune.calibrate import pass_sizes
 from specbench.tune.draftcost import (
     CURVE_KS,
@@ -64,12 +70,6 @@ class DraftsResult(BaseModel):
 def earlier_alpha(target_sha: str, draft_sha: str, base: Path) -> tuple[float, str] | None:
     """The per-token acceptance of this exact pair (by sha256) in the run folders under ``base``:
     fitted to every draft cell's tokens per pass (``speedmodel.fit_alpha``), with the last run's folder."""
-    from specbench.analysis.cells import ALL
-    from specbench.analysis.report import aggregate
-    from specbench.analysis.speedmodel import fit_alpha
-    from specbench.results.folder import run_folders
-    from specbench.results.manifestfile import manifest_data
-
     points: list[tuple[int, float]] = []
     where = None
     for run in sorted(run_folders(base)):
@@ -99,19 +99,13 @@ def _curve(
     build: BuildInfo, local: list[Judged], threads: int | None, measure: bool, note: Callable[[str], None]
 ) -> CostCurve | None:
     """The cost curve from every local model (the target, local candidates, the model cache)."""
-    from specbench.models.listing import list_cached
-
     seen: dict[str, tuple[str, Path, GGUFHeader]] = {}
     for m in local:
         if m.sha256 and m.header is not None and m.row.path is not None:
             seen.setdefault(m.sha256, (m.row.candidate, m.row.path, m.header))
     for c in list_cached():
-        if (
-            c.metadata is None
-            or c.size_bytes > CURVE_MAX_BYTES
-            or c.metadata.n_shards > 1
-            or c.path.name[0] == "."
-        ):
+        small = c.size_bytes <= CURVE_MAX_BYTES and not c.path.name.startswith(".")
+        if c.metadata is None or c.metadata.n_shards > 1 or not small:
             continue
         try:
             header = read_local_header(c.path)
@@ -295,8 +289,6 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
 def pick_build() -> BuildInfo | None:
     """The newest cached build with llama-bench, to price the candidates (nothing is built to rank);
     None when there is none."""
-    from specbench.base import paths
-
     found = [b for b in BuildInfo.load_all(paths.builds_dir()) if "bench" in b.binaries]
     # a build of a commit exported by ab/bisect (``ref``) only when no build of the source tree is
     # there: the tree's build is the one `run` uses
