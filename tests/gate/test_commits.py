@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from specbench.gate.commits import BisectError, commit_range
@@ -44,3 +46,18 @@ def test_a_checkout_that_is_not_llama_cpp(tmp_path):
         git(tmp_path, "commit", "-qm", f"c{i}")
     with pytest.raises(BisectError, match="is not a llama.cpp tree"):
         commit_range(tmp_path, "main~1", "main")
+
+
+def test_a_git_that_hangs_is_one_line(history, monkeypatch):
+    """git past its timeout (a hung network filesystem) is a one-line bisect error, not a traceback."""
+    repo, shas = history
+    real = subprocess.run
+
+    def hangs_on_rev_list(argv, *args, **kwargs):
+        if "rev-list" in argv:
+            raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", hangs_on_rev_list)
+    with pytest.raises(BisectError, match="git rev-list in .* timed out after 120 seconds"):
+        commit_range(repo, shas[0], "main")
