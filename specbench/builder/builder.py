@@ -59,10 +59,7 @@ def ensure_build(
     ref: str | None = None,
 ) -> BuildInfo:
     """The BuildInfo of llama.cpp built for this machine; builds it only when not cached (or ``force``).
-
-    ``source`` + ``ref``: that commit of a git checkout, exported into the work area (the user's
-    work tree and index are never touched); cached by commit, backend and cmake arguments.
-    """
+    ``source`` + ``ref``: that commit of a git checkout, exported (its work tree and index untouched)."""
     report = (lambda msg: progress(BuildProgress("source", msg))) if progress else None
     _refuse_unbuildable(backend, cmake_args)
     plan = plan_build(backend, source, cmake_args, report, ref)
@@ -77,9 +74,8 @@ def ensure_build(
 
 
 def _refuse_unbuildable(backend: str, cmake_args: Sequence[str]) -> None:
-    """A GPU backend this machine cannot build is refused before the source is found (on a fresh
-    machine that is a download of minutes first), unless a build of that backend is cached here:
-    its key needs the source, and a cached build needs no toolkit. ``_build`` checks again."""
+    """A GPU backend this machine cannot build is refused before the source is found (minutes of
+    download on a fresh machine), unless a build of that backend is cached (it needs no toolkit)."""
     if backend not in ("cuda", "metal"):
         return
     if all(b.backend != backend for b in BuildInfo.load_all(paths.builds_dir())):

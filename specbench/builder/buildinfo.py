@@ -197,9 +197,7 @@ class BuildInfo(BaseModel):
     def speculative(self, role: str | None = None) -> BinaryInfo:
         """The process runner's speculative program: ``role`` when the config names one, else the
         first of ``SPECULATIVE_ROLES`` the build found."""
-        if role is not None:
-            return self.binary(role)
-        found = next((r for r in SPECULATIVE_ROLES if r in self.binaries), None)
+        found = role if role is not None else next((r for r in SPECULATIVE_ROLES if r in self.binaries), None)
         if found is not None:
             return self.binary(found)
         names = ", ".join(n for r in SPECULATIVE_ROLES for n in ROLE_NAMES[r])

@@ -41,7 +41,6 @@ BASE_ARGS = {
     "BUILD_SHARED_LIBS": "OFF",
     "LLAMA_USE_PREBUILT_UI": "OFF",
 }
-BACKEND_ARGS = {"cpu": {}, "cuda": {"GGML_CUDA": "ON"}, "metal": {"GGML_METAL": "ON"}}
 # The option that turns a backend on, newest name first (2024: LLAMA_CUBLAS -> LLAMA_CUDA -> GGML_CUDA).
 SWITCH_NAMES = {"cuda": ["GGML_CUDA", "LLAMA_CUDA", "LLAMA_CUBLAS"], "metal": ["GGML_METAL", "LLAMA_METAL"]}
 _GPU_SWITCHES = {name: backend for backend, names in SWITCH_NAMES.items() for name in names}
@@ -56,7 +55,7 @@ def cuda_arch(compute_cap: str) -> str:
     if not m:
         raise BuildError(
             f"unexpected GPU compute capability {compute_cap!r}; pass --cmake-arg "
-            f"-DCMAKE_CUDA_ARCHITECTURES=NN"
+            "-DCMAKE_CUDA_ARCHITECTURES=NN"
         )
     return f"{int(m.group(1))}{int(m.group(2))}"
 
@@ -71,11 +70,11 @@ def configure_args(
     """The ``-D`` arguments for one build (pure). ``extra`` (``--cmake-arg``) overrides a default of the
     same name; ``build_commit`` names the commit in ``--version`` for trees that are no git checkout;
     ``switch`` is an older tree's name for the backend option (``backend_switch``)."""
-    if backend not in BACKEND_ARGS:
+    if backend not in ("cpu", *SWITCH_NAMES):
         raise BuildError(f"unknown backend {backend!r}; use one of: {', '.join(BACKENDS)}")
-    defines: dict[str, str] = {**BASE_ARGS, **BACKEND_ARGS[backend]}
-    if switch and backend != "cpu":
-        defines = {**BASE_ARGS, switch: "ON"}
+    defines = dict(BASE_ARGS)
+    if backend != "cpu":
+        defines[switch or SWITCH_NAMES[backend][0]] = "ON"
     if backend == "cuda" and compute_caps:
         defines["CMAKE_CUDA_ARCHITECTURES"] = ";".join(sorted({cuda_arch(c) for c in compute_caps}, key=int))
     elif backend == "cuda":

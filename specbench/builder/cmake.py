@@ -155,9 +155,9 @@ def stream_step(
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
-    """SIGTERM the step's process group, then SIGKILL what is left after ``grace_s``. SIGTERM first:
-    ninja runs each compile in a process group of its own, and kills those itself on SIGTERM (after
-    SIGKILL they would compile on). The leader is reaped last, so its pid cannot have been reused."""
+    """SIGTERM the step's process group, then SIGKILL what is left after ``grace_s``: on SIGTERM ninja
+    kills its compiles' own process groups, which a SIGKILL would leave compiling. The leader is reaped
+    last, so its pid cannot have been reused."""
     with suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     with suppress(subprocess.TimeoutExpired):

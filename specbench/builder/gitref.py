@@ -137,9 +137,8 @@ def _cat_blobs(top: Path, blobs: list[tuple[str, str, str]]) -> Iterator[Entry]:
 
 
 def worktree_files(top: Path) -> list[str] | None:
-    """The files of a git checkout's work tree that git would commit (tracked, and untracked ones it
-    does not ignore: a user's own build folders and models stay out), relative to ``top``; None when
-    ``top`` is not the top of its own checkout or git cannot say."""
+    """The files of a git checkout's work tree that git would commit (a user's build folders and models
+    stay out), relative to ``top``; None when ``top`` is not the top of its own checkout."""
     if shutil.which("git") is None:
         return None
     inside = run_git(["rev-parse", "--show-toplevel"], top)

@@ -44,9 +44,8 @@ SIZE_AXES = tuple(o for o in AXES if o.scope == "lookup")
 PROBED = (*TUNED, *(o for o in AXES if o.group == "axis" and o.scope in ("draft", "draft_context")
                     and o.key not in FlagSpelling.model_fields))  # fmt: skip
 
-# Entries start at column 0 (2024+ common/arg.cpp), 2 (2023 gpt_print_usage) or, for an option with
-# no short form, 9 (ik_llama.cpp's `  %-32s` of `       --verbosity N`); descriptions continue at
-# column 24 (2023), 34 (ik) or 40 (2024+).
+# Entries start at column 0 (2024+), 2 (2023) or 9 (ik_llama.cpp, an option with no short form);
+# descriptions continue at column 24 (2023), 34 (ik) or 40 (2024+).
 _ENTRY_INDENT = 12
 _OPTION = re.compile(r"^-{1,2}[A-Za-z0-9][\w.-]*$")
 _REMOVED = re.compile(r"\b(has been removed|was removed|no longer (supported|available))\b", re.I)
@@ -143,9 +142,7 @@ def _ngram_sizes(methods: list[str], usable: dict[str, HelpOption]) -> dict[str,
 def flags_from_help(text: str) -> FlagSpelling:
     """How a binary spells each option specbench passes, read from its help text."""
     usable: dict[str, HelpOption] = {}
-    for entry in parse_help(text):
-        if entry.removed:
-            continue
+    for entry in (e for e in parse_help(text) if not e.removed):
         for name in entry.names:
             usable.setdefault(name, entry)
     found: dict[str, object] = {
@@ -182,8 +179,7 @@ def _run(path: Path, arg: str, command: Sequence[str] = ()) -> subprocess.Comple
 def binary_version(path: Path) -> str:
     """The binary's ``version: N (sha)`` and ``built with`` lines; '' for binaries without --version."""
     result = _run(path, "--version")
-    text = (result.stdout + result.stderr).strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lines = (result.stdout + result.stderr).strip().splitlines()
     return "\n".join(ln for ln in lines if ln.startswith(("version:", "built with")))
 
 
@@ -199,9 +195,8 @@ def probe_is_current(info: BuildInfo) -> bool:
 
 
 def unified_command(path: Path, names: Sequence[str]) -> str | None:
-    """The first of ``names`` the unified `llama` program runs as a command, or None: an unknown one
-    says ``error: unknown command 'NAME'``; a known one prints its usage, with exit 0 or not
-    (``llama quantize --help`` exits 1, as llama-quantize's does)."""
+    """The first of ``names`` the unified `llama` program runs as a command, or None: a known one
+    prints its usage whatever its exit code, an unknown one says ``unknown command 'NAME'``."""
     for name in names:
         result = _run(path, "--help", [name])
         text = result.stdout + result.stderr

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -217,10 +218,9 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
     facts = CrashFacts(cpu_flags=frozenset(isa), backend=info.backend)
     ngl = 0 if info.backend == "cpu" else 99
     completion = info.binaries.get("completion")
-    machine = f"{envinfo.cpu_model()} / {', '.join(g.name for g in gpus) or 'no GPU'}"
     record = SelfTest(
         fingerprint=envinfo.fingerprint(isa, gpus),
-        machine=machine,
+        machine=f"{envinfo.cpu_model()} / {', '.join(g.name for g in gpus) or 'no GPU'}",
         checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     if completion is None or not Path(completion.path).is_file():
@@ -282,9 +282,7 @@ def _said(check: TypeCheck) -> str:
 def _name_the_class(broken: list[TypeCheck], facts: CrashFacts) -> None:
     """Crashes that repacking off cured: their reason names the class now that the self-test has
     seen it (``parse.crash`` names the AMX crash only where a self-test recorded it or the log shows AMX)."""
-    seen = CrashFacts(
-        cpu_flags=facts.cpu_flags, selftest_crashed=tuple(c.wtype for c in broken), backend=facts.backend
-    )
+    seen = replace(facts, selftest_crashed=tuple(c.wtype for c in broken))
     for c in broken:
         known = classify("", None, c.signal, seen)
         if known is not None and c.reason and known.line not in c.reason:

@@ -80,9 +80,8 @@ def dir_entries(root: Path, skip_top: tuple[str, ...] = ()) -> Iterator[Entry]:
 
 
 def tree_entries(root: Path) -> Iterator[Entry]:
-    """The files of a user's tree to build from: what git would commit in a checkout (no build
-    folders, models or other ignored files), else every file but top-level ``build*`` folders
-    (llama.cpp's own .gitignore ignores ``/build*``). A file listed but gone is skipped."""
+    """The files of a user's tree to build from: what git would commit in a checkout, else every file
+    but top-level ``build*`` folders (which llama.cpp's own .gitignore ignores)."""
     names = worktree_files(root)
     if names is None:
         yield from dir_entries(root, skip_top=("build",))
@@ -99,10 +98,8 @@ def tree_entries(root: Path) -> Iterator[Entry]:
             continue  # deleted since git listed it (a tracked file removed in the work tree)
 
 
-# llama.cpp's build-details generator (common/cmake/build-info-gen-cpp.cmake, upstream since 2024,
-# MIT): trees whose common/CMakeLists.txt runs it but that lack it (the ik_llama.cpp sdist of PyPI
-# ik-llama-cpp-python; a git clone has it) stop at "Generating build details from Git". Run with the
-# tree's root as working folder, it reads cmake/build-info.cmake and common/build-info.cpp.in.
+# llama.cpp's build-details generator (upstream since 2024, MIT): trees whose common/CMakeLists.txt runs
+# it but that lack it (PyPI's ik-llama-cpp-python sdist) stop at "Generating build details from Git".
 BUILD_INFO_GENERATOR = "common/cmake/build-info-gen-cpp.cmake"
 BUILD_INFO_GENERATOR_TEXT = """include(${CMAKE_CURRENT_SOURCE_DIR}/cmake/build-info.cmake)
 
@@ -179,18 +176,15 @@ def sync_tree(entries: Iterable[Entry], dest: Path) -> SyncStats:
         written += 1
     removed = 0
     for here, dirs, files in os.walk(dest, topdown=False):
-        for name in files:
+        links = [d for d in dirs if (Path(here) / d).is_symlink()]  # an entry, as a file is
+        for name in [*files, *links]:
             full = Path(here) / name
             if full.relative_to(dest).as_posix() not in seen:
                 full.unlink()
                 removed += 1
         for name in dirs:
             full = Path(here) / name
-            if full.is_symlink():
-                if full.relative_to(dest).as_posix() not in seen:
-                    full.unlink()
-                    removed += 1
-            elif not any(full.iterdir()):
+            if name not in links and not any(full.iterdir()):
                 full.rmdir()
     return SyncStats(written, removed, unchanged)
 
@@ -202,11 +196,8 @@ def _same(target: Path, mode: str, data: bytes) -> bool:
         return False
     if mode == "120000":
         return stat.S_ISLNK(st.st_mode) and os.readlink(target).encode() == data
-    if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
-        return False
-    if bool(st.st_mode & 0o111) != (mode == "100755"):
-        return False
-    return target.read_bytes() == data
+    same_kind = stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111) == (mode == "100755")
+    return same_kind and st.st_size == len(data) and target.read_bytes() == data
 
 
 def find_ccache() -> str | None:

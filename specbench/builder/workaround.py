@@ -51,9 +51,8 @@ def with_workaround(argv: list[str], info: BuildInfo | None, role: str) -> list[
 def crash_facts(
     info: BuildInfo | None, cpu_flags: frozenset[str] | list[str], argv: list[str] | None = None
 ) -> CrashFacts:
-    """What ``specbench.parse.crash`` reads beside a crashed log of this build: the CPU's flags, the
-    types its self-test saw crash here, and whether repacking was off for the run (``argv``: its
-    command line; without one, whether the build's workaround is on)."""
+    """What ``specbench.parse.crash`` reads beside a crashed log of this build; repacking was off for
+    the run when ``argv`` (its command line) says so, or without one when the build's workaround is on."""
     st = info.selftest if info is not None else None
     off = repack_off(argv) if argv is not None else info is not None and info.workaround is not None
     return CrashFacts(
