@@ -20,6 +20,7 @@ from specbench.base.formats import json_text
 from specbench.base.paths import models_dir
 
 _CHUNK = 1 << 20
+SOURCE_JSON = "source.json"  # beside a pypi or derived file: where it came from
 
 
 def hf_cache_dir() -> Path:

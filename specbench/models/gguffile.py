@@ -94,9 +94,8 @@ class TruncatedGGUF(Exception):
 
 @lru_cache(maxsize=16)
 def _reader(path: str, size: int, mtime_ns: int) -> FastGGUFReader:
-    """One reader per file and version of it in a process: a run reads a model's header in its
-    resolution, pair check and pre-flight (10 opens of a 135M pair cost 2.6 s a run, mostly the
-    token list); a file written again (another size or time) is read again."""
+    """One reader per file and version of it in a process: a run reads a model's header in several
+    stages (mostly its token list); a file written again (another size or time) is read again."""
     return FastGGUFReader(path)
 
 

@@ -119,33 +119,28 @@ def _progress_class(progress: ProgressFn | None, label: str):
 
 def _hub_error(src: HfSource, exc: Exception) -> ModelError:
     """Map huggingface_hub's errors to one line a user can act on (never with the token)."""
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        HfHubHTTPError,
-        RemoteEntryNotFoundError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
+    from huggingface_hub import errors as hub
 
     status = getattr(getattr(exc, "response", None), "status_code", None)
     page = f"{_endpoint()}/{src.repo}"
     licence = f"accept the licence on the model page ({page}) and set HF_TOKEN to a token with access"
-    if isinstance(exc, GatedRepoError) or status in (401, 403) and not isinstance(exc, RevisionNotFoundError):
+    no_revision = isinstance(exc, hub.RevisionNotFoundError)
+    if isinstance(exc, hub.GatedRepoError) or status in (401, 403) and not no_revision:
         return ModelError(f"Hugging Face repo {src.repo} is gated or private (HTTP {status}): {licence}")
-    if isinstance(exc, RevisionNotFoundError):
+    if no_revision:
         return ModelError(
             f"revision {src.revision!r} not found in Hugging Face repo {src.repo}; check `revision`"
         )
-    if isinstance(exc, RepositoryNotFoundError):
+    if isinstance(exc, hub.RepositoryNotFoundError):
         return ModelError(
             f"Hugging Face repo {src.repo} not found (HTTP {status}); "
             "check the name, or if it is private set HF_TOKEN"
         )
-    if isinstance(exc, RemoteEntryNotFoundError):
+    if isinstance(exc, hub.RemoteEntryNotFoundError):
         return ModelError(
             f"{src.file or src.pattern} not found in Hugging Face repo {src.repo}@{src.revision}"
         )
-    if isinstance(exc, HfHubHTTPError):
+    if isinstance(exc, hub.HfHubHTTPError):
         return ModelError(
             f"the Hugging Face Hub at {_endpoint()} answered HTTP {status} for {src.repo}; try again later"
         )

@@ -36,11 +36,8 @@ def download(
     size: int | None,
     progress: Callable[[int, int | None], None] | None = None,
 ) -> Path:
-    """Fetch ``url`` into ``part``, continuing from the bytes already there; returns ``part``.
-
-    HTTP errors (401, 404...) are raised as huggingface_hub's typed errors; network errors are
-    retried with a Range request and end in TransferBroken, with the bytes kept.
-    """
+    """Fetch ``url`` into ``part``, continuing from the bytes already there. HTTP errors are raised as
+    huggingface_hub's; network errors are retried by Range request, then end in TransferBroken."""
     import httpx2
     from huggingface_hub.utils import get_session, hf_raise_for_status
 

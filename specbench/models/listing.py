@@ -35,7 +35,7 @@ def _entry(kind: str, path: Path, source: str) -> CachedModel:
 
 def _recorded(kind: str, folder: Path) -> list[CachedModel]:
     out = []
-    for record_path in sorted(folder.glob("*/source.json")):
+    for record_path in sorted(folder.glob(f"*/{cache.SOURCE_JSON}")):
         try:
             record = json.loads(record_path.read_text())
         except (OSError, ValueError):

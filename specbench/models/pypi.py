@@ -31,7 +31,6 @@ from specbench.models import cache
 from specbench.models.spec import ProgressFn, PypiSource
 
 _PART_SUFFIX = re.compile(r"\.part\d+$")
-SOURCE_JSON = "source.json"
 
 
 def cache_folder(src: PypiSource) -> Path:
@@ -47,7 +46,7 @@ def cached_file(src: PypiSource) -> Path | None:
     """The extracted file when an earlier pull completed, else None."""
     folder = cache_folder(src)
     try:
-        record = json.loads((folder / SOURCE_JSON).read_text())
+        record = json.loads((folder / cache.SOURCE_JSON).read_text())
         path = inside(folder, check_part(record["filename"]))  # a damaged record is no hit
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -107,7 +106,7 @@ def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
         "size": final.stat().st_size,
         "sha256": actual,
     }
-    write_atomic(folder / SOURCE_JSON, json_text(record))
+    write_atomic(folder / cache.SOURCE_JSON, json_text(record))
     return final
 
 
