@@ -29,7 +29,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from specbench.analysis import stats
+from specbench.base import stats
 from specbench.execute import benchmark, preparation
 from specbench.execute.process import child_env
 from specbench.execute.runner import execute

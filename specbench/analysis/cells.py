@@ -8,14 +8,13 @@ row not ``valid``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
-from specbench.analysis import stats
+from specbench.analysis import speedmodel
 from specbench.analysis.figures import Figure, Value, figure
 from specbench.analysis.quality import DEFAULT_PRECISION, assess, usable
-from specbench.analysis.span import span_fields
-from specbench.analysis.speedmodel import cell_model_speedup, curve_speedup, drafted_per_pass
 from specbench.analysis.speedup import Pair, paired_speedup
 from specbench.base.llamaopts import OPTIONS
 from specbench.base.stats import summarize
@@ -108,7 +107,7 @@ class ReportRow(_RowCell):
     speedup_prompts: int = 0
     speedup_prompt_low: float | None = None
     speedup_prompt_high: float | None = None
-    # same-span timing (analysis.span): the baseline's decode-only rate, each side's share outside it
+    # same-span timing (span_fields): the baseline's decode-only rate, each side's share outside it
     baseline_decode_tps: float | None = None
     baseline_outside: float | None = None
     spec_outside: float | None = None
@@ -189,6 +188,57 @@ def _counters(samples: list[Sample]) -> SpecCounters | None:
     return total
 
 
+# Both t/s of a speedup are timed over the same span (docs/timing.md); llama.cpp times its decode
+# calls inside it, and the rest (sampling, batch preparation, printing, drafting) is shown as a share.
+def _mean(values: list[float | None]) -> float | None:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return math.fsum(finite) / len(finite) if finite else None
+
+
+def share(outside: float) -> float | None:
+    """A share of a span, or None when it cannot be one (``--no-perf``, timers that disagree with
+    the span): such a figure measures nothing."""
+    return outside if 0.0 <= outside < 1.0 else None
+
+
+def baseline_outside(s: Sample) -> float | None:
+    """Share of a plain run's span outside its decode calls: 1 - eval time / span (the span holds
+    exactly the ``eval runs`` decodes)."""
+    perf = s.metrics.perf.target if s.metrics and s.metrics.perf else None
+    # llama-server (timings) times the span only: no decode-only timer to set beside it
+    if s.timings is not None or not s.span_s or perf is None or not perf.eval_ms:
+        return None
+    return share(1.0 - perf.eval_ms / (s.span_s * 1000.0))
+
+
+def spec_outside(s: Sample) -> float | None:
+    """Share of a speculative run's ``decoded`` span outside the target's passes: its prompt eval
+    holds the verification passes and the prompt's own pass, which the ``encoded`` line times (with
+    a draft model the draft's prompt pass too: then an upper bound). Drafting counts as outside."""
+    log = s.metrics
+    perf = log.perf.target if log and log.perf else None
+    if log is None or perf is None or not (log.decoded and log.decoded.seconds) or log.encoded is None:
+        return None
+    if log.encoded.seconds is None or perf.prompt_eval_ms is None:
+        return None
+    passes = perf.prompt_eval_ms + (perf.eval_ms or 0.0) - log.encoded.seconds * 1000.0
+    if passes <= 0:  # --no-perf: no pass was timed
+        return None
+    return share(1.0 - passes / (log.decoded.seconds * 1000.0))
+
+
+def span_fields(spec: list[Sample], base: list[Sample]) -> dict[str, float | None]:
+    """The report row's ``baseline_decode_tps``, ``baseline_outside`` and ``spec_outside`` (means
+    over the cell's usable samples), only for a run that timed its baselines' spans (format 2)."""
+    if not any(b.span_s for b in base):
+        return {"baseline_decode_tps": None, "baseline_outside": None, "spec_outside": None}
+    return {
+        "baseline_decode_tps": _mean([b.decode_tps for b in base if b.decode_tps is not None]),
+        "baseline_outside": _mean([baseline_outside(b) for b in base]),
+        "spec_outside": _mean([spec_outside(s) for s in spec]),
+    }
+
+
 def cost_ratio_of(
     method: str, draft: str | None, target_tps: float | None, draft_tps: float | None
 ) -> float | None:
@@ -197,7 +247,7 @@ def cost_ratio_of(
     run alone -- not 0, which would predict their speedup as if drafting were free."""
     if draft is None and draft_free(method):
         return 0.0
-    return stats.cost_ratio(target_tps, draft_tps)
+    return speedmodel.cost_ratio(target_tps, draft_tps)
 
 
 def _pairs(spec: list[Sample], paired: dict[tuple, Sample]) -> list[Pair]:
@@ -247,15 +297,15 @@ def _row(
     acc = summarize([s.acceptance for s in used if s.acceptance is not None])
     draft_tps = summarize([s.tps for s in drafts if usable(s) and s.tps is not None]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
-    predicted = best_g = None
-    if acceptance is not None and c is not None and first.draft_max:
+    g, predicted, best_g = first.draft_max, None, None
+    if acceptance is not None and c is not None and g:
         a = min(max(acceptance, 0.0), 1.0)
-        predicted = stats.predicted_speedup(a, first.draft_max, c)
-        best_g = stats.best_draft_length(a, c)
+        predicted = speedmodel.predicted_speedup(a, g, c)
+        best_g = speedmodel.best_draft_length(a, c)
     tpp = _tokens_per_pass(used)
-    drafted = drafted_per_pass(tpp, acceptance, first.draft_max, first.p_min) if first.draft_max else None
-    modelled = cell_model_speedup(
-        cal, first.model, first.ngl, first.draft, first.ngld, first.draft_max, tpp, b.mean, drafted
+    drafted = speedmodel.drafted_per_pass(tpp, acceptance, g, first.p_min) if g else None
+    modelled = speedmodel.cell_model_speedup(
+        cal, first.model, first.ngl, first.draft, first.ngld, g, tpp, b.mean, drafted
     )
     compared = [s.outputs_match for s in spec if s.outputs_match is not None]
     diffs = [s.first_diff for s in spec if s.outputs_match is False and s.first_diff is not None]
@@ -358,7 +408,7 @@ def _use_curve(rows: list[ReportRow]) -> None:
         x = step_len(r)
         if r.synthetic or not points or x is None:
             continue
-        modelled = curve_speedup(points, x)
+        modelled = speedmodel.curve_speedup(points, x)
         if modelled is not None:
             xs = [p[0] for p in points]
             r.model_speedup = modelled

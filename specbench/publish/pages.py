@@ -48,6 +48,14 @@ def run_page(run_key: str) -> str:
     return f"runs/{hashlib.sha1(run_key.encode()).hexdigest()[:12]}.html"
 
 
+def ab_href(run_key: str) -> str:
+    return f"ab/{slug(run_key)}.html"
+
+
+def bisect_href(b: BisectRun) -> str:
+    return f"bisect/{slug(str(b.path))}.html"
+
+
 def _n(v: float | None, digits: str = ".1f") -> str:
     return "-" if v is None else format(v, digits)
 
@@ -108,7 +116,7 @@ def ab_markers(folders: Folders, machine: str, pair: str) -> list[Marker]:
                 started_at=ab.run.started_at,
                 commit=ab.run.builds.get(head, "?"),
                 text=f"ab {word}: {ab.run.run_id}",
-                href=f"../ab/{slug(ab.run.key)}.html",
+                href="../" + ab_href(ab.run.key),
                 bad=word == "fail",
             )
         )
@@ -252,7 +260,7 @@ def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
     for ab in reversed(model.folders.abs):
         word = ab.worst(pair)
         if ab.run.machine == machine and word is not None:
-            card.update(ab=word, ab_when=ab.run.started_at[:16], ab_href=f"ab/{slug(ab.run.key)}.html")
+            card.update(ab=word, ab_when=ab.run.started_at[:16], ab_href=ab_href(ab.run.key))
             break
     return card
 
@@ -264,7 +272,7 @@ def index_page(model: Model, summary: str, empty: str, notes: list[str]) -> str:
     abs_ = [
         dict(
             run=a.run.run_id,
-            href=f"ab/{slug(a.run.key)}.html",
+            href=ab_href(a.run.key),
             machine=a.run.machine,
             builds=", ".join(f"{k} {v[:10]}" for k, v in a.run.builds.items()),
             decision=a.worst() or "-",
@@ -274,7 +282,7 @@ def index_page(model: Model, summary: str, empty: str, notes: list[str]) -> str:
     bisects = [
         dict(
             name=b.path.name,
-            href=f"bisect/{slug(str(b.path))}.html",
+            href=bisect_href(b),
             metric=b.state.metric,
             result=bisect_result(b)[0],
         )

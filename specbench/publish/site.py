@@ -115,13 +115,11 @@ def _write_all(
     for machine, pair, method in model.pages:
         _write(tmp, pages.trend_href(machine, pair, method), pages.trend_page(model, machine, pair, method))
     ab_by_key = {a.run.key: a for a in folders.abs}
-    ab_paths: dict[str, str] = {}
+    ab_paths = {str(a.run.path.resolve()): pages.ab_href(a.run.key) for a in folders.abs}  # for bisect pages
     for a in folders.abs:
-        href = f"ab/{pages.slug(a.run.key)}.html"
-        _write(tmp, href, pages.ab_page(a))
-        ab_paths[str(a.run.path.resolve())] = href
+        _write(tmp, pages.ab_href(a.run.key), pages.ab_page(a))
     for b in folders.bisects:
-        _write(tmp, f"bisect/{pages.slug(str(b.path))}.html", pages.bisect_page(b, ab_paths))
+        _write(tmp, pages.bisect_href(b), pages.bisect_page(b, ab_paths))
     keys = list(runs) + [k for k in folders.runs if k not in runs]
     for key in keys:
         _write(
@@ -162,12 +160,9 @@ def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: d
             f"run folder missing: {where} is not there any more (moved or deleted). The numbers on the "
             "trend pages come from the history; `specbench publish --runs NEW_PLACE` links it again."
         )
-    run_id = folder.run_id if folder else point.run_id
-    facts = [
-        ("run", run_id),
-        ("started", folder.started_at if folder else point.started_at),
-        ("llama.cpp", folder.commit if folder else point.commit),
-    ]
+    known = folder or point  # the folder's facts, else the history's
+    run_id = known.run_id
+    facts = [("run", run_id), ("started", known.started_at), ("llama.cpp", known.commit)]
     if folder is not None:
         facts += [
             ("machine", folder.machine),
@@ -176,7 +171,7 @@ def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: d
         ]
         if folder.builds:
             facts.append(("builds", ", ".join(f"{k} {v[:10]}" for k, v in folder.builds.items())))
-    ab = f"../ab/{pages.slug(key)}.html" if key in ab_by_key else None
+    ab = "../" + pages.ab_href(key) if key in ab_by_key else None
     return pages.render(
         "run",
         title=f"run {run_id}",

@@ -1,4 +1,4 @@
-"""Each side's share of its span outside the target's decode step (specbench.analysis.span), on
+"""Each side's share of its span outside the target's decode step (specbench.analysis.cells), on
 recorded logs of the pinned build (tests/logs/real)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.analysis.span import baseline_outside, span_fields, spec_outside
+from specbench.analysis.cells import baseline_outside, span_fields, spec_outside
 from specbench.parse.process import parse_file
 from specbench.results.records import Generation, Sample
 
