@@ -1,31 +1,24 @@
 """Which cells a config sweeps: every speculative setting, with the flags the build must have.
 
-The cell's axes are ``specbench.results.cell.Cell``; this is where each axis is expanded over the
-config (a new axis gets its loop here; ``runner`` and ``parallel`` are expanded by the server plan).
-
-A pair with a draft model gets one ``draft`` cell per (ngl, ngld, draft_max, draft_min, p_min)
-combination (draft_min > draft_max is skipped); each n-gram method gets one cell per (target, ngl,
-ngram_size_n, ngram_size_m), owned by the first pair with that target -- llama.cpp's n-gram
-methods have their own length settings and ignore the draft_* options, so sweeping those would
-only repeat the same run. The sizes apply to the methods whose size options the build has (the
-pinned build: ngram-simple, ngram-map-k, ngram-map-k4v). A pair with ``method:`` runs only that
-method. ``speculative_flags`` spells a cell as options, for every binary and printed command.
+Each axis of ``results.cell.Cell`` is expanded here (``runner`` and ``parallel`` by the server plan).
+A draft-free method's cells belong to the first pair with that target: its n-gram lookups ignore
+the draft_* options, so sweeping those would only repeat the same run.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from itertools import product
 from pathlib import Path
 
 from specbench.base.errors import ConfigError
 from specbench.base.llamaopts import AXES, BY_KEY, METHOD, TUNED, LlamaOption, applies
-from specbench.base.methods import DRAFT_METHOD, METHODS
+from specbench.base.methods import DRAFT_METHOD, DRAFT_SIMPLE, METHODS
 from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.builder.options import OptionError, default_on, option_argv
 from specbench.plan.config import Config
 from specbench.plan.methods import (
-    DRAFT_SIMPLE,
     draft_free,
     is_mtp,
     needs_draft_model,
@@ -34,12 +27,7 @@ from specbench.plan.methods import (
     spec_type_names,
 )
 from specbench.plan.options import OPTION_KEYS
-from specbench.results.cell import (
-    Cell,
-    baseline_of,
-    draft_alone_cell,
-    draft_alone_of,
-)
+from specbench.results.cell import Cell, baseline_of, draft_alone_cell, draft_alone_of
 
 
 def fmt_num(x: float) -> str:
@@ -143,18 +131,16 @@ def option_flags(spec: BinaryInfo, cell: Cell, extra: Sequence[str] = ()) -> lis
         for key in keys:
             argv += option_argv(spelling, key, getattr(cell, key), spec.name)
     except OptionError as exc:
-        old = spelling is None
-        hint = " (its build.json predates option probing: `specbench build --force`)" if old else ""
+        hint = (
+            " (its build.json predates option probing: `specbench build --force`)" if spelling is None else ""
+        )
         raise ConfigError(f"{exc}{hint}") from exc
     return argv + list(extra)
 
 
 def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cell]:
-    """Each cell that drafts with a model (or MTP) again per ``sweep.synth_len``: llama-server
-    accepts its drafts at random with that mean acceptance length (``--spec-synth-len``, counting
-    the target's own token), which must lie within [1, draft_max + 1]; a longer one is skipped with
-    a note. Draft-free (n-gram) cells get none: they draft only after a repeat, so most steps would
-    verify nothing."""
+    """Each cell that drafts with a model (or MTP) again per ``sweep.synth_len`` (llama.cpp takes up to
+    draft_max + 1). Draft-free cells get none: they draft only after a repeat, verifying little."""
     out, skipped = [], []
     for c in cells:
         if draft_free(c.method):
@@ -175,9 +161,8 @@ def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cel
 
 
 def method_hint(config: Config, binaries: Mapping[str, BinaryInfo]) -> str:
-    """What of this build could run a method that its chosen program cannot: the other speculative
-    program (``speculative_binary: auto`` picks it) or a server that takes --spec-type; or that it
-    has none (a 2024 tree: llama-speculative only, a server that does not speculate)."""
+    """What of this build could run a method that its chosen program cannot (the other speculative
+    program, or a server that takes --spec-type), or that it has none (a 2024 tree)."""
     ways = []
     if (
         config.runner != "server"
@@ -212,27 +197,25 @@ def _require_method(spec: BinaryInfo, method: str, elsewhere: str = "") -> None:
     ):
         return
     missing = [t for t in spec_type_names(method) if t not in flags.spec_types or t == "none"]
-    if not flags.spec_type or missing:
-        listed = ", ".join(t for t in flags.spec_types if t != "none")
-        if not flags.spec_type:
-            have = "no --spec-type at all"
-        else:
-            have = listed or f"none: its {flags.spec_type} lists no value specbench can read"
-        import difflib
-
-        names = [t for t in flags.spec_types if t != "none"]
-        known = {*METHODS, *(m.spec_type for m in METHODS.values())}
-        unknown = [t for t in missing if t not in known]  # no llama.cpp name we know
-        near = [m for t in unknown for m in difflib.get_close_matches(t, names, n=1, cutoff=0.75)]
-        if near:  # a typo, not an older build
-            raise ConfigError(
-                f"unknown method {', '.join(missing)}: did you mean {', '.join(near)}? "
-                f"({spec.name} takes: {have})"
-            )
+    if flags.spec_type and not missing:
+        return
+    names = [t for t in flags.spec_types if t != "none"]
+    if not flags.spec_type:
+        have = "no --spec-type at all"
+    else:
+        have = ", ".join(names) or f"none: its {flags.spec_type} lists no value specbench can read"
+    known = {*METHODS, *(m.spec_type for m in METHODS.values())}
+    unknown = [t for t in missing if t not in known]  # no llama.cpp name we know
+    near = [m for t in unknown for m in difflib.get_close_matches(t, names, n=1, cutoff=0.75)]
+    if near:  # a typo, not an older build
         raise ConfigError(
-            f"this llama.cpp build does not support method {', '.join(missing) or method} ({spec.name} "
-            f"takes: {have}); remove it from sweep.method (or the pair) or build a newer llama.cpp"
+            f"unknown method {', '.join(missing)}: did you mean {', '.join(near)}? "
+            f"({spec.name} takes: {have})"
         )
+    raise ConfigError(
+        f"this llama.cpp build does not support method {', '.join(missing) or method} ({spec.name} "
+        f"takes: {have}); remove it from sweep.method (or the pair) or build a newer llama.cpp"
+    )
 
 
 # The speculation's axes a method's cells expand, outermost first: what changes the model loaded
@@ -246,8 +229,8 @@ _SERVER_SPEC = tuple(o for o in AXES if o.group == "server" and o.scope != "mode
 
 
 def _flag(flags: FlagSpelling, opt: LlamaOption, method: str = "") -> str | None:
-    """The binary's spelling of an axis: its FlagSpelling field, or the option the probe recorded for
-    it (an axis added since); an n-gram size's for one of ``method``'s lookups; -ngl: every build's."""
+    """The binary's spelling of an axis: its FlagSpelling field, else the option the probe recorded;
+    an n-gram size's for one of ``method``'s lookups."""
     if opt.scope == "lookup":
         sizes = flags.ngram_sizes or {}
         return next((f for p in ngram_parts(method) if (f := getattr(sizes.get(p), opt.key[-1], None))), None)
@@ -376,7 +359,7 @@ def build_cells(
 
 def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
     """Keys set away from their defaults that no cell of this plan uses: a user who set them
-    expects they did something. (Per build option, the notes of ``sweep_cells`` say it.)"""
+    expects they did something."""
     sweep = config.sweep
     methods = ", ".join(dict.fromkeys(c.method for c in cells)) or "none"
     out = []
@@ -416,16 +399,10 @@ def baseline_groups(cells: list[Cell]) -> dict[tuple, list[Cell]]:
 
 
 def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -> list[str]:
-    """The options that make a binary speculate as ``cell`` says, spelled as ``flags`` (its --help)
-    spells them: the process plan, the server plan and tune's printed commands all use this.
-
-    ``-md`` when the cell has a draft model, its draft options, then ``--spec-type`` with the
-    method's types as a comma list (``draft+ngram-mod`` -> ``draft-simple,ngram-mod``), then the
-    n-gram parts' size options. A value that is None is left out, and so is one the binary has no
-    option for (the plan has already refused or noted it: ``sweep_cells``); ``-md`` and
-    ``--spec-type`` fall back to the pinned build's spelling for builds probed before specbench
-    read them.
-    """
+    """The options that make a binary speculate as ``cell`` says, as ``flags`` (its --help) spells
+    them: ``-md``, the draft options, ``--spec-type`` (``draft+ngram-mod`` -> ``draft-simple,ngram-mod``),
+    the n-gram sizes. A None value, or one the binary has no option for, is left out (``sweep_cells``
+    refused or noted it); builds probed before specbench read ``-md`` get the pinned spelling."""
     argv: list[str] = []
     if cell.draft is not None:
         argv += [flags.model_draft or "-md", str(draft_path)]
@@ -449,10 +426,9 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
 
 
 def draft_backend_sampling(spec: BinaryInfo, cell: Cell) -> bool | None:
-    """Whether the draft's sampling runs on the backend in this speculative invocation: the cell's
-    ``backend_sampling_draft``, else the binary's default as its --help says it (the pin: enabled);
-    None without a draft context or where the binary has no such option. Recorded in every sample:
-    two builds whose defaults differ otherwise differ unexplained."""
+    """Whether the draft's sampling runs on the backend: the cell's ``backend_sampling_draft``, else
+    the binary's --help default (None without a draft context or such an option). Recorded in every
+    sample: two builds whose defaults differ would otherwise differ unexplained."""
     if draft_free(cell.method):
         return None
     if cell.backend_sampling_draft is not None:

@@ -1,8 +1,7 @@
 """The run config: one YAML file says what to build, which models, which prompts, which sweep.
 
-Validated with pydantic (unknown keys are errors everywhere) and reported as one line naming the
-YAML location (``config.yaml: sweep.draft_max[2]: must be >= 1``), because a typo found an hour
-into a GPU sweep costs the user the night.
+Strict (unknown keys are errors) and reported as one line naming the YAML location, because a typo
+found an hour into a GPU sweep costs the user the night.
 """
 
 from __future__ import annotations
@@ -35,10 +34,8 @@ from specbench.plan.sections import (
 from specbench.results.expect import Expectation
 from specbench.results.records import Generation
 
-# `ab`/`bisect --budget` with max_repetitions not set: the most repetitions a cell gets (Config.round_limit)
-BUDGET_REPETITIONS = 100
-# The most repetitions a config may ask for (repetitions, min_ and max_repetitions): a cell's mean is
-# as precise as it gets long before, and a million of them is a plan that never ends being built.
+BUDGET_REPETITIONS = 100  # `ab`/`bisect --budget` without max_repetitions: a cell's most (round_limit)
+# The most repetitions a config may ask for: a mean is as precise as it gets long before.
 MAX_REPETITIONS = 1000
 
 
@@ -61,17 +58,15 @@ class Config(Strict, OptionValues):
     """The document each sample's context of `sweep.depth` tokens is cut from."""
     generation: Generation = Field(default_factory=Generation)
     """How each invocation generates: tokens, sampling, threads, context."""
-    repetitions: int | Literal["auto"] = 3  # auto: repeat until `precision` is met (see execute.adaptive)
+    repetitions: int | Literal["auto"] = 3
     """Repetitions of every run, or `auto`: repeat until `precision` is met."""
-    precision: float = Field(default=0.03, gt=0.0, lt=1.0)  # target relative half-width of the 95% CI
+    precision: float = Field(default=0.03, gt=0.0, lt=1.0)
     """auto: the 95% CI half-width, relative to the mean, to reach."""
-    # auto: the first round (a CI needs 2)
     min_repetitions: int = Field(default=3, ge=2, le=MAX_REPETITIONS)
     """auto: repetitions of the first round."""
-    # auto, and ab/bisect always: the most repetitions any cell gets
     max_repetitions: int = Field(default=10, ge=2, le=MAX_REPETITIONS)
     """auto (and `ab`/`bisect` whatever `repetitions` says): the most repetitions any cell gets."""
-    min_decode_s: float = Field(default=1.0, ge=0.0)  # decode windows shorter than this get a warning
+    min_decode_s: float = Field(default=1.0, ge=0.0)
     """A side whose mean decode time is below this gets a warning (seconds)."""
     warmup: int = Field(default=1, ge=0)
     """Warmup runs per binary and model: judged (a failed one drops the cells that need it), not recorded."""
@@ -80,19 +75,19 @@ class Config(Strict, OptionValues):
     speculative_binary: Literal["auto", "speculative-simple", "speculative"] = "auto"
     """Process runner: llama-speculative-simple, llama-speculative (tree drafting), or auto: the
     first of the two the build's tree has."""
-    expect: Expectation | None = None  # published figures for this setup, shown by `specbench report`
+    expect: Expectation | None = None
     """Published figures for this setup, printed by `specbench report` beside the run's."""
-    runner: Literal["process", "server"] = "process"  # a process per sample, or a llama-server per setting
+    runner: Literal["process", "server"] = "process"
     """process: one llama.cpp process per sample; server: one llama-server per setting."""
     pairing: Literal["auto", "sequential", "duet"] = "auto"  # specbench.plan.pairing
     """Several builds (ab, bisect): a pair's builds one after the other (sequential), or at the same time
     on halves of the CPUs (duet, CPU backends); auto: duet where it can run, else sequential."""
-    runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)  # shards: runner labels by ngl
+    runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)
     """Shards: CI runner labels for cells, by the target's ngl."""
-    sentinel: bool = True  # false: no speed sentinel readings (specbench.machine.sentinel)
+    sentinel: bool = True  # specbench.machine.sentinel
     """false: skip the speed sentinel (two or more short baseline runs of the first target that watch the
     machine's own speed); the run then cannot see a host that slows by itself, and says so."""
-    workarounds: bool = True  # false: run each build as built, without its self-test's workaround
+    workarounds: bool = True
     """false: run each build as built, without the workaround its self-test found (e.g. repacking off on
     AMX CPUs); `specbench run --no-workarounds` sets it."""
     base_dir: Path = Field(default=Path("."), exclude=True)
@@ -179,9 +174,8 @@ class Config(Strict, OptionValues):
         return max(self.first_repetitions, self.max_repetitions)
 
     def round_limit(self, budget: bool) -> int:
-        """``most_repetitions``, except under ``ab``/``bisect --budget`` with ``max_repetitions`` not
-        set: then the budget is the limit (up to ``BUDGET_REPETITIONS``). Whoever gives ten minutes
-        means ten minutes; the default's 10 repetitions left noisy A/A cells undecided after half of it."""
+        """``most_repetitions``, except under ``--budget`` with ``max_repetitions`` not set: whoever
+        gives ten minutes means ten minutes, so the budget is the limit (up to ``BUDGET_REPETITIONS``)."""
         if budget and "max_repetitions" not in self.model_fields_set:
             return max(self.most_repetitions, BUDGET_REPETITIONS)
         return self.most_repetitions
@@ -271,7 +265,7 @@ def _resolve(base: Path, p: Path | str) -> Path:
 
 def _check_references(cfg: Config, origin: str, overridden: AbstractSet[str] = frozenset()) -> None:
     """Names that must point at other entries of the config, and paths that must exist."""
-    known = ", ".join(cfg.models)
+    known, base = ", ".join(cfg.models), cfg.base_dir
     for name, spec in cfg.models.items():
         if spec.derive is not None and spec.derive.from_ not in cfg.models:
             raise ConfigError(
@@ -279,12 +273,8 @@ def _check_references(cfg: Config, origin: str, overridden: AbstractSet[str] = f
             )
         if spec.derive is not None and spec.derive.from_ == name:
             raise ConfigError(f"{origin}: models.{name}.derive.from: a model cannot derive from itself")
-        if spec.path is not None and not (where := _resolve(cfg.base_dir, spec.path)).is_file():
-            what = "is a folder, not a GGUF file" if where.is_dir() else "does not exist"
-            raise ConfigError(
-                f"{origin}: models.{name}.path: {where} {what} "
-                "(relative paths start at the config file's folder)"
-            )
+        if spec.path is not None:
+            _need_file(origin, f"models.{name}.path", _resolve(base, spec.path), "a GGUF file")
     for name, pair in cfg.pairs.items():
         for role in ("target", "draft"):
             model = getattr(pair, role)
@@ -295,26 +285,28 @@ def _check_references(cfg: Config, origin: str, overridden: AbstractSet[str] = f
                 f"{origin}: pairs.{name}: the draft is the target itself; pick a smaller draft model"
             )
     _check_builds(cfg, origin)
-    if cfg.prompts.file is not None and not (where := _resolve(cfg.base_dir, cfg.prompts.file)).is_file():
-        what = "is a folder, not a prompts file" if where.is_dir() else "does not exist"
-        raise ConfigError(
-            f"{origin}: prompts.file: {where} {what} (relative paths start at the config file's folder)"
-        )
+    if cfg.prompts.file is not None:
+        _need_file(origin, "prompts.file", _resolve(base, cfg.prompts.file), "a prompts file")
     if cfg.context.file is not None:
         try:
             check_path(cfg.context.file, "context.file")
         except PathError as exc:
             raise ConfigError(f"{origin}: {exc}") from exc
-        if not (where := _resolve(cfg.base_dir, cfg.context.file)).is_file():
-            what = "is a folder, not a text file" if where.is_dir() else "does not exist"
-            raise ConfigError(
-                f"{origin}: context.file: {where} {what} (relative paths start at the config file's folder)"
-            )
+        _need_file(origin, "context.file", _resolve(base, cfg.context.file), "a text file")
     try:
         cfg.prompt_list()
     except ConfigError as exc:  # blamed on the --set that chose the prompts, if one did
         sources = sorted(k for k in overridden if k == "prompts" or k.startswith("prompts."))
         raise ConfigError(f"{', '.join(f'--set {k}' for k in sources) or origin}: {exc}") from exc
+
+
+def _need_file(origin: str, key: str, where: Path, kind: str) -> None:
+    """A file the config names is there (a folder is not ``kind``)."""
+    if not where.is_file():
+        what = f"is a folder, not {kind}" if where.is_dir() else "does not exist"
+        raise ConfigError(
+            f"{origin}: {key}: {where} {what} (relative paths start at the config file's folder)"
+        )
 
 
 def _check_builds(cfg: Config, origin: str) -> None:
@@ -371,8 +363,8 @@ def config_from_mapping(
 
 
 def _check_passable(node: Any, key: str, origin: str) -> None:
-    """Every text of the config may reach a command line, an environment or a request: one that
-    none can carry (``childenv.unpassable``) is refused here, naming its key, not by Popen mid-run."""
+    """A text no command line, environment or request can carry (``childenv.unpassable``) is refused
+    here, naming its key, not by Popen mid-run."""
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for k, value in items:
         path = f"{key}.{k}" if key else str(k)

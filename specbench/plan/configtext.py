@@ -39,9 +39,8 @@ def _check_duplicates(node: yaml.Node, path: str, origin: str) -> None:
             _check_duplicates(item, f"{path}[{i}]", origin)
 
 
-# A config after its aliases (``*name``) are expanded: real ones hold hundreds of values, a dozen
-# levels. Ten lines of nested aliases ("billion laughs") stand for 9**9 values; counted on the composed
-# node graph (each node once), the bound refuses them before anything expands.
+# A config's size after its aliases (``*name``) expand, counted on the node graph before they do:
+# real ones hold hundreds of values, ten lines of nested aliases ("billion laughs") 9**9.
 MAX_VALUES = 100_000
 MAX_DEPTH = 100
 
@@ -157,8 +156,7 @@ def apply_override(data: dict, override: str) -> str:
     return key
 
 
-# Parts of a pydantic error location that are no keys: validator names and union tags
-# (config: `@one`/`@list`).
+# Parts of a pydantic error location that are no keys: validator names and union tags.
 _HIDDEN = ("function-", "@")
 
 
@@ -174,6 +172,9 @@ def _loc(loc: tuple) -> str:
     return out
 
 
+_OPS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+
+
 def _message(err: dict) -> str:
     kind, ctx = err["type"], err.get("ctx") or {}
     given = repr(err.get("input"))
@@ -182,12 +183,9 @@ def _message(err: dict) -> str:
         return "unknown key"
     if kind == "missing":
         return "required but missing"
-    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[
-            kind
-        ]
+    if kind in _OPS:
         bound = next(iter(ctx.values()), "?")
-        return f"must be {op} {bound} (got {given})"
+        return f"must be {_OPS[kind]} {bound} (got {given})"
     if kind == "too_short":
         return "must not be empty"
     if kind == "literal_error":

@@ -1,16 +1,8 @@
 """Speculation at depth: the context of exactly D tokens a sample generates after (``sweep.depth``).
 
-A cell's ``depth`` is the number of tokens, counted by the target's own tokenizer, of a document
-placed in front of the rendered prompt: the KV cache holds that many tokens (plus the prompt) when
-generation starts. The document is ``context.file`` or the shipped default
-(``contexts/us-constitution.txt``: prose, public domain). The baseline and the speculative side of a
-pair get the same text. Cutting the document is pure here, given a tokenizer
-(``specbench.execute.context`` asks llama-server's own ``/tokenize``); it is checked on the joined
-text, since tokens can merge across the join: ``len(tok(context + prompt)) - len(tok(prompt))``
-must be exactly D.
-
-What no context can do is refused before anything runs (``check_depths``): a depth at or beyond
-the config's ``ctx_size`` or the target's trained context (its GGUF header's ``context_length``).
+The first D tokens (the target's tokenizer) of ``context.file`` or the shipped document go in front
+of the prompt, for baseline and speculative side alike. The cut is checked on the joined text, since
+tokens merge across the join; a depth no context can hold is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -25,9 +17,8 @@ from specbench.plan.prompts import RenderedPrompt
 from specbench.results.cell import Cell, LeftOut
 
 DEFAULT_DOCUMENT = "us-constitution.txt"
-# between the context and the prompt, the first that gives an exact count: the prompt starts a
-# paragraph of its own where the tokenizer lets it; the last ends in no space, for a prompt that
-# starts with one (whitespace merges across the join)
+# between the context and the prompt, the first that gives an exact count (the last ends in no
+# space, for a prompt that starts with one: whitespace merges across the join)
 SEPARATORS = ("\n\n", "\n", " ", "", "\n\n---")
 _ATTEMPTS = 8
 
@@ -52,9 +43,8 @@ def document_text(path: Path | None) -> tuple[str, str]:
 
 
 def check_depths(depths: list[int], ctx_size: int, n_predict: int, trained: Mapping[str, int | None]) -> None:
-    """Refuse, before running, a depth no run can reach: at or over the config's ``ctx_size`` (with
-    the n_predict tokens still to generate) or the target's trained context (``trained``: target
-    name -> its GGUF header's context_length, None where unknown)."""
+    """Refuse, before running, a depth (plus n_predict) at or over ``ctx_size`` or a target's trained
+    context (``trained``: its GGUF context_length, None where unknown)."""
     deepest = max(depths)
     if deepest == 0:
         return
@@ -72,11 +62,9 @@ def check_depths(depths: list[int], ctx_size: int, n_predict: int, trained: Mapp
 
 
 def draft_context(c: Cell, trained: Mapping[str, int | None]) -> tuple[int, str, str] | None:
-    """The context the cell's draft model decodes in, what sets it and the cure when it is too
-    small: ``ctx_size_draft`` where set (a build with ``-cd``), else the draft model's trained
-    context (``trained``: its GGUF context_length; past it a complete model's positions are untrained,
-    and where ``ctx_size`` is 0 its context ends there). None: no draft model of its own (n-gram,
-    MTP, or a head that reads the target's positions) or nothing known."""
+    """The context the cell's draft model decodes in, what sets it and the cure when it is too small:
+    ``ctx_size_draft`` where set, else the draft's trained context (past it its positions are
+    untrained). None: no draft model of its own (n-gram, MTP, a head) or nothing known."""
     own = any(method_of(p).draft_model and not method_of(p).draft_arch for p in parts(c.method))
     if c.draft is None or not own:
         return None
@@ -96,12 +84,9 @@ def draft_out_of_context(
     cells: list[Cell], n_predict: int, trained: Mapping[str, int | None],
     prompt_tokens: Mapping[tuple[str, int], int], notes: list[str],
 ) -> tuple[list[Cell], list[LeftOut]]:  # fmt: skip
-    """The cells whose draft context (``draft_context``) holds their depth, their prompt and the
-    tokens to generate, and each other one, left unrun and named (a plan note, and a ``LeftOut`` the
-    manifest keeps for the report): a draft whose context fills up stops drafting or slows badly,
-    so its figure would not be the setting's (a measurement of running out, averaged in with the
-    rest). ``prompt_tokens``: by target and depth, the longest prompt's counted tokens (the depth
-    alone where nothing counted them)."""
+    """The cells whose draft context holds their depth, prompt and n_predict, and each other one
+    left out and named (a note and a ``LeftOut``): a draft whose context fills up stops drafting, so
+    its figure would not be the setting's. ``prompt_tokens``: the longest counted, by target and depth."""
     kept, left = [], []
     for c in cells:
         context = draft_context(c, trained)
@@ -123,11 +108,9 @@ def cut_context(
     document: str, origin: str, depth: int, prompt: str, tokenize: Tokenize, detokenize: Detokenize,
     ids: list[int] | None = None,
 ) -> str:  # fmt: skip
-    """The context of exactly ``depth`` tokens before ``prompt``: the document's first tokens, then
-    a break (a paragraph's, else a line's or a space), as many as make ``tok(context + prompt)``
-    exactly ``depth`` longer than ``tok(prompt)``. ``ids``: the document already tokenized.
-    ConfigError when the document is too short (it is never repeated: a repeated document is easy
-    to draft, and would flatter speculation) or no cut is exact (tokens merge across every one)."""
+    """The context of exactly ``depth`` tokens before ``prompt``: the document's first tokens and a
+    break (``ids``: the document tokenized). ConfigError when the document is too short (never
+    repeated: that would flatter speculation) or no cut is exact."""
     if depth == 0:
         return ""
     ids = tokenize(document) if ids is None else ids
@@ -179,6 +162,5 @@ def at_depth(
 def with_context(
     prompt: RenderedPrompt, depth: int, context: str, tokens: int | None = None
 ) -> RenderedPrompt:
-    """``prompt`` at ``depth``: the context in front of its text (``tokens``: the joined text's
-    count, where the target's tokenizer made it)."""
+    """``prompt`` at ``depth``: the context in front of its text (``tokens``: the joined count)."""
     return prompt.model_copy(update={"text": context + prompt.text, "depth": depth, "tokens": tokens})

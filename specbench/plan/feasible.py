@@ -1,24 +1,16 @@
 """What llama.cpp would refuse or ignore, decided by the plan before anything runs.
 
-Four classes, read from the option table (``specbench.base.llamaopts``), the --help or the self-test:
-
-- ``drop_conflicts``: values llama.cpp refuses with flash attention off (it fails context creation,
-  and the run would only show ``unable to create context``), as their table entries' ``refuses``
-  say. A sweep's cells with one are left out with a note; a plan left with none is refused.
-- ``IGNORED``: an axis llama.cpp ignores for a cell's model (``n_cpu_moe`` on a dense model): its
-  values would measure the same thing twice, so they collapse to the first, with a note.
-- ``check_free_args``: a free argument (``args:``, ``sweep.args``) the binary's probed ``--help``
-  does not list, refused in one line (the run would fail at its first warmup).
-- ``refuse_crashing``: a speculative program that crashed when the build's self-test ran it with
-  a draft model, refused in one line for cells with one (every such sample would crash).
+From the option table, the --help or the self-test: values refused with flash attention off
+(``drop_conflicts``), axes ignored on a dense model (``collapse_ignored``: they would measure one
+thing twice), free arguments the binary lacks (``check_free_args``: the run would fail at its first
+warmup), and a program the self-test saw crash with a draft model (``refuse_crashing``).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 from specbench.base.docs import docs_page
 from specbench.base.errors import ConfigError
@@ -37,8 +29,8 @@ def _fa_off(cell: Cell, spec: BinaryInfo | None) -> bool:
 
 
 def _rates_of_draft_max(cells: list[Cell], notes: list[str]) -> list[Cell]:
-    """``synth_rates`` gives one rate per draft position: llama.cpp refuses another count than the
-    draft length at start-up (common/speculative.cpp), so such cells are left out (all: refused)."""
+    """``synth_rates`` gives one rate per draft position: llama.cpp refuses another count than
+    draft_max at start-up, so such cells are left out (all: refused)."""
     kept = [c for c in cells if c.synth_rates is None or len(c.synth_rates.split(",")) == (c.draft_max or 0)]
     said = (
         'synth_rates of another length than draft_max, which llama.cpp refuses ("synthetic '
@@ -81,32 +73,13 @@ def drop_conflicts(cells: list[Cell], spec: BinaryInfo | None, notes: list[str])
     return kept
 
 
-@dataclass(frozen=True)
-class Ignored:
-    """An axis llama.cpp ignores for a cell's ``model`` (``model`` or ``draft``) when ``applies``
-    to that model's facts (``plan.preflight.read_facts``)."""
-
-    field: str
-    model: str
-    why: str  # "a dense model (no MoE experts)"
-    applies: Callable[[object], bool]
-
-
-def _dense(facts: object) -> bool:
-    return not getattr(facts, "experts", 0)
-
-
-# The options llama.cpp ignores on a dense model, as their table (specbench.base.llamaopts) marks them.
-IGNORED: tuple[Ignored, ...] = tuple(
-    Ignored(o.key, "draft" if o.draft else "model", "a dense model (no MoE experts)", _dense)
-    for o in OPTIONS
-    if o.moe_only
-)
+# The options llama.cpp ignores on a dense model, by the cell's model they are read for.
+MOE_ONLY = {o.key: "draft" if o.draft else "model" for o in OPTIONS if o.moe_only}
 
 
 def collapse_ignored(cells: list[Cell], facts: Mapping[str, object], notes: list[str]) -> list[Cell]:
-    """``cells`` with each ignored axis at its first value, duplicates removed: the values of an
-    axis llama.cpp ignores would measure one setting several times. Each collapse is noted."""
+    """``cells`` with each axis llama.cpp ignores (on a dense model: ``read_facts``) at its first
+    value, duplicates removed; each collapse is noted."""
     first: dict[tuple[str, str], object] = {}
     values: dict[tuple[str, str], list] = {}
     out: list[Cell] = []
@@ -114,13 +87,13 @@ def collapse_ignored(cells: list[Cell], facts: Mapping[str, object], notes: list
     dropped = 0
     for c in cells:
         update = {}
-        for rule in IGNORED:
-            name, value = getattr(c, rule.model), getattr(c, rule.field)
+        for field, role in MOE_ONLY.items():
+            name, value = getattr(c, role), getattr(c, field)
             fact = facts.get(name) if name else None
-            if value is None or fact is None or not rule.applies(fact):
+            if value is None or fact is None or bool(getattr(fact, "experts", 0)):
                 continue
-            key = (rule.field, name)
-            update[rule.field] = first.setdefault(key, value)
+            key = (field, name)
+            update[field] = first.setdefault(key, value)
             if value not in values.setdefault(key, []):
                 values[key].append(value)
         cell = c.model_copy(update=update) if update else c
@@ -130,9 +103,8 @@ def collapse_ignored(cells: list[Cell], facts: Mapping[str, object], notes: list
             continue
         seen.add(ident)
         out.append(cell)
-    rules = {r.field: r for r in IGNORED}
     for (field, name), vals in values.items():
-        said = f"{field} on {name}, {rules[field].why}: llama.cpp ignores it"
+        said = f"{field} on {name}, a dense model (no MoE experts): llama.cpp ignores it"
         if len(vals) > 1:
             listed = ", ".join(map(str, vals))
             notes.append(

@@ -1,20 +1,9 @@
 """Whether a rendered prompt can fit ``generation.ctx_size``, said before anything runs.
 
-llama.cpp fails a prompt of more tokens than the context (``execute.outputs.prompt_over_context``:
-the judge's rule, one line per failed sample after the run spent its time). A dry run and a run
-refuse it first, from a floor on the prompt's tokens that is never above the real count:
-
-- with the target's GGUF here, the fewest of its vocabulary's tokens that spell the prompt (every
-  tokenization llama.cpp makes is one such spelling, so the real count is never below it);
-- without it (a dry run before the download), its characters over ``CHARS_PER_TOKEN``, a bound
-  above what any usual tokenizer averages over a prompt.
-
-A prompt whose UTF-8 bytes fit the context fits whatever the vocabulary (a token spells at least
-one byte), so the vocabulary is read only for a prompt that might not.
-
-The speculative programs of the process runner also need the whole prompt in one batch
-(``builder.buildinfo.ONE_BATCH_ROLES``): ``one_batch`` sizes ``-b`` from a ceiling on the prompt's
-tokens, the counted tokens of a prompt at depth or a prompt's bytes.
+llama.cpp fails every sample of a prompt longer than the context; the plan refuses it first from a
+floor on its tokens: the fewest of the target's vocabulary's tokens that spell it (every tokenization
+is one such spelling), else its characters over ``CHARS_PER_TOKEN``. ``one_batch`` sizes ``-b`` for
+the programs that need the whole prompt in one batch, from a ceiling on its tokens.
 """
 
 from __future__ import annotations
@@ -103,8 +92,8 @@ def read_vocab(path: Path) -> Vocab | None:
 def check_fit(
     prompts: Mapping[str, list[RenderedPrompt]], models: Mapping[str, object], ctx_size: int, where: str = ""
 ) -> None:
-    """Refuse a prompt that cannot fit ``ctx_size`` tokens (0: the model's own context, not
-    checked), naming it, its length and how its tokens were counted; ``where``: the config's name."""
+    """Refuse a prompt that cannot fit ``ctx_size`` tokens (0: the model's own, not checked); one
+    whose UTF-8 bytes fit needs no vocabulary read."""
     if ctx_size <= 0:
         return
     for target, rendered in prompts.items():
@@ -132,9 +121,8 @@ def check_fit(
 
 
 def tokens_at_most(p: RenderedPrompt) -> int:
-    """The most tokens llama.cpp makes of ``p``, its BOS/EOS included: its count where the target's
-    tokenizer made one (a prompt at depth), else its depth plus its UTF-8 bytes (a token spells at
-    least one byte; a dry run's placeholder context counts as its depth)."""
+    """The most tokens llama.cpp makes of ``p`` with BOS/EOS: its count where the target's tokenizer
+    made one, else its depth plus its UTF-8 bytes (a token spells at least one byte)."""
     if p.tokens is not None:
         return p.tokens + SPECIAL_TOKENS
     return p.depth + len(p.text.encode("utf-8")) + SPECIAL_TOKENS
@@ -143,12 +131,9 @@ def tokens_at_most(p: RenderedPrompt) -> int:
 def one_batch(
     p: RenderedPrompt, batch_size: int | None, program: str, default: int = LLAMA_BATCH
 ) -> int | None:
-    """The ``-b`` a run of ``p`` is given where the plan's speculative ``program`` takes the whole
-    prompt in one batch (``builder.buildinfo.ONE_BATCH_ROLES``): the prompt's tokens at most, when
-    the program's default batch (``default``: its --help's) cannot hold them; None when it can, or
-    when the cell sets ``batch_size`` (which the run keeps). ConfigError when that ``batch_size``
-    cannot hold the prompt's counted tokens: the program would refuse every sample of it. The plan
-    gives the baseline and the draft alone the same ``-b`` (it moves only the prefill, untimed)."""
+    """The ``-b`` for ``p`` where ``program`` takes the whole prompt in one batch: its tokens at most,
+    when ``default`` (the --help's) cannot hold them; None when it can or the cell sets ``batch_size``.
+    ConfigError when that ``batch_size`` cannot hold the counted tokens: every sample would fail."""
     need = tokens_at_most(p)
     if batch_size is not None:
         if p.tokens is not None and batch_size < need:

@@ -25,8 +25,7 @@ class Invocation(Measurement):
     prompt_text: str  # exactly what the model is given (for continuation extraction)
     prompt_echoed: bool  # whether stdout starts with the prompt (speculative binaries always echo it)
     timeout_s: float
-    # server runner: argv starts llama-server (equal argv = the same server), this is the request,
-    # and invocations with the same batch number are in flight together
+    # server runner: argv starts llama-server (equal argv: the same server); a batch is in flight together
     request: CompletionRequest | None = None
     batch: int | None = None
 
@@ -48,19 +47,15 @@ class Invocation(Measurement):
 
 
 class Plan(BaseModel):
-    """Every invocation of a run in execution order (warmups first, flagged) plus notes for the user.
-
-    ``runner`` is the executor that must run it (``specbench.execute.runner.executor_for``): the
-    invocations of a server plan are a server's command line and a request, not a process to start.
-    """
+    """Every invocation of a run in execution order (warmups first, flagged) plus notes for the user;
+    ``runner``: the executor that must run it (a server plan's are a server and a request)."""
 
     runner: Literal["process", "server"]
     invocations: list[Invocation]
     notes: list[str] = Field(default_factory=list)
     left_out: list[LeftOut] = Field(default_factory=list)  # cells not run, named in the report
     server_warmup: int = 0  # server runner: discarded requests after each server start (config `warmup`)
-    # the speed sentinel's fixed reference: a short decode of the first target with llama-completion,
-    # re-measured at the start, at intervals and at the end (specbench.machine.sentinel)
+    # the speed sentinel's reference: a short decode of the first target (specbench.machine.sentinel)
     sentinel: Invocation | None = None
     # several builds: a pair one after the other, or at once on these CPU sets (specbench.plan.pairing)
     pairing: Pairing = "sequential"
@@ -100,15 +95,14 @@ class Plan(BaseModel):
         return [i for i in self.invocations if i.warmup]
 
     def left(self, done: set[tuple]) -> list[Invocation]:
-        """What a resumed run still runs with the samples of ``done`` recorded (their keys): every
-        sample not recorded yet, and the warmups while one is left (``execute.runner`` skips them
-        once none is)."""
+        """What a resumed run still runs with the samples of ``done`` recorded: the samples not recorded
+        yet, and the warmups while one is left."""
         todo = [i for i in self.invocations if i.warmup or i.sample_key() not in done]
         return todo if any(not i.warmup for i in todo) else []
 
     def describe(self, max_prompt_chars: int | None = None, limit: int | None = None) -> list[str]:
-        """Lines for ``--dry-run``: a summary, the notes, then each invocation's label and command;
-        past ``limit`` invocations, one line saying how many more were left out."""
+        """Lines for ``--dry-run``: a summary, the notes, then each invocation's label and command (past
+        ``limit``, how many more)."""
         n_spec = sum(i.role == "speculative" for i in self.measured)
         lines = [
             f"# {len(self.invocations)} invocations: {len(self.warmups)} warmups, "

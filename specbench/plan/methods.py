@@ -1,19 +1,9 @@
-"""How a config names a speculative method (pure functions over ``specbench.base.methods``, no I/O).
-
-A method is one of llama.cpp's ``--spec-type`` values, or several joined by ``+``
-(``draft+ngram-mod``: passed as ``--spec-type draft-simple,ngram-mod``). ``draft`` is specbench's
-name for llama.cpp's ``draft-simple`` (``draft-simple`` is accepted and read as ``draft``, so
-cells and their history ids keep one name). The parts of a combination are put in one order
-(the table's, then unknown names as written), so ``ngram-mod+draft`` is the same cell.
-Which names a build takes is read from its ``--help`` at plan time (``plan.cells.sweep_cells``);
-a config's spelling is checked by ``base.methods.parse_method``, so a config loads without a build.
-"""
+"""What a config's method needs: a method is a ``--spec-type`` or several joined by ``+``, read
+part by part from ``base.methods`` (pure functions, no I/O)."""
 
 from __future__ import annotations
 
-from specbench.base.methods import DRAFT_SIMPLE, METHODS, method_of, parse_method, parts
-
-__all__ = ["DRAFT_SIMPLE", "parse_method"]  # llama.cpp's name of `draft`, and a config's spelling
+from specbench.base.methods import METHODS, method_of, parts
 
 
 def spec_type_names(method: str) -> list[str]:

@@ -1,10 +1,7 @@
 """The config keys of the llama.cpp options a user tunes, and free arguments.
 
-Each option of ``specbench.base.llamaopts`` (its one declaration) is a key of the whole
-config, of a pair (which pins it for that pair) and a ``sweep:`` axis with several values; the
-names and value spellings are llama-bench's. ``args:`` passes arguments specbench has no key for,
-to every llama.cpp invocation (whole config, pair, build), and ``sweep.args`` is an axis of named
-argument sets. An argument specbench sets itself is refused with the key to use instead.
+Each option of ``base.llamaopts`` is a key of the config, of a pair (pinning it) and a ``sweep:``
+axis; ``args:`` passes what has no key, and an argument specbench sets itself is refused.
 """
 
 from __future__ import annotations
@@ -17,8 +14,7 @@ from specbench.base.llamaopts import AXES, TUNED
 from specbench.base.methods import LOOKUPS
 from specbench.base.paths import Name
 
-# Flags specbench sets itself, by every spelling llama.cpp has had, with the key that sets them (the
-# speculation's axes from their table entries; a per-method spelling for each n-gram lookup).
+# Flags specbench sets itself, by every spelling llama.cpp has had, with the key that sets them.
 RESERVED: dict[str, str] = {
     **dict.fromkeys(("-m", "--model", "-hf", "--hf-repo", "-mu", "--model-url"), "models and pairs.*.target"),
     **dict.fromkeys(("-md", "--model-draft", "--spec-draft-model", "-hfd", "--hf-repo-draft"),
@@ -40,9 +36,8 @@ RESERVED: dict[str, str] = {
 }  # fmt: skip
 
 
-# llama.cpp flags whose value is a file or folder it reads or writes (common/arg.cpp's FNAME, FILE,
-# PATH and DIR value hints, in the pinned tree and earlier ones). A shared config's free `args` may
-# not name one: `--log-file /home/me/notes.txt` would have llama.cpp write anywhere the user can.
+# llama.cpp flags whose value is a file or folder (common/arg.cpp's FNAME, FILE, PATH, DIR hints): a
+# shared config's `args` may not name one (`--log-file /home/me/notes.txt` writes anywhere).
 FILE_FLAGS = frozenset((
     "--api-key-file", "--chat-template-file", "--context-file", "--control-vector",
     "--control-vector-scaled", "--grammar-file", "--image", "--audio", "--video", "--in-file",
@@ -90,7 +85,6 @@ def _scalar_fields() -> dict[str, Any]:
     return fields
 
 
-# The option keys once (the whole config, or a pair: a pair's value pins the key for that pair).
 if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type checker:
 
     class OptionValues(_Strict):
@@ -112,7 +106,6 @@ class NamedArgs(_Strict):
 
 
 def _sweep_fields() -> dict[str, Any]:
-    # list[kind]: a type held in a variable, a run-time annotation for create_model (not a static type)
     fields: dict[str, Any] = {
         key: (list[kind], Field(default_factory=list, description=f"Sweep axis (one cell per value): {desc}"))  # type: ignore[valid-type]
         for key, (kind, desc) in OPTION_KEYS.items()
@@ -149,18 +142,13 @@ else:
     )
 
 
-def flag_name(arg: str) -> str:
-    """``--flag=value`` -> ``--flag``."""
-    return arg.split("=", 1)[0]
-
-
 def check_args(args: list[str], where: str, keys_set: set[str]) -> None:
     """Refuse an argument specbench sets itself, or one of an option key the config sets."""
     spelled = {s: o.key for o in TUNED for s in (*o.spellings, *o.off)}
     for i, arg in enumerate(args):
         if not arg.startswith("-") or arg.lstrip("-")[:1].isdigit():
             continue  # a value, or a negative number
-        name = flag_name(arg)
+        name = arg.split("=", 1)[0]
         if name in RESERVED:
             raise ValueError(f"{where}[{i}]: {name} is set by specbench; use {RESERVED[name]} instead")
         if name in FILE_FLAGS:

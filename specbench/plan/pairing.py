@@ -1,16 +1,9 @@
 """How the two builds of a pair share the machine (config ``pairing``): one after the other, or at once.
 
-``ab``, ``bisect`` and any run of a ``llama_cpp`` list measure each build's run of a cell, prompt and
-repetition as a pair (``execute.runner``), and the paired gate judges the ratio of its two sides.
 - ``sequential``: A then B, the order reversed every pair (ABBA); each build has the whole machine.
-- ``duet``: A and B at the same time, each pinned to its own half of the CPUs with half the threads,
-  the halves alternated by repetition and prompt (Bulej et al. 2020). Whatever else takes the CPU
-  slows both sides at once, so the ratio cancels it: on this 2-core VM, beside one thread busy 30%
-  of the time, the A/A log ratio's sd was 10% for duet and 66% for sequential pairs; quiet, 9.9%
-  and 5.6% (``benchmarks/bench_pairs.py``, docs/decide.md). CPU backends only: one GPU cannot be
-  halved.
-- ``auto`` (the default): duet where it can run (several builds, the process runner, every build on
-  the CPU backend, two CPUs or more), else sequential.
+- ``duet``: A and B at once, each on its own half of the CPUs (Bulej et al. 2020): whatever else
+  takes the CPU slows both sides, so their ratio cancels it (docs/decide.md). CPU backends only.
+- ``auto``: duet where it can run, else sequential.
 """
 
 from __future__ import annotations
@@ -60,9 +53,8 @@ def side_threads(threads: int | None, half: int) -> int:
 
 
 def choose(config: Config, backends: Iterable[str | None]) -> Chosen:
-    """The pairing of ``config`` on this machine for builds of these backends. An explicit ``duet``
-    that cannot run is a ConfigError naming why; ``auto`` falls back to sequential and says so only
-    when the user could expect otherwise (a CPU run of several builds)."""
+    """The pairing of ``config`` on this machine for builds of these backends: ``duet`` that cannot
+    run is refused; ``auto`` falls back to sequential, noted only where duet was to be expected."""
     wanted = config.pairing
     several = len(config.builds) > 1
     if wanted == "sequential" or (wanted == "auto" and not several):

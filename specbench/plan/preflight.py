@@ -1,13 +1,8 @@
 """Which methods each pair can run, from its models' GGUF headers: refused before anything runs.
 
-An EAGLE-3 method needs an ``eagle3`` GGUF as the pair's draft, DFlash and DSpark a ``dflash`` one
-(DSpark's with its Markov head), ``draft`` (draft-simple) a complete model (not a head), and MTP a
-target (or a pair's sidecar draft) with next-token-prediction layers (``<arch>.nextn_predict_layers``
-> 0). A pair pinned to a method that does not fit its files is refused; a ``sweep.method`` entry
-is skipped, with a note, for the pairs it does not fit (one sweep can hold a draft-model pair and
-an EAGLE-3 pair), and refused when it fits no pair. Files not fetched yet (a dry run) are not
-checked. What each method needs is ``specbench.base.methods``'. Pure but for ``read_facts``, which
-reads only GGUF headers.
+A pinned method that does not fit the pair's files is refused; a ``sweep.method`` entry is skipped
+with a note for the pairs it does not fit, and refused when it fits none. Files not fetched yet (a
+dry run) are not checked; what each method needs is ``base.methods``'.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Prompts: the built-in suite, user JSONL files, and rendering them for a target model.
 
-A prompt is either chat ``messages`` (rendered with the target's own chat template from its GGUF
-metadata, so the model sees what it was trained on) or raw ``text`` (passed as is). The built-in
-suite follows Spec-Bench's six categories, because speculation pays very differently on code
-(repetitive, predictable) than on translation or open chat.
+Chat ``messages`` are rendered with the target's own chat template (what it was trained on), raw
+``text`` passed as is. The built-in suite follows Spec-Bench's six categories: speculation pays very
+differently on code than on translation or open chat.
 """
 
 from __future__ import annotations
@@ -55,11 +54,8 @@ class Prompt(BaseModel):
 
 
 class RenderedPrompt(BaseModel):
-    """A prompt as one target model will see it (the exact string passed to llama.cpp).
-
-    rendering: ``raw`` (text prompt), ``template`` (the model's chat template) or ``fallback``
-    (messages, but the model has no chat template: plain ``User: ...`` / ``Assistant:`` lines).
-    """
+    """A prompt as one target model will see it (the exact string passed to llama.cpp); ``fallback``:
+    messages for a model without a chat template, as plain ``User: ...`` / ``Assistant:`` lines."""
 
     id: str
     category: str
@@ -67,8 +63,7 @@ class RenderedPrompt(BaseModel):
     text: str
     rendering: Literal["raw", "template", "fallback"]
     depth: int = 0  # tokens of context in front of the prompt (specbench.plan.depth)
-    # its tokens as the target's own tokenizer counts them (no BOS/EOS): counted for a prompt at
-    # depth (specbench.execute.context), None where nothing counted them (plan.fit.tokens_at_most)
+    # its tokens by the target's own tokenizer (no BOS/EOS); None where nothing counted them
     tokens: int | None = None
 
 
@@ -217,18 +212,9 @@ def _compile(template: str) -> jinja2.Template:
     return env.from_string(template)
 
 
-def fallback_text(messages: list[Message]) -> str:
-    """For models without a chat template: plain role-labelled lines, ending where the answer starts."""
-    lines = [f"{m.role.capitalize()}: {m.content}" for m in messages]
-    return "\n".join(lines) + "\nAssistant:"
-
-
 def render(prompt: Prompt, model: str, fmt: ChatFormat | None) -> RenderedPrompt:
-    """The exact string llama.cpp gets for ``prompt`` on ``model``.
-
-    A leading BOS text is stripped when the model adds BOS itself (llama.cpp tokenizes the prompt
-    with ``add_special``), as llama.cpp's own chat path does, so the prompt never starts with two.
-    """
+    """The exact string llama.cpp gets for ``prompt`` on ``model``, without a leading BOS text where the
+    model adds BOS itself (as llama.cpp's own chat path does)."""
 
     def out(text: str, rendering: str) -> RenderedPrompt:
         return RenderedPrompt(
@@ -238,8 +224,10 @@ def render(prompt: Prompt, model: str, fmt: ChatFormat | None) -> RenderedPrompt
     if prompt.text is not None:
         return out(prompt.text, "raw")
     messages = prompt.messages or []
-    if fmt is None or not fmt.template:
-        return out(fallback_text(messages), "fallback")
+    if fmt is None or not fmt.template:  # role-labelled lines, ending where the answer starts
+        return out(
+            "\n".join(f"{m.role.capitalize()}: {m.content}" for m in messages) + "\nAssistant:", "fallback"
+        )
     try:
         text = _compile(fmt.template).render(
             messages=[m.model_dump() for m in messages],

@@ -1,6 +1,5 @@
-"""The config's JSON Schema, from the same pydantic models that validate it, so an editor (the YAML
-language server) completes and checks a config the way ``specbench run`` would. Refusals only the
-validator can make (a draft that is the target, a ref that is no commit) stay outside the schema."""
+"""The config's JSON Schema, from the pydantic models that validate it, so an editor checks a config
+the way ``specbench run`` would (refusals only the validator can make stay outside it)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """The sections of a run config: which llama.cpp, pairs, prompts, the sweep's lists and generation.
 
-Each is strict (unknown keys are errors) and documents its fields in docstrings, from which the
-config reference and ``specbench schema`` are generated; ``plan.config`` puts them together.
-"""
+Each is strict, and its field docstrings generate the config reference and ``specbench schema``."""
 
 from __future__ import annotations
 
@@ -30,9 +28,8 @@ from specbench.results.records import Generation
 NonNegativeInt = Annotated[int, Field(ge=0)]
 
 
-# A config's cmake argument: -DNAME=VALUE or -DNAME:TYPE=VALUE. Names that reach outside the build
-# folder: compilers and launchers run a program, toolchain/include files run cmake code, output
-# directories and the install prefix write elsewhere.
+# A config's cmake argument: -DNAME=VALUE or -DNAME:TYPE=VALUE, and the names that run a program or
+# cmake code, or write outside the build folder.
 _CMAKE_DEFINE = re.compile(r"^-D([A-Za-z_][A-Za-z0-9_]*)(?::[A-Z]+)?=.*$", re.S)
 _CMAKE_REACHES_OUT = re.compile(
     r"COMPILER|LAUNCHER|TOOLCHAIN|INCLUDE|OUTPUT_DIRECTORY|OUTPUT_PATH|INSTALL_PREFIX|_EXECUTABLE$|"
@@ -48,8 +45,7 @@ def _numeric(annotation: Any) -> bool:
 
 
 def refuse_bool_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
-    """YAML reads yes/no/on/off/true/false as booleans and pydantic reads true as 1 for a number:
-    ``--set repetitions=true`` would silently mean one repetition. A boolean for a number is refused."""
+    """A boolean for a number is refused: YAML reads yes/no/on/off as booleans, pydantic true as 1."""
     field = cls.model_fields.get(info.field_name or "")
     if isinstance(value, bool) and field is not None and _numeric(field.annotation):
         raise ValueError(
@@ -68,11 +64,11 @@ class Strict(BaseModel):
 class LlamaCppConfig(Strict):
     """Which llama.cpp to build, as ``specbench build`` takes it; one entry of a list of builds."""
 
-    label: Name | None = None  # the build axis (required in a list)
+    label: Name | None = None
     """The build's name in samples and reports (the build axis); required in a list."""
-    source: LocalPath | None = None  # a llama.cpp tree or git checkout; None = the pinned tree
+    source: LocalPath | None = None
     """A llama.cpp tree or git checkout, relative to the config (unset: the pinned tree)."""
-    ref: str | None = Field(default=None, min_length=1)  # a git ref in `source`, built from a clean export
+    ref: str | None = Field(default=None, min_length=1)
     """A branch, tag or commit of the `source` checkout, built from a clean export of it."""
     backend: Literal["auto", "cpu", "cuda", "metal"] = "auto"
     """auto: CUDA with nvcc and an NVIDIA GPU, Metal on Apple silicon, else CPU."""
@@ -82,9 +78,8 @@ class LlamaCppConfig(Strict):
     @field_validator("cmake_args")
     @classmethod
     def _defines_only(cls, args: list[str]) -> list[str]:
-        """A shared config's cmake arguments only set build options: not cmake's own options
-        (``-C script``, ``-P``), nor a variable that runs a program or writes outside the build
-        folder (a compiler, a launcher, a toolchain or include file, an output directory)."""
+        """A shared config's cmake arguments only set build options: not cmake's own (``-C``, ``-P``),
+        nor a variable that runs a program or writes outside the build folder."""
         for i, arg in enumerate(args):
             m = _CMAKE_DEFINE.match(arg)
             if m is None:
@@ -142,7 +137,7 @@ class PairConfig(Strict, OptionValues):
     """The draft model (or EAGLE-3 head, DFlash drafter): a name under `models:`."""
     method: MethodName | None = None
     """Run only this method on the pair (e.g. ngram-mod, draft-mtp), not sweep.method."""
-    runs_on: RunnerLabel | None = None  # shards: the CI runner label(s) this pair's cells need
+    runs_on: RunnerLabel | None = None
     """Shards: the CI runner label(s) this pair's cells need (wins over runs_on.ngl)."""
 
     @model_validator(mode="after")
@@ -192,8 +187,8 @@ class ContextConfig(Strict):
 
 
 def _axis_field(o: LlamaOption) -> tuple[Any, Any]:
-    """A speculation axis of the table as a ``sweep:`` list: its default values, at least one value
-    unless its default is none (``synth_len``), null a value where its default holds it."""
+    """A speculation axis of the table as a ``sweep:`` list of its type (null where its default holds
+    one), at least one value unless its default is none."""
     item = o.type | None if None in o.sweep else o.type
     return list[item], Field(  # type: ignore[valid-type]
         default_factory=lambda: list(o.sweep), min_length=1 if o.sweep else None, description=o.description
@@ -255,13 +250,13 @@ class StrictGeneration(Generation):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
-    n_predict: int = Field(default=128, ge=2)  # one token comes from the prompt pass: no decode speed
+    n_predict: int = Field(default=128, ge=2)  # one token comes from the prompt pass
     """Tokens to generate per run (-n)."""
     temperature: float = Field(default=0.0, ge=0.0)
     """Sampling temperature; at 0 outputs are compared with the baseline's."""
     top_k: int | None = Field(default=None, ge=0)
     """Top-k sampling (unset: llama.cpp's default)."""
-    seed: int = 42  # as Generation's; declared here for its description
+    seed: int = 42
     """Sampling seed (-s)."""
     threads: int | None = Field(default=None, ge=1)
     """CPU threads (-t; unset: llama.cpp's default)."""

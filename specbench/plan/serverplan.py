@@ -1,19 +1,15 @@
 """The plan of the server runner: one llama-server per server setting, every request of it in a row.
 
-A server setting is everything fixed when llama-server starts (target, ngl, slots, and for
-speculative cells draft, method, draft_max, draft_min, p_min, ngld): the pinned build ignores the
-per-request speculative fields, so each setting needs its own server, but one server serves every
-prompt and repetition of its setting. Order: per target, ngl and parallel, the plain baseline server
-first (speculative outputs are compared with its outputs), then each speculative setting, then the
-baseline server again (role ``baseline-after``: the bracket of ``specbench.results.bracket``, so a
-change of the machine's speed between the windows shows), then the draft models alone. Consecutive
-requests of a setting are grouped in batches of ``parallel`` requests that are in flight together.
-Warmups are sent by the executor, once per server start.
+A setting is what is fixed when llama-server starts (the pinned build ignores per-request
+speculative fields). Per target and parallel: the baseline server, each speculative setting, the
+baseline again (``results.bracket``: a change of the machine's speed shows), the drafts alone.
+Requests go in batches of ``parallel`` in flight together.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import product
 
 from specbench.base.errors import ConfigError
 from specbench.builder.buildinfo import BinaryInfo
@@ -39,27 +35,15 @@ from specbench.results.cell import Cell, baseline_cell, cell_dict
 from specbench.results.records import Generation
 
 HOST = "127.0.0.1"
-
-
-def request_for(gen: Generation, prompt: str) -> CompletionRequest:
-    return CompletionRequest(
-        prompt=prompt, n_predict=gen.n_predict, temperature=gen.temperature, seed=gen.seed, top_k=gen.top_k
-    )
-
-
 # Sample.server_ram_cache: the server's prompt cache in host RAM (``--cache-ram``, llama.cpp since
-# late 2025) was turned off, or the build's llama-server has none (nothing kept there to turn off)
+# late 2025) was turned off, or the build's llama-server has none
 RAM_CACHE_OFF = "off"
 RAM_CACHE_ABSENT = "absent"
 
 
 def ram_cache(server: BinaryInfo) -> tuple[list[str], str]:
-    """The arguments that turn off ``server``'s prompt cache in RAM, and what the sample records.
-
-    Passed only where the build takes the option (a llama-server before ``--cache-ram`` refuses it
-    and never starts); a build probed before specbench read option names at all (no ``known``
-    list) gets the pinned spelling, as it always did.
-    """
+    """The arguments that turn off ``server``'s prompt cache in RAM, and what the sample records:
+    only where the build takes it (an older server refuses it); unprobed builds get the pinned one."""
     f = server.flags
     if f.cache_ram:
         return [f.cache_ram, "0"], RAM_CACHE_OFF
@@ -69,24 +53,18 @@ def ram_cache(server: BinaryInfo) -> tuple[list[str], str]:
 
 
 def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int | None, parallel: int) -> list[str]:
-    """A plain llama-server: ``-np`` slots, each with the process runner's context, no prompt cache
-    (``ram_cache``; requests send ``cache_prompt: false``), ``/metrics`` on.
-
-    ``-c`` is split between the slots (the KV cache is not unified by default), so each slot gets
-    ``ctx_size``. ``--port 0`` lets the system pick a free port (the server prints it).
-    """
+    """A plain llama-server: ``-np`` slots, each with ``ctx_size`` (``-c`` is split between them), no
+    prompt cache, ``/metrics`` on, ``--port 0`` (the system picks a free one)."""
     f = server.flags
     ctx = gen.ctx_size * parallel
     argv = [*server.argv0, "-m", path, "-c", str(ctx), "-ngl", str(ngl or 0)]  # no ngl: on the CPU
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
-    # Builds probed before specbench knew -np record no spelling: the pinned one's, then.
-    argv += [f.parallel or "-np", str(parallel), *ram_cache(server)[0]]
-    # /slots says whether a slot speculates (the executor asks it); llama.cpp of 2025 serves it
-    # only with --slots, the pin by default: passed wherever the build takes it
+    argv += [f.parallel or "-np", str(parallel), *ram_cache(server)[0]]  # unprobed builds: the pin's
+    # /slots says whether a slot speculates (the executor asks it); 2025's llama.cpp needs --slots
     if "--slots" in (f.known or []):
         argv.append("--slots")
-    # --metrics: /metrics has the draft counters (verification steps, acceptance by position)
+    # /metrics has the draft counters (verification steps, acceptance by position)
     return [*argv, "--metrics", "--host", HOST, "--port", "0"]
 
 
@@ -94,48 +72,32 @@ def order_for_server(
     config: Config,
     targets: list[str],
     by_target: Mapping[str, list[RenderedPrompt]],
-    cells: list,
-    baseline: Callable[[Cell, int, RenderedPrompt, int], object],
-    speculative: Callable[[Cell, int, RenderedPrompt, int], object],
-    draft_alone: Callable[[Cell, int, RenderedPrompt, int], object],
+    cells: list[Cell],
+    make: Callable[[str, Cell, int, RenderedPrompt, int], Invocation],
     repetitions: int,
-    labels: Sequence[str | None] = (None,),
-    baseline_after: Callable[[Cell, int, RenderedPrompt, int], object] | None = None,
-) -> list[list]:
-    """The measured invocations grouped by server setting, baselines before what compares with them
-    (and, with ``baseline_after``, again after it).
-
-    Returns one list per server, each in (repetition, prompt) order. The draft models run alone
-    only at the sweep's first ``parallel`` value: their speed is the cost ratio, a property of the pair.
-    Several builds (``labels``): every repetition is a round of its own, in which each setting's
-    server of every build serves that repetition's prompts, the builds one after the other in ABBA
-    order; so each build's requests of a setting come minutes, not a whole sweep, after the others'.
-    """
-    groups: list[list] = []
+    labels: Sequence[str | None],
+) -> list[list[Invocation]]:
+    """The measured invocations, one list per server in (repetition, prompt) order: each baseline
+    before and after the cells compared with it, then the drafts alone (at the first ``parallel``
+    only: their speed is the pair's cost ratio). Several builds: each repetition is a round in which
+    every build's server of a setting serves its prompts in ABBA order, minutes apart, not a sweep."""
+    groups: list[list[Invocation]] = []
     rounds = [list(range(repetitions))] if len(labels) == 1 else [[r] for r in range(repetitions)]
     by_baseline = baseline_groups(cells)
     for reps in rounds:
         order = build_order(labels, reps[0])
         alone_done: set[tuple] = set()
-        for target in targets:
-            prompts = by_target[target]
-            for parallel in config.sweep.parallel:
-                for group in [g for g in by_baseline.values() if g[0].model == target]:
-                    for b in order:
-                        base = with_build(group[0], b)
-                        groups.append([baseline(base, parallel, p, r) for r in reps for p in prompts])
-                    for c in group:
-                        for b in order:
-                            cell = with_build(c, b)
-                            groups.append([speculative(cell, parallel, p, r) for r in reps for p in prompts])
-                    if baseline_after is not None:
-                        for b in order:
-                            base = with_build(group[0], b)
-                            groups.append(
-                                [baseline_after(base, parallel, p, r) for r in reps for p in prompts]
-                            )
-                    for draft in draft_alone_cells(group, alone_done, order):
-                        groups.append([draft_alone(draft, parallel, p, r) for r in reps for p in prompts])
+        for target, parallel in product(targets, config.sweep.parallel):
+            for group in [g for g in by_baseline.values() if g[0].model == target]:
+                bases = [baseline_cell(with_build(group[0], b)) for b in order]
+                runs = [
+                    *(("baseline", base) for base in bases),
+                    *(("speculative", with_build(c, b)) for c in group for b in order),
+                    *((AFTER, base) for base in bases),
+                    *(("draft", d) for d in draft_alone_cells(group, alone_done, order)),
+                ]
+                prompts = by_target[target]
+                groups += [[make(role, c, parallel, p, r) for r in reps for p in prompts] for role, c in runs]
     return groups
 
 
@@ -148,48 +110,28 @@ def server_plan(
     gen = config.generation
     _refuse_shared_state(cells)
 
-    def make(
-        role: str, c: Cell, par: int, p: RenderedPrompt, rep: int, argv: list[str] | None = None
-    ) -> Invocation:
+    def make(role: str, c: Cell, par: int, p: RenderedPrompt, rep: int) -> Invocation:
         """``c``: the cell (speculative) or the model alone (its build, model and ngl)."""
-        p = at_depth(p, c.depth, deep or {})
-        if argv is None:
-            argv = server_argv(servers[c.build], model_path(models, c.model), gen, c.ngl, par)
-            argv += option_flags(servers[c.build], c, free_args(config, c))
+        server, p, spec = servers[c.build], at_depth(p, c.depth, deep or {}), role == "speculative"
+        argv = server_argv(server, model_path(models, c.model), gen, c.ngl, par)
+        if spec:
+            argv += speculative_flags(server.flags, c, model_path(models, c.draft) if c.draft else None)
         return Invocation(
             role=role, **cell_dict(c.model_copy(update={"runner": "server", "parallel": par})),
-            binary_role="server", argv=argv, prompt_echoed=False, request=request_for(gen, p.text),
-            prompt_id=p.id, category=p.category, repetition=rep, prompt_text=p.text, generation=gen,
-            timeout_s=config.timeout_s, server_ram_cache=ram_cache(servers[c.build])[1],
+            binary_role="server", argv=argv + option_flags(server, c, free_args(config, c)),
+            request=CompletionRequest(prompt=p.text, n_predict=gen.n_predict, temperature=gen.temperature,
+                                      seed=gen.seed, top_k=gen.top_k),
+            prompt_echoed=False, prompt_id=p.id, category=p.category, repetition=rep, prompt_text=p.text,
+            generation=gen, timeout_s=config.timeout_s, server_ram_cache=ram_cache(server)[1],
+            draft_backend_sampling=draft_backend_sampling(server, c) if spec else None,
         )  # fmt: skip
 
-    def speculative(c: Cell, parallel: int, p: RenderedPrompt, rep: int) -> Invocation:
-        server = servers[c.build]
-        base = server_argv(server, model_path(models, c.model), gen, c.ngl, parallel)
-        draft = model_path(models, c.draft) if c.draft else None
-        flags = speculative_flags(server.flags, c, draft) + option_flags(server, c, free_args(config, c))
-        inv = make("speculative", c, parallel, p, rep, argv=base + flags)
-        return inv.model_copy(update={"draft_backend_sampling": draft_backend_sampling(server, c)})
-
-    def alone(model: Cell) -> Cell:
-        return baseline_cell(model)
-
-    groups = order_for_server(
-        config, targets, by_target, cells,
-        baseline=lambda c, par, p, rep: make("baseline", alone(c), par, p, rep),
-        speculative=speculative,
-        draft_alone=lambda d, par, p, rep: make("draft", d, par, p, rep),
-        repetitions=repetitions, labels=list(servers),
-        baseline_after=lambda c, par, p, rep: make(AFTER, alone(c), par, p, rep),
-    )  # fmt: skip
-    measured: list[Invocation] = []
-    batch = 0
-    for group in groups:
-        for start in range(0, len(group), group[0].parallel):
-            for inv in group[start : start + group[0].parallel]:
-                inv.batch = batch
-                measured.append(inv)
-            batch += 1
+    groups = order_for_server(config, targets, by_target, cells, make, repetitions, list(servers))
+    batches = [g[i : i + g[0].parallel] for g in groups for i in range(0, len(g), g[0].parallel)]
+    for n, batch in enumerate(batches):
+        for inv in batch:
+            inv.batch = n
+    measured = [inv for batch in batches for inv in batch]
     if config.warmup:
         notes.append(f"server runner: {config.warmup} discarded warmup request(s) per server start")
     stateful = sorted({c.method for c in cells if keeps_server_state(c.method)})

@@ -1,12 +1,9 @@
 """Shards: one plan cut into N self-contained parts that a CI engine (a GitHub matrix, a Slurm
 array) runs on separate machines, merged back into one run folder afterwards.
 
-A shard takes cells whole: a speculative cell's runs travel with the baseline and draft-alone runs
-it is judged against, so a baseline that cells of two shards need is measured in both (each on
-its own machine, in the same minutes as its cells: ``shard`` is a cell axis and part of the
-baseline rule, ``specbench.results.cell``). Cells are dealt longest first to the shard whose
-estimated time grows least (LPT scheduling, as SGLang's CI partitions its suite), ties broken by
-the cell's name, so the same config always gives the same shards.
+A cell travels with the baseline and draft-alone runs it is judged against (measured in every shard
+that needs them). Cells go longest first to the shard whose estimated time grows least (LPT), ties
+by name, so the same config always gives the same shards.
 """
 
 from __future__ import annotations
@@ -24,8 +21,7 @@ from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
 from specbench.results.cell import alone_of, baseline_of, cell_of, draft_alone_of, label_parts
 
-# Without history, a run's time is guessed from its size: tokens to generate at a typical small
-# model's CPU speed, plus loading the model. Only the ratios between shards matter.
+# Without history, a run's time is guessed from its size (only the ratios between shards matter).
 GUESS_TOKENS_PER_S = 50.0
 GUESS_LOAD_S = 1.0
 DRAFT_SPEED_FACTOR = 0.5  # a draft model alone runs about twice as fast as its target
@@ -33,9 +29,8 @@ DRAFT_SPEED_FACTOR = 0.5  # a draft model alone runs about twice as fast as its 
 
 @dataclass(frozen=True)
 class Shard:
-    """Shard ``index`` of ``count`` (1-based, as a person and a matrix say it). ``cells``: the
-    cells a matrix entry dealt it (``plan --shards`` may balance on this machine's history, which
-    another machine, or a later minute, would deal differently); None: dealt again from sizes."""
+    """Shard ``index`` of ``count`` (1-based). ``cells``: those its matrix entry dealt it (another
+    machine's history would deal differently); None: dealt again from sizes."""
 
     index: int
     count: int
@@ -74,10 +69,8 @@ def with_cells(shard: Shard, text: str | None) -> Shard:
 
 
 def shard_from_env(env: dict[str, str] | None = None) -> Shard | None:
-    """A Slurm array task's shard: ``SLURM_ARRAY_TASK_ID`` of ``SLURM_ARRAY_TASK_COUNT``.
-
-    Slurm numbers tasks as the array was declared (``--array=1-N`` or ``0-(N-1)``); with
-    ``SLURM_ARRAY_TASK_MIN`` set, the task's place in the array is counted from it."""
+    """A Slurm array task's shard: ``SLURM_ARRAY_TASK_ID`` (counted from ``SLURM_ARRAY_TASK_MIN``,
+    as the array was declared) of ``SLURM_ARRAY_TASK_COUNT``."""
     env = dict(os.environ if env is None else env)
     task, count = env.get("SLURM_ARRAY_TASK_ID"), env.get("SLURM_ARRAY_TASK_COUNT")
     if not task or not count:
@@ -158,10 +151,8 @@ def assign(
     estimate: Callable[[Invocation], float] = guess_s,
     runs_on: Callable[[Invocation], str | None] = lambda inv: None,
 ) -> list[ShardPlan]:
-    """Deal the plan's cells to ``count`` shards, balanced by estimated time.
-
-    Cells with a ``runs_on`` label only share a shard with cells of the same label (a shard runs on
-    one kind of runner). A shard can be left without cells when there are fewer cells than shards."""
+    """Deal the plan's cells to ``count`` shards, balanced by estimated time; a shard holds cells of
+    one ``runs_on`` label (it runs on one kind of runner)."""
     if count < 1:
         raise ConfigError("--shards must be at least 1")
     units, alone = _units(plan, runs_on)
@@ -199,11 +190,7 @@ def assign(
 
 def cells_of(plan: Plan) -> list[str]:
     """Every speculative cell of the plan by name, in plan order."""
-    seen: dict[str, None] = {}
-    for inv in plan.measured:
-        if inv.role == "speculative":
-            seen.setdefault(cell_name(inv), None)
-    return list(seen)
+    return list(dict.fromkeys(cell_name(i) for i in plan.measured if i.role == "speculative"))
 
 
 def restrict(plan: Plan, shard: Shard, cells: Iterable[str]) -> Plan:
@@ -215,20 +202,20 @@ def restrict(plan: Plan, shard: Shard, cells: Iterable[str]) -> Plan:
     mine_ids = {id(i) for i in mine}
     keep = [i for i in plan.invocations if not i.warmup and (id(i) in mine_ids or (i.role != "speculative"
             and alone_of(i) in needs))]  # fmt: skip
-    kinds = {(i.binary_role, i.model, i.draft, tuple(i.argv) if i.request else None) for i in keep}
-    warm = [
-        i
-        for i in plan.invocations
-        if i.warmup and (i.binary_role, i.model, i.draft, tuple(i.argv) if i.request else None) in kinds
-    ]
+
+    def kind(i: Invocation) -> tuple:  # what a warmup warms: a binary and its models (a server)
+        return (i.binary_role, i.model, i.draft, tuple(i.argv) if i.request else None)
+
+    kinds = {kind(i) for i in keep}
+    warm = [i for i in plan.invocations if i.warmup and kind(i) in kinds]
     stamped = [i.model_copy(update={"shard": shard.label}) for i in [*warm, *keep]]
     notes = [*plan.notes, f"shard {shard.label}: {len(wanted)} of the plan's {len(cells_of(plan))} cells"]
     return plan.model_copy(update={"invocations": stamped, "notes": notes})
 
 
 def runs_on_rule(config: Config) -> Callable[[Invocation], str | None]:
-    """The config's ``runs_on``: a pair's label wins over its target's ``ngl``'s. Labels are kept as
-    one comma-joined string (a shard runs on one kind of runner) and split again for the matrix."""
+    """The config's ``runs_on``: a pair's label wins over its target's ``ngl``'s, comma-joined (one
+    kind of runner) and split again for the matrix."""
     pairs = {name: p.runs_on for name, p in config.pairs.items() if p.runs_on}
     by_ngl = config.runs_on.ngl
 
@@ -255,8 +242,8 @@ class Sharding:
 
 
 def cut(plan: Plan, config: Config, shard: Shard) -> tuple[Plan, Sharding]:
-    """Shard ``shard`` of ``plan``: the cells it carries (a matrix entry's), else those that
-    ``assign`` deals it from the plan's sizes (the same on every machine), and what to record."""
+    """Shard ``shard`` of ``plan`` (its matrix entry's cells, else ``assign``'s from the plan's sizes)
+    and what to record."""
     everything = cells_of(plan)
     if shard.count > len(everything):
         raise ConfigError(

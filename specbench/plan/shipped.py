@@ -1,7 +1,5 @@
-"""The configs specbench ships: ``configs/`` of a clone, the same files as package data in an
-install (``specbench/configs`` links to ``configs/``, which stays their one copy). Listed and copied by
-``specbench configs``, and found by name where a CONFIG names no file: ``specbench run quickstart``
-(or ``configs/quickstart.yaml`` outside a clone) runs the shipped quickstart."""
+"""The configs specbench ships (``configs/``, package data in an install): listed and copied by
+``specbench configs``, and found by name where a CONFIG names no file (``specbench run quickstart``)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """The plan: a config expanded into the exact, ordered list of llama.cpp invocations of a run.
 
-Planning is pure (nothing runs, nothing is written), so ``--dry-run`` prints precisely what a run
-would execute and the tests can check every command line. Order matters for honest numbers:
-within each repetition, a prompt's baseline runs right before the speculative cells that compare
-against it (A B A B), so thermal and frequency drift hit both sides alike.
-
-Cells (``specbench.plan.cells.sweep_cells``: each axis of the cell is expanded there) are grouped
-by the baseline they are measured against (``specbench.results.cell.baseline_of``); each group's
-baseline runs right before its cells, then the draft models alone that the cells use.
+Planning is pure, so ``--dry-run`` prints precisely what a run would execute. Within each
+repetition a prompt's baseline runs right before the cells compared with it, then the draft models
+alone they use, so thermal and frequency drift hit both sides alike.
 """
 
 from __future__ import annotations
@@ -72,10 +67,9 @@ def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl
     return argv
 
 
-# llama-speculative-simple logs each committed step at debug level ("accepted A/D draft tokens"):
-# the rate over its first n_predict tokens is read from them (parse.span.first_tokens), since it
-# checks -n only between steps and an n-gram draft can take it far past (docs/timing.md). The
-# lines carry their time where the build prints it by default (the pin) or is asked to (2025).
+# llama-speculative-simple logs each step at debug level: the rate over its first n_predict tokens is
+# read from them (parse.span.first_tokens), since an n-gram draft can take it far past -n; the lines
+# carry their time where the build prints it by default (the pin) or is asked to (2025).
 STEP_LOG_LEVEL = "5"
 STEP_LOG_TIME = ("--log-prefix", "--log-timestamps")
 
@@ -129,14 +123,9 @@ def make_plan(
 ) -> Plan:
     """Expand ``config`` into every invocation, in run order, for the binaries of its builds.
 
-    ``build``: the BuildInfo of each of the config's build labels (one BuildInfo serves them all,
-    e.g. an A/A run). ``models``: name -> ResolvedModel (or a path, e.g. for a dry run); ``prompts``:
-    rendered for every target (``specbench.plan.prompts.render_all``). ``repetitions``: how many to
-    plan (default: the config's count, or with ``repetitions: auto`` its first round).
-
-    Several builds: within each repetition and prompt, every build's run of a baseline, a cell or a
-    draft alone comes right after the other builds' runs of it, in the config's order in even
-    repetitions and reversed in odd ones (ABBA); each build's cells have their own baseline.
+    ``build``: per build label (one serves all: an A/A run); ``models``: name -> ResolvedModel or
+    path; ``repetitions``: default the config's first round. Several builds: each run of a baseline,
+    cell or draft alone right after the other builds' runs of it, in ABBA order.
     """
     notes: list[str] = []
     builds = build if isinstance(build, Mapping) else dict.fromkeys(config.build_labels, build)
@@ -207,12 +196,9 @@ def make_plan(
         return plan.model_copy(update={"sentinel": sentinel, "left_out": served})
     chosen = pairing.choose(config, [builds[b].backend for b in labels])
     notes += [chosen.note] if chosen.note else []
-    measured_config = config
     if chosen.threads is not None:  # duet: each side on half the CPUs, with half the threads
-        measured_config = _with_generation(config, threads=chosen.threads)
-    make = {
-        b: _Factory(measured_config, builds[b].binary("completion"), specs[b], models, deep) for b in labels
-    }
+        config = _with_generation(config, threads=chosen.threads)
+    make = {b: _Factory(config, builds[b].binary("completion"), specs[b], models, deep) for b in labels}
     groups = baseline_groups(cells)
     measured: list[Invocation] = []
     for rep in range(reps):
@@ -236,8 +222,7 @@ def make_plan(
 
 
 def _check_size(config: Config, cells: list[Cell], prompts: int, reps: int, builds: int) -> None:
-    """Refuse, before it is built, a plan of more than ``MAX_INVOCATIONS`` (counting only the cells
-    and their baselines: at least what it would hold)."""
+    """Refuse, before it is built, a plan of more than ``MAX_INVOCATIONS`` (cells and baselines)."""
     runs = len(cells) + len(baseline_groups(cells))
     if runs * prompts * reps * builds <= MAX_INVOCATIONS:
         return
@@ -293,8 +278,7 @@ class _Factory:
 
     def _batch(self, binary: BinaryInfo, cell: Cell, prompt: RenderedPrompt) -> list[str]:
         """``-b`` holding the whole prompt where the speculative program needs it in one batch
-        (``plan.fit.one_batch``), for every run of that prompt alike: baseline, draft alone and
-        speculative side get the same batch."""
+        (``plan.fit.one_batch``), the same for every run of that prompt."""
         if self.spec.role not in ONE_BATCH_ROLES:
             return []
         spec = (self.spec.flags.options or {}).get("batch_size")

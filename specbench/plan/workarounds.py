@@ -1,11 +1,5 @@
-"""A build's workaround on every invocation of it: the flag its self-test found to cure a crash.
-
-The self-test (specbench.builder.selftest) records, per build and machine, a flag without which
-llama.cpp crashes here (repacking off, for the AMX crash). Every invocation of that build, process or
-server, warmup, measured or the speed sentinel, gets the flag as its binary spells it
-(``specbench.builder.workaround``, which calibration's llama-bench asks too); ``workarounds:
-false`` (``run --no-workarounds``) runs the build as built, to reproduce the crash.
-"""
+"""A build's workaround on every invocation of it: the flag its self-test found to cure a crash
+(repacking off, for the AMX crash); ``workarounds: false`` runs the build as built."""
 
 from __future__ import annotations
 
@@ -19,8 +13,7 @@ from specbench.plan.invocation import Invocation
 def with_workarounds(
     invocations: list[Invocation], builds: Mapping[str | None, BuildInfo]
 ) -> list[Invocation]:
-    """``invocations`` with each build's workaround right after the binary path, spelled for the
-    binary by ``specbench.builder.workaround`` (left alone where the config chooses repacking)."""
+    """``invocations`` with each build's workaround right after the binary path, as it spells it."""
     out = []
     for inv in invocations:
         argv = with_workaround(list(inv.argv), builds.get(inv.build), inv.binary_role)
