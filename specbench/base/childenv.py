@@ -47,6 +47,5 @@ _PROVENANCE = re.compile(
 
 
 def provenance_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables of ``child_env(base)`` that can change a llama.cpp run, as recorded: secrets
-    left out, a credential inside a value (``LLAMA_ARG_MODEL_URL`` with ``?token=``) redacted."""
+    """The variables of ``child_env(base)`` that can change a llama.cpp run, values redacted."""
     return {k: redact(v) for k, v in sorted(child_env(base).items()) if _PROVENANCE.match(k)}

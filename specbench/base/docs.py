@@ -15,7 +15,6 @@ def docs_dir() -> Path:
 
 
 def docs_page(page: str, anchor: str | None = None) -> str:
-    """``PAGE`` (e.g. ``timing.md``) and its section ``anchor`` as a message writes them: the file
-    this install has, then ``#anchor`` as the docs site names the section."""
+    """``page`` (and its section ``anchor``) as a message writes it: the file this install has."""
     path = docs_dir() / page
     return f"{path}#{anchor}" if anchor else str(path)

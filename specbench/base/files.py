@@ -15,8 +15,7 @@ TMP_PREFIX = ".tmp-"
 
 @contextlib.contextmanager
 def atomic_path(final: Path, suffix: str = ".part") -> Iterator[Path]:
-    """Yield a temporary path next to ``final`` for the block to fill; if the block succeeds it is
-    published there (see ``publish``), otherwise removed."""
+    """A temporary path next to ``final``, published there if the block succeeds, else removed."""
     final.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent)
     os.close(fd)
@@ -29,8 +28,7 @@ def atomic_path(final: Path, suffix: str = ".part") -> Iterator[Path]:
 
 
 def publish(tmp: Path, final: Path) -> None:
-    """Make a finished temporary file durable, give it normal permissions (mkstemp makes it 0600)
-    and rename it over ``final``; the rename is made durable too."""
+    """Make ``tmp`` durable and 0644 (mkstemp makes 0600), then rename it durably over ``final``."""
     fd = os.open(tmp, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -42,8 +42,7 @@ NOT_FINITE = "not_finite"  # the key that names an object's fields written as nu
 
 
 def finite(data: Any) -> Any:
-    """``data`` as strict JSON can hold it: a model as its JSON form, a non-finite float as None, named
-    in its object's ``not_finite`` so the reason is kept."""
+    """``data`` as strict JSON holds it: a non-finite float None, named in its object's ``not_finite``."""
     if isinstance(data, float):
         return data if math.isfinite(data) else None
     if isinstance(data, BaseModel):

@@ -2,8 +2,7 @@
 
 Python's default dies on the spot, leaving the llama.cpp child orphaned and the manifest
 ``running``; ``install`` turns each into ``errors.Terminated`` so Ctrl-C's clean-up runs. A signal
-inside ``subprocess.Popen`` would orphan the child, so it waits until Popen returns its pid.
-"""
+inside ``subprocess.Popen`` would orphan the child, so it waits until Popen returns its pid."""
 
 from __future__ import annotations
 
@@ -63,8 +62,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def install() -> None:
-    """SIGTERM/SIGHUP raise ``Terminated``; SIGINT KeyboardInterrupt (installed explicitly: a shell
-    starts background jobs with SIGINT ignored)."""
+    """SIGTERM/SIGHUP raise ``Terminated``, SIGINT KeyboardInterrupt (a shell may have ignored it)."""
     for sig in TERMINATING:
         signal.signal(sig, _terminate)
     signal.signal(signal.SIGINT, _interrupt)

@@ -10,8 +10,7 @@ specbench's group reaches, and SIGKILL runs no clean-up. ``popen`` guards it twi
   It covers a child's helpers too, and ignores the signals that end specbench's group.
 
 Limit: a specbench killed between reaping a leader and ``forget`` may leave an id that a new group
-takes before the watchdog reads EOF.
-"""
+takes before the watchdog reads EOF."""
 
 from __future__ import annotations
 
@@ -82,8 +81,7 @@ _POPEN = subprocess.Popen  # the watchdog's own start (a test's stand-in Popen i
 
 
 def popen(argv: list[str], **kwargs) -> subprocess.Popen:
-    """``subprocess.Popen(argv, **kwargs)`` in a session of its own that ends when specbench does;
-    call ``forget(proc)`` once it has been reaped."""
+    """``subprocess.Popen`` in a session of its own that ends with specbench; ``forget`` it once reaped."""
     kwargs["preexec_fn"] = _in_child(_watchdog_fd(), _pdeathsig())
     return subprocess.Popen(argv, start_new_session=True, **kwargs)
 

@@ -2,8 +2,7 @@
 
 Each entry holds all specbench knows of it (key, flag spellings per era, type and values, scope,
 refusals, description); the cell, config, schema, flag translation, plan and docs table read it,
-so adding an option or an axis is one entry here.
-"""
+so adding an option or an axis is one entry here."""
 
 from __future__ import annotations
 
@@ -64,8 +63,7 @@ def _joined(v: Any) -> Any:
 
 
 def _rates(v: Any) -> Any:
-    """Synthetic acceptance rates: probabilities, listed or comma-joined, none above the one before
-    (llama.cpp's own start-up checks)."""
+    """Synthetic acceptance rates: probabilities (a list or comma-joined), none above the one before."""
     items = v.split(",") if isinstance(v, str) else v
     if not isinstance(items, list) or not items:
         raise ValueError("must be a list of probabilities, e.g. [0.9, 0.7, 0.5] or '0.9,0.7,0.5'")
@@ -107,8 +105,7 @@ SynthLen = Annotated[float, Field(ge=1.0, allow_inf_nan=False)]
 
 @dataclass(frozen=True)
 class Refusal:
-    """Values of an option that llama.cpp refuses with flash attention off (context creation fails,
-    and the run would only say ``unable to create context``)."""
+    """Values llama.cpp refuses with flash attention off (it says only ``unable to create context``)."""
 
     what: str  # the values, for people: "a quantized cache_type_v"
     said: str  # llama.cpp's error line (src/llama-context.cpp)

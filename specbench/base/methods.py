@@ -2,8 +2,7 @@
 
 ``METHODS`` holds, per llama.cpp ``--spec-type``, what the config needs, what a run does with it
 and which binaries run it; a method llama.cpp adds is one entry. A name the table lacks runs as a
-draft-free method when the build's ``--help`` lists it (``method_of``).
-"""
+draft-free method when the build's ``--help`` lists it (``method_of``)."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ LOOKUPS: tuple[str, ...] = tuple(n for n, m in METHODS.items() if m.lookup)  # s
 
 
 def method_of(name: str) -> Method:
-    """The declaration of one method, by specbench's name or llama.cpp's; a name the table lacks
-    is a draft-free method of a newer build (a lookup when it is named ``ngram-*``)."""
+    """One method by specbench's or llama.cpp's name; one the table lacks is draft-free."""
     found = METHODS.get(name) or next((m for m in METHODS.values() if m.spec_type == name), None)
     return found or Method(name, lookup=name.startswith("ngram-"))
 

@@ -3,8 +3,7 @@ at random, for the benchmarks and for tests of what a competing process does to 
 
 Each worker is a process (a thread would compete for our GIL, not for the cores) that alternates
 bursts of spinning with sleeps sized in CPU time, so ``duty`` holds on a machine already busy. It
-stops at ``limit_s``, when its parent is gone, and when ``NoiseGenerator`` exits.
-"""
+stops at ``limit_s``, when its parent is gone, and when ``NoiseGenerator`` exits."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ STOP_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this
 
 @dataclass(frozen=True)
 class NoiseSpec:
-    """What the generator does: ``threads`` workers, each busy ``duty`` of the time in bursts of
-    ``burst_s`` (min, max) CPU seconds, for at most ``limit_s`` seconds."""
+    """``threads`` workers, each busy ``duty`` of the time in ``burst_s`` bursts, for ``limit_s``."""
 
     duty: float = 0.3
     burst_s: tuple[float, float] = (1.0, 5.0)
@@ -87,8 +85,7 @@ def work(spec: NoiseSpec, parent: int) -> None:
 
 
 class NoiseGenerator:
-    """``with NoiseGenerator(spec):`` the workers run inside the block and are killed when it ends;
-    ``stats`` then holds each one's CPU and wall time (``duty``: their CPU time over their wall time)."""
+    """``with NoiseGenerator(spec):`` the workers run inside the block; ``stats`` after it."""
 
     def __init__(self, spec: NoiseSpec):
         spec.check()

@@ -78,8 +78,7 @@ def os_problem(exc: OSError, path: object = None) -> str:
 
 
 def check_path(path: object, what: str) -> None:
-    """Refuse, before any work, a path no filesystem here can hold: a name over NAME_MAX bytes or a
-    whole over PATH_MAX (the OS would say only 'File name too long', mid-way through the work)."""
+    """Refuse, before any work, a path no filesystem can hold (the OS would say so mid-way)."""
     text = str(path)
     if any(ord(c) < 32 for c in text):
         raise PathError(
@@ -103,8 +102,7 @@ def nearest_existing(path: Path) -> Path:
 
 
 def outermost_missing(path: Path) -> Path | None:
-    """The outermost folder of ``path`` that does not exist yet (None: ``path`` exists): what a
-    command that made it must remove again when it is refused before writing anything."""
+    """The outermost missing folder of ``path`` (None: it exists): what a refused command removes."""
     missing = None
     for folder in [path, *path.parents]:
         if folder.exists():
@@ -133,6 +131,7 @@ def remove_empty(path: Path, made: Path | None) -> None:
 # A name specbench itself makes files and folders from (config, model, pair, build, baseline names).
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 _NAME_RE = re.compile(NAME_PATTERN.strip("^$"))
+_NAME_ADVICE = "use letters, digits, '.', '_' and '-', starting with a letter or digit"
 
 
 class UnsafePath(PathError, ValueError):
@@ -168,15 +167,9 @@ def _refuse(what: str, value: object, problem: str, advice: str) -> UnsafePath:
 
 
 def check_name(value: str, what: str = "") -> str:
-    """A name specbench makes a file or folder from: letters, digits, '.', '_', '-', starting with a
-    letter or digit, at most NAME_MAX bytes. Returns it; refuses with UnsafePath."""
+    """A name specbench makes a file or folder from (NAME_PATTERN, at most NAME_MAX bytes)."""
     if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
-        raise _refuse(
-            what,
-            value,
-            "not a name",
-            "use letters, digits, '.', '_' and '-', starting with a letter or digit",
-        )
+        raise _refuse(what, value, "not a name", _NAME_ADVICE)
     if len(value) > NAME_MAX:
         raise _refuse(what, value, f"over {NAME_MAX} characters", "choose a shorter name")
     return value
@@ -193,8 +186,7 @@ def check_part(value: str, what: str = "") -> str:
 
 
 def check_relative(value: str, what: str = "") -> str:
-    """A relative '/'-separated path inside a repository or wheel (a glob is fine): not absolute, and
-    no part '', '.' or '..', a backslash or a control character."""
+    """A relative '/'-separated path inside a repository or wheel (a glob is fine)."""
     if value.startswith(("/", "\\", "~")) or value[1:3] in (":/", ":\\"):
         raise _refuse(what, value, "an absolute path", "give a path relative to the repository or wheel")
     for part in value.split("/"):
@@ -207,8 +199,7 @@ def check_relative(value: str, what: str = "") -> str:
 
 
 def check_local(value: object, what: str = "") -> object:
-    """A path on this machine the user chose (a model, a prompts file, a source tree): anywhere, but
-    one the system can take (no NUL byte, no control character)."""
+    """A path on this machine the user chose: anywhere, but without a control character."""
     text = str(value)
     if any(ord(c) < 32 for c in text):
         raise _refuse(what, text, "has a control character", "check the path")
@@ -216,8 +207,7 @@ def check_local(value: object, what: str = "") -> object:
 
 
 def inside(root: Path, *parts: str, what: str = "path") -> Path:
-    """``root`` joined with ``parts``, refused (UnsafePath) when it would lie outside ``root``: an
-    absolute part, a '..', or a link that leads out."""
+    """``root`` joined with ``parts``, refused when it would lie outside ``root`` (links too)."""
     path = Path(root).joinpath(*parts)
     base = Path(root).resolve()
     if not any(str(p).startswith(("/", "\\")) for p in parts) and ".." not in path.relative_to(root).parts:

@@ -3,8 +3,7 @@
 A secret rides inside values whose names say nothing: a URL's userinfo, a signed or token query, a
 bare Hugging Face or GitHub token, an ``Authorization`` header, the value after ``--hf-token``.
 ``redact`` replaces each with ``REDACTED`` and keeps the rest, so a value still says what it was.
-Never applied to what is *used*: a request sent, a config passed on.
-"""
+Never applied to what is *used*: a request sent, a config passed on."""
 
 from __future__ import annotations
 
@@ -63,8 +62,7 @@ def redact(text: str) -> str:
 
 
 def redact_argv(argv: Sequence[Any]) -> list[Any]:
-    """A command line as a list, each argument redacted, and the argument after a secret flag
-    (``--hf-token X``) replaced whole; an item that is not a string is kept as it is."""
+    """A command line, each argument redacted and the one after a secret flag replaced whole."""
     out: list[Any] = []
     for i, arg in enumerate(argv):
         if not isinstance(arg, str):
@@ -77,8 +75,7 @@ def redact_argv(argv: Sequence[Any]) -> list[Any]:
 
 
 def redact_data(data: Any) -> Any:
-    """``data`` (dicts, lists, tuples, strings: what JSON holds) with every string redacted, keys
-    too; a list of strings as a command line (``redact_argv``)."""
+    """``data`` (what JSON holds) with every string redacted, keys too; a list as a command line."""
     if isinstance(data, str):
         return redact(data)
     if isinstance(data, dict):

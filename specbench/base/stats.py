@@ -3,8 +3,7 @@ and the paired estimate and interval of differences (pure functions over floats)
 
 Intervals are two-sided at ``confidence`` (95%). Paired differences: the Hodges-Lehmann estimate
 with the Wilcoxon signed-rank interval from ``MIN_PAIRS`` pairs, the t interval below that, none
-from one pair (argued in ``specbench.gate.paired``).
-"""
+from one pair (argued in ``specbench.gate.paired``)."""
 
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summar
 def welch(
     a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
 ) -> tuple[float, float] | None:
-    """mean(b) - mean(a) and the half-width of its two-sided ``confidence`` Welch interval (t with
-    Welch-Satterthwaite degrees of freedom x standard error); None with fewer than 2 values a side."""
+    """mean(b) - mean(a) and the half-width of its Welch interval; None with under 2 values a side."""
     if len(a) < 2 or len(b) < 2:
         return None
     va, vb = variance(a) / len(a), variance(b) / len(b)
@@ -127,8 +125,7 @@ def _signed_rank_cdf(n: int) -> tuple[float, ...]:
 
 
 def _critical(n: int, confidence: float) -> tuple[int, float] | None:
-    """The largest c with P(T+ <= c - 1) <= alpha/2, and the interval's exact coverage; None if
-    no interval reaches ``confidence`` with n pairs."""
+    """The largest c with P(T+ <= c - 1) <= alpha/2 and its exact coverage; None: none reaches it."""
     half = (1.0 - confidence) / 2.0
     if n > EXACT_UP_TO:
         from scipy.special import ndtri  # the normal quantile (scipy.stats.norm.ppf)
@@ -177,8 +174,7 @@ def interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
 
 
 def t_interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
-    """Mean of the differences with its t interval and two-sided p (for 2 to MIN_PAIRS - 1 pairs,
-    where no signed-rank interval reaches ``confidence``); no interval for one pair."""
+    """Mean of the differences with its t interval, where no signed-rank interval reaches it."""
     n = len(d)
     s = summarize(d)
     mean, sd = s.mean, s.sd

@@ -2,8 +2,7 @@
 
 Each axis of ``results.cell.Cell`` is expanded here (``runner`` and ``parallel`` by the server plan).
 A draft-free method's cells belong to the first pair with that target: its n-gram lookups ignore
-the draft_* options, so sweeping those would only repeat the same run.
-"""
+the draft_* options, so sweeping those would only repeat the same run."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from itertools import product
 from pathlib import Path
 
 from specbench.base.errors import ConfigError
-from specbench.base.llamaopts import AXES, BY_KEY, METHOD, TUNED, LlamaOption, applies
+from specbench.base.llamaopts import AXES, BY_KEY, DRAFT_LENGTH, METHOD, TUNED, LlamaOption, applies
 from specbench.base.methods import DRAFT_METHOD, DRAFT_SIMPLE, METHODS
 from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.builder.options import OptionError, default_on, option_argv
@@ -106,8 +105,7 @@ def option_axes(config: Config, pname: str, notes: list[str]) -> list[dict]:
 
 
 def free_args(config: Config, cell: Cell) -> list[str]:
-    """The free arguments of an invocation: the build's, the whole config's, then the cell's named
-    set (``option_axes``: a pair's own, then a ``sweep.args`` set)."""
+    """The free arguments of an invocation: the build's, the config's, then the cell's named set."""
     build = next((b for b in config.builds if b.label == cell.build), config.builds[0])
     sets = {n.label: n.args for n in config.sweep.args}
     argv = [*build.args, *config.args]
@@ -139,8 +137,7 @@ def option_flags(spec: BinaryInfo, cell: Cell, extra: Sequence[str] = ()) -> lis
 
 
 def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cell]:
-    """Each cell that drafts with a model (or MTP) again per ``sweep.synth_len`` (llama.cpp takes up to
-    draft_max + 1). Draft-free cells get none: they draft only after a repeat, verifying little."""
+    """Each cell that drafts with a model again per ``sweep.synth_len`` (up to draft_max + 1)."""
     out, skipped = [], []
     for c in cells:
         if draft_free(c.method):
@@ -229,8 +226,7 @@ _SERVER_SPEC = tuple(o for o in AXES if o.group == "server" and o.scope != "mode
 
 
 def _flag(flags: FlagSpelling, opt: LlamaOption, method: str = "") -> str | None:
-    """The binary's spelling of an axis: its FlagSpelling field, else the option the probe recorded;
-    an n-gram size's for one of ``method``'s lookups."""
+    """The binary's spelling of an axis (an n-gram size's: for one of ``method``'s lookups)."""
     if opt.scope == "lookup":
         sizes = flags.ngram_sizes or {}
         return next((f for p in ngram_parts(method) if (f := getattr(sizes.get(p), opt.key[-1], None))), None)
@@ -264,9 +260,9 @@ def _axis_values(
     return [c for c in combos if all(None in (c[k], c[top]) or c[k] <= c[top] for k, top in bounds)]
 
 
-# The draft length spellings of trees whose --help was one table for every program, before
+# The draft length's oldest spelling: trees whose --help was one table for every program, before
 # llama-server could speculate (it came with --draft-max): such a server lists -md and ignores it.
-CLASSIC_DRAFT_ONLY = ("--draft",)
+CLASSIC_DRAFT_ONLY = DRAFT_LENGTH.spellings[-1:]
 
 
 def _require_draft_flags(
@@ -311,8 +307,7 @@ def _note(notes: list[str], note: str) -> None:
 
 
 def build_order(labels: Sequence[str | None], repetition: int) -> list[str | None]:
-    """The builds' order in a repetition: the config's in even ones, reversed in odd ones (ABBA),
-    so a drift during the run falls on every build alike."""
+    """The builds' order in a repetition: reversed in odd ones (ABBA), so a drift hits all alike."""
     return list(labels) if repetition % 2 == 0 else list(reversed(labels))
 
 
@@ -358,8 +353,7 @@ def build_cells(
 
 
 def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
-    """Keys set away from their defaults that no cell of this plan uses: a user who set them
-    expects they did something."""
+    """Keys set away from their defaults that no cell uses: the user expects they did something."""
     sweep = config.sweep
     methods = ", ".join(dict.fromkeys(c.method for c in cells)) or "none"
     out = []

@@ -1,11 +1,11 @@
 """The run config: one YAML file says what to build, which models, which prompts, which sweep.
 
 Strict (unknown keys are errors) and reported as one line naming the YAML location, because a typo
-found an hour into a GPU sweep costs the user the night.
-"""
+found an hour into a GPU sweep costs the user the night."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +30,7 @@ from specbench.plan.sections import (
     Strict,
     StrictGeneration,
     SweepConfig,
+    no_bool,
 )
 from specbench.results.expect import Expectation
 from specbench.results.records import Generation
@@ -103,10 +104,7 @@ class Config(Strict, OptionValues):
     @field_validator("repetitions", mode="before")
     @classmethod
     def _repetitions(cls, v: Any) -> Any:
-        if isinstance(v, bool):
-            raise ValueError(
-                f"must be a number, not {str(v).lower()} (YAML reads yes/no/on/off/true/false as booleans)"
-            )
+        no_bool(v)
         if v != "auto" and (not isinstance(v, int) or v < 1):
             raise ValueError(f"must be a whole number >= 1 or `auto` (got {v!r})")
         if isinstance(v, int) and v > MAX_REPETITIONS:
@@ -233,8 +231,7 @@ class Config(Strict, OptionValues):
 
     @property
     def speculative_role(self) -> str | None:
-        """The BuildInfo role of the speculative binary this config asks for; None (auto): the
-        build's own (``BuildInfo.speculative``)."""
+        """The BuildInfo role of the speculative binary asked for; None (auto): the build's."""
         if self.speculative_binary == "auto":
             return None
         return "speculative_simple" if self.speculative_binary == "speculative-simple" else "speculative"
@@ -310,8 +307,7 @@ def _need_file(origin: str, key: str, where: Path, kind: str) -> None:
 
 
 def _check_builds(cfg: Config, origin: str) -> None:
-    """Every build's source is a folder; a ref names a commit of a git checkout (asked of git, which
-    reads and changes nothing), so a typo fails before the first build, not after it."""
+    """Every build's source is a folder and its ref a commit, so a typo fails before any build."""
     from specbench.base.errors import BuildError
     from specbench.builder.gitref import resolve_ref
     from specbench.builder.source import pinned_checkout
@@ -363,8 +359,7 @@ def config_from_mapping(
 
 
 def _check_passable(node: Any, key: str, origin: str) -> None:
-    """A text no command line, environment or request can carry (``childenv.unpassable``) is refused
-    here, naming its key, not by Popen mid-run."""
+    """Refuse a text no command line or request can carry here, naming its key, not mid-run."""
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for k, value in items:
         path = f"{key}.{k}" if key else str(k)
@@ -402,14 +397,7 @@ def load_config(path: Path | str, overrides: list[str] | tuple[str, ...] = ()) -
     overridden = {apply_override(data, o) for o in overrides}
     cfg = config_from_mapping(data, path.resolve().parent, origin, overridden)
     if "name" not in data:
-        cfg.name = path.stem if _valid_name(path.stem) else cfg.name
+        with contextlib.suppress(UnsafePath):  # a file name that is no name keeps the default
+            cfg.name = check_name(path.stem)
     cfg.path = path.resolve()
     return cfg
-
-
-def _valid_name(name: str) -> bool:
-    try:
-        check_name(name)
-    except UnsafePath:
-        return False
-    return True

@@ -112,8 +112,7 @@ def _load(text: str, origin: str, check: bool = False) -> Any:
 
 
 def parse_yaml(text: str, origin: str) -> dict:
-    """YAML text -> a mapping, with one-line errors for bad YAML, duplicates, non-mappings and a
-    document whose aliases expand past MAX_VALUES (checked before anything is expanded)."""
+    """YAML text -> a mapping, with one-line errors (aliases bounded before they expand)."""
     data = _load(text, origin, check=True)
     if data is None:
         raise ConfigError(
@@ -257,8 +256,7 @@ def _within(inner: str, outer: str) -> bool:
 
 
 def first_error(errors: list) -> Any:
-    """The error to show: the first, but a misspelt key before the required key it misses (``targt``
-    is why ``target`` is missing)."""
+    """The first error, but a misspelt key before the required key it misses."""
     if errors[0]["type"] == "missing":
         parent = errors[0]["loc"][:-1]
         for err in errors:

@@ -2,8 +2,7 @@
 
 The first D tokens (the target's tokenizer) of ``context.file`` or the shipped document go in front
 of the prompt, for baseline and speculative side alike. The cut is checked on the joined text, since
-tokens merge across the join; a depth no context can hold is refused before anything runs.
-"""
+tokens merge across the join; a depth no context can hold is refused before anything runs."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ def document_text(path: Path | None) -> tuple[str, str]:
 
 
 def check_depths(depths: list[int], ctx_size: int, n_predict: int, trained: Mapping[str, int | None]) -> None:
-    """Refuse, before running, a depth (plus n_predict) at or over ``ctx_size`` or a target's trained
-    context (``trained``: its GGUF context_length, None where unknown)."""
+    """Refuse a depth (plus n_predict) at or over ``ctx_size`` or a target's trained context."""
     deepest = max(depths)
     if deepest == 0:
         return
@@ -146,8 +144,7 @@ def cut_context(
 def at_depth(
     prompt: RenderedPrompt, depth: int, deep: Mapping[tuple[str, int, str], RenderedPrompt]
 ) -> RenderedPrompt:
-    """The prompt a cell at ``depth`` is given: the rendered prompt with its context in front
-    (``deep``: by target, depth and prompt id). ConfigError when it was not prepared."""
+    """The prompt a cell at ``depth`` is given (``deep``: by target, depth and prompt id)."""
     if depth == 0:
         return prompt
     found = deep.get((prompt.model, depth, prompt.id))

@@ -3,8 +3,7 @@
 From the option table, the --help or the self-test: values refused with flash attention off
 (``drop_conflicts``), axes ignored on a dense model (``collapse_ignored``: they would measure one
 thing twice), free arguments the binary lacks (``check_free_args``: the run would fail at its first
-warmup), and a program the self-test saw crash with a draft model (``refuse_crashing``).
-"""
+warmup), and a program the self-test saw crash with a draft model (``refuse_crashing``)."""
 
 from __future__ import annotations
 
@@ -47,8 +46,7 @@ def _rates_of_draft_max(cells: list[Cell], notes: list[str]) -> list[Cell]:
 
 
 def drop_conflicts(cells: list[Cell], spec: BinaryInfo | None, notes: list[str]) -> list[Cell]:
-    """``cells`` without the combinations llama.cpp refuses (each named in a note); a ConfigError
-    when none is left."""
+    """``cells`` without the combinations llama.cpp refuses (noted); ConfigError when none is left."""
     cells = _rates_of_draft_max(cells, notes)
     kept: list[Cell] = []
     dropped: dict[Refusal, list[Cell]] = {}
@@ -123,8 +121,7 @@ _NEGATIVE_NUMBER = re.compile(r"^-\d")
 
 
 def check_free_args(args: list[str], binary: BinaryInfo, where: str) -> None:
-    """Refuse an option in ``args`` that ``binary``'s probed ``--help`` does not list (nothing to
-    check when the build.json predates recording them, or the build is not made yet)."""
+    """Refuse an option in ``args`` that ``binary``'s probed ``--help`` does not list."""
     known = binary.flags.known
     if not known:
         return

@@ -3,8 +3,7 @@
 llama.cpp fails every sample of a prompt longer than the context; the plan refuses it first from a
 floor on its tokens: the fewest of the target's vocabulary's tokens that spell it (every tokenization
 is one such spelling), else its characters over ``CHARS_PER_TOKEN``. ``one_batch`` sizes ``-b`` for
-the programs that need the whole prompt in one batch, from a ceiling on its tokens.
-"""
+the programs that need the whole prompt in one batch, from a ceiling on its tokens."""
 
 from __future__ import annotations
 
@@ -92,8 +91,7 @@ def read_vocab(path: Path) -> Vocab | None:
 def check_fit(
     prompts: Mapping[str, list[RenderedPrompt]], models: Mapping[str, object], ctx_size: int, where: str = ""
 ) -> None:
-    """Refuse a prompt that cannot fit ``ctx_size`` tokens (0: the model's own, not checked); one
-    whose UTF-8 bytes fit needs no vocabulary read."""
+    """Refuse a prompt that cannot fit ``ctx_size`` tokens (0: the model's own, not checked)."""
     if ctx_size <= 0:
         return
     for target, rendered in prompts.items():

@@ -95,14 +95,12 @@ class Plan(BaseModel):
         return [i for i in self.invocations if i.warmup]
 
     def left(self, done: set[tuple]) -> list[Invocation]:
-        """What a resumed run still runs with the samples of ``done`` recorded: the samples not recorded
-        yet, and the warmups while one is left."""
+        """What a resumed run still runs: the samples not in ``done``, and the warmups while one is."""
         todo = [i for i in self.invocations if i.warmup or i.sample_key() not in done]
         return todo if any(not i.warmup for i in todo) else []
 
     def describe(self, max_prompt_chars: int | None = None, limit: int | None = None) -> list[str]:
-        """Lines for ``--dry-run``: a summary, the notes, then each invocation's label and command (past
-        ``limit``, how many more)."""
+        """Lines for ``--dry-run``: a summary, the notes, each invocation's label and command."""
         n_spec = sum(i.role == "speculative" for i in self.measured)
         lines = [
             f"# {len(self.invocations)} invocations: {len(self.warmups)} warmups, "

@@ -22,8 +22,7 @@ def is_mtp(method: str) -> bool:
 
 
 def keeps_server_state(method: str) -> bool:
-    """Whether a llama-server speculating with ``method`` carries state from one request to the
-    next (``Method.server_state``); an unknown part counts as stateful, the safe side."""
+    """A llama-server speculating with ``method`` keeps state between requests (unknown: yes)."""
     return any(p not in METHODS or METHODS[p].server_state for p in parts(method))
 
 

@@ -1,8 +1,7 @@
 """The config keys of the llama.cpp options a user tunes, and free arguments.
 
 Each option of ``base.llamaopts`` is a key of the config, of a pair (pinning it) and a ``sweep:``
-axis; ``args:`` passes what has no key, and an argument specbench sets itself is refused.
-"""
+axis; ``args:`` passes what has no key, and an argument specbench sets itself is refused."""
 
 from __future__ import annotations
 
@@ -71,18 +70,11 @@ OPTION_KEYS: dict[str, tuple[Any, str]] = {
     o.key: (o.type, f"{o.description.rstrip('.')} ({o.spellings[0]}: {o.values}).") for o in TUNED
 }
 ARGS_DESCRIPTION = "Extra arguments for every llama.cpp invocation (for what has no key); one string each."
+SWEEP_ARGS_DESCRIPTION = "Sweep axis of named argument sets: [{label, args}, ...]."
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-def _scalar_fields() -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        key: (kind | None, Field(default=None, description=desc)) for key, (kind, desc) in OPTION_KEYS.items()
-    }
-    fields["args"] = (list[Arg], Field(default_factory=list, description=ARGS_DESCRIPTION))
-    return fields
 
 
 if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type checker:
@@ -94,7 +86,11 @@ if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type
 
 else:
     OptionValues = create_model(
-        "OptionValues", __base__=_Strict, __doc__="llama.cpp options set once.", **_scalar_fields()
+        "OptionValues",
+        __base__=_Strict,
+        __doc__="llama.cpp options set once.",
+        **{k: (t | None, Field(default=None, description=d)) for k, (t, d) in OPTION_KEYS.items()},
+        args=(list[Arg], Field(default_factory=list, description=ARGS_DESCRIPTION)),
     )
 
 
@@ -105,19 +101,8 @@ class NamedArgs(_Strict):
     args: list[Arg] = Field(min_length=1, description="The set's extra llama.cpp arguments, one string each.")
 
 
-def _sweep_fields() -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        key: (list[kind], Field(default_factory=list, description=f"Sweep axis (one cell per value): {desc}"))  # type: ignore[valid-type]
-        for key, (kind, desc) in OPTION_KEYS.items()
-    }
-    fields["args"] = (
-        list[NamedArgs],
-        Field(default_factory=list, description="Sweep axis of named argument sets: [{label, args}, ...]."),
-    )
-    return fields
-
-
-def _unique_options(cls: type, v: list) -> list:
+def unique_items(cls: type[BaseModel], v: list[Any]) -> list[Any]:
+    """A swept list names each value (an argument set by its label) once."""
     keys = [x.label if isinstance(x, NamedArgs) else x for x in v]
     dupes = sorted({str(x) for x in keys if keys.count(x) > 1})
     if dupes:
@@ -137,8 +122,12 @@ else:
         "SweepOptions",
         __base__=_Strict,
         __doc__="llama.cpp options swept: [] is not swept.",
-        __validators__={"unique_options": field_validator(*OPTION_KEYS, "args")(_unique_options)},
-        **_sweep_fields(),
+        __validators__={"unique_options": field_validator(*OPTION_KEYS, "args")(unique_items)},
+        **{
+            k: (list[t], Field(default_factory=list, description=f"Sweep axis (one cell per value): {d}"))
+            for k, (t, d) in OPTION_KEYS.items()
+        },
+        args=(list[NamedArgs], Field(default_factory=list, description=SWEEP_ARGS_DESCRIPTION)),
     )
 
 
@@ -162,18 +151,13 @@ def check_args(args: list[str], where: str, keys_set: set[str]) -> None:
             raise ValueError(f"{where}[{i}]: {name} is also set by the key {key}; give it once, as {key}")
 
 
-def keys_set(config: Any) -> set[str]:
-    """The option keys the config gives a value anywhere (whole config, a pair, the sweep)."""
-    out = {k for k in OPTION_KEYS if getattr(config, k) is not None or getattr(config.sweep, k)}
-    return out | {k for p in config.pairs.values() for k in OPTION_KEYS if getattr(p, k) is not None}
-
-
 def check_options(config: Any) -> None:
     """A key set once and swept is ambiguous; free arguments must not collide (see ``check_args``)."""
     for key in OPTION_KEYS:
         if getattr(config, key) is not None and getattr(config.sweep, key):
             raise ValueError(f"{key} is set for the whole config and swept (sweep.{key}); keep one of them")
-    given = keys_set(config)
+    given = {k for k in OPTION_KEYS if getattr(config, k) is not None or getattr(config.sweep, k)}
+    given |= {k for p in config.pairs.values() for k in OPTION_KEYS if getattr(p, k) is not None}
     check_args(config.args, "args", given)
     for name, pair in config.pairs.items():
         check_args(pair.args, f"pairs.{name}.args", given)

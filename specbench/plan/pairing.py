@@ -3,8 +3,7 @@
 - ``sequential``: A then B, the order reversed every pair (ABBA); each build has the whole machine.
 - ``duet``: A and B at once, each on its own half of the CPUs (Bulej et al. 2020): whatever else
   takes the CPU slows both sides, so their ratio cancels it (docs/decide.md). CPU backends only.
-- ``auto``: duet where it can run, else sequential.
-"""
+- ``auto``: duet where it can run, else sequential."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 A pinned method that does not fit the pair's files is refused; a ``sweep.method`` entry is skipped
 with a note for the pairs it does not fit, and refused when it fits none. Files not fetched yet (a
-dry run) are not checked; what each method needs is ``base.methods``'.
-"""
+dry run) are not checked; what each method needs is ``base.methods``'."""
 
 from __future__ import annotations
 
@@ -69,8 +68,7 @@ def misfit(method: str, pair: PairConfig, facts: Mapping[str, SpecFacts]) -> str
 
 
 def pair_methods(config: Config, facts: Mapping[str, SpecFacts], notes: list[str]) -> dict[str, list[str]]:
-    """The methods each pair runs; ConfigError (one line) for a pinned misfit or a sweep method
-    that fits no pair."""
+    """The methods each pair runs; ConfigError for a pinned misfit or one that fits no pair."""
     runs: dict[str, list[str]] = {}
     why_not: dict[str, str] = {}
     for pname, pair in config.pairs.items():

@@ -2,8 +2,7 @@
 
 Chat ``messages`` are rendered with the target's own chat template (what it was trained on), raw
 ``text`` passed as is. The built-in suite follows Spec-Bench's six categories: speculation pays very
-differently on code than on translation or open chat.
-"""
+differently on code than on translation or open chat."""
 
 from __future__ import annotations
 

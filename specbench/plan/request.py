@@ -6,8 +6,7 @@ from pydantic import BaseModel
 
 
 class CompletionRequest(BaseModel):
-    """The ``POST /completion`` body: the same rendered prompt and generation settings as the process
-    runner's command line, and no prompt cache (a repeated prompt would otherwise skip prompt eval)."""
+    """The ``POST /completion`` body, without the prompt cache (a repeat would skip prompt eval)."""
 
     prompt: str  # the rendered prompt text, as passed with -p (/completion applies no chat template)
     n_predict: int

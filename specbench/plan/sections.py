@@ -22,7 +22,7 @@ from pydantic import (
 from specbench.base.llamaopts import AXES, LlamaOption, MethodName
 from specbench.base.paths import LocalPath, Name
 from specbench.plan.methods import draft_free, needs_draft_model
-from specbench.plan.options import Arg, OptionValues, SweepOptions
+from specbench.plan.options import Arg, OptionValues, SweepOptions, unique_items
 from specbench.results.records import Generation
 
 NonNegativeInt = Annotated[int, Field(ge=0)]
@@ -44,14 +44,19 @@ def _numeric(annotation: Any) -> bool:
     return bool(args) and args <= {int, float}
 
 
-def refuse_bool_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+def no_bool(value: Any, what: str = "a number") -> Any:
     """A boolean for a number is refused: YAML reads yes/no/on/off as booleans, pydantic true as 1."""
-    field = cls.model_fields.get(info.field_name or "")
-    if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+    if isinstance(value, bool):
         raise ValueError(
-            f"must be a number, not {str(value).lower()} (YAML reads yes/no/on/off/true/false as booleans)"
+            f"must be {what}, not {str(value).lower()} (YAML reads yes/no/on/off/true/false as booleans)"
         )
     return value
+
+
+def refuse_bool_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """Every strict section's ``no_bool`` on its numeric fields."""
+    field = cls.model_fields.get(info.field_name or "")
+    return no_bool(value) if field is not None and _numeric(field.annotation) else value
 
 
 class Strict(BaseModel):
@@ -219,22 +224,12 @@ class SweepConfig(_SweepAxes):
     @field_validator(*NUMBER_LISTS, mode="before")
     @classmethod
     def _no_bool_items(cls, v: object) -> object:
-        """``draft_max: [4, yes]`` is a YAML slip, not draft_max 1 (see refuse_bool_number)."""
+        """``draft_max: [4, yes]`` is a YAML slip, not draft_max 1."""
         for x in v if isinstance(v, list) else [v]:
-            if isinstance(x, bool):
-                raise ValueError(
-                    f"must be a list of numbers, not {str(x).lower()} "
-                    "(YAML reads yes/no/on/off/true/false as booleans)"
-                )
+            no_bool(x, "a list of numbers")
         return v
 
-    @field_validator(*(o.key for o in AXES), "depth")
-    @classmethod
-    def _unique(cls, v: list) -> list:
-        dupes = sorted({str(x) for x in v if v.count(x) > 1})
-        if dupes:
-            raise ValueError(f"lists {', '.join(dupes)} more than once")
-        return v
+    _unique = field_validator(*(o.key for o in AXES), "depth")(classmethod(unique_items))
 
     @model_validator(mode="after")
     def _some_draft_cell(self) -> SweepConfig:

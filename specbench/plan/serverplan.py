@@ -3,8 +3,7 @@
 A setting is what is fixed when llama-server starts (the pinned build ignores per-request
 speculative fields). Per target and parallel: the baseline server, each speculative setting, the
 baseline again (``results.bracket``: a change of the machine's speed shows), the drafts alone.
-Requests go in batches of ``parallel`` in flight together.
-"""
+Requests go in batches of ``parallel`` in flight together."""
 
 from __future__ import annotations
 
@@ -53,8 +52,7 @@ def ram_cache(server: BinaryInfo) -> tuple[list[str], str]:
 
 
 def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int | None, parallel: int) -> list[str]:
-    """A plain llama-server: ``-np`` slots, each with ``ctx_size`` (``-c`` is split between them), no
-    prompt cache, ``/metrics`` on, ``--port 0`` (the system picks a free one)."""
+    """A plain llama-server: ``-np`` slots of ``ctx_size`` each, no prompt cache, ``/metrics`` on."""
     f = server.flags
     ctx = gen.ctx_size * parallel
     argv = [*server.argv0, "-m", path, "-c", str(ctx), "-ngl", str(ngl or 0)]  # no ngl: on the CPU

@@ -3,8 +3,7 @@ array) runs on separate machines, merged back into one run folder afterwards.
 
 A cell travels with the baseline and draft-alone runs it is judged against (measured in every shard
 that needs them). Cells go longest first to the shard whose estimated time grows least (LPT), ties
-by name, so the same config always gives the same shards.
-"""
+by name, so the same config always gives the same shards."""
 
 from __future__ import annotations
 
@@ -151,8 +150,7 @@ def assign(
     estimate: Callable[[Invocation], float] = guess_s,
     runs_on: Callable[[Invocation], str | None] = lambda inv: None,
 ) -> list[ShardPlan]:
-    """Deal the plan's cells to ``count`` shards, balanced by estimated time; a shard holds cells of
-    one ``runs_on`` label (it runs on one kind of runner)."""
+    """Deal the plan's cells to ``count`` shards by estimated time, one ``runs_on`` label a shard."""
     if count < 1:
         raise ConfigError("--shards must be at least 1")
     units, alone = _units(plan, runs_on)
@@ -194,8 +192,7 @@ def cells_of(plan: Plan) -> list[str]:
 
 
 def restrict(plan: Plan, shard: Shard, cells: Iterable[str]) -> Plan:
-    """The part of ``plan`` that measures ``cells``: their runs, the alone runs they are judged with
-    and the warmups of what is left, each stamped with the shard (a cell axis)."""
+    """The part of ``plan`` that measures ``cells``, with what they are judged against."""
     wanted = set(cells)
     mine = [i for i in plan.measured if i.role == "speculative" and cell_name(i) in wanted]
     needs = {baseline_of(i) for i in mine} | {draft_alone_of(i) for i in mine if draft_alone_of(i)}
@@ -242,8 +239,7 @@ class Sharding:
 
 
 def cut(plan: Plan, config: Config, shard: Shard) -> tuple[Plan, Sharding]:
-    """Shard ``shard`` of ``plan`` (its matrix entry's cells, else ``assign``'s from the plan's sizes)
-    and what to record."""
+    """Shard ``shard`` of ``plan`` (its matrix entry's cells, else ``assign``'s) and its record."""
     everything = cells_of(plan)
     if shard.count > len(everything):
         raise ConfigError(

@@ -49,8 +49,7 @@ def shipped_configs() -> list[ShippedConfig]:
 
 
 def find_shipped(text: str | Path) -> Path | None:
-    """The shipped config ``text`` names: ``quickstart``, ``quickstart.yaml``, ``configs/quickstart.yaml``
-    or ``seeds/NAME``; None when it names none."""
+    """The shipped config ``text`` names (``quickstart``, ``configs/quickstart.yaml``...), or None."""
     parts = Path(text).parts
     if not parts or Path(text).is_absolute() or ".." in parts:
         return None
@@ -61,8 +60,7 @@ def find_shipped(text: str | Path) -> Path | None:
 
 
 def resolve_config(path: Path) -> Path:
-    """``path`` when it is there, else the shipped config it names, else ``path`` (its reader says
-    it does not exist)."""
+    """``path`` when it is there, else the shipped config it names, else ``path``."""
     if path.exists():
         return path
     return find_shipped(path) or path

@@ -2,8 +2,7 @@
 
 Planning is pure, so ``--dry-run`` prints precisely what a run would execute. Within each
 repetition a prompt's baseline runs right before the cells compared with it, then the draft models
-alone they use, so thermal and frequency drift hit both sides alike.
-"""
+alone they use, so thermal and frequency drift hit both sides alike."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ from dataclasses import dataclass, field
 
 from specbench.base.errors import ConfigError
 from specbench.builder.buildinfo import ONE_BATCH_ROLES, BinaryInfo, BuildInfo
+from specbench.builder.workaround import with_workaround, workaround_argv
 from specbench.plan import pairing
 from specbench.plan.cells import (
     baseline_groups,
@@ -35,7 +35,6 @@ from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.preflight import pair_methods, read_facts
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.serverplan import server_plan
-from specbench.plan.workarounds import with_workarounds, workaround_notes
 from specbench.results.cell import Cell, baseline_cell, cell_dict
 from specbench.results.records import Generation
 
@@ -46,8 +45,10 @@ SENTINEL_TOKENS = 64  # the speed sentinel's decode: short (its cost), long enou
 MAX_INVOCATIONS = 200_000
 
 
-def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int | None) -> list[str]:
-    argv = ["-p", prompt, "-n", str(gen.n_predict), "--temp", fmt_num(gen.temperature), "-s", str(gen.seed)]
+def _common(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl: int | None) -> list[str]:
+    """``binary`` on the model at ``path`` with the config's generation settings."""
+    argv = [*binary.argv0, "-m", path, "-p", prompt, "-n", str(gen.n_predict)]
+    argv += ["--temp", fmt_num(gen.temperature), "-s", str(gen.seed)]
     if gen.top_k is not None:
         argv += ["--top-k", str(gen.top_k)]
     if gen.threads is not None:
@@ -58,31 +59,11 @@ def _common(binary: BinaryInfo, gen: Generation, prompt: str, ngl: int | None) -
     return argv
 
 
-def _alone_argv(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl: int | None) -> list[str]:
-    argv = [*binary.argv0, "-m", path, *_common(binary, gen, prompt, ngl)]
-    if binary.flags.no_conversation:
-        argv.append(binary.flags.no_conversation)  # chat mode would wait on stdin
-    if binary.flags.no_display_prompt:
-        argv.append(binary.flags.no_display_prompt)
-    return argv
-
-
 # llama-speculative-simple logs each step at debug level: the rate over its first n_predict tokens is
 # read from them (parse.span.first_tokens), since an n-gram draft can take it far past -n; the lines
 # carry their time where the build prints it by default (the pin) or is asked to (2025).
 STEP_LOG_LEVEL = "5"
 STEP_LOG_TIME = ("--log-prefix", "--log-timestamps")
-
-
-def _spec_argv(config: Config, binary: BinaryInfo, cell: Cell, models: Mapping[str, object], prompt: str):
-    draft = model_path(models, cell.draft) if cell.draft else None
-    gen = config.generation
-    argv = [*binary.argv0, "-m", model_path(models, cell.model), *_common(binary, gen, prompt, cell.ngl)]
-    if binary.role == "speculative_simple" and binary.flags.log_verbosity:
-        argv += [binary.flags.log_verbosity, STEP_LOG_LEVEL]
-        argv += [f for f in STEP_LOG_TIME if f in (binary.flags.known or ())]
-    argv += speculative_flags(binary.flags, cell, draft)
-    return argv + option_flags(binary, cell, free_args(config, cell))
 
 
 def _prompts_by_target(
@@ -125,8 +106,7 @@ def make_plan(
 
     ``build``: per build label (one serves all: an A/A run); ``models``: name -> ResolvedModel or
     path; ``repetitions``: default the config's first round. Several builds: each run of a baseline,
-    cell or draft alone right after the other builds' runs of it, in ABBA order.
-    """
+    cell or draft alone right after the other builds' runs of it, in ABBA order."""
     notes: list[str] = []
     builds = build if isinstance(build, Mapping) else dict.fromkeys(config.build_labels, build)
     labels = list(builds)
@@ -277,8 +257,7 @@ class _Factory:
         }
 
     def _batch(self, binary: BinaryInfo, cell: Cell, prompt: RenderedPrompt) -> list[str]:
-        """``-b`` holding the whole prompt where the speculative program needs it in one batch
-        (``plan.fit.one_batch``), the same for every run of that prompt."""
+        """``-b`` holding the whole prompt where the speculative program needs it (``one_batch``)."""
         if self.spec.role not in ONE_BATCH_ROLES:
             return []
         spec = (self.spec.flags.options or {}).get("batch_size")
@@ -293,24 +272,30 @@ class _Factory:
     def alone(self, role: str, model: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
         """The target (``baseline``) or a draft model (``draft``) alone, with llama-completion.
         ``model``: its build, model, ngl and options (``baseline_cell`` / ``draft_alone_cell``)."""
-        prompt = at_depth(prompt, model.depth, self.deep)
-        gen = self.config.generation
-        argv = _alone_argv(self.completion, model_path(self.models, model.model), gen, prompt.text, model.ngl)
-        argv += option_flags(self.completion, model, free_args(self.config, model))
-        argv += self._batch(self.completion, model, prompt)
+        prompt, binary = at_depth(prompt, model.depth, self.deep), self.completion
+        path = model_path(self.models, model.model)
+        argv = _common(binary, path, self.config.generation, prompt.text, model.ngl)
+        # no chat mode (it would wait on stdin), no echoed prompt
+        argv += [f for f in (binary.flags.no_conversation, binary.flags.no_display_prompt) if f]
+        argv += option_flags(binary, model, free_args(self.config, model))
+        argv += self._batch(binary, model, prompt)
         return Invocation(
             role=role,
             **cell_dict(model),
             binary_role="completion",
             argv=argv,
-            prompt_echoed=self.completion.flags.no_display_prompt is None,
+            prompt_echoed=binary.flags.no_display_prompt is None,
             **self._base(prompt, rep),
         )
 
     def speculative(self, c: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
-        prompt = at_depth(prompt, c.depth, self.deep)
-        argv = _spec_argv(self.config, self.spec, c, self.models, prompt.text)
-        argv += self._batch(self.spec, c, prompt)
+        prompt, spec = at_depth(prompt, c.depth, self.deep), self.spec
+        argv = _common(spec, model_path(self.models, c.model), self.config.generation, prompt.text, c.ngl)
+        if spec.role == "speculative_simple" and spec.flags.log_verbosity:
+            argv += [spec.flags.log_verbosity, STEP_LOG_LEVEL]
+            argv += [f for f in STEP_LOG_TIME if f in (spec.flags.known or ())]
+        argv += speculative_flags(spec.flags, c, model_path(self.models, c.draft) if c.draft else None)
+        argv += option_flags(spec, c, free_args(self.config, c)) + self._batch(spec, c, prompt)
         return Invocation(
             role="speculative",
             **cell_dict(c),
@@ -332,3 +317,37 @@ def _warmups(measured: list[Invocation], count: int) -> list[Invocation]:
         for i in range(count)
         for inv in seen.values()
     ]
+
+
+def with_workarounds(
+    invocations: list[Invocation], builds: Mapping[str | None, BuildInfo]
+) -> list[Invocation]:
+    """``invocations`` with each build's workaround (the flag its self-test found to cure a crash,
+    ``builder.workaround``) right after the binary path; ``workarounds: false`` runs it as built."""
+    out = []
+    for inv in invocations:
+        argv = with_workaround(list(inv.argv), builds.get(inv.build), inv.binary_role)
+        out.append(inv if argv == list(inv.argv) else inv.model_copy(update={"argv": argv}))
+    return out
+
+
+def workaround_notes(builds: Mapping[str | None, BuildInfo]) -> list[str]:
+    """One line per build that runs with a workaround (or that has one turned off)."""
+    notes = []
+    for label, info in builds.items():
+        st = info.selftest
+        if st is None or st.workaround is None:
+            continue
+        who = f"build {label}" if label else "this build"
+        if info.workarounds_off:
+            notes.append(
+                f"workaround OFF for {who} (--no-workarounds): {st.workaround.reason}; expect the crash"
+            )
+        else:
+            bench = " ".join(workaround_argv(info, "bench"))
+            also = f" (llama-bench: {bench})" if bench and bench != st.workaround.flag else ""
+            notes.append(
+                f"workaround: {who} runs with {st.workaround.flag} on every invocation{also}: "
+                f"{st.workaround.reason}; --no-workarounds runs it as built"
+            )
+    return notes
