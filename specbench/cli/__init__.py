@@ -1,7 +1,7 @@
 """The command line. Thin: each command parses options, calls the library, prints the result.
 
-One module per command group (as in huggingface_hub's ``hf``); each registers itself on ``app``.
-Heavy libraries (scipy, matplotlib) are imported inside commands so ``--help`` stays fast.
+One module per command group registers itself on ``app``; heavy libraries are imported inside
+commands so ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-# Command-group modules, in the order they appear in --help. Each defines `register(app)`.
+# in --help's order; each defines `register(app)`
 COMMAND_MODULES: list[str] = [
-    "run", "plan", "merge", "tune", "drafts", "report", "compare", "history", "ab", "publish", "models",
-    "build", "env", "parse", "schema", "configs",
+    "run", "plan", "tune", "drafts", "report", "compare", "history", "ab", "publish", "models", "build",
+    "parse", "configs",
 ]  # fmt: skip
 
 
@@ -57,9 +57,8 @@ for _name in COMMAND_MODULES:
 
 
 def _interruptible(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Ctrl-C, SIGTERM or SIGHUP inside a command (specbench.base.interrupts): one line saying what was kept,
-    exit 128 + the signal's number. Here, because typer turns any KeyboardInterrupt into a bare exit 130
-    before ``main`` could see it. A command with more to say catches its own interruption first."""
+    """Ctrl-C, SIGTERM or SIGHUP inside a command: one line saying what was kept, exit 128 + the
+    signal's number (here, because typer turns a KeyboardInterrupt into a bare exit 130)."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -82,7 +81,7 @@ def _wrap_commands(group: typer.Typer) -> None:
             _wrap_commands(sub.typer_instance)
 
 
-_wrap_commands(app)  # every command, the ones modules above register in the future included
+_wrap_commands(app)
 
 
 # click's exceptions as typer raises them (typer 0.2x carries its own copy of click)
@@ -90,9 +89,8 @@ _click_errors = sys.modules[typer.BadParameter.__module__]
 
 
 def _usage_line(exc: Any) -> str:
-    """Click's own error (an unknown option, a missing argument, a bad value) as specbench's one
-    line: ``error: specbench run: no such option: --foo (see specbench run --help)``; exit 2, as
-    every other bad input (``ExitCode``)."""
+    """Click's own error as specbench's one line: ``specbench run: no such option: --foo (see
+    specbench run --help)``."""
     message = exc.format_message().rstrip(".")
     message = message[:1].lower() + message[1:]
     ctx = getattr(exc, "ctx", None)

@@ -1,8 +1,4 @@
-"""`specbench ab` and `specbench bisect`: two llama.cpp builds in one interleaved run, a paired gate.
-
-The run's config and notes come from ``specbench.gate.abrun``; the gate's table from
-``specbench.cli.gateview``.
-"""
+"""`specbench ab` and `specbench bisect`: two llama.cpp builds in one interleaved run, a paired gate."""
 
 from __future__ import annotations
 
@@ -25,7 +21,6 @@ from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, roles_re
 
 
 def _check_paths(config: Path, out: Path) -> None:
-    """A name no filesystem here can hold is bad input, said before anything is built (exit 2)."""
     from specbench.base.paths import check_path
 
     check_path(config, "CONFIG")
@@ -45,13 +40,9 @@ def run_builds(
     open_: frozenset[Status] = STILL_OPEN,
     typed: dict[str, str] | None = None,
 ):
-    """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists);
-    whatever ``repetitions`` says, rounds go on while the paired gate leaves a cell undecided, up to
-    ``max_repetitions`` or ``budget_s`` (issue 32: decide by default, as Pinpoint does).
-    ``resume_hint``: the options that continue it, said on an interruption (default ``--out DIR``).
-    ``open_``: the decisions that still want rounds (``undecided_samples``). ``typed``: each build's
-    option as written, for the errors (``load_builds_config``).
-    Returns the run's ``RunSummary`` (its extra rounds, whether the budget stopped them)."""
+    """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists),
+    adding rounds while the gate leaves a cell undecided (``open_``), up to ``max_repetitions`` or
+    ``budget_s``, as Pinpoint does. ``resume_hint``: the options that continue it (``--out DIR``)."""
     from specbench.cli.common import resume_command
     from specbench.execute import benchmark, resumecheck
     from specbench.gate.ab import undecided_samples
@@ -83,8 +74,6 @@ def run_builds(
             undecided=lambda samples: undecided_samples(samples, base, head, metrics, threshold, open_),
             budget_s=budget_s,
         )  # fmt: skip
-    # a paired gate on a busy machine decides little; the builds alternate, so both sides saw a speed
-    # move, but the noise did grow
     warn_busy(summary, "the pairs may be too noisy to decide (measure on a quiet machine)",
               "pairs measured across it are noisier")  # fmt: skip
     from specbench.machine.contention import RERUN_NOTE_END
@@ -152,16 +141,10 @@ def ab_cmd(
         out = inside(results_dir(), make_run_id(f"{config.stem}-ab"), what="run folder")
     with measuring_is_input():
         _check_paths(config, out)
+        typed = {"base": f"--base {base}", "head": f"--head {head}"}
+        metrics = list(metric or PAIRED_DEFAULT)
         summary = run_builds(
-            config,
-            list(set_ or []),
-            specs,
-            out,
-            quiet,
-            list(metric or PAIRED_DEFAULT),
-            thr,
-            budget_s=budget,
-            typed={"base": f"--base {base}", "head": f"--head {head}"},
+            config, list(set_ or []), specs, out, quiet, metrics, thr, budget_s=budget, typed=typed
         )
     cmp = paired_from_run(
         out, "base", "head", metric, thr, allow_noisy=allow_noisy, allow_output_change=allow_output_change
@@ -214,10 +197,7 @@ def bisect_cmd(
     with measuring_is_input():  # config, --set and --out are checked before any state is written
         _check_paths(config, out)
         good_sha, _, _ = bisect.commit_range(src, good, bad)
-        specs = [
-            ("base", str(src), good_sha),
-            ("head", str(src), good_sha),
-        ]
+        specs = [("base", str(src), good_sha), ("head", str(src), good_sha)]
         resolved = load_builds_config(config, list(set_ or []), specs)
         check_writable(out)
         ident = config_hash(resolved.model_dump(mode="json", exclude={"path", "base_dir"}))
@@ -230,10 +210,7 @@ def bisect_cmd(
     def measure(
         base_sha: str, head_sha: str, run_dir: Path, budget_s: float | None, open_: frozenset[Status]
     ) -> bisect.Measured:
-        specs = [
-            ("base", str(src), base_sha),
-            ("head", str(src), head_sha),
-        ]
+        specs = [("base", str(src), base_sha), ("head", str(src), head_sha)]
         with measuring_is_input():
             try:
                 summary = run_builds(
@@ -244,8 +221,6 @@ def bisect_cmd(
                 raise ConfigError(f"bisect step base {base_sha[:10]}, head {head_sha[:10]}: {exc}") from exc
         cmp = paired_from_run(run_dir, "base", "head", [metric], thr)
         failed = cmp.count(Status.FAIL) > 0
-        # the step's --budget, as the user gave it: its share for this run is spent, and so (once the
-        # step is shown) is the step's
         return bisect.Measured(decisions=cmp.decisions, rounds_end=rounds_end(summary, budget, failed))
 
     def on_step(step: bisect.Step) -> None:
@@ -289,7 +264,7 @@ def bisect_cmd(
 
 
 def _ratio(step) -> str:
-    """A step's (or its run against bad's) ratio and interval as the bisect lines show them."""
+    """A step's (or its run against bad's) ratio and interval."""
     ratio = f"{step.ratio:.3f}" if step.ratio is not None else "-"
     return ratio + (f" [{step.ci_low:.3f}, {step.ci_high:.3f}]" if step.ci_low is not None else "")
 

@@ -1,4 +1,5 @@
-"""`specbench build`: get and compile llama.cpp for this machine (cached; a second call is a no-op)."""
+"""`specbench build`: get and compile llama.cpp for this machine (cached; a second call is a no-op);
+`specbench env`: the machine results are measured on, and the cached builds."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import err_console, say
+from specbench.cli.output import Format, RecordFormat, chosen, print_json
 
 
 def build(
@@ -54,14 +56,8 @@ def build(
     from specbench.builder.cmake import CompileError
 
     start = time.monotonic()
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+    columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    bar = Progress(TextColumn("{task.description}"), *columns, console=err_console, transient=True)
     task = bar.add_task("preparing", total=None)
     phases: set[str] = set()
 
@@ -76,15 +72,7 @@ def build(
             bar.update(task, description=p.phase, completed=p.done, total=p.total)
 
     try:
-        info = ensure_build(
-            backend=backend,
-            source=source,
-            jobs=jobs,
-            cmake_args=cmake_arg or (),
-            force=force,
-            progress=progress,
-            ref=ref,
-        )
+        info = ensure_build(backend, source, jobs, cmake_arg or (), force=force, progress=progress, ref=ref)
     except CompileError as exc:
         bar.stop()
         for line in exc.details:
@@ -108,7 +96,7 @@ def build(
 
 
 def selftest_lines(st) -> list[str]:
-    """The self-test record as `build` and `env` print it: per type, and the workaround with its reason."""
+    """The self-test record: per type, and the workaround with its reason."""
     if st is None:
         return ["self-test: none recorded"]
     lines = [f"self-test ({st.machine}, {st.checked_at}): {st.summary()}"]
@@ -123,5 +111,50 @@ def selftest_lines(st) -> list[str]:
     return lines
 
 
+def env(
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+    fmt: RecordFormat = Format.table,
+) -> None:
+    """Show OS, CPU, RAM, GPUs, versions, the backend `build --backend auto` picks, and cached builds."""
+    from specbench.builder.buildinfo import env_report
+
+    info = env_report()
+    if chosen(fmt, as_json) == Format.json:
+        print_json(info)
+        return
+    ram = f"{info.ram_gb} GB" if info.ram_gb is not None else "unknown"
+    rows = [
+        ("host", info.hostname or "unknown"),
+        ("os", f"{info.os} ({info.arch})"),
+        ("cpu", f"{info.cpu_model}, {info.cpu_cores} cores"),
+        ("ram", ram),
+        ("python", info.python),
+        ("specbench", info.specbench_version),
+        ("backend (auto)", info.backend),
+    ]
+    for k, v in rows:
+        say(f"{k:<15} {v}")
+    if info.variables:
+        listed = ", ".join(f"{k}={v}" for k, v in info.variables.items())
+        say(f"{'llama env':<15} {listed} (every llama.cpp binary sees them)")
+    if not info.gpus:
+        say(f"{'gpus':<15} none found")
+    for gpu in info.gpus:
+        mem = f", {gpu.memory_mb} MiB" if gpu.memory_mb else ""
+        cap = f", compute {gpu.compute_cap}" if gpu.compute_cap else ""
+        say(f"{'gpu':<15} {gpu.name} (driver {gpu.driver or '?'}{mem}{cap})")
+    if not info.builds:
+        say("no cached llama.cpp builds; run `specbench build`")
+        return
+    say("cached llama.cpp builds:")
+    for b in info.builds:
+        commit = (b.commit or "unknown commit")[:12]
+        say(f"  {b.key}  ({b.backend}, {commit}, built {b.built_at})")
+        say(f"    {b.bin_dir}")
+        for text in selftest_lines(b.selftest):
+            say(f"    {text}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("build")(build)
+    app.command("env")(env)

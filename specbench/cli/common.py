@@ -14,9 +14,8 @@ from specbench.base.redact import redact
 
 
 class _Redacted:
-    """What every console writes to: stdout or stderr as it is at the time (a test swaps them), each
-    text ``redact``ed on its way, so no line specbench prints shows a credential (a URL's userinfo,
-    a ``?token=``) whatever value it came from. Everything else is the stream's own."""
+    """stdout or stderr as it is at the time (a test swaps them), every text ``redact``ed on its
+    way: no line specbench prints shows a credential, whatever value it came from."""
 
     def __init__(self, err: bool) -> None:
         self._err = err
@@ -34,8 +33,7 @@ class _Redacted:
 
 
 def make_console(err: bool = False, **settings: Any) -> Console:
-    """A rich console on stdout (stderr with ``err``) whose output is redacted: every console the CLI
-    prints with is one of these."""
+    """A rich console on stdout (stderr with ``err``) whose output is redacted: the CLI's every one."""
     return Console(file=_Redacted(err), **settings)  # type: ignore[arg-type]  # a text stream, duck-typed
 
 
@@ -51,8 +49,7 @@ err_console = make_console(err=True, soft_wrap=True)
 table_console = console if console.is_terminal else make_console(width=200)
 
 
-# How every line of text is printed: verbatim, no markup, no highlighting, no wrapping (command lines
-# must stay copyable). The one spelling: ``say`` and every ``print(..., **PLAIN)``.
+# How every line of text is printed: verbatim, unwrapped (command lines must stay copyable).
 class Plain(TypedDict):
     markup: bool
     highlight: bool
@@ -68,8 +65,7 @@ def say(line: str, err: bool = False, style: str | None = None) -> None:
 
 
 def say_notes(notes: list[str]) -> None:
-    """``note: ...`` lines on stderr (stdout may be JSON): what reading a run left out, what a plan
-    noted, what a run still going means for its numbers."""
+    """``note: ...`` lines on stderr (stdout may be JSON)."""
     for note in notes:
         say(f"note: {note}", err=True)
 
@@ -84,8 +80,7 @@ state = State()
 
 @dataclass
 class Col:
-    """A column of a fitted table: ``wrap`` columns (free text, long names) may wrap between words;
-    the others stay on one line, whole."""
+    """A column of a fitted table: only ``wrap`` columns (free text) may wrap, between words."""
 
     header: str
     wrap: bool = False
@@ -96,8 +91,7 @@ WRAP_WIDTH = 24  # a free-text column is given at least this much (or its longes
 
 
 def _min_width(col: Col, cells: list[str]) -> int:
-    """A header wraps between words, never inside one; a one-line column is its widest cell; a
-    free-text column its widest text up to ``WRAP_WIDTH``, so it wraps into lines, not letters."""
+    """A header's longest word, and the widest cell (up to ``WRAP_WIDTH`` for free text)."""
     head = max((len(w) for w in col.header.split()), default=1)
     widest = max((len(c) for c in cells), default=0)
     return max(head, min(widest, WRAP_WIDTH) if col.wrap else widest)
@@ -110,17 +104,15 @@ def fitted_table(
     width: int | None,
     **table_args: Any,
 ) -> tuple[object, list[str]]:
-    """A rich Table whose headers and values are never cut: when the terminal (``width``; None:
-    no limit) is too narrow, columns are left out in ``drop_order`` and returned by header, for a
-    line under the table (as ``specbench report`` does). ``row_styles``: one style per row."""
+    """A rich Table whose headers and values are never cut: when ``width`` is too narrow, columns are
+    left out in ``drop_order`` and returned by header. ``row_styles``: one style per row."""
     from rich.table import Table
     from rich.text import Text
 
     styles = table_args.pop("row_styles", None) or [None] * len(rows)
     keep = list(range(len(cols)))
     mins = [_min_width(c, [r[i] for r in rows]) for i, c in enumerate(cols)]
-    # the narrowest a free-text column can wrap to: its longest word (a column is left out only
-    # when the others cannot fit even so)
+    # the narrowest a free-text column can wrap to: its longest word
     floors = [max((len(w) for t in [c.header, *(r[i] for r in rows)] for w in t.split()), default=1)
               if c.wrap else mins[i] for i, c in enumerate(cols)]  # fmt: skip
     dropped: list[str] = []
@@ -152,7 +144,7 @@ def fitted_table(
 
 
 def table_width() -> int | None:
-    """The terminal's width for tables; None when the output is not a terminal (logs keep every column)."""
+    """The terminal's width for tables; None when not a terminal (logs keep every column)."""
     return console.width if console.is_terminal else None
 
 
@@ -163,7 +155,7 @@ def print_fitted(table: object, dropped: list[str], hint: str) -> None:
 
 
 def metric_text(value: float | None, metric: str) -> str:
-    """A metric's value as `compare` and `history` print it (its ``text`` in results/metrics.py)."""
+    """A metric's value as `compare` and `history` print it."""
     from specbench.results.metrics import METRICS
 
     return "-" if value is None else METRICS[metric].text(value)

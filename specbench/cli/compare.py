@@ -10,20 +10,13 @@ import typer
 
 from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
-from specbench.cli.common import (
-    Col,
-    echo,
-    metric_text,
-    say,
-    say_notes,
-)
+from specbench.cli.common import Col, echo, metric_text, say, say_notes
 from specbench.cli.output import Format, TableFormat, print_json, print_table, step_summary
 from specbench.results.metrics import METRICS, choices
 
 baseline_app = typer.Typer(
     help="Save and list baselines (compact run copies to commit).", no_args_is_help=True
 )
-
 
 STATUS_STYLE = {
     "fail": "bold red",
@@ -44,7 +37,6 @@ def _side(d, metric: str, which: str) -> str:
 
 
 def _mde(d, metric: str) -> str:
-    """The smallest change the cell's data could have detected (minimum detectable effect)."""
     return "-" if d is None or d.mde is None else _mde_value(d.mde, metric)
 
 
@@ -78,12 +70,10 @@ def _summary(m) -> str:
         for s in ("fail", "warn", "too_noisy", "improved", "pass", "only_baseline", "only_current")
         if m.count(s)
     )
-    geo = (
-        f"; geometric mean ratio {m.geomean_ratio:.3f} ({(m.geomean_ratio - 1) * 100:+.1f}%)"
-        if m.geomean_ratio
-        else ""
-    )
-    return f"{m.metric}: {counts}{geo}"
+    if not m.geomean_ratio:
+        return f"{m.metric}: {counts}"
+    change = (m.geomean_ratio - 1) * 100
+    return f"{m.metric}: {counts}; geometric mean ratio {m.geomean_ratio:.3f} ({change:+.1f}%)"
 
 
 def _facts(ref: str, f) -> str:
@@ -138,7 +128,7 @@ def _verdict(cmp) -> str:
 
 
 def _figure_lines(m) -> list[str]:
-    """A speedup's per-cell figure on each side, as ``report`` prints it (same function, same pairs)."""
+    """A speedup's per-cell figure on each side, as ``report`` prints it."""
     if m.metric not in METRICS or not METRICS[m.metric].paired:
         return []
 
@@ -149,7 +139,6 @@ def _figure_lines(m) -> list[str]:
 
 
 def to_markdown(cmp) -> str:
-    """The report as GitHub-flavoured markdown (for --format md and GITHUB_STEP_SUMMARY)."""
     out = ["## specbench compare", "", f"- baseline: {esc(_facts(cmp.baseline_ref, cmp.baseline))}",
            f"- current: {esc(_facts(cmp.current_ref, cmp.current))}"]  # fmt: skip
     out += [f"- differs: {esc(d)}" for d in cmp.differences]
@@ -158,8 +147,7 @@ def to_markdown(cmp) -> str:
             out += ["", f"### {m.metric} ({m.unit})", "", f"**{esc(_summary(m))}**"]
             continue
         out += ["", f"### {m.metric} ({m.unit})", "", *md_table(COLUMNS, _rows(m))]
-        figures = _figure_lines(m)
-        if figures:
+        if figures := _figure_lines(m):
             out += [
                 "",
                 "Each cell over its prompts, as `specbench report` shows it (baseline -> current):",
@@ -184,8 +172,7 @@ def _print_table(cmp) -> None:
         print_table([Col(c, wrap=c in ("cell", "why")) for c in COLUMNS], rows, Format.table,
                     f"{m.metric} ({m.unit})", ("p", "mde", "baseline", "current", "prompt", "why"),
                     title_justify="left", row_styles=[STATUS_STYLE.get(r[0], "") for r in rows])  # fmt: skip
-        figures = _figure_lines(m)
-        if figures:
+        if figures := _figure_lines(m):
             say("each cell over its prompts, as `specbench report` shows it (baseline -> current):")
             for line in figures:
                 say(f"  {line}")
@@ -293,7 +280,7 @@ def compare_cmd(
 
 
 def _baseline_name(text: str) -> str:
-    """``--name``, checked as it is parsed (one line, exit 2): it becomes the file NAME.json."""
+    """``--name``, checked as it is parsed (it becomes the file NAME.json); imported only then."""
     from specbench.gate.baseline import baseline_name
 
     return baseline_name(text)

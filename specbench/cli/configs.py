@@ -1,5 +1,5 @@
-"""`specbench configs list|copy`: the configs specbench ships, for an install without a clone
-(``specbench run NAME`` runs one as it is)."""
+"""`specbench configs list|copy`: the configs specbench ships, for an install without a clone; and
+`specbench schema`: the run config's JSON Schema, for editors and check-jsonschema."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import Col, say
-from specbench.cli.output import Format, TableFormat, print_table
+from specbench.cli.output import Format, TableFormat, print_json, print_table
 
 configs_app = typer.Typer(
     help="List and copy the shipped configs (`specbench run NAME` runs one as it is).", no_args_is_help=True
@@ -45,5 +45,13 @@ def configs_copy(
     say(f"wrote {', '.join(map(str, written))}; run it with: specbench run {written[0]}")
 
 
+def schema() -> None:
+    """Print the run config's JSON Schema (from the models that validate a config)."""
+    from specbench.plan.schema import config_schema
+
+    print_json(config_schema())
+
+
 def register(app: typer.Typer) -> None:
+    app.command("schema")(schema)
     app.add_typer(configs_app, name="configs")

@@ -212,7 +212,7 @@ def _x(v: float | None) -> str:
 
 
 def _print_measured(measured: list, run_dir: Path | None, err: bool = False) -> None:
-    """--measure's ranking: measured speedup with its 95% interval, beside the model's prediction."""
+    """--measure's ranking: measured speedup with its interval, beside the model's prediction."""
     if not measured:
         return
     say(f"measured (run folder {run_dir}; `specbench report {run_dir}` shows it):", err=err)

@@ -1,6 +1,4 @@
-"""The paired gate on screen: its table, its verdict line, its Markdown (a PR comment, the GitHub job
-summary) and JSON, for `specbench ab`, `specbench bisect` and `specbench compare RUN` (one
-multi-build run folder)."""
+"""The paired gate on screen (`ab`, `bisect`, `compare RUN`): its table, verdict, Markdown and JSON."""
 
 from __future__ import annotations
 
@@ -41,13 +39,9 @@ def _sides(cmp) -> str:
     """``head X vs base Y``; ``head vs base`` when the labels are those words (``specbench ab``)."""
 
     def side(word: str, label: str) -> str:  # labels that are the words themselves, swapped: name them
-        return (
-            label
-            if label == word
-            else f"{word} ({label})"
-            if label in ("head", "base")
-            else f"{word} {label}"
-        )
+        if label == word:
+            return label
+        return f"{word} ({label})" if label in ("head", "base") else f"{word} {label}"
 
     return f"{side('head', cmp.head)} vs {side('base', cmp.base)}"
 
@@ -73,12 +67,9 @@ def _verdict(cmp) -> str:
             parts.append(f"smallest detectable change up to ±{max(d.detectable for d in known):.1%}")
     from specbench.gate.decision import ACCEPTANCE_POINTS
 
-    points = (
-        f" ({ACCEPTANCE_POINTS:g} points for acceptance)"
-        if any(d.unit == "points" for d in cmp.decisions)
-        else ""
-    )
-    opts = f"threshold {cmp.threshold:.1%}{points}"
+    opts = f"threshold {cmp.threshold:.1%}"
+    if any(d.unit == "points" for d in cmp.decisions):
+        opts += f" ({ACCEPTANCE_POINTS:g} points for acceptance)"
     if cmp.confidence != 0.95:
         opts += f", {cmp.confidence:.0%} intervals"
     return f"{word}: {'; '.join(parts) or 'no cell'} ({_sides(cmp)}, {opts})"

@@ -1,5 +1,4 @@
-"""`specbench history`: each cell's value over the recorded runs and llama.cpp commits (the database
-itself is ``specbench.gate.history``)."""
+"""`specbench history`: each cell's value over the recorded runs and llama.cpp commits."""
 
 from __future__ import annotations
 
@@ -76,17 +75,11 @@ def history_cmd(
             value += "" if p.standing == Standing.DECIDED else f" {p.standing}"
         elif p.synthetic:
             value += " synthetic"
-        cells = [
-            "" if name == last and fmt == Format.table else name,  # a record names its cell
-            started,
-            p.run_id,
-            commit,
-            p.threads or "",
-            value,
-            str(p.n_reps),
-        ]
+        named = "" if name == last and fmt == Format.table else name  # a record names its cell
         speed = "" if p.speed_moved is None else f"{p.speed_moved:+.0%}{' !' if p.speed_warned else ''}"
-        rows.append([*cells, str(p.n_prompts), speed])
+        rows.append(
+            [named, started, p.run_id, commit, p.threads or "", value, str(p.n_reps), str(p.n_prompts), speed]
+        )
         last = name
     headers = ("cell", "started", "run", "llama.cpp", "threads", "value [95% CI]", "reps", "prompts", "speed")
     print_table([Col(h, wrap=h == "cell") for h in headers], rows, fmt, f"{metric} over runs",

@@ -23,7 +23,7 @@ models_app = typer.Typer(
 
 
 def _build_if_needed(cfg, only: list[str] | None = None):
-    """llama-quantize is needed only when a model is derived; build (or find the cached build) then."""
+    """The build whose llama-quantize derives a model, when one is derived."""
     from specbench.models.resolve import needed_models
 
     if not any(cfg.models[name].derive is not None for name in needed_models(cfg.models, only)):
@@ -131,7 +131,7 @@ def list_(
 
 
 class _Models:
-    """Turns check's arguments into GGUF paths: a file, or a model name of --config (fetched if needed)."""
+    """check's arguments as GGUF paths: a file, or a model name of --config (fetched if needed)."""
 
     def __init__(self, config: Path | None):
         self.config_path = config

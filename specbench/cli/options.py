@@ -1,6 +1,5 @@
-"""The options several commands share, each declared once as an ``Annotated`` type (the shape of
-huggingface_hub's ``cli/_cli_utils.py``): the same name, metavar, help and parsing everywhere.
-``--format`` is ``specbench.cli.output``'s."""
+"""The options several commands share, each declared once as an ``Annotated`` type (as
+huggingface_hub's ``cli/_cli_utils.py``); ``--format`` is ``specbench.cli.output``'s."""
 
 from __future__ import annotations
 
@@ -10,15 +9,14 @@ import typer
 
 
 def _budget(text: Any) -> float:
-    """``--budget``: seconds, or a duration (600, 600s, 10m, 1.5h), by the gate's one parser."""
+    """``--budget``: seconds, or a duration (600, 10m, 1.5h), by the gate's parser (imported only then)."""
     from specbench.gate.regression import parse_budget
 
     return parse_budget(text)
 
 
 def budget_option(help: str) -> Any:
-    """``--budget``, one form for every command: ``ab`` and ``bisect`` bound their extra rounds by
-    it, ``tune`` its whole search; each says which in ``help``."""
+    """``--budget``, one form for every command; each says in ``help`` what it bounds."""
     return typer.Option("--budget", metavar="SECONDS", parser=_budget, help=help)
 
 
@@ -32,7 +30,6 @@ Sets = Annotated[
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 Threshold = Annotated[str, typer.Option(metavar="CHANGE", help="Relative slowdown that counts: 5% or 0.05.")]
-# `ab` and `bisect`: how long undecided cells may get more rounds.
 Budget = Annotated[
     float | None,
     budget_option(

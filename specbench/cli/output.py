@@ -1,7 +1,5 @@
-"""What the commands print, declared once: the formats a result can take (``--format``), the JSON
-and Markdown writers every command uses (``specbench.base.formats``), and the one writer of the
-GitHub job summary, and ``print_table``: a table in any of them. The plain print settings are
-``common.PLAIN``."""
+"""What the commands print, declared once: the formats a result can take (``--format``), JSON, the
+GitHub job summary, and ``print_table``: a table in any format."""
 
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ class Format(StrEnum):
 
 
 def format_option(*formats: Format, help: str) -> Any:
-    """The one ``--format``/``-f`` option: the same names and values everywhere, each command
-    offering the formats it writes, shown as ``<table|md|json>``; the value is a ``Format``."""
+    """The one ``--format``/``-f`` option, each command offering the formats it writes."""
 
     def parse(value: str | Format) -> Format:
         if value not in formats:
@@ -39,15 +36,12 @@ def format_option(*formats: Format, help: str) -> Any:
     return typer.Option("--format", "-f", parser=parse, metavar=f"<{'|'.join(formats)}>", help=help)
 
 
-# A result table (compare, ab, drafts, history, models list): a table, Markdown (a PR comment), CSV
-# (the rows alone; a verdict goes to stderr) or JSON (the whole result).
+# A result table: CSV holds the rows alone (a verdict goes to stderr), JSON the whole result.
 TableFormat = Annotated[
     Format,
     format_option(Format.table, Format.md, Format.csv, Format.json, help="table, md, csv or json."),
 ]
-# `report`: also CSV and one HTML page (the files it writes beside the table).
 ReportFormat = Annotated[Format, format_option(*Format, help="What to print on stdout.")]
-# A result that is one record, not rows (env, parse): the table as printed, or JSON.
 RecordFormat = Annotated[Format, format_option(Format.table, Format.json, help="table, or json on stdout.")]
 
 
@@ -65,7 +59,7 @@ def step_summary(markdown: str) -> None:
 
 
 def chosen(fmt: Format, as_json: bool) -> Format:
-    """``--json``, where a command had it before ``--format``: the same as ``--format json``."""
+    """``--json`` is ``--format json``."""
     return Format.json if as_json else fmt
 
 
@@ -73,9 +67,8 @@ def print_table(
     cols: list[Col], rows: list[list[str]], fmt: Format, title: str | None = None, drop: tuple[str, ...] = (),
     hint: str = "--format md shows every column", **table_args: Any,
 ) -> None:  # fmt: skip
-    """A table in the chosen format, one renderer each: rich, fitted to the terminal (columns left
-    out in ``drop`` order, named under it); Markdown, every column; JSON or CSV, one record per row
-    keyed by the headers. ``table_args``: rich's (``row_styles``, ``title_justify``, ``box``)."""
+    """A table in the chosen format: rich, fitted to the terminal (``drop``: the order columns are left
+    out in); Markdown, every column; JSON or CSV, one record per row. ``table_args``: rich's."""
     headers = [c.header for c in cols]
     records = [dict(zip(headers, row, strict=True)) for row in rows]
     if fmt == Format.md:

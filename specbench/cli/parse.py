@@ -14,10 +14,6 @@ from specbench.cli.output import Format, RecordFormat, chosen, print_json
 _SUMMARY = ("n_draft", "n_predict", "n_drafted", "n_accept")
 
 
-def _fmt(value: float | int) -> str:
-    return str(value)  # repr keeps the printed precision (0.61514, 48.638, inf, nan)
-
-
 def _print(log) -> None:
     """One file: its name, the speculative summary (if any), then the perf blocks side by side."""
     from rich.markup import escape
@@ -30,12 +26,12 @@ def _print(log) -> None:
             rows += [(f"{name} {k}", getattr(tp, k)) for k in ("tokens", "seconds", "tps")]
     rows += [(name, getattr(log, name)) for name in _SUMMARY]
     if log.accept is not None:
-        rows.append(("accept", f"{_fmt(log.accept)} ({log.accept * 100:.3f}%)"))
+        rows.append(("accept", f"{log.accept} ({log.accept * 100:.3f}%)"))  # repr: the printed precision
     rows = [(k, v) for k, v in rows if v is not None]
     if rows:
         summary = Table("metric", Column("value", justify="right"), title="speculative summary")
         for key, value in rows:
-            summary.add_row(key, _fmt(value) if not isinstance(value, str) else value)
+            summary.add_row(key, str(value))
         console.print(summary)
     if log.perf is not None:
         blocks = [(n, b) for n, b in (("target", log.perf.target), ("draft", log.perf.draft)) if b]
@@ -43,7 +39,7 @@ def _print(log) -> None:
         for key in type(blocks[0][1]).model_fields:
             values = [getattr(b, key) for _, b in blocks]
             if any(v is not None for v in values):
-                perf.add_row(key, *("" if v is None else _fmt(v) for v in values))
+                perf.add_row(key, *("" if v is None else str(v) for v in values))
         console.print(perf)
 
 

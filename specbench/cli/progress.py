@@ -1,5 +1,4 @@
-"""Progress on stderr while llama.cpp runs (`run`, `ab`, `bisect`, `tune`): the runner's samples as a
-bar or plain lines, and the build and model steps before them (the download bars, also `models pull`'s)."""
+"""Progress on stderr while llama.cpp runs: the samples as a bar or plain lines, the build and model steps."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ def _fmt(mean: float | None, sd: float | None = None, digits: int = 1) -> str:
 
 
 class ProgressView:
-    """Renders runner progress on stderr: a rich bar with ETA and the last t/s on a terminal,
-    one plain line per sample otherwise (logs, CI), nothing but warnings with ``--quiet``."""
+    """A rich bar with ETA and the last t/s on a terminal, one line per sample elsewhere (logs, CI)."""
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
@@ -34,26 +32,19 @@ class ProgressView:
         if self.tty:
             self._bar(event)
         elif event.kind in ("sample", "warmup", "dropped"):
-            self._line(event)
+            say(self._describe(event), err=True)
 
     def _bar(self, event: Any) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from rich import progress as rp
 
         if event.kind == "start" and self.bar is not None:  # repetitions: auto planned another round
             self.bar.update(self.task, total=event.total - self.skipped)
             return
         if event.kind == "start":
-            self.bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[tps]}"),
-                console=err_console, transient=True,
+            self.bar = rp.Progress(
+                rp.TextColumn("{task.description}"), rp.BarColumn(), rp.MofNCompleteColumn(),
+                rp.TimeElapsedColumn(), rp.TextColumn("ETA"), rp.TimeRemainingColumn(),
+                rp.TextColumn("{task.fields[tps]}"), console=err_console, transient=True,
             )  # fmt: skip
             done = max(event.done - self.skipped, 0)  # a later round of repetitions: auto goes on from here
             self.task = self.bar.add_task("running", total=event.total - self.skipped, completed=done, tps="")
@@ -88,9 +79,6 @@ class ProgressView:
         extra = f", acceptance {s.acceptance:.0%}" if s.acceptance is not None else ""
         return f"[{event.done}/{event.total}] {what}: {_fmt(s.tps, digits=2)} t/s{extra}"
 
-    def _line(self, event: Any) -> None:
-        say(self._describe(event), err=True)
-
     def stop(self) -> None:
         if self.bar is not None:
             self.bar.stop()
@@ -108,30 +96,14 @@ def status_printer():
 
 
 class DownloadBars:
-    """Rich progress bars fed by the models stage's ``progress(label, done, total)`` callback.
-
-    With a total: a byte bar per download; without: a step starting (pip download, llama-quantize),
-    printed as one line.
-    """
+    """The models stage's ``progress(label, done, total)``: a byte bar per download, a line per step."""
 
     def __init__(self) -> None:
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TransferSpeedColumn,
-        )
+        from rich import progress as rp
 
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
+        columns = (rp.BarColumn(), rp.DownloadColumn(), rp.TransferSpeedColumn(), rp.TimeElapsedColumn())
+        self.bar = rp.Progress(
+            rp.TextColumn("{task.description}"), *columns, console=err_console, transient=True
         )
         self.tasks: dict[str, TaskID] = {}
 

@@ -1,6 +1,5 @@
-"""The docs' reference pages, generated: the config keys from the config's JSON Schema (itself from the
-pydantic models) and the commands from the typer app, so the reference cannot drift from the code.
-``make docs`` writes them into the site at build time (docs/hooks/reference.py)."""
+"""The docs' reference pages, generated from the config's JSON Schema and the typer app, so they cannot
+drift from the code (docs/hooks/reference.py writes them at build time)."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ def _alternatives(node: dict) -> list[dict]:
 
 
 def _values(node: dict) -> dict | None:
-    """A mapping's value schema: its additionalProperties, or the one patternProperties entry (a
-    mapping whose keys are names: ``models:``, ``pairs:``)."""
+    """A mapping's value schema: additionalProperties, or the one patternProperties entry (``models:``)."""
     if node.get("type") != "object":
         return None
     patterns = list((node.get("patternProperties") or {}).values())
@@ -113,11 +111,8 @@ def config_reference() -> str:
     ]
     tables: dict[str, list[list[str]]] = {}  # one per mapping: the top level, llama_cpp, models.NAME.hf, ...
     for key, prop, required in config_keys(schema):
-        default = (
-            "required"
-            if required
-            else (f"`{json_text(prop['default'], None)}`" if "default" in prop else "-")
-        )
+        default = f"`{json_text(prop['default'], None)}`" if "default" in prop else "-"
+        default = "required" if required else default
         tables.setdefault(key.rsplit(".", 1)[0] if "." in key else "", []).append(
             [f"`{key}`", _type(schema, prop), default, _bounds(prop) or "-", prop.get("description", "")]
         )

@@ -18,7 +18,6 @@ class By(StrEnum):
 
 
 def default_out(run_dirs: list[Path]) -> Path:
-    """<run>/report for one run; a sibling folder naming every run for several."""
     if len(run_dirs) == 1:
         return run_dirs[0] / REPORT
     return run_dirs[0].parent / ("report-" + "+".join(p.name for p in run_dirs))

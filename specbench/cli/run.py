@@ -53,7 +53,7 @@ def _print_dry_run(prepared: Any, every: bool = False) -> None:
 
 
 def _print_estimate(prepared: Any) -> None:
-    """The dry run's last line: the plan's time by ``plan``'s estimator; loudly beyond an hour."""
+    """The dry run's last line: the plan's estimated time; loudly beyond an hour."""
     from specbench.gate.history import duration_text, plan_estimate
 
     plan = prepared.plan
@@ -70,10 +70,8 @@ def _print_estimate(prepared: Any) -> None:
 
 
 def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Format.table) -> None:
-    """The closing table: rendered by the same function as `specbench report`, so the two agree;
-    in another ``fmt``, the report's own Markdown, CSV or JSON alone on stdout (the rest on stderr).
-    Then its closing words: each thing once, warnings first, at most ``SHOWN`` of them and a pointer
-    to `specbench report` for the rest (issue 58: one drift said three times among twelve lines)."""
+    """The closing table, as `specbench report` renders it (another ``fmt``: alone on stdout), then
+    the closing words: each once, warnings first, at most ``SHOWN`` and a pointer to the rest."""
     from specbench.analysis.render import table
 
     if report is not None and fmt != Format.table:
@@ -106,7 +104,7 @@ def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Fo
 
 
 def _left_out(n: int, warned: int) -> str:
-    """How many closing words were left out, counted as a reader says it ('1 more note')."""
+    """How many closing words were left out, as a reader says it ('1 more note')."""
     if warned:
         return f"{n} more ({warned} warning{'s' if warned > 1 else ''})"
     return f"{n} more note{'s' if n > 1 else ''}"
@@ -266,7 +264,7 @@ def run(
 
 
 def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> Any:
-    """The shard to run: --shard, the resumed run's own, or a Slurm array task's (said on stderr)."""
+    """The shard to run: --shard, the resumed run's own, or a Slurm array task's."""
     from specbench.base.errors import InputError
     from specbench.execute import resumecheck
     from specbench.plan.shards import parse_shard, shard_from_env, with_cells

@@ -1,7 +1,5 @@
-"""One measuring command's lifecycle, written once for `run`, `ab`, `bisect` and `tune`: the run
-folder made before building (and removed again, if still empty, when the run is refused before its
-first sample), the build and download progress, the sample progress, an interruption (Ctrl-C keeps
-what finished and says how to go on) and the busy-machine warnings after."""
+"""One measuring command's lifecycle for `run`, `ab`, `bisect` and `tune`: the run folder (removed
+again if a refusal leaves it empty), the progress, an interruption, the busy-machine warnings."""
 
 from __future__ import annotations
 
@@ -17,14 +15,12 @@ from specbench.cli.progress import DownloadBars, ProgressView, status_printer
 
 
 class RunSession:
-    """``quiet``: no progress (warnings and notes still print). ``run_dir``: the folder the command
-    measures into, when it prepares it itself (``tune``'s library call makes its own)."""
+    """``quiet``: no progress. ``run_dir``: the folder measured into, when the command makes it."""
 
     def __init__(self, quiet: bool, run_dir: Path | None = None) -> None:
         self.quiet = quiet
         self.run_dir = run_dir
         self.made: Path | None = None  # the outermost folder this session made for run_dir
-        # the build and model steps, one line each (nothing with ``quiet``)
         self.note: Callable[[Any], None] = (lambda step: None) if quiet else status_printer()
 
     def open_folder(self, resume: bool) -> None:
@@ -43,8 +39,7 @@ class RunSession:
             remove_empty(self.run_dir, self.made)
 
     def prepare(self, cfg: Any, checks: Callable[[], None] = lambda: None, **options: Any) -> Any:
-        """``checks`` then build, models and pair checks (``preparation.prepare``, with progress);
-        any refusal removes the folder again if nothing was written in it."""
+        """``checks`` then ``preparation.prepare`` with progress; a refusal removes an empty folder."""
         from specbench.execute import preparation
 
         bars = None if self.quiet else DownloadBars()
@@ -60,9 +55,7 @@ class RunSession:
 
     @contextmanager
     def measuring(self, interrupted: Callable[[Any], str]) -> Iterator[ProgressView]:
-        """The samples' progress view for the body. An interruption (``RunInterrupted``) prints
-        ``interrupted(exc)`` and exits with its code, the finished samples kept; a busy machine
-        refused under --strict before any sample leaves no empty folder."""
+        """The samples' progress view; an interruption prints ``interrupted(exc)`` and exits with its code."""
         from specbench.execute.runner import RunInterrupted
         from specbench.machine.noise import BusyMachine
 
@@ -81,8 +74,7 @@ class RunSession:
 
 
 def warn_busy(result: Any, busy: str, moved: str) -> None:
-    """A measurement's machine warnings, loudly, each with what it means for this command: a busy
-    machine (``result.busy``) and a moved machine speed (``result.speed_moved``)."""
+    """A busy machine and a moved machine speed, loudly, each with what it means for this command."""
     for reason in result.busy:
         say(f"WARNING: busy machine: {reason}; {busy}", err=True)
     for warning in result.speed_moved:

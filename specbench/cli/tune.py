@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.analysis.figures import Standing, standing_text
+from specbench.analysis.figures import Standing, speedup_text, standing_text
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.cli.common import say, say_notes
 from specbench.cli.options import Quiet, Sets, budget_option
@@ -20,7 +20,6 @@ from specbench.cli.session import RunSession, warn_busy
 def result_json(result) -> dict:
     """The --json object: exactly the documented keys."""
     best = result.best
-
     return {
         "pair": result.pair,
         "best": asdict(best.setting) if best else None,
@@ -41,8 +40,8 @@ def result_json(result) -> dict:
 
 
 def _drift_json(result) -> dict:
-    """``speedup_range_*``: tune's interval widened to the speedup at the baseline levels this
-    machine's history has (the interval alone without history); ``baseline_history``: those levels."""
+    """``speedup_range_*``: tune's interval widened to the speedup at the baseline levels of this
+    machine's history; ``baseline_history``: those levels."""
     best, drift = result.best, result.drift
     low = best.speedup_ci_low if best else None
     high = best.speedup_ci_high if best else None
@@ -136,16 +135,10 @@ def tune(
 
 
 def _x(c, modelled: bool = False) -> str:
-    """``1.23x [1.10, 1.36]``, as the report writes it (``1.23x n=1`` from one repetition: no
-    interval); ``-`` for what is not known."""
-    value = c.model_speedup if modelled else c.speedup
-    if value is None:
-        return "-"
+    """A measured speedup as the report writes it; a modelled one, ``1.23x``; ``-`` when not known."""
     if modelled:
-        return f"{value:.2f}x"
-    if c.speedup_ci_low is None or c.speedup_ci_high is None:
-        return f"{value:.2f}x n={c.repetitions}"
-    return f"{value:.2f}x [{c.speedup_ci_low:.2f}, {c.speedup_ci_high:.2f}]"
+        return "-" if c.model_speedup is None else f"{c.model_speedup:.2f}x"
+    return speedup_text(c.speedup, c.speedup_ci_low, c.speedup_ci_high, c.repetitions)
 
 
 def _print(result) -> None:
@@ -164,7 +157,7 @@ def _print(result) -> None:
         f"ngld {s.ngld}: "
         f"{_x(best)} measured, {_x(best, modelled=True)} modelled"
     )
-    if not result.standing == Standing.DECIDED:  # the fastest guess, not a figure (analysis.figures)
+    if not result.standing == Standing.DECIDED:  # the fastest guess, not a figure
         say(
             f"  {standing_text(result.standing)}: the fastest survivor, not a decided best; a longer "
             "--budget measures it again"
