@@ -26,8 +26,8 @@ from specbench.analysis.figures import pick_best, slower, slower_text, speedup_t
 from specbench.base.errors import InputError, RunError
 from specbench.base.paths import results_dir
 from specbench.results.calibration import load_calibration
-from specbench.results.expect import Expectation
 from specbench.results.folder import has_manifest, has_samples, run_folders, samples_path
+from specbench.results.manifest import Expectation
 from specbench.results.manifestfile import StoredRun, read_facts, read_run
 from specbench.results.runstate import finish_hint
 

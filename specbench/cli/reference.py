@@ -103,7 +103,7 @@ def config_reference() -> str:
         "# Config reference",
         "",
         "Generated from the pydantic models that validate a config (`specbench/plan/config.py`,",
-        "`specbench/models/spec.py`, `specbench/results/expect.py`) when the site is built;",
+        "`specbench/models/spec.py`, `specbench/results/manifest.py`) when the site is built;",
         "`specbench schema` prints the same models as a JSON Schema.",
         "`NAME` stands for a name you choose (a model, a pair). `llama_cpp` is one build or a list of",
         "builds, each with the `llama_cpp.*` keys below (in a list, each needs a `label`).",

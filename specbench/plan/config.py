@@ -32,7 +32,7 @@ from specbench.plan.sections import (
     SweepConfig,
     no_bool,
 )
-from specbench.results.expect import Expectation
+from specbench.results.manifest import Expectation
 from specbench.results.records import Generation
 
 BUDGET_REPETITIONS = 100  # `ab`/`bisect --budget` without max_repetitions: a cell's most (round_limit)

@@ -1,14 +1,15 @@
 """The manifest: what a run measured and on what, so its numbers can be trusted and reproduced.
 
 ``Manifest`` is what the runner writes (strict); ``RunFacts`` what readers take from any stored one
-(tolerant). No secrets: the config is data, the command line the one typed.
+(tolerant). No secrets: the config is data, the command line the one typed. ``Expectation`` is here,
+below the config that reads it.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from specbench import __version__
 from specbench.base.formats import now_iso
@@ -20,7 +21,29 @@ from specbench.machine.speed import SpeedRecord
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
 from specbench.results.cell import LeftOut
-from specbench.results.expect import Expectation
+
+Figure = float | str
+
+
+# ``expect:``: what someone published for the setup a config reproduces, printed by the report beside
+# what this machine measured (numbers or text: published figures are often ranges). No class docstring:
+# it would become the schema's description.
+class Expectation(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)  # docstrings describe fields
+
+    source: str | None = None
+    """Who measured it, on what, where it was published."""
+    speedup: Figure | None = None
+    """Speculative over plain decoding: 1.28 or text ("1.5-1.8x")."""
+    acceptance: Figure | None = None
+    """A fraction (0.65) or text ("61-72%")."""
+    baseline_tps: Figure | None = None
+    """Plain decoding, tokens/s."""
+    spec_tps: Figure | None = None
+    """Speculative decoding, tokens/s."""
+    note: str | None = None
+    """Anything else (e.g. a time instead of a rate)."""
+
 
 Status = Literal["running", "complete", "interrupted", "failed"]
 
@@ -194,13 +217,13 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         drivers=sorted({g.get("driver") for g in gpus if isinstance(g, dict) and g.get("driver")}),
         os=env.get("os"),
         specbench_version=manifest.get("specbench_version") or env.get("specbench_version"),
-        expect=_expectation(_value(manifest, "config", "expect")),
+        expect=_read(Expectation, _value(manifest, "config", "expect")),
         auto_repetitions=_value(manifest, "config", "repetitions") == "auto",
         precision=_number(_value(manifest, "config", "precision")),
         min_decode_s=_number(_value(manifest, "config", "min_decode_s")),
         busy=[b for b in (_value(manifest, "noise", "busy") or []) if isinstance(b, str)],
         noise_notes=[n for n in (_value(manifest, "noise", "notes") or []) if isinstance(n, str)],
-        speed=_speed(_value(manifest, "noise", "speed")),
+        speed=_read(SpeedRecord, _value(manifest, "noise", "speed")) or SpeedRecord(),
         other_machines=[m for m in (manifest.get("other_machines") or []) if isinstance(m, str)],
         shard_machines=_shard_machines(manifest),
         workarounds=_workarounds(manifest),
@@ -213,13 +236,7 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
 
 def _left_out(data: object) -> list[LeftOut]:
     """The cells the plan left out that read as such (a hand-edited entry is skipped)."""
-    out = []
-    for entry in data if isinstance(data, list) else []:
-        try:
-            out.append(LeftOut.model_validate(entry))
-        except ValidationError:
-            continue
-    return out
+    return [c for e in (data if isinstance(data, list) else []) if (c := _read(LeftOut, e)) is not None]
 
 
 def _workarounds(manifest: dict) -> list[str]:
@@ -233,14 +250,6 @@ def _workarounds(manifest: dict) -> list[str]:
     return sorted(found)
 
 
-def _speed(data: object) -> SpeedRecord:
-    """The sentinel's record, or an empty one where it is missing or unreadable (older runs)."""
-    try:
-        return SpeedRecord.model_validate(data) if isinstance(data, dict) else SpeedRecord()
-    except ValidationError:
-        return SpeedRecord()
-
-
 def _shard_machines(manifest: dict) -> dict[str, str]:
     """Which machine measured each shard of a merged run (or the one shard a shard run is)."""
     merged = manifest.get("merged_from")
@@ -252,11 +261,16 @@ def _shard_machines(manifest: dict) -> dict[str, str]:
     return found
 
 
-def _expectation(value: object) -> Expectation | None:
+Part = TypeVar("Part", bound=BaseModel)
+
+
+def _read(model: type[Part], data: object) -> Part | None:
+    """``data`` as ``model``, or None where it is missing or unreadable (an older, later or
+    hand-edited run: a caption is not worth refusing the run)."""
     try:
-        return Expectation.model_validate(value) if isinstance(value, dict) else None
+        return model.model_validate(data) if isinstance(data, dict) else None
     except ValidationError:
-        return None  # hand-edited or from a later version: a caption, not worth refusing the run
+        return None
 
 
 def _str(value: object) -> str | None:

@@ -34,8 +34,7 @@ class Measurement(Cell):
     # provenance, not identity: whether the draft sampled on the backend (the cell's value, else the
     # binary's default); None: no draft context, or a build without the option
     draft_backend_sampling: bool | None = None
-    # server runner: its RAM prompt cache ``off`` (--cache-ram 0) or ``absent`` (no such option)
-    server_ram_cache: str | None = None
+    server_ram_cache: str | None = None  # server: RAM prompt cache "off" (--cache-ram 0) or "absent"
 
     def sample_key(self) -> tuple:
         """Identity within a run (--resume skips finished samples)."""
@@ -50,9 +49,7 @@ class Sample(Measurement):
     valid: bool
     invalid_reason: str | None = None
     metrics: ParsedLog | None = None
-    # t/s over the generation span, the same work on both sides (docs/timing.md; before format 2,
-    # a baseline's eval t/s)
-    tps: float | None = None
+    tps: float | None = None  # over the generation span, both sides alike (docs/timing.md)
     decode_tps: float | None = None  # llama.cpp's decode-only rate: a plain run's `eval time` t/s
     span_s: float | None = None  # a plain run: seconds from its first generated token to its last
     timed_tokens: int | None = None  # the generated tokens its t/s covers (execute.judge.capped_span)
@@ -76,10 +73,8 @@ class Sample(Measurement):
     ttft_ms: float | None = None
     batch: int | None = None
     batch_wall_s: float | None = None
-    # server runner: the request's cache_prompt (true where the build drafts only with it, late 2024-2025)
-    server_cache_prompt: bool | None = None
-    # server runner, speculative: /metrics' draft counters over the batch (count each batch once)
-    spec_counters: SpecCounters | None = None
+    server_cache_prompt: bool | None = None  # as sent (true where the build drafts only with it)
+    spec_counters: SpecCounters | None = None  # server: /metrics' draft counters over the batch (count once)
     synthetic: bool = False  # synth_len set: drafts accepted at random, the output is not valid
     # the CPU its process got (machine/contention.py): CPU seconds, threads, the load as it ended, and
     # how often its pair was measured again for want of its share of the CPU
