@@ -34,6 +34,14 @@ def _build_if_needed(cfg, only: list[str] | None = None):
     return ensure_build(lc.backend, lc.source, lc.jobs, lc.cmake_args, ref=lc.ref)
 
 
+def _meta_cells(meta) -> list[str]:
+    """A GGUF's type, parameters, architecture and vocabulary, as `pull` and `list` show them."""
+    from specbench.models.meta import human_params
+
+    params = meta.size_label or human_params(meta.parameter_count)
+    return [meta.file_type or "?", params, meta.architecture or "?", str(meta.vocab_size or "?")]
+
+
 @models_app.command("pull")
 def pull(
     config: Annotated[Path, typer.Argument(help="Run config (YAML) whose `models:` to fetch.")],
@@ -43,7 +51,6 @@ def pull(
 ) -> None:
     """Fetch (or find in the cache) every model a config needs, verify it, and show what it is."""
     from specbench.models.cache import human_size
-    from specbench.models.meta import human_params
     from specbench.models.resolve import resolve_models
     from specbench.plan.config import load_config
 
@@ -62,20 +69,12 @@ def pull(
         table.add_column(
             col,
             justify="right" if col in ("size", "params", "vocab") else "left",
-            overflow="fold" if col in ("path", "file", "source") else "ellipsis",
+            overflow="fold" if col in ("file", "source") else "ellipsis",
         )
     for m in models.values():
-        meta = m.metadata
-        table.add_row(
-            m.name,
-            m.source + (f" @{m.revision[:12]}" if m.revision else ""),
-            human_size(m.size_bytes),
-            meta.file_type or "?",
-            meta.size_label or human_params(meta.parameter_count),
-            meta.architecture or "?",
-            str(meta.vocab_size or "?"),
-            str(m.path) + (f" (+{len(m.files) - 1} shards)" if len(m.files) > 1 else ""),
-        )
+        source = m.source + (f" @{m.revision[:12]}" if m.revision else "")
+        path = str(m.path) + (f" (+{len(m.files) - 1} shards)" if len(m.files) > 1 else "")
+        table.add_row(m.name, source, human_size(m.size_bytes), *_meta_cells(m.metadata), path)
     console.print(table)
     total = sum(m.size_bytes for m in models.values())
     console.print(f"{len(models)} model(s), {human_size(total)}, ready in {time.monotonic() - start:.1f} s")
@@ -91,7 +90,6 @@ def list_(
     """Show the GGUF models in the cache (SPECBENCH_HOME/models), with sizes and metadata."""
     from specbench.models.cache import human_size, models_dir
     from specbench.models.listing import list_cached
-    from specbench.models.meta import human_params
 
     cached = list_cached()
     fmt = chosen(fmt, as_json)
@@ -111,11 +109,8 @@ def list_(
                 [c.kind, c.source, human_size(c.size_bytes), "", "", "", "", "", f"{shown} ({c.error})"]
             )
             continue
-        rows.append([
-            c.kind, c.source, human_size(c.size_bytes), m.file_type or "?",
-            m.size_label or human_params(m.parameter_count), m.architecture or "?", str(m.vocab_size or "?"),
-            "yes" if m.has_chat_template else "no", shown,
-        ])  # fmt: skip
+        template = "yes" if m.has_chat_template else "no"
+        rows.append([c.kind, c.source, human_size(c.size_bytes), *_meta_cells(m), template, shown])
     headers = ("kind", "source", "size", "type", "params", "arch", "vocab", "template", "path")
     cols = [Col(h, wrap=h in ("source", "path"), right=h in ("size", "params", "vocab")) for h in headers]
     if fmt != Format.table:
