@@ -14,7 +14,7 @@ from specbench.base.docs import docs_page
 from specbench.gate.baseline import InputError, Side
 from specbench.results.cell import RUN_FIELDS
 from specbench.results.folder import MANIFEST
-from specbench.results.identity import CellKey, cell_key
+from specbench.results.manifest import CellKey, cell_key
 from specbench.results.metrics import METRICS
 from specbench.results.records import Sample
 

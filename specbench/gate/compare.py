@@ -27,8 +27,7 @@ from specbench.gate.comparable import (
 from specbench.gate.decision import EXIT_CODES, OUTPUT, Status, Verdict, verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
 from specbench.results import cell
-from specbench.results.identity import CellKey, cell_key
-from specbench.results.manifest import RunFacts
+from specbench.results.manifest import CellKey, RunFacts, cell_key
 from specbench.results.metrics import COMPARE_DEFAULT, METRICS, choices
 from specbench.results.records import Measurement
 

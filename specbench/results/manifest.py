@@ -1,8 +1,8 @@
 """The manifest: what a run measured and on what, so its numbers can be trusted and reproduced.
 
 ``Manifest`` is what the runner writes (strict); ``RunFacts`` what readers take from any stored one
-(tolerant). No secrets: the config is data, the command line the one typed. ``Expectation`` is here,
-below the config that reads it.
+(tolerant), and ``CellKey`` how they match a measurement across runs. No secrets: the config is data,
+the command line the one typed. ``Expectation`` is here, below the config that reads it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from specbench.machine.noise import NoiseRecord
 from specbench.machine.speed import SpeedRecord
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
+from specbench.results import cell
 from specbench.results.cell import LeftOut
+from specbench.results.records import Sample
 
 Figure = float | str
 
@@ -259,6 +261,38 @@ def _shard_machines(manifest: dict) -> dict[str, str]:
     if not found and isinstance(manifest.get("shard"), str):
         found[manifest["shard"]] = str(_value(manifest, "env", "hostname") or "?")
     return found
+
+
+# What makes two measurements the same measurement across runs (compare's match, history's series):
+# role, models by sha256 (a renamed file matches, a re-quantized one does not), every other axis but
+# the pair name, the prompt and the generation settings. Made at import: the type checker sees Any.
+_Axes: Any = cell.model_with_cell(
+    "_Axes", "Every axis but the pair, models as ids.", {"model": "target"}, cell.RUN_LOCAL
+)
+
+
+class CellKey(_Axes):
+    """What defines a measurement; equal keys on both sides are compared."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str  # target and draft (from the axes) hold sha256 ids (or name:NAME when unknown)
+    prompt_id: str
+    n_predict: int
+    temperature: float
+    top_k: int | None
+    seed: int
+    ctx_size: int
+
+
+def cell_key(s: Sample, facts: RunFacts) -> CellKey:
+    g = s.generation
+    axes = {f: getattr(s, f) for f in cell.CELL_FIELDS if f not in (*cell.RUN_LOCAL, *cell.MODEL_FIELDS)}
+    return CellKey(
+        role=s.role, target=facts.model_id(s.model), draft=facts.model_id(s.draft), **axes,
+        prompt_id=s.prompt_id, n_predict=g.n_predict, temperature=g.temperature, top_k=g.top_k,
+        seed=g.seed, ctx_size=g.ctx_size,
+    )  # fmt: skip
 
 
 Part = TypeVar("Part", bound=BaseModel)

@@ -22,7 +22,7 @@ def report_numbers() -> dict:
     """Every report row (all fields), the notes, and the history identity of every sample."""
     from specbench.analysis.report import build_report
     from specbench.gate.history import _cell_id
-    from specbench.results.identity import cell_key
+    from specbench.results.manifest import cell_key
     from specbench.results.manifestfile import read_run
 
     here = Path.cwd()

@@ -11,8 +11,7 @@ from specbench.gate.compare import cell_label
 from specbench.gate.history import _cell_id
 from specbench.plan.cells import baseline_groups
 from specbench.results import cell
-from specbench.results.identity import cell_key
-from specbench.results.manifest import RunFacts
+from specbench.results.manifest import RunFacts, cell_key
 from specbench.results.records import Generation, Sample
 from tests.helpers.tableentry import with_entry
 
@@ -102,7 +101,7 @@ def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
         from specbench.gate.compare import cell_label
         from specbench.gate.history import _cell_id
         from specbench.plan.sweep import Invocation
-        from specbench.results.identity import cell_key
+        from specbench.results.manifest import cell_key
         from specbench.results.manifest import RunFacts
         from specbench.results.records import Generation, Sample
 
