@@ -141,9 +141,7 @@ def decode_only_tps(role: str, log: ParsedLog | None) -> float | None:
     t/s. A speculative run's target counts its verification passes as prompt eval, so it prints no
     such rate (1 eval run, inf t/s): None there unless a real one is printed."""
     perf = log.perf.target if log and log.perf else None
-    if perf is None:
-        return None
-    if role == "speculative" and (perf.eval_runs or 0) <= 1:
+    if perf is None or (role == "speculative" and (perf.eval_runs or 0) <= 1):
         return None
     return finite(perf.eval_tps)
 

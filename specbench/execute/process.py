@@ -14,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -59,10 +60,8 @@ def kill_group(proc: subprocess.Popen, grace_s: float) -> None:
         if proc.poll() is not None and not _group_alive(pgid):
             break
         time.sleep(0.05)
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
     lifeline.forget(proc)
 
@@ -230,19 +229,14 @@ def _poll(child: _Child, grace_s: float) -> None:
         child.reader.join(timeout=grace_s + 1.0)  # EOF once the group is gone
     wall_s = time.monotonic() - child.start
     if not timed_out and _group_alive(proc.pid):
-        # The leader exited but left helpers behind in its group: they must not outlive it.
-        try:
+        with suppress(ProcessLookupError):  # the leader left helpers in its group: they die with it
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     lifeline.forget(proc)
     child.result = _result(child, timed_out, wall_s, cpu_s)
 
 
 def _result(child: _Child, timed_out: bool, wall_s: float, cpu_s: float | None) -> ProcessResult:
-    code, sig = exit_status(child.proc.returncode)
-    if timed_out:
-        code, sig = None, None
+    code, sig = (None, None) if timed_out else exit_status(child.proc.returncode)
     c = child.command
     paths = (c.stdout_path, c.stderr_path)
     return ProcessResult(list(c.argv), code, sig, timed_out, wall_s, *paths, child.times, cpu_s)

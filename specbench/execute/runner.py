@@ -11,6 +11,7 @@ run stops before measuring.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -357,7 +358,5 @@ def _finish(manifest: Manifest, run_dir: Path, status: Status, reason: str | Non
         save_manifest(run_dir, manifest)
     except RunError:
         if lock.free_reserve():
-            try:
+            with suppress(RunError):
                 save_manifest(run_dir, manifest)
-            except RunError:
-                pass

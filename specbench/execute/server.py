@@ -14,6 +14,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,9 +180,7 @@ def speculative_slots(server: RunningServer) -> bool | None:
     if not isinstance(slots, list) or not slots:
         return None
     flags = [s.get("speculative") for s in slots if isinstance(s, dict)]
-    if any(f is None for f in flags):
-        return None
-    return all(flags)
+    return None if None in flags else all(flags)
 
 
 def post(server: RunningServer, path: str, body: dict, timeout_s: float) -> Reply:
@@ -206,10 +205,8 @@ def post(server: RunningServer, path: str, body: dict, timeout_s: float) -> Repl
         return Reply(None, wall, f"no answer in {timeout_s:g} s (timeout_s)", timed_out=True)
     except (OSError, ValueError) as exc:
         wall = time.monotonic() - start
-        try:  # a dying server closes its sockets before it can be reaped: give it a moment
+        with suppress(subprocess.TimeoutExpired):  # a dying server closes its sockets before it exits
             server.proc.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            pass
         if not server.alive():
             return Reply(None, wall, server.exit_reason())
         reason = getattr(exc, "reason", exc)

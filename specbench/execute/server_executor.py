@@ -258,11 +258,8 @@ def _draft_counts_from_log(out: Outcome, server: RunningServer, log_from: int) -
 
 def _counters(server: RunningServer) -> SpecCounters | None:
     """The server's speculative counters now (``/metrics``); None when it has none to give."""
-    text = get_text(server, "/metrics")
-    if text is None:
-        return None
     try:
-        return parse_metrics(text)
+        return parse_metrics(get_text(server, "/metrics") or "")  # no answer: no counters either
     except ParseError:
         return None
 
