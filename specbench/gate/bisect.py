@@ -39,8 +39,7 @@ class Versus(StepResult):
     """A step's second run: the midpoint against ``bad`` (is it faster, beyond the threshold?)."""
 
     run_dir: str
-    # improved: faster than bad; None: not finished. StepResult's status is never None, so mypy calls
-    # this wider field an unsafe override
+    # improved: faster than bad; None: not finished (wider than StepResult's, which mypy flags)
     status: Status | None = None  # type: ignore[assignment]
 
 
@@ -206,8 +205,7 @@ class Measured(BaseModel):
     rounds_end: str = ""
 
 
-# A step's run: (base sha, head sha, its run folder, seconds of rounds or None, the decisions that
-# still want rounds) -> its decisions.
+# A step's run: (base sha, head sha, run folder, seconds of rounds or None, still-open decisions)
 Measure = Callable[[str, str, Path, float | None, frozenset[Status]], Measured]
 # Against good the gate's rule: rounds until each cell passes, fails or improves. Against bad only
 # "improved" decides something, so a cell that passes (no slowdown) wants more pairs too.

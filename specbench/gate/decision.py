@@ -27,8 +27,7 @@ class Status(StrEnum):
     UNDECIDED = "too_noisy"  # the same outcome under the name `ab` uses (an alias, not a new value)
 
 
-# The decisions that want more pairs under the gate's rule (``ab``'s rounds); ``bisect``'s run
-# against bad, which looks for "improved", adds PASS.
+# The decisions that want more pairs (``ab``'s rounds); bisect's run against bad adds PASS.
 STILL_OPEN = frozenset({Status.TOO_NOISY})
 
 

@@ -408,8 +408,7 @@ def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str, str]:
     return (p.machine, p.label, p.runner, p.parallel, p.generation, p.prompts, p.timing)
 
 
-# Marks a stored baseline_tps/speedup cell of a same-span run: rows recorded before (by an older
-# specbench, or from older run folders) timed the baseline inside the decode call only
+# Marks a stored baseline_tps/speedup cell of a same-span run (older rows timed the decode call only)
 _SAME_SPAN = " (same-span)"
 _HOW_RUN = {f: cell.default(f) for f in cell.RUN_FIELDS}  # a stored key leaves out one at its default
 

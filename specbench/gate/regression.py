@@ -41,9 +41,7 @@ class Decision(BaseModel):
     # One-sided (1 - alpha) confidence bounds of ``change`` (None: < 2 values a side, noise unknown)
     low: float | None = None
     high: float | None = None
-    # Minimum detectable effect: the smallest drop that would have been significant at this noise
-    # (t quantile x standard error, in the unit of ``change``); None when the noise is unknown.
-    mde: float | None = None
+    mde: float | None = None  # the smallest drop this noise could call significant (t x standard error)
 
 
 def parse_threshold(text: str | float) -> float:

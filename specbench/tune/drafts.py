@@ -290,6 +290,5 @@ def pick_build() -> BuildInfo | None:
     """The newest cached build with llama-bench, to price the candidates (nothing is built to rank);
     None when there is none."""
     found = [b for b in BuildInfo.load_all(paths.builds_dir()) if "bench" in b.binaries]
-    # a build of a commit exported by ab/bisect (``ref``) only when no build of the source tree is
-    # there: the tree's build is the one `run` uses
+    # a build of a commit ab/bisect exported (``ref``) only without one of the tree, which `run` uses
     return max(found, key=lambda b: (b.ref is None, b.built_at), default=None)
