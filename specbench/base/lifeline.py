@@ -14,6 +14,7 @@ takes before the watchdog reads EOF."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -95,10 +96,8 @@ def run(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProces
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.communicate()  # reaps the leader; the pipes close once the group is gone
         forget(proc)
         raise
@@ -110,10 +109,8 @@ def forget(proc: subprocess.Popen) -> None:
     """``proc`` has been reaped: its group id is no longer the watchdog's to kill."""
     fd = _watchdog_fd()
     if fd is not None:
-        try:
+        with contextlib.suppress(OSError):
             os.write(fd, f"-{proc.pid}\n".encode())
-        except OSError:
-            pass
 
 
 def _in_child(fd: int | None, prctl: Callable[..., int] | None) -> Callable[[], None]:

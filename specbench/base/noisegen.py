@@ -121,13 +121,13 @@ class NoiseGenerator:
         """SIGTERM every worker still running, SIGKILL after ``STOP_GRACE_S``, reap them all."""
         for w in self._workers:
             if w.stats is None and not self._reap(w, block=False):
-                _signal(w.proc, signal.SIGTERM)
+                w.proc.send_signal(signal.SIGTERM)  # a worker gone meanwhile is skipped
         deadline = time.monotonic() + STOP_GRACE_S
         while self.running() and time.monotonic() < deadline:
             time.sleep(0.01)
         for w in self._workers:
             if w.stats is None:
-                _signal(w.proc, signal.SIGKILL)
+                w.proc.send_signal(signal.SIGKILL)
                 self._reap(w, block=True)
         return self.stats
 
@@ -160,13 +160,6 @@ class NoiseGenerator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _signal(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        proc.send_signal(sig)
-    except ProcessLookupError:
-        pass
 
 
 def _main(argv: list[str]) -> None:

@@ -137,9 +137,7 @@ def _critical(n: int, confidence: float) -> tuple[int, float] | None:
     c = 0
     while c < len(cdf) and cdf[c] <= half:  # cdf[c] = P(T+ <= c)
         c += 1
-    if c == 0:
-        return None
-    return c, 1.0 - 2.0 * cdf[c - 1]
+    return None if c == 0 else (c, 1.0 - 2.0 * cdf[c - 1])
 
 
 def signed_rank_p(d: Sequence[float]) -> float:

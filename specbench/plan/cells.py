@@ -376,10 +376,7 @@ def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
             out.append(
                 f"pairs.{name}.draft is not used: no method of this sweep drafts with a model ({methods})"
             )
-    if (
-        config.runner == "server"
-        and config.speculative_binary != type(config).model_fields["speculative_binary"].default
-    ):
+    if config.runner == "server" and config.speculative_role is not None:  # not auto
         out.append("speculative_binary picks the process runner's binary; `runner: server` runs llama-server")
     return out
 

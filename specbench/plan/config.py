@@ -97,9 +97,7 @@ class Config(Strict, OptionValues):
     @field_validator("generation", mode="before")
     @classmethod
     def _strict_generation(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            return Generation(**StrictGeneration.model_validate(v).model_dump())
-        return v
+        return Generation(**StrictGeneration.model_validate(v).model_dump()) if isinstance(v, dict) else v
 
     @field_validator("repetitions", mode="before")
     @classmethod

@@ -46,9 +46,7 @@ def cpu_halves() -> tuple[tuple[int, ...], tuple[int, ...]] | None:
 
 def side_threads(threads: int | None, half: int) -> int:
     """A duet side's threads: half the config's (at most a half's CPUs), or a half's CPUs when unset."""
-    if threads is None:
-        return half
-    return max(1, min(threads // 2, half))
+    return half if threads is None else max(1, min(threads // 2, half))
 
 
 def choose(config: Config, backends: Iterable[str | None]) -> Chosen:

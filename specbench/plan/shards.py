@@ -158,7 +158,6 @@ def assign(
     shards = [ShardPlan(Shard(i + 1, count)) for i in range(count)]
     has: list[set[tuple]] = [set() for _ in shards]
     label: list[str | None] = [None] * count
-    cells_in = [0] * count
 
     def own_s(u: _Unit) -> float:
         return sum(estimate(i) for i in u.own)
@@ -168,7 +167,7 @@ def assign(
         def cost(i: int, u: _Unit = u) -> tuple:
             extra = own_s(u) + sum(alone_s[k] for k in u.needs - has[i])
             unfit = label[i] is not None and label[i] != u.runs_on
-            return (unfit, shards[i].est_s + extra, cells_in[i], i)
+            return (unfit, shards[i].est_s + extra, len(shards[i].cells), i)
 
         best = min(range(count), key=cost)
         if label[best] is not None and label[best] != u.runs_on:
@@ -179,7 +178,6 @@ def assign(
         shards[best].est_s += own_s(u) + sum(alone_s[k] for k in u.needs - has[best])
         has[best] |= u.needs
         label[best] = u.runs_on
-        cells_in[best] += 1
         shards[best].cells.append(u.name)
     for s, lab in zip(shards, label, strict=True):
         s.runs_on = lab.split(",") if lab else []

@@ -61,9 +61,7 @@ def find_shipped(text: str | Path) -> Path | None:
 
 def resolve_config(path: Path) -> Path:
     """``path`` when it is there, else the shipped config it names, else ``path``."""
-    if path.exists():
-        return path
-    return find_shipped(path) or path
+    return path if path.exists() else find_shipped(path) or path
 
 
 def names_text() -> str:
