@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from specbench.base.docs import docs_page
 from specbench.results.manifest import RunFacts
 from specbench.results.precision import Precision, outliers, stratified
 from specbench.results.records import Sample
@@ -174,5 +175,5 @@ def unequal_work(spec: Sequence[Sample], base: Sequence[Sample]) -> str | None:
     return (
         f"unequal work: on {prompt} the speculative side was timed over {n_spec} tokens, the baseline over "
         f"{n_base}; its speedup compares different spans (a speculative run that neither its step log nor "
-        "the baseline's text could cut is timed over everything it decoded; docs/timing.md)"
+        f"the baseline's text could cut is timed over everything it decoded; {docs_page('timing.md')})"
     )

@@ -278,3 +278,4 @@ def _copy_stamped(pipe, out, start: float, times: list[tuple[float, int]]) -> No
         times.append((now - start, total))
         with contextlib.suppress(OSError):  # a full disk cuts the file as the child's own write would
             out.write(data)  # and the pipe is still drained: the child never blocks on it
+            out.flush()  # on disk as it comes, as the child's own write to the file would be
