@@ -7,6 +7,7 @@ once at build time, so one runner speaks to 2023 and 2026 llama.cpp trees.
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -237,10 +238,8 @@ class BuildInfo(BaseModel):
         """Every readable ``build.json`` in the cache; a broken one is skipped (``--force`` redoes it)."""
         infos = []
         for path in sorted(builds_dir.glob("*/build.json")):
-            try:
+            with suppress(BuildError):
                 infos.append(cls.load(path))
-            except BuildError:
-                continue
         return infos
 
 

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,12 +114,10 @@ def _cat_blobs(top: Path, blobs: list[tuple[str, str, str]]) -> Iterator[Entry]:
     stdin = proc.stdin
 
     def feed() -> None:  # in a thread: writing every name first could fill the pipe both ways
-        try:
+        with suppress(OSError):
             for _, _, sha in blobs:
                 stdin.write(sha.encode() + b"\n")
             stdin.close()
-        except OSError:
-            pass
 
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()

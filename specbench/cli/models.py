@@ -88,8 +88,7 @@ def list_(
     fmt: TableFormat = Format.table,
 ) -> None:
     """Show the GGUF models in the cache (SPECBENCH_HOME/models), with sizes and metadata."""
-    from specbench.models.cache import human_size, models_dir
-    from specbench.models.listing import list_cached
+    from specbench.models.cache import human_size, list_cached, models_dir
 
     cached = list_cached()
     fmt = chosen(fmt, as_json)

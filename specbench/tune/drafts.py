@@ -25,8 +25,8 @@ from specbench.base.methods import METHODS
 from specbench.builder.buildinfo import BuildInfo, FlagSpelling
 from specbench.builder.workaround import with_workaround
 from specbench.models import cache
+from specbench.models.cache import list_cached
 from specbench.models.ggufheader import GGUFHeader, read_local_header
-from specbench.models.listing import list_cached
 from specbench.plan.cells import speculative_flags
 from specbench.results.calibration import PassCosts
 from specbench.results.cell import Cell
