@@ -36,10 +36,6 @@ def _side(d, metric: str, which: str) -> str:
     return f"{metric_text(mean, metric)}{sd_text} (n={n})"
 
 
-def _mde(d, metric: str) -> str:
-    return "-" if d is None or d.mde is None else _mde_value(d.mde, metric)
-
-
 def _mde_value(mde: float, metric: str) -> str:
     return f"{mde:.1f} points" if METRICS[metric].scale == "points" else f"{mde * 100:.1f}%"
 
@@ -50,8 +46,9 @@ def _rows(metric_result) -> list[list[str]]:
     for c in metric_result.cells:
         d = c.decision
         p = f"{d.p_value:.3g}" if d is not None and d.p_value is not None else "-"
+        mde = "-" if d is None or d.mde is None else _mde_value(d.mde, metric)
         rows.append([str(c.status), c.label, c.prompt_id, _side(d, metric, "base"), _side(d, metric, "cur"),
-                     p, _mde(d, metric), c.reason])  # fmt: skip
+                     p, mde, c.reason])  # fmt: skip
     return rows
 
 

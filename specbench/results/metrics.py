@@ -31,7 +31,6 @@ class Metric:
     site_unit: str  # the site's plot unit
     paired: bool = False  # reads each sample's paired baseline (``bracket.paired_baseline``): a speedup
     baseline_span: bool = False  # reads a baseline's t/s, whose timer changed with run folder format 2
-    worse: Literal["lower"] = "lower"  # the decide rules judge higher as better only
 
     @property
     def positive(self) -> bool:
