@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.analysis.cells import CONTRACT_KEYS, ReportRow
+from specbench.analysis.curveplots import DEPTH_TITLES, report_plots
+from specbench.analysis.depth import depth_curves, markdown_lines
+from specbench.analysis.plots import TITLES
 from specbench.analysis.render import LEGEND, columns, options_line
 from specbench.analysis.report import Report
 from specbench.base import formats
-from specbench.base.formats import md_escape
+from specbench.base.errors import SpecbenchError
 from specbench.base.paths import os_problem
 from specbench.base.redact import redact
 from specbench.results.folder import REPORT_PAGE
@@ -48,22 +51,15 @@ def markdown(
 
 def _markdown(report: Report, rows: list[ReportRow], images: Sequence[Path], dropped: int) -> str:
     out = ["## specbench report", ""]
-    out += [f"- {md_escape(i.caption())}" for i in report.runs]
+    out += [f"- {formats.md_escape(i.caption())}" for i in report.runs]
     shared = options_line(rows)
-    out += ["", *([md_escape(shared), ""] if shared else []), *_md_table(rows, len(report.runs)), ""]
+    out += ["", *([formats.md_escape(shared), ""] if shared else []), *_md_table(rows, len(report.runs)), ""]
     if dropped:
         out += [f"_{dropped} more rows in report.csv (left out to fit a GitHub comment)._", ""]
     out += [f"<sub>{LEGEND}</sub>", ""]
-    from specbench.analysis.depth import depth_curves, markdown_lines
-
     out += markdown_lines(depth_curves(report.rows, report.not_run))
-    out += [f"> {note}" + "\n>" for note in report.notes]
-    if report.notes:
-        out[-1] = out[-1].removesuffix("\n>")
-        out.append("")
-    from specbench.analysis.curveplots import DEPTH_TITLES
-    from specbench.analysis.plots import TITLES
-
+    if report.notes:  # one quote block, a blank quote line between notes
+        out += ["\n>\n".join(f"> {note}" for note in report.notes), ""]
     for img in images:
         out.append(f"![{TITLES.get(img.name, DEPTH_TITLES.get(img.name, img.stem))}]({img.name})")
     return "\n".join(out).rstrip() + "\n"
@@ -115,8 +111,6 @@ def html(report: Report, by_category: bool = False, images: Sequence[Path] = ())
     """One file a person can open or attach: the table, notes and every plot embedded."""
     import jinja2
 
-    from specbench.analysis.plots import TITLES
-
     rows = report.shown(by_category)
     template = jinja2.Environment(autoescape=True).from_string(HTML)
     return template.render(
@@ -146,9 +140,6 @@ class ReportFiles:
 
 def write_report(report: Report, out_dir: Path, by_category: bool = False) -> ReportFiles:
     """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
-    from specbench.analysis.curveplots import report_plots
-    from specbench.base.errors import SpecbenchError
-
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         plots = report_plots(report, out_dir)
