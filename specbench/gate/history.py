@@ -208,8 +208,8 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
     gets what reading the run left out (duplicate samples, a torn last line), for the caller to say."""
     db_path = db_path or default_db()
     side = load_run(Path(run_dir))
-    if notes is not None:
-        notes.extend(side.notes)
+    notes = [] if notes is None else notes  # the caller's list, or one no one reads
+    notes.extend(side.notes)
     facts = side.facts
     run_key = f"{facts.run_id}@{facts.started_at or ''}"
     threads = sorted({str(s.generation.threads or "default") for s in side.samples})
@@ -236,8 +236,7 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
         conn.execute(_SUPERSEDED)  # a database of an earlier specbench lacks it
         by = conn.execute("SELECT by_run_key FROM superseded WHERE run_key = ?", (run_key,)).fetchone()
         if by is not None:  # its samples are in history already, as part of the merged run
-            if notes is not None:
-                notes.append(f"{run_dir}: {SUPERSEDED_NOTE} {by[0].split('@')[0]}, recorded in its place")
+            notes.append(f"{run_dir}: {SUPERSEDED_NOTE} {by[0].split('@')[0]}, recorded in its place")
             return 0
         for shard in shards:  # a merged run supersedes its shards: their samples are its samples
             conn.execute("DELETE FROM runs WHERE run_key = ?", (shard,))
