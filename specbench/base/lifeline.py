@@ -88,8 +88,7 @@ def popen(argv: list[str], **kwargs) -> subprocess.Popen:
 
 
 def run(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    """``subprocess.run(argv, timeout=timeout, capture_output=True, stdin=DEVNULL, **kwargs)`` through
-    ``popen``; a timeout or Ctrl-C kills the whole group (``subprocess.run`` kills the leader alone)."""
+    """``subprocess.run`` through ``popen``: a timeout or Ctrl-C kills the whole group, not the leader."""
     kwargs.setdefault("stdin", subprocess.DEVNULL)
     with interrupts.starting_child():
         proc = popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)

@@ -158,8 +158,7 @@ def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cel
 
 
 def method_hint(config: Config, binaries: Mapping[str, BinaryInfo]) -> str:
-    """What of this build could run a method that its chosen program cannot (the other speculative
-    program, or a server that takes --spec-type), or that it has none (a 2024 tree)."""
+    """What of this build could run a method its chosen program cannot, or that nothing can."""
     ways = []
     if (
         config.runner != "server"
@@ -428,8 +427,7 @@ def draft_backend_sampling(spec: BinaryInfo, cell: Cell) -> bool | None:
 
 
 def draft_alone_cells(group: list[Cell], done: set[tuple], order: list[str | None]) -> list[Cell]:
-    """The draft models to run alone after a baseline group (each once per ``done``, which the
-    caller keeps per repetition/round), one per build in ``order``: their t/s gives the cost ratio."""
+    """The draft models to run alone after a baseline group (once per ``done``), per build."""
     alone: list[Cell] = []
     for c in group:
         key = draft_alone_of(c)

@@ -178,8 +178,7 @@ class Config(Strict, OptionValues):
 
     @model_validator(mode="after")
     def _server_axes(self) -> Config:
-        """llama-server's axes (``parallel``, ``synth_len``): the process runner's binaries run one
-        request at a time and lack their options."""
+        """llama-server's axes (``parallel``, ``synth_len``): the process runner's binaries lack them."""
         for o in AXES:
             wanted, default = getattr(self.sweep, o.key), list(o.sweep)
             if o.group == "server" and self.runner == "process" and wanted != default:
@@ -201,8 +200,7 @@ class Config(Strict, OptionValues):
 
     @model_validator(mode="after")
     def _synth_rates(self) -> Config:
-        """``synth_rates`` (llama-server's ``--spec-synth-rates``, an option key, not an axis): the
-        process runner's binaries lack it, and llama.cpp refuses it beside a synthetic length."""
+        """``synth_rates``: llama-server's only, and never beside a synthetic length."""
         if not (
             self.synth_rates is not None
             or self.sweep.synth_rates
@@ -372,8 +370,7 @@ def _check_passable(node: Any, key: str, origin: str) -> None:
 
 
 def load_config(path: Path | str, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Read, override (``--set``) and validate a config file; every problem is a one-line ConfigError.
-    A path that is not there may name a shipped config (``quickstart``: ``plan.shipped``)."""
+    """Read, override (``--set``) and validate a config file, or the shipped config it names."""
     from specbench.plan.shipped import names_text, resolve_config
 
     path = resolve_config(Path(path))

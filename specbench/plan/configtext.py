@@ -271,8 +271,7 @@ def format_validation_error(
     overridden: AbstractSet[str] = frozenset(),
     model: type[BaseModel] | None = None,
 ) -> str:
-    """pydantic's errors -> ``origin: a.b[2]: message`` (the first, plus how many more). With
-    ``model`` (what was validated), an unknown key names the closest key allowed where it stands."""
+    """pydantic's errors -> ``origin: a.b[2]: message`` (an unknown key with its nearest)."""
     errors = exc.errors()
     first = first_error(errors)
     loc = _loc(tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith(_HIDDEN))))

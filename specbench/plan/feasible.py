@@ -28,8 +28,7 @@ def _fa_off(cell: Cell, spec: BinaryInfo | None) -> bool:
 
 
 def _rates_of_draft_max(cells: list[Cell], notes: list[str]) -> list[Cell]:
-    """``synth_rates`` gives one rate per draft position: llama.cpp refuses another count than
-    draft_max at start-up, so such cells are left out (all: refused)."""
+    """Cells whose ``synth_rates`` count is not draft_max (llama.cpp refuses them) left out."""
     kept = [c for c in cells if c.synth_rates is None or len(c.synth_rates.split(",")) == (c.draft_max or 0)]
     said = (
         'synth_rates of another length than draft_max, which llama.cpp refuses ("synthetic '
@@ -76,8 +75,7 @@ MOE_ONLY = {o.key: "draft" if o.draft else "model" for o in OPTIONS if o.moe_onl
 
 
 def collapse_ignored(cells: list[Cell], facts: Mapping[str, object], notes: list[str]) -> list[Cell]:
-    """``cells`` with each axis llama.cpp ignores (on a dense model: ``read_facts``) at its first
-    value, duplicates removed; each collapse is noted."""
+    """``cells`` with each axis ignored on a dense model at its first value (noted), deduplicated."""
     first: dict[tuple[str, str], object] = {}
     values: dict[tuple[str, str], list] = {}
     out: list[Cell] = []

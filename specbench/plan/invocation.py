@@ -73,8 +73,7 @@ class Plan(BaseModel):
         return self.model_copy(update={"invocations": invocations})
 
     def of_roles(self, roles: frozenset[str]) -> Plan:
-        """Only the invocations of these roles (warmups too), with a note of what was left out:
-        ``ab``/``bisect`` measure what their metrics read (``results.metrics.roles_read``)."""
+        """Only the invocations of these roles (what ``ab``'s metrics read), with a note."""
         left = sorted({i.role for i in self.invocations} - roles)
         if not left:
             return self

@@ -50,8 +50,7 @@ def side_threads(threads: int | None, half: int) -> int:
 
 
 def choose(config: Config, backends: Iterable[str | None]) -> Chosen:
-    """The pairing of ``config`` on this machine for builds of these backends: ``duet`` that cannot
-    run is refused; ``auto`` falls back to sequential, noted only where duet was to be expected."""
+    """The pairing on this machine: ``duet`` that cannot run is refused, ``auto`` falls back."""
     wanted = config.pairing
     several = len(config.builds) > 1
     if wanted == "sequential" or (wanted == "auto" and not several):

@@ -41,8 +41,7 @@ RAM_CACHE_ABSENT = "absent"
 
 
 def ram_cache(server: BinaryInfo) -> tuple[list[str], str]:
-    """The arguments that turn off ``server``'s prompt cache in RAM, and what the sample records:
-    only where the build takes it (an older server refuses it); unprobed builds get the pinned one."""
+    """The arguments that turn off ``server``'s prompt cache in RAM, where it has one, and the record."""
     f = server.flags
     if f.cache_ram:
         return [f.cache_ram, "0"], RAM_CACHE_OFF
@@ -157,8 +156,7 @@ def server_plan(
 
 
 def _refuse_shared_state(cells: list[Cell]) -> None:
-    """Requests in flight together share a stateful method's pool (``keeps_server_state``): each
-    sample would be drafted from the others' answers. Such cells need ``parallel: 1``."""
+    """Requests in flight together share a stateful method's pool: such cells need ``parallel: 1``."""
     shared = sorted({c.method for c in cells if c.parallel > 1 and keeps_server_state(c.method)})
     if shared:
         raise ConfigError(

@@ -68,8 +68,7 @@ def with_cells(shard: Shard, text: str | None) -> Shard:
 
 
 def shard_from_env(env: dict[str, str] | None = None) -> Shard | None:
-    """A Slurm array task's shard: ``SLURM_ARRAY_TASK_ID`` (counted from ``SLURM_ARRAY_TASK_MIN``,
-    as the array was declared) of ``SLURM_ARRAY_TASK_COUNT``."""
+    """A Slurm array task's shard (its id counted from ``SLURM_ARRAY_TASK_MIN``), else None."""
     env = dict(os.environ if env is None else env)
     task, count = env.get("SLURM_ARRAY_TASK_ID"), env.get("SLURM_ARRAY_TASK_COUNT")
     if not task or not count:
@@ -209,8 +208,7 @@ def restrict(plan: Plan, shard: Shard, cells: Iterable[str]) -> Plan:
 
 
 def runs_on_rule(config: Config) -> Callable[[Invocation], str | None]:
-    """The config's ``runs_on``: a pair's label wins over its target's ``ngl``'s, comma-joined (one
-    kind of runner) and split again for the matrix."""
+    """The config's ``runs_on``: a pair's label(s), comma-joined, before its target's ``ngl``'s."""
     pairs = {name: p.runs_on for name, p in config.pairs.items() if p.runs_on}
     by_ngl = config.runs_on.ngl
 

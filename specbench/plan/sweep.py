@@ -322,8 +322,7 @@ def _warmups(measured: list[Invocation], count: int) -> list[Invocation]:
 def with_workarounds(
     invocations: list[Invocation], builds: Mapping[str | None, BuildInfo]
 ) -> list[Invocation]:
-    """``invocations`` with each build's workaround (the flag its self-test found to cure a crash,
-    ``builder.workaround``) right after the binary path; ``workarounds: false`` runs it as built."""
+    """``invocations`` with each build's workaround (``builder.workaround``) after the binary path."""
     out = []
     for inv in invocations:
         argv = with_workaround(list(inv.argv), builds.get(inv.build), inv.binary_role)
