@@ -12,12 +12,16 @@ import typer
 from specbench.base.errors import ConfigError
 from specbench.cli.common import say, say_notes
 from specbench.cli.gateview import paired_from_run, show
-from specbench.cli.options import Budget, Quiet, Sets, Threshold
+from specbench.cli.options import AllowNoisy, Budget, Quiet, Sets, Threshold
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession, warn_busy
 from specbench.gate.abrun import load_builds_config, measuring_is_input, round_notes, rounds_end
 from specbench.gate.decision import STILL_OPEN, Status
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, roles_read
+
+RunConfig = Annotated[
+    Path, typer.Argument(metavar="CONFIG", help="The run config (YAML), e.g. configs/ci.yaml.")
+]
 
 
 def _check_paths(config: Path, out: Path) -> None:
@@ -83,9 +87,7 @@ def run_builds(
 
 
 def ab_cmd(
-    config: Annotated[
-        Path, typer.Argument(metavar="CONFIG", help="The run config (YAML), e.g. configs/ci.yaml.")
-    ],
+    config: RunConfig,
     base: Annotated[
         str,
         typer.Option(
@@ -112,9 +114,7 @@ def ab_cmd(
     ] = None,
     set_: Sets = None,
     quiet: Quiet = False,
-    allow_noisy: Annotated[
-        bool, typer.Option(help="Pass cells too noisy to decide (default: exit 3).")
-    ] = False,
+    allow_noisy: AllowNoisy = False,
     allow_output_change: Annotated[
         bool, typer.Option(help="Pass a greedy cell whose generated text changed (default: a fail).")
     ] = False,
@@ -155,9 +155,7 @@ def ab_cmd(
 
 
 def bisect_cmd(
-    config: Annotated[
-        Path, typer.Argument(metavar="CONFIG", help="The run config (YAML), e.g. configs/ci.yaml.")
-    ],
+    config: RunConfig,
     source: Annotated[Path, typer.Option(metavar="DIR", help="The llama.cpp git checkout to bisect.")],
     good: Annotated[str, typer.Option(metavar="REF", help="A commit known to be fast.")],
     bad: Annotated[str, typer.Option(metavar="REF", help="A later commit known to be slow.")],

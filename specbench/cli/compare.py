@@ -11,6 +11,7 @@ import typer
 from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
 from specbench.cli.common import Col, echo, metric_text, say, say_notes
+from specbench.cli.options import AllowNoisy
 from specbench.cli.output import Format, TableFormat, print_json, print_table, step_summary
 from specbench.results.metrics import METRICS, choices
 
@@ -210,9 +211,7 @@ def compare_cmd(
     allow_missing: Annotated[
         bool, typer.Option(help="Pass cells the current run did not measure (default: they fail).")
     ] = False,
-    allow_noisy: Annotated[
-        bool, typer.Option(help="Pass cells too noisy to decide (default: exit 3).")
-    ] = False,
+    allow_noisy: AllowNoisy = False,
     allow_output_change: Annotated[
         bool,
         typer.Option(help="Warn instead of failing when a greedy cell's generated text changed."),

@@ -29,6 +29,7 @@ Sets = Annotated[
     ),
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+AllowNoisy = Annotated[bool, typer.Option(help="Pass cells too noisy to decide (default: exit 3).")]
 Threshold = Annotated[str, typer.Option(metavar="CHANGE", help="Relative slowdown that counts: 5% or 0.05.")]
 Budget = Annotated[
     float | None,
