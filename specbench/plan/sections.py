@@ -239,11 +239,8 @@ class SweepConfig(_SweepAxes):
         return self
 
 
-class StrictGeneration(Generation):
+class StrictGeneration(Strict, Generation):
     """Generation settings as the config may write them (unknown keys refused, ranges checked)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-    _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
     n_predict: int = Field(default=128, ge=2)  # one token comes from the prompt pass
     """Tokens to generate per run (-n)."""
