@@ -171,24 +171,22 @@ def _loc(loc: tuple) -> str:
     return out
 
 
-# pydantic error types said as a fixed phrase, and the comparisons by their operator
 _OPS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
-_FIXED = {
-    "extra_forbidden": "unknown key",
-    "missing": "required but missing",
-    "too_short": "must not be empty",
-}
 
 
 def _message(err: dict) -> str:
     kind, ctx = err["type"], err.get("ctx") or {}
     given = repr(err.get("input"))
     given = given if len(given) <= 60 else given[:57] + "..."
-    if kind in _FIXED:
-        return _FIXED[kind]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "required but missing"
     if kind in _OPS:
         bound = next(iter(ctx.values()), "?")
         return f"must be {_OPS[kind]} {bound} (got {given})"
+    if kind == "too_short":
+        return "must not be empty"
     if kind == "literal_error":
         return f"must be one of {ctx.get('expected', '?')} (got {given})"
     if kind == "value_error":
