@@ -162,19 +162,17 @@ def assign(
         return sum(estimate(i) for i in u.own)
 
     for u in sorted(units, key=lambda u: (-(own_s(u) + sum(alone_s[k] for k in u.needs)), u.name)):
-
-        def cost(i: int, u: _Unit = u) -> tuple:
-            extra = own_s(u) + sum(alone_s[k] for k in u.needs - has[i])
-            unfit = label[i] is not None and label[i] != u.runs_on
-            return (unfit, shards[i].est_s + extra, len(shards[i].cells), i)
-
-        best = min(range(count), key=cost)
-        if label[best] is not None and label[best] != u.runs_on:
+        extra = [own_s(u) + sum(alone_s[k] for k in u.needs - has[i]) for i in range(count)]
+        unfit = [label[i] is not None and label[i] != u.runs_on for i in range(count)]
+        best = min(
+            range(count), key=lambda i: (unfit[i], shards[i].est_s + extra[i], len(shards[i].cells), i)
+        )
+        if unfit[best]:
             raise ConfigError(
                 f"{len({x.runs_on for x in units})} different runs_on labels need at least as many shards; "
                 f"pass --shards {len({x.runs_on for x in units})} or more"
             )
-        shards[best].est_s += own_s(u) + sum(alone_s[k] for k in u.needs - has[best])
+        shards[best].est_s += extra[best]
         has[best] |= u.needs
         label[best] = u.runs_on
         shards[best].cells.append(u.name)
