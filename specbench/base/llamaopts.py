@@ -288,6 +288,8 @@ AXES: tuple[LlamaOption, ...] = tuple(o for o in OPTIONS if o.group != "option")
 OPTION_NAMES: tuple[str, ...] = tuple(o.key for o in TUNED)
 METHOD = AXES[0]  # the method: the axis the others' ``applies`` reads
 DRAFT_LENGTH, GPU_LAYERS = BY_KEY["draft_max"], BY_KEY["ngl"]  # the plots' x axes
+PARALLEL, SYNTH_LEN, REPACK, BATCH = (BY_KEY[k] for k in ("parallel", "synth_len", "repack", "batch_size"))
+FLASH_ATTN, DRAFT_SAMPLING = BY_KEY["flash_attn"], BY_KEY["backend_sampling_draft"]  # read by name
 
 
 def applies(opt: LlamaOption, method: str, has_draft: bool) -> bool:

@@ -24,6 +24,7 @@ import numpy as np
 from specbench.base.childenv import child_env
 from specbench.base.errors import ParseError
 from specbench.base.files import atomic_path
+from specbench.base.llamaopts import GPU_LAYERS, METHOD
 from specbench.base.methods import DRAFT_SIMPLE
 from specbench.base.paths import models_dir
 from specbench.builder import buildinfo
@@ -139,7 +140,7 @@ def decode_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]) -> 
     """The command a sweep would run for the model alone, 8 tokens (flags as the binary spells them)."""
     f = binary.flags
     argv = [*binary.argv0, "-m", str(model), "-p", "Hello world", "-n", "8", "--temp", "0", "-s", "1"]
-    argv += ["-c", "256", "-ngl", str(ngl)]
+    argv += ["-c", "256", GPU_LAYERS.spellings[0], str(ngl)]
     argv += [x for x in (f.no_escape, f.no_conversation, f.no_display_prompt) if x]
     return argv + extra
 
@@ -150,7 +151,7 @@ def speculative_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]
     f = binary.flags
     argv = [*decode_argv(binary, model, ngl, extra), f.model_draft or "-md", str(model)]
     argv += [f.draft_max, "4"] if f.draft_max else []
-    return argv + ([f.spec_type or "--spec-type", DRAFT_SIMPLE] if DRAFT_SIMPLE in f.spec_types else [])
+    return argv + ([f.spec_type or METHOD.spellings[0], DRAFT_SIMPLE] if DRAFT_SIMPLE in f.spec_types else [])
 
 
 CUT_SHORT = "exit 0; llama.cpp's log ended before its statistics (a run this short often exits first)"

@@ -7,15 +7,14 @@ A workaround is recorded by name (``repack-off``); llama-bench takes it as a tes
 
 from __future__ import annotations
 
-from specbench.base.llamaopts import BY_KEY
+from specbench.base.llamaopts import REPACK
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
 from specbench.builder.options import OptionError, bench_argv
 from specbench.parse.crash import CrashFacts
 
 REPACK_OFF = "repack-off"
-_REPACK = BY_KEY["repack"]  # its table entry: --repack, and its negative switches
 # Options that already choose repacking: an invocation that has one (a `repack` key or axis) is left alone.
-REPACK_OPTIONS = frozenset((*_REPACK.spellings, *_REPACK.off))
+REPACK_OPTIONS = frozenset((*REPACK.spellings, *REPACK.off))
 
 
 def spelled(name: str, binary: BinaryInfo | None) -> list[str]:
@@ -24,7 +23,7 @@ def spelled(name: str, binary: BinaryInfo | None) -> list[str]:
         return []
     if binary.role == "bench":  # llama-bench: a test parameter, --repack 0|1, no --no-repack
         try:
-            return bench_argv(binary.flags.options, {_REPACK.key: False})
+            return bench_argv(binary.flags.options, {REPACK.key: False})
         except OptionError:
             return []
     return [binary.flags.no_repack] if binary.flags.no_repack else []
@@ -66,8 +65,8 @@ def crash_facts(
 def repack_off(argv: list[str]) -> bool:
     """Whether a command line turns repacking off (``--no-repack``, ``-nr``, llama-bench's ``--repack 0``)."""
     for i, arg in enumerate(argv):
-        if arg in _REPACK.off:
+        if arg in REPACK.off:
             return True
-        if arg in _REPACK.spellings:
+        if arg in REPACK.spellings:
             return i + 1 < len(argv) and argv[i + 1] in ("0", "off", "false")
     return False

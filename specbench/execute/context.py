@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from specbench.base.errors import ConfigError, RunError
+from specbench.base.llamaopts import GPU_LAYERS, PARALLEL
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.workaround import with_workaround
 from specbench.execute.server import RunningServer, post, start_server
@@ -65,8 +66,8 @@ def _check_fits(prompt: RenderedPrompt, tokens: int, n_predict: int, ctx_size: i
 def tokenizer_argv(build: BuildInfo, path: str) -> list[str]:
     """A llama-server that only tokenizes: small context, one slot, no warmup, on the CPU."""
     server = build.binary("server")
-    argv = [*server.argv0, "-m", path, "-c", str(TOKENIZER_CTX), "-ngl", "0", "-np", "1"]
-    argv += ["--no-warmup", "--host", HOST, "--port", "0"]
+    argv = [*server.argv0, "-m", path, "-c", str(TOKENIZER_CTX), GPU_LAYERS.spellings[0], "0"]
+    argv += [PARALLEL.spellings[0], "1", "--no-warmup", "--host", HOST, "--port", "0"]
     return with_workaround(argv, build, "server")
 
 

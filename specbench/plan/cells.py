@@ -12,7 +12,17 @@ from itertools import product
 from pathlib import Path
 
 from specbench.base.errors import ConfigError
-from specbench.base.llamaopts import AXES, BY_KEY, DRAFT_LENGTH, METHOD, TUNED, LlamaOption, applies
+from specbench.base.llamaopts import (
+    AXES,
+    BY_KEY,
+    DRAFT_LENGTH,
+    DRAFT_SAMPLING,
+    METHOD,
+    SYNTH_LEN,
+    TUNED,
+    LlamaOption,
+    applies,
+)
 from specbench.base.methods import DRAFT_METHOD, DRAFT_SIMPLE, METHODS
 from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.builder.options import OptionError, default_on, option_argv
@@ -146,7 +156,7 @@ def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cel
             if c.draft_max is not None and length > c.draft_max + 1:
                 skipped.append(f"synth_len {length:g} at draft_max {c.draft_max}")
             else:
-                out.append(c.model_copy(update={"synth_len": length}))
+                out.append(c.model_copy(update={SYNTH_LEN.key: length}))
     if config.sweep.synth_len and not out:
         raise ConfigError(
             "sweep.synth_len: no cell that drafts with a model to make synthetic (synthetic acceptance "
@@ -402,7 +412,7 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
             argv += [option, fmt_num(value) if isinstance(value, float) else str(value)]
     legacy = cell.method == DRAFT_METHOD and DRAFT_SIMPLE not in flags.spec_types  # classic draft
     if not legacy:  # -md alone does not speculate in the pinned build; older builds and forks: it does
-        argv += [flags.spec_type or "--spec-type", ",".join(spec_type_names(cell.method))]
+        argv += [flags.spec_type or METHOD.spellings[0], ",".join(spec_type_names(cell.method))]
     for part in ngram_parts(cell.method):
         sizes = (flags.ngram_sizes or {}).get(part)
         for o in (o for o in EXPANDED if o.scope == "lookup"):
@@ -423,7 +433,7 @@ def draft_backend_sampling(spec: BinaryInfo, cell: Cell) -> bool | None:
         return None
     if cell.backend_sampling_draft is not None:
         return cell.backend_sampling_draft
-    return default_on((spec.flags.options or {}).get("backend_sampling_draft"))
+    return default_on((spec.flags.options or {}).get(DRAFT_SAMPLING.key))
 
 
 def draft_alone_cells(group: list[Cell], done: set[tuple], order: list[str | None]) -> list[Cell]:

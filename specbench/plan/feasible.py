@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from specbench.base.docs import docs_page
 from specbench.base.errors import ConfigError
-from specbench.base.llamaopts import OPTIONS, Refusal, applies
+from specbench.base.llamaopts import FLASH_ATTN, OPTIONS, Refusal, applies
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
 from specbench.results.cell import Cell
 
@@ -23,7 +23,7 @@ def _fa_off(cell: Cell, spec: BinaryInfo | None) -> bool:
     switch (off by default; newer builds default to auto, which turns it on where it is needed)."""
     if cell.flash_attn == "off":
         return True
-    flag = ((spec.flags.options or {}) if spec is not None else {}).get("flash_attn")
+    flag = ((spec.flags.options or {}) if spec is not None else {}).get(FLASH_ATTN.key)
     return cell.flash_attn is None and flag is not None and not flag.takes_value
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import product
 
 from specbench.base.errors import ConfigError
+from specbench.base.llamaopts import GPU_LAYERS, PARALLEL
 from specbench.builder.buildinfo import BinaryInfo
 from specbench.plan.cells import (
     baseline_groups,
@@ -54,10 +55,10 @@ def server_argv(server: BinaryInfo, path: str, gen: Generation, ngl: int | None,
     """A plain llama-server: ``-np`` slots of ``ctx_size`` each, no prompt cache, ``/metrics`` on."""
     f = server.flags
     ctx = gen.ctx_size * parallel
-    argv = [*server.argv0, "-m", path, "-c", str(ctx), "-ngl", str(ngl or 0)]  # no ngl: on the CPU
+    argv = [*server.argv0, "-m", path, "-c", str(ctx), GPU_LAYERS.spellings[0], str(ngl or 0)]  # None: on CPU
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
-    argv += [f.parallel or "-np", str(parallel), *ram_cache(server)[0]]  # unprobed builds: the pin's
+    argv += [f.parallel or PARALLEL.spellings[0], str(parallel), *ram_cache(server)[0]]  # unprobed: the pin's
     # /slots says whether a slot speculates (the executor asks it); 2025's llama.cpp needs --slots
     if "--slots" in (f.known or []):
         argv.append("--slots")
@@ -114,7 +115,7 @@ def server_plan(
         if spec:
             argv += speculative_flags(server.flags, c, model_path(models, c.draft) if c.draft else None)
         return Invocation(
-            role=role, **cell_dict(c.model_copy(update={"runner": "server", "parallel": par})),
+            role=role, **cell_dict(c.model_copy(update={"runner": "server", PARALLEL.key: par})),
             binary_role="server", argv=argv + option_flags(server, c, free_args(config, c)),
             request=CompletionRequest(prompt=p.text, n_predict=gen.n_predict, temperature=gen.temperature,
                                       seed=gen.seed, top_k=gen.top_k),

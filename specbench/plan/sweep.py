@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from specbench.base.errors import ConfigError
+from specbench.base.llamaopts import BATCH, GPU_LAYERS, PARALLEL
 from specbench.builder.buildinfo import ONE_BATCH_ROLES, BinaryInfo, BuildInfo
 from specbench.builder.workaround import with_workaround, workaround_argv
 from specbench.plan import pairing
@@ -53,7 +54,7 @@ def _common(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl: in
         argv += ["--top-k", str(gen.top_k)]
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
-    argv += ["-c", str(gen.ctx_size), "-ngl", str(ngl or 0)]  # no ngl: on the CPU
+    argv += ["-c", str(gen.ctx_size), GPU_LAYERS.spellings[0], str(ngl or 0)]  # no ngl: on the CPU
     if binary.flags.no_escape:
         argv.append(binary.flags.no_escape)  # the prompt is passed verbatim (code has backslashes)
     return argv
@@ -171,7 +172,7 @@ def make_plan(
         plan = server_plan(config, servers, models, targets, by_target, cells, notes, reps, deep)
         _check_free_args(config, plan.invocations, builds)
         plan.invocations = with_workarounds(plan.invocations, builds)
-        on = [{"runner": "server", "parallel": n} for n in config.sweep.parallel]  # as serverplan expands
+        on = [{"runner": "server", PARALLEL.key: n} for n in config.sweep.parallel]  # as serverplan expands
         served = [lo.model_copy(update={"cell": lo.cell.model_copy(update=u)}) for lo in left_out for u in on]
         return plan.model_copy(update={"sentinel": sentinel, "left_out": served})
     chosen = pairing.choose(config, [builds[b].backend for b in labels])
@@ -260,14 +261,14 @@ class _Factory:
         """``-b`` holding the whole prompt where the speculative program needs it (``one_batch``)."""
         if self.spec.role not in ONE_BATCH_ROLES:
             return []
-        spec = (self.spec.flags.options or {}).get("batch_size")
+        spec = (self.spec.flags.options or {}).get(BATCH.key)
         text = spec.default if spec is not None else None
         default = int(text) if text is not None and text.isdigit() else LLAMA_BATCH
         size = one_batch(prompt, cell.batch_size, self.spec.name, default)
         if size is None:
             return []
-        flag = (binary.flags.options or {}).get("batch_size")
-        return [flag.flag if flag is not None and flag.flag else "-b", str(size)]
+        flag = (binary.flags.options or {}).get(BATCH.key)
+        return [flag.flag if flag is not None and flag.flag else BATCH.spellings[0], str(size)]
 
     def alone(self, role: str, model: Cell, prompt: RenderedPrompt, rep: int) -> Invocation:
         """The target (``baseline``) or a draft model (``draft``) alone, with llama-completion.

@@ -17,6 +17,7 @@ from specbench.analysis.cells import ALL
 from specbench.analysis.report import aggregate
 from specbench.analysis.speedmodel import model_speedup
 from specbench.base.errors import ModelError
+from specbench.base.llamaopts import DRAFT_LENGTH
 from specbench.execute import benchmark, preparation
 from specbench.models.hf import fetch_hf
 from specbench.models.spec import hub_source
@@ -87,7 +88,7 @@ def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str
         "prompts": base.prompts.model_dump(mode="json", exclude_none=True)
         if base
         else {"suite": "builtin", "ids": PROMPT_IDS},
-        "sweep": {"draft_max": sorted({r.draft_max for r in chosen if r.draft_max})},  # the rest: defaults
+        "sweep": {DRAFT_LENGTH.key: sorted({r.draft_max for r in chosen if r.draft_max})},  # rest: defaults
         "generation": {"n_predict": N_PREDICT},
         "repetitions": "auto",
         "max_repetitions": 6,

@@ -24,6 +24,7 @@ from specbench.analysis.speedmodel import diagnose
 from specbench.base import interrupts
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.base.formats import now_iso
+from specbench.base.llamaopts import GPU_LAYERS
 from specbench.base.paths import remove_empty
 from specbench.builder.workaround import with_workaround
 from specbench.execute import benchmark, preparation
@@ -370,7 +371,7 @@ def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pai
     f = server.flags if server is not None and server.flags.draft_max else spec.flags
     gen = base.generation
     argv = [*(server.argv0 if server else ["llama-server"]), "-m", str(prepared.models[target].path),
-            "-c", str(gen.ctx_size), "-ngl", str(s.ngl)]  # fmt: skip
+            "-c", str(gen.ctx_size), GPU_LAYERS.spellings[0], str(s.ngl)]  # fmt: skip
     if gen.threads is not None:
         argv += ["-t", str(gen.threads)]
     cell = Cell(model=target, draft=draft, **asdict(s), **option_axes(base, pair, [])[0])

@@ -11,6 +11,7 @@ from __future__ import annotations
 from specbench.analysis.cells import ALL
 from specbench.analysis.report import aggregate
 from specbench.base.errors import ConfigError
+from specbench.base.llamaopts import GPU_LAYERS, METHOD, PARALLEL
 from specbench.builder.options import OptionError
 from specbench.builder.options import bench_argv as option_bench_argv
 from specbench.plan.cells import option_axes
@@ -67,9 +68,8 @@ def tune_config(config: Config, pair: str) -> Config:
             "--set 'llama_cpp={backend: ...}')"
         )
     p, s = config.pairs[pair], config.sweep
-    sweep = s.model_copy(
-        update={"method": ["draft"], "ngl": s.ngl[:1], "parallel": s.parallel[:1], "depth": [max(s.depth)]}
-    )
+    draft_only = {METHOD.key: ["draft"], GPU_LAYERS.key: s.ngl[:1], PARALLEL.key: s.parallel[:1]}
+    sweep = s.model_copy(update={**draft_only, "depth": [max(s.depth)]})
     models = _needed_models(config, [p.target, tuned_draft(config, pair)])
     return config.model_copy(
         update={"pairs": {pair: p}, "models": models, "sweep": sweep, "name": f"{config.name}-tune"}

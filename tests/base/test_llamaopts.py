@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from specbench.base.llamaopts import BY_KEY, OPTIONS, applies, options_table
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "llama-options.md"
+SPECBENCH = Path(__file__).resolve().parents[2] / "specbench"
+# The table's names still written out elsewhere, none of them a lookup of the table.
+SPELT_ELSEWHERE = {
+    "analysis/cells.py": {"method", "draft_max", "ngl", "ngld"},  # report.json's documented first keys
+    "builder/options.py": {"load_mode"},  # a Kind (how a value is passed), not the option's key
+    "tune/calibrate.py": {"-ngl", "ngl"},  # llama-bench's own argv; a field of calibration.json
+}
 
 
 def test_the_docs_table_is_the_generated_one():
@@ -30,3 +38,17 @@ def test_an_option_applies_where_llama_cpp_reads_it():
     assert not applies(mod, "ngram-simple", False) and not applies(mod, "draft", True)
     assert applies(draft, "draft", True) and not applies(draft, "ngram-mod", False)
     assert applies(BY_KEY["flash_attn"], "none", False)
+
+
+def test_no_option_name_is_spelt_outside_the_table():
+    names = {n for o in OPTIONS for n in (o.key, *o.spellings)}
+    found = {}
+    for path in sorted(SPECBENCH.rglob("*.py")):
+        rel = path.relative_to(SPECBENCH).as_posix()
+        tree = ast.parse(path.read_text())
+        texts = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        if rel != "base/llamaopts.py" and (hits := (texts & names) - SPELT_ELSEWHERE.get(rel, set())):
+            found[rel] = sorted(hits)
+    assert not found, (
+        f"read these from the entries of specbench.base.llamaopts (GPU_LAYERS.spellings[0]): {found}"
+    )
