@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from specbench.base.errors import ConfigError
-from specbench.cli.common import say, say_notes
+from specbench.cli.common import check_paths, say, say_notes
 from specbench.cli.gateview import paired_from_run, show
 from specbench.cli.options import AllowNoisy, Budget, Quiet, Sets, Threshold
 from specbench.cli.output import Format, TableFormat
@@ -22,13 +22,6 @@ from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, roles_re
 RunConfig = Annotated[
     Path, typer.Argument(metavar="CONFIG", help="The run config (YAML), e.g. configs/ci.yaml.")
 ]
-
-
-def _check_paths(config: Path, out: Path) -> None:
-    from specbench.base.paths import check_path
-
-    check_path(config, "CONFIG")
-    check_path(out, "--out")
 
 
 def run_builds(
@@ -140,7 +133,7 @@ def ab_cmd(
 
         out = inside(results_dir(), make_run_id(f"{config.stem}-ab"), what="run folder")
     with measuring_is_input():
-        _check_paths(config, out)
+        check_paths(("CONFIG", config), ("--out", out))
         typed = {"base": f"--base {base}", "head": f"--head {head}"}
         metrics = list(metric or PAIRED_DEFAULT)
         summary = run_builds(
@@ -193,7 +186,7 @@ def bisect_cmd(
         out = results_dir() / make_run_id("bisect")
     src = source.expanduser().resolve()
     with measuring_is_input():  # config, --set and --out are checked before any state is written
-        _check_paths(config, out)
+        check_paths(("CONFIG", config), ("--out", out))
         good_sha, _, _ = bisect.commit_range(src, good, bad)
         specs = [("base", str(src), good_sha), ("head", str(src), good_sha)]
         resolved = load_builds_config(config, list(set_ or []), specs)

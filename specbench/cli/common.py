@@ -161,6 +161,15 @@ def metric_text(value: float | None, metric: str) -> str:
     return "-" if value is None else METRICS[metric].text(value)
 
 
+def check_paths(*named: tuple[str, Path | None]) -> None:
+    """Each ``(what, path)`` given (None: not given), refused before any work if no filesystem can hold it."""
+    from specbench.base.paths import check_path
+
+    for what, path in named:
+        if path is not None:
+            check_path(path, what)
+
+
 def resume_command(run_dir: Path) -> str:
     """The command that continues a run, as typed: the config comes from the run's manifest."""
     import shlex

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import Col, say
+from specbench.cli.common import Col, check_paths, say
 from specbench.cli.output import Format, TableFormat, print_json, print_table
 
 configs_app = typer.Typer(
@@ -36,11 +36,9 @@ def configs_copy(
     force: Annotated[bool, typer.Option("--force", help="Replace DEST if it exists.")] = False,
 ) -> None:
     """Copy a shipped config to edit (and the schema its first line points at, beside it)."""
-    from specbench.base.paths import check_path
     from specbench.plan.shipped import copy_shipped
 
-    if dest is not None:
-        check_path(dest, "DEST")
+    check_paths(("DEST", dest))
     written = copy_shipped(name, dest, force)
     say(f"wrote {', '.join(map(str, written))}; run it with: specbench run {written[0]}")
 

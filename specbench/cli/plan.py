@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import Col, console, say, say_notes
+from specbench.cli.common import Col, check_paths, console, say, say_notes
 from specbench.cli.options import Sets
 from specbench.cli.output import Format, TableFormat, chosen, print_json, print_table
 
@@ -31,12 +31,11 @@ def plan(
     fmt: TableFormat = Format.table,
 ) -> None:
     """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
-    from specbench.base.paths import check_path
     from specbench.execute import preparation
     from specbench.gate.history import plan_estimate
     from specbench.plan.shards import matrix
 
-    check_path(config, "CONFIG")
+    check_paths(("CONFIG", config))
     cfg = preparation.load(config, set_ or ())
     prepared = preparation.prepare(cfg, dry_run=True)
     estimate = plan_estimate(prepared.build.backend)
@@ -78,12 +77,10 @@ def merge(
 ) -> None:
     """Merge the run folders of `run --shard i/N` into one run folder (report, compare, history read it)."""
     from specbench.base.errors import RunError, SpecbenchError
-    from specbench.base.paths import check_path
     from specbench.gate.history import record_run
     from specbench.results.merge import merge_runs
 
-    for d in [*dirs, out]:
-        check_path(d, "folder")
+    check_paths(*(("folder", d) for d in [*dirs, out]))
     result = merge_runs(list(dirs), out)
     say_notes(result.notes)
     for s in result.shards:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import PLAIN, echo, err_console, table_console, table_width
+from specbench.cli.common import PLAIN, check_paths, echo, err_console, table_console, table_width
 from specbench.cli.output import Format, ReportFormat
 from specbench.results.folder import REPORT
 
@@ -41,12 +41,8 @@ def report(
     from specbench.analysis.render import table
     from specbench.analysis.report import build_report, latest_run
     from specbench.analysis.reportfiles import csv_text, html, json_text, markdown, write_report
-    from specbench.base.paths import check_path
 
-    for path in run_dirs or []:
-        check_path(path, "run folder")
-    if out is not None:
-        check_path(out, "--out")
+    check_paths(*(("run folder", path) for path in run_dirs or []), ("--out", out))
     dirs = list(run_dirs) if run_dirs else [latest_run()]
     by_category = by is By.category
     rep = build_report(dirs)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import console, echo, make_console, resume_command, say, say_notes
+from specbench.cli.common import check_paths, console, echo, make_console, resume_command, say, say_notes
 from specbench.cli.options import Quiet, Sets
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession
@@ -186,14 +186,11 @@ def run(
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_report, nothing_measured
     from specbench.base.errors import InputError, RunError, SpecbenchError
-    from specbench.base.paths import check_path
     from specbench.execute import benchmark, preparation, resumecheck
     from specbench.gate.history import record_run
     from specbench.tune.calibrate import reuse_calibration
 
-    for what, path in (("CONFIG", config), ("--out", out), ("--resume", resume)):
-        if path is not None:
-            check_path(path, what)
+    check_paths(("CONFIG", config), ("--out", out), ("--resume", resume))
     if resume is not None and out is not None and out.resolve() != resume.resolve():
         raise InputError("--out and --resume name different folders; --resume RUN_DIR continues RUN_DIR")
     if resume is not None:

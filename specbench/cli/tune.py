@@ -11,7 +11,7 @@ import typer
 
 from specbench.analysis.figures import Standing, speedup_text, standing_text
 from specbench.base.errors import RunError, SpecbenchError
-from specbench.cli.common import say, say_notes
+from specbench.cli.common import check_paths, say, say_notes
 from specbench.cli.options import Quiet, Sets, budget_option
 from specbench.cli.output import Format, chosen, format_option, print_json
 from specbench.cli.session import RunSession, warn_busy
@@ -91,7 +91,6 @@ def tune(
     ] = Format.table,
 ) -> None:
     """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
-    from specbench.base.paths import check_path
     from specbench.execute import benchmark, preparation
     from specbench.machine.envinfo import gpus
     from specbench.results.calibration import load_calibration
@@ -99,9 +98,7 @@ def tune(
     from specbench.tune.search import tune as run_tune
 
     as_json = chosen(fmt, as_json) == Format.json
-    for what, path in (("CONFIG", config), ("--out", out)):
-        if path is not None:
-            check_path(path, what)
+    check_paths(("CONFIG", config), ("--out", out))
     if budget < 1:
         raise SpecbenchError(f"--budget {budget:g}: tune needs at least 1 second (e.g. 300, 5m)", exit_code=2)
     sets = [*(set_ or ()), *([f"sweep.depth=[{depth}]"] if depth is not None else [])]
