@@ -10,12 +10,6 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
 
-def _fmt(mean: float | None, sd: float | None = None, digits: int = 1) -> str:
-    if mean is None:
-        return "-"
-    return f"{mean:.{digits}f}" + (f" ± {sd:.{digits}f}" if sd is not None else "")
-
-
 class ProgressView:
     """A rich bar with ETA and the last t/s on a terminal, one line per sample elsewhere (logs, CI)."""
 
@@ -76,8 +70,9 @@ class ProgressView:
             return f"[{event.done}/{event.total}] {what}: done"
         if s.status != "ok":
             return f"[{event.done}/{event.total}] {what}: {s.status.upper()}: {s.invalid_reason}"
+        tps = "-" if s.tps is None else f"{s.tps:.2f}"
         extra = f", acceptance {s.acceptance:.0%}" if s.acceptance is not None else ""
-        return f"[{event.done}/{event.total}] {what}: {_fmt(s.tps, digits=2)} t/s{extra}"
+        return f"[{event.done}/{event.total}] {what}: {tps} t/s{extra}"
 
     def stop(self) -> None:
         if self.bar is not None:
