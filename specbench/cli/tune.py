@@ -18,14 +18,18 @@ from specbench.cli.session import RunSession, warn_busy
 
 
 def result_json(result) -> dict:
-    """The --json object: exactly the documented keys."""
-    best = result.best
+    """The --json object: exactly the documented keys. ``speedup_range_*``: tune's interval widened to
+    the speedup at the baseline levels of this machine's history; ``baseline_history``: those levels."""
+    best, drift = result.best, result.drift
+    low, high = (best.speedup_ci_low, best.speedup_ci_high) if best else (None, None)
+    range_low, range_high = drift.widened(low, high) if drift is not None else (low, high)
+    levels = ("runs", "low_tps", "high_tps", "tune_tps")
     return {
         "pair": result.pair,
         "best": asdict(best.setting) if best else None,
         "speedup": best.speedup if best else None,
-        "speedup_ci_low": best.speedup_ci_low if best else None,
-        "speedup_ci_high": best.speedup_ci_high if best else None,
+        "speedup_ci_low": low,
+        "speedup_ci_high": high,
         "standing": str(result.standing),
         "predicted_speedup": best.model_speedup if best else None,
         "command": result.command,
@@ -35,28 +39,9 @@ def result_json(result) -> dict:
             for c in result.candidates
         ],
         "elapsed_s": round(result.elapsed_s, 2),
-        **_drift_json(result),
-    }
-
-
-def _drift_json(result) -> dict:
-    """``speedup_range_*``: tune's interval widened to the speedup at the baseline levels of this
-    machine's history; ``baseline_history``: those levels."""
-    best, drift = result.best, result.drift
-    low = best.speedup_ci_low if best else None
-    high = best.speedup_ci_high if best else None
-    if drift is None:
-        return {"speedup_range_low": low, "speedup_range_high": high, "baseline_history": None}
-    range_low, range_high = drift.widened(low, high)
-    return {
         "speedup_range_low": range_low,
         "speedup_range_high": range_high,
-        "baseline_history": {
-            "runs": drift.runs,
-            "low_tps": drift.low_tps,
-            "high_tps": drift.high_tps,
-            "tune_tps": drift.tune_tps,
-        },
+        "baseline_history": {k: getattr(drift, k) for k in levels} if drift is not None else None,
     }
 
 
