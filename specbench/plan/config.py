@@ -227,10 +227,8 @@ class Config(Strict, OptionValues):
 
     @property
     def speculative_role(self) -> str | None:
-        """The BuildInfo role of the speculative binary asked for; None (auto): the build's."""
-        if self.speculative_binary == "auto":
-            return None
-        return "speculative_simple" if self.speculative_binary == "speculative-simple" else "speculative"
+        """The BuildInfo role of the speculative binary asked for (its name in underscores); None: auto."""
+        return None if self.speculative_binary == "auto" else self.speculative_binary.replace("-", "_")
 
     def dump(self) -> dict:
         """The config as plain JSON data in the YAML's own spelling (for the run manifest)."""

@@ -17,28 +17,25 @@ from typing import Literal
 import jinja2
 from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError, ModelError
 from specbench.base.formats import json_text
 from specbench.base.paths import Name
 from specbench.plan.configtext import first_error, keys_at, unknown_key
+from specbench.plan.sections import Strict
 
 CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
 
 
-class Message(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Message(Strict):
     role: Literal["system", "user", "assistant"]
     content: str = Field(min_length=1)  # like an empty `text`: a prompt of nothing measures nothing
 
 
-class Prompt(BaseModel):
+class Prompt(Strict):
     """One line of a prompts JSONL file: ``{id, category, messages | text}``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: Name  # in the raw logs' file names
     category: Name
