@@ -27,7 +27,6 @@ from specbench.plan.sections import (
     PairConfig,
     PromptsConfig,
     RunsOnConfig,
-    Strict,
     StrictGeneration,
     SweepConfig,
     no_bool,
@@ -40,7 +39,7 @@ BUDGET_REPETITIONS = 100  # `ab`/`bisect --budget` without max_repetitions: a ce
 MAX_REPETITIONS = 1000
 
 
-class Config(Strict, OptionValues):
+class Config(OptionValues):
     """A validated run config. ``base_dir`` is the config file's folder (relative paths resolve there)."""
 
     name: Name = "run"

@@ -5,13 +5,16 @@ axis; ``args:`` passes what has no key, and an argument specbench sets itself is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
 from specbench.base.llamaopts import AXES, TUNED
 from specbench.base.methods import LOOKUPS
 from specbench.base.paths import Name
+
+if TYPE_CHECKING:
+    from pydantic import ValidationInfo
 
 # Flags specbench sets itself, by every spelling llama.cpp has had, with the key that sets them.
 RESERVED: dict[str, str] = {
@@ -73,13 +76,37 @@ ARGS_DESCRIPTION = "Extra arguments for every llama.cpp invocation (for what has
 SWEEP_ARGS_DESCRIPTION = "Sweep axis of named argument sets: [{label, args}, ...]."
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _numeric(annotation: Any) -> bool:
+    """int, float, or either of them or None."""
+    args = set(get_args(annotation)) - {type(None)} if get_args(annotation) else {annotation}
+    return bool(args) and args <= {int, float}
+
+
+def no_bool(value: Any, what: str = "a number") -> Any:
+    """A boolean for a number is refused: YAML reads yes/no/on/off as booleans, pydantic true as 1."""
+    if isinstance(value, bool):
+        raise ValueError(
+            f"must be {what}, not {str(value).lower()} (YAML reads yes/no/on/off/true/false as booleans)"
+        )
+    return value
+
+
+def refuse_bool_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """Every strict section's ``no_bool`` on its numeric fields."""
+    field = cls.model_fields.get(info.field_name or "")
+    return no_bool(value) if field is not None and _numeric(field.annotation) else value
+
+
+class Strict(BaseModel):
+    # a field's docstring is its description: the config reference and `specbench schema` show it
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
 
 if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type checker:
 
-    class OptionValues(_Strict):
+    class OptionValues(Strict):
         args: list[str] = []
 
         def __getattr__(self, key: str) -> Any: ...  # an OPTION_KEYS field
@@ -87,14 +114,14 @@ if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type
 else:
     OptionValues = create_model(
         "OptionValues",
-        __base__=_Strict,
+        __base__=Strict,
         __doc__="llama.cpp options set once.",
         **{k: (t | None, Field(default=None, description=d)) for k, (t, d) in OPTION_KEYS.items()},
         args=(list[Arg], Field(default_factory=list, description=ARGS_DESCRIPTION)),
     )
 
 
-class NamedArgs(_Strict):
+class NamedArgs(Strict):
     """One value of the ``sweep.args`` axis: a name (the cell's label) and its arguments."""
 
     label: Name = Field(description="The set's name, shown in the report's args column.")
@@ -112,7 +139,7 @@ def unique_items(cls: type[BaseModel], v: list[Any]) -> list[Any]:
 
 if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type checker:
 
-    class SweepOptions(_Strict):
+    class SweepOptions(Strict):
         args: list[NamedArgs] = []
 
         def __getattr__(self, key: str) -> list[Any]: ...  # an OPTION_KEYS axis
@@ -120,7 +147,7 @@ if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type
 else:
     SweepOptions = create_model(
         "SweepOptions",
-        __base__=_Strict,
+        __base__=Strict,
         __doc__="llama.cpp options swept: [] is not swept.",
         __validators__={"unique_options": field_validator(*OPTION_KEYS, "args")(unique_items)},
         **{

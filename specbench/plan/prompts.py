@@ -24,7 +24,7 @@ from specbench.base.errors import ConfigError, ModelError
 from specbench.base.formats import json_text
 from specbench.base.paths import Name
 from specbench.plan.configtext import first_error, keys_at, unknown_key
-from specbench.plan.sections import Strict
+from specbench.plan.options import Strict
 
 CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
 

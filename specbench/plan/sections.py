@@ -5,15 +5,12 @@ Each is strict, and its field docstrings generate the config reference and ``spe
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
-    ValidationInfo,
     create_model,
     field_validator,
     model_validator,
@@ -22,7 +19,7 @@ from pydantic import (
 from specbench.base.llamaopts import AXES, LlamaOption, MethodName
 from specbench.base.paths import LocalPath, Name
 from specbench.plan.methods import draft_free, needs_draft_model
-from specbench.plan.options import Arg, OptionValues, SweepOptions, unique_items
+from specbench.plan.options import Arg, OptionValues, Strict, SweepOptions, no_bool, unique_items
 from specbench.results.records import Generation
 
 NonNegativeInt = Annotated[int, Field(ge=0)]
@@ -36,34 +33,6 @@ _CMAKE_REACHES_OUT = re.compile(
     r"^CMAKE_(PROJECT|USER_MAKE_RULES|MODULE_PATH|PREFIX_PATH|FIND_ROOT)",
     re.I,
 )
-
-
-def _numeric(annotation: Any) -> bool:
-    """int, float, or either of them or None."""
-    args = set(get_args(annotation)) - {type(None)} if get_args(annotation) else {annotation}
-    return bool(args) and args <= {int, float}
-
-
-def no_bool(value: Any, what: str = "a number") -> Any:
-    """A boolean for a number is refused: YAML reads yes/no/on/off as booleans, pydantic true as 1."""
-    if isinstance(value, bool):
-        raise ValueError(
-            f"must be {what}, not {str(value).lower()} (YAML reads yes/no/on/off/true/false as booleans)"
-        )
-    return value
-
-
-def refuse_bool_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
-    """Every strict section's ``no_bool`` on its numeric fields."""
-    field = cls.model_fields.get(info.field_name or "")
-    return no_bool(value) if field is not None and _numeric(field.annotation) else value
-
-
-class Strict(BaseModel):
-    # a field's docstring is its description: the config reference and `specbench schema` show it
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    _no_bool_numbers = field_validator("*", mode="before")(classmethod(refuse_bool_number))
 
 
 class LlamaCppConfig(Strict):
@@ -132,7 +101,7 @@ class RunsOnConfig(Strict):
     """Runner label(s) of the cells whose target runs at this ngl: {0: ubuntu-latest}."""
 
 
-class PairConfig(Strict, OptionValues):
+class PairConfig(OptionValues):
     """A target plus a draft model (run with every sweep.method), or a target with one pinned
     method (``method:``; with the ``draft:`` it needs, if any: see specbench.plan.methods)."""
 
@@ -205,13 +174,11 @@ NUMBER_LISTS = (*(o.key for o in AXES if o.cell_type in (int, float)), "depth")
 
 if TYPE_CHECKING:  # made from the table at import (create_model); to the type checker:
 
-    class _SweepAxes(Strict, SweepOptions):
+    class _SweepAxes(SweepOptions):
         def __getattr__(self, key: str) -> list[Any]: ...  # an axis of the table
 
 else:
-    _SweepAxes = create_model(
-        "_SweepAxes", __base__=(Strict, SweepOptions), **{o.key: _axis_field(o) for o in AXES}
-    )
+    _SweepAxes = create_model("_SweepAxes", __base__=SweepOptions, **{o.key: _axis_field(o) for o in AXES})
 
 
 class SweepConfig(_SweepAxes):
