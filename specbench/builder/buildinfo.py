@@ -16,6 +16,7 @@ from specbench.base import paths
 from specbench.base.errors import BuildError
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
+from specbench.base.llamaopts import METHOD
 from specbench.base.methods import DRAFT_SIMPLE
 from specbench.builder.options import OptionFlag
 from specbench.builder.toolkit import detect_backend
@@ -83,6 +84,19 @@ class FlagSpelling(BaseModel):
         """The binary speculates with ``-md`` alone (every llama.cpp before ``draft-simple``, and forks),
         so ``-md`` is the method and no ``--spec-type`` is passed with it."""
         return bool(self.model_draft and self.draft_max) and DRAFT_SIMPLE not in self.spec_types
+
+    def speculative_argv(self, draft: str | None, spec_types: list[str], settings: dict) -> list[str]:
+        """What makes this binary speculate, spelt once for the plan's cells and the self-test: ``-md
+        draft`` (a build probed before specbench read -md: the pin's), each draft setting it has a flag
+        for (``settings``: FlagSpelling keys, in order; None: left out), then ``--spec-type`` with
+        ``spec_types`` (where it lacks draft-simple, ``-md`` alone is the draft method: none)."""
+        argv = [self.model_draft or "-md", draft] if draft is not None else []
+        for key, value in settings.items():
+            if value is not None and getattr(self, key):
+                argv += [getattr(self, key), f"{value:g}" if isinstance(value, float) else str(value)]
+        if spec_types != [DRAFT_SIMPLE] or DRAFT_SIMPLE in self.spec_types:
+            argv += [self.spec_type or METHOD.spellings[0], ",".join(spec_types)]
+        return argv
 
 
 class BinaryInfo(BaseModel):

@@ -24,7 +24,7 @@ import numpy as np
 from specbench.base.childenv import child_env
 from specbench.base.errors import ParseError
 from specbench.base.files import atomic_path
-from specbench.base.llamaopts import GPU_LAYERS, METHOD
+from specbench.base.llamaopts import DRAFT_LENGTH, GPU_LAYERS
 from specbench.base.methods import DRAFT_SIMPLE
 from specbench.base.paths import models_dir
 from specbench.builder import buildinfo
@@ -146,12 +146,9 @@ def decode_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]) -> 
 
 
 def speculative_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]) -> list[str]:
-    """The draft method as the plan spells it for this program (``plan.cells.speculative_flags``):
-    ``-md`` alone where its --spec-type has no draft-simple (classic), else with it; 4 drafted."""
-    f = binary.flags
-    argv = [*decode_argv(binary, model, ngl, extra), f.model_draft or "-md", str(model)]
-    argv += [f.draft_max, "4"] if f.draft_max else []
-    return argv + ([f.spec_type or METHOD.spellings[0], DRAFT_SIMPLE] if DRAFT_SIMPLE in f.spec_types else [])
+    """The draft method, 4 drafted, as the plan spells it for this program (``FlagSpelling``'s)."""
+    spec = binary.flags.speculative_argv(str(model), [DRAFT_SIMPLE], {DRAFT_LENGTH.key: 4})
+    return decode_argv(binary, model, ngl, extra) + spec
 
 
 CUT_SHORT = "exit 0; llama.cpp's log ended before its statistics (a run this short often exits first)"

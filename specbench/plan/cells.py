@@ -400,19 +400,12 @@ def baseline_groups(cells: list[Cell]) -> dict[tuple, list[Cell]]:
 
 def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -> list[str]:
     """The options that make a binary speculate as ``cell`` says, as ``flags`` (its --help) spells
-    them: ``-md``, the draft options, ``--spec-type`` (``draft+ngram-mod`` -> ``draft-simple,ngram-mod``),
-    the n-gram sizes. A None value, or one the binary has no option for, is left out (``sweep_cells``
-    refused or noted it); builds probed before specbench read ``-md`` get the pinned spelling."""
-    argv: list[str] = []
-    if cell.draft is not None:
-        argv += [flags.model_draft or "-md", str(draft_path)]
-    for o in _DRAFTS:
-        value, option = getattr(cell, o.key), _flag(flags, o)
-        if value is not None and option:
-            argv += [option, fmt_num(value) if isinstance(value, float) else str(value)]
-    legacy = cell.method == DRAFT_METHOD and DRAFT_SIMPLE not in flags.spec_types  # classic draft
-    if not legacy:  # -md alone does not speculate in the pinned build; older builds and forks: it does
-        argv += [flags.spec_type or METHOD.spellings[0], ",".join(spec_type_names(cell.method))]
+    them: ``-md``, the draft options and ``--spec-type`` (``draft+ngram-mod`` -> ``draft-simple,ngram-mod``)
+    as the self-test spells them (``FlagSpelling.speculative_argv``), then the n-gram sizes. A None value,
+    or one the binary has no option for, is left out (``sweep_cells`` refused or noted it)."""
+    draft = str(draft_path) if cell.draft is not None else None
+    settings = {o.key: getattr(cell, o.key) for o in _DRAFTS}
+    argv = flags.speculative_argv(draft, spec_type_names(cell.method), settings)
     for part in ngram_parts(cell.method):
         sizes = (flags.ngram_sizes or {}).get(part)
         for o in (o for o in EXPANDED if o.scope == "lookup"):
