@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from specbench.base.formats import json_line, now_iso
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.workaround import crash_facts, with_workaround
 from specbench.execute.preparation import Prepared
+from specbench.execute.process import exit_status
 from specbench.machine import envinfo
 from specbench.parse.crash import classify, error_line
 from specbench.results.calibration import Calibration, PassCosts, load_calibration, save_calibration
@@ -147,17 +147,11 @@ class CachedCosts(BaseModel):
 
 
 def _cache_file(
-    build: BuildInfo | str,
-    sha: str | None,
-    threads: int | None,
-    ngl: int,
-    depth: int,
-    options: Sequence[str] = (),
+    build: str, sha: str | None, threads: int | None, ngl: int, depth: int, options: Sequence[str] = ()
 ) -> Path:
-    key = build if isinstance(build, str) else build.key
     opts = f"|o{' '.join(options)}" if options else ""  # without options: the digests of older entries
     digest = hashlib.sha256(
-        f"{key}|{sha}|t{threads}|ngl{ngl}|d{depth}|tg{DECODE_TOKENS}{opts}".encode()
+        f"{build}|{sha}|t{threads}|ngl{ngl}|d{depth}|tg{DECODE_TOKENS}{opts}".encode()
     ).hexdigest()
     return paths.calibration_dir() / f"{digest[:16]}.json"
 
@@ -233,17 +227,9 @@ def measure_model(
 def bench_failure(proc: subprocess.CompletedProcess[str], build: BuildInfo, argv: list[str]) -> str:
     """Why llama-bench failed, in one line: a known crash class with its cure (``parse.crash``, as
     for every other binary), else llama.cpp's own error line, else its last line."""
-    code = proc.returncode
-    how = f"exit {code}"
-    sig = None
-    if code < 0:
-        try:
-            sig = signal.Signals(-code).name
-        except ValueError:
-            sig = f"signal {-code}"
-        how = f"killed by {sig}"
-    facts = crash_facts(build, envinfo.cpu_isa(), argv)
-    known = classify(proc.stderr, code if code > 0 else None, sig, facts)
+    code, sig = exit_status(proc.returncode)
+    how = f"killed by {sig}" if sig else f"exit {code}"
+    known = classify(proc.stderr, code, sig, crash_facts(build, envinfo.cpu_isa(), argv))
     if known is not None:
         return f"{how}: {known.line}"
     said = error_line(proc.stderr) or next(

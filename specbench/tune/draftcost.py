@@ -20,7 +20,7 @@ from specbench.analysis.speedmodel import expected_tokens, model_speedup
 from specbench.base import paths
 from specbench.builder.buildinfo import BuildInfo
 from specbench.results.calibration import PassCosts
-from specbench.tune.calibrate import CachedCosts, cached_costs, measure_model, store
+from specbench.tune.calibrate import cached_costs, measure_model, store
 
 CURVE_KS = [1, 2, 3, 5, 9, 17]  # the passes timed for a curve model (and priced for a draft)
 DEPTH = 256  # tokens in the KV cache while timing: a short prompt's worth
@@ -124,7 +124,7 @@ def timed_costs(
     llama-bench, one process at a time, and cached unless impossible; else None."""
     hit = cached_costs(build.key, sha256, threads, 0, DEPTH)
     if hit is not None and set(ks) <= set(hit.costs.pass_s):
-        return _named(hit, name), True
+        return hit.costs.model_copy(update={"model": name}), True
     if not measure:
         return None
     note(f"timing {name} with llama-bench (passes over {', '.join(map(str, ks))} tokens)")
@@ -134,11 +134,7 @@ def timed_costs(
         )
         if not cached and entry.costs.impossible() is None:
             store(entry)
-    return _named(entry, name), cached
-
-
-def _named(entry: CachedCosts, name: str) -> PassCosts:
-    return entry.costs.model_copy(update={"model": name})
+    return entry.costs, cached  # named ``name`` by measure_model, cached or not
 
 
 @dataclass(frozen=True)

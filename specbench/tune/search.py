@@ -149,11 +149,9 @@ def tune(
             remove_empty(run_dir, made)
         kept = len(load_samples(run_dir)) if has_samples(run_dir) else 0
         raise RunInterrupted(run_dir, kept, reason, interrupts.exit_code(exc)) from None
-    except SpecbenchError as exc:
-        _record_end(run_dir, manifest, "failed", str(exc))
-        raise
     except Exception as exc:  # any other end (an OSError, a bug) is recorded too, with its type
-        _record_end(run_dir, manifest, "failed", f"{type(exc).__name__}: {exc}")
+        why = str(exc) if isinstance(exc, SpecbenchError) else f"{type(exc).__name__}: {exc}"
+        _record_end(run_dir, manifest, "failed", why)
         raise
     result.busy, result.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
     result.speed_moved = list(manifest.noise.speed.warnings)
