@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.analysis.cells import CONTRACT_KEYS, ReportRow
-from specbench.analysis.curveplots import DEPTH_TITLES, report_plots
 from specbench.analysis.depth import depth_curves, markdown_lines
-from specbench.analysis.plots import TITLES
+from specbench.analysis.plots import DEPTH_TITLES, TITLES, make_plots
 from specbench.analysis.render import LEGEND, columns, options_line
 from specbench.analysis.report import Report
 from specbench.base import formats
@@ -142,7 +141,7 @@ def write_report(report: Report, out_dir: Path, by_category: bool = False) -> Re
     """Plots first (the documents embed or link them), then report.{md,html,csv,json}."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        plots = report_plots(report, out_dir)
+        plots = make_plots(report, out_dir)
         md, page, csv, js = (out_dir / n for n in ("report.md", REPORT_PAGE, "report.csv", "report.json"))
         files = ReportFiles(out_dir, md, page, csv, js, plots)
         files.markdown.write_text(redact(markdown(report, by_category, plots)), encoding="utf-8")
