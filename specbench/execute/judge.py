@@ -58,8 +58,7 @@ class Measured:
 
     sample: Sample
     text: str | None  # the generated continuation, None when the invocation produced none
-    # stdout after the prompt's echo, as printed (a baseline's: ``capped_span``'s reference)
-    generated: str | None = None
+    generated: str | None = None  # stdout after the prompt's echo, as printed (``capped_span``'s reference)
 
 
 def finite(x: float | None) -> float | None:

@@ -30,8 +30,7 @@ from specbench.execute.server import (
     start_server,
 )
 from specbench.parse.parsed import SpecCounters
-from specbench.parse.process import ParsedLog, Perf, PerfBlocks, Throughput
-from specbench.parse.server import parse_metrics, parse_server_log
+from specbench.parse.server import parse_metrics, parse_server_log, timings_log
 from specbench.plan.methods import keeps_server_state
 from specbench.results.folder import response_paths, server_log_paths, write_raw
 from specbench.results.records import ServerTimings
@@ -54,31 +53,6 @@ def _request(inv: Invocation) -> CompletionRequest:
             f"a server invocation without a request ({inv.role} {inv.prompt_id}): a planning bug"
         )
     return inv.request
-
-
-def _seconds(ms: float | None) -> float | None:
-    return ms / 1000 if ms is not None else None
-
-
-def timings_log(role: str, timings: ServerTimings, file: str | None = None) -> ParsedLog:
-    """A response's ``timings`` as the statistics a process would have printed. The prompt is what
-    was evaluated plus what came from the cache (the n-gram lookups search all of it)."""
-    t = timings
-    n_gen = t.predicted_n
-    prompt = t.prompt_n + (t.cache_n or 0) if t.prompt_n is not None else None
-    if role == "speculative":
-        return ParsedLog(
-            file=file, kind="speculative", n_predict=n_gen,
-            n_drafted=t.draft_n or 0, n_accept=t.draft_n_accepted or 0,  # left out when nothing was drafted
-            encoded=Throughput(tokens=prompt, seconds=_seconds(t.prompt_ms), tps=t.prompt_per_second),
-            decoded=Throughput(tokens=n_gen, seconds=_seconds(t.predicted_ms), tps=t.predicted_per_second),
-        )  # fmt: skip
-    perf = Perf(
-        prompt_eval_ms=t.prompt_ms, prompt_eval_tokens=prompt, prompt_eval_tps=t.prompt_per_second,
-        eval_ms=t.predicted_ms, eval_runs=n_gen - 1 if n_gen is not None else None,
-        eval_tps=t.predicted_per_second,
-    )  # eval runs: one token of a generation comes from the prompt pass  # fmt: skip
-    return ParsedLog(file=file, kind="completion", perf=PerfBlocks(target=perf))
 
 
 class ServerExecutor:
@@ -252,7 +226,7 @@ def _draft_counts_from_log(out: Outcome, server: RunningServer, log_from: int) -
         **t.model_dump(), "draft_n": logged.n_drafted, "draft_n_accepted": logged.n_accept,
         "draft_counts_from": "server log",
     })  # fmt: skip
-    log = out.log.model_copy(update={"n_drafted": logged.n_drafted, "n_accept": logged.n_accept})
+    log = timings_log(timings.model_dump(), out.log.file, speculative=True)
     return replace(out, timings=timings, log=log)
 
 
@@ -284,7 +258,7 @@ def _outcome(
     timings = ServerTimings.model_validate(reply.data.get("timings") or {})
     return Outcome(
         wall_s=reply.wall_s, output=content, echoed=False, source=SOURCE,
-        log=timings_log(inv.role, timings, str(json_path.relative_to(run_dir))),
+        log=timings_log(timings.model_dump(), str(json_path.relative_to(run_dir)), inv.role == "speculative"),
         stdout_path=str(text_path.relative_to(run_dir)) if content is not None else None,
         stderr_path=log_path, timings=timings, batch_wall_s=batch_wall, counters=counters, cpu_s=cpu_s,
         cache_prompt=cache_prompt,

@@ -96,9 +96,11 @@ def parse_response(text: str, file: str | None = None) -> ParsedLog:
 def timings_log(timings: dict, file: str | None = None, speculative: bool = False) -> ParsedLog:
     """llama-server ``timings`` as the statistics a process would have printed: ``encoded``,
     ``decoded`` and the draft counters for a speculative request, the target's perf block otherwise
-    (eval runs: one token of a generation comes from the prompt pass)."""
+    (eval runs: one token of a generation comes from the prompt pass). The prompt is what was
+    evaluated plus what came from the cache (the n-gram lookups search all of it)."""
     t = timings
     n_gen, prompt_n = t.get("predicted_n"), t.get("prompt_n")
+    prompt = prompt_n + (t.get("cache_n") or 0) if prompt_n is not None else None
     prompt_s = t["prompt_ms"] / 1000 if t.get("prompt_ms") is not None else None
     gen_s = t["predicted_ms"] / 1000 if t.get("predicted_ms") is not None else None
     if speculative:
@@ -106,13 +108,13 @@ def timings_log(timings: dict, file: str | None = None, speculative: bool = Fals
         return ParsedLog(
             file=file, kind="speculative", n_predict=n_gen, n_drafted=drafted, n_accept=accepted,
             accept=accepted / drafted if drafted else None,
-            encoded=Throughput(tokens=prompt_n, seconds=prompt_s, tps=t.get("prompt_per_second")),
+            encoded=Throughput(tokens=prompt, seconds=prompt_s, tps=t.get("prompt_per_second")),
             decoded=Throughput(tokens=n_gen, seconds=gen_s, tps=t.get("predicted_per_second")),
         )  # fmt: skip
     perf = Perf(
-        prompt_eval_ms=t.get("prompt_ms"), prompt_eval_tokens=prompt_n,
+        prompt_eval_ms=t.get("prompt_ms"), prompt_eval_tokens=prompt,
         prompt_eval_tps=t.get("prompt_per_second"), eval_ms=t.get("predicted_ms"),
-        eval_runs=n_gen - 1 if n_gen else None, eval_tps=t.get("predicted_per_second"),
+        eval_runs=n_gen - 1 if n_gen is not None else None, eval_tps=t.get("predicted_per_second"),
     )  # fmt: skip
     return ParsedLog(file=file, kind="completion", perf=PerfBlocks(target=perf))
 

@@ -10,7 +10,8 @@ import pytest
 
 from specbench.execute.executor import _parse
 from specbench.execute.judge import Outcome, judge
-from specbench.execute.server_executor import SOURCE, timings_log
+from specbench.execute.server_executor import SOURCE
+from specbench.parse.server import timings_log
 from specbench.parse.span import parse_stamps
 from specbench.results.records import Generation, ServerTimings
 from tests.helpers.fakeruns import inv
@@ -29,8 +30,9 @@ def server(name: str, role: str) -> Outcome:
     """A response as ServerExecutor reports it."""
     data = json.loads((LOGS / f"{name}.json").read_text())
     timings = ServerTimings.model_validate(data["timings"])
-    return Outcome(wall_s=1.0, output=data["content"], echoed=False, source=SOURCE,
-                   log=timings_log(role, timings), timings=timings, batch_wall_s=1.0)  # fmt: skip
+    log = timings_log(timings.model_dump(), speculative=role == "speculative")
+    return Outcome(wall_s=1.0, output=data["content"], echoed=False, source=SOURCE, log=log, timings=timings,
+                   batch_wall_s=1.0)  # fmt: skip
 
 
 def spec(method: str = "draft", runner: str = "process", **kw):
@@ -137,7 +139,7 @@ def test_never_drafted_is_explained_the_same_on_both_runners():
     # the server's prompt (14 tokens) and output are the history the lookup searched: 78 > 12 + 48 + 1
     assert "no earlier occurrence of the last 12 tokens" in s.invalid_reason
     short = server("server-ngram", "speculative")
-    short.log = timings_log("speculative", short.timings.model_copy(update={"predicted_n": 16}))
+    short.log = timings_log({**short.timings.model_dump(), "predicted_n": 16}, speculative=True)
     reason = judge(spec("ngram-simple", runner="server"), short, "r", "now").sample.invalid_reason
     assert "only 30 tokens of history, it needs more than size_n + size_m + 1 = 61" in reason
 

@@ -136,6 +136,15 @@ def test_draft_counts_a_server_prints_only_in_its_log_are_read_from_it(tmp_path,
     assert all(s.timings.model_dump()["draft_counts_from"] == "server log" for s in spec)
 
 
+def test_a_server_samples_statistics_carry_its_acceptance_as_a_process_samples_do(tmp_path, replay):
+    """The response's counts, or those read from the server's log, give ``metrics.accept`` as the
+    process runner's statistics line does (one conversion of ``timings``: parse.server.timings_log)."""
+    replay.server.counts_in_log_only = True
+    assert run(tmp_path, "--set", "warmup=0").returncode == 0
+    spec = [s for s in load_samples(tmp_path / "run") if s.role == "speculative"]
+    assert spec and all(s.acceptance and s.metrics.accept == s.acceptance for s in spec)
+
+
 def test_a_server_that_drafts_gets_no_extra_request(tmp_path, replay):
     r = run(tmp_path, "--set", "warmup=0")
     assert r.returncode == 0, r.stderr

@@ -100,3 +100,12 @@ def test_metrics_of_a_real_server_give_its_speculative_counters():
 def test_metrics_without_speculative_counters_are_refused_with_what_to_pass():
     with pytest.raises(ParseError, match="--metrics"):
         parse_metrics('{"error": {"message": "This server does not support metrics endpoint"}}')
+
+
+def test_a_responses_prompt_counts_what_came_from_the_cache_as_the_server_runner_does():
+    """`specbench parse` of a response and the server runner's sample read ``timings`` by one
+    conversion: the prompt is what was evaluated plus what came from the cache (``cache_n``)."""
+    data = json.loads((REAL / "server-draft.response.json").read_text())
+    data["timings"].update(cache_n=150, prompt_n=42)
+    parsed = parse_response(json.dumps(data), "r.json")
+    assert parsed.encoded.tokens == 192 and parsed.accept == 1.0
