@@ -24,7 +24,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from specbench.gate.history import SCHEMA, SCHEMA_VERSION
+from specbench.gate.historydb import SCHEMA, SCHEMA_VERSION
 
 MACHINE = "AMD EPYC 7B13 (synthetic) / no GPU / cpu"
 PROMPTS = ("code-02", "extr-05")

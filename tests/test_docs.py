@@ -110,14 +110,14 @@ def test_every_page_is_in_the_nav():
 def test_the_formats_page_gives_each_files_current_version():
     """docs/formats.md's table of current versions is the code's: a format raised without its row fails."""
     from specbench.gate.baseline import FORMAT_VERSION as BASELINE
-    from specbench.gate.history import SCHEMA_VERSION as HISTORY
+    from specbench.gate.historydb import SCHEMA_VERSION as HISTORY
     from specbench.results.manifest import FORMAT_VERSION as RUN_FOLDER
 
     text = (DOCS / "formats.md").read_text()
     for constant, version in (
         ("results/manifest.py", RUN_FOLDER),
         ("gate/baseline.py", BASELINE),
-        ("gate/history.py", HISTORY),
+        ("gate/historydb.py", HISTORY),
     ):
         row = next(line for line in text.splitlines() if constant in line)
         assert f"| {version} |" in row, row

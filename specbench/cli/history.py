@@ -30,7 +30,8 @@ def history_cmd(
     fmt: TableFormat = Format.table,
 ) -> None:
     """Show each cell's value over the recorded runs and llama.cpp commits."""
-    from specbench.gate.history import SUPERSEDED_NOTE, default_db, load_history, record_run
+    from specbench.gate.history import load_history
+    from specbench.gate.historydb import SUPERSEDED_NOTE, default_db, record_run
     from specbench.gate.historyplot import plot_history, plot_path
     from specbench.results.manifestfile import read_facts
     from specbench.results.runstate import finish_hint

@@ -77,7 +77,7 @@ def merge(
 ) -> None:
     """Merge the run folders of `run --shard i/N` into one run folder (report, compare, history read it)."""
     from specbench.base.errors import RunError, SpecbenchError
-    from specbench.gate.history import record_run
+    from specbench.gate.historydb import record_run
     from specbench.results.merge import merge_runs
 
     check_paths(*(("folder", d) for d in [*dirs, out]))

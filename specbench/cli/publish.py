@@ -37,7 +37,7 @@ def publish(
 ) -> None:
     """Write a static results site (index, trends, runs, ab, bisect, best settings); opens from file://."""
     from specbench.base.paths import check_path
-    from specbench.gate.history import default_db
+    from specbench.gate.historydb import default_db
     from specbench.publish.site import publish as write_site
 
     dbs = list(dbs) if dbs else [default_db()]

@@ -187,7 +187,7 @@ def run(
     from specbench.analysis.report import closing_report, nothing_measured
     from specbench.base.errors import InputError, RunError, SpecbenchError
     from specbench.execute import benchmark, preparation, resumecheck
-    from specbench.gate.history import record_run
+    from specbench.gate.historydb import record_run
     from specbench.tune.calibrate import reuse_calibration
 
     check_paths(("CONFIG", config), ("--out", out), ("--resume", resume))

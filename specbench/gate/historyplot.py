@@ -8,7 +8,8 @@ from pathlib import Path
 
 from specbench.analysis.plots import legend_below, style
 from specbench.base.paths import check_path, nearest_existing, os_problem, shorten
-from specbench.gate.history import HistoryError, HistoryPoint, series_of
+from specbench.gate.history import HistoryPoint, series_of
+from specbench.gate.historydb import HistoryError
 from specbench.results.metrics import METRICS
 
 PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg", "webp", "tif", "tiff", "eps", "ps")

@@ -14,7 +14,8 @@ from pathlib import Path
 from specbench.analysis.figures import Value, figure
 from specbench.base.llamaopts import METHOD
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
-from specbench.gate.history import generation_text, stored_key, stored_rows, stored_values
+from specbench.gate.history import generation_text, stored_key, stored_values
+from specbench.gate.historydb import stored_rows
 from specbench.gate.regression import NOISY_CV, cv, welch_interval
 from specbench.results import cell
 from specbench.results.cell import is_synthetic

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.execute import preparation
-from specbench.gate.history import history_estimate, speeds_on
-from specbench.results.manifest import MachineFacts
+from specbench.gate.history import plan_estimate
 from specbench.results.records import Sample
 from specbench.tune.calibrate import GRIDS, pass_sizes
 
@@ -119,7 +118,7 @@ def check_history_floor(clock: Clock, prepared: preparation.Prepared, note: Call
     """Refuse up front a budget below the least this machine's history says tune takes (priced as the
     check after the probe's first prompt prices it); without history, say when it will be known."""
     try:
-        known = history_estimate(speeds_on(MachineFacts.here(prepared.build.backend).describe()))
+        known = plan_estimate(prepared.build.backend).known
     except SpecbenchError:  # an unreadable history only loses the early check
         known = None
     runs = [i for i in prepared.plan.invocations if i.role in ("baseline", "speculative")]  # tune's probe

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.gate.baseline import load_run
-from specbench.gate.history import HistoryPoint, load_history, record_run, series_of
+from specbench.gate.history import HistoryPoint, load_history, series_of
+from specbench.gate.historydb import record_run
 
 
 @dataclass(frozen=True)

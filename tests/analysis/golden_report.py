@@ -21,7 +21,7 @@ GOLDEN = REPO / "tests" / "data" / "golden" / "report-before-cell.json"
 def report_numbers() -> dict:
     """Every report row (all fields), the notes, and the history identity of every sample."""
     from specbench.analysis.report import build_report
-    from specbench.gate.history import _cell_id
+    from specbench.gate.historydb import _cell_id
     from specbench.results.manifest import cell_key
     from specbench.results.manifestfile import read_run
 

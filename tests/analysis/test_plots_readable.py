@@ -14,7 +14,8 @@ import pytest
 
 from specbench.analysis import plots
 from specbench.analysis.report import build_report
-from specbench.gate.history import load_history, record_run
+from specbench.gate.history import load_history
+from specbench.gate.historydb import record_run
 from specbench.gate.historyplot import plot_history
 
 matplotlib.use("Agg")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.gate.history import record_run
+from specbench.gate.historydb import record_run
 from specbench.results.samplelog import load_samples
 from tests.helpers.cli import invoke
 from tests.helpers.runs import BASE, SPEC, make_run

@@ -6,27 +6,10 @@ import sqlite3
 
 import pytest
 
-from specbench.gate.history import (
-    HistoryError,
-    load_history,
-    record_run,
-    run_count,
-    series_of,
-)
+from specbench.gate.history import load_history, series_of
+from specbench.gate.historydb import record_run
 from specbench.gate.historyplot import plot_history
-from tests.helpers.runs import BASE, SPEC, make_run, with_speed
-
-
-def test_record_is_idempotent_per_run(tmp_path):
-    db = tmp_path / "h.sqlite"
-    run = make_run(tmp_path, "run1", BASE, SPEC, prompts=("p1", "p2"))
-    rows = record_run(run, db)
-    # 4 metrics; baseline_tps has 1 cell, the others 2 (draft_max 4 and 8); each over 2 prompts.
-    assert rows == (1 + 2 + 2 + 2) * 2
-    assert record_run(run, db) == rows
-    assert run_count(db) == 1
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM cells").fetchone()[0] == rows
+from tests.helpers.runs import BASE, SPEC, make_run, run_count, with_speed
 
 
 def test_series_over_runs_mean_over_prompts_per_repetition(tmp_path):
@@ -76,14 +59,6 @@ def test_a_reused_run_folder_name_is_a_new_point(tmp_path):
     assert points[0].mean == pytest.approx(points[1].mean * 0.5)
 
 
-def test_a_foreign_database_is_refused(tmp_path):
-    db = tmp_path / "other.sqlite"
-    with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE notes (x TEXT)")
-    with pytest.raises(HistoryError, match="not a specbench history database"):
-        record_run(make_run(tmp_path, "run1", BASE, SPEC), db)
-
-
 def test_runs_compare_would_refuse_are_separate_series(tmp_path):
     """Another n_predict is another measurement (compare refuses it): its own series, not a point."""
     db = tmp_path / "h.sqlite"
@@ -93,19 +68,6 @@ def test_runs_compare_would_refuse_are_separate_series(tmp_path):
     series = {(p.label, p.generation, p.prompts): p.run_id for p in points}
     assert len(series) == 2 and sorted(series.values()) == ["run1", "run2"]
     assert {p.generation.split(",")[0] for p in points} == {"n_predict 48", "n_predict 32"}
-
-
-def test_recording_a_run_that_measured_nothing_keeps_its_points(tmp_path):
-    """Re-recording a run whose samples are gone (or not yet there) must not wipe its points."""
-    db = tmp_path / "h.sqlite"
-    run = make_run(tmp_path, "run1", BASE, SPEC)
-    rows = record_run(run, db)
-    (run / "samples.jsonl").write_text("")
-    assert record_run(run, db) == 0
-    assert run_count(db) == 1 and len(load_history(db, "spec_tps")) == 2 and rows > 0
-    # only invalid samples: no value either
-    failed = make_run(tmp_path / "f", "run1", [], SPEC, status="failed")
-    assert record_run(failed, db) == 0 and len(load_history(db, "spec_tps")) == 2
 
 
 def test_runner_and_parallel_are_separate_series(tmp_path):
@@ -157,26 +119,6 @@ def test_runs_whose_machine_speed_moved_are_marked(tmp_path):
     with sqlite3.connect(db) as conn:  # the column a results site reads
         rows = dict(conn.execute("SELECT run_id, speed_warned FROM runs").fetchall())
     assert rows == {"quiet": 0, "slow": 1, "old": None}
-
-
-def test_a_version_1_database_is_read_as_is_and_migrated_on_write(tmp_path):
-    db = tmp_path / "h.sqlite"
-    with sqlite3.connect(db) as conn:  # the schema before the sentinel's columns
-        conn.executescript(
-            "CREATE TABLE runs (run_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, started_at TEXT, recorded_at "
-            "TEXT, run_dir TEXT, llama_cpp_commit TEXT, machine TEXT, drivers TEXT, threads TEXT, "
-            "specbench_version TEXT); CREATE TABLE cells (run_key TEXT NOT NULL REFERENCES runs(run_key) "
-            "ON DELETE CASCADE, metric TEXT NOT NULL, cell TEXT NOT NULL, label TEXT NOT NULL, prompts TEXT "
-            "NOT NULL, prompt_id TEXT NOT NULL, repetitions TEXT NOT NULL, vals TEXT NOT NULL, PRIMARY KEY "
-            "(run_key, metric, cell, prompt_id)); PRAGMA user_version = 1;"
-        )
-        conn.execute("INSERT INTO runs (run_key, run_id, machine) VALUES ('old@', 'old', 'm')")
-        conn.execute("INSERT INTO cells VALUES ('old@', 'spec_tps', 'm|{}|p', 'x', 'p', 'p', '[0]', '[5.0]')")
-    (point,) = load_history(db, "spec_tps")  # viewing never writes
-    assert point.speed_moved is None and sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 1
-    record_run(with_speed(make_run(tmp_path, "new", BASE, SPEC), -0.2, True), db)
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 2
-    assert {p.run_id: p.speed_warned for p in load_history(db, "spec_tps")}["new"] is True
 
 
 def test_the_plan_estimate_is_history_where_known_else_sizes_and_its_duration_reads_as_one(tmp_path):

@@ -8,7 +8,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from specbench.gate.history import SUPERSEDED_NOTE, load_history, record_run
+from specbench.gate.history import load_history
+from specbench.gate.historydb import SUPERSEDED_NOTE, record_run
 from specbench.results.merge import merge_runs
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "runs" / "quick-cpu"

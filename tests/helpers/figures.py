@@ -9,7 +9,8 @@ from pathlib import Path
 from specbench.analysis.cells import ALL, run_rows
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import cell_label, compare
-from specbench.gate.history import load_history, record_run
+from specbench.gate.history import load_history
+from specbench.gate.historydb import record_run
 from specbench.publish.series import load_series
 from specbench.results import cell
 

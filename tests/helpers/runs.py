@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from specbench.results.records import Generation, Sample
 from specbench.results.samplelog import append_sample
 
 TARGET_SHA = "a" * 64
+
+
+def run_count(db: Path) -> int:
+    """How many runs a history database holds (0: no database file)."""
+    if not db.is_file():
+        return 0
+    with closing(sqlite3.connect(db)) as conn:
+        return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
 
 
 DRAFT_SHA = "b" * 64

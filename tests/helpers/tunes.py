@@ -9,10 +9,10 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from specbench.gate.history import run_count
 from specbench.results.calibration import load_calibration
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
+from tests.helpers.runs import run_count
 
 KEYS = {"pair", "best", "speedup", "speedup_ci_low", "speedup_ci_high", "predicted_speedup", "command",
         "server_command", "candidates", "elapsed_s", "speedup_range_low", "speedup_range_high",

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from specbench.gate.history import record_run
+from specbench.gate.historydb import record_run
 from specbench.publish import pages
 from specbench.publish.folders import Folders
 from specbench.publish.series import load_series

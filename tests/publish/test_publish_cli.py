@@ -9,7 +9,7 @@ import subprocess
 import sys
 import urllib.request
 
-from specbench.gate.history import record_run
+from specbench.gate.historydb import record_run
 from specbench.publish.series import Point, Series, flag_changes, load_series
 from tests.fixtures.build import assert_one_line_error
 from tests.helpers.cli import specbench

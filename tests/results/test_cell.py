@@ -8,7 +8,7 @@ from specbench.analysis.plots import CELL_KEYS
 from specbench.execute.adaptive import cell_states
 from specbench.execute.runner import _Outputs
 from specbench.gate.compare import cell_label
-from specbench.gate.history import _cell_id
+from specbench.gate.historydb import _cell_id
 from specbench.plan.cells import baseline_groups
 from specbench.results import cell
 from specbench.results.manifest import RunFacts, cell_key
@@ -99,7 +99,7 @@ def test_an_axis_added_in_one_place_reaches_everything(tmp_path):
         from specbench.analysis.plots import CELL_KEYS
         from specbench.execute.adaptive import cell_states
         from specbench.gate.compare import cell_label
-        from specbench.gate.history import _cell_id
+        from specbench.gate.historydb import _cell_id
         from specbench.plan.sweep import Invocation
         from specbench.results.manifest import cell_key
         from specbench.results.manifest import RunFacts

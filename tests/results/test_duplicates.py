@@ -8,7 +8,8 @@ import math
 
 from specbench.analysis.report import build_report
 from specbench.gate.baseline import load_side, save_baseline
-from specbench.gate.history import load_history, record_run
+from specbench.gate.history import load_history
+from specbench.gate.historydb import record_run
 from specbench.results.manifestfile import read_run
 from specbench.results.samplelog import load_samples
 from tests.helpers.cli import specbench

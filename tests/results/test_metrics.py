@@ -10,7 +10,8 @@ import pytest
 from specbench.gate.ab import paired_compare
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import compare, default_metrics
-from specbench.gate.history import load_history, record_run
+from specbench.gate.history import load_history
+from specbench.gate.historydb import record_run
 from specbench.publish.site import publish
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, Metric, choices, paired_order, site_order
 from specbench.results.records import Generation, Sample

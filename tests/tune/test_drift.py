@@ -2,9 +2,8 @@
 
 import pytest
 
-from specbench.gate.history import run_count
 from specbench.tune.drift import record_and_compare
-from tests.helpers.runs import make_run
+from tests.helpers.runs import make_run, run_count
 
 SPEC = {8: [60.0, 60.0]}
 
