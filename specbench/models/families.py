@@ -11,7 +11,6 @@ from importlib import resources
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from specbench.base.errors import ConfigError
 from specbench.base.paths import RelativePath
 from specbench.models.spec import RepoId
 
@@ -39,11 +38,3 @@ def load_families(text: str | None = None) -> dict[str, Family]:
         text = resources.files("specbench.models").joinpath("draft_families.yaml").read_text()
     data = yaml.safe_load(text) or {}
     return {name: Family.model_validate(f) for name, f in (data.get("families") or {}).items()}
-
-
-def family(name: str) -> Family:
-    """One family by name; a ConfigError listing the known names for another."""
-    families = load_families()
-    if name not in families:
-        raise ConfigError(f"no draft family {name!r}; known families: {', '.join(sorted(families))}")
-    return families[name]

@@ -134,12 +134,6 @@ def meta_from_keys(get: Callable[[str], Any], n_tokens: int | None, **facts: Any
     )
 
 
-def read_chat_template(path: Path) -> str | None:
-    """The model's default Jinja chat template (``tokenizer.chat_template``), or None."""
-    value = _scalar(open_gguf(Path(path)).fields, "tokenizer.chat_template")
-    return str(value) if value is not None else None
-
-
 def read_token_texts(path: Path) -> list[bytes]:
     """Raw token texts by id (what llama.cpp's ``llama_vocab_get_text`` returns)."""
     field = open_gguf(Path(path)).fields.get("tokenizer.ggml.tokens")

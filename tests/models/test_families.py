@@ -6,8 +6,7 @@ import fnmatch
 
 import pytest
 
-from specbench.base.errors import ConfigError
-from specbench.models.families import family, load_families
+from specbench.models.families import load_families
 
 
 def test_every_entry_names_a_repo_a_pattern_a_family_and_a_size():
@@ -31,8 +30,3 @@ def test_malformed_entries_are_refused():
         load_families("families: {x: {about: a, drafts: [{repo: a/b, pattern: '*.gguf'}]}}")  # no size
     with pytest.raises(ValueError):
         load_families("families: {x: {about: a, drafts: []}}")
-
-
-def test_unknown_family_lists_the_known_ones():
-    with pytest.raises(ConfigError, match="known families: .*llama3"):
-        family("llama5")

@@ -9,7 +9,8 @@ import pytest
 from gguf import GGUFReader
 
 from specbench.base.errors import ModelError
-from specbench.models.meta import read_chat_template, read_metadata, read_token_texts
+from specbench.models.meta import read_metadata, read_token_texts
+from specbench.plan.prompts import chat_format
 from tests.models.tiny_gguf import vocab, write_tiny_gguf
 
 
@@ -27,10 +28,10 @@ def test_tiny_metadata(tmp_path):
     assert (meta.context_length, meta.vocab_size) == (256, 300)
     assert (meta.tokenizer_model, meta.vocab_type) == ("gpt2", "BPE")
     assert (meta.bos_token_id, meta.eos_token_id, meta.add_bos, meta.add_eos) == (1, 2, True, False)
-    assert meta.has_chat_template and read_chat_template(path) == "{{ x }}"
+    assert meta.has_chat_template and chat_format(path).template == "{{ x }}"
     assert read_token_texts(path)[:7] == [t.encode() for t in vocab()[:7]]
     no_template = write_tiny_gguf(tmp_path / "n.gguf", chat_template=None)
-    assert read_chat_template(no_template) is None and not read_metadata(no_template).has_chat_template
+    assert chat_format(no_template).template is None and not read_metadata(no_template).has_chat_template
 
 
 def test_llama_cpp_defaults_when_flags_are_absent(tmp_path):
@@ -107,7 +108,7 @@ def test_real_vocabularies_read_fast_and_like_gguf_reader(smol_q4, gemma_q4):
     gemma = read_token_texts(gemma_q4.path)
     assert len(gemma) == gemma_q4.metadata.vocab_size == 262144
     assert gemma[:3] == [b"<pad>", b"<eos>", b"<bos>"]
-    assert read_chat_template(smol_q4.path).startswith("{% for message in messages %}")
+    assert chat_format(smol_q4.path).template.startswith("{% for message in messages %}")
 
 
 def test_spec_facts_of_real_and_generated_files(smol_q4, smol_eagle3, tiny_mtp):
