@@ -23,6 +23,7 @@ from specbench.base.formats import json_text
 from specbench.base.paths import models_dir
 from specbench.models.gguffile import split_name
 from specbench.models.meta import GGUFMeta, read_metadata
+from specbench.models.spec import ProgressFn
 
 _CHUNK = 1 << 20
 SOURCE_JSON = "source.json"  # beside a pypi or derived file: where it came from
@@ -48,19 +49,21 @@ def _memo_path(path: Path) -> Path:
     return models_dir() / ".sha256" / f"{key}.json"
 
 
-def sha256_file(path: Path, progress=None) -> str:
-    """sha256 of a file, remembered (keyed by resolved path, size and mtime) so big files hash once."""
+def sha256_file(path: Path, progress: ProgressFn | None = None) -> str:
+    """sha256 of a file, remembered (keyed by resolved path, size and mtime) so big files hash once;
+    ``progress`` sees that once as a byte bar."""
     st = path.stat()
     with suppress(OSError, ValueError, KeyError, TypeError):
         data = json.loads(_memo_path(path).read_text())
         if data["size"] == st.st_size and data["mtime_ns"] == st.st_mtime_ns:
             return data["sha256"]
-    digest = hashlib.sha256()
+    digest, done = hashlib.sha256(), 0
     with path.open("rb") as fh:
         while block := fh.read(_CHUNK):
             digest.update(block)
+            done += len(block)
             if progress is not None:
-                progress(len(block))
+                progress(f"sha256 {path.name}", done, st.st_size)
     value = digest.hexdigest()
     remember_sha256(path, value)
     return value
@@ -74,21 +77,18 @@ def remember_sha256(path: Path, value: str) -> None:
         write_atomic(_memo_path(path), json_text(record, None))
 
 
-def existing_ancestor(path: Path) -> Path:
-    path = path.absolute()
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
 def check_free_space(needed: int, where: Path, what: str) -> None:
-    """Refuse to start a download or derive that cannot fit (10% + 64 MiB margin)."""
-    free = shutil.disk_usage(existing_ancestor(where)).free
+    """Refuse to start a download or derive that cannot fit (10% + 64 MiB margin); ``where`` need not
+    exist yet: its nearest existing folder is asked."""
+    where = where.absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
     margin = needed // 10 + (64 << 20)
     if needed + margin > free:
         raise ModelError(
             f"not enough disk space for {what}: needs {human_size(needed)}, "
-            f"{human_size(free)} free at {existing_ancestor(where)}; free some space or set SPECBENCH_HOME "
+            f"{human_size(free)} free at {where}; free some space or set SPECBENCH_HOME "
             "to a bigger disk"
         )
 

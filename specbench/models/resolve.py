@@ -6,16 +6,14 @@ the source's sha256 and the quant type, so it is made once whatever the source i
 
 from __future__ import annotations
 
-import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 from filelock import FileLock
 
 from specbench.base.childenv import child_env
 from specbench.base.errors import ModelError
-from specbench.base.files import TMP_PREFIX, publish, write_atomic
+from specbench.base.files import atomic_path, write_atomic
 from specbench.base.formats import json_text
 from specbench.base.paths import inside
 from specbench.builder.buildinfo import BuildInfo
@@ -31,32 +29,24 @@ _BYTES_PER_WEIGHT = {"F32": 4.0, "F16": 2.0, "BF16": 2.0, "Q8_0": 1.07}
 
 
 def derive_order(specs: dict[str, ModelSpec]) -> list[str]:
-    """Names in an order where every ``derive.from`` comes before the model derived from it."""
+    """Names in an order where every ``derive.from`` comes before the model derived from it: a model
+    derives from one other at most, so each name's chain of parents is walked up to one already placed."""
     order: list[str] = []
-    state: dict[str, str] = {}
-
-    def visit(name: str, chain: list[str]) -> None:
-        if state.get(name) == "done":
-            return
-        if state.get(name) == "visiting":
-            raise ModelError(
-                f"models derive from each other in a cycle: {' -> '.join([*chain, name])}; break it"
-            )
-        state[name] = "visiting"
-        spec = specs[name]
-        if spec.derive is not None:
-            parent = spec.derive.from_
+    for name in specs:
+        chain = [name]
+        while chain[-1] not in order and (derive := specs[chain[-1]].derive) is not None:
+            parent = derive.from_
             if parent not in specs:
                 raise ModelError(
-                    f"model {name!r} derives from unknown model {parent!r}; "
+                    f"model {chain[-1]!r} derives from unknown model {parent!r}; "
                     f"known models: {', '.join(sorted(specs))}"
                 )
-            visit(parent, [*chain, name])
-        state[name] = "done"
-        order.append(name)
-
-    for name in specs:
-        visit(name, [])
+            if parent in chain:
+                raise ModelError(
+                    f"models derive from each other in a cycle: {' -> '.join([*chain, parent])}; break it"
+                )
+            chain.append(parent)
+        order += [n for n in reversed(chain) if n not in order]
     return order
 
 
@@ -139,7 +129,7 @@ def resolve_one(
             name=name,
             path=files[0],
             files=files,
-            sha256=cache.sha256_file(files[0], progress=_hash_progress(progress, files[0])),
+            sha256=cache.sha256_file(files[0], progress),
             size_bytes=sum(f.stat().st_size for f in files),
             source=spec.describe(),
             revision=revision,
@@ -147,20 +137,6 @@ def resolve_one(
         )
     except ModelError as exc:
         raise ModelError(f"model {name!r}: {exc}", exc.exit_code) from exc
-
-
-def _hash_progress(progress: ProgressFn | None, path: Path):
-    """Report hashing of a big file (once; later runs remember the sha256) as a byte bar."""
-    if progress is None:
-        return None
-    total, done = path.stat().st_size, 0
-
-    def step(n: int) -> None:
-        nonlocal done
-        done += n
-        progress(f"sha256 {path.name}", done, total)
-
-    return step
 
 
 def derived_path(source_path: Path, source_sha256: str, quant: str) -> Path:
@@ -210,10 +186,7 @@ def _quantize(
     if progress:
         progress(f"llama-quantize {source_path.name} -> {quant}", 0, None)
     log = out.parent / "quantize.log"
-    fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".gguf", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    with atomic_path(out, suffix=".gguf") as tmp:
         with log.open("w") as log_fh:
             proc = subprocess.run(
                 [*quantize, "--allow-requantize", str(source_path), str(tmp), quant],
@@ -230,8 +203,5 @@ def _quantize(
                 f"{(why or (lines[-1] if lines else 'no output'))[:200]}; see {log}"
             )
         read_metadata(tmp)  # refuse an unreadable output before it enters the cache
-        publish(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     record = {"source": str(source_path), "source_sha256": source_sha256, "quant": quant, "binary": quantize}
     write_atomic(out.parent / cache.SOURCE_JSON, json_text(record))
