@@ -31,33 +31,19 @@ import os, signal, time
 for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
     signal.signal(s, signal.SIG_IGN)
 groups, buf = set(), b""
-while True:
-    try:
-        data = os.read(0, 4096)
-    except InterruptedError:
-        continue
-    except OSError:
-        data = b""
-    if not data:
-        break
-    buf += data
-    *lines, buf = buf.split(b"\n")
-    for line in lines:
-        if line[:1] == b"+":
-            groups.add(int(line[1:]))
-        elif line[:1] == b"-":
-            groups.discard(int(line[1:]))
+try:
+    while data := os.read(0, 4096):
+        buf += data
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            if line[:1] == b"+":
+                groups.add(int(line[1:]))
+            elif line[:1] == b"-":
+                groups.discard(int(line[1:]))
+except OSError:
+    pass
 
-def alive(g):
-    try:
-        os.killpg(g, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-def signal_all(sig):
+def signal_all(sig):  # 0: only drops the groups that are gone
     for g in list(groups):
         try:
             os.killpg(g, sig)
@@ -69,7 +55,7 @@ def signal_all(sig):
 signal_all(signal.SIGTERM)
 deadline = time.monotonic() + 2.0
 while groups and time.monotonic() < deadline:
-    groups = {g for g in groups if alive(g)}
+    signal_all(0)
     time.sleep(0.05)
 signal_all(signal.SIGKILL)
 """
