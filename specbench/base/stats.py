@@ -7,6 +7,8 @@ from one pair (argued in ``specbench.gate.paired``)."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -117,11 +119,7 @@ def _signed_rank_cdf(n: int) -> tuple[float, ...]:
         for s in range(top, r - 1, -1):
             counts[s] += counts[s - r]
     scale = 2.0**n
-    cdf, acc = [], 0
-    for c in counts:
-        acc += c
-        cdf.append(acc / scale)
-    return tuple(cdf)
+    return tuple(acc / scale for acc in itertools.accumulate(counts))
 
 
 def _critical(n: int, confidence: float) -> tuple[int, float] | None:
@@ -133,10 +131,8 @@ def _critical(n: int, confidence: float) -> tuple[int, float] | None:
         mu, sd = n * (n + 1) / 4.0, math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
         c = int(math.floor(mu - ndtri(1 - half) * sd))  # P(T+ <= c-1) ~ alpha/2, continuity included
         return (c, confidence) if c >= 1 else None
-    cdf = _signed_rank_cdf(n)
-    c = 0
-    while c < len(cdf) and cdf[c] <= half:  # cdf[c] = P(T+ <= c)
-        c += 1
+    cdf = _signed_rank_cdf(n)  # cdf[c] = P(T+ <= c), rising
+    c = bisect.bisect_right(cdf, half)
     return None if c == 0 else (c, 1.0 - 2.0 * cdf[c - 1])
 
 
@@ -156,12 +152,10 @@ def signed_rank_p(d: Sequence[float]) -> float:
 def interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     """HL estimate, signed-rank interval and p of the differences ``d``."""
     d = [float(x) for x in d]
-    if not d:
-        raise ValueError("no differences")
     if not all(math.isfinite(x) for x in d):
         raise ValueError("differences must be finite")
     n = len(d)
-    est = hodges_lehmann(d)
+    est = hodges_lehmann(d)  # raises on no differences
     crit = _critical(n, confidence)
     test = {"differences": tuple(d), "signed_rank": True}
     if crit is None:
@@ -196,8 +190,6 @@ def t_test_p(d: Sequence[float]) -> float:
 
 def log_ratios(base: Sequence[float], head: Sequence[float]) -> list[float]:
     """log(head/base) per pair; pairs with a non-positive or non-finite side are dropped."""
-    if len(base) != len(head):
-        raise ValueError("base and head need one value per pair")
     return [
         math.log(h / b)
         for b, h in zip(base, head, strict=True)
