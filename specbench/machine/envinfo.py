@@ -129,10 +129,17 @@ def fingerprint(isa: list[str], gpus: list[GpuInfo]) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
+def our_cpus() -> set[int] | None:
+    """The CPUs this process may run on (None where the OS does not say)."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
 def cpu_cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """How many CPUs this process may run on."""
+    return len(our_cpus() or ()) or os.cpu_count() or 1
 
 
 def ram_gb() -> float | None:

@@ -26,8 +26,8 @@ from pydantic import BaseModel, Field
 
 from specbench.base.errors import RunError
 from specbench.base.formats import now_iso
-from specbench.machine.envinfo import cpu_cores, tool_output
-from specbench.machine.sentinel import Sentinel, SpeedMoved, strict_message
+from specbench.machine.envinfo import cpu_cores, our_cpus, tool_output
+from specbench.machine.sentinel import Sentinel, SpeedMoved
 from specbench.machine.speed import SpeedRecord
 
 TOOL_TIMEOUT_S = 10
@@ -158,14 +158,6 @@ def _short(argv: list[str], limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def our_cpus() -> set[int] | None:
-    """The CPUs this process may run on (None where the OS does not say)."""
-    try:
-        return set(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return None
-
-
 def _shares_cpus(pid: int, mine: set[int] | None) -> bool:
     """Whether ``pid`` may run on one of our CPUs (unknown: assume it does)."""
     if mine is None:
@@ -176,11 +168,11 @@ def _shares_cpus(pid: int, mine: set[int] | None) -> bool:
         return True
 
 
-def concurrent_processes(me: int | None = None) -> list[ForeignProcess]:
+def concurrent_processes() -> list[ForeignProcess]:
     """Other specbench runs and llama.cpp binaries that may run on our CPUs, outside our own
     process tree (one pinned to other cores does not compete with us)."""
     procs = _processes()
-    ours = _family(procs, me if me is not None else os.getpid())
+    ours = _family(procs, os.getpid())
     mine = our_cpus()
     return [
         ForeignProcess(pid=pid, command=_short(argv))
@@ -235,12 +227,8 @@ def cpu_busy(seconds: float = CPU_SAMPLE_S) -> float | None:
 
 
 def _glob_text(pattern: str) -> list[str]:
-    out = []
-    for path in sorted(Path("/sys/devices/system/cpu").glob(pattern)):
-        raw = _read(path)
-        if raw is not None:
-            out.append(raw.decode(errors="replace").strip())
-    return out
+    raws = (_read(path) for path in sorted(Path("/sys/devices/system/cpu").glob(pattern)))
+    return [raw.decode(errors="replace").strip() for raw in raws if raw is not None]
 
 
 def governors() -> list[str]:
@@ -379,4 +367,7 @@ class NoiseWatch:
     def raise_if_moved(self, fresh: bool = True) -> None:
         warnings = self.record.speed.warnings
         if fresh and warnings and self.strict:
-            raise SpeedMoved(strict_message(warnings[0]))
+            raise SpeedMoved(
+                f"{warnings[0]}; --strict refuses numbers measured while the machine's speed moves "
+                "(measure again when the host is steady, or run without --strict to measure with a warning)"
+            )

@@ -26,13 +26,6 @@ class SpeedMoved(RunError):
     """--strict and the sentinel saw the machine's own speed move beyond the run's precision."""
 
 
-def strict_message(warning: str) -> str:
-    return (
-        f"{warning}; --strict refuses numbers measured while the machine's speed moves "
-        "(measure again when the host is steady, or run without --strict to measure with a warning)"
-    )
-
-
 class Sentinel:
     """Reads the reference when asked (``read``) or when due (``maybe``), into ``record``.
     ``measure`` None: no reference (a plan without a baseline); ``pairs`` fills the record's
