@@ -10,10 +10,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from specbench.base.errors import RunError
-from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
-from specbench.results.folder import CALIBRATION
+from specbench.results.folder import CALIBRATION, write_whole
 
 # A longer pass may time below a shorter one by this share of the shorter's cost (jitter between
 # llama-bench's tests) plus NOISE_Z of the two passes' standard deviations (llama-bench's own).
@@ -120,11 +118,7 @@ class Calibration(BaseModel):
 
 
 def save_calibration(run_dir: Path, calibration: Calibration) -> None:
-    path = run_dir / CALIBRATION
-    try:
-        write_atomic(path, json_text(calibration, ensure_ascii=False))
-    except OSError as exc:
-        raise RunError(f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions") from exc
+    write_whole(run_dir / CALIBRATION, json_text(calibration, ensure_ascii=False))
 
 
 def load_calibration(run_dir: Path) -> Calibration | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.base.errors import RunError
+from specbench.base.files import write_atomic
 from specbench.base.paths import os_problem
 
 if TYPE_CHECKING:
@@ -81,6 +82,14 @@ def write_raw(path: Path, text: str) -> None:
             f"cannot write {path}: {exc.strerror or exc}; earlier samples are intact, free space, then "
             f"`specbench run CONFIG --resume {path.parent.parent}`"
         ) from exc
+
+
+def write_whole(path: Path, text: str, then: str = "free space or fix permissions") -> None:
+    """A run folder's file written whole or not at all; one that cannot be is a RunError saying ``then``."""
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise RunError(f"cannot write {path}: {exc.strerror or exc}; {then}") from exc
 
 
 def run_folders(base: Path) -> list[Path]:

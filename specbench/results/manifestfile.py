@@ -11,10 +11,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specbench import __version__
-from specbench.base.errors import RunError, UnreadableRun
-from specbench.base.files import write_atomic
+from specbench.base.errors import UnreadableRun
 from specbench.base.formats import json_text
-from specbench.results.folder import MANIFEST, has_manifest
+from specbench.results.folder import MANIFEST, has_manifest, write_whole
 from specbench.results.manifest import FORMAT_VERSION, Manifest, RunFacts, facts_from_manifest
 from specbench.results.records import Sample
 from specbench.results.runlock import lock_holder
@@ -22,14 +21,8 @@ from specbench.results.samplelog import load_samples, why_invalid
 
 
 def save_manifest(run_dir: Path, manifest: Manifest) -> None:
-    path = run_dir / MANIFEST
-    try:
-        write_atomic(path, json_text(manifest, ensure_ascii=False))
-    except OSError as exc:
-        raise RunError(
-            f"cannot write {path}: {exc.strerror or exc}; free space or fix permissions "
-            f"(samples already in {run_dir} are intact)"
-        ) from exc
+    intact = f"free space or fix permissions (samples already in {run_dir} are intact)"
+    write_whole(run_dir / MANIFEST, json_text(manifest, ensure_ascii=False), intact)
 
 
 def load_manifest(run_dir: Path) -> Manifest:
@@ -39,11 +32,9 @@ def load_manifest(run_dir: Path) -> Manifest:
         return Manifest.model_validate(data)
     except ValidationError as exc:  # the field and why, not pydantic's "1 validation error for Manifest"
         raise UnreadableRun(
-            f"{run_dir / MANIFEST} is not a valid manifest ({why_invalid(exc)}); {_MANIFEST_FIX}"
+            f"{run_dir / MANIFEST} is not a valid manifest ({why_invalid(exc)}); restore it from a copy; "
+            "a run cannot be resumed without its manifest"
         ) from exc
-
-
-_MANIFEST_FIX = "restore it from a copy; a run cannot be resumed without its manifest"
 
 
 def manifest_data(run_dir: Path) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -32,7 +33,8 @@ def append_sample(run_dir: Path, sample: Sample) -> None:
                     view = view[os.write(fd, view) :]
                 os.fsync(fd)
             except OSError:
-                _truncate(fd, size)  # a torn line would make the next sample unreadable on --resume
+                with suppress(OSError):  # a torn line would make the next sample unreadable on --resume
+                    os.ftruncate(fd, size)
                 raise
         finally:
             os.close(fd)
@@ -59,13 +61,6 @@ def _cut_torn_tail(fd: int) -> int:
         end = start
     os.ftruncate(fd, end)
     return end
-
-
-def _truncate(fd: int, size: int) -> None:
-    try:
-        os.ftruncate(fd, size)
-    except OSError:
-        pass
 
 
 def write_samples(run_dir: Path, samples: Iterable[Sample]) -> None:

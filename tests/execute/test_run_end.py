@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import specbench.execute.runner as runner_module
-import specbench.results.manifestfile as manifestfile
+import specbench.results.folder as results_folder
 from specbench.base.errors import RunError
 from specbench.builder.toolkit import detect_backend
 from specbench.execute.runner import execute
@@ -96,7 +96,7 @@ def test_an_injected_enospc_is_recorded_with_the_reserved_space(tmp_path, machin
     """ENOSPC injected into the sample log's append, and every manifest write refused while the
     lock still holds its reserve (the only free space left): the run frees it and records its end."""
     run_dir = tmp_path / "run"
-    real_append, real_write = runner_module.append_sample, manifestfile.write_atomic
+    real_append, real_write = runner_module.append_sample, results_folder.write_atomic
     full = {"now": False}
 
     def append(run_dir_: Path, sample) -> None:
@@ -112,7 +112,7 @@ def test_an_injected_enospc_is_recorded_with_the_reserved_space(tmp_path, machin
         real_write(path, data)
 
     monkeypatch.setattr(runner_module, "append_sample", append)
-    monkeypatch.setattr(manifestfile, "write_atomic", write)
+    monkeypatch.setattr(results_folder, "write_atomic", write)
     with pytest.raises(RunError, match="No space left on device"):
         execute(process(PLAN), run_dir, manifest(run_dir, machine))
     status, reason = _status(run_dir)
