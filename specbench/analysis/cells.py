@@ -13,9 +13,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from specbench.analysis import speedmodel
-from specbench.analysis.figures import Figure, Value, figure
+from specbench.analysis.figures import Figure, Pair, Value, figure, paired_speedup
 from specbench.analysis.quality import DEFAULT_PRECISION, assess, usable
-from specbench.analysis.speedup import Pair, paired_speedup
 from specbench.base.llamaopts import OPTIONS
 from specbench.base.stats import summarize
 from specbench.parse.parsed import SpecCounters
@@ -102,7 +101,7 @@ class ReportRow(_RowCell):
     # the samples' acceptance, a t interval over them (speculation at depth: specbench.analysis.depth)
     acceptance_ci_low: float | None = None
     acceptance_ci_high: float | None = None
-    # the speedup's paired statistics (analysis.speedup), and the range of its per-prompt speedups
+    # the speedup's paired statistics (analysis.figures), and the range of its per-prompt speedups
     speedup_repetitions: int = 0  # behind its interval (1: no interval, the report says n=1)
     speedup_prompts: int = 0
     speedup_prompt_low: float | None = None

@@ -180,7 +180,7 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
                     xs, [r.speedup for r in series], yerr=_err(series), marker=marker, ls=ls, capsize=4,
                     color=color, label=name,
                 )  # fmt: skip
-                # one repetition has no interval (analysis.speedup): a hollow marker, named once below
+                # one repetition has no interval (analysis.figures): a hollow marker, named once below
                 alone = [(x, r) for x, r in zip(xs, series, strict=True) if r.speedup_ci_low is None]
                 if alone:
                     no_interval |= {str(r.speedup_repetitions) for _, r in alone}

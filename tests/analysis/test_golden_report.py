@@ -3,7 +3,7 @@ number, the notes, the row order and each sample's history identity, against a J
 code wrote (see tests/analysis/golden_report.py).
 
 Issue 36 changed what a row's speedup is (paired by prompt and repetition, the geometric mean over
-prompts, an interval from repetition noise on the log scale: specbench.analysis.speedup), so in
+prompts, an interval from repetition noise on the log scale: specbench.analysis.figures), so in
 that file, and only there, ``speedup``, ``speedup_ci_low``, ``speedup_ci_high`` and the notes that
 quote a speedup carry the new numbers, and the rows gained ``speedup_repetitions``,
 ``speedup_prompts``, ``speedup_prompt_low`` and ``speedup_prompt_high``; every other number is

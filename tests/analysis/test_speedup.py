@@ -1,5 +1,5 @@
-"""A row's speedup (analysis.speedup): paired by prompt and repetition, prompts weighted equally on
-the log scale, an interval from repetition noise only, checked against direct computations."""
+"""A row's speedup (analysis.figures.paired_speedup): paired by prompt and repetition, prompts weighted
+equally on the log scale, an interval from repetition noise only, checked against direct computations."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+from specbench.analysis.figures import Pair, paired_speedup
 from specbench.analysis.report import build_report
 from specbench.analysis.reportfiles import json_text, markdown
-from specbench.analysis.speedup import Pair, paired_speedup
 from specbench.base.stats import MIN_PAIRS, hodges_lehmann
 
 # a slow prompt (the method barely helps: a summary) and a fast one (code it copies), 40 t/s baselines
