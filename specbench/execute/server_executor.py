@@ -36,8 +36,7 @@ from specbench.results.folder import response_paths, server_log_paths, write_raw
 from specbench.results.records import ServerTimings
 
 if TYPE_CHECKING:
-    from specbench.plan.invocation import Invocation
-    from specbench.plan.request import CompletionRequest
+    from specbench.plan.invocation import CompletionRequest, Invocation
 
 NO_SPECULATION = (
     "llama-server runs without speculation (/slots says so: the draft model or method failed to "

@@ -1,5 +1,5 @@
-"""What a plan is made of: invocations in execution order. Both the process plan (``sweep``) and the
-server plan (``serverplan``) build these, so they live below both."""
+"""What a plan is made of: invocations in execution order (the server runner's: with a request). Both
+the process plan (``sweep``) and the server plan (``serverplan``) build these, so they live below both."""
 
 from __future__ import annotations
 
@@ -10,10 +10,26 @@ from pydantic import BaseModel, Field, model_validator
 
 from specbench.base.formats import json_text
 from specbench.plan.pairing import Pairing
-from specbench.plan.request import CompletionRequest
 from specbench.results.bracket import AFTER
 from specbench.results.cell import LeftOut, label_parts
 from specbench.results.records import Measurement
+
+
+class CompletionRequest(BaseModel):
+    """The ``POST /completion`` body, without the prompt cache (a repeat would skip prompt eval)."""
+
+    prompt: str  # the rendered prompt text, as passed with -p (/completion applies no chat template)
+    n_predict: int
+    temperature: float
+    seed: int
+    top_k: int | None = None
+    cache_prompt: bool = False
+    return_tokens: bool = True
+    n_probs: int = 0
+    ignore_eos: bool | None = None  # not set by the plan (a run stops at EOS like the process runner)
+
+    def body(self) -> dict:
+        return self.model_dump(exclude_none=True)
 
 
 class Invocation(Measurement):

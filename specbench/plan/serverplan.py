@@ -26,10 +26,9 @@ from specbench.plan.cells import (
 )
 from specbench.plan.config import Config
 from specbench.plan.depth import at_depth
-from specbench.plan.invocation import Invocation, Plan
+from specbench.plan.invocation import CompletionRequest, Invocation, Plan
 from specbench.plan.methods import keeps_server_state
 from specbench.plan.prompts import RenderedPrompt
-from specbench.plan.request import CompletionRequest
 from specbench.results.bracket import AFTER
 from specbench.results.cell import Cell, baseline_cell, cell_dict
 from specbench.results.records import Generation
