@@ -229,10 +229,6 @@ class Config(OptionValues):
         """The BuildInfo role of the speculative binary asked for (its name in underscores); None: auto."""
         return None if self.speculative_binary == "auto" else self.speculative_binary.replace("-", "_")
 
-    def dump(self) -> dict:
-        """The config as plain JSON data in the YAML's own spelling (for the run manifest)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
     def targets(self) -> list[str]:
         """Target model names in pair order, each once."""
         return list(dict.fromkeys(p.target for p in self.pairs.values()))

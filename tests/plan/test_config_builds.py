@@ -43,7 +43,8 @@ def with_builds(cfg_dir: Path, builds: str) -> Path:  # noqa: F811
 def test_one_build_is_one_unlabelled_build(cfg_dir):  # noqa: F811
     cfg = load_config(with_builds(cfg_dir, "llama_cpp: {backend: cpu}\n"))
     assert [b.backend for b in cfg.builds] == ["cpu"] and cfg.build_labels == [None]
-    assert cfg.dump()["llama_cpp"] == {"backend": "cpu", "cmake_args": [], "args": []}
+    dumped = cfg.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert dumped["llama_cpp"] == {"backend": "cpu", "cmake_args": [], "args": []}
 
 
 @needs_git
@@ -60,9 +61,8 @@ def test_a_list_of_builds_keeps_order_labels_and_resolves_sources(cfg_dir):  # n
     assert cfg.builds[0].source == (cfg_dir / "llama.cpp").resolve() and cfg.builds[0].ref == "main"
     assert cfg.builds[1].ref is None and cfg.builds[1].cmake_args == ["-DGGML_NATIVE=OFF"]
     # the manifest keeps the list, and the list loads again (what --resume does)
-    again = load_config(
-        write(cfg_dir, GOOD + "llama_cpp: " + json.dumps(cfg.dump()["llama_cpp"]) + "\n", "b.yaml")
-    )
+    builds = cfg.model_dump(mode="json", by_alias=True, exclude_none=True)["llama_cpp"]
+    again = load_config(write(cfg_dir, GOOD + "llama_cpp: " + json.dumps(builds) + "\n", "b.yaml"))
     assert again.builds == cfg.builds
 
 
