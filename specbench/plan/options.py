@@ -1,7 +1,7 @@
-"""The config keys of the llama.cpp options a user tunes, and free arguments.
+"""The config keys of the llama.cpp options a user tunes, the speculation's axes, and free arguments.
 
-Each option of ``base.llamaopts`` is a key of the config, of a pair (pinning it) and a ``sweep:``
-axis; ``args:`` passes what has no key, and an argument specbench sets itself is refused."""
+Each option of ``base.llamaopts`` is a key of the config, of a pair (pinning it) and a ``sweep:`` axis
+(an axis: a ``sweep:`` list only); ``args:`` passes what has no key, one specbench sets is refused."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
-from specbench.base.llamaopts import AXES, TUNED
+from specbench.base.llamaopts import AXES, TUNED, LlamaOption
 from specbench.base.methods import LOOKUPS
 from specbench.base.paths import Name
 
@@ -137,12 +137,21 @@ def unique_items(cls: type[BaseModel], v: list[Any]) -> list[Any]:
     return v
 
 
-if TYPE_CHECKING:  # made from OPTION_KEYS at import (create_model); to the type checker:
+def _axis_field(o: LlamaOption) -> tuple[Any, Any]:
+    """A speculation axis of the table as a ``sweep:`` list of its type (null where its default holds
+    one), at least one value unless its default is none."""
+    item = o.type | None if None in o.sweep else o.type
+    return list[item], Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(o.sweep), min_length=1 if o.sweep else None, description=o.description
+    )
+
+
+if TYPE_CHECKING:  # made from OPTION_KEYS and the axes at import (create_model); to the type checker:
 
     class SweepOptions(Strict):
         args: list[NamedArgs] = []
 
-        def __getattr__(self, key: str) -> list[Any]: ...  # an OPTION_KEYS axis
+        def __getattr__(self, key: str) -> list[Any]: ...  # an OPTION_KEYS or AXES list
 
 else:
     SweepOptions = create_model(
@@ -155,6 +164,7 @@ else:
             for k, (t, d) in OPTION_KEYS.items()
         },
         args=(list[NamedArgs], Field(default_factory=list, description=SWEEP_ARGS_DESCRIPTION)),
+        **{o.key: _axis_field(o) for o in AXES},
     )
 
 

@@ -5,18 +5,17 @@ Each is strict, and its field docstrings generate the config reference and ``spe
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Discriminator,
     Field,
     Tag,
-    create_model,
     field_validator,
     model_validator,
 )
 
-from specbench.base.llamaopts import AXES, LlamaOption, MethodName
+from specbench.base.llamaopts import AXES, MethodName
 from specbench.base.paths import LocalPath, Name
 from specbench.plan.methods import draft_free, needs_draft_model
 from specbench.plan.options import Arg, OptionValues, Strict, SweepOptions, no_bool, unique_items
@@ -160,28 +159,11 @@ class ContextConfig(Strict):
     """A UTF-8 text file; unset: the shipped default (the U.S. Constitution, prose, public domain)."""
 
 
-def _axis_field(o: LlamaOption) -> tuple[Any, Any]:
-    """A speculation axis of the table as a ``sweep:`` list of its type (null where its default holds
-    one), at least one value unless its default is none."""
-    item = o.type | None if None in o.sweep else o.type
-    return list[item], Field(  # type: ignore[valid-type]
-        default_factory=lambda: list(o.sweep), min_length=1 if o.sweep else None, description=o.description
-    )
-
-
 # The axes that take numbers (a boolean among them is a YAML slip).
 NUMBER_LISTS = (*(o.key for o in AXES if o.cell_type in (int, float)), "depth")
 
-if TYPE_CHECKING:  # made from the table at import (create_model); to the type checker:
 
-    class _SweepAxes(SweepOptions):
-        def __getattr__(self, key: str) -> list[Any]: ...  # an axis of the table
-
-else:
-    _SweepAxes = create_model("_SweepAxes", __base__=SweepOptions, **{o.key: _axis_field(o) for o in AXES})
-
-
-class SweepConfig(_SweepAxes):
+class SweepConfig(SweepOptions):
     """Lists expanded as a cartesian product (see specbench.plan.sweep for which cells apply where)."""
 
     depth: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)
