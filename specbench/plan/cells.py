@@ -336,20 +336,15 @@ def build_cells(
     the cells otherwise (an older tree without some option) cannot be paired with the others.
     ``elsewhere``: per build, what else could run a method its program cannot (``method_hint``)."""
     labels = list(specs)
-    cells: list[Cell] | None = None
-    others: list[tuple[str | None, list[Cell]]] = []
-    for label in labels:
+    per_build = []
+    for i, label in enumerate(labels):
         try:
             hint = (elsewhere or {}).get(label, "")
-            theirs = sweep_cells(config, specs[label], notes if cells is None else [], runs, hint)
+            per_build.append(sweep_cells(config, specs[label], [] if i else notes, runs, hint))
         except ConfigError as exc:
             raise ConfigError(f"build {label!r}: {exc}" if len(labels) > 1 else str(exc)) from exc
-        if cells is None:
-            cells = theirs
-        else:
-            others.append((label, theirs))
-    cells = cells or []
-    for label, theirs in others:
+    cells = per_build[0]
+    for label, theirs in zip(labels[1:], per_build[1:], strict=True):
         if theirs != cells:
             odd = [c for c in theirs if c not in cells] + [c for c in cells if c not in theirs]
             raise ConfigError(
