@@ -41,6 +41,16 @@ _PERF = re.compile(
     rf"(?:\s*/\s*(?P<n>\d+)\s*(?:runs|tokens)"
     rf"(?:\s*\(\s*{_NUM}\s*ms per token,\s*(?P<tps>{_NUM})\s*tokens per second\))?)?"
 )
+# a perf line's time -> the Perf fields of its time, its count and its rate ("": not kept)
+_PERF_FIELDS = {
+    "load": ("load_ms", "", ""),
+    "sample": ("sample_ms", "sample_runs", ""),
+    "sampling": ("sample_ms", "sample_runs", ""),
+    "samplers": ("sample_ms", "sample_runs", ""),
+    "prompt eval": ("prompt_eval_ms", "prompt_eval_tokens", "prompt_eval_tps"),
+    "eval": ("eval_ms", "eval_runs", "eval_tps"),
+    "total": ("total_ms", "total_tokens", ""),
+}
 _THROUGHPUT = re.compile(
     rf"(?P<what>encoded|decoded)\s+(?P<n>\d+)\s+tokens"
     rf"(?:\s+in\s+(?P<s>{_NUM})\s+seconds(?:,\s*speed:\s*(?P<tps>{_NUM})\s*t/s)?)?"
@@ -239,28 +249,16 @@ class _State:
         m = _PERF.match(rest)
         if m is None:
             return False
-        block = self.perf[self.section]
-        what, ms = m["what"], _float(m["ms"])
+        block, what = self.perf[self.section], m["what"]
+        ms: float | None = _float(m["ms"])
         n = int(m["n"]) if m["n"] else None
         tps = _float(m["tps"]) if m["tps"] else None
-        if what == "load":
-            block.put(load_ms=ms)
-        elif what in ("sample", "sampling"):
-            block.put(sample_ms=ms, sample_runs=n)
-            block.sampling_seen = True
-        elif what == "samplers":
+        if what == "samplers" and block.sampling_seen:
             # `sampling time` (common_perf_print) includes the samplers' time: it wins; the
             # samplers line then only adds the count. Alone (llama_perf_sampler_print) it is the time.
-            if block.sampling_seen:
-                block.put(sample_runs=n)
-            else:
-                block.put(sample_ms=ms, sample_runs=n)
-        elif what == "prompt eval":
-            block.put(prompt_eval_ms=ms, prompt_eval_tokens=n, prompt_eval_tps=tps)
-        elif what == "eval":
-            block.put(eval_ms=ms, eval_runs=n, eval_tps=tps)
-        else:
-            block.put(total_ms=ms, total_tokens=n)
+            ms = None
+        block.put(**{name: v for name, v in zip(_PERF_FIELDS[what], (ms, n, tps), strict=True) if name})
+        block.sampling_seen |= what in ("sample", "sampling")
         return True
 
     def result(self, file: str | None) -> ParsedLog:

@@ -32,6 +32,7 @@ _COUNTERS = {
     "spec_decode_num_accepted_tokens_total": "accepted",
 }
 _PER_POS = "spec_decode_num_accepted_tokens_per_pos_total"
+_TIMINGS = {"prompt eval": "prompt", "eval": "predicted"}  # a log's timing -> its name in ``timings``
 # the pin: `draft acceptance = R (A accepted / D generated), mean len = L`; older trees and forks
 # (ik_llama.cpp): `draft acceptance rate = R (A accepted / D generated)`
 _DRAFT = re.compile(
@@ -46,7 +47,7 @@ def looks_like_server_log(text: str) -> bool:
 
 
 def parse_server_log(text: str, file: str | None = None) -> ParsedLog:
-    """The last request's statistics in a llama-server log."""
+    """The last request's statistics in a llama-server log, as its response's ``timings`` say them."""
     blocks: list[dict] = []
     current: dict = {}
     for line in text.splitlines():
@@ -55,27 +56,20 @@ def parse_server_log(text: str, file: str | None = None) -> ParsedLog:
             if what == "prompt eval" and current:  # the next request's block begins
                 blocks.append(current)
                 current = {}
-            current[what] = (float(m["ms"]), int(m["n"]), float(m["tps"]) if m["tps"] else None)
+            if name := _TIMINGS.get(what):
+                tps = float(m["tps"]) if m["tps"] else None
+                current |= {f"{name}_ms": float(m["ms"]), f"{name}_n": int(m["n"]), f"{name}_per_second": tps}
         elif "draft acceptance" in line and (m := _DRAFT.search(line)):
-            current["draft"] = (int(m["a"]), int(m["d"]))
+            current |= {"draft_n": int(m["d"]), "draft_n_accepted": int(m["a"])}
     if current:
         blocks.append(current)
-    blocks = [b for b in blocks if "eval" in b]
+    blocks = [b for b in blocks if "predicted_n" in b]
     if not blocks:
-        where = file or "the log"
         raise ParseError(
-            f"no request statistics in {where} (a llama-server log with no finished request: no "
+            f"no request statistics in {file or 'the log'} (a llama-server log with no finished request: no "
             "'eval time' line); parse the log of a server that answered a request"
         )
-    last = blocks[-1]
-    prompt, gen, draft = last.get("prompt eval"), last["eval"], last.get("draft")
-    timings = {
-        "prompt_n": prompt[1] if prompt else None, "prompt_ms": prompt[0] if prompt else None,
-        "prompt_per_second": prompt[2] if prompt else None, "predicted_n": gen[1], "predicted_ms": gen[0],
-        "predicted_per_second": gen[2], "draft_n": draft[1] if draft else None,
-        "draft_n_accepted": draft[0] if draft else None,
-    }  # fmt: skip
-    return timings_log(timings, file, speculative=draft is not None)
+    return timings_log(blocks[-1], file, speculative="draft_n" in blocks[-1])
 
 
 def parse_response(text: str, file: str | None = None) -> ParsedLog:
