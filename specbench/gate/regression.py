@@ -8,13 +8,14 @@ undecided cell is printed with the smallest change the data could detect.
 from __future__ import annotations
 
 import math
+import statistics
 import warnings
 from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from specbench.base.errors import SpecbenchError
-from specbench.base.stats import summarize, welch
+from specbench.base.errors import InputError
+from specbench.base.stats import summarize, variance, welch
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify, signed_pct
 
 __all__ = ["Decision", "Status", "decide_acceptance", "decide_throughput", "parse_threshold"]
@@ -48,20 +49,15 @@ def parse_threshold(text: str | float) -> float:
     """``"5%"`` or ``"0.05"`` -> 0.05. A bare number >= 1 is refused (ambiguous: 5 or 500%?)."""
     raw = str(text).strip()
     try:
-        if raw.endswith("%"):
-            value = float(raw[:-1].strip()) / 100.0
-        else:
-            value = float(raw)
-            if value >= 1:
-                raise SpecbenchError(
-                    f"--threshold {raw}: ambiguous; write a percentage (5%) or a fraction (0.05)", exit_code=2
-                )
+        value = float(raw.removesuffix("%").strip()) / (100.0 if raw.endswith("%") else 1.0)
     except ValueError:
-        raise SpecbenchError(
-            f"--threshold {raw!r}: not a number; write a percentage (5%) or a fraction (0.05)", exit_code=2
+        raise InputError(
+            f"--threshold {raw!r}: not a number; write a percentage (5%) or a fraction (0.05)"
         ) from None
+    if value >= 1 and not raw.endswith("%"):
+        raise InputError(f"--threshold {raw}: ambiguous; write a percentage (5%) or a fraction (0.05)")
     if not (0 <= value < 1) or math.isnan(value):
-        raise SpecbenchError(f"--threshold {raw}: must be between 0% and 100%", exit_code=2)
+        raise InputError(f"--threshold {raw}: must be between 0% and 100%")
     return value
 
 
@@ -77,34 +73,21 @@ def parse_budget(text: str) -> float:
     try:
         value = float(number) * scale
     except ValueError:
-        raise SpecbenchError(
-            f"--budget {raw!r}: not a number of seconds; write e.g. 600, 600s, 10m or 1h", exit_code=2
+        raise InputError(
+            f"--budget {raw!r}: not a number of seconds; write e.g. 600, 600s, 10m or 1h"
         ) from None
     if not math.isfinite(value) or value <= 0:
-        raise SpecbenchError(
+        raise InputError(
             f"--budget {raw}: must be more than 0 seconds; write e.g. 600, 10m or 1h, or leave it out "
-            "(rounds until decided or max_repetitions)",
-            exit_code=2,
+            "(rounds until decided or max_repetitions)"
         )
     return value
 
 
-def mean_sd(values: Sequence[float]) -> tuple[float, float | None]:
-    """Mean and sample standard deviation (n - 1; None for a single value), ``base.stats``'."""
-    s = summarize(values)
-    if s.mean is None:
-        raise ValueError("no values: every caller has at least one")
-    return s.mean, s.sd
-
-
 def cv(values: Sequence[float]) -> float | None:
     """Coefficient of variation sd/mean; None with fewer than 2 values or a zero mean."""
-    if len(values) < 2:
-        return None
-    mean, sd = mean_sd(values)
-    if sd is None or mean == 0:
-        return None
-    return sd / abs(mean)
+    s = summarize(values)
+    return None if s.sd is None or not s.mean else s.sd / abs(s.mean)
 
 
 def welch_one_sided(a: Sequence[float], b: Sequence[float], alternative: str = "greater") -> float:
@@ -114,10 +97,9 @@ def welch_one_sided(a: Sequence[float], b: Sequence[float], alternative: str = "
 
     if len(a) < 2 or len(b) < 2:
         raise ValueError("Welch's t-test needs at least 2 values per side")
-    (ma, sa), (mb, sb) = mean_sd(a), mean_sd(b)
-    if sa == 0 and sb == 0:  # no spread at all (scipy would warn and return nan)
-        in_direction = ma > mb if alternative == "greater" else ma < mb
-        return 0.0 if in_direction else 1.0
+    if variance(a) == 0 and variance(b) == 0:  # no spread at all (scipy would warn and return nan)
+        ma, mb = statistics.fmean(a), statistics.fmean(b)
+        return 0.0 if (ma > mb if alternative == "greater" else ma < mb) else 1.0
     with warnings.catch_warnings():  # one constant side is fine for Welch; scipy warns about it anyway
         warnings.simplefilter("ignore", RuntimeWarning)
         return float(stats.ttest_ind(list(a), list(b), equal_var=False, alternative=alternative).pvalue)
@@ -134,11 +116,11 @@ def geometric_mean(ratios: Sequence[float]) -> float | None:
 
 
 def _describe(base: Sequence[float], cur: Sequence[float]) -> dict:
-    mb, sb = mean_sd(base)
-    mc, sc = mean_sd(cur)
+    b, c = summarize(base), summarize(cur)
+    ratio = c.mean / b.mean if b.mean and c.mean is not None else None
     return dict(
-        n_base=len(base), n_cur=len(cur), mean_base=mb, mean_cur=mc, sd_base=sb, sd_cur=sc,
-        cv_base=cv(base), cv_cur=cv(cur), ratio=(mc / mb) if mb else None,
+        n_base=b.n, n_cur=c.n, mean_base=b.mean, mean_cur=c.mean, sd_base=b.sd, sd_cur=c.sd,
+        cv_base=cv(base), cv_cur=cv(cur), ratio=ratio,
     )  # fmt: skip
 
 
