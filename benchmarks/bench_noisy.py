@@ -6,7 +6,7 @@
         [--set KEY=VALUE ...]
     .venv/bin/python benchmarks/bench_noisy.py --tally OUT1/bench-noisy.json OUT2/bench-noisy.json
 
-With specbench's noise generator running (``specbench.base.noisegen``: one thread busy ``--duty``
+With specbench's noise generator running (``benchmarks/noisegen.py``: one thread busy ``--duty``
 of the time in random ``--burst`` second bursts, started before each ``ab`` and stopped after it):
 
 1. ``aa``: ``ab CONFIG --budget B`` of the pinned tree against itself, ``--tries`` times: every
@@ -38,8 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_ab import ab, specbench, step_in_pairing  # noqa: E402
 from bench_pairs import burst_range  # noqa: E402
-
-from specbench.base.noisegen import NoiseGenerator, NoiseSpec  # noqa: E402
+from noisegen import NoiseGenerator, NoiseSpec  # noqa: E402
 
 RIGHT = {"aa": 0, "slow": 1}  # the exit each part should give: pass, fail
 

@@ -16,7 +16,7 @@ is what a paired gate has to see through (``ab`` and ``bisect``: docs/decide.md)
   (``--server-tokens``), A then B, the order reversed every pair: a pair takes about a second.
 
 Each under ``--noise``: ``quiet`` (nothing of ours beside it) and ``noisy`` (specbench's noise
-generator, ``specbench.base.noisegen``: one thread busy ``--duty`` of the time in random ``--burst``
+generator, ``benchmarks/noisegen.py``: one thread busy ``--duty`` of the time in random ``--burst``
 second bursts). Within a noise condition the kinds take turns pair by pair, so a host phase falls on
 each alike. Prints one table (standard deviation of the log ratio, the median time a pair took, the
 CPU share its processes got: ``specbench.machine.contention``) and writes every number as JSON.
@@ -37,8 +37,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from noisegen import NoiseGenerator, NoiseSpec  # benchmarks/noisegen.py, beside this script
+
 from specbench.base.formats import now_iso
-from specbench.base.noisegen import NoiseGenerator, NoiseSpec
 from specbench.execute.executor import DuetExecutor, ProcessExecutor
 from specbench.execute.judge import judge
 from specbench.machine.contention import cpu_share

@@ -1,5 +1,6 @@
-"""The noise generator: bounded (its time limit, its harness's end, its parent's end) and loading
-the CPU at the duty cycle it was given, measured from its own CPU time against its wall time."""
+"""The noise generator (benchmarks/noisegen.py): bounded (its time limit, its harness's end, its
+parent's end) and loading the CPU at the duty cycle it was given, measured from its own CPU time
+against its wall time."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
-from specbench.base.noisegen import NoiseGenerator, NoiseSpec
+from benchmarks.noisegen import NoiseGenerator, NoiseSpec
 
+ROOT = Path(__file__).resolve().parents[2]
 SHORT = (0.05, 0.15)  # CPU seconds a burst: many bursts in a short test
 
 
@@ -55,12 +58,12 @@ def test_it_never_outlives_its_parent(tmp_path):
     """A harness killed outright (SIGKILL: no clean-up runs) still leaves no worker behind."""
     script = textwrap.dedent("""
         import sys, time
-        from specbench.base.noisegen import NoiseGenerator, NoiseSpec
+        from benchmarks.noisegen import NoiseGenerator, NoiseSpec
         gen = NoiseGenerator(NoiseSpec(duty=0.5, burst_s=(0.05, 0.1), limit_s=600)).start()
         print(gen._workers[0].proc.pid, flush=True)
         time.sleep(600)
     """)
-    harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         worker = int(harness.stdout.readline())
         harness.kill()
