@@ -1,4 +1,4 @@
-"""GGUF metadata that matters for a benchmark, read with the ``gguf`` package (no model loaded).
+"""GGUF metadata that matters for a benchmark, read from the file's header (no model loaded).
 
 Recorded with every run, so a result says exactly which model (architecture, size, quantization,
 tokenizer) produced it.
@@ -7,14 +7,13 @@ tokenizer) produced it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sized
 from pathlib import Path
-from typing import Any
 
-from gguf import GGMLQuantizationType, GGUFValueType, LlamaFileType
+from gguf import LlamaFileType
 from pydantic import BaseModel
 
-from specbench.models.gguffile import check_shards, open_gguf
+from specbench.models.gguffile import check_shards
+from specbench.models.ggufheader import GGUFHeader, open_gguf, quant_type_name
 
 # tokenizer.ggml.model -> (llama.cpp's vocab type, its default bos and eos ids) (src/llama-vocab.cpp),
 # and each vocab type's default add_bos/add_eos, for files that do not set them.
@@ -55,64 +54,43 @@ class GGUFMeta(BaseModel):
     has_chat_template: bool = False
 
 
-def _scalar(fields: dict[str, Any], key: str) -> Any:
-    field = fields.get(key)
-    if field is None or not field.types or field.types[0] == GGUFValueType.ARRAY:
-        return None
-    return field.contents()
-
-
-def file_type_name(raw: Any, tensors: Iterable[tuple[int, Sized]]) -> str | None:
-    """``general.file_type`` by name; for older files, the commonest type among 2-D ``tensors``
-    (type, shape), as the header reader and the whole-file reader both name it."""
+def _file_type(h: GGUFHeader) -> str | None:
+    """``general.file_type`` by name; for older files, the commonest type among 2-D tensors."""
+    raw = h.kv.get("general.file_type")
     if raw is not None:
         try:
             return LlamaFileType(int(raw)).name.removeprefix("MOSTLY_").removeprefix("ALL_")
         except ValueError:
             return f"type{raw}"
-    counts = Counter(int(t) for t, shape in tensors if len(shape) >= 2)
+    counts = Counter(t.type for t in h.tensors if len(t.shape) >= 2)
     return quant_type_name(counts.most_common(1)[0][0]) if counts else None
-
-
-def quant_type_name(ggml_type: int) -> str:
-    """A tensor type's name (``Q4_K``); ``typeN`` for one the gguf package does not know."""
-    try:
-        return GGMLQuantizationType(ggml_type).name
-    except ValueError:
-        return f"type{ggml_type}"
 
 
 def read_metadata(path: Path) -> GGUFMeta:
     """Metadata of a GGUF file (the first shard of a split set); ModelError for a bad file."""
     path = Path(path)
-    reader = open_gguf(path)
-    fields = reader.fields
+    header = open_gguf(path)
     shards = check_shards(path)
-    n_params = sum(int(t.n_elements) for t in reader.tensors)
-    for shard in shards[1:]:
-        n_params += sum(int(t.n_elements) for t in open_gguf(shard).tensors)
-    tokens = fields.get("tokenizer.ggml.tokens")
-    return meta_from_keys(
-        lambda key: _scalar(fields, key),
-        len(tokens.data) if tokens is not None else None,
-        parameter_count=n_params,
-        file_type=file_type_name(
-            _scalar(fields, "general.file_type"), ((t.tensor_type, t.shape) for t in reader.tensors)
-        ),
-        size_bytes=sum(p.stat().st_size for p in shards),
-        n_shards=len(shards),
-        has_chat_template="tokenizer.chat_template" in fields,
+    headers = [header, *(open_gguf(shard) for shard in shards[1:])]
+    return header_meta(
+        header,
+        sum(p.stat().st_size for p in shards),
+        len(shards),
+        parameter_count=sum(t.n_elements for h in headers for t in h.tensors),
     )
 
 
-def meta_from_keys(get: Callable[[str], Any], n_tokens: int | None, **facts: Any) -> GGUFMeta:
-    """``GGUFMeta`` from a file's keys as llama.cpp reads them, from a whole file or a header's bytes
-    (``get``: a key's scalar or None; ``n_tokens``: the token list's length; ``facts``: the rest)."""
+def header_meta(
+    h: GGUFHeader, size_bytes: int, n_shards: int = 1, parameter_count: int | None = None
+) -> GGUFMeta:
+    """``GGUFMeta`` from a GGUF header's keys as llama.cpp reads them, for a local file or one on the
+    Hub (``parameter_count``: over every shard; default this file's tensors)."""
+    get = h.kv.get
     arch = get("general.architecture")
     tok_model = get("tokenizer.ggml.model")
     unknown = (tok_model.upper() if tok_model else None, None, None)
     vocab_type, default_bos, default_eos = _VOCABS.get(tok_model or "", unknown)
-    vocab_size = n_tokens if n_tokens is not None else get(f"{arch}.vocab_size")
+    vocab_size = len(h.tokens) if h.tokens else get(f"{arch}.vocab_size")
     default_add_bos, default_add_eos = _DEFAULT_ADD.get(vocab_type or "", (False, False))
     bos, eos = get("tokenizer.ggml.bos_token_id"), get("tokenizer.ggml.eos_token_id")
     add_bos, add_eos = get("tokenizer.ggml.add_bos_token"), get("tokenizer.ggml.add_eos_token")
@@ -121,6 +99,10 @@ def meta_from_keys(get: Callable[[str], Any], n_tokens: int | None, **facts: Any
         architecture=arch,
         name=get("general.name"),
         size_label=get("general.size_label"),
+        parameter_count=sum(t.n_elements for t in h.tensors) if parameter_count is None else parameter_count,
+        file_type=_file_type(h),
+        size_bytes=size_bytes,
+        n_shards=n_shards,
         context_length=int(ctx) if ctx is not None else None,
         vocab_size=int(vocab_size) if vocab_size is not None else None,
         tokenizer_model=tok_model,
@@ -130,16 +112,13 @@ def meta_from_keys(get: Callable[[str], Any], n_tokens: int | None, **facts: Any
         eos_token_id=int(eos) if eos is not None else default_eos,
         add_bos=bool(add_bos) if add_bos is not None else default_add_bos,
         add_eos=bool(add_eos) if add_eos is not None else default_add_eos,
-        **facts,
+        has_chat_template="tokenizer.chat_template" in h.kv,
     )
 
 
 def read_token_texts(path: Path) -> list[bytes]:
     """Raw token texts by id (what llama.cpp's ``llama_vocab_get_text`` returns)."""
-    field = open_gguf(Path(path)).fields.get("tokenizer.ggml.tokens")
-    if field is None:
-        return []
-    return [bytes(field.parts[i]) for i in field.data]
+    return list(open_gguf(Path(path)).tokens)
 
 
 def human_params(n: int) -> str:
@@ -162,11 +141,11 @@ class SpecFacts(BaseModel):
 
 def read_spec_facts(path: Path) -> SpecFacts:
     """Architecture, MTP layers and DSpark head of a GGUF (its first shard, as llama.cpp reads it)."""
-    reader = open_gguf(Path(path))
-    arch = _scalar(reader.fields, "general.architecture")
-    nextn = _scalar(reader.fields, f"{arch}.nextn_predict_layers") if arch else None
-    markov = any(t.name == "markov_w1.weight" for t in reader.tensors)
-    experts = _scalar(reader.fields, f"{arch}.expert_count") if arch else None
-    ctx = _scalar(reader.fields, f"{arch}.context_length") if arch else None
+    header = open_gguf(Path(path))
+    arch = header.kv.get("general.architecture")
+    nextn = header.kv.get(f"{arch}.nextn_predict_layers") if arch else None
+    markov = any(t.name == "markov_w1.weight" for t in header.tensors)
+    experts = header.kv.get(f"{arch}.expert_count") if arch else None
+    ctx = header.kv.get(f"{arch}.context_length") if arch else None
     return SpecFacts(architecture=arch, nextn_layers=int(nextn or 0), markov_head=markov,
                      experts=int(experts or 0), context_length=int(ctx) if ctx else None)  # fmt: skip

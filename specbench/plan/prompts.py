@@ -165,28 +165,22 @@ class ChatFormat:
 
 def chat_format(path: Path) -> ChatFormat:
     """Read the chat template and the BOS/EOS token texts from a GGUF file."""
-    from specbench.models.gguffile import open_gguf
+    from specbench.models.ggufheader import open_gguf
 
-    reader = open_gguf(Path(path))
-
-    def value(key: str, default=None):
-        field = reader.fields.get(key)
-        return default if field is None else field.contents()
-
-    tokens = reader.fields.get("tokenizer.ggml.tokens")
+    header = open_gguf(Path(path))
 
     def token_text(key: str) -> str:
-        tid = value(key)
-        if tid is None or tokens is None or not 0 <= int(tid) < len(tokens.data):
+        tid = header.kv.get(key)
+        if tid is None or not 0 <= int(tid) < len(header.tokens):
             return ""
-        return str(tokens.contents(int(tid)))
+        return header.tokens[int(tid)].decode()
 
-    template = value("tokenizer.chat_template")
+    template = header.kv.get("tokenizer.chat_template")
     return ChatFormat(
         template=str(template) if template else None,
         bos_token=token_text("tokenizer.ggml.bos_token_id"),
         eos_token=token_text("tokenizer.ggml.eos_token_id"),
-        add_bos=bool(value("tokenizer.ggml.add_bos_token", False)),
+        add_bos=bool(header.kv.get("tokenizer.ggml.add_bos_token", False)),
     )
 
 

@@ -19,10 +19,10 @@ from specbench.builder.buildinfo import BuildInfo
 from specbench.models import cache
 from specbench.models.families import load_families
 from specbench.models.gguffile import shard_paths
-from specbench.models.ggufheader import GGUFHeader, header_meta, read_local_header
+from specbench.models.ggufheader import GGUFHeader, read_local_header
 from specbench.models.hf import cached_hf
 from specbench.models.hfheader import RemoteGGUF, list_ggufs, read_remote_header
-from specbench.models.meta import GGUFMeta, read_metadata
+from specbench.models.meta import GGUFMeta, header_meta, read_metadata
 from specbench.models.paircheck import check_metadata, check_tokens
 from specbench.models.resolve import resolve_models
 from specbench.models.spec import ModelSpec

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from specbench.base.errors import ModelError
-from specbench.models.ggufheader import FileSource, header_meta, parse_header, read_local_header
-from specbench.models.meta import read_metadata, read_token_texts
-from tests.models.tiny_gguf import write_tiny_gguf
+from specbench.models.ggufheader import FileSource, open_gguf, parse_header, read_local_header
+from specbench.models.meta import header_meta, read_metadata, read_token_texts
+from tests.models.tiny_gguf import vocab, write_tiny_gguf
 
 
 @pytest.mark.parametrize("fixture", ["smol_q4", "gemma_q4"])
@@ -80,3 +81,32 @@ def test_token_list_read_in_pieces_is_the_whole_files(tmp_path):
     pieces = parse_header(_Exact(path.read_bytes()))
     assert pieces.tokens == whole.tokens == [t.encode() for t in tokens]
     assert pieces.data_offset == whole.data_offset and pieces.kv == whole.kv
+
+
+def test_an_unchanged_file_is_read_once_and_a_rewritten_one_again(tmp_path):
+    """A process reads each GGUF header once: the same file, unchanged, gives the same header; a file
+    written again is read again."""
+    path = write_tiny_gguf(tmp_path / "m.gguf", tokens=vocab(300))
+    first = open_gguf(path)
+    assert open_gguf(path) is first
+    write_tiny_gguf(path, tokens=vocab(400))  # another vocabulary: another size
+    os.utime(path, ns=(1, 1))  # and another time, whatever the file system's resolution
+    again = open_gguf(path)
+    assert again is not first
+    assert len(again.tokens) == 400
+
+
+def test_a_local_file_is_refused_as_the_one_reader_words_it(tmp_path):
+    """A newer GGUF version is named in specbench's words (the gguf package's "Sorry, file appears to be
+    version 4" is gone with its reader), and a file cut inside its first bytes says it ends inside
+    the header (the whole-file reader called that "does not parse")."""
+    path = write_tiny_gguf(tmp_path / "t.gguf")
+    data = path.read_bytes()
+    newer = tmp_path / "v4.gguf"
+    newer.write_bytes(data[:4] + (4).to_bytes(4, "little") + data[8:])
+    with pytest.raises(ModelError, match=r"v4.gguf: GGUF version 4, which specbench cannot read; convert it"):
+        open_gguf(newer)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(data[:8])
+    with pytest.raises(ModelError, match=r"cut.gguf is a truncated GGUF file \(it ends inside the header\)"):
+        open_gguf(cut)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from specbench.base.errors import ModelError
-from specbench.models.ggufheader import header_meta
 from specbench.models.hfheader import MAX_CHUNK, MAX_HEADER_BYTES, list_ggufs, read_remote_header
-from specbench.models.meta import read_metadata, read_token_texts
+from specbench.models.meta import header_meta, read_metadata, read_token_texts
 from tests.models.tiny_gguf import write_tiny_gguf
 
 MB = 1 << 20
