@@ -164,11 +164,8 @@ def models_of(arg: str, cfg: Config | None, build: BuildInfo | None, kind: str |
         ]
     if path.exists() or not is_hub_name(arg):
         return [_local(path, kind or "local")]
-    parts = arg.split("/")
-    if len(parts) == 2:
-        return _repo_models(arg, None, kind or "hub")
-    repo, file = "/".join(parts[:2]), "/".join(parts[2:])
-    return _repo_models(repo, file, kind or "hub")
+    parts = arg.split("/")  # owner/repo, then the file's path in it (none: every GGUF of the repo)
+    return _repo_models("/".join(parts[:2]), "/".join(parts[2:]) or None, kind or "hub")
 
 
 def config_model(name: str, spec: ModelSpec, cfg: Config, build: BuildInfo | None) -> Judged:

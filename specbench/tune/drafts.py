@@ -31,7 +31,7 @@ from specbench.plan.cells import speculative_flags
 from specbench.results.calibration import PassCosts
 from specbench.results.cell import Cell
 from specbench.results.folder import run_folders
-from specbench.results.manifestfile import manifest_data
+from specbench.results.manifestfile import read_facts
 from specbench.tune.calibrate import pass_sizes
 from specbench.tune.draftcost import (
     CURVE_KS,
@@ -74,10 +74,9 @@ def earlier_alpha(target_sha: str, draft_sha: str, base: Path) -> tuple[float, s
     where = None
     for run in sorted(run_folders(base)):
         try:
-            models = manifest_data(run).get("models") or {}
+            shas = read_facts(run).models
         except SpecbenchError:
             continue
-        shas = {k: v.get("sha256") for k, v in models.items() if isinstance(v, dict)}
         targets = {k for k, v in shas.items() if v == target_sha}
         drafts = {k for k, v in shas.items() if v == draft_sha}
         if not targets or not drafts:

@@ -353,12 +353,8 @@ def speculative_command(prepared: preparation.Prepared, base: Config, s: Setting
     cfg = round_config(base, [s], 1, 0).model_copy(update={"runner": "process"})
     plan = invocations(cfg, prepared, [s])
     spec = next(i for i in plan.invocations if i.role == "speculative")
-    return with_placeholder(spec.argv, spec.prompt_text)
-
-
-def with_placeholder(argv: list[str], prompt: str) -> str:
-    """``argv`` for a shell, the prompt replaced by ``"$PROMPT"``."""
-    return shlex.join(["PROMPT" if a == prompt else a for a in argv]).replace("PROMPT", '"$PROMPT"')
+    argv = ["PROMPT" if a == spec.prompt_text else a for a in spec.argv]
+    return shlex.join(argv).replace("PROMPT", '"$PROMPT"')
 
 
 def server_command(prepared: preparation.Prepared, base: Config, s: Setting, pair: str) -> str:

@@ -187,6 +187,25 @@ def test_an_earlier_run_of_the_pair_gives_its_acceptance(tmp_path):
     assert earlier_alpha(f32, q4, tmp_path / "none") is None
 
 
+def test_an_earlier_run_whose_manifest_lists_its_models_is_read_as_the_report_reads_it(tmp_path):
+    """An older manifest holds ``models`` as a list of entries: the pair is found by sha256 all the
+    same (its run folder was read as a dict's items before, and the command failed with a traceback)."""
+    import json
+    import shutil
+
+    from specbench.tune.drafts import earlier_alpha
+
+    run = shutil.copytree(
+        Path(__file__).parents[1] / "data" / "runs" / "quickstart-3rep", tmp_path / "r" / "q"
+    )
+    manifest = json.loads((run / "manifest.json").read_text())
+    models = manifest["models"]
+    manifest["models"] = [{"name": name, **m} for name, m in models.items()]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    found = earlier_alpha(models["smol_f32"]["sha256"], models["smol_q4"]["sha256"], tmp_path / "r")
+    assert found is not None and found[1] == str(run)
+
+
 def test_a_hub_target_is_priced_from_the_curve_and_fetched_in_the_command(
     hub, fake_build, smol_q4, smol_vocab_tiny
 ):
