@@ -106,11 +106,8 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
                                 n_samples=len(shard_samples)))  # fmt: skip
     missing = [c for c in first.plan_cells if c not in owner]
     merged = first.model_copy(deep=True)
-    merged.run_id, merged.shard, merged.shard_cells = (
-        out.name,
-        None,
-        [c for c in first.plan_cells if c in owner],
-    )
+    merged.run_id, merged.shard = out.name, None
+    merged.shard_cells = [c for c in first.plan_cells if c in owner]
     merged.merged_from = kept
     merged.started_at = min(m.started_at for _, m, _ in manifests)
     merged.resumed_at, merged.command_line = [], []
