@@ -239,16 +239,11 @@ def keys_at(model: type[BaseModel], loc: tuple) -> set[str]:
     return found
 
 
-def closest_key(key: str, known: set[str] | list[str]) -> str | None:
-    """The known key a misspelt ``key`` most likely meant (difflib), or None when none is close."""
-    found = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-    return found[0] if found else None
-
-
-def unknown_key(key: str, known: set[str] | list[str]) -> str:
-    """``unknown key``, with the closest known key when one is close: ``did you mean `repetitions`?``."""
-    near = closest_key(key, known)
-    return f"unknown key (did you mean `{near}`?)" if near else "unknown key"
+def unknown_key(model: type[BaseModel], loc: tuple) -> str:
+    """``unknown key`` for the key at ``loc`` in ``model``, with the key allowed there that it most
+    likely meant when one is close (difflib): ``did you mean `repetitions`?``."""
+    near = difflib.get_close_matches(str(loc[-1]), sorted(keys_at(model, loc[:-1])), n=1, cutoff=0.6)
+    return f"unknown key (did you mean `{near[0]}`?)" if near else "unknown key"
 
 
 def _within(inner: str, outer: str) -> bool:
@@ -279,7 +274,7 @@ def format_validation_error(
     head = ", ".join(f"--set {k}" for k in sources) if sources else origin  # every key that may be at fault
     message = _message(first)
     if first["type"] == "extra_forbidden" and model is not None and first["loc"]:
-        message = unknown_key(str(first["loc"][-1]), keys_at(model, tuple(first["loc"][:-1])))
+        message = unknown_key(model, tuple(first["loc"]))
     text = f"{head}: {loc}: {message}" if loc else f"{head}: {message}"
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more)"

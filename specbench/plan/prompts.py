@@ -23,7 +23,7 @@ from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError, ModelError
 from specbench.base.formats import json_text
 from specbench.base.paths import Name
-from specbench.plan.configtext import first_error, keys_at, unknown_key
+from specbench.plan.configtext import first_error, unknown_key
 from specbench.plan.options import Strict
 
 CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
@@ -78,7 +78,7 @@ def _parse_lines(lines: Iterable[str], origin: str) -> list[Prompt]:
             if err["type"] == "json_invalid":
                 what = "not valid JSON"
             elif err["type"] == "extra_forbidden":  # a misspelt key: name the one it likely meant
-                what = f"{where}: {unknown_key(str(err['loc'][-1]), keys_at(Prompt, tuple(err['loc'][:-1])))}"
+                what = f"{where}: {unknown_key(Prompt, tuple(err['loc']))}"
             raise ConfigError(
                 f"{origin}:{lineno}: {what}; each line must be a JSON object "
                 '{"id": ..., "category": ..., "messages": [{"role": "user", "content": ...}] or "text": ...}'

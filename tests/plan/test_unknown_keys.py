@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import ConfigError
-from specbench.plan.config import load_config
-from specbench.plan.configtext import closest_key
+from specbench.plan.config import Config, load_config
+from specbench.plan.configtext import unknown_key
 from specbench.plan.prompts import _parse_lines
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
@@ -64,7 +64,7 @@ def test_a_misspelt_set_path_suggests_the_closest_key(tmp_path, override, expect
 def test_a_key_close_to_nothing_gets_no_guess(tmp_path):
     message = _error(tmp_path, QUICKSTART.read_text() + "zzqqxx: 1\n")
     assert message.endswith("zzqqxx: unknown key")
-    assert closest_key("colour", {"repetitions", "sweep"}) is None
+    assert unknown_key(Config, ("colour",)) == "unknown key"
     # the loader's own fields (the file's folder and path) are never suggested
     assert _error(tmp_path, QUICKSTART.read_text() + "pth: x\n").endswith("pth: unknown key")
 
