@@ -71,11 +71,8 @@ def draft_context(c: Cell, trained: Mapping[str, int | None]) -> tuple[int, str,
     limit = trained.get(c.draft)
     if not limit:
         return None
-    return (
-        limit,
-        f"draft {c.draft}'s context ({limit} tokens, its GGUF context_length)",
-        ("use a draft trained on a longer context, or lower the depth"),
-    )
+    what = f"draft {c.draft}'s context ({limit} tokens, its GGUF context_length)"
+    return limit, what, "use a draft trained on a longer context, or lower the depth"
 
 
 def draft_out_of_context(

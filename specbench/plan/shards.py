@@ -210,13 +210,9 @@ def runs_on_rule(config: Config) -> Callable[[Invocation], str | None]:
     pairs = {name: p.runs_on for name, p in config.pairs.items() if p.runs_on}
     by_ngl = config.runs_on.ngl
 
-    def joined(label: str | list[str] | None) -> str | None:
-        return ",".join(label) if isinstance(label, list) else label
-
     def rule(inv: Invocation) -> str | None:
-        if inv.pair in pairs:
-            return joined(pairs[inv.pair])
-        return joined(by_ngl.get(inv.ngl)) if inv.ngl is not None else None
+        label = pairs.get(inv.pair or "") or (by_ngl.get(inv.ngl) if inv.ngl is not None else None)
+        return ",".join(label) if isinstance(label, list) else label
 
     return rule
 
