@@ -15,6 +15,7 @@ from specbench.base.docs import docs_page
 from specbench.base.errors import ConfigError
 from specbench.base.llamaopts import FLASH_ATTN, OPTIONS, Refusal, applies
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
+from specbench.plan.options import FLAG_KEYS
 from specbench.results.cell import Cell
 
 
@@ -129,22 +130,14 @@ def check_free_args(args: list[str], binary: BinaryInfo, where: str) -> None:
         name = arg.split("=", 1)[0]
         if name in known:
             continue
-        key = _config_key(name)
+        # before -lm, load_mode was these two switches
+        key = FLAG_KEYS.get(name) or {"--mlock": "load_mode: mlock", "--no-mmap": "load_mode: none"}.get(name)
         near = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
         cure = f"use the config key {key}" if key else f"did you mean {near[0]}?" if near else "remove it"
         raise ConfigError(
             f"{where}: {binary.name} of this build has no option {name} (its --help does not list it); "
             f"{cure} ({docs_page('llama-options.md', 'free-arguments-args-and-sweepargs')})"
         )
-
-
-def _config_key(name: str) -> str | None:
-    """The config key that spells ``name`` for every build (``--mlock``: ``load_mode: mlock``)."""
-    for opt in OPTIONS:
-        if name in (*opt.spellings, *opt.off):
-            return opt.key
-    old = {"--mlock": "load_mode: mlock", "--no-mmap": "load_mode: none"}
-    return old.get(name)
 
 
 def refuse_crashing(build: BuildInfo, spec: BinaryInfo, cells: list[Cell], where: str = "") -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
-from specbench.base.llamaopts import AXES, TUNED, LlamaOption
+from specbench.base.llamaopts import AXES, OPTIONS, TUNED, LlamaOption
 from specbench.base.methods import LOOKUPS
 from specbench.base.paths import Name
 
@@ -68,6 +68,8 @@ def _arg(v: Any) -> Any:
 
 Arg = Annotated[str, BeforeValidator(_arg)]
 
+# Each spelling of an option of the table (a toggle's off switch too), with its config key.
+FLAG_KEYS = {s: o.key for o in OPTIONS for s in (*o.spellings, *o.off)}
 # key -> (type, description): the config keys of the options (a scalar here, a list in sweep:)
 OPTION_KEYS: dict[str, tuple[Any, str]] = {
     o.key: (o.type, f"{o.description.rstrip('.')} ({o.spellings[0]}: {o.values}).") for o in TUNED
@@ -170,7 +172,6 @@ else:
 
 def check_args(args: list[str], where: str, keys_set: set[str]) -> None:
     """Refuse an argument specbench sets itself, or one of an option key the config sets."""
-    spelled = {s: o.key for o in TUNED for s in (*o.spellings, *o.off)}
     for i, arg in enumerate(args):
         if not arg.startswith("-") or arg.lstrip("-")[:1].isdigit():
             continue  # a value, or a negative number
@@ -183,7 +184,7 @@ def check_args(args: list[str], where: str, keys_set: set[str]) -> None:
                 "may not (nothing it names may reach outside specbench's folders): models and prompts "
                 "have their keys; run llama.cpp by hand for the rest"
             )
-        key = spelled.get(name)
+        key = FLAG_KEYS.get(name)
         if key is not None and key in keys_set:
             raise ValueError(f"{where}[{i}]: {name} is also set by the key {key}; give it once, as {key}")
 
