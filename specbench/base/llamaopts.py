@@ -116,13 +116,11 @@ class Refusal:
 UNQUANTIZED = frozenset({"f32", "f16", "bf16"})  # KV cache types ggml does not count as quantized
 
 
-def _quantized(cache_type: Any) -> bool:
-    return cache_type is not None and str(cache_type).lower() not in UNQUANTIZED
-
-
 def _quantized_v(key: str) -> Refusal:
-    return Refusal(f"a quantized {key}", "quantized V cache requires flash_attn to be enabled",
-                   f"{key} f16/bf16/f32", _quantized)  # fmt: skip
+    return Refusal(
+        f"a quantized {key}", "quantized V cache requires flash_attn to be enabled", f"{key} f16/bf16/f32",
+        lambda v: v is not None and str(v).lower() not in UNQUANTIZED,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
