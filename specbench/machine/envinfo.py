@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from specbench import __version__
+from specbench.base import lifeline
 from specbench.base.childenv import child_env, provenance_env
 from specbench.base.formats import json_text
 
@@ -55,14 +56,7 @@ def tool_output(cmd: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> str | None
     if exe is None:
         return None
     try:
-        result = subprocess.run(
-            [exe, *cmd[1:]],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-            env=child_env(),
-        )
+        result = lifeline.run([exe, *cmd[1:]], timeout_s, text=True, env=child_env())
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout if result.returncode == 0 else None
