@@ -29,14 +29,11 @@ def atomic_path(final: Path, suffix: str = ".part") -> Iterator[Path]:
 
 def publish(tmp: Path, final: Path) -> None:
     """Make ``tmp`` durable and 0644 (mkstemp makes 0600), then rename it durably over ``final``."""
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(tmp)
     os.chmod(tmp, 0o644)
     os.replace(tmp, final)
-    _sync_dir(final.parent)
+    with contextlib.suppress(OSError):  # some filesystems do not sync a folder; the rename happened
+        _fsync(final.parent)
 
 
 def write_atomic(final: Path, data: str | bytes) -> None:
@@ -46,14 +43,9 @@ def write_atomic(final: Path, data: str | bytes) -> None:
         tmp.write_bytes(raw)
 
 
-def _sync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return  # some filesystems do not open directories; the rename happened all the same
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)
