@@ -124,36 +124,25 @@ def list_(
     console.print(f"{len(cached)} model(s), {human_size(sum(c.size_bytes for c in cached))} in {root}")
 
 
-class _Models:
-    """check's arguments as GGUF paths: a file, or a model name of --config (fetched if needed)."""
+def _gguf(arg: str, config: Path | None, cfg: Config | None) -> Path:
+    """check's argument as a GGUF path: a file, or a model name of --config (fetched if needed)."""
+    from specbench.base.errors import ModelError
 
-    def __init__(self, config: Path | None):
-        self.config_path = config
-        self.cfg: Config | None = None
+    if cfg is None or arg not in cfg.models:
+        if cfg is not None and not Path(arg).is_file():
+            raise ModelError(
+                f"{arg} is neither a file nor a model of {config} (models: {', '.join(cfg.models)})"
+            )
+        if cfg is None and not Path(arg).exists() and "/" not in arg and not arg.endswith(".gguf"):
+            raise ModelError(
+                f"{arg} is not a file; to name a model of a config, give the config: "
+                f"`specbench models check -c CONFIG {arg} ...`"
+            )
+        return Path(arg)  # a missing file gets read_metadata's "model file not found"
+    from specbench.models.resolve import resolve_models
 
-    def path(self, arg: str) -> Path:
-        from specbench.base.errors import ModelError
-
-        if self.config_path is not None and self.cfg is None:
-            from specbench.plan.config import load_config
-
-            self.cfg = load_config(self.config_path)
-        if self.cfg is None or arg not in self.cfg.models:
-            if self.cfg is not None and not Path(arg).is_file():
-                raise ModelError(
-                    f"{arg} is neither a file nor a model of {self.config_path} "
-                    f"(models: {', '.join(self.cfg.models)})"
-                )
-            if self.cfg is None and not Path(arg).exists() and "/" not in arg and not arg.endswith(".gguf"):
-                raise ModelError(
-                    f"{arg} is not a file; to name a model of a config, give the config: "
-                    f"`specbench models check -c CONFIG {arg} ...`"
-                )
-            return Path(arg)  # a missing file gets read_metadata's "model file not found"
-        from specbench.models.resolve import resolve_models
-
-        build = _build_if_needed(self.cfg, [arg])
-        return resolve_models(self.cfg.models, self.cfg.base_dir, build, only=[arg])[arg].path
+    build = _build_if_needed(cfg, [arg])
+    return resolve_models(cfg.models, cfg.base_dir, build, only=[arg])[arg].path
 
 
 @models_app.command("check")
@@ -172,9 +161,10 @@ def check(
     Exit 0 when compatible; 1 with the rule that failed and both values when not.
     """
     from specbench.models.paircheck import check_pair
+    from specbench.plan.config import load_config
 
-    models = _Models(config)
-    result = check_pair(models.path(target), models.path(draft))
+    cfg = load_config(config) if config is not None else None
+    result = check_pair(_gguf(target, config, cfg), _gguf(draft, config, cfg))
     if result.ok:
         say(f"ok: {result.message}")
         return
