@@ -44,21 +44,20 @@ def plan(
     if fmt == Format.json:  # one line: a GitHub Actions output holds it as is
         print_json(result, indent=None)
         return
+    headers = ("shard", "cells", "est. time", "runs on")
+    rows = [[e["shard"], e["cells"], f"{e['est_s']:.0f} s",
+             ", ".join(e["runs_on"]) if isinstance(e.get("runs_on"), list) else e.get("runs_on", "-")]
+            for e in result["include"]]  # fmt: skip
     if fmt != Format.table:
-        rows = [[e["shard"], ", ".join(e["cells"]), f"{e['est_s']:.0f} s",
-                 ", ".join(e["runs_on"]) if isinstance(e.get("runs_on"), list) else e.get("runs_on", "-")]
-                for e in result["include"]]  # fmt: skip
-        print_table([Col(h) for h in ("shard", "cells", "est. time", "runs on")], rows, fmt)
+        print_table([Col(h) for h in headers], [[s, ", ".join(c), *rest] for s, c, *rest in rows], fmt)
         return
     runs = prepared.plan.measured  # what the shards are dealt
     _, from_history = estimate.total(runs)
     from rich.table import Table
 
-    table = Table("shard", "cells", "est. time", "runs on", box=None)
-    for e in result["include"]:
-        runs_on = e.get("runs_on", "-")
-        table.add_row(e["shard"], "\n".join(e["cells"]), f"{e['est_s']:.0f} s",
-                      ", ".join(runs_on) if isinstance(runs_on, list) else runs_on)  # fmt: skip
+    table = Table(*headers, box=None)
+    for shard, cells, *rest in rows:
+        table.add_row(shard, "\n".join(cells), *rest)
     console.print(table)
     if quiet:  # a script passing run's flags to every command gets the table and nothing else
         return
