@@ -18,18 +18,9 @@ import typer
 from specbench import __version__
 from specbench.base import interrupts
 from specbench.base.errors import ExitCode, SpecbenchError
-from specbench.cli.common import echo, say, state
+from specbench.cli.common import app, echo, say, state
 
-app = typer.Typer(
-    name="specbench",
-    help="Benchmark speculative decoding in llama.cpp: build, fetch models, run sweeps, report, compare.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-# in --help's order; each defines `register(app)`
+# in --help's order; each registers its commands on `app` as it is imported
 COMMAND_MODULES: list[str] = [
     "run", "plan", "tune", "drafts", "report", "compare", "history", "ab", "publish", "models", "build",
     "parse", "configs",
@@ -53,7 +44,7 @@ def _root(
 
 
 for _name in COMMAND_MODULES:
-    importlib.import_module(f"specbench.cli.{_name}").register(app)
+    importlib.import_module(f"specbench.cli.{_name}")
 
 
 def _interruptible(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from specbench.base.errors import ConfigError
-from specbench.cli.common import check_paths, say, say_notes
+from specbench.cli.common import app, check_paths, say, say_notes
 from specbench.cli.gateview import paired_from_run, show
 from specbench.cli.options import AllowNoisy, Budget, Quiet, Sets, Threshold
 from specbench.cli.output import Format, TableFormat
@@ -79,6 +79,7 @@ def run_builds(
     return summary
 
 
+@app.command("ab")
 def ab_cmd(
     config: RunConfig,
     base: Annotated[
@@ -147,6 +148,7 @@ def ab_cmd(
     show(cmp, fmt)
 
 
+@app.command("bisect")
 def bisect_cmd(
     config: RunConfig,
     source: Annotated[Path, typer.Option(metavar="DIR", help="The llama.cpp git checkout to bisect.")],
@@ -258,8 +260,3 @@ def _ratio(step) -> str:
     """A step's (or its run against bad's) ratio and interval."""
     ratio = f"{step.ratio:.3f}" if step.ratio is not None else "-"
     return ratio + (f" [{step.ci_low:.3f}, {step.ci_high:.3f}]" if step.ci_low is not None else "")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("ab")(ab_cmd)
-    app.command("bisect")(bisect_cmd)

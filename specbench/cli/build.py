@@ -9,10 +9,11 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import err_console, say
+from specbench.cli.common import app, err_console, say
 from specbench.cli.output import Format, RecordFormat, chosen, print_json
 
 
+@app.command("build")
 def build(
     backend: Annotated[
         str,
@@ -111,6 +112,7 @@ def selftest_lines(st) -> list[str]:
     return lines
 
 
+@app.command("env")
 def env(
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     fmt: RecordFormat = Format.table,
@@ -153,8 +155,3 @@ def env(
         say(f"    {b.bin_dir}")
         for text in selftest_lines(b.selftest):
             say(f"    {text}")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("build")(build)
-    app.command("env")(env)

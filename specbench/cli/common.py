@@ -12,6 +12,16 @@ from rich.console import Console
 
 from specbench.base.redact import redact
 
+# the command line; each command module registers its commands on it (specbench.cli imports them all)
+app = typer.Typer(
+    name="specbench",
+    help="Benchmark speculative decoding in llama.cpp: build, fetch models, run sweeps, report, compare.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
 
 class _Redacted:
     """stdout or stderr as it is at the time (a test swaps them), every text ``redact``ed on its

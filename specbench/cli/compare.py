@@ -10,7 +10,7 @@ import typer
 
 from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
-from specbench.cli.common import Col, echo, metric_text, say, say_notes
+from specbench.cli.common import Col, app, echo, metric_text, say, say_notes
 from specbench.cli.options import AllowNoisy
 from specbench.cli.output import Format, TableFormat, print_json, print_table, step_summary
 from specbench.results.metrics import METRICS, choices
@@ -18,6 +18,7 @@ from specbench.results.metrics import METRICS, choices
 baseline_app = typer.Typer(
     help="Save and list baselines (compact run copies to commit).", no_args_is_help=True
 )
+app.add_typer(baseline_app, name="baseline")
 
 STATUS_STYLE = {
     "fail": "bold red",
@@ -180,6 +181,7 @@ def _print_table(cmp) -> None:
     say(_verdict(cmp), style=style)
 
 
+@app.command("compare")
 def compare_cmd(
     baseline: Annotated[
         str, typer.Argument(help="Baseline: a NAME in results/baselines/, a baseline .json, or a run folder.")
@@ -332,8 +334,3 @@ def baseline_list(
         rows.append([b.name, f"{f.run_id}{status}", commit, f.machine.describe(), str(b.path)])
     cols = [Col("baseline"), Col("run"), Col("llama.cpp"), Col("machine", wrap=True), Col("file", wrap=True)]
     print_table(cols, rows, fmt, box=None)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("compare")(compare_cmd)
-    app.add_typer(baseline_app, name="baseline")

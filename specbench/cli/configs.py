@@ -8,12 +8,13 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import Col, check_paths, say
+from specbench.cli.common import Col, app, check_paths, say
 from specbench.cli.output import Format, TableFormat, print_json, print_table
 
 configs_app = typer.Typer(
     help="List and copy the shipped configs (`specbench run NAME` runs one as it is).", no_args_is_help=True
 )
+app.add_typer(configs_app, name="configs")
 
 
 @configs_app.command("list")
@@ -43,13 +44,9 @@ def configs_copy(
     say(f"wrote {', '.join(map(str, written))}; run it with: specbench run {written[0]}")
 
 
+@app.command("schema")
 def schema() -> None:
     """Print the run config's JSON Schema (from the models that validate a config)."""
     from specbench.plan.schema import config_schema
 
     print_json(config_schema())
-
-
-def register(app: typer.Typer) -> None:
-    app.command("schema")(schema)
-    app.add_typer(configs_app, name="configs")

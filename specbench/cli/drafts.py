@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from specbench.base.formats import md_table
-from specbench.cli.common import Col, echo, say, say_notes
+from specbench.cli.common import Col, app, echo, say, say_notes
 from specbench.cli.output import Format, TableFormat, print_json, print_table
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ def _markdown(result) -> str:
     return "\n".join(out)
 
 
+@app.command("drafts")
 def drafts(
     target: Annotated[
         str, typer.Argument(help="The target: a local GGUF, a Hub repo/file, or a config's model.")
@@ -221,7 +222,3 @@ def _print_measured(measured: list, run_dir: Path | None, err: bool = False) -> 
         acc = "" if m.acceptance is None else f", acceptance {m.acceptance * 100:.0f}%"
         say(f"  {i}. {m.candidate} at g {m.draft_max}: measured {_x(m.speedup)}{ci}{acc}; "
             f"predicted at that acceptance {_x(m.predicted_speedup)}", err=err)  # fmt: skip
-
-
-def register(app: typer.Typer) -> None:
-    app.command("drafts")(drafts)

@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 from specbench.analysis.figures import Standing, speedup_text, standing_text
-from specbench.cli.common import Col, metric_text, say, say_notes
+from specbench.cli.common import Col, app, metric_text, say, say_notes
 from specbench.cli.output import Format, TableFormat, print_table
 from specbench.results.metrics import METRICS, choices
 
 
+@app.command("history")
 def history_cmd(
     metric: Annotated[str, typer.Option(metavar="METRIC", help=f"{choices()}.")] = "spec_tps",
     cell: Annotated[
@@ -96,7 +97,3 @@ def history_cmd(
         )
     if plot:
         say(f"plot: {plot_history(points, plot, metric)}", err=fmt != Format.table)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("history")(history_cmd)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from specbench.cli.common import Col, console, fitted_table, make_console, print_fitted, say, table_width
+from specbench.cli.common import Col, app, console, fitted_table, make_console, print_fitted, say, table_width
 from specbench.cli.output import Format, TableFormat, chosen, print_json, print_table
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ models_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+app.add_typer(models_app, name="models")
 
 
 def _build_if_needed(cfg, only: list[str] | None = None):
@@ -170,7 +171,3 @@ def check(
         return
     say(f"refused ({result.rule}): {result.message}", err=True)
     raise typer.Exit(1)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(models_app, name="models")

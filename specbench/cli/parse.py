@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from specbench.base.errors import ExitCode, ParseError
-from specbench.cli.common import console, say, state
+from specbench.cli.common import app, console, say, state
 from specbench.cli.output import Format, RecordFormat, chosen, print_json
 
 _SUMMARY = ("n_draft", "n_predict", "n_drafted", "n_accept")
@@ -43,6 +43,7 @@ def _print(log) -> None:
         console.print(perf)
 
 
+@app.command("parse")
 def parse(
     logs: Annotated[
         list[Path], typer.Argument(metavar="LOG", help="llama.cpp logs (stderr or mixed); - reads stdin.")
@@ -76,7 +77,3 @@ def parse(
             _print(log)
     if failed:
         raise typer.Exit(ExitCode.BAD_INPUT)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("parse")(parse)

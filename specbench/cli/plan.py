@@ -8,11 +8,12 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import Col, check_paths, console, say, say_notes
+from specbench.cli.common import Col, app, check_paths, console, say, say_notes
 from specbench.cli.options import Sets
 from specbench.cli.output import Format, TableFormat, chosen, print_json, print_table
 
 
+@app.command("plan")
 def plan(
     config: Annotated[
         Path, typer.Argument(metavar="CONFIG", help="The run config (YAML).", show_default=False)
@@ -68,6 +69,7 @@ def plan(
     )
 
 
+@app.command("merge")
 def merge(
     dirs: Annotated[
         list[Path], typer.Argument(metavar="DIR...", help="The shard run folders.", show_default=False)
@@ -95,8 +97,3 @@ def merge(
         record_run(result.out)
     except SpecbenchError as exc:  # a damaged or locked database: the merged run is kept all the same
         say(f"warning: {result.out} was not recorded in history: {exc}", err=True)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("plan")(plan)
-    app.command("merge")(merge)

@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import say, say_notes
+from specbench.cli.common import app, say, say_notes
 
 
+@app.command("publish")
 def publish(
     out: Annotated[Path, typer.Option("--out", metavar="SITE", help="Folder to write the site into.")],
     dbs: Annotated[
@@ -68,7 +69,3 @@ def publish(
             httpd.serve_forever()
         finally:
             httpd.server_close()
-
-
-def register(app: typer.Typer) -> None:
-    app.command("publish")(publish)

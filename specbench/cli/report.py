@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import PLAIN, check_paths, echo, err_console, table_console, table_width
+from specbench.cli.common import PLAIN, app, check_paths, echo, err_console, table_console, table_width
 from specbench.cli.output import Format, ReportFormat
 from specbench.results.folder import REPORT
 
@@ -23,6 +23,7 @@ def default_out(run_dirs: list[Path]) -> Path:
     return run_dirs[0].parent / ("report-" + "+".join(p.name for p in run_dirs))
 
 
+@app.command("report")
 def report(
     run_dirs: Annotated[
         list[Path] | None,
@@ -64,7 +65,3 @@ def report(
     paths.print("wrote:", **PLAIN)
     for path in files.all():
         paths.print(f"  {path}", **PLAIN)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("report")(report)

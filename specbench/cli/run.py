@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import check_paths, console, echo, make_console, resume_command, say, say_notes
+from specbench.cli.common import app, check_paths, console, echo, make_console, resume_command, say, say_notes
 from specbench.cli.options import Quiet, Sets
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession
@@ -110,6 +110,7 @@ def _left_out(n: int, warned: int) -> str:
     return f"{n} more note{'s' if n > 1 else ''}"
 
 
+@app.command("run")
 def run(
     config: Annotated[
         Path | None,
@@ -282,7 +283,3 @@ def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> A
         if asked is not None:
             say(f"shard {asked.label} (from SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT)", err=True)
     return with_cells(asked, cells) if asked is not None else None
-
-
-def register(app: typer.Typer) -> None:
-    app.command("run")(run)

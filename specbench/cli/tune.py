@@ -11,7 +11,7 @@ import typer
 
 from specbench.analysis.figures import Standing, speedup_text, standing_text
 from specbench.base.errors import RunError, SpecbenchError
-from specbench.cli.common import check_paths, say, say_notes
+from specbench.cli.common import app, check_paths, say, say_notes
 from specbench.cli.options import Quiet, Sets, budget_option
 from specbench.cli.output import Format, chosen, format_option, print_json
 from specbench.cli.session import RunSession, warn_busy
@@ -45,6 +45,7 @@ def result_json(result) -> dict:
     }
 
 
+@app.command("tune")
 def tune(
     config: Annotated[Path, typer.Argument(help="The run config (YAML), e.g. configs/quickstart.yaml.")],
     pair: Annotated[
@@ -160,7 +161,3 @@ def _print(result) -> None:
     say("llama-server:")
     say(f"  {result.server_command}")
     say(f"report: specbench report {result.run_dir}")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("tune")(tune)
