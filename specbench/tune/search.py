@@ -30,6 +30,9 @@ from specbench.builder.workaround import with_workaround
 from specbench.execute import benchmark, preparation
 from specbench.execute.reference import sentinel as make_sentinel
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
+from specbench.gate.baseline import load_run
+from specbench.gate.history import HistoryPoint, load_history, series_of
+from specbench.gate.historydb import record_run
 from specbench.machine import noise
 from specbench.plan.cells import free_args, option_axes, option_flags, speculative_flags
 from specbench.plan.config import Config
@@ -58,7 +61,6 @@ from specbench.tune.calibrate import (
     store,
 )
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
-from specbench.tune.drift import BaselineDrift, record_and_compare
 from specbench.tune.rounds import draft_rows, invocations, kv_depth, nothing_measured, round_config
 from specbench.tune.setup import bench_options, choose_options, pick_pair, tune_config, tuned_draft
 
@@ -66,6 +68,58 @@ MAX_DRAFT = 32
 PROBE_DRAFT = 8
 FIRST_ROUND = 2  # candidates measured after the probe, at most
 MAX_REPS = 2  # rounds the winner is measured in (with the probe); a third cost 20% more time
+
+
+@dataclass(frozen=True)
+class BaselineDrift:
+    """Tune's baseline beside the same baseline in this machine's other runs (history): a later run
+    can find it at another level than tune's few minutes saw (docs/tune.md), and a speedup moves with
+    it; the range of their levels, applied to tune's speedup, is what a later run here may measure if
+    the spec t/s holds."""
+
+    runs: int  # other runs of this machine that measured the same baseline
+    low_tps: float  # the lowest and highest of their baseline t/s (mean over prompts and repetitions)
+    high_tps: float
+    tune_tps: float  # tune's own, measured the same way
+    speedup_low: float  # the best setting's speedup at those two levels, if its spec t/s held
+    speedup_high: float
+
+    def outside(self, ci_low: float | None, ci_high: float | None) -> bool:
+        """Whether those levels put the speedup beyond tune's own interval (then tune says so)."""
+        if ci_low is None or ci_high is None:
+            return True
+        return self.speedup_low < ci_low or self.speedup_high > ci_high
+
+    def widened(self, ci_low: float | None, ci_high: float | None) -> tuple[float, float]:
+        """Tune's interval widened to the speedup at those levels: what a later run here may measure."""
+        low = min(x for x in (ci_low, self.speedup_low) if x is not None)
+        return low, max(x for x in (ci_high, self.speedup_high) if x is not None)
+
+
+def record_and_compare(
+    run_dir: Path, speedup: float | None, db_path: Path | None = None, notes: list[str] | None = None
+) -> BaselineDrift | None:
+    """Record tune's run in history (as ``run`` records its runs) and compare its baseline with the
+    same baseline's other runs there; None when history has none or tune measured no speedup."""
+    record_run(run_dir, db_path, notes)
+    facts = load_run(run_dir).facts
+    points = load_history(db_path, "baseline_tps")
+    mine = [p for p in points if p.run_id == facts.run_id and p.started_at == facts.started_at]
+    if speedup is None or len(mine) != 1 or mine[0].mean <= 0:
+        return None
+    tune_point = mine[0]
+
+    def identity(p: HistoryPoint) -> tuple:  # history's series, and the same threads and llama.cpp build
+        return (*series_of(p), p.threads, p.commit)
+
+    others = [
+        p.mean for p in points if p is not tune_point and identity(p) == identity(tune_point) and p.mean > 0
+    ]
+    if not others:
+        return None
+    low, high = min(others), max(others)
+    b = tune_point.mean
+    return BaselineDrift(len(others), low, high, b, speedup * b / high, speedup * b / low)
 
 
 @dataclass
