@@ -13,7 +13,8 @@ from pathlib import Path
 from pydantic import BaseModel, computed_field
 
 from specbench.base.errors import InputError
-from specbench.gate.decision import EXIT_CODES, OUTPUT, STILL_OPEN, Status, verdict
+from specbench.gate.compare import cell_label
+from specbench.gate.decision import EXIT_CODES, OUTPUT, SEVERITY, STILL_OPEN, Status, verdict
 from specbench.gate.paired import CONFIDENCE, PairedDecision, decide_points, decide_ratio
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, paired_order
 from specbench.results.records import Measurement, Sample
@@ -125,8 +126,6 @@ def _cell(s: Measurement) -> tuple:
 
 
 def _label(s: Sample) -> str:
-    from specbench.gate.compare import cell_label
-
     return cell_label(s.model_copy(update={"build": None}))  # the cell without its build
 
 
@@ -233,9 +232,8 @@ def paired_compare(
                 d = d.model_copy(update={"status": Status.FAIL, "reason": why})
             decisions.append(CellDecision(cell=cp.label, **d.model_dump(exclude={"decision"})))
     decisions += output_decisions(samples, base, head, allow_output_change)
-    order = {Status.FAIL: 0, Status.TOO_NOISY: 1, Status.IMPROVED: 2, Status.PASS: 3}
     rank = {m: i for i, m in enumerate((*paired_order(), OUTPUT))}
-    decisions.sort(key=lambda d: (order.get(d.status, 4), rank[d.metric], d.cell))
+    decisions.sort(key=lambda d: (SEVERITY.index(d.status), rank[d.metric], d.cell))
     return PairedComparison(
         run=run, base=base, head=head, threshold=threshold, decisions=decisions, nothing=nothing,
         allow_noisy=allow_noisy, confidence=confidence,
@@ -275,8 +273,7 @@ def output_decisions(
         else:
             status, why = Status.PASS, f"the same text on all {len(prompts)} prompts"
         out.append(CellDecision(
-            cell=labels[key], metric=OUTPUT, unit="text", n_pairs=len(prompts), ratio=None, ci_low=None,
-            ci_high=None, p_value=None, detectable=None, status=status, reason=why,
+            cell=labels[key], metric=OUTPUT, unit="text", n_pairs=len(prompts), status=status, reason=why
         ))  # fmt: skip
     return out
 

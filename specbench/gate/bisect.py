@@ -235,10 +235,8 @@ def run(
         started = time.monotonic()
         half = None if budget_s is None else budget_s / 2
         first = measure(state.good, commit.sha, Path(step.run_dir), half, OPEN_AGAINST_GOOD)
-        result = step_result(first)
-        step.status, step.ratio, step.ci_low, step.ci_high, step.reason = (
-            result.status, result.ratio, result.ci_low, result.ci_high, result.reason,
-        )  # fmt: skip
+        for field, value in step_result(first):  # StepResult's fields, which a Step has too
+            setattr(step, field, value)
         left = None if budget_s is None else budget_s - (time.monotonic() - started)
         if step.status == Status.TOO_NOISY and (left is None or left > 0):
             against = f"{step.run_dir}-vs-bad"

@@ -24,23 +24,12 @@ from specbench.gate.comparable import (
     shown_differences,
     why_nothing,
 )
-from specbench.gate.decision import EXIT_CODES, OUTPUT, Status, Verdict, verdict
+from specbench.gate.decision import EXIT_CODES, OUTPUT, SEVERITY, Status, Verdict, verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
 from specbench.results import cell
 from specbench.results.manifest import CellKey, RunFacts, cell_key
 from specbench.results.metrics import COMPARE_DEFAULT, METRICS, choices
 from specbench.results.records import Measurement
-
-# how a metric's cells are listed: the worst first
-_ORDER = (
-    Status.FAIL,
-    Status.WARN,
-    Status.TOO_NOISY,
-    "only_baseline",
-    "only_current",
-    Status.IMPROVED,
-    Status.PASS,
-)
 
 
 class CellSeries(BaseModel):
@@ -195,17 +184,14 @@ def output_check(base: Side, cur: Side, allow_change: bool = False) -> MetricRes
     cells = []
     for key in common:
         label, before = b[key]
-        after = c[key][1]
-        if before == after:
-            cells.append(CellResult(label=label, prompt_id=key.prompt_id, status=Status.PASS,
-                                    reason="same text at temperature 0"))  # fmt: skip
-            continue
-        why = (
-            "the generated text changed at temperature 0 (the same build and models give the same "
-            "text): the build's numerics or the models changed"
-        )
-        status = Status.WARN if allow_change else Status.FAIL
-        why += "" if allow_change else "; --allow-output-change passes it"
+        status, why = Status.PASS, "same text at temperature 0"
+        if before != c[key][1]:
+            why = (
+                "the generated text changed at temperature 0 (the same build and models give the same "
+                "text): the build's numerics or the models changed"
+            )
+            status = Status.WARN if allow_change else Status.FAIL
+            why += "" if allow_change else "; --allow-output-change passes it"
         cells.append(CellResult(label=label, prompt_id=key.prompt_id, status=status, reason=why))
     cells.sort(key=lambda r: (r.status != Status.FAIL, natural_order(r.label), natural_order(r.prompt_id)))
     return MetricResult(metric=OUTPUT, unit="text", cells=cells, geomean_ratio=None)
@@ -246,24 +232,16 @@ def compare_metric(
     ratios: list[float] = []
     for key in list(base) + [k for k in cur if k not in base]:
         b, c = base.get(key), cur.get(key)
-        shown = c or b
-
-        def row(status, reason: str, decision: Decision | None = None, shown=shown) -> CellResult:
-            return CellResult(
-                label=shown.label, prompt_id=shown.prompt_id, status=status, reason=reason, decision=decision
-            )
-
-        if b is None or c is None:
-            cells.append(
-                row("only_current", "only in current")
-                if b is None
-                else row("only_baseline", "only in baseline: missing from the current run")
-            )
+        decision = None
+        if b is None:
+            status, reason = "only_current", "only in current"
+        elif c is None:
+            status, reason = "only_baseline", "only in baseline: missing from the current run"
         elif not c.values or not b.values:
             # Crashed, timed out or never speculated (now, or in the baseline): nothing was compared,
             # so the gate cannot pass it.
             why = [_missing_reason(x, side) for x, side in ((b, "baseline"), (c, "current")) if not x.values]
-            cells.append(row(Status.FAIL, "; ".join(why)))
+            status, reason = Status.FAIL, "; ".join(why)
         else:
             if METRICS[metric].scale == "points":
                 decision = decide_acceptance(b.values, c.values, temperature=key.temperature, alpha=alpha)
@@ -271,8 +249,14 @@ def compare_metric(
                 decision = decide_throughput(b.values, c.values, threshold=threshold, alpha=alpha)
             if decision.ratio is not None:
                 ratios.append(decision.ratio)
-            cells.append(row(decision.status, decision.reason, decision))
-    cells.sort(key=lambda r: (_ORDER.index(r.status), natural_order(r.label), natural_order(r.prompt_id)))
+            status, reason = decision.status, decision.reason
+        row = c or base[key]  # how the cell is named
+        cells.append(
+            CellResult(
+                label=row.label, prompt_id=row.prompt_id, status=status, reason=reason, decision=decision
+            )
+        )
+    cells.sort(key=lambda r: (SEVERITY.index(r.status), natural_order(r.label), natural_order(r.prompt_id)))
     return MetricResult(
         metric=metric, unit=METRICS[metric].unit, cells=cells, geomean_ratio=geometric_mean(ratios)
     )

@@ -27,6 +27,8 @@ class Status(StrEnum):
     UNDECIDED = "too_noisy"  # the same outcome under the name `ab` uses (an alias, not a new value)
 
 
+# How a gate lists its cells: the most severe first (Status values, and compare's one-side-only cells)
+SEVERITY = ("fail", "warn", "too_noisy", "only_baseline", "only_current", "improved", "pass")
 # The decisions that want more pairs (``ab``'s rounds); bisect's run against bad adds PASS.
 STILL_OPEN = frozenset({Status.TOO_NOISY})
 

@@ -31,11 +31,11 @@ class PairedDecision(BaseModel):
     metric: str
     unit: str  # "ratio" (t/s, speedup: head/base) or "points" (acceptance: head - base)
     n_pairs: int
-    ratio: float | None  # HL estimate as a ratio (or the change in points); None with no pairs
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    detectable: float | None  # smallest change this run could call significant (relative, or points)
+    ratio: float | None = None  # HL estimate as a ratio (or the change in points); None with no pairs
+    ci_low: float | None = None  # None: no interval (one pair, or none)
+    ci_high: float | None = None
+    p_value: float | None = None
+    detectable: float | None = None  # smallest change this run could call significant (relative, or points)
     status: Status
     reason: str
 
@@ -60,10 +60,9 @@ class _Unit(NamedTuple):
 
 def _judge(d: list[float], unit: _Unit, limit: float, metric: str, confidence: float) -> PairedDecision:
     """The rule of this module over pair differences, reported in ``unit``."""
-    open_ = {"metric": metric, "unit": unit.name, "ci_low": None, "ci_high": None, "detectable": None}
     if not d:
         return PairedDecision(
-            **open_, n_pairs=0, ratio=None, p_value=None, status=Status.TOO_NOISY,
+            metric=metric, unit=unit.name, n_pairs=0, status=Status.TOO_NOISY,
             reason="no pair with a valid value on both builds",
         )  # fmt: skip
     iv = interval(d, confidence)
@@ -80,8 +79,8 @@ def _judge(d: list[float], unit: _Unit, limit: float, metric: str, confidence: f
             "excluded; more repetitions"
         )
         return PairedDecision(
-            **open_, n_pairs=iv.n, ratio=est, p_value=None, status=outcome, reason=why,
-        )  # fmt: skip
+            metric=metric, unit=unit.name, n_pairs=iv.n, ratio=est, status=outcome, reason=why
+        )
     lo, hi = unit.scale(iv.low), unit.scale(iv.high)
     detectable = unit.change(unit.scale((iv.high - iv.low) / 2.0))
     ci = f"[{unit.bound(lo)}, {unit.bound(hi)}]{how}"
