@@ -236,13 +236,6 @@ def read_header(src: ByteSource, where: str) -> GGUFHeader:
         raise ModelError(f"{where}: {str(exc).splitlines()[0][:160]}") from exc
 
 
-def read_local_header(path: Path) -> GGUFHeader:
-    """The header of a local GGUF, reading only its header's bytes."""
-    if not path.is_file():
-        raise ModelError(f"model file not found: {path}; check the path")
-    return read_header(FileSource(path), str(path))
-
-
 @lru_cache(maxsize=16)
 def _parsed(path: str, size: int, mtime_ns: int) -> GGUFHeader:
     """One parse per file and version of it in a process: a run reads a model's header in several
@@ -250,7 +243,7 @@ def _parsed(path: str, size: int, mtime_ns: int) -> GGUFHeader:
     return parse_header(FileSource(Path(path)))
 
 
-def open_gguf(path: Path) -> GGUFHeader:
+def read_local_header(path: Path) -> GGUFHeader:
     """A local model's header, for its metadata and tokens; a missing, foreign, truncated or damaged
     file is a one-line ModelError that says what to do."""
     if not path.exists():

@@ -13,7 +13,7 @@ from gguf import LlamaFileType
 from pydantic import BaseModel
 
 from specbench.models.gguffile import check_shards
-from specbench.models.ggufheader import GGUFHeader, open_gguf, quant_type_name
+from specbench.models.ggufheader import GGUFHeader, quant_type_name, read_local_header
 
 # tokenizer.ggml.model -> (llama.cpp's vocab type, its default bos and eos ids) (src/llama-vocab.cpp),
 # and each vocab type's default add_bos/add_eos, for files that do not set them.
@@ -69,9 +69,9 @@ def _file_type(h: GGUFHeader) -> str | None:
 def read_metadata(path: Path) -> GGUFMeta:
     """Metadata of a GGUF file (the first shard of a split set); ModelError for a bad file."""
     path = Path(path)
-    header = open_gguf(path)
+    header = read_local_header(path)
     shards = check_shards(path)
-    headers = [header, *(open_gguf(shard) for shard in shards[1:])]
+    headers = [header, *(read_local_header(shard) for shard in shards[1:])]
     return header_meta(
         header,
         sum(p.stat().st_size for p in shards),
@@ -118,7 +118,7 @@ def header_meta(
 
 def read_token_texts(path: Path) -> list[bytes]:
     """Raw token texts by id (what llama.cpp's ``llama_vocab_get_text`` returns)."""
-    return list(open_gguf(Path(path)).tokens)
+    return list(read_local_header(Path(path)).tokens)
 
 
 def human_params(n: int) -> str:
@@ -141,7 +141,7 @@ class SpecFacts(BaseModel):
 
 def read_spec_facts(path: Path) -> SpecFacts:
     """Architecture, MTP layers and DSpark head of a GGUF (its first shard, as llama.cpp reads it)."""
-    header = open_gguf(Path(path))
+    header = read_local_header(Path(path))
     arch = header.kv.get("general.architecture")
     nextn = header.kv.get(f"{arch}.nextn_predict_layers") if arch else None
     markov = any(t.name == "markov_w1.weight" for t in header.tensors)

@@ -165,9 +165,9 @@ class ChatFormat:
 
 def chat_format(path: Path) -> ChatFormat:
     """Read the chat template and the BOS/EOS token texts from a GGUF file."""
-    from specbench.models.ggufheader import open_gguf
+    from specbench.models.ggufheader import read_local_header
 
-    header = open_gguf(Path(path))
+    header = read_local_header(Path(path))
 
     def token_text(key: str) -> str:
         tid = header.kv.get(key)

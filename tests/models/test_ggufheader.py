@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import ModelError
-from specbench.models.ggufheader import FileSource, open_gguf, parse_header, read_local_header
+from specbench.models.ggufheader import FileSource, parse_header, read_local_header
 from specbench.models.meta import header_meta, read_metadata, read_token_texts
 from tests.models.tiny_gguf import vocab, write_tiny_gguf
 
@@ -40,7 +40,8 @@ def test_truncated_inside_the_header_is_one_line(tmp_path):
     path = write_tiny_gguf(tmp_path / "t.gguf")
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(path.read_bytes()[:200])
-    with pytest.raises(ModelError, match=r"cut.gguf is truncated: it ends inside its GGUF header") as exc:
+    ends_inside = r"cut.gguf is a truncated GGUF file \(it ends inside the header\)"
+    with pytest.raises(ModelError, match=ends_inside) as exc:
         read_local_header(cut)
     assert "\n" not in str(exc.value)
 
@@ -59,7 +60,9 @@ def test_header_truncation_detected_through_data_end(tmp_path):
     header = read_local_header(path)
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(path.read_bytes()[: header.data_offset + 10])
-    assert read_local_header(cut).data_end > cut.stat().st_size
+    assert parse_header(FileSource(cut)).data_end > cut.stat().st_size
+    with pytest.raises(ModelError, match=r"cut.gguf is truncated: tensor data needs \d+ bytes but"):
+        read_local_header(cut)
     assert read_local_header(Path(path)).data_end == path.stat().st_size
 
 
@@ -87,11 +90,11 @@ def test_an_unchanged_file_is_read_once_and_a_rewritten_one_again(tmp_path):
     """A process reads each GGUF header once: the same file, unchanged, gives the same header; a file
     written again is read again."""
     path = write_tiny_gguf(tmp_path / "m.gguf", tokens=vocab(300))
-    first = open_gguf(path)
-    assert open_gguf(path) is first
+    first = read_local_header(path)
+    assert read_local_header(path) is first
     write_tiny_gguf(path, tokens=vocab(400))  # another vocabulary: another size
     os.utime(path, ns=(1, 1))  # and another time, whatever the file system's resolution
-    again = open_gguf(path)
+    again = read_local_header(path)
     assert again is not first
     assert len(again.tokens) == 400
 
@@ -99,14 +102,16 @@ def test_an_unchanged_file_is_read_once_and_a_rewritten_one_again(tmp_path):
 def test_a_local_file_is_refused_as_the_one_reader_words_it(tmp_path):
     """A newer GGUF version is named in specbench's words (the gguf package's "Sorry, file appears to be
     version 4" is gone with its reader), and a file cut inside its first bytes says it ends inside
-    the header (the whole-file reader called that "does not parse")."""
+    the header (the whole-file reader called that "does not parse"); a missing file says how to get one."""
     path = write_tiny_gguf(tmp_path / "t.gguf")
     data = path.read_bytes()
     newer = tmp_path / "v4.gguf"
     newer.write_bytes(data[:4] + (4).to_bytes(4, "little") + data[8:])
     with pytest.raises(ModelError, match=r"v4.gguf: GGUF version 4, which specbench cannot read; convert it"):
-        open_gguf(newer)
+        read_local_header(newer)
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(data[:8])
     with pytest.raises(ModelError, match=r"cut.gguf is a truncated GGUF file \(it ends inside the header\)"):
-        open_gguf(cut)
+        read_local_header(cut)
+    with pytest.raises(ModelError, match=r"missing.gguf; check the path or run `specbench models pull`"):
+        read_local_header(tmp_path / "missing.gguf")
