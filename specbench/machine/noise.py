@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -240,7 +239,7 @@ def throttle_count() -> int | None:
     return sum(values) if values else None
 
 
-def gpu_state(ours: Iterable[int] = ()) -> tuple[list[GpuLoad], list[ForeignProcess]]:
+def gpu_state() -> tuple[list[GpuLoad], list[ForeignProcess]]:
     """GPU utilisation and the compute processes on the GPUs that are not ours (nvidia-smi)."""
     out = tool_output(
         ["nvidia-smi", "--query-gpu=index,utilization.gpu,memory.used", "--format=csv,noheader,nounits"],
@@ -255,7 +254,7 @@ def gpu_state(ours: Iterable[int] = ()) -> tuple[list[GpuLoad], list[ForeignProc
             loads.append(GpuLoad(index=values[0], utilization=values[1], memory_used_mb=values[2]))
     query = ["nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader"]
     rows = [line.partition(",") for line in (tool_output(query, TOOL_TIMEOUT_S) or "").strip().splitlines()]
-    mine = set(ours)
+    mine = _family(_processes(), os.getpid())  # read only where a GPU answers: a /proc scan less
     others = [
         ForeignProcess(pid=int(pid), command=name.strip())
         for pid, _, name in rows
@@ -266,8 +265,7 @@ def gpu_state(ours: Iterable[int] = ()) -> tuple[list[GpuLoad], list[ForeignProc
 
 def snapshot(phase: str, at: str, idle: bool = False) -> NoiseSnapshot:
     """The machine now; ``idle``: specbench runs nothing, so CPU usage is sampled (takes 0.5 s)."""
-    ours = _family(_processes(), os.getpid())
-    loads, gpu_others = gpu_state(ours)
+    loads, gpu_others = gpu_state()
     return NoiseSnapshot(
         phase=phase, at=at, cpu_count=cpu_cores(), load_1m=load_1m(), cpu_busy=cpu_busy() if idle else None,
         governors=governors(), throttle_count=throttle_count(), gpus=loads, gpu_processes=gpu_others,
