@@ -169,15 +169,10 @@ def synth_cells(config: Config, cells: list[Cell], notes: list[str]) -> list[Cel
 
 def method_hint(config: Config, binaries: Mapping[str, BinaryInfo]) -> str:
     """What of this build could run a method its chosen program cannot, or that nothing can."""
-    ways = []
-    if (
-        config.runner != "server"
-        and config.speculative_role == "speculative"
-        and "speculative_simple" in binaries
-    ):
+    ways, process, server = [], config.runner != "server", binaries.get("server")
+    if process and config.speculative_role == "speculative" and "speculative_simple" in binaries:
         ways.append("speculative_binary: auto (this build has llama-speculative-simple)")
-    server = binaries.get("server")
-    if config.runner != "server" and server is not None and server.flags.spec_type:
+    if process and server is not None and server.flags.spec_type:
         ways.append("runner: server")
     if ways:
         return "set " + " or ".join(ways)
