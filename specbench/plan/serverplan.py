@@ -139,13 +139,9 @@ def server_plan(
         )
     absent = sorted({str(b) for b, srv in servers.items() if ram_cache(srv)[1] == RAM_CACHE_ABSENT})
     if absent:
-        whose = (
-            "this build's llama-server has"
-            if list(servers) == [None]
-            else f"llama-server of {', '.join(absent)} has"
-        )
+        whose = "this build's llama-server" if None in servers else f"llama-server of {', '.join(absent)}"
         notes.append(
-            f"server runner: {whose} no --cache-ram (no prompt cache in RAM to turn off; requests send "
+            f"server runner: {whose} has no --cache-ram (no prompt cache in RAM to turn off; requests send "
             "cache_prompt: false): recorded as server_ram_cache: absent in each sample"
         )
     notes.append(

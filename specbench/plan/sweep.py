@@ -140,7 +140,7 @@ def make_plan(
     where = f"{config.path}: " if config.path else ""
     check_fit(by_target, models, config.generation.ctx_size, where)
     reps = repetitions if repetitions is not None else config.first_repetitions
-    _check_size(config, cells, len(by_target[targets[0]]), reps, len(labels))
+    _check_size(where, cells, len(by_target[targets[0]]), reps, len(labels))
     for t in targets:
         fallback = [p.id for p in by_target[t] if p.rendering == "fallback"]
         if fallback:
@@ -202,12 +202,11 @@ def make_plan(
                 left_out=left_out)  # fmt: skip
 
 
-def _check_size(config: Config, cells: list[Cell], prompts: int, reps: int, builds: int) -> None:
+def _check_size(where: str, cells: list[Cell], prompts: int, reps: int, builds: int) -> None:
     """Refuse, before it is built, a plan of more than ``MAX_INVOCATIONS`` (cells and baselines)."""
     runs = len(cells) + len(baseline_groups(cells))
     if runs * prompts * reps * builds <= MAX_INVOCATIONS:
         return
-    where = f"{config.path}: " if config.path else ""
     raise ConfigError(
         f"{where}the plan would run at least {runs * prompts * reps * builds:,} invocations ({len(cells)} "
         f"cells and their baselines x {prompts} prompts x {reps} repetitions"
