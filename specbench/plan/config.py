@@ -12,12 +12,11 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError, PathError
 from specbench.base.llamaopts import AXES
 from specbench.base.paths import Name, UnsafePath, check_name, check_path
 from specbench.models.spec import ModelSpec
-from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml
+from specbench.plan.configtext import apply_override, format_validation_error, parse_yaml, refuse_unpassable
 from specbench.plan.options import OptionValues, check_options
 from specbench.plan.prompts import Prompt, builtin_prompts, load_prompt_file, select
 from specbench.plan.sections import (
@@ -176,8 +175,9 @@ class Config(OptionValues):
         return self.most_repetitions
 
     @model_validator(mode="after")
-    def _server_axes(self) -> Config:
-        """llama-server's axes (``parallel``, ``synth_len``): the process runner's binaries lack them."""
+    def _runner_takes_it(self) -> Config:
+        """What only llama-server takes (its axes; ``synth_rates``, never beside a synthetic length)
+        and what the server runner cannot do (duet)."""
         for o in AXES:
             wanted, default = getattr(self.sweep, o.key), list(o.sweep)
             if o.group == "server" and self.runner == "process" and wanted != default:
@@ -186,32 +186,19 @@ class Config(OptionValues):
                     f"llama-server's; the process runner's binaries lack it); set runner: server or use "
                     f"{o.key}: {default}"
                 )
-        return self
-
-    @model_validator(mode="after")
-    def _duet_needs_processes(self) -> Config:
         if self.runner == "server" and self.pairing == "duet":
             raise ValueError(
                 "pairing: duet runs a pair's two processes at once; the server runner keeps one server "
                 "per build resident: set pairing: sequential (or auto), or runner: process"
             )
-        return self
-
-    @model_validator(mode="after")
-    def _synth_rates(self) -> Config:
-        """``synth_rates``: llama-server's only, and never beside a synthetic length."""
-        if not (
-            self.synth_rates is not None
-            or self.sweep.synth_rates
-            or any(p.synth_rates is not None for p in self.pairs.values())
-        ):
-            return self
-        if self.sweep.synth_len:
+        pinned = any(p.synth_rates is not None for p in self.pairs.values())
+        rates = pinned or self.synth_rates is not None or bool(self.sweep.synth_rates)
+        if rates and self.sweep.synth_len:
             raise ValueError(
                 "synth_rates and sweep.synth_len both set: llama.cpp takes synthetic acceptance as a "
                 "mean length or as rates by position, not both; drop one"
             )
-        if self.runner == "process":
+        if rates and self.runner == "process":
             raise ValueError(
                 "synth_rates: synthetic acceptance needs `runner: server` (only llama-server and "
                 "llama-cli take --spec-synth-rates, not llama-speculative-simple); set runner: server "
@@ -353,12 +340,8 @@ def _check_passable(node: Any, key: str, origin: str) -> None:
     for k, value in items:
         path = f"{key}.{k}" if key else str(k)
         for text in (k, value):
-            problem = unpassable(text) if isinstance(text, str) else None
-            if problem is not None:
-                raise ConfigError(
-                    f"{origin}: {path}: holds {problem}, which no command line or request "
-                    "can carry; remove it"
-                )
+            if isinstance(text, str):
+                refuse_unpassable(text, f"{origin}: {path}:")
         _check_passable(value, path, origin)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError
 
 
@@ -153,6 +154,14 @@ def apply_override(data: dict, override: str) -> str:
             )
     node[parts[-1]] = value
     return key
+
+
+def refuse_unpassable(text: str, where: str) -> None:
+    """Refuse a text no command line or request can carry (``base.childenv``), named where it is
+    written (a config's key, a prompt file's line), before anything runs."""
+    problem = unpassable(text)
+    if problem is not None:
+        raise ConfigError(f"{where} holds {problem}, which no command line or request can carry; remove it")
 
 
 # Parts of a pydantic error location that are no keys: validator names and union tags.

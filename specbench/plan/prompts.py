@@ -19,11 +19,10 @@ from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from specbench.base.childenv import unpassable
 from specbench.base.errors import ConfigError, ModelError
 from specbench.base.formats import json_text
 from specbench.base.paths import Name
-from specbench.plan.configtext import first_error, unknown_key
+from specbench.plan.configtext import first_error, refuse_unpassable, unknown_key
 from specbench.plan.options import Strict
 
 CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
@@ -86,12 +85,7 @@ def _parse_lines(lines: Iterable[str], origin: str) -> list[Prompt]:
         texts = [("text", prompt.text)] if prompt.text is not None else []
         texts += [(f"messages.{i}.content", m.content) for i, m in enumerate(prompt.messages or [])]
         for field, text in texts:
-            problem = unpassable(text)
-            if problem is not None:
-                raise ConfigError(
-                    f"{origin}:{lineno}: prompt {prompt.id!r}: {field} holds {problem}, "
-                    "which no command line or request can carry; remove it"
-                )
+            refuse_unpassable(text, f"{origin}:{lineno}: prompt {prompt.id!r}: {field}")
         if prompt.id in seen:
             first = seen[prompt.id]
             raise ConfigError(f"{origin}:{lineno}: duplicate prompt id {prompt.id!r} (first on line {first})")
