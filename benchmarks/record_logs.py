@@ -23,7 +23,7 @@ from pathlib import Path
 
 from specbench.builder.builder import ensure_build
 from specbench.execute.preparation import load
-from specbench.execute.process import run_command
+from specbench.execute.process import Command, run_together
 from specbench.parse.span import format_stamps
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,14 +52,14 @@ def main() -> None:
     }  # fmt: skip
     bench = [build.binary("bench").path, "-m", draft, "-p", ",".join(map(str, range(1, 10))), "-n", "16",
              "-d", "64", "-r", "1", "-ngl", "0", "-o", "json", "-t", "2"]  # fmt: skip
-    res = run_command(bench, out / "bench-q4-d64.json", out / "bench-q4-d64.stderr", 600)
+    (res,) = run_together([Command(bench, out / "bench-q4-d64.json", out / "bench-q4-d64.stderr", 600)])
     if not res.ok:  # on a CPU whose self-test needs a workaround (AMX), add it: --repack 0
         raise SystemExit(
             f"llama-bench: exit {res.exit_code} {res.signal or ''}; see {out}/bench-q4-d64.stderr"
         )
     (out / "bench-q4-d64.stderr").unlink()
     for name, (argv, stamped) in runs.items():
-        res = run_command(argv, out / f"{name}.stdout", out / f"{name}.stderr", 300, stamp_stdout=stamped)
+        (res,) = run_together([Command(argv, out / f"{name}.stdout", out / f"{name}.stderr", 300, stamped)])
         if not res.ok:
             raise SystemExit(f"{name}: exit {res.exit_code} {res.signal or ''}; see {out / name}.stderr")
         if stamped and res.stdout_times is not None:

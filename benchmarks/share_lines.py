@@ -20,8 +20,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specbench.execute.batches import sample_share  # noqa: E402
+from specbench.machine.contention import cpu_share  # noqa: E402
+from specbench.results.records import Sample  # noqa: E402
 from specbench.results.samplelog import load_samples  # noqa: E402
+
+
+def sample_share(s: Sample) -> float | None:
+    """A recorded sample's share (``cpu_s`` over its wall time, or its batch's for the server runner)."""
+    wall = s.batch_wall_s if s.batch_wall_s is not None else s.wall_s
+    return cpu_share(s.cpu_s, wall, s.cpu_threads)
 
 
 def pairs(run: Path, role: str) -> list[tuple[float, float, float]]:

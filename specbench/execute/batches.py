@@ -94,9 +94,3 @@ def stamp(sample: Sample, inv: Invocation, out: Outcome, reruns: int) -> Sample:
     return sample.model_copy(
         update={"cpu_s": cpu, "cpu_threads": threads, "load_1m": noise.load_1m(), "reruns": reruns}
     )
-
-
-def sample_share(s: Sample) -> float | None:
-    """A recorded sample's share (``cpu_s`` over its wall time, or its batch's for the server runner)."""
-    wall = s.batch_wall_s if s.batch_wall_s is not None else s.wall_s
-    return contention.cpu_share(s.cpu_s, wall, s.cpu_threads)

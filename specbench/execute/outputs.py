@@ -124,7 +124,6 @@ class Comparison:
 
     match: bool
     first_diff: int | None  # character index of the first difference; None when they match
-    compared_chars: int  # bytes compared
 
 
 def compare(speculative: str, baseline: str) -> Comparison:
@@ -132,11 +131,10 @@ def compare(speculative: str, baseline: str) -> Comparison:
     and at EOS one of them may stop earlier; only the common span says anything. Compared as
     bytes: a baseline cut inside a character is a prefix of the speculative run's whole one."""
     spec, base = output_bytes(speculative), output_bytes(baseline)
-    n = min(len(spec), len(base))
-    for i in range(n):
+    for i in range(min(len(spec), len(base))):
         if spec[i] != base[i]:
-            return Comparison(False, len(spec[:i].decode("utf-8", errors="ignore")), n)  # characters
-    return Comparison(True, None, n)
+            return Comparison(False, len(spec[:i].decode("utf-8", errors="ignore")))  # characters
+    return Comparison(True, None)
 
 
 def prompt_over_context(prompt_tokens: int | None, ctx_size: int) -> str | None:

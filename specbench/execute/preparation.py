@@ -56,7 +56,6 @@ class Prepared:
 
     config: Config
     build: BuildInfo
-    build_preview: BuildPlan | None
     models: dict[str, ResolvedModel | PlannedModel]  # PlannedModel only in a dry run
     pair_checks: dict[str, PairCheck]
     prompts: list[RenderedPrompt]
@@ -163,12 +162,11 @@ def prepare(
     from specbench.plan.prompts import render, render_all
     from specbench.plan.sweep import make_plan
 
-    preview, previews = None, {}
+    previews = {}
     if dry_run:
         both = preview_builds(config, _planned_build)
         builds = _as_configured(config, {label: info for label, (_, info) in both.items()})
         previews = {label: pv for label, (pv, _) in both.items()}
-        preview = next(iter(previews.values()))
         build = next(iter(builds.values()))
         models = _dry_models(config, build)
     else:
@@ -202,10 +200,7 @@ def prepare(
     for name in missing:
         plan.notes = [n for n in plan.notes if not n.startswith(f"model {name} has no chat template")]
         plan.notes.append(f"model {name} is not cached: its prompts are shown without its chat template")
-    return Prepared(
-        config, build, preview, models, checks, prompts, plan, builds, previews, sharding=sharding,
-        roles=roles,
-    )  # fmt: skip
+    return Prepared(config, build, models, checks, prompts, plan, builds, previews, sharding, roles)
 
 
 def _as_configured(config: Config, builds: dict[str | None, BuildInfo]) -> dict[str | None, BuildInfo]:

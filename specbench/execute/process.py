@@ -8,7 +8,6 @@ prints numbers with a decimal point, and secrets are not passed on (``base.child
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -93,25 +92,10 @@ def exit_status(returncode: int | None) -> tuple[int | None, str | None]:
         return None, f"signal {-returncode}"
 
 
-def run_command(
-    argv: list[str],
-    stdout_path: Path,
-    stderr_path: Path,
-    timeout_s: float,
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-    grace_s: float = KILL_GRACE_S,
-    stamp_stdout: bool = False,
-) -> ProcessResult:
-    """Run ``argv`` to completion or timeout; KeyboardInterrupt kills the group and propagates.
-    ``stamp_stdout``: every read of stdout (through a pipe) is time-stamped (docs/timing.md)."""
-    command = Command(argv, stdout_path, stderr_path, timeout_s, stamp_stdout)
-    return run_together([command], env=env, cwd=cwd, grace_s=grace_s)[0]
-
-
 @dataclass(frozen=True)
 class Command:
-    """One command of ``run_together``; ``cpus``: the CPUs it may run on (None: those we have)."""
+    """One command of ``run_together``; ``cpus``: the CPUs it may run on (None: those we have).
+    ``stamp_stdout``: every read of stdout (through a pipe) is time-stamped (docs/timing.md)."""
 
     argv: list[str]
     stdout_path: Path
@@ -133,12 +117,7 @@ class _Child:
     result: ProcessResult | None = None
 
 
-def run_together(
-    commands: list[Command],
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-    grace_s: float = KILL_GRACE_S,
-) -> list[ProcessResult]:
+def run_together(commands: list[Command], grace_s: float = KILL_GRACE_S) -> list[ProcessResult]:
     """Start every command, then wait for all (each to its own timeout): a duet pair's two builds run
     at the same time, each on its own CPUs. Ctrl-C kills every group still running and propagates."""
     if not commands or not all(c.argv for c in commands):
@@ -148,7 +127,7 @@ def run_together(
         for command in commands:
             # A signal during Popen is raised once the child is in ``children``: the clean-up kills it.
             with interrupts.starting_child():
-                children.append(_start(command, env, cwd))
+                children.append(_start(command))
         delay = 0.0005  # polls as Popen.wait does: quickly at first, then every 50 ms at most
         while any(c.result is None for c in children):
             for child in children:
@@ -168,10 +147,10 @@ def run_together(
     return [c.result for c in children if c.result is not None]
 
 
-def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _Child:
+def _start(command: Command) -> _Child:
     """Popen in its own session that dies with specbench (``lifeline``), pinned to ``command.cpus``
-    (set around the fork: the child inherits it), in ``cwd`` or else its logs' folder (llama.cpp of
-    2023-24 writes main.log into its working folder, which must not be the user's)."""
+    (set around the fork: the child inherits it), in its logs' folder (llama.cpp of 2023-24 writes
+    main.log into its working folder, which must not be the user's)."""
     for path in (command.stdout_path, command.stderr_path):
         path.parent.mkdir(parents=True, exist_ok=True)
     out, err = open(command.stdout_path, "wb"), open(command.stderr_path, "wb")
@@ -186,8 +165,8 @@ def _start(command: Command, env: dict[str, str] | None, cwd: Path | None) -> _C
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE if command.stamp_stdout else out,
                 stderr=err,
-                env=child_env(env),
-                cwd=cwd if cwd is not None else command.stdout_path.parent,
+                env=child_env(),
+                cwd=command.stdout_path.parent,
             )
         finally:
             if before is not None:
@@ -247,7 +226,7 @@ def _close(child: _Child, grace_s: float) -> None:
         child.reader.join(timeout=grace_s + 1.0)
         if child.proc.stdout is not None:  # the pipe the reader read
             child.proc.stdout.close()
-    with contextlib.suppress(OSError):  # its last buffered bytes on a full disk (_copy_stamped)
+    with suppress(OSError):  # its last buffered bytes on a full disk (_copy_stamped)
         child.out.close()
     child.err.close()
 
@@ -276,6 +255,6 @@ def _copy_stamped(pipe, out, start: float, times: list[tuple[float, int]]) -> No
         now = time.monotonic()
         total += len(data)
         times.append((now - start, total))
-        with contextlib.suppress(OSError):  # a full disk cuts the file as the child's own write would
+        with suppress(OSError):  # a full disk cuts the file as the child's own write would
             out.write(data)  # and the pipe is still drained: the child never blocks on it
             out.flush()  # on disk as it comes, as the child's own write to the file would be

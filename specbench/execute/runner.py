@@ -160,13 +160,11 @@ def executor_for(plan: Plan, facts: CrashFacts | None = None) -> Executor:
     server setting (``runner: server``). ``facts``: what names a crash's cause (this CPU, the build)."""
     if plan.runner == "server":
         return ServerExecutor(warmup=plan.server_warmup)
-    if plan.runner == "process" and plan.pairing == "duet":
+    if plan.pairing == "duet":
         labels = list(dict.fromkeys(i.build for i in plan.invocations))
         prompts = list(dict.fromkeys(i.prompt_id for i in plan.invocations))
         return DuetExecutor(plan.cpu_sets, labels, facts, prompts)
-    if plan.runner == "process":
-        return ProcessExecutor(facts)
-    raise RunError(f"no executor for runner {plan.runner!r}; this is a bug in the plan")
+    return ProcessExecutor(facts)
 
 
 def execute(

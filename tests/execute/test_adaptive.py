@@ -222,7 +222,7 @@ def test_the_later_rounds_of_a_gate_measure_only_the_roles_its_metrics_read(tmp_
     def prepared(roles):
         first = plan.of_roles(roles) if roles else plan
         builds = dict.fromkeys(config.build_labels, llama_build)
-        return Prepared(config, llama_build, None, models, {}, prompts, first, builds=builds, roles=roles)
+        return Prepared(config, llama_build, models, {}, prompts, first, builds=builds, roles=roles)
 
     assert "draft" in {i.role for i in _adaptive(prepared(None), budget=True).full}  # the control: run
     later = _adaptive(prepared(roles), budget=True).full

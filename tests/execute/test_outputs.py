@@ -64,7 +64,7 @@ def test_compare_over_the_shorter_continuation():
     base = "The sea is a mirror that reflects the soul."
     assert compare(base + " It is calm.", base) == compare(base, base + " It is calm.")
     same = compare(base + " And more (overshoot).", base)
-    assert same.match and same.first_diff is None and same.compared_chars == len(base)
+    assert same.match and same.first_diff is None
     diff = compare("The sea is a window", base)
     assert not diff.match and diff.first_diff == len("The sea is a ")
 

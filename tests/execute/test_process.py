@@ -1,4 +1,4 @@
-"""run_command against stand-in executables for the operating-system faults (tests/fakebins)."""
+"""run_together against stand-in executables for the operating-system faults (tests/fakebins)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from specbench.base import interrupts
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
-from specbench.execute.process import Command, run_command, run_together
-from tests.helpers.procs import alive
+from specbench.execute.process import Command, run_together
+from tests.helpers.procs import alive, run_one
 
 FAKEBINS = Path(__file__).parents[1] / "fakebins"
 
@@ -31,7 +31,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path, monkeypatch, stubborn, 
     if stubborn:
         monkeypatch.setenv("FAKEBIN_STUBBORN", "1")  # ignores SIGTERM: only SIGKILL ends it
     t0 = time.monotonic()
-    res = run_command([str(FAKEBINS / "sleeper")], tmp_path / "o", tmp_path / "e", timeout_s=1.0, grace_s=0.5,
+    res = run_one([str(FAKEBINS / "sleeper")], tmp_path / "o", tmp_path / "e", timeout_s=1.0, grace_s=0.5,
                       stamp_stdout=stamp)  # fmt: skip
     if stamp:  # both lines came through the pipe, stamped with the bytes read so far
         assert res.stdout_times and res.stdout_times[-1][1] == res.stdout_path.stat().st_size
@@ -49,14 +49,14 @@ def test_timeout_kills_the_whole_process_group(tmp_path, monkeypatch, stubborn, 
 
 
 def test_segfault_is_reported_by_signal_name(tmp_path):
-    res = run_command([str(FAKEBINS / "segfault")], tmp_path / "o", tmp_path / "e", timeout_s=10)
+    res = run_one([str(FAKEBINS / "segfault")], tmp_path / "o", tmp_path / "e", timeout_s=10)
     assert not res.timed_out
     assert res.exit_code is None and res.signal == "SIGSEGV"
     assert "loading model" in res.stderr_path.read_text()
 
 
 def test_exit_code_and_separate_streams(tmp_path):
-    res = run_command([str(FAKEBINS / "exit1")], tmp_path / "o", tmp_path / "e", timeout_s=10)
+    res = run_one([str(FAKEBINS / "exit1")], tmp_path / "o", tmp_path / "e", timeout_s=10)
     assert res.exit_code == 1 and res.signal is None and not res.ok
     assert res.stdout_path.read_text() == ""
     assert "failed to load model" in res.stderr_path.read_text()
@@ -70,7 +70,7 @@ def test_stdin_is_closed_locale_is_c_and_secrets_are_dropped(tmp_path, monkeypat
         "import os,sys; print(repr(sys.stdin.read())); "
         "print(os.environ.get('LC_ALL')); print(sorted(os.environ))"
     )
-    res = run_command([sys.executable, "-c", script], tmp_path / "o", tmp_path / "e", timeout_s=30)
+    res = run_one([sys.executable, "-c", script], tmp_path / "o", tmp_path / "e", timeout_s=30)
     assert res.ok, res.stderr_path.read_text()
     out = res.stdout_path.read_text().splitlines()
     assert out[0] == "''"  # /dev/null, not the terminal: a chat-mode binary cannot wait on it
@@ -84,7 +84,7 @@ def test_stdin_is_closed_locale_is_c_and_secrets_are_dropped(tmp_path, monkeypat
 
 
 def test_runs_in_its_own_session(tmp_path):
-    res = run_command([sys.executable, "-c", "import os; print(os.getsid(0), os.getpgrp())"],
+    res = run_one([sys.executable, "-c", "import os; print(os.getsid(0), os.getpgrp())"],
                       tmp_path / "o", tmp_path / "e", timeout_s=30)  # fmt: skip
     sid, pgrp = map(int, res.stdout_path.read_text().split())
     assert sid != os.getsid(0) and pgrp != os.getpgrp()
@@ -92,7 +92,7 @@ def test_runs_in_its_own_session(tmp_path):
 
 def test_missing_binary_is_a_one_line_error(tmp_path):
     with pytest.raises(RunError, match="cannot start .*no-such-binary") as exc:
-        run_command([str(tmp_path / "no-such-binary")], tmp_path / "o", tmp_path / "e", timeout_s=5)
+        run_one([str(tmp_path / "no-such-binary")], tmp_path / "o", tmp_path / "e", timeout_s=5)
     assert "\n" not in str(exc.value)
 
 
@@ -122,7 +122,7 @@ def test_an_argument_with_a_nul_is_one_line_not_a_traceback(tmp_path):
     """The config and prompt loaders refuse a NUL; should one reach a command line all the same,
     Popen's ValueError is a RunError naming the binary."""
     with pytest.raises(RunError, match=r"cannot start .*plain: embedded null byte in its command line"):
-        run_command([str(FAKEBINS / "plain"), "-p", "a\x00b"], tmp_path / "o", tmp_path / "e", timeout_s=10)
+        run_one([str(FAKEBINS / "plain"), "-p", "a\x00b"], tmp_path / "o", tmp_path / "e", timeout_s=10)
 
 
 def test_a_child_writes_its_files_in_its_logs_folder_not_the_users(tmp_path, monkeypatch):

@@ -9,6 +9,20 @@ import sys
 import time
 from pathlib import Path
 
+from specbench.execute.process import KILL_GRACE_S, Command, ProcessResult, run_together
+
+
+def run_one(
+    argv: list[str],
+    stdout: Path,
+    stderr: Path,
+    timeout_s: float,
+    grace_s: float = KILL_GRACE_S,
+    stamp_stdout: bool = False,
+) -> ProcessResult:
+    """One command run as the executors run theirs (``run_together``)."""
+    return run_together([Command(argv, stdout, stderr, timeout_s, stamp_stdout)], grace_s=grace_s)[0]
+
 
 def start_and_signal(
     config: Path, run_dir: Path, sig: signal.Signals, env: dict, *args: str, wait_s: float = 240

@@ -9,15 +9,16 @@ import os
 import sys
 import time
 
-from specbench.execute.batches import sample_share, starved
+from specbench.execute.batches import starved
 from specbench.execute.judge import Outcome
-from specbench.execute.process import process_cpu_s, run_command
+from specbench.execute.process import process_cpu_s
 from specbench.execute.runner import execute
 from specbench.machine.contention import MAX_RERUNS, MIN_CPU_SHARE, cpu_share
 from specbench.results.manifestfile import load_manifest
 from specbench.results.records import Generation
 from specbench.results.samplelog import load_samples
 from tests.helpers.fakeruns import FAKEBINS, inv, manifest, process
+from tests.helpers.procs import run_one
 
 ONE = Generation(n_predict=32, threads=1)  # one thread: the share does not depend on this machine's cores
 
@@ -81,7 +82,7 @@ def test_where_the_share_means_nothing_nothing_is_judged():
 
 
 def _child(code: str, tmp_path) -> float | None:
-    res = run_command([sys.executable, "-c", code], tmp_path / "o", tmp_path / "e", timeout_s=60)
+    res = run_one([sys.executable, "-c", code], tmp_path / "o", tmp_path / "e", timeout_s=60)
     assert res.ok
     return res.cpu_s
 
@@ -118,7 +119,8 @@ def test_a_pair_whose_process_slept_is_measured_again_and_counted(tmp_path, env_
     for b in ("a", "b"):
         s = samples[(b, "p1")]
         assert s.status == "ok" and s.reruns == MAX_RERUNS and s.cpu_threads == 1
-        assert sample_share(s) is not None and sample_share(s) < MIN_CPU_SHARE
+        share = cpu_share(s.cpu_s, s.wall_s, s.cpu_threads)  # the process runner's: over its wall time
+        assert share is not None and share < MIN_CPU_SHARE
     assert samples[("a", "p2")].reruns == 0 and samples[("a", "p2")].cpu_s is not None
     noise = load_manifest(run_dir).noise
     assert noise.reruns == MAX_RERUNS and "something else had the CPU" in (noise.rerun_reason or "")
@@ -131,7 +133,7 @@ def test_a_pair_whose_process_slept_is_measured_again_and_counted(tmp_path, env_
 
 def test_a_stand_in_that_sleeps_is_flagged_on_any_machine(tmp_path):
     """What the runner test relies on: sleeping takes no CPU time, however busy the machine."""
-    res = run_command([str(FAKEBINS / "idle"), "-p", "x"], tmp_path / "o", tmp_path / "e", timeout_s=60)
+    res = run_one([str(FAKEBINS / "idle"), "-p", "x"], tmp_path / "o", tmp_path / "e", timeout_s=60)
     assert res.ok and res.cpu_s is not None and res.wall_s >= 0.5
     assert starved(inv("idle", role="baseline", generation=ONE), Outcome(wall_s=res.wall_s, cpu_s=res.cpu_s),
                    "cpu") is not None  # fmt: skip

@@ -16,7 +16,7 @@ def test_tune_rounds_run_the_sweeps_baseline_and_speculative_command_lines(tmp_p
     models = {name: str(path) for name, path in MODELS.items()}
     sweep = make_plan(config, llama_build, models, prompts).measured
     base = tune_config(config, "p")
-    prepared = preparation.Prepared(base, llama_build, None, models, {}, prompts, None)  # type: ignore[arg-type]
+    prepared = preparation.Prepared(base, llama_build, models, {}, prompts, None)  # type: ignore[arg-type]
     setting = Setting(12, 0, 0.0, 0, 0)
     cfg = round_config(base, [setting], 1, 0)
     rounds = invocations(cfg, prepared, [setting], rep=3).measured
@@ -41,7 +41,7 @@ def test_tune_measures_at_one_depth_the_configs_deepest_or_the_one_asked(tmp_pat
     assert base.sweep.depth == [1024]
     deep = [with_context(p, 1024, "<ctx>\n\n") for p in rendered(config)]
     models = {name: str(path) for name, path in MODELS.items()}
-    prepared = preparation.Prepared(base, llama_build, None, models, {}, rendered(config) + deep, None)  # type: ignore[arg-type]
+    prepared = preparation.Prepared(base, llama_build, models, {}, rendered(config) + deep, None)  # type: ignore[arg-type]
     setting = Setting(4, 0, 0.0, 0, 0)
     rounds = invocations(round_config(base, [setting], 1, 0), prepared, [setting], rep=0).measured
     assert rounds and all(i.depth == 1024 and i.prompt_text.startswith("<ctx>") for i in rounds)
