@@ -87,11 +87,6 @@ class AdaptivePlan:
     def precise(self, state: CellState) -> bool:
         return stratified(list(state.by_prompt.values())).meets(self.precision)
 
-    def wants_more(self, state: CellState) -> bool:
-        """Below the maximum, not yet precise, and with something valid (a cell that never
-        produced a valid sample cannot be made precise by repeating it; the report says why)."""
-        return state.reps < self.maximum and state.any_valid and not self.precise(state)
-
     def _targets(self, samples: Sequence[Sample], grow: bool) -> dict[tuple, int]:
         states = cell_states(samples)
         open_keys = None
@@ -99,11 +94,13 @@ class AdaptivePlan:
             open_keys = {_key(s) for s in self.undecided(samples)}
         targets = {}
         for key, st in states.items():
-            if open_keys is None:
-                more = self.wants_more(st)
-            else:
-                more = st.reps < self.maximum and st.any_valid and key in open_keys
-            targets[key] = st.reps + (1 if grow and more else 0)
+            # one more below the maximum, with something valid (a cell that never produced a valid
+            # sample cannot be made precise by repeating it; the report says why), where not yet
+            # precise (or where ``undecided`` names it)
+            more = grow and st.reps < self.maximum and st.any_valid
+            if more:
+                more = key in open_keys if open_keys is not None else not self.precise(st)
+            targets[key] = st.reps + (1 if more else 0)
         return targets
 
     def _needed(self, inv: Invocation, targets: dict[tuple, int], spec_cells: dict[tuple, Invocation]) -> int:

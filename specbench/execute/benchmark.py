@@ -18,7 +18,7 @@ from specbench.execute.resumecheck import (
     check_same_config,
     check_same_machine,
 )
-from specbench.execute.runner import ProgressFn, RunResult, execute, prepare_run_dir
+from specbench.execute.runner import ProgressFn, execute, prepare_run_dir
 from specbench.models.spec import ResolvedModel
 from specbench.results.folder import has_manifest, has_samples, make_run_id
 from specbench.results.manifest import Manifest
@@ -159,7 +159,9 @@ def run_benchmark(
     recorded = load_samples(run_dir) if resume and has_samples(run_dir) else None  # read once, here
     done = {s.sample_key() for s in recorded or ()}
     speed = manifest.noise.speed
-    reference = None if _nothing_left(plan, recorded, cfg) else plan.sentinel
+    # a resume with every planned sample recorded (and no later round to plan) reads no speed
+    nothing_left = recorded is not None and not cfg.auto_repetitions and not plan.left(done)
+    reference = None if nothing_left else plan.sentinel
     sentinel = make_sentinel(reference, run_dir, speed, cfg.precision, manifest.run_id, off=not cfg.sentinel)
     watch = NoiseWatch(manifest.noise, strict, sentinel=sentinel)
     watch.check("before")  # --strict refuses before anything is written
@@ -178,7 +180,12 @@ def run_benchmark(
         extend=adaptive.next_round if adaptive else None, observe=watch,
     )  # fmt: skip
     run_s = time.monotonic() - started
-    summary = summarize(result)
+    samples = result.samples
+    summary = RunSummary(
+        run_dir=result.run_dir, run_id=result.run_id, n_samples=len(samples),
+        n_new=result.n_new, n_failed=sum(s.status in ("failed", "timeout") for s in samples),
+        n_invalid=sum(s.status == "invalid" for s in samples),
+    )  # fmt: skip
     summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
     summary.speed_moved, summary.speed_notes = list(speed.warnings), list(speed.notes)
     # a resumed run's readings span several runs; `sentinel: false` is said by the closing report
@@ -187,14 +194,6 @@ def run_benchmark(
         summary.rounds, summary.budget_spent = adaptive.rounds, adaptive.budget_spent
         summary.most_repetitions = adaptive.maximum
     return summary
-
-
-def _nothing_left(plan: Plan, recorded: list[Sample] | None, config: Config) -> bool:
-    """A resume (``recorded``: its samples) with every planned sample recorded (and no later round
-    to plan): nothing to read the machine's speed for."""
-    if recorded is None or config.auto_repetitions:
-        return False
-    return not plan.left({s.sample_key() for s in recorded})
 
 
 def _with_begun_rounds(plan: Plan, adaptive: AdaptivePlan, samples: list[Sample]) -> Plan:
@@ -219,12 +218,3 @@ def _adaptive(prepared: Prepared, budget: bool = False):
 
         full = restrict(full, prepared.sharding.shard, prepared.sharding.cells)
     return AdaptivePlan(full.measured, cfg.precision, most)
-
-
-def summarize(result: RunResult) -> RunSummary:
-    samples = result.samples
-    return RunSummary(
-        run_dir=result.run_dir, run_id=result.run_id, n_samples=len(samples),
-        n_new=result.n_new, n_failed=sum(s.status in ("failed", "timeout") for s in samples),
-        n_invalid=sum(s.status == "invalid" for s in samples),
-    )  # fmt: skip

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specbench.base.errors import BuildError
+from specbench.base.errors import BuildError, RunError
 from specbench.builder.builder import ensure_build
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.buildplan import BUILD_JSON, BuildPlan, plan_build
@@ -81,8 +81,6 @@ def preview_builds(
 def check_same_builds(then: dict[str, BuildInfo], now: dict[Label, BuildInfo], run_dir: Path) -> None:
     """``--resume`` of a multi-build run must measure the builds it began with: a ref that moved
     (a branch with new commits) or a work tree edited since would mix two commits under one label."""
-    from specbench.base.errors import RunError
-
     for label, before in then.items():
         after = now.get(label)
         if after is not None and after.key != before.key:

@@ -38,10 +38,6 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:60]
-
-
 def raw_stem(index: int, inv: Invocation) -> str:
     """``<n>-<role>[-<build>]-<model>-<method>-<draft_max>-<prompt>-r<rep>`` (warmups say so)."""
     role = "warmup" if inv.warmup else inv.role
@@ -49,7 +45,7 @@ def raw_stem(index: int, inv: Invocation) -> str:
     if inv.role == "speculative":
         parts += [inv.draft or inv.method] + ([f"n{inv.draft_max}"] if inv.draft_max is not None else [])
     parts += [inv.prompt_id, f"r{inv.repetition}"]
-    return _slug("-".join(str(p) for p in parts))
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(str(p) for p in parts))[:60]
 
 
 def read_log(path: Path) -> str:

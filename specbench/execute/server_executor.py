@@ -69,7 +69,7 @@ class ServerExecutor:
         """Send the batch's requests at once (one per slot) and report each response."""
         first_index, first = batch[0]
         if first.role == "speculative" and keeps_server_state(first.method):
-            self._stop()  # a stateful method's sample gets a server of its own (plan/methods.py)
+            self.close()  # a stateful method's sample gets a server of its own (plan/methods.py)
         reason = self._ensure_server(first, first_index, run_dir)
         if reason is not None:
             return [Outcome(wall_s=0.0, error=reason, source=SOURCE) for _ in batch]
@@ -111,15 +111,13 @@ class ServerExecutor:
         if speculative and len(out) == 1:
             out = [_draft_counts_from_log(out[0], server, log_from)]
         if any(r.timed_out for r in replies) or not server.alive():
-            self._stop()  # a hung or dead server is not asked again; the next batch starts a fresh one
+            self.close()  # a hung or dead server is not asked again; the next batch starts a fresh one
         return out
-
-    def close(self) -> None:
-        self._stop()
 
     # --- the server of the current setting ------------------------------------------------------
 
-    def _stop(self) -> None:
+    def close(self) -> None:
+        """Stop the current setting's server (the next batch starts a fresh one)."""
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -143,7 +141,7 @@ class ServerExecutor:
             and self._server.alive()
         ):
             return None
-        self._stop()
+        self.close()
         out, err = server_log_paths(run_dir, raw_stem(index, inv))
         self.model_loads += 1
         try:
@@ -154,7 +152,7 @@ class ServerExecutor:
         self._server, self._server_build = server, inv.build
         if inv.role == "speculative" and speculative_slots(server) is False:
             self._failed[key] = NO_SPECULATION
-            self._stop()
+            self.close()
             return NO_SPECULATION
         body = self._body(inv, warmup_body(inv))
         for _ in range(self.warmup):
@@ -165,7 +163,7 @@ class ServerExecutor:
                 if died:  # it crashed on its first request: every request of this setting would
                     time.sleep(0.2)  # let the dying server's log reach the disk
                     reason = f"warmup request failed: {server.exit_reason()}"
-                self._stop()
+                self.close()
                 if reply.timed_out or died:
                     self._failed[key] = reason
                 return reason
