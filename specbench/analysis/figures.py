@@ -107,6 +107,11 @@ def speedup_text(value: float | None, low: float | None, high: float | None, n: 
     return f"{value:.2f}x [{low:.2f}, {high:.2f}]"
 
 
+def number(value: float | None, spec: str = ".1f") -> str:
+    """A figure in a table (report, site): ``-`` where nothing was measured."""
+    return "-" if value is None else format(value, spec)
+
+
 def figure(metric: str, values: Iterable[Value]) -> Figure:
     """The figure of ``metric`` over one cell's values (see the module docstring)."""
     vals = list(values)

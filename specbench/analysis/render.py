@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow
-from specbench.analysis.figures import MAX_SPREAD, speedup_text
+from specbench.analysis.figures import MAX_SPREAD, number, speedup_text
 from specbench.analysis.report import Report
 from specbench.base.llamaopts import AXES, OPTIONS, LlamaOption
 from specbench.results.cell import OPTION_FIELDS
@@ -36,12 +36,8 @@ LEGEND = (
 )
 
 
-def _num(v: float | None, fmt: str = ".1f") -> str:
-    return "-" if v is None else format(v, fmt)
-
-
 def _tps(mean: float | None, sd: float | None) -> str:
-    return _num(mean) + (f" ± {sd:.1f}" if mean is not None and sd is not None else "")
+    return number(mean) + (f" ± {sd:.1f}" if mean is not None and sd is not None else "")
 
 
 def _speedup(r: ReportRow) -> str:
@@ -95,7 +91,7 @@ def _axis(o: LlamaOption) -> Column:
     """An axis's own column: its value as text, an integer whole, a float as short as it goes."""
     if o.cell_type is str:
         return Column(o.key, lambda r: getattr(r, o.key))
-    return Column(o.key, lambda r: _num(getattr(r, o.key), "d" if o.cell_type is int else "g"), True)
+    return Column(o.key, lambda r: number(getattr(r, o.key), "d" if o.cell_type is int else "g"), True)
 
 
 def _text(value: object) -> str:
@@ -140,7 +136,7 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
     if any(r.machine for r in rows):  # a merged sharded sweep: which machine measured the row
         cols.append(Column("machine", lambda r: r.machine or "-"))
     if any(r.ngl is not None or r.ngld is not None for r in rows):
-        cols.append(Column("ngl/ngld", lambda r: f"{_num(r.ngl, 'd')}/{_num(r.ngld, 'd')}", True))
+        cols.append(Column("ngl/ngld", lambda r: f"{number(r.ngl, 'd')}/{number(r.ngld, 'd')}", True))
     if varies("category"):
         cols.append(Column("category", lambda r: r.category))
     cols += [
@@ -159,15 +155,15 @@ def columns(rows: list[ReportRow], runs: int) -> list[Column]:
             cols.append(Column("runner", lambda r: r.runner))
         cols += [
             *(_axis(o) for o in AXES if o.group == "server" and o.column),
-            Column("throughput t/s", lambda r: _num(r.throughput_tps), True),
-            Column("ttft ms", lambda r: _num(r.ttft_ms), True),
+            Column("throughput t/s", lambda r: number(r.throughput_tps), True),
+            Column("ttft ms", lambda r: number(r.ttft_ms), True),
         ]
     cols += [
         Column("accept", lambda r: "-" if r.acceptance is None else f"{100 * r.acceptance:.1f}%", True),
-        Column("tok/pass", lambda r: _num(r.tokens_per_pass, ".2f"), True),
+        Column("tok/pass", lambda r: number(r.tokens_per_pass, ".2f"), True),
     ]
     if any(r.accept_len is not None for r in rows):  # /metrics (server), -lv 5 statistics (process)
-        cols.append(Column("acc len", lambda r: _num(r.accept_len, ".2f"), True))
+        cols.append(Column("acc len", lambda r: number(r.accept_len, ".2f"), True))
     return [*cols, Column("match", _match), Column("valid", _valid, True)]
 
 
@@ -180,7 +176,7 @@ DROP_ORDER = (
 )  # fmt: skip
 KEPT = ("pair", *(o.key for o in OPTIONS if o.column == "always"), "speedup")  # a row, its answer: kept
 SHORT_SPEEDUP = Column(
-    "speedup", lambda r: (f"{BEST} " if r.best else "") + _num(r.speedup, ".2f") + "x", True
+    "speedup", lambda r: (f"{BEST} " if r.best else "") + number(r.speedup, ".2f") + "x", True
 )
 
 

@@ -156,16 +156,16 @@ def _ab(run: RunFolder, threshold: float | None) -> AbRun:
 
 def _kept_sets(line: list[str], replaced: set[str]) -> list[str]:
     """The run's own ``--set KEY=VALUE`` (prompts, generation, repetitions...) but those replaced."""
-    out, i = [], 0
-    while i < len(line):
-        arg = line[i]
-        value = arg[len("--set=") :] if arg.startswith("--set=") else line[i + 1] if arg == "--set" else None
-        if value is not None and i + 1 <= len(line):
-            if value.split("=", 1)[0].strip() not in replaced:
-                out += ["--set", value]
-            i += 1 if arg.startswith("--set=") else 2
+    out, args = [], iter(line)
+    for arg in args:
+        if arg == "--set":
+            value = next(args, "")
+        elif arg.startswith("--set="):
+            value = arg.removeprefix("--set=")
+        else:
             continue
-        i += 1
+        if value.split("=", 1)[0].strip() not in replaced:
+            out += ["--set", value]
     return out
 
 

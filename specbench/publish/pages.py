@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from specbench.analysis.figures import SLOWER, pick_best, slower, standing_text
+from specbench.analysis.figures import SLOWER, number, pick_best, slower, standing_text
 from specbench.gate.history import span_free
 from specbench.publish.folders import AbRun, BisectRun, Folders, reproduce
 from specbench.publish.series import SETTING_AXES, THRESHOLD, Point, Series
@@ -56,10 +56,6 @@ def bisect_href(b: BisectRun) -> str:
     return f"bisect/{slug(str(b.path))}.html"
 
 
-def _n(v: float | None, digits: str = ".1f") -> str:
-    return "-" if v is None else format(v, digits)
-
-
 def _ci(p: Point, digits: str = ".2f") -> str:
     return f" [{p.low:{digits}}, {p.high:{digits}}]" if p.low is not None and p.high is not None else ""
 
@@ -85,6 +81,10 @@ class Model:
     def baseline_of(self, s: Series) -> list[Series]:
         return self.baselines.get(_baseline_match(s), [])
 
+    def spec_of(self, s: Series) -> Series | None:
+        """The spec t/s series of a speedup's cell (a speedup id may carry the span mark)."""
+        return self.by_cell.get(("spec_tps", span_free(s.cell_id)))
+
     def pairs(self) -> dict[tuple[str, str], list[Series]]:
         out: dict[tuple[str, str], list[Series]] = defaultdict(list)
         for (machine, pair, _), found in sorted(self.pages.items()):
@@ -104,12 +104,14 @@ def _baseline_match(s: Series) -> tuple:
     return (s.machine, *(s.key.get(f, d) for f, d in _MATCHED), s.generation, s.prompts)
 
 
+def _ab_words(folders: Folders, machine: str, pair: str) -> list[tuple[AbRun, str]]:
+    """The ab runs of this machine that decided on this pair, with their word, oldest first."""
+    return [(ab, word) for ab in folders.abs if ab.run.machine == machine and (word := ab.worst(pair))]
+
+
 def ab_markers(folders: Folders, machine: str, pair: str) -> list[Marker]:
     out = []
-    for ab in folders.abs:
-        word = ab.worst(pair)
-        if ab.run.machine != machine or word is None:
-            continue
+    for ab, word in _ab_words(folders, machine, pair):
         head = ab.comparison.head if ab.comparison else "head"
         out.append(
             Marker(
@@ -233,13 +235,11 @@ def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
             card["speedup"] = figure
         else:  # no headline figure: say what the highest cell is instead
             card.update(speedup=str(latest.standing), why=f"{figure}: {standing_text(latest.standing)}")
-        spec = model.by_cell.get(("spec_tps", span_free(s.cell_id)))  # a speedup id may carry the span mark
-        sp = next((q for q in spec.points if q.run_key == p.run_key), None) if spec else None
-        card["spec"] = _n(sp.mean) if sp else "-"
-        bases = [
-            q for b in (model.baseline_of(spec) if spec else []) for q in b.points if q.run_key == p.run_key
-        ]
-        card["baseline"] = _n(bases[0].mean) if bases else "-"
+        spec = model.spec_of(s)
+        sp = spec.at(p.run_key) if spec else None
+        card["spec"] = number(sp.mean) if sp else "-"
+        bases = [q for b in (model.baseline_of(spec) if spec else []) if (q := b.at(p.run_key))]
+        card["baseline"] = number(bases[0].mean) if bases else "-"
         # Like with like: a point of the latest run is judged only against the earlier point of its
         # own series (the same cell, prompts, generation, runner and machine); a run of another
         # config has no such point, and a merged run's shards are no runs of their own in history.
@@ -257,11 +257,9 @@ def _card(model: Model, machine: str, pair: str, found: list[Series]) -> dict:
                 )
         elif len(ordered) > 1:
             card["gate"] = "no earlier run of the same config (the earlier runs measured other cells)"
-    for ab in reversed(model.folders.abs):
-        word = ab.worst(pair)
-        if ab.run.machine == machine and word is not None:
-            card.update(ab=word, ab_when=ab.run.started_at[:16], ab_href=ab_href(ab.run.key))
-            break
+    if decided := _ab_words(model.folders, machine, pair):
+        ab, word = decided[-1]
+        card.update(ab=word, ab_when=ab.run.started_at[:16], ab_href=ab_href(ab.run.key))
     return card
 
 
@@ -353,7 +351,7 @@ def bisect_page(b: BisectRun, ab_keys: dict[str, str]) -> str:
                 n=n,
                 commit=s.commit[:10],
                 subject=subjects.get(s.commit, ""),
-                ratio=_n(s.ratio, ".3f"),
+                ratio=number(s.ratio, ".3f"),
                 ci=ci,
                 decision=s.word,
                 href=href and "../" + href,
@@ -387,8 +385,8 @@ def best_page(model: Model) -> str:
         if best.item is None:
             continue
         sp, q = best.item, best.item.latest
-        s = model.by_cell.get(("spec_tps", span_free(sp.cell_id)), sp)  # a speedup id may carry the span mark
-        p = next((x for x in s.points if x.run_key == q.run_key), None) if s is not sp else None
+        spec = model.spec_of(sp)
+        p = spec.at(q.run_key) if spec else None
         figure = f"{q.mean:.2f}x{_ci(q)}"
         machines[machine].append(
             dict(

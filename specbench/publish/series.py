@@ -6,10 +6,10 @@ where the rule of ``specbench compare`` fails or improves it against the previou
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import fmean, geometric_mean
 
 from specbench.analysis.figures import Value, figure
 from specbench.base.llamaopts import METHOD
@@ -65,6 +65,10 @@ class Series:
     def latest(self) -> Point:
         return self.points[-1]
 
+    def at(self, run_key: str) -> Point | None:
+        """The point of a run (a run is one point of a series at most)."""
+        return next((p for p in self.points if p.run_key == run_key), None)
+
     @property
     def synthetic(self) -> bool:
         """A synth_len cell: drafts accepted at random, a simulation (never the best)."""
@@ -74,9 +78,7 @@ class Series:
 def _centre(values: list[float], log: bool) -> float:
     """One repetition's value over its prompts (``reps``, read by the change flags): the geometric
     mean for rates and ratios (a metric's ``ratio`` scale)."""
-    if log and all(v > 0 for v in values):
-        return math.exp(math.fsum(math.log(v) for v in values) / len(values))
-    return math.fsum(values) / len(values)
+    return geometric_mean(values) if log and all(v > 0 for v in values) else fmean(values)
 
 
 def _setting(key: dict) -> str:

@@ -138,19 +138,17 @@ def _write_all(
 
 def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: dict, notes: list[str]) -> str:
     """A run's facts and its HTML report (copied, or made from the folder when it has none)."""
-    rel = pages.run_page(key)
+    rel = pages.run_page(key).replace(".html", "-report.html")
     report, generated, missing = None, False, ""
     if folder is not None:
-        dest = tmp / rel.replace(".html", "-report.html")
-        dest.parent.mkdir(parents=True, exist_ok=True)
         src = folder.path / REPORT_HTML
-        try:
-            if src.is_file():  # a report written before redaction could hold a credential
-                dest.write_text(redact(src.read_text(encoding="utf-8", errors="replace")), encoding="utf-8")
+        try:  # _write redacts: a report written before redaction could hold a credential
+            if generated := not src.is_file():
+                page = _report_html(folder.path)
             else:
-                dest.write_text(redact(_report_html(folder.path)), encoding="utf-8")
-                generated = True
-            report = dest.name
+                page = src.read_text(encoding="utf-8", errors="replace")
+            _write(tmp, rel, page)
+            report = Path(rel).name
         except (SpecbenchError, OSError) as exc:
             missing = f"no report: {str(exc).splitlines()[0]}"
             notes.append(f"run {folder.run_id}: {missing}")
