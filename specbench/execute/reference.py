@@ -1,4 +1,4 @@
-"""The speed sentinel's reading (``specbench.machine.sentinel`` decides when): ``Plan.sentinel`` run
+"""The speed sentinel's reading (``specbench.machine.speed.Sentinel`` decides when): ``Plan.sentinel`` run
 by the process executor into ``<run>/sentinel/raw/`` and judged like a sample; and what the run's
 samples tell the sentinel (how long a pair spans; at the end the baseline windows).
 """
@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from specbench.base.formats import now_iso
 from specbench.execute.executor import ProcessExecutor
 from specbench.execute.judge import judge
-from specbench.machine.sentinel import Sentinel
-from specbench.machine.speed import SpeedRecord
+from specbench.machine.speed import Sentinel, SpeedRecord
 from specbench.results.bracket import baseline_windows
 from specbench.results.cell import baseline_of
 from specbench.results.folder import has_samples

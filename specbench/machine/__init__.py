@@ -1,2 +1,2 @@
 """Machine: what the machine is, whether it is quiet, and whether its own speed held: how specbench
-decides that a number measured here can be trusted (envinfo, noise, speed, sentinel, contention)."""
+decides that a number measured here can be trusted (envinfo, noise, speed, contention)."""

@@ -26,8 +26,7 @@ from pydantic import BaseModel, Field
 from specbench.base.errors import RunError
 from specbench.base.formats import now_iso
 from specbench.machine.envinfo import cpu_cores, our_cpus, tool_output
-from specbench.machine.sentinel import Sentinel, SpeedMoved
-from specbench.machine.speed import SpeedRecord
+from specbench.machine.speed import Sentinel, SpeedMoved, SpeedRecord
 
 TOOL_TIMEOUT_S = 10
 CPU_SAMPLE_S = 0.5  # how long the idle CPU usage is sampled

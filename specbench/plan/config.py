@@ -83,7 +83,7 @@ class Config(OptionValues):
     on halves of the CPUs (duet, CPU backends); auto: duet where it can run, else sequential."""
     runs_on: RunsOnConfig = Field(default_factory=RunsOnConfig)
     """Shards: CI runner labels for cells, by the target's ngl."""
-    sentinel: bool = True  # specbench.machine.sentinel
+    sentinel: bool = True  # specbench.machine.speed.Sentinel
     """false: skip the speed sentinel (two or more short baseline runs of the first target that watch the
     machine's own speed); the run then cannot see a host that slows by itself, and says so."""
     workarounds: bool = True

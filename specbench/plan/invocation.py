@@ -71,7 +71,7 @@ class Plan(BaseModel):
     notes: list[str] = Field(default_factory=list)
     left_out: list[LeftOut] = Field(default_factory=list)  # cells not run, named in the report
     server_warmup: int = 0  # server runner: discarded requests after each server start (config `warmup`)
-    # the speed sentinel's reference: a short decode of the first target (specbench.machine.sentinel)
+    # the speed sentinel's reference: a short decode of the first target (specbench.machine.speed.Sentinel)
     sentinel: Invocation | None = None
     # several builds: a pair one after the other, or at once on these CPU sets (specbench.plan.pairing)
     pairing: Pairing = "sequential"

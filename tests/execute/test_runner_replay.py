@@ -203,7 +203,7 @@ def test_every_warmup_failing_stops_the_run_before_measuring(tmp_path, replay):
 
 def test_the_sentinel_reads_at_start_between_samples_and_at_end_and_warns_of_a_move(tmp_path, replay):
     """The reference runs at the start, at the end, and between samples once its share of the time
-    (sentinel.SHARE) allows: a reading of ~2.3 virtual seconds, every ~92 s (a sample takes
+    (speed.SHARE) allows: a reading of ~2.3 virtual seconds, every ~92 s (a sample takes
     ~2.3); the machine 30% slower from the middle on is a warning."""
     replay.sentinel_script = lambda inv, n: Take(slowdown=1.3 if n >= 1 else 1.0)
     r = invoke("run", CI, "--out", tmp_path / "run", "--set", "pairing=sequential", "--set", "repetitions=12",

@@ -22,8 +22,7 @@ import pytest
 import yaml
 
 from specbench.machine.noise import NoiseRecord, NoiseWatch
-from specbench.machine.sentinel import SpeedMoved
-from specbench.machine.speed import SpeedReading, SpeedRecord
+from specbench.machine.speed import SpeedMoved, SpeedReading, SpeedRecord
 from specbench.results.folder import samples_path
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
