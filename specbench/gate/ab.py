@@ -72,13 +72,8 @@ class PairedComparison(BaseModel):
     @property
     def exit_code(self) -> int:
         """1 any fail, else 4 nothing to compare, else 3 any undecided (0 with ``allow_noisy``), else 0."""
-        found = {d.status for d in self.decisions}
-        v = verdict(
-            failed=Status.FAIL in found,
-            undecided=Status.TOO_NOISY in found,
-            nothing=bool(self.nothing) or not self.decisions,
-            allow_noisy=self.allow_noisy,
-        )
+        nothing = bool(self.nothing) or not self.decisions
+        v = verdict(self.count(Status.FAIL), self.count(Status.TOO_NOISY), nothing, self.allow_noisy)
         return int(EXIT_CODES[v])
 
     def count(self, status: Status) -> int:
@@ -112,13 +107,10 @@ def choose_builds(labels: Sequence[str], base: str | None, head: str | None) -> 
         raise BuildChoiceError(
             f"the run measured {len(labels)} builds ({known}): pass --base LABEL --head LABEL"
         )
-    if base is None and head is None and {"base", "head"} <= set(labels):
-        return "base", "head"
-    if base is not None:
-        return base, next(x for x in labels if x != base)
-    if head is not None:
-        return next(x for x in labels if x != head), head
-    return labels[0], labels[1]
+    if base is None and head is None:
+        return ("base", "head") if set(labels) == {"base", "head"} else (labels[0], labels[1])
+    other = next(x for x in labels if x not in (base, head))  # of the two, the one not named
+    return base or other, head or other
 
 
 def _cell(s: Measurement) -> tuple:

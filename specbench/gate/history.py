@@ -87,24 +87,17 @@ def _point(metric: str, rows: list[StoredRow]) -> HistoryPoint | None:
     row = rows[0]
     key = stored_key(row.cell_id, row.machine)
     return HistoryPoint(
-        label=row.label,
-        machine=row.machine,
+        # the row's label, machine, prompts, run and sentinel (speed_warned stored 0/1); the rest ignored
+        **row._asdict(),
         generation=generation_text(key),
         **{f: key.get(f, d) for f, d in _HOW_RUN.items()},  # runner, parallel
         timing="same-span" if row.cell_id.endswith(SAME_SPAN) else "decode-only",
-        prompts=row.prompts,
-        run_id=row.run_id,
-        started_at=row.started_at,
-        commit=row.commit,
-        threads=row.threads,
         mean=fig.value,
         sd=summary.sd,
         low=fig.low,
         high=fig.high,
         n_reps=summary.n,
         n_prompts=len(rows),
-        speed_moved=row.speed_moved,
-        speed_warned=row.speed_warned,  # stored 0/1 (NULL: not measured)
         synthetic=is_synthetic(key),
     )
 
