@@ -1,8 +1,16 @@
 """A report over run folders: every cell's rows (``specbench.analysis.cells``), the runs'
-captions, the best setting per pair, and the findings worth a sentence."""
+captions, the best setting per pair, and the findings worth a sentence.
+
+The rows' quality warnings are said once per kind, naming their cells (``digest``): printed row by
+row, a run of four cells ends in a wall of lines that repeat the same baseline outlier under every
+cell; a reader needs each finding once, with where it holds.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter, defaultdict
 from collections.abc import Set as AbstractSet
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +29,6 @@ from specbench.analysis.caveats import (
     warning,
 )
 from specbench.analysis.cells import ALL, NotRun, ReportRow, cell_name, is_invalid, run_rows, sort_key
-from specbench.analysis.digest import digest
 from specbench.analysis.figures import pick_best, slower, slower_text, speedup_text, standing_text
 from specbench.base.errors import InputError, RunError
 from specbench.base.paths import results_dir
@@ -30,6 +37,7 @@ from specbench.results.folder import has_manifest, has_samples, run_folders, sam
 from specbench.results.manifest import Expectation
 from specbench.results.manifestfile import StoredRun, read_facts, read_run
 from specbench.results.runstate import finish_hint
+from specbench.results.samplelog import load_samples
 
 if TYPE_CHECKING:
     from specbench.execute.benchmark import RunSummary
@@ -297,10 +305,6 @@ def nothing_measured(run_dir: Path, report: Report | None) -> str | None:
 
 def _main_reason(run_dir: Path) -> str:
     """`` (most often: <reason with its cure>)`` over the run's failed samples, or ''."""
-    from collections import Counter
-
-    from specbench.results.samplelog import load_samples
-
     reasons = Counter(
         (s.invalid_reason or "").removeprefix("not run: its warmup failed: ")
         for s in load_samples(run_dir)
@@ -343,3 +347,73 @@ def published_note(expect: Expectation, run: str, rows: list[ReportRow]) -> str:
         return text + f" Run {run} has no valid speculative cell to set beside it."
     which = "best cell" if pick.decided else f"highest cell, {pick.standing}"  # the one rule (figures.py)
     return text + f" Measured in {run} ({which}, {cell_name(best)}): {_figures(best, measured=True)}."
+
+
+# digest leaves out what is said once elsewhere: busy machine loudly on its own line; a build's
+# workaround by the report's note for its run (every row of that run carries it: said a second time)
+SKIPPED = ("busy machine", "workaround")
+_REPS = re.compile(r"after (\d+) repetitions")
+_PRECISION = re.compile(r"precision (\d+(?:\.\d+)?)%")
+
+
+def _cell_among(r: ReportRow, rows: list[ReportRow]) -> str:
+    """A cell as a reader tells it from the others of the report (``analysis.cells.cell_name``),
+    plus the server's parallel requests and the run when the report has more than one of them."""
+    name = cell_name(r)
+    if len({x.parallel for x in rows}) > 1:
+        name += f" parallel {r.parallel}"
+    if len({x.run for x in rows}) > 1:
+        name += f" ({r.run})"
+    return name
+
+
+def digest(rows: list[ReportRow]) -> list[str]:
+    """One line per kind of warning, in the order kinds first appear."""
+    by_kind: dict[str, list[tuple[ReportRow, str]]] = defaultdict(list)
+    for r in rows:
+        for w in r.warnings:
+            kind, _, detail = w.partition(": ")
+            if not kind.startswith(SKIPPED):
+                by_kind[kind].append((r, detail))
+    lines = []
+    for kind, found in by_kind.items():
+        cells = f"{len(found)} of {len(rows)} cells" if len(rows) > 1 else "the cell"
+        if kind == "imprecise":
+            lines.append(_imprecise(found, rows, cells))
+            continue
+        details = list(dict.fromkeys(d for _, d in found))
+        if len(details) == 1:  # the same finding under every cell (their shared baseline): said once
+            names = ", ".join(_cell_among(r, rows) for r, _ in found)
+            lines.append(f"{kind} in {cells} ({names}): {details[0]}")
+        else:
+            each = "; ".join(f"{_cell_among(r, rows)}: {d}" for r, d in found)
+            lines.append(f"{kind} in {cells}: {each}")
+    return lines
+
+
+def _imprecise(found: list[tuple[ReportRow, str]], rows: list[ReportRow], cells: str) -> str:
+    """Which cells miss the precision, by how much, and the repetitions that would meet it: the CI
+    half-width shrinks with the square root of the repetitions, so n x (CI / precision)^2."""
+    widths = []
+    for r, _ in found:
+        sides = (("spec", r.spec_tps_rel_ci), ("baseline", r.baseline_tps_rel_ci))
+        shown = ", ".join(f"{side} ±{v:.1%}" for side, v in sides if v is not None)
+        widths.append(f"{_cell_among(r, rows)} {shown}")
+    detail = found[0][1]
+    reps = int(m.group(1)) if (m := _REPS.search(detail)) else None
+    target = float(m.group(1)) / 100 if (m := _PRECISION.search(detail)) else None
+    worst = max((v for r, _ in found for v in (r.spec_tps_rel_ci, r.baseline_tps_rel_ci) if v), default=None)
+    line = f"imprecise in {cells} ({'; '.join(widths)}): the 95% CI is wider than"
+    line += f" precision {target:.1%}" if target else " the precision"
+    line += f" after {reps} repetitions" if reps else ""
+    if reps and target and worst:
+        need = math.ceil(reps * (worst / target) ** 2)
+        if need > 100:
+            line += (
+                f"; about {need} repetitions would meet it on this machine: longer decode windows "
+                f"(--set generation.n_predict=...) or a looser precision (--set precision={worst:.2f}) "
+                "are the way"
+            )
+        else:
+            line += f"; about {need} would meet it: --set repetitions=auto --set max_repetitions={need}"
+    return line

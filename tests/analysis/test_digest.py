@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 
-from specbench.analysis.digest import digest
-from specbench.analysis.report import build_report
+from specbench.analysis.report import build_report, digest
 from tests.helpers.runs import make_run
 
 BASE = [30.0, 30.3, 29.8, 30.1, 30.2, 45.0]  # one baseline repetition far off: every cell shares it

@@ -15,7 +15,7 @@ a pair has no ★ are the new code's; and it averages a row's t/s as its speedup
 prompts, over the speedup's pairs: ``figures.figure``), so ``baseline_tps``, ``spec_tps`` and their
 ``*_ci_low``/``*_ci_high`` are the new code's too (the sd columns are still the old code's). And the
 notes are said once, warnings first, with the rows' quality warnings in one line per kind among them
-(``analysis.caveats.said_once``, ``analysis.digest``): the ``imprecise`` lines are the new code's."""
+(``analysis.caveats.said_once``, ``analysis.report.digest``): the ``imprecise`` lines are the new code's."""
 
 import json
 
