@@ -187,13 +187,6 @@ def _value(data: object, *keys: str) -> Any:
     return data
 
 
-def timing_of(manifest: dict) -> str:
-    """What the run's baseline t/s times: the same span as the speculative side, or decode only."""
-    version = manifest.get("format_version", 0)
-    same = isinstance(version, int) and version >= SAME_SPAN_FORMAT or manifest.get("runner") == "server"
-    return "same-span" if same else "decode-only"
-
-
 def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
     """The facts of a stored manifest as loaded, whatever parts it lacks."""
     raw_models = manifest.get("models") or {}
@@ -204,6 +197,8 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
     if not isinstance(env, dict):
         env = {}
     gpus = env.get("gpus") or []
+    version = manifest.get("format_version", 0)
+    same_span = isinstance(version, int) and version >= SAME_SPAN_FORMAT or manifest.get("runner") == "server"
     return RunFacts(
         run_id=str(manifest.get("run_id") or fallback_id),
         started_at=_str(manifest.get("started_at")),
@@ -230,7 +225,7 @@ def facts_from_manifest(manifest: dict, fallback_id: str) -> RunFacts:
         shard_machines=_shard_machines(manifest),
         workarounds=_workarounds(manifest),
         env_vars={str(k): str(v) for k, v in (env.get("variables") or {}).items()},
-        timing=timing_of(manifest),
+        timing="same-span" if same_span else "decode-only",
         pairing=_str(manifest.get("pairing")) or "sequential",
         left_out=_left_out(manifest.get("left_out")),
     )
