@@ -359,9 +359,8 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     while field_:
         field_.sort(key=lambda c: -(c.speedup or 0))
         field_ = field_[: max(1, math.ceil(len(field_) / 2))]
-        if len(field_) == 1 and rounds[field_[0].setting.key()] >= MAX_REPS:
-            break
-        if not clock.affordable(cost(len(field_))):
+        done = len(field_) == 1 and rounds[field_[0].setting.key()] >= MAX_REPS
+        if done or not clock.affordable(cost(len(field_))):
             break
         measure([c.setting for c in field_])
         update()

@@ -85,13 +85,11 @@ def choose_options(config: Config, pair: str, run_dir) -> tuple[Config, dict]:
         raise ConfigError("tune measured no valid speculative sample for any option combination")
     best = max(rows, key=lambda r: r.spec_tps or 0)
     choice = {k: getattr(best, k) for k in keys}
-    sweep = config.sweep.model_copy(
-        update={**{k: [] for k in keys if k != "args"},
-                **({"args": [n for n in config.sweep.args if n.label == str(choice["args"]).split(":")[-1]]}
-                   if "args" in keys else {})}
-    )  # fmt: skip
     fixed = {k: v for k, v in choice.items() if k != "args"}
-    return config.model_copy(update={**fixed, "sweep": sweep}), choice
+    swept: dict = {k: [] for k in fixed}  # a fixed option is no longer swept
+    if "args" in keys:  # the chosen set of arguments stays, found by its label
+        swept["args"] = [n for n in config.sweep.args if n.label == str(choice["args"]).split(":")[-1]]
+    return config.model_copy(update={**fixed, "sweep": config.sweep.model_copy(update=swept)}), choice
 
 
 def bench_options(config: Config, pair: str, build) -> tuple[list[str], list[str]]:
