@@ -119,7 +119,7 @@ else:
         __base__=Strict,
         __doc__="llama.cpp options set once.",
         **{k: (t | None, Field(default=None, description=d)) for k, (t, d) in OPTION_KEYS.items()},
-        args=(list[Arg], Field(default_factory=list, description=ARGS_DESCRIPTION)),
+        args=(list[Arg], Field(default=[], description=ARGS_DESCRIPTION)),
     )
 
 
@@ -144,7 +144,7 @@ def _axis_field(o: LlamaOption) -> tuple[Any, Any]:
     one), at least one value unless its default is none."""
     item = o.type | None if None in o.sweep else o.type
     return list[item], Field(  # type: ignore[valid-type]
-        default_factory=lambda: list(o.sweep), min_length=1 if o.sweep else None, description=o.description
+        default=list(o.sweep), min_length=1 if o.sweep else None, description=o.description
     )
 
 
@@ -162,10 +162,10 @@ else:
         __doc__="llama.cpp options swept: [] is not swept.",
         __validators__={"unique_options": field_validator(*OPTION_KEYS, "args")(unique_items)},
         **{
-            k: (list[t], Field(default_factory=list, description=f"Sweep axis (one cell per value): {d}"))
+            k: (list[t], Field(default=[], description=f"Sweep axis (one cell per value): {d}"))
             for k, (t, d) in OPTION_KEYS.items()
         },
-        args=(list[NamedArgs], Field(default_factory=list, description=SWEEP_ARGS_DESCRIPTION)),
+        args=(list[NamedArgs], Field(default=[], description=SWEEP_ARGS_DESCRIPTION)),
         **{o.key: _axis_field(o) for o in AXES},
     )
 

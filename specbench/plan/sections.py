@@ -45,7 +45,7 @@ class LlamaCppConfig(Strict):
     """A branch, tag or commit of the `source` checkout, built from a clean export of it."""
     backend: Literal["auto", "cpu", "cuda", "metal"] = "auto"
     """auto: CUDA with nvcc and an NVIDIA GPU, Metal on Apple silicon, else CPU."""
-    cmake_args: list[str] = Field(default_factory=list)
+    cmake_args: list[str] = Field(default=[])
     """Extra -DNAME=VALUE cmake arguments (debug and sanitizer builds refused)."""
 
     @field_validator("cmake_args")
@@ -68,7 +68,7 @@ class LlamaCppConfig(Strict):
     jobs: int | None = Field(default=None, ge=1)
     """Parallel compile jobs (unset: cmake's choice)."""
     args: list[Arg] = Field(
-        default_factory=list, description="Extra arguments for every llama.cpp invocation of this build."
+        default=[], description="Extra arguments for every llama.cpp invocation of this build."
     )
 
     def describe(self) -> str:
@@ -96,7 +96,7 @@ RunnerLabel = _Label | Annotated[list[_Label], Field(min_length=1)]  # GitHub `r
 class RunsOnConfig(Strict):
     """Shards: which CI runner (GitHub ``runs-on`` label or labels) a cell needs, by the target's ngl."""
 
-    ngl: dict[NonNegativeInt, RunnerLabel] = Field(default_factory=dict)
+    ngl: dict[NonNegativeInt, RunnerLabel] = Field(default={})
     """Runner label(s) of the cells whose target runs at this ngl: {0: ubuntu-latest}."""
 
 
@@ -166,7 +166,7 @@ NUMBER_LISTS = (*(o.key for o in AXES if o.cell_type in (int, float)), "depth")
 class SweepConfig(SweepOptions):
     """Lists expanded as a cartesian product (see specbench.plan.sweep for which cells apply where)."""
 
-    depth: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)
+    depth: list[NonNegativeInt] = Field(default=[0], min_length=1)
     """Tokens of context (the target's tokenizer, from `context.file`) before each prompt: the KV
     cache's depth when generation starts; 0: the prompt alone."""
 
