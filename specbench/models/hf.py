@@ -161,27 +161,16 @@ def _is_network_error(exc: Exception) -> bool:
 
 def fetch_hf(src: HfSource, progress: ProgressFn | None = None) -> HfFetched:
     """Fetch (or find in the cache) every file of an hf model; verify size and sha256."""
-    from huggingface_hub import HfApi
-
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
         return _from_cache(src, reason="HF_HUB_OFFLINE is set")
-    api = HfApi(endpoint=_endpoint(), token=_token())
     try:
-        info = api.model_info(src.repo, revision=src.revision, files_metadata=True)
+        commit, remote = repo_files(src)
     except Exception as exc:
         if _is_network_error(exc):
             reason = f"cannot reach the Hugging Face Hub at {_endpoint()} ({_reason(exc)})"
             return _from_cache(src, reason=reason)
         raise _hub_error(src, exc) from None
-    remote = [
-        RemoteFile(
-            name=s.rfilename, size=s.lfs.size if s.lfs else s.size, sha256=s.lfs.sha256 if s.lfs else None
-        )
-        for s in info.siblings or []
-        if _safe(check_relative, s.rfilename)  # a name that would leave the cache is never chosen
-    ]
     wanted = select_files(src, remote)
-    commit = info.sha or src.revision
     if not _safe(check_part, commit):
         raise ModelError(
             f"the Hugging Face Hub at {_endpoint()} answered commit {commit!r} for {src.repo}, which is "
@@ -193,6 +182,24 @@ def fetch_hf(src: HfSource, progress: ProgressFn | None = None) -> HfFetched:
         # Remember branch/tag -> commit as huggingface_hub does, so offline runs find this snapshot.
         write_atomic(inside(_storage(src), "refs", src.revision), commit)
     return HfFetched(files=paths, revision=commit)
+
+
+def repo_files(src: HfSource) -> tuple[str, list[RemoteFile]]:
+    """The commit ``src.revision`` names and the repo's files in it, by one API call (huggingface_hub's
+    errors are the caller's); a name that would leave the cache is never listed, so never chosen."""
+    from huggingface_hub import HfApi
+
+    info = HfApi(endpoint=_endpoint(), token=_token()).model_info(
+        src.repo, revision=src.revision, files_metadata=True
+    )
+    files = [
+        RemoteFile(
+            name=s.rfilename, size=s.lfs.size if s.lfs else s.size, sha256=s.lfs.sha256 if s.lfs else None
+        )
+        for s in info.siblings or []
+        if _safe(check_relative, s.rfilename)
+    ]
+    return info.sha or src.revision, files
 
 
 def _storage(src: HfSource) -> Path:

@@ -105,27 +105,20 @@ class RemoteGGUF:
 def list_ggufs(repo: str, revision: str = "main", pattern: str | None = None) -> list[RemoteGGUF]:
     """The GGUF models of a repo (a split set once, by its first shard); ``pattern`` filters by
     name. One API call; a missing or gated repo is a ModelError naming it."""
-    from huggingface_hub import HfApi
-
     src = hub_source(repo=repo, revision=revision, pattern=pattern or "*.gguf")
     try:
-        info = HfApi(endpoint=hf._endpoint(), token=hf._token()).model_info(
-            repo, revision=revision, files_metadata=True
-        )
+        commit, files = hf.repo_files(src)
     except Exception as exc:
         raise hf._hub_error(src, exc) from None
-    sizes = {s.rfilename: (s.lfs.size if s.lfs else s.size) for s in info.siblings or []}
-    shas = {s.rfilename: s.lfs.sha256 for s in info.siblings or [] if s.lfs}
-    names = sorted(n for n in sizes if n.endswith(".gguf") and fnmatch.fnmatch(n, pattern or "*.gguf"))
+    by_name = {f.name: f for f in files}
+    names = sorted(n for n in by_name if n.endswith(".gguf") and fnmatch.fnmatch(n, pattern or "*.gguf"))
     out = []
     for n in names:
         split = split_name(n)
-        if split is None:
-            out.append(RemoteGGUF(repo, info.sha or revision, [n], [sizes[n]], shas.get(n)))
-        elif split[1] == 1:
-            shards = shard_names(split[0], split[2])
-            sizes_of = [sizes.get(s) for s in shards]
-            out.append(RemoteGGUF(repo, info.sha or revision, shards, sizes_of, shas.get(shards[0])))
+        shards = [n] if split is None else shard_names(split[0], split[2])
+        if split is None or split[1] == 1:
+            sizes = [by_name[s].size if s in by_name else None for s in shards]
+            out.append(RemoteGGUF(repo, commit, shards, sizes, by_name[n].sha256))
     return out
 
 
