@@ -59,33 +59,21 @@ def area_key(backend: str, args: Sequence[str], tree: Path | None = None) -> str
     return f"{'tree' if tree else 'export'}-{backend}-{hashlib.sha256(payload.encode()).hexdigest()[:10]}"
 
 
-def dir_entries(root: Path, skip_top: tuple[str, ...] = ()) -> Iterator[Entry]:
-    """The files of a plain tree (no ``.git``), as ``commit_entries`` gives a commit's; top-level
-    folders whose names start with one of ``skip_top`` are left out."""
+def _walk(root: Path, skip_top: tuple[str, ...] = ()) -> Iterator[str]:
+    """The files of a plain tree (no ``.git``), relative to ``root``; top-level folders whose names
+    start with one of ``skip_top`` are left out."""
     for here, dirs, files in os.walk(root):
         top = Path(here) == root
         dirs[:] = sorted(
             d for d in dirs if d not in _SKIP_DIRS and not (top and skip_top and d.startswith(skip_top))
         )
         for name in sorted(files):
-            if name in _SKIP_DIRS:  # a submodule's .git is a file
-                continue
-            full = Path(here) / name
-            rel = full.relative_to(root).as_posix()
-            st = full.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                yield rel, "120000", os.readlink(full).encode()
-            elif stat.S_ISREG(st.st_mode):
-                yield rel, "100755" if st.st_mode & 0o111 else "100644", full.read_bytes()
+            if name not in _SKIP_DIRS:  # a submodule's .git is a file
+                yield (Path(here) / name).relative_to(root).as_posix()
 
 
-def tree_entries(root: Path) -> Iterator[Entry]:
-    """The files of a user's tree to build from: what git would commit in a checkout, else every file
-    but top-level ``build*`` folders (which llama.cpp's own .gitignore ignores)."""
-    names = worktree_files(root)
-    if names is None:
-        yield from dir_entries(root, skip_top=("build",))
-        return
+def _entries(root: Path, names: Iterable[str]) -> Iterator[Entry]:
+    """Files and symlinks among ``names`` (relative to ``root``), as ``commit_entries`` gives a commit's."""
     for rel in names:
         full = root / rel
         try:
@@ -95,7 +83,19 @@ def tree_entries(root: Path) -> Iterator[Entry]:
             elif stat.S_ISREG(st.st_mode):
                 yield rel, "100755" if st.st_mode & 0o111 else "100644", full.read_bytes()
         except OSError:
-            continue  # deleted since git listed it (a tracked file removed in the work tree)
+            continue  # deleted since it was listed (a tracked file removed in the work tree)
+
+
+def dir_entries(root: Path) -> Iterator[Entry]:
+    """Every file of a plain tree (one specbench owns)."""
+    return _entries(root, _walk(root))
+
+
+def tree_entries(root: Path) -> Iterator[Entry]:
+    """The files of a user's tree to build from: what git would commit in a checkout, else every file
+    but top-level ``build*`` folders (which llama.cpp's own .gitignore ignores)."""
+    names = worktree_files(root)
+    return _entries(root, _walk(root, skip_top=("build",)) if names is None else names)
 
 
 # llama.cpp's build-details generator (upstream since 2024, MIT): trees whose common/CMakeLists.txt runs
