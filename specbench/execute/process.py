@@ -29,7 +29,6 @@ KILL_GRACE_S = 2.0
 class ProcessResult:
     """How one command ended. ``exit_code`` is None when a signal ended it (``signal`` names it)."""
 
-    argv: list[str]
     exit_code: int | None
     signal: str | None
     timed_out: bool
@@ -211,14 +210,9 @@ def _poll(child: _Child, grace_s: float) -> None:
         with suppress(ProcessLookupError):  # the leader left helpers in its group: they die with it
             os.killpg(proc.pid, signal.SIGKILL)
     lifeline.forget(proc)
-    child.result = _result(child, timed_out, wall_s, cpu_s)
-
-
-def _result(child: _Child, timed_out: bool, wall_s: float, cpu_s: float | None) -> ProcessResult:
-    code, sig = (None, None) if timed_out else exit_status(child.proc.returncode)
-    c = child.command
-    paths = (c.stdout_path, c.stderr_path)
-    return ProcessResult(list(c.argv), code, sig, timed_out, wall_s, *paths, child.times, cpu_s)
+    code, sig = (None, None) if timed_out else exit_status(proc.returncode)
+    paths = (child.command.stdout_path, child.command.stderr_path)
+    child.result = ProcessResult(code, sig, timed_out, wall_s, *paths, child.times, cpu_s)
 
 
 def _close(child: _Child, grace_s: float) -> None:

@@ -36,7 +36,6 @@ def sentinel(
     off: bool = False,
 ) -> Sentinel:
     """The run's sentinel: ``inv`` its reference (None: a plan without a baseline, no readings)."""
-    run_dir = Path(run_dir)
     executor = ProcessExecutor()
 
     def measure(index: int) -> tuple[float | None, str | None, float | None]:

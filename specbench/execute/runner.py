@@ -183,7 +183,6 @@ def execute(
     ``observe`` (the noise check) is called before, between and after samples and may raise to stop
     the run. However the run ends (RunInterrupted on Ctrl-C), the manifest records how.
     """
-    run_dir = Path(run_dir)
     prepare_run_dir(run_dir, resume)
     notify = progress or (lambda event: None)
     executor = executor_for(plan, build_crash_facts(manifest.build, manifest.env.cpu_isa))

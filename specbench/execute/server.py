@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.base import interrupts, lifeline
@@ -55,7 +55,6 @@ class RunningServer:
     stdout_path: Path
     stderr_path: Path
     port: int | None = None
-    started: float = field(default_factory=time.monotonic)
 
     @property
     def url(self) -> str:
