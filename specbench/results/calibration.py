@@ -111,10 +111,7 @@ class Calibration(BaseModel):
         return f"llama-bench{when} at KV depth {self.depth}, {how} (build {self.build})"
 
     def costs(self, model: str, ngl: int | None) -> PassCosts | None:
-        for m in self.models:
-            if m.model == model and m.ngl == (ngl or 0):
-                return m
-        return None
+        return next((m for m in self.models if m.model == model and m.ngl == (ngl or 0)), None)
 
 
 def save_calibration(run_dir: Path, calibration: Calibration) -> None:
