@@ -77,11 +77,8 @@ MOE_ONLY = {o.key: "draft" if o.draft else "model" for o in OPTIONS if o.moe_onl
 
 def collapse_ignored(cells: list[Cell], facts: Mapping[str, object], notes: list[str]) -> list[Cell]:
     """``cells`` with each axis ignored on a dense model at its first value (noted), deduplicated."""
-    first: dict[tuple[str, str], object] = {}
-    values: dict[tuple[str, str], list] = {}
-    out: list[Cell] = []
-    seen: set[tuple] = set()
-    dropped = 0
+    values: dict[tuple[str, str], list] = {}  # by axis and model: the values seen, the first kept
+    out: dict[tuple, Cell] = {}  # by settings: the first cell with them
     for c in cells:
         update = {}
         for field, role in MOE_ONLY.items():
@@ -89,17 +86,12 @@ def collapse_ignored(cells: list[Cell], facts: Mapping[str, object], notes: list
             fact = facts.get(name) if name else None
             if value is None or fact is None or bool(getattr(fact, "experts", 0)):
                 continue
-            key = (field, name)
-            update[field] = first.setdefault(key, value)
-            if value not in values.setdefault(key, []):
-                values[key].append(value)
+            seen = values.setdefault((field, name), [])
+            if value not in seen:
+                seen.append(value)
+            update[field] = seen[0]
         cell = c.model_copy(update=update) if update else c
-        ident = tuple(cell.model_dump().items())
-        if ident in seen:
-            dropped += 1
-            continue
-        seen.add(ident)
-        out.append(cell)
+        out.setdefault(tuple(cell.model_dump().items()), cell)
     for (field, name), vals in values.items():
         said = f"{field} on {name}, a dense model (no MoE experts): llama.cpp ignores it"
         if len(vals) > 1:
@@ -109,11 +101,12 @@ def collapse_ignored(cells: list[Cell], facts: Mapping[str, object], notes: list
             )
         elif vals[0]:
             notes.append(said)
-    if dropped:
+    if len(out) < len(cells):
         notes.append(
-            f"{dropped} cell(s) not planned: the same settings as another once ignored axes collapse"
+            f"{len(cells) - len(out)} cell(s) not planned: the same settings as another once ignored axes "
+            "collapse"
         )
-    return out
+    return list(out.values())
 
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d")
