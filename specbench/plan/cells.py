@@ -64,15 +64,12 @@ def sweep_cells(
     methods and options it has); a method it lacks is a ConfigError naming what it takes.
     ``runs``: the methods of each pair that fit its files (``plan.preflight``; None: all)."""
     sweep = config.sweep
-    cells: list[Cell] = []
-    owned: set[tuple] = set()  # draft-free cells of a target: owned by the first pair with it
-    for method in dict.fromkeys(
-        m for p in config.pairs.values() for m in ([p.method] if p.method else sweep.method)
-    ):
+    cells: dict[tuple, Cell] = {}  # draft-free cells of a target: owned by the first pair with it
+    methods = {pname: [p.method] if p.method else sweep.method for pname, p in config.pairs.items()}
+    for method in dict.fromkeys(m for ms in methods.values() for m in ms):
         _require_method(spec, method, elsewhere)
     for pname, pair in config.pairs.items():
-        methods = [pair.method] if pair.method else sweep.method
-        for method in [m for m in methods if runs is None or m in runs.get(pname, methods)]:
+        for method in [m for m in methods[pname] if runs is None or m in runs.get(pname, methods[pname])]:
             # MTP drafts with the target's own layers; a pair pinned to it may name a sidecar GGUF
             draft = pair.draft if needs_draft_model(method) or (is_mtp(method) and pair.method) else None
             if needs_draft_model(method) and draft is None:
@@ -91,11 +88,8 @@ def sweep_cells(
                     pair=pname, model=pair.target, draft=draft, method=method, depth=depth, **axes, **opts
                 )
                 key = cell.model_dump(exclude={"pair"} if draft is None else set())
-                if tuple(key.items()) in owned:
-                    continue
-                owned.add(tuple(key.items()))
-                cells.append(cell)
-    return cells + synth_cells(config, cells, notes)
+                cells.setdefault(tuple(key.items()), cell)
+    return [*cells.values(), *synth_cells(config, list(cells.values()), notes)]
 
 
 def option_axes(config: Config, pname: str, notes: list[str]) -> list[dict]:
