@@ -57,17 +57,9 @@ class Vocab:
 @lru_cache(maxsize=1)
 def _byte_chars() -> list[str]:
     """GPT-2's byte-to-character table: how byte-level BPE vocabularies write bytes."""
-    printable = [
-        *range(ord("!"), ord("~") + 1),
-        *range(ord("¡"), ord("¬") + 1),
-        *range(ord("®"), ord("ÿ") + 1),
-    ]
-    chars = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in chars:
-            chars[b] = chr(256 + extra)
-            extra += 1
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]  # "!".."~", "¡".."¬", "®".."ÿ"
+    others = [b for b in range(256) if b not in printable]  # control bytes and spaces: past 255, in order
+    chars = {**{b: chr(b) for b in printable}, **{b: chr(256 + i) for i, b in enumerate(others)}}
     return [chars[b] for b in range(256)]
 
 
