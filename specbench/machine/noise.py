@@ -116,21 +116,14 @@ def _processes() -> dict[int, tuple[int, list[str]]]:
 
 def _family(procs: dict[int, tuple[int, list[str]]], me: int) -> set[int]:
     """Our own process, its ancestors and all its descendants (the llama.cpp runs we started)."""
-    ours = {me}
-    pid = me
-    while pid in procs and procs[pid][0] not in ours and procs[pid][0] > 0:
-        pid = procs[pid][0]
-        ours.add(pid)
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in procs.items():
-        children.setdefault(ppid, []).append(pid)
-    stack = [me]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in ours:
-                ours.add(child)
-                stack.append(child)
-    return ours
+
+    def lineage(pid: int) -> list[int]:  # pid, its parent, ... up to one we cannot see
+        chain = [pid]
+        while chain[-1] in procs and procs[chain[-1]][0] not in chain:
+            chain.append(procs[chain[-1]][0])
+        return chain
+
+    return {*lineage(me), *(pid for pid in procs if me in lineage(pid))}
 
 
 def is_benchmark_process(argv: list[str]) -> bool:
