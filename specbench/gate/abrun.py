@@ -22,13 +22,12 @@ BuildSpec = tuple[str, str | None, str | None]  # label, source tree, git ref
 
 def _build_entries(cfg: Config, specs: Sequence[BuildSpec]) -> list[dict]:
     """The config's `llama_cpp` as a list of labelled builds (backend and cmake args kept)."""
-    lc = cfg.llama_cpp
-    template = lc[0] if isinstance(lc, list) else lc
+    template = cfg.builds[0]
     common = template.model_dump(mode="json", exclude={"label", "source", "ref"}, exclude_none=True)
     entries = []
     for label, source, ref in specs:
         entry = {"label": label, **common}
-        src = source or (str(template.source) if getattr(template, "source", None) else None)
+        src = source or (str(template.source) if template.source else None)
         if src:
             entry["source"] = src
         if ref:

@@ -69,12 +69,8 @@ def commit_range(source: Path, good: str, bad: str) -> tuple[str, str, list[Comm
             f"--good {good} is not an ancestor of --bad {bad}: give an older good commit on the same history"
         ) from None
     out = _git(source, "rev-list", "--first-parent", "--reverse", "--format=%H %s", f"{good_sha}..{bad_sha}")
-    commits = []
-    for line in out.splitlines():
-        if line.startswith("commit "):
-            continue
-        sha, _, subject = line.partition(" ")
-        commits.append(Commit(sha=sha, subject=subject))
+    lines = (line.partition(" ") for line in out.splitlines() if not line.startswith("commit "))  # %H %s
+    commits = [Commit(sha=sha, subject=subject) for sha, _, subject in lines]
     if not commits or commits[-1].sha != bad_sha:
         raise BisectError(
             f"no first-parent commits from --good {good} to --bad {bad}: --bad is not on the first-parent "

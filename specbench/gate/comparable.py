@@ -28,7 +28,8 @@ def natural_order(text: str) -> tuple:
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text))
 
 
-def _threads(samples: list[Sample]) -> str:
+def threads_text(samples: list[Sample]) -> str:
+    """The threads a run's samples ran with, as compare shows them and history records them."""
     values = sorted({str(s.generation.threads) if s.generation.threads else "default" for s in samples})
     return ",".join(values) or "-"
 
@@ -39,7 +40,7 @@ def shown_differences(base: Side, cur: Side) -> list[str]:
     pairs = [
         ("llama.cpp commit", base.facts.llama_cpp_commit, cur.facts.llama_cpp_commit),
         ("driver", ", ".join(base.facts.drivers) or None, ", ".join(cur.facts.drivers) or None),
-        ("threads", _threads(base.samples), _threads(cur.samples)),
+        ("threads", threads_text(base.samples), threads_text(cur.samples)),
         ("specbench", base.facts.specbench_version, cur.facts.specbench_version),
     ]
     for name, b, c in pairs:

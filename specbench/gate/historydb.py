@@ -23,6 +23,7 @@ from specbench.base.formats import json_text
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
 from specbench.base.redact import redact_data
 from specbench.gate.baseline import load_run
+from specbench.gate.comparable import threads_text
 from specbench.gate.compare import cell_series
 from specbench.results import cell
 from specbench.results.folder import SHARDS
@@ -166,7 +167,6 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
     notes.extend(side.notes)
     facts = side.facts
     run_key = f"{facts.run_id}@{facts.started_at or ''}"
-    threads = sorted({str(s.generation.threads or "default") for s in side.samples})
     machine = facts.machine.describe()
     rows = []
     for metric in METRICS:
@@ -200,7 +200,7 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
         speed = facts.speed
         warned = None if speed.moved is None else int(bool(speed.warnings))
         run_row = (run_key, facts.run_id, facts.started_at, recorded, str(run_dir), facts.llama_cpp_commit,
-                   machine, ", ".join(facts.drivers), ",".join(threads), facts.specbench_version,
+                   machine, ", ".join(facts.drivers), threads_text(side.samples), facts.specbench_version,
                    speed.moved, warned)  # fmt: skip
         # every text recorded redacted (a run folder or label holding a URL with a credential)
         conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", redact_data(run_row))
