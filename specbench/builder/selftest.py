@@ -182,19 +182,18 @@ def _decode_once(binary: BinaryInfo, argv: list[str], wtype: str, facts: CrashFa
         stderr = err.read().decode("utf-8", errors="replace")
     wall = round(time.monotonic() - start, 2)
     code = proc.returncode
+    last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
     if code < 0:
         try:
             sig = signal.Signals(-code).name
         except ValueError:
             sig = f"signal {-code}"
         known = classify(stderr, None, sig, facts)
-        last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
         said = known.line if known else f"after its log's last line {last[:200]!r}" if last else ""
         reason = f"killed by {sig}" + (f": {said}" if said else "")
         return TypeCheck(wtype=wtype, outcome="crashed", signal=sig, reason=reason, wall_s=wall)
     if code != 0:
         known = classify(stderr, code, None, facts)
-        last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
         reason = f"exit code {code}: {known.line if known else error_line(stderr) or last[:200]}"
         return TypeCheck(wtype=wtype, outcome="failed", rc=code, reason=reason, wall_s=wall)
     try:

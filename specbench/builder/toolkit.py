@@ -30,9 +30,8 @@ _SYSTEM_LIBS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr
 _SYSTEM_INCLUDES = ("/usr/include",)
 
 
-def find_nvcc(env: Mapping[str, str] | None = None) -> str | None:
+def find_nvcc(env: Mapping[str, str] = os.environ) -> str | None:
     """The nvcc cmake would use: ``$CUDACXX``, ``nvcc`` on PATH, or CUDA's default install folder."""
-    env = os.environ if env is None else env
     given = env.get("CUDACXX", "").strip()
     if given:
         return shutil.which(given, path=env.get("PATH")) or (given if Path(given).is_file() else None)
@@ -40,10 +39,9 @@ def find_nvcc(env: Mapping[str, str] | None = None) -> str | None:
     return found or (str(DEFAULT_NVCC) if DEFAULT_NVCC.is_file() else None)
 
 
-def toolkit_roots(nvcc: str, env: Mapping[str, str] | None = None) -> list[Path]:
+def toolkit_roots(nvcc: str, env: Mapping[str, str] = os.environ) -> list[Path]:
     """Where the toolkit's libraries and headers may be: the roots named in the environment, the one
     nvcc reports (its ``TOP``), and the folder above nvcc's own."""
-    env = os.environ if env is None else env
     roots = [Path(env[k]) for k in ("CUDAToolkit_ROOT", "CUDA_PATH", "CUDA_HOME") if env.get(k)]
     try:
         out = subprocess.run(
@@ -84,9 +82,8 @@ def cublas_missing(roots: Sequence[Path]) -> list[str]:
     return missing
 
 
-def gpu_missing(env: Mapping[str, str] | None = None) -> str | None:
+def gpu_missing(env: Mapping[str, str] = os.environ) -> str | None:
     """Why no NVIDIA GPU is usable here (None when ``nvidia-smi -L`` lists one)."""
-    env = os.environ if env is None else env
     smi = shutil.which("nvidia-smi", path=env.get("PATH"))
     if smi is None:
         return "no NVIDIA GPU (nvidia-smi not found: no driver)"
@@ -102,7 +99,7 @@ def gpu_missing(env: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def cuda_toolkit_missing(env: Mapping[str, str] | None = None) -> list[str]:
+def cuda_toolkit_missing(env: Mapping[str, str] = os.environ) -> list[str]:
     """What of the CUDA toolkit a build needs is not here: nvcc, cuBLAS (the GPU aside)."""
     nvcc = find_nvcc(env)
     if nvcc is None:
@@ -118,11 +115,10 @@ def cuda_toolkit_missing(env: Mapping[str, str] | None = None) -> list[str]:
 def backend_missing(
     backend: str,
     cmake_args: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    platform: str | None = None,
+    env: Mapping[str, str] = os.environ,
+    platform: str = sys.platform,
 ) -> list[str]:
     """What this machine lacks to build (and run) ``backend``; empty when nothing is missing."""
-    platform = sys.platform if platform is None else platform
     if backend == "metal":
         return [] if platform == "darwin" else [f"Metal builds only on macOS (this is {platform})"]
     if backend != "cuda":
@@ -137,8 +133,8 @@ def backend_missing(
 def check_backend(
     backend: str,
     cmake_args: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    platform: str | None = None,
+    env: Mapping[str, str] = os.environ,
+    platform: str = sys.platform,
 ) -> None:
     """Refuse, in one line, a GPU build this machine cannot make: what is missing, how to get it."""
     missing = backend_missing(backend, cmake_args, env, platform)

@@ -101,7 +101,6 @@ def test_commit_is_named_for_trees_without_git():
         ("cpu", ["-DCMAKE_BUILD_TYPE=Debug"], ["Debug", "optimised"]),
         ("cpu", ["-DLLAMA_SANITIZE_ADDRESS=ON"], ["sanitizer"]),
         ("cpu", ["-DGGML_CUDA=ON"], ["--backend cuda"]),
-        ("rocm", [], ["unknown backend", "rocm"]),
         ("cpu", ["-GNinja"], ["-DNAME=VALUE"]),
     ],
 )
