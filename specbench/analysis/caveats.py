@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from specbench.base.docs import docs_page
 from specbench.machine.contention import RERUN_NOTE_END
 from specbench.plan.pairing import DUET_DOCS
+from specbench.results.manifest import RunFacts
 from specbench.results.runstate import finish_hint
 
 if TYPE_CHECKING:
@@ -26,40 +27,29 @@ if TYPE_CHECKING:
 
 
 class RunInfo(BaseModel):
-    """What a caption says about a run: where it ran and on which llama.cpp."""
+    """A run as the report shows it beside its rows: its manifest's facts (the machine, llama.cpp,
+    the noise check and the speed sentinel) and what its samples say."""
 
     run: str
     path: str
-    started_at: str | None = None
-    machine: str = "unknown machine"
-    backend: str | None = None
-    commit: str | None = None
+    facts: RunFacts
     n_samples: int = 0
     n_failed: int = 0
     n_invalid: int = 0
-    pairing: str = "sequential"  # duet: each build measured on half the CPUs beside the other
     n_rerun: int = 0  # samples whose pair was measured again (a process did not get its CPU share)
-    status: str | None = None  # the manifest's: complete, interrupted, failed, running
     generation: list[str] = []  # the generation settings its samples used, one text each
-    # the speed sentinel (specbench.machine.speed): seconds since the first reading, t/s, the verdict
-    speed_s: list[float] = []
-    speed_tps: list[float] = []
-    speed_reference: str | None = None
-    speed_precision: float | None = None  # the threshold its verdict used
-    speed_warnings: list[str] = []
-    speed_notes: list[str] = []  # moves that fell between pairs: the paired figures cancel them
-    busy: list[str] = []  # the noise check's reasons the machine was busy
-    noise_notes: list[str] = []  # the noise check's notes (an unsteady governor, pairs measured again)
-    sentinel: str | None = None  # the speed sentinel's readings in a line (or that it was off)
 
     @property
     def incomplete(self) -> bool:
-        return self.status not in (None, "complete")
+        return self.facts.status not in (None, "complete")
 
     def caption(self) -> str:
-        commit = (self.commit or "unknown")[:10]
-        state = f" (INCOMPLETE: {self.status})" if self.incomplete else ""
-        return f"{self.run}{state}: {self.machine}; backend {self.backend or 'unknown'}; llama.cpp {commit}"
+        """Where it ran and on which llama.cpp."""
+        machine, commit = self.facts.machine, (self.facts.llama_cpp_commit or "unknown")[:10]
+        gpus = f" + {', '.join(machine.gpus)}" if machine.gpus else ""
+        state = f" (INCOMPLETE: {self.facts.status})" if self.incomplete else ""
+        where = f"{machine.cpu_model or 'unknown CPU'}{gpus}; backend {machine.backend or 'unknown'}"
+        return f"{self.run}{state}: {where}; llama.cpp {commit}"
 
 
 def generation_text(g: Generation) -> str:
@@ -155,8 +145,8 @@ def caveats(infos: list[RunInfo]) -> list[Caveat]:
             notes.append(
                 warning(
                     f"incomplete:{info.run}",
-                    f"Run {info.run} is incomplete ({info.status}): some cells may be missing, so no setting "
-                    f"is marked best; {finish_hint(Path(info.path), info.status)}.",
+                    f"Run {info.run} is incomplete ({info.facts.status}): some cells may be missing, so no "
+                    f"setting is marked best; {finish_hint(Path(info.path), info.facts.status)}.",
                 )
             )
         if any(", temperature 0," not in g for g in info.generation):
@@ -174,15 +164,16 @@ def caveats(infos: list[RunInfo]) -> list[Caveat]:
                 "again because a process of the pair did not get its share of the CPU (something else ran "
                 "beside it); the samples' `reruns` and `cpu_s` say which and how much.",
             ))  # fmt: skip
-        if info.pairing == "duet":
+        if info.facts.pairing == "duet":
             notes.append(note(
                 f"duet:{info.run}",
                 f"Run {info.run} measured its builds in duet pairs: both at the same time, each on half the "
                 "CPUs with half the threads; its t/s are half-machine figures, and what it judges is the "
                 f"ratio of each pair ({docs_page(*DUET_DOCS)}).",
             ))  # fmt: skip
+        speed = info.facts.speed
         notes += machine_caveats(
-            info.run, info.busy, info.speed_warnings, info.speed_notes, info.noise_notes, info.sentinel
+            info.run, info.facts.busy, speed.warnings, speed.notes, info.facts.noise_notes, speed.describe()
         )
         if info.n_failed or info.n_invalid:
             notes.append(warning(

@@ -11,6 +11,7 @@ the CLI starts fast.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow, step_len
@@ -340,20 +341,22 @@ DEFAULT_BAND = 0.03  # a run without its precision recorded
 
 def speed_plot(report: Report, path: Path) -> Path | None:
     """Only when a run has at least two sentinel readings."""
-    runs = [i for i in report.runs if len(i.speed_tps) >= 2]
+    runs = [i for i in report.runs if len(i.facts.speed.series()) >= 2]
     if not runs:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for k, info in enumerate(runs):
-        color = plt.get_cmap("tab10")(k % 10)
-        minutes = [s / 60 for s in info.speed_s]
-        moved = " (moved)" if info.speed_warnings else ""
+        color, speed = plt.get_cmap("tab10")(k % 10), info.facts.speed
+        start = datetime.fromisoformat(speed.series()[0][0])
+        minutes = [(datetime.fromisoformat(at) - start).total_seconds() / 60 for at, _ in speed.series()]
+        tps = [v for _, v in speed.series()]
+        moved = " (moved)" if speed.warnings else ""
         ls, marker = style(k)
-        ax.plot(minutes, info.speed_tps, marker=marker, ls=ls, color=color, label=f"{info.run}{moved}")
-        first, precision = info.speed_tps[0], info.speed_precision or DEFAULT_BAND
+        ax.plot(minutes, tps, marker=marker, ls=ls, color=color, label=f"{info.run}{moved}")
+        first, precision = tps[0], speed.precision or DEFAULT_BAND
         ax.axhspan(first * (1 - precision), first * (1 + precision), color=color, alpha=0.12)
-    reference = runs[0].speed_reference or "the reference"
+    reference = runs[0].facts.speed.reference or "the reference"
     ax.set_xlabel("minutes since the first reading")
     ax.set_ylabel(f"t/s: {reference}" if len(reference) < 40 else "reference decode t/s")
     ax.set_title("Machine speed during the run (speed sentinel)")

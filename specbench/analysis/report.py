@@ -12,7 +12,6 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Set as AbstractSet
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -81,34 +80,16 @@ def _started_at(run_dir: Path) -> str | None:
 
 
 def run_info(run: StoredRun) -> RunInfo:
-    """Caption facts from the manifest (build: backend, commit; env: cpu_model, gpus)."""
-    facts, samples = run.facts, run.samples
-    gpus = f" + {', '.join(facts.machine.gpus)}" if facts.machine.gpus else ""
-    series = facts.speed.series()
-    start = datetime.fromisoformat(series[0][0]) if series else None
+    samples = run.samples
     return RunInfo(
-        run=facts.run_id,
+        run=run.facts.run_id,
         path=str(run.path),
-        started_at=facts.started_at,
-        machine=f"{facts.machine.cpu_model or 'unknown CPU'}{gpus}",
-        backend=facts.machine.backend,
-        commit=facts.llama_cpp_commit,
+        facts=run.facts,
         n_samples=len(samples),
         n_failed=sum(s.status in ("failed", "timeout") for s in samples),
         n_invalid=sum(is_invalid(s) for s in samples),
         n_rerun=sum(s.reruns > 0 for s in samples),
-        pairing=facts.pairing,
-        status=facts.status,
         generation=sorted({generation_text(s.generation) for s in samples}),
-        speed_s=[(datetime.fromisoformat(at) - start).total_seconds() for at, _ in series] if start else [],
-        speed_tps=[tps for _, tps in series],
-        speed_reference=facts.speed.reference,
-        speed_warnings=facts.speed.warnings,
-        speed_notes=facts.speed.notes,
-        sentinel=facts.speed.describe(),
-        busy=facts.busy,
-        noise_notes=facts.noise_notes,
-        speed_precision=facts.speed.precision,
     )
 
 
