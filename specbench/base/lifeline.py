@@ -84,9 +84,9 @@ def run(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProces
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()  # reaps the leader; the pipes close once the group is gone
-        forget(proc)
         raise
-    forget(proc)
+    finally:
+        forget(proc)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
@@ -136,19 +136,15 @@ def _watchdog_fd() -> int | None:
     """The write end of the watchdog's pipe (the watchdog started on first use); None if it cannot run."""
     global _watchdog, _watchdog_failed
     with _lock:
-        if _watchdog is not None and _watchdog.poll() is None:
-            assert _watchdog.stdin is not None
-            return _watchdog.stdin.fileno()
-        if _watchdog_failed:
+        if not _watchdog_failed and (_watchdog is None or _watchdog.poll() is not None):
+            try:
+                _watchdog = _POPEN(
+                    [sys.executable, "-I", "-S", "-c", _WATCHDOG],
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    env=child_env(), start_new_session=True, bufsize=0,
+                )  # fmt: skip
+            except OSError:
+                _watchdog_failed = True
+        if _watchdog_failed or _watchdog is None or _watchdog.stdin is None:
             return None
-        try:
-            _watchdog = _POPEN(
-                [sys.executable, "-I", "-S", "-c", _WATCHDOG],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                env=child_env(), start_new_session=True, bufsize=0,
-            )  # fmt: skip
-        except OSError:
-            _watchdog_failed = True
-            return None
-        assert _watchdog.stdin is not None
         return _watchdog.stdin.fileno()
