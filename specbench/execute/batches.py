@@ -81,8 +81,7 @@ def first_starved(
 ) -> str | None:
     """The first reason in a batch (a pair, or the server's requests in flight together)."""
     for (_, inv), out in zip(batch, outcomes, strict=True):
-        why = starved(inv, out, backend)
-        if why is not None:
+        if (why := starved(inv, out, backend)) is not None:
             return f"{inv.role} {inv.model}{f' on {inv.build}' if inv.build else ''}, {inv.prompt_id}: {why}"
     return None
 

@@ -155,18 +155,14 @@ def failure_reason(
     """One line saying why a run failed: a prompt too long for the context or the batch, a model
     that did not load, a known crash class (``parse.crash``, with its cure), else the signal or exit
     code with llama.cpp's own error line. ``ctx_size``: the run's ``-c`` (it caps the batch)."""
-    too_long = _PROMPT_TOO_LONG.search(stderr)
     how = f"killed by {signal_name}" if signal_name else f"exit code {exit_code}"
-    if too_long:
+    if too_long := _PROMPT_TOO_LONG.search(stderr):
         return f"prompt longer than the context ({too_long.group(0).strip()}); raise generation.ctx_size"
-    over_batch = _PROMPT_OVER_BATCH.search(stderr)
-    if over_batch:
+    if over_batch := _PROMPT_OVER_BATCH.search(stderr):
         return _over_batch(over_batch, stderr, ctx_size)
-    cause = load_cause(stderr)
-    if cause:  # the last line only says it did not load ("exiting due to model loading error")
+    if cause := load_cause(stderr):  # the last line only says "exiting due to model loading error"
         return f"{how}: the model did not load: {cause}"
-    known = classify(stderr, exit_code, signal_name, facts)
-    if known is not None:
+    if (known := classify(stderr, exit_code, signal_name, facts)) is not None:
         return f"{how}: {known.line}"
     said = error_line(stderr)  # llama.cpp's cause, not the "failed to create context" after it
     return f"{how}: {said}" if said else how

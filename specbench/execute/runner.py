@@ -141,8 +141,7 @@ def _recover_outputs(
             continue
         path = run_dir / s.stdout_path
         if path.is_file():
-            text = generated_text(read_output(path), inv.prompt_text, echoed=inv.prompt_echoed)
-            if text is not None:
+            if (text := generated_text(read_output(path), inv.prompt_text, inv.prompt_echoed)) is not None:
                 outputs.add(s, text)
 
 

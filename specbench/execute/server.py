@@ -87,8 +87,7 @@ def _tail(path: Path) -> str:
 
 def _printed_port(server: RunningServer) -> int | None:
     for path in (server.stderr_path, server.stdout_path):
-        m = _LISTENING.search(_tail(path))
-        if m:
+        if m := _LISTENING.search(_tail(path)):
             return int(m.group(1))
     return None
 

@@ -70,8 +70,7 @@ class ServerExecutor:
         first_index, first = batch[0]
         if first.role == "speculative" and keeps_server_state(first.method):
             self.close()  # a stateful method's sample gets a server of its own (plan/methods.py)
-        reason = self._ensure_server(first, first_index, run_dir)
-        if reason is not None:
+        if (reason := self._ensure_server(first, first_index, run_dir)) is not None:
             return [Outcome(wall_s=0.0, error=reason, source=SOURCE) for _ in batch]
         server = self._server
         assert server is not None
