@@ -161,22 +161,16 @@ class _State:
             return False
         first = body[0]
         if first in "lc":
-            if body.startswith(_PERF_PREFIXES):
-                return self._perf(body[body.index(":") + 1 :])
-            return False
+            return body.startswith(_PERF_PREFIXES) and self._perf(body[body.index(":") + 1 :])
         if first in "ed":
-            if body == "draft:":
-                return self._header("draft")
-            return self._throughput(body, complete)
+            return self._header("draft") if body == "draft:" else self._throughput(body, complete)
         if first == "n":
             return complete and self._count(body)
         if first == "a":
             return self._accept(body, complete)
         if first == "t" and body == "target:":
             return self._header("target")
-        if "statistics" in body and complete:
-            return self._statistics(body)
-        return False
+        return complete and "statistics" in body and self._statistics(body)
 
     def _statistics(self, body: str) -> bool:
         """One speculative implementation's draft counters: summed over the implementations of a

@@ -10,6 +10,7 @@ speculative program without a step log is cut at its ``n_predict``-th token from
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 
 Stamps = list[tuple[float, int]]  # (seconds since the process started, stdout bytes read so far)
@@ -62,13 +63,9 @@ def parse_stamps(text: str) -> Stamps:
     """``format_stamps``'s text back; a cut last line is dropped."""
     out: Stamps = []
     for line in text.splitlines():
-        parts = line.split()
-        if len(parts) != 2:
-            continue
-        try:
-            out.append((float(parts[0]), int(parts[1])))
-        except ValueError:
-            continue
+        with suppress(ValueError):  # not two numbers
+            seconds, total = line.split()
+            out.append((float(seconds), int(total)))
     return out
 
 
