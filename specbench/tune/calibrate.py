@@ -259,6 +259,14 @@ class Calibrated:
         """The first model's reason its costs cannot be right (``PassCosts.impossible``), or None."""
         return next((why for m in self.calibration.models if (why := m.impossible())), None)
 
+    def refusal(self, busy: list[str]) -> str | None:
+        """Why this calibration must not be cached for later runs (a busy machine, impossible costs), or
+        None. Tune itself still uses it: it is the best measure of this moment there is."""
+        if busy:
+            return f"the machine was busy while it was measured ({busy[0]})"
+        why = self.impossible()
+        return f"its pass costs cannot be right ({why}); measure it again on a quiet machine" if why else None
+
 
 def calibrate(
     build: BuildInfo,

@@ -51,15 +51,7 @@ from specbench.tune.budget import (
     per_run,
     plan_calibration,
 )
-from specbench.tune.calibrate import (
-    Calibrated,
-    CalibrationTimeout,
-    bench_depth,
-    calibrate,
-    depth_note,
-    pass_sizes,
-    store,
-)
+from specbench.tune.calibrate import CalibrationTimeout, bench_depth, calibrate, depth_note, pass_sizes, store
 from specbench.tune.candidates import Candidate, Setting, candidates, first_round, predict
 from specbench.tune.rounds import draft_rows, invocations, kv_depth, nothing_measured, round_config
 from specbench.tune.setup import bench_options, choose_options, pick_pair, tune_config, tuned_draft
@@ -149,15 +141,6 @@ def _look(manifest: Manifest, phase: str) -> list[str]:
     snap = noise.snapshot(phase, now_iso(), idle=True)
     noise.record(manifest.noise, snap)
     return noise.judge(snap)
-
-
-def cache_refusal(calibrated: Calibrated, busy: list[str]) -> str | None:
-    """Why this calibration must not be cached for later runs (a busy machine, impossible costs), or
-    None. Tune itself still uses it: it is the best measure of this moment there is."""
-    if busy:
-        return f"the machine was busy while it was measured ({busy[0]})"
-    why = calibrated.impossible()
-    return f"its pass costs cannot be right ({why}); measure it again on a quiet machine" if why else None
 
 
 def tune(
@@ -327,7 +310,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     cal = calibrated.calibration
     if calibrated.fresh:
         busy += _look(manifest, "during")
-        refusal = cache_refusal(calibrated, busy)
+        refusal = calibrated.refusal(busy)
         if refusal is None:
             for entry in calibrated.fresh:
                 store(entry)

@@ -5,7 +5,6 @@ import pytest
 
 from specbench.results.calibration import Calibration, PassCosts
 from specbench.tune.calibrate import CachedCosts, Calibrated, cached_costs, store
-from specbench.tune.search import cache_refusal
 
 
 @pytest.fixture(autouse=True)
@@ -68,11 +67,11 @@ def test_a_run_finds_the_entry_of_the_nearest_depth_within_the_tolerance():
 
 def test_a_calibration_from_a_busy_or_impossible_measurement_is_not_cached():
     cal = Calibration(build="b1", depth=300, models=[costs(GOOD, "t"), costs(GOOD, "d")])
-    assert cache_refusal(Calibrated(cal), []) is None
-    why = cache_refusal(Calibrated(cal), ["another benchmark is running (pid 7 llama-server)"])
+    assert Calibrated(cal).refusal([]) is None
+    why = Calibrated(cal).refusal(["another benchmark is running (pid 7 llama-server)"])
     assert why is not None and "busy" in why and "llama-server" in why
     bad = Calibration(build="b1", depth=300, models=[costs(GOOD, "t"), costs(BAD, "d")])
-    why = cache_refusal(Calibrated(bad), [])
+    why = Calibrated(bad).refusal([])
     assert why is not None and "cannot be right" in why and "d:" in why and "quiet machine" in why
     gpu = Calibration(build="b1", depth=300, models=[costs(FLAT, "t", FLAT_SD), costs(GOOD, "d")])
-    assert cache_refusal(Calibrated(gpu), []) is None  # flat within its noise: cached
+    assert Calibrated(gpu).refusal([]) is None  # flat within its noise: cached
