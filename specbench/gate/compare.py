@@ -62,9 +62,9 @@ class CellFigure(BaseModel):
 class MetricResult(BaseModel):
     metric: str
     unit: str
-    cells: list[CellResult]
+    cells: list[CellResult] = []
     figures: list[CellFigure] = []  # per cell, over its prompts: the figure report shows
-    geomean_ratio: float | None  # over the compared cells; None when no cell was compared
+    geomean_ratio: float | None = None  # over the compared cells; None when no cell was compared
     nothing: str | None = None  # why there is nothing to compare: which side has no sample of it
 
     def count(self, status: str) -> int:
@@ -194,7 +194,7 @@ def output_check(base: Side, cur: Side, allow_change: bool = False) -> MetricRes
             why += "" if allow_change else "; --allow-output-change passes it"
         cells.append(CellResult(label=label, prompt_id=key.prompt_id, status=status, reason=why))
     cells.sort(key=lambda r: (r.status != Status.FAIL, natural_order(r.label), natural_order(r.prompt_id)))
-    return MetricResult(metric=OUTPUT, unit="text", cells=cells, geomean_ratio=None)
+    return MetricResult(metric=OUTPUT, unit="text", cells=cells)
 
 
 def _figures(series: dict[CellKey, CellSeries], metric: str) -> dict[tuple[CellKey, str], Figure]:
@@ -290,9 +290,7 @@ def compare(
         ]
         if empty:
             nothing = f"{' and '.join(empty)} has no {METRICS[m].role} sample"
-            results.append(
-                MetricResult(metric=m, unit=METRICS[m].unit, cells=[], geomean_ratio=None, nothing=nothing)
-            )
+            results.append(MetricResult(metric=m, unit=METRICS[m].unit, nothing=nothing))
         else:
             results.append(compare_metric(b, c, m, threshold, alpha))
         results[-1].figures = cell_figures(b, c, m)
@@ -305,6 +303,5 @@ def compare(
     return Comparison(
         baseline_ref=base.ref, current_ref=cur.ref, baseline=base.facts, current=cur.facts,
         threshold=threshold, alpha=alpha, strict=strict, allow_missing=allow_missing, allow_noisy=allow_noisy,
-        differences=shown_differences(base, cur),
-        metrics=results,
+        differences=shown_differences(base, cur), metrics=results,
     )  # fmt: skip

@@ -173,10 +173,9 @@ def decide_throughput(
     low, high, mde = (None, None, None) if interval is None else (x / abs(mb) for x in interval)
     p = _p_value(base, cur, change)
     status = classify(change, low, high, threshold)
-
     mde_text = None if mde is None else f"{mde * 100:.1f}%"
-    shown_low = None if low is None else max(low, -1.0)  # the linear bound can pass -100%; t/s cannot
-    low_text = None if shown_low is None else signed_pct(shown_low)
+    # the linear bound can pass -100%; t/s cannot
+    low_text = None if low is None else signed_pct(max(low, -1.0))
     reason = _reason(status, signed_pct(change), low_text, mde_text, f"{threshold * 100:g}%", p)
     status, reason = _noise(status, reason, d)
     return Decision(status=status, reason=reason, change=change, p_value=p, low=low, high=high, mde=mde, **d)
@@ -194,28 +193,25 @@ def decide_acceptance(
     than ``points`` down fails outright. Above 0 the same rule as t/s, on Welch bounds in points."""
     d = _describe(base, cur)
     change = (d["mean_cur"] - d["mean_base"]) * 100.0
-    p = None
+    shown = f"{change:+.1f} points"
     if temperature > 0:
         interval = welch_interval(base, cur, alpha)
         low, high, mde = (None, None, None) if interval is None else (x * 100.0 for x in interval)
         p = _p_value(base, cur, change)
-    else:
-        low = high = change
-        mde = 0.0
-    status = classify(change, low, high, points)
-
-    def pts(x: float) -> str:
-        return f"{x:+.1f} points"
-
-    mde_text = None if mde is None else f"{mde:.1f} points"
-    if temperature > 0:
-        low_text = None if low is None else pts(low)
-        reason = _reason(status, pts(change), low_text, mde_text, f"{points:g} points", p)
+        status = classify(change, low, high, points)
+        low_text = None if low is None else f"{low:+.1f} points"
+        mde_text = None if mde is None else f"{mde:.1f} points"
+        reason = _reason(status, shown, low_text, mde_text, f"{points:g} points", p)
         status, reason = _noise(status, reason, d)
-    else:
-        where = {Status.FAIL: f"beyond -{points:g}", Status.IMPROVED: f"beyond +{points:g}"}
-        reason = f"{pts(change)}, {where.get(status, f'within ±{points:g}')} (temperature 0: exact)"
-    return Decision(status=status, reason=reason, change=change, p_value=p, low=low, high=high, mde=mde, **d)
+        return Decision(
+            status=status, reason=reason, change=change, p_value=p, low=low, high=high, mde=mde, **d
+        )
+    status = classify(change, change, change, points)  # exact: its bounds are the change itself
+    where = {Status.FAIL: f"beyond -{points:g}", Status.IMPROVED: f"beyond +{points:g}"}
+    reason = f"{shown}, {where.get(status, f'within ±{points:g}')} (temperature 0: exact)"
+    return Decision(
+        status=status, reason=reason, change=change, p_value=None, low=change, high=change, mde=0.0, **d
+    )
 
 
 def _noise(status: Status, reason: str, d: dict) -> tuple[Status, str]:
