@@ -33,11 +33,8 @@ def starved(threads: int, cpu_s: float | None, wall_s: float, load_s: float = 0.
     """Why a process did not get its share of the CPU, or None. Its load phase (``load_s``) runs on
     one thread, so the share is taken over the rest (a quiet 32-token run loads for a third of it)."""
     used = min(threads, cpu_cores())
-    share: float | None
-    if cpu_s is not None and 0 < load_s < wall_s:
-        share = max(cpu_s - load_s, 0.0) / ((wall_s - load_s) * used)
-    else:
-        share = cpu_share(cpu_s, wall_s, threads)
+    loading = load_s if cpu_s is not None and 0 < load_s < wall_s else 0.0
+    share = cpu_share(None if cpu_s is None else max(cpu_s - loading, 0.0), wall_s - loading, threads)
     if share is None or wall_s < MIN_JUDGED_WALL_S or share >= MIN_CPU_SHARE:
         return None
     return (
