@@ -214,16 +214,6 @@ def _expand(tp: Any) -> list[Any]:
     return [tp]
 
 
-def _model_keys(cls: type[BaseModel]) -> set[str]:
-    """The keys a config may write for ``cls``: field names and aliases, not the loader's own fields."""
-    keys = set()
-    for name, field in cls.model_fields.items():
-        if not field.exclude:
-            keys.add(field.alias or name)
-            keys.add(name)
-    return keys
-
-
 def keys_at(model: type[BaseModel], loc: tuple) -> set[str]:
     """The keys allowed at ``loc`` (a pydantic error location) in ``model``: the fields of every model
     that can stand there, through unions, lists and mappings. Empty when ``loc`` leads to no model."""
@@ -243,8 +233,8 @@ def keys_at(model: type[BaseModel], loc: tuple) -> set[str]:
         here = nxt
     found: set[str] = set()
     for tp in (t for h in here for t in _expand(h)):
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            found |= _model_keys(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):  # not the loader's own (excluded) fields
+            found |= {k for n, f in tp.model_fields.items() if not f.exclude for k in (f.alias or n, n)}
     return found
 
 
