@@ -127,19 +127,18 @@ class Config(OptionValues):
             return v
         if not v:
             raise ValueError("must list at least one build (or be one mapping: source, ref, backend, ...)")
-        seen: dict[str, int] = {}
-        for i, build in enumerate(v):
-            if build.label is None:
+        labels = [b.label for b in v]
+        for i, label in enumerate(labels):
+            if label is None:
                 raise ValueError(
                     f"build {i + 1} of {len(v)} has no label; in a list every build needs one "
                     "(e.g. label: base, label: head)"
                 )
-            if build.label in seen:
+            if label in labels[:i]:
                 raise ValueError(
-                    f"builds {seen[build.label] + 1} and {i + 1} are both labelled {build.label!r}; "
+                    f"builds {labels.index(label) + 1} and {i + 1} are both labelled {label!r}; "
                     "give each build its own label"
                 )
-            seen[build.label] = i
         return v
 
     @property
