@@ -54,38 +54,28 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def _check_size(node: yaml.Node, origin: str) -> None:
-    """Refuse a document whose expanded size passes MAX_VALUES, that nests past MAX_DEPTH, or whose
-    alias refers to a node that holds it (a loop): one pass over the nodes, each counted once."""
-    sizes: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[yaml.Node, int, bool]] = [(node, 0, False)]
-    while stack:
-        here, depth, done = stack.pop()
-        key = id(here)
-        if done:
-            on_path.discard(key)
-            sizes[key] = 1 + sum(sizes[id(c)] for c in _children(here))
-            if sizes[key] > MAX_VALUES:
-                raise ConfigError(
-                    f"{origin}: its aliases (*name) expand to over {MAX_VALUES:,} values; a config needs "
-                    "far fewer: write the repeated part out, or use fewer nested aliases"
-                )
-            continue
-        if key in sizes:
-            continue
-        line = here.start_mark.line + 1
-        if key in on_path:
-            raise ConfigError(
-                f"{origin}:{line}: an alias refers to a value that holds it (a loop); remove it"
-            )
-        if depth > MAX_DEPTH:
-            raise ConfigError(
-                f"{origin}:{line}: nested over {MAX_DEPTH} levels deep; a config needs far fewer"
-            )
-        on_path.add(key)
-        stack.append((here, depth, True))
-        stack.extend((c, depth + 1, False) for c in _children(here) if id(c) not in sizes)
+def _check_size(
+    node: yaml.Node, origin: str, sizes: dict[int, int], holding: frozenset[int] = frozenset()
+) -> int:
+    """A node's size once its aliases expand (``sizes``: by node, each counted once); refused past
+    MAX_VALUES, nested past MAX_DEPTH (so this recursion stays shallow), or an alias that refers to a
+    node that holds it (a loop). Children are visited last first: the first error found is the one
+    the loader has always named."""
+    if id(node) in sizes:
+        return sizes[id(node)]
+    line = node.start_mark.line + 1
+    if id(node) in holding:
+        raise ConfigError(f"{origin}:{line}: an alias refers to a value that holds it (a loop); remove it")
+    if len(holding) > MAX_DEPTH:
+        raise ConfigError(f"{origin}:{line}: nested over {MAX_DEPTH} levels deep; a config needs far fewer")
+    inner = holding | {id(node)}
+    size = sizes[id(node)] = 1 + sum(_check_size(c, origin, sizes, inner) for c in reversed(_children(node)))
+    if size > MAX_VALUES:
+        raise ConfigError(
+            f"{origin}: its aliases (*name) expand to over {MAX_VALUES:,} values; a config needs "
+            "far fewer: write the repeated part out, or use fewer nested aliases"
+        )
+    return size
 
 
 def _load(text: str, origin: str, check: bool = False) -> Any:
@@ -95,7 +85,7 @@ def _load(text: str, origin: str, check: bool = False) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_size(node, origin)
+        _check_size(node, origin, {})
         if check:
             _check_duplicates(node, "", origin)
         return loader.construct_document(node)
