@@ -168,13 +168,10 @@ def _build_in(
     tree, backend, args, key, bdir = plan.tree, plan.backend, plan.args, plan.key, plan.build_dir
     started = time.monotonic()
     gen = cmake.generator()
-    wbuild = area / "build"
-    if force and wbuild.exists():
-        shutil.rmtree(wbuild)
+    wbuild, src = area / "build", area / "src"
     cache = wbuild / "CMakeCache.txt"
-    ninja_cache = cache.is_file() and "CMAKE_GENERATOR:INTERNAL=Ninja" in cache.read_text(errors="replace")
-    if cache.is_file() and ninja_cache != bool(gen):
-        shutil.rmtree(wbuild)  # configured with another generator; cmake refuses to switch in place
+    if wbuild.exists() and (force or cache.is_file() and not cmake.cache_fits(cache, src, bool(gen))):
+        shutil.rmtree(wbuild)
     wbuild.mkdir(parents=True, exist_ok=True)
     bdir.mkdir(parents=True, exist_ok=True)
     (bdir / BUILD_JSON).unlink(missing_ok=True)
@@ -186,7 +183,6 @@ def _build_in(
             progress(BuildProgress(phase, msg))
 
     # every tree is compiled from a copy: a user's tree is never written into (``workarea``)
-    src = area / "src"
     note("source", f"{'exporting' if plan.exported else 'copying'} {plan.describe} into {src}")
     if plan.ref is not None:
         entries = commit_entries(plan.ref)
@@ -199,9 +195,6 @@ def _build_in(
             "source",
             f"{supplied}: the tree's CMake runs it but the tree lacks it; llama.cpp's own put in the copy",
         )
-    if cache.is_file() and not cmake.cache_source_is(cache, src):
-        shutil.rmtree(wbuild)  # configured in place by an older specbench: cmake refuses a new -S
-        wbuild.mkdir(parents=True)
     env = workarea.build_env()
     note("configure", f"configuring {plan.describe} ({backend})")
     cmake_exe = shutil.which("cmake") or "cmake"

@@ -44,13 +44,13 @@ class CompileError(BuildError):
         self.log = log
 
 
-def cache_source_is(cache: Path, src: Path) -> bool:
-    """Whether the build folder of ``cache`` (its CMakeCache.txt) was configured from ``src``: cmake
-    refuses another ``-S`` for it."""
-    for line in cache.read_text(errors="replace").splitlines():
-        if line.startswith("CMAKE_HOME_DIRECTORY:"):
-            return Path(line.partition("=")[2].strip()).resolve() == src.resolve()
-    return False
+def cache_fits(cache: Path, src: Path, ninja: bool) -> bool:
+    """Whether the build folder of ``cache`` (its CMakeCache.txt) was configured from ``src`` (not in
+    place by an older specbench) with Ninja or not as asked: cmake refuses another ``-S`` or generator."""
+    text = cache.read_text(errors="replace")
+    home = re.search(r"^CMAKE_HOME_DIRECTORY:\w+=(.*)$", text, re.M)
+    same_home = home is not None and Path(home[1].strip()).resolve() == src.resolve()
+    return same_home and ("CMAKE_GENERATOR:INTERNAL=Ninja" in text) == ninja
 
 
 def request_codemodel(build_dir: Path) -> None:

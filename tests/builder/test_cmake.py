@@ -2,7 +2,7 @@
 
 import sys
 
-from specbench.builder.cmake import error_lines, parse_step, stream_step
+from specbench.builder.cmake import cache_fits, error_lines, parse_step, stream_step
 
 
 def test_cmake_errors_keep_their_message():
@@ -33,3 +33,14 @@ def test_a_build_step_gets_no_secret_and_the_c_locale(tmp_path, monkeypatch):
     assert stream_step([sys.executable, "-c", show], log, None, "build") == 0
     text = log.read_text()
     assert "buildSECRET" not in text and "('LC_ALL', 'C')" in text and "NINJA_STATUS" in text
+
+
+def test_a_build_folder_is_reused_only_from_the_same_source_and_generator(tmp_path):
+    """cmake refuses another -S or generator for a configured folder: the build wipes it first."""
+    src, cache = tmp_path / "src", tmp_path / "CMakeCache.txt"
+    cache.write_text(f"CMAKE_GENERATOR:INTERNAL=Ninja\nCMAKE_HOME_DIRECTORY:INTERNAL={src}\n")
+    assert cache_fits(cache, src, ninja=True)
+    assert not cache_fits(cache, src, ninja=False)  # Ninja gone from PATH since
+    assert not cache_fits(cache, tmp_path / "tree", ninja=True)  # configured in place by an older specbench
+    cache.write_text("CMAKE_GENERATOR:INTERNAL=Unix Makefiles\n")
+    assert not cache_fits(cache, src, ninja=False)  # no source recorded
