@@ -81,10 +81,6 @@ class TensorInfo:
         return math.prod(self.shape)
 
     @property
-    def type_name(self) -> str:
-        return quant_type_name(self.type)
-
-    @property
     def n_bytes(self) -> int:
         try:
             block, size = GGML_QUANT_SIZES[GGMLQuantizationType(self.type)]
@@ -120,7 +116,7 @@ class GGUFHeader:
         total = sum(t.n_bytes for t in self.tensors) or 1
         by = Counter[str]()
         for t in self.tensors:
-            by[t.type_name] += t.n_bytes
+            by[quant_type_name(t.type)] += t.n_bytes
         return {k: v / total for k, v in by.most_common()}
 
 
@@ -224,16 +220,6 @@ def parse_header(src: ByteSource) -> GGUFHeader:
     align = int(kv.get("general.alignment", 32) or 32)
     data_offset = -(-cur.pos // align) * align
     return GGUFHeader(version, kv, tensors, data_offset, tokens)
-
-
-def read_header(src: ByteSource, where: str) -> GGUFHeader:
-    """``parse_header`` with its failures as one-line ModelErrors naming ``where``."""
-    try:
-        return parse_header(src)
-    except ShortRead as exc:
-        raise ModelError(f"{where} is truncated: it ends inside its GGUF header") from exc
-    except (ValueError, struct.error, OverflowError) as exc:
-        raise ModelError(f"{where}: {str(exc).splitlines()[0][:160]}") from exc
 
 
 @lru_cache(maxsize=16)

@@ -8,12 +8,13 @@ huggingface_hub's session, so HF_ENDPOINT and HF_TOKEN apply as for downloads).
 from __future__ import annotations
 
 import fnmatch
+import struct
 from dataclasses import dataclass, field
 
 from specbench.base.errors import ModelError
 from specbench.models import hf
 from specbench.models.gguffile import shard_names, split_name
-from specbench.models.ggufheader import GGUFHeader, ShortRead, read_header
+from specbench.models.ggufheader import GGUFHeader, ShortRead, parse_header
 from specbench.models.spec import HfSource, hub_source
 
 FIRST_CHUNK = 512 * 1024  # bytes asked for first; each next contiguous read asks for twice as many,
@@ -145,9 +146,11 @@ def read_remote_header(model: RemoteGGUF) -> RemoteHeader:
         src = RangeSource(url, build_hf_headers(token=hf._token()), size)
         where = f"{model.repo}/{name}"
         try:
-            header = read_header(src, where)
-        except ModelError:
-            raise
+            header = parse_header(src)
+        except ShortRead as exc:
+            raise ModelError(f"{where} is truncated: it ends inside its GGUF header") from exc
+        except (ValueError, struct.error, OverflowError) as exc:  # not GGUF, no Range support, too big
+            raise ModelError(f"{where}: {str(exc).splitlines()[0][:160]}") from exc
         except Exception as exc:
             raise hf._hub_error(
                 HfSource.model_construct(repo=model.repo, file=name, revision=model.revision), exc
