@@ -41,7 +41,7 @@ def run_builds(
     adding rounds while the gate leaves a cell undecided (``open_``), up to ``max_repetitions`` or
     ``budget_s``, as Pinpoint does. ``resume_hint``: the options that continue it (``--out DIR``)."""
     from specbench.cli.common import resume_command
-    from specbench.execute import benchmark, resumecheck
+    from specbench.execute import benchmark
     from specbench.gate.ab import undecided_samples
     from specbench.results.folder import has_manifest
 
@@ -52,7 +52,7 @@ def run_builds(
 
     def checks() -> None:  # another run's folder (or these builds at other refs): refused before building
         if resume:
-            resumecheck.check_resume_config(run_dir, cfg)
+            benchmark.check_resume_config(run_dir, cfg)
 
     prepared = session.prepare(cfg, checks, roles=roles_read(metrics))
     say_notes(round_notes(prepared.plan.notes, cfg, budget_s))  # before the first sample, as `run` does

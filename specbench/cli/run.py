@@ -187,7 +187,7 @@ def run(
     """Run a benchmark sweep: baseline vs speculative, every sample kept under results/."""
     from specbench.analysis.report import closing_report, nothing_measured
     from specbench.base.errors import InputError, RunError, SpecbenchError
-    from specbench.execute import benchmark, preparation, resumecheck
+    from specbench.execute import benchmark, preparation
     from specbench.gate.historydb import record_run
     from specbench.tune.calibrate import reuse_calibration
 
@@ -223,7 +223,7 @@ def run(
 
     def checks() -> None:  # another machine: refuse before building
         if resume is not None:
-            resumecheck.check_resume_machine(run_dir, force)
+            benchmark.check_resume_machine(run_dir, force)
 
     prepared = session.prepare(cfg, checks, shard=part)
     say_notes(prepared.plan.notes)  # before the first sample: a real run says what its dry run says
@@ -264,14 +264,14 @@ def run(
 def _shard(text: str | None, resume: Path | None, cells: str | None = None) -> Any:
     """The shard to run: --shard, the resumed run's own, or a Slurm array task's."""
     from specbench.base.errors import InputError
-    from specbench.execute import resumecheck
+    from specbench.execute import benchmark
     from specbench.plan.shards import parse_shard, shard_from_env, with_cells
 
     if cells is not None and text is None and resume is None and shard_from_env() is None:
         raise InputError("--shard-cells goes with --shard I/N (the matrix entry's shard and cells)")
     asked = parse_shard(text) if text is not None else None
     if resume is not None:
-        kept = resumecheck.resumed_shard(resume)
+        kept = benchmark.resumed_shard(resume)
         if asked is not None and asked != kept:
             raise InputError(
                 f"{resume} measures shard {kept.label if kept else 'none (the whole plan)'}; "

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from specbench.base.errors import RunError
-from specbench.execute import resumecheck
+from specbench.execute import benchmark
 from specbench.results.manifest import FORMAT_VERSION
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
@@ -70,15 +70,15 @@ def test_force_resumes_elsewhere_and_the_manifest_says_so(tmp_path):
     run = _copy(tmp_path, **_here(**{"env.hostname": "elsewhere"}))
     manifest = load_manifest(run)
     with pytest.raises(RunError, match="hostname elsewhere, here"):
-        resumecheck.check_resume_machine(run, force=False)
-    resumecheck.check_resume_machine(run, force=True)  # the early check lets it through
-    resumecheck.check_same_machine(manifest, run, force=True)  # run_benchmark's records it
+        benchmark.check_resume_machine(run, force=False)
+    benchmark.check_resume_machine(run, force=True)  # the early check lets it through
+    benchmark.check_same_machine(manifest, run, force=True)  # run_benchmark's records it
     assert manifest.other_machines == [f"hostname elsewhere, here {platform.node()}"]
 
 
 def test_the_same_machine_resumes_without_force(tmp_path):
     run = _copy(tmp_path, **_here())
-    resumecheck.check_resume_machine(run, force=False)
+    benchmark.check_resume_machine(run, force=False)
 
 
 def test_resume_refuses_a_tune_folder_and_report_does_not_suggest_it(tmp_path):
