@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from specbench.analysis.figures import SLOWER, number, pick_best, slower, standing_text
 from specbench.gate.history import span_free
 from specbench.publish.folders import AbRun, BisectRun, Folders, reproduce
-from specbench.publish.series import SETTING_AXES, THRESHOLD, Point, Series
+from specbench.publish.series import THRESHOLD, Point, Series
 from specbench.publish.svg import Marker, axis, color, sparkline, trend_svg
 from specbench.results import cell
 from specbench.results.metrics import METRICS, site_order
@@ -126,9 +126,8 @@ def ab_markers(folders: Folders, machine: str, pair: str) -> list[Marker]:
 
 
 def _order(s: Series) -> tuple:
-    return tuple(
-        (v is None, v if isinstance(v, int | float) else str(v)) for v in (s.key.get(a) for a in SETTING_AXES)
-    )
+    values = [s.key.get(a) for a in cell.SETTING_FIELDS]
+    return tuple((v is None, v if isinstance(v, int | float) else str(v)) for v in values)
 
 
 def _axis(s: Series, name: str) -> object:
@@ -139,7 +138,7 @@ def _axis(s: Series, name: str) -> object:
 
 def names(shown: list[Series]) -> list[str]:
     """Each series by the settings that differ between the series of one plot (all of them when one)."""
-    varying = [a for a in SETTING_AXES if len({repr(_axis(s, a)) for s in shown}) > 1]
+    varying = [a for a in cell.SETTING_FIELDS if len({repr(_axis(s, a)) for s in shown}) > 1]
     if not varying:
         return [s.setting for s in shown]
     return [

@@ -23,9 +23,6 @@ from specbench.results.metrics import METRICS
 
 THRESHOLD = 0.05  # the gate's default --threshold
 ALPHA = 0.05  # and its default --alpha
-# The cell axes a series is told apart by within one pair and method (shown as its name): every
-# setting axis results/cell.py declares, the llama.cpp options included.
-SETTING_AXES = cell.SETTING_FIELDS
 # how a cell runs at its default (a history id leaves a later axis out there): not worth a word
 _UNSAID = tuple((f, cell.default(f)) for f in cell.RUN_FIELDS)
 
@@ -83,7 +80,7 @@ def _centre(values: list[float], log: bool) -> float:
 
 def _setting(key: dict) -> str:
     parts = []
-    for name in SETTING_AXES:
+    for name in cell.SETTING_FIELDS:  # every setting axis, the llama.cpp options included
         v = key.get(name)
         if v is None or (name, v) in _UNSAID:
             continue
