@@ -39,9 +39,8 @@ def report(
     by: Annotated[By | None, typer.Option("--by", help="Add one row per prompt category.")] = None,
 ) -> None:
     """Aggregate samples into speedup tables and plots; write report.md/.html/.csv/.json and PNGs."""
-    from specbench.analysis.render import table
+    from specbench.analysis.render import csv_text, html, json_text, markdown, table, write_report
     from specbench.analysis.report import build_report, latest_run
-    from specbench.analysis.reportfiles import csv_text, html, json_text, markdown, write_report
 
     check_paths(*(("run folder", path) for path in run_dirs or []), ("--out", out))
     dirs = list(run_dirs) if run_dirs else [latest_run()]

@@ -72,21 +72,17 @@ def _print_estimate(prepared: Any) -> None:
 def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Format.table) -> None:
     """The closing table, as `specbench report` renders it (another ``fmt``: alone on stdout), then
     the closing words: each once, warnings first, at most ``SHOWN`` and a pointer to the rest."""
-    from specbench.analysis.render import table
+    from specbench.analysis import render
 
     if report is not None and fmt != Format.table:
-        from specbench.analysis import reportfiles
-
-        writer = {Format.md: reportfiles.markdown, Format.csv: reportfiles.csv_text}.get(
-            fmt, reportfiles.json_text
-        )
+        writer = {Format.md: render.markdown, Format.csv: render.csv_text}.get(fmt, render.json_text)
         echo(writer(report), nl=False)
     elif report is not None:
         width: int | None
         out, width = console, console.width
         if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"
             out, width = make_console(width=200, no_color=True, highlight=False), None
-        out.print(table(report, width=width))
+        out.print(render.table(report, width=width))
     say(f"results: {summary.run_dir}", err=fmt != Format.table)
     from specbench.analysis.caveats import SHOWN, Severity
     from specbench.analysis.report import closing_caveats

@@ -184,8 +184,8 @@ def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: d
 
 
 def _report_html(run_dir: Path) -> str:
+    from specbench.analysis.render import html
     from specbench.analysis.report import build_report
-    from specbench.analysis.reportfiles import html
 
     return html(build_report([run_dir]))
 

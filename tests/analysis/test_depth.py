@@ -8,8 +8,8 @@ import json
 import pytest
 
 from specbench.analysis.depth import DepthCurve, DepthPoint, depth_curves
+from specbench.analysis.render import write_report
 from specbench.analysis.report import build_report
-from specbench.analysis.reportfiles import write_report
 from specbench.parse.process import ParsedLog
 from specbench.results.records import Generation, Sample
 from specbench.results.samplelog import append_sample

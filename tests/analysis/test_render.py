@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from specbench.analysis import render, reportfiles
+from specbench.analysis import render
 from specbench.analysis.cells import CONTRACT_KEYS
 from specbench.analysis.report import build_report
 from tests.helpers.reports import NGL, QUICK
@@ -22,7 +22,7 @@ def report():
 
 @pytest.fixture(scope="module")
 def files(report, tmp_path_factory):
-    return reportfiles.write_report(report, tmp_path_factory.mktemp("out"), by_category=True)
+    return render.write_report(report, tmp_path_factory.mktemp("out"), by_category=True)
 
 
 def test_markdown_table_rows_best_and_images(report, files):
@@ -35,12 +35,12 @@ def test_markdown_table_rows_best_and_images(report, files):
         assert f"]({png.name})" in text
     for note in report.notes:
         assert note in text
-    assert len(text) < reportfiles.MD_LIMIT
+    assert len(text) < render.MD_LIMIT
 
 
 def test_markdown_leaves_rows_to_csv_when_too_long(report):
-    full = reportfiles.markdown(report, by_category=True)
-    short = reportfiles.markdown(report, by_category=True, limit=len(full) - 200)
+    full = render.markdown(report, by_category=True)
+    short = render.markdown(report, by_category=True, limit=len(full) - 200)
     assert len(short) <= len(full) - 200
     assert "more rows in report.csv" in short
 
@@ -103,7 +103,7 @@ def test_csv_integer_columns_stay_integers():
     """An n-gram row has no draft_max: the column must still read 4, not 4.0 (issue 16)."""
     import csv
 
-    rows = list(csv.DictReader(io.StringIO(reportfiles.csv_text(build_report([QUICK])))))
+    rows = list(csv.DictReader(io.StringIO(render.csv_text(build_report([QUICK])))))
     assert {r["draft_max"] for r in rows} >= {"4", ""} and all("." not in r["draft_max"] for r in rows)
     assert all(r["n"].isdigit() for r in rows)
 

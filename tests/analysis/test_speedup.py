@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from specbench.analysis.figures import Pair, paired_speedup
+from specbench.analysis.render import json_text, markdown
 from specbench.analysis.report import build_report
-from specbench.analysis.reportfiles import json_text, markdown
 from specbench.base.stats import MIN_PAIRS, hodges_lehmann
 
 # a slow prompt (the method barely helps: a summary) and a fast one (code it copies), 40 t/s baselines

@@ -147,8 +147,8 @@ def test_tune_prints_json_with_the_one_format_option_too(tmp_path):
 def test_run_s_closing_table_in_another_format_is_the_report_s_alone_on_stdout(tmp_path, capsys, fmt):
     from types import SimpleNamespace
 
+    from specbench.analysis.render import csv_text, json_text, markdown
     from specbench.analysis.report import build_report
-    from specbench.analysis.reportfiles import csv_text, json_text, markdown
     from specbench.cli.run import _print_summary
 
     run = make_run(tmp_path, "run1", BASE, SPEC)
