@@ -23,6 +23,24 @@ class Generation(BaseModel):
     ctx_size: int = 2048
 
 
+class ServerTimings(BaseModel):
+    """llama-server's per-request ``timings`` (draft_n / draft_n_accepted only when it drafted)."""
+
+    model_config = ConfigDict(extra="allow")  # a newer server's extra fields are kept, not refused
+
+    cache_n: int | None = None
+    prompt_n: int | None = None
+    prompt_ms: float | None = None
+    prompt_per_token_ms: float | None = None
+    prompt_per_second: float | None = None
+    predicted_n: int | None = None
+    predicted_ms: float | None = None
+    predicted_per_token_ms: float | None = None
+    predicted_per_second: float | None = None
+    draft_n: int | None = None
+    draft_n_accepted: int | None = None
+
+
 class Measurement(Cell):
     """What one invocation measures: the identity a planned Invocation and its stored Sample share."""
 
@@ -82,27 +100,6 @@ class Sample(Measurement):
     cpu_threads: int | None = None
     load_1m: float | None = None
     reruns: int = 0
-
-
-class ServerTimings(BaseModel):
-    """llama-server's per-request ``timings`` (draft_n / draft_n_accepted only when it drafted)."""
-
-    model_config = ConfigDict(extra="allow")  # a newer server's extra fields are kept, not refused
-
-    cache_n: int | None = None
-    prompt_n: int | None = None
-    prompt_ms: float | None = None
-    prompt_per_token_ms: float | None = None
-    prompt_per_second: float | None = None
-    predicted_n: int | None = None
-    predicted_ms: float | None = None
-    predicted_per_token_ms: float | None = None
-    predicted_per_second: float | None = None
-    draft_n: int | None = None
-    draft_n_accepted: int | None = None
-
-
-Sample.model_rebuild()
 
 
 # A stored sample's own figures (a hand-edited log may hold NaN or negatives; ``metrics`` may be inf
