@@ -151,7 +151,7 @@ def is_hub_name(arg: str) -> bool:
     return len(parts) >= 2 and all(parts) and not arg.startswith((".", "/", "~"))
 
 
-def models_of(arg: str, cfg: Config | None, build: BuildInfo | None, kind: str | None = None) -> list[Judged]:
+def models_of(arg: str, cfg: Config | None, build: BuildInfo | None) -> list[Judged]:
     """The GGUF models an argument names: a config's model, a local file (or a folder of them), a
     Hub ``repo/file`` or a whole repo."""
     if cfg is not None and arg in cfg.models:
@@ -159,13 +159,11 @@ def models_of(arg: str, cfg: Config | None, build: BuildInfo | None, kind: str |
     path = Path(arg).expanduser()
     if path.is_dir():
         files = sorted(p for p in path.glob("*.gguf") if shard_paths(p)[0] == p)
-        return [_local(p, kind or "local") for p in files] or [
-            _refused(arg, "local", f"{arg} holds no .gguf file")
-        ]
+        return [_local(p, "local") for p in files] or [_refused(arg, "local", f"{arg} holds no .gguf file")]
     if path.exists() or not is_hub_name(arg):
-        return [_local(path, kind or "local")]
+        return [_local(path, "local")]
     parts = arg.split("/")  # owner/repo, then the file's path in it (none: every GGUF of the repo)
-    return _repo_models("/".join(parts[:2]), "/".join(parts[2:]) or None, kind or "hub")
+    return _repo_models("/".join(parts[:2]), "/".join(parts[2:]) or None, "hub")
 
 
 def config_model(name: str, spec: ModelSpec, cfg: Config, build: BuildInfo | None) -> Judged:
@@ -183,7 +181,7 @@ def config_model(name: str, spec: ModelSpec, cfg: Config, build: BuildInfo | Non
         return found[0]
     try:
         model = resolve_models(cfg.models, cfg.base_dir, build, only=[name])[name]
-    except (ModelError, SpecbenchError) as exc:
+    except SpecbenchError as exc:  # a ModelError, or the config's own
         return _refused(name, "config", str(exc))
     return _local(model.path, "config", name)
 
