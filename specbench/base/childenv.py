@@ -8,8 +8,7 @@ import re
 
 from specbench.base.redact import redact
 
-# Environment variables that hold credentials; llama.cpp needs none of them (specbench downloads).
-SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_TOKEN", "HUGGINGFACE_TOKEN")
+# Environment variables that hold credentials (HF_TOKEN...): llama.cpp needs none (specbench downloads).
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_API_KEY$|_ACCESS_KEY", re.IGNORECASE)
 
 
@@ -30,9 +29,7 @@ def unpassable(text: str) -> str | None:
 
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """``base`` (default: our environment) minus secrets, with ``LC_ALL=C``."""
-    env = dict(os.environ if base is None else base)
-    for name in [*SECRET_ENV, *(n for n in env if _SECRET_NAME.search(n))]:
-        env.pop(name, None)
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not _SECRET_NAME.search(k)}
     env["LC_ALL"] = "C"
     return env
 
