@@ -151,7 +151,8 @@ def make_plan(
     if not completion.flags.no_conversation and completion.name == "llama-cli":
         notes.append("llama-cli of this build has no -no-cnv; it is run with stdin closed")
 
-    first = next(iter(baseline_groups(cells).values()), None)
+    groups = baseline_groups(cells)
+    first = next(iter(groups.values()), None)
     sentinel = None
     if first is not None and not config.sentinel:
         notes.append(
@@ -167,9 +168,8 @@ def make_plan(
         sentinel = alone.alone("sentinel", reference, by_target[first[0].model][0], 0)
         sentinel = with_workarounds([sentinel], builds)[0]  # it runs the build's binary as samples do
     if config.runner == "server":
-        servers = {b: builds[b].binary("server") for b in labels}
         notes += workaround_notes(builds)
-        plan = server_plan(config, servers, models, targets, by_target, cells, notes, reps, deep)
+        plan = server_plan(config, specs, models, targets, by_target, cells, notes, reps, deep)  # servers
         _check_free_args(config, plan.invocations, builds)
         plan.invocations = with_workarounds(plan.invocations, builds)
         on = [{"runner": "server", PARALLEL.key: n} for n in config.sweep.parallel]  # as serverplan expands
@@ -180,7 +180,6 @@ def make_plan(
     if chosen.threads is not None:  # duet: each side on half the CPUs, with half the threads
         config = _with_generation(config, threads=chosen.threads)
     make = {b: _Factory(config, builds[b].binary("completion"), specs[b], models, deep) for b in labels}
-    groups = baseline_groups(cells)
     measured: list[Invocation] = []
     for rep in range(reps):
         order = build_order(labels, rep)
