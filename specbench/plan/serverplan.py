@@ -43,10 +43,8 @@ RAM_CACHE_ABSENT = "absent"
 def ram_cache(server: BinaryInfo) -> tuple[list[str], str]:
     """The arguments that turn off ``server``'s prompt cache in RAM, where it has one, and the record."""
     f = server.flags
-    if f.cache_ram:
-        return [f.cache_ram, "0"], RAM_CACHE_OFF
-    if f.known is None:
-        return ["--cache-ram", "0"], RAM_CACHE_OFF
+    if f.cache_ram or f.known is None:  # a build probed before specbench read options: the pin's
+        return [f.cache_ram or "--cache-ram", "0"], RAM_CACHE_OFF
     return [], RAM_CACHE_ABSENT
 
 
