@@ -4,6 +4,7 @@ the process plan (``sweep``) and the server plan (``serverplan``) build these, s
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -116,15 +117,13 @@ class Plan(BaseModel):
 
     def describe(self, max_prompt_chars: int | None = None, limit: int | None = None) -> list[str]:
         """Lines for ``--dry-run``: a summary, the notes, each invocation's label and command."""
-        n_spec = sum(i.role == "speculative" for i in self.measured)
+        roles = Counter(i.role for i in self.measured)
         lines = [
-            f"# {len(self.invocations)} invocations: {len(self.warmups)} warmups, "
-            f"{sum(i.role == 'baseline' for i in self.measured)} baseline, {n_spec} speculative, "
-            f"{sum(i.role == 'draft' for i in self.measured)} draft-alone"
+            f"# {len(self.invocations)} invocations: {len(self.warmups)} warmups, {roles['baseline']} "
+            f"baseline, {roles['speculative']} speculative, {roles['draft']} draft-alone"
         ]
-        after = sum(i.role == AFTER for i in self.measured)
-        if after:
-            lines[0] += f", {after} baseline again after the speculative servers"
+        if roles[AFTER]:
+            lines[0] += f", {roles[AFTER]} baseline again after the speculative servers"
         lines += [f"# note: {n}" for n in self.notes]
         if self.sentinel is not None:
             lines.append("# speed sentinel (at the start, at intervals, at the end):")
@@ -137,15 +136,13 @@ class Plan(BaseModel):
                 )
                 break
             if inv.request is None:
-                lines.append(f"# {inv.label()}")
-                lines.append(inv.command_line(max_prompt_chars))
+                lines += [f"# {inv.label()}", inv.command_line(max_prompt_chars)]
                 continue
             if inv.argv != server:
                 server = inv.argv
                 warm = self.server_warmup
                 warmups = f"{warm} warmup request{'s' if warm > 1 else ''} per start" if warm else "no warmup"
-                lines.append(f"# server ({inv.parallel} slot(s), {warmups}):")
-                lines.append(inv.command_line())
+                lines += [f"# server ({inv.parallel} slot(s), {warmups}):", inv.command_line()]
             body = inv.request.body()
             if max_prompt_chars is not None and len(inv.request.prompt) > max_prompt_chars:
                 body["prompt"] = inv.request.prompt[:max_prompt_chars] + "..."
