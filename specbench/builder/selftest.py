@@ -154,14 +154,8 @@ def speculative_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]
 CUT_SHORT = "exit 0; llama.cpp's log ended before its statistics (a run this short often exits first)"
 
 
-def decode(
-    binary: BinaryInfo, model: Path, wtype: str, ngl: int, extra: list[str], facts: CrashFacts
-) -> TypeCheck:
-    """Decode a few tokens; ok is exit 0 (a crash is a signal, a refusal an exit code)."""
-    return _decode_once(binary, decode_argv(binary, model, ngl, extra), wtype, facts)
-
-
-def _decode_once(binary: BinaryInfo, argv: list[str], wtype: str, facts: CrashFacts) -> TypeCheck:
+def decode(binary: BinaryInfo, argv: list[str], wtype: str, facts: CrashFacts) -> TypeCheck:
+    """Run ``argv``, a few tokens decoded; ok is exit 0 (a crash is a signal, a refusal an exit code)."""
     start = time.monotonic()
     # in a folder of its own: an older llama.cpp writes main.log where it runs, never the user's folder
     with (
@@ -230,18 +224,18 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
         if model is None:
             record.checks.append(TypeCheck(wtype=wtype, outcome="skipped", reason=why))
             continue
-        check = decode(completion, model, wtype, ngl, [], facts)
+        record.command = decode_argv(completion, model, ngl, [])
+        check = decode(completion, record.command, wtype, facts)
         if say:
             say(f"{wtype}: {_said(check)}")
         record.checks.append(check)
-        record.command = decode_argv(completion, model, ngl, [])
     cure = spelled(REPACK_OFF, completion)  # as every launch site spells it (builder.workaround)
     flag = " ".join(cure)
     broken = [c for c in record.checks if c.outcome == "crashed"]
     if broken and cure:
         for c in broken:
-            model = tiny_models_dir() / f"tiny-{c.wtype}.gguf"
-            c.workaround_outcome = decode(completion, model, c.wtype, ngl, cure, facts).outcome
+            argv = decode_argv(completion, tiny_models_dir() / f"tiny-{c.wtype}.gguf", ngl, cure)
+            c.workaround_outcome = decode(completion, argv, c.wtype, facts).outcome
             if say:
                 say(f"{c.wtype} with {flag}: {c.workaround_outcome}")
         if all(c.workaround_outcome == "ok" for c in broken):
@@ -266,7 +260,7 @@ def speculative_checks(
     for role in (r for r in buildinfo.SPECULATIVE_ROLES if r in info.binaries):
         spec = info.binaries[role]
         extra = spelled(REPACK_OFF, spec) if cure else []  # as every run of the build gets it
-        checks[role] = _decode_once(spec, speculative_argv(spec, tiny_f32(), ngl, extra), "F32", facts)
+        checks[role] = decode(spec, speculative_argv(spec, tiny_f32(), ngl, extra), "F32", facts)
         if say:
             say(f"{spec.name} with a draft model: {_said(checks[role])}")
     return checks
