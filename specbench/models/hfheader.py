@@ -130,7 +130,6 @@ class RemoteHeader:
     header: GGUFHeader
     parameter_count: int  # over every shard
     bytes_read: int
-    ranges: list[tuple[int, int]]
 
 
 def read_remote_header(model: RemoteGGUF) -> RemoteHeader:
@@ -140,7 +139,7 @@ def read_remote_header(model: RemoteGGUF) -> RemoteHeader:
     from huggingface_hub.utils import build_hf_headers
 
     first: GGUFHeader | None = None
-    params, read, ranges = 0, 0, []
+    params = read = 0
     for name, size in zip(model.files, model.sizes, strict=True):
         url = hf_hub_url(model.repo, name, revision=model.revision, endpoint=hf._endpoint())
         src = RangeSource(url, build_hf_headers(token=hf._token()), size)
@@ -155,9 +154,7 @@ def read_remote_header(model: RemoteGGUF) -> RemoteHeader:
             raise hf._hub_error(
                 HfSource.model_construct(repo=model.repo, file=name, revision=model.revision), exc
             ) from None
-        finally:
-            read += src.bytes_read
-            ranges += src.ranges
+        read += src.bytes_read
         if src.size is not None and header.data_end > src.size:
             raise ModelError(
                 f"{where} is truncated: its tensors need {header.data_end} bytes but the file has {src.size}"
@@ -165,4 +162,4 @@ def read_remote_header(model: RemoteGGUF) -> RemoteHeader:
         params += sum(t.n_elements for t in header.tensors)
         first = first or header
     assert first is not None
-    return RemoteHeader(first, params, read, ranges)
+    return RemoteHeader(first, params, read)

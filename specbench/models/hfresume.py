@@ -70,7 +70,6 @@ def download(
             return part
         except (httpx2.TransportError, httpx2.StreamError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            continue
     if size is not None and part.exists() and part.stat().st_size >= size:
         return part
     raise TransferBroken(reason, part.stat().st_size if part.exists() else 0)
