@@ -176,13 +176,6 @@ def _run(path: Path, arg: str, command: Sequence[str] = ()) -> subprocess.Comple
         raise BuildError(f"cannot run {path}: {exc}; rebuild with `specbench build --force`") from exc
 
 
-def binary_version(path: Path) -> str:
-    """The binary's ``version: N (sha)`` and ``built with`` lines; '' for binaries without --version."""
-    result = _run(path, "--version")
-    lines = (result.stdout + result.stderr).strip().splitlines()
-    return "\n".join(ln for ln in lines if ln.startswith(("version:", "built with")))
-
-
 # Raised whenever the probe learns to read something new, so a cached build.json is re-probed (not
 # rebuilt); a new key in specbench.base.llamaopts needs no raise: build.json records the keys probed.
 PROBE_VERSION = 7
@@ -213,6 +206,9 @@ def probe_binary(role: str, path: Path, command: Sequence[str] = ()) -> BinaryIn
             f"{path} --help was killed by signal {-result.returncode}; rebuild with `specbench build --force`"
         )
     text = result.stdout + "\n" + result.stderr
+    said = _run(path, "--version")  # ``version: N (sha)`` and ``built with``; none from older binaries
+    lines = (said.stdout + said.stderr).strip().splitlines()
+    version = "\n".join(ln for ln in lines if ln.startswith(("version:", "built with")))
     name = " ".join([path.name, *command])
-    return BinaryInfo(role=role, name=name, path=str(path), version=binary_version(path),
+    return BinaryInfo(role=role, name=name, path=str(path), version=version,
                       flags=flags_from_help(text), command=list(command))  # fmt: skip
