@@ -1,19 +1,32 @@
 """The whole of ``specbench run`` as library calls: a ``Prepared`` run -> execute -> summary. The
 CLI only renders what these return. A resume must match the config, the machine and the shard it
 was begun with: checked before anything is built or fetched, and again by ``run_benchmark``.
+
+The speed sentinel's reading (``specbench.machine.speed.Sentinel`` decides when) is ``Plan.sentinel``
+run by the process executor into ``<run>/sentinel/raw/`` and judged like a sample; the run's samples
+tell the sentinel how long a pair spans and, at the end, the baseline windows.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specbench.base.errors import RunError
+from specbench.base.formats import now_iso
+from specbench.execute.executor import ProcessExecutor
+from specbench.execute.judge import judge
 from specbench.execute.preparation import Prepared
 from specbench.execute.runner import ProgressFn, execute, prepare_run_dir
+from specbench.machine.speed import Sentinel, SpeedRecord
 from specbench.models.spec import ResolvedModel
+from specbench.results.bracket import baseline_windows
+from specbench.results.cell import baseline_of
 from specbench.results.folder import has_manifest, has_samples, make_run_id
 from specbench.results.manifest import Manifest, machine_differences
 from specbench.results.manifestfile import load_manifest
@@ -22,7 +35,7 @@ from specbench.results.samplelog import load_samples
 if TYPE_CHECKING:
     from specbench.execute.adaptive import AdaptivePlan
     from specbench.plan.config import Config
-    from specbench.plan.invocation import Plan
+    from specbench.plan.invocation import Invocation, Plan
     from specbench.plan.shards import Shard
     from specbench.results.records import Sample
 
@@ -134,7 +147,6 @@ def run_benchmark(
     another machine.
     """
     from specbench.execute.builds import check_same_builds
-    from specbench.execute.reference import sentinel as make_sentinel
     from specbench.machine.noise import NoiseWatch
 
     prepare_run_dir(run_dir, resume)
@@ -157,8 +169,8 @@ def run_benchmark(
     # a resume with every planned sample recorded (and no later round to plan) reads no speed
     nothing_left = recorded is not None and not cfg.auto_repetitions and not plan.left(done)
     reference = None if nothing_left else plan.sentinel
-    sentinel = make_sentinel(reference, run_dir, speed, cfg.precision, manifest.run_id, off=not cfg.sentinel)
-    watch = NoiseWatch(manifest.noise, strict, sentinel=sentinel)
+    reading = sentinel(reference, run_dir, speed, cfg.precision, manifest.run_id, off=not cfg.sentinel)
+    watch = NoiseWatch(manifest.noise, strict, sentinel=reading)
     watch.check("before")  # --strict refuses before anything is written
     if cfg.auto_repetitions or undecided is not None:
         adaptive = _adaptive(prepared, budget_s is not None)
@@ -276,3 +288,62 @@ def check_same_config(manifest: Manifest, config: Config, run_dir: Path) -> None
             f"{run_dir} was run with a different config ({', '.join(differ)} differ); resume it without "
             f"CONFIG and --set (`specbench run --resume {run_dir}` takes the config from its manifest)"
         )
+
+
+FOLDER = "sentinel"
+
+
+def sentinel(
+    inv: Invocation | None,
+    run_dir: Path,
+    record: SpeedRecord,
+    precision: float,
+    run_id: str = "",
+    off: bool = False,
+) -> Sentinel:
+    """The run's sentinel: ``inv`` its reference (None: a plan without a baseline, no readings)."""
+    executor = ProcessExecutor()
+
+    def measure(index: int) -> tuple[float | None, str | None, float | None]:
+        assert inv is not None
+        folder = run_dir / FOLDER
+        (folder / "raw").mkdir(parents=True, exist_ok=True)
+        outcome = executor.run([(index, inv)], folder)[0]
+        sample = judge(inv, outcome, run_id, now_iso()).sample
+        tps = sample.tps if sample.status == "ok" else None
+        return tps, None if tps is not None else (sample.invalid_reason or sample.status), sample.span_s
+
+    def pairs(speed: SpeedRecord, phase: str) -> None:
+        if has_samples(run_dir):
+            samples = load_samples(run_dir)
+            speed.pair_s = pair_span_s(samples)
+            if phase == "after":
+                speed.windows = baseline_windows(samples)
+
+    reference = f"{inv.model} alone, {inv.generation.n_predict} tokens of {inv.prompt_id}" if inv else None
+    return Sentinel(measure if inv is not None else None, record, precision, reference, off, pairs)
+
+
+def pair_span_s(samples: Sequence[Sample]) -> float | None:
+    """How long one pair of the run spans, the median over its pairs (first start to last end): the
+    builds' samples of one cell, prompt and repetition, and each speculative sample with its
+    baseline (``machine.speed.within_pair``). None: no pair measured yet."""
+    groups: dict[tuple, list[tuple[float, float]]] = {}
+    baselines: dict[tuple, tuple[float, float]] = {}
+    speculative: list[tuple[tuple, tuple[float, float]]] = []
+    for s in samples:
+        try:
+            start = datetime.fromisoformat(s.started_at).timestamp()
+        except ValueError:
+            continue
+        span = (start, start + s.wall_s)
+        groups.setdefault(s.model_copy(update={"build": None}).sample_key(), []).append(span)
+        key = (baseline_of(s), s.prompt_id, s.repetition)
+        if s.role == "baseline":
+            baselines[key] = span
+        elif s.role == "speculative":
+            speculative.append((key, span))
+    pairs = [g for g in groups.values() if len(g) > 1]
+    pairs += [[baselines[key], span] for key, span in speculative if key in baselines]
+    spans = [max(e for _, e in g) - min(b for b, _ in g) for g in pairs]
+    return round(statistics.median(spans), 3) if spans else None

@@ -7,7 +7,7 @@ baseline windows (before and after each group's speculative servers) see that: a
 readings beyond the run's precision is the warning ``machine speed moved by X% during the run``.
 
 The reference is ``Plan.sentinel`` (a short llama-completion decode of the run's first target and
-prompt, for both runners); running and judging it is ``execute.reference``'s, ``Sentinel`` decides
+prompt, for both runners); running and judging it is ``execute.benchmark``'s, ``Sentinel`` decides
 when to read. The readings between start and end take at most ``SHARE`` of the time between them.
 """
 

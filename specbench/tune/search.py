@@ -28,7 +28,7 @@ from specbench.base.llamaopts import GPU_LAYERS
 from specbench.base.paths import remove_empty
 from specbench.builder.workaround import with_workaround
 from specbench.execute import benchmark, preparation
-from specbench.execute.reference import sentinel as make_sentinel
+from specbench.execute.benchmark import sentinel as make_sentinel
 from specbench.execute.runner import ProgressFn, RunInterrupted, execute
 from specbench.gate.baseline import load_run
 from specbench.gate.history import HistoryPoint, load_history, series_of

@@ -3,7 +3,7 @@ the samples' own start and wall times."""
 
 from __future__ import annotations
 
-from specbench.execute.reference import pair_span_s
+from specbench.execute.benchmark import pair_span_s
 from specbench.results.records import Generation, Sample
 
 
