@@ -137,27 +137,19 @@ def is_invalid(s: Sample) -> bool:
     return s.status == "invalid" or (s.status == "ok" and not s.valid)
 
 
-def _pooled(samples: Iterable[Sample], num: str, den: str) -> float | None:
-    """sum(metrics.num) / sum(metrics.den) over the samples whose log has both."""
-    total_n = total_d = 0
-    for s in samples:
-        n = getattr(s.metrics, num, None) if s.metrics else None
-        d = getattr(s.metrics, den, None) if s.metrics else None
-        if n is not None and d is not None:
-            total_n += n
-            total_d += d
-    return total_n / total_d if total_d > 0 else None
-
-
-def _tokens_per_pass(samples: Iterable[Sample]) -> float | None:
-    """sum(n_predict) / sum(n_predict - n_accept): each target pass yields its accepted tokens + 1."""
-    tokens = passes = 0
-    for s in samples:
-        m = s.metrics
-        if m and m.n_predict is not None and m.n_accept is not None:
+def _pooled(samples: Iterable[Sample]) -> tuple[float | None, float | None]:
+    """The acceptance, sum(n_accept) / sum(n_drafted), and the tokens per pass, sum(n_predict) /
+    sum(n_predict - n_accept) (each target pass yields its accepted tokens + 1), each over the
+    samples whose log has both of its counts."""
+    accepted = drafted = tokens = passes = 0
+    for m in (s.metrics for s in samples if s.metrics):
+        if m.n_accept is not None and m.n_drafted is not None:
+            accepted += m.n_accept
+            drafted += m.n_drafted
+        if m.n_predict is not None and m.n_accept is not None:
             tokens += m.n_predict
             passes += m.n_predict - m.n_accept
-    return tokens / passes if passes > 0 else None
+    return (accepted / drafted if drafted > 0 else None), (tokens / passes if passes > 0 else None)
 
 
 def _throughput(samples: list[Sample]) -> float | None:
@@ -292,7 +284,7 @@ def _row(
     pairs = _pairs(used, paired)
     ratio = paired_speedup(pairs)
     spec_fig, base_fig = _tps_figures(pairs, used, base_used)
-    acceptance = _pooled(used, "n_accept", "n_drafted")
+    acceptance, tpp = _pooled(used)
     acc = summarize([s.acceptance for s in used if s.acceptance is not None])
     draft_tps = summarize([s.tps for s in drafts if usable(s) and s.tps is not None]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
@@ -301,7 +293,6 @@ def _row(
         a = min(max(acceptance, 0.0), 1.0)
         predicted = speedmodel.predicted_speedup(a, g, c)
         best_g = speedmodel.best_draft_length(a, c)
-    tpp = _tokens_per_pass(used)
     drafted = speedmodel.drafted_per_pass(tpp, acceptance, g, first.p_min) if g else None
     modelled = speedmodel.cell_model_speedup(
         cal, first.model, first.ngl, first.draft, first.ngld, g, tpp, b.mean, drafted
