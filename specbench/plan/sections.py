@@ -45,7 +45,7 @@ class LlamaCppConfig(Strict):
     """A branch, tag or commit of the `source` checkout, built from a clean export of it."""
     backend: Literal["auto", "cpu", "cuda", "metal"] = "auto"
     """auto: CUDA with nvcc and an NVIDIA GPU, Metal on Apple silicon, else CPU."""
-    cmake_args: list[str] = Field(default=[])
+    cmake_args: list[str] = []
     """Extra -DNAME=VALUE cmake arguments (debug and sanitizer builds refused)."""
 
     @field_validator("cmake_args")
@@ -67,9 +67,8 @@ class LlamaCppConfig(Strict):
 
     jobs: int | None = Field(default=None, ge=1)
     """Parallel compile jobs (unset: cmake's choice)."""
-    args: list[Arg] = Field(
-        default=[], description="Extra arguments for every llama.cpp invocation of this build."
-    )
+    args: list[Arg] = []
+    """Extra arguments for every llama.cpp invocation of this build."""
 
     def describe(self) -> str:
         """``base: ../llama.cpp@main (cpu)`` for messages."""
@@ -96,7 +95,7 @@ RunnerLabel = _Label | Annotated[list[_Label], Field(min_length=1)]  # GitHub `r
 class RunsOnConfig(Strict):
     """Shards: which CI runner (GitHub ``runs-on`` label or labels) a cell needs, by the target's ngl."""
 
-    ngl: dict[NonNegativeInt, RunnerLabel] = Field(default={})
+    ngl: dict[NonNegativeInt, RunnerLabel] = {}
     """Runner label(s) of the cells whose target runs at this ngl: {0: ubuntu-latest}."""
 
 
