@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from specbench.base.errors import ConfigError, PathError
+from specbench.base.errors import BuildError, ConfigError, PathError
 from specbench.base.llamaopts import AXES
 from specbench.base.paths import Name, UnsafePath, check_name, check_path
 from specbench.models.spec import ModelSpec
@@ -283,7 +283,6 @@ def _need_file(origin: str, key: str, where: Path, kind: str) -> None:
 
 def _check_builds(cfg: Config, origin: str) -> None:
     """Every build's source is a folder and its ref a commit, so a typo fails before any build."""
-    from specbench.base.errors import BuildError
     from specbench.builder.gitref import resolve_ref
     from specbench.builder.source import pinned_checkout
 

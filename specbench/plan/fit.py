@@ -43,8 +43,7 @@ class Vocab:
         best = [0] + [n + 1] * n
         for i in range(n):
             here = best[i] + 1
-            if here < best[i + 1]:
-                best[i + 1] = here  # a lone character: one token at least (byte fallback: more)
+            best[i + 1] = min(best[i + 1], here)  # a lone character: one token at least (byte fallback: more)
             for length in self.lengths:
                 end = i + length
                 if end > n:
