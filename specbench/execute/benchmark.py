@@ -33,6 +33,7 @@ from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 
 if TYPE_CHECKING:
+    from specbench.builder.buildinfo import BuildInfo
     from specbench.execute.adaptive import AdaptivePlan
     from specbench.plan.config import Config
     from specbench.plan.invocation import Invocation, Plan
@@ -146,7 +147,6 @@ def run_benchmark(
     whatever ``repetitions`` says, within ``budget_s`` seconds. ``force``: resume a run made on
     another machine.
     """
-    from specbench.execute.builds import check_same_builds
     from specbench.machine.noise import NoiseWatch
 
     prepare_run_dir(run_dir, resume)
@@ -347,3 +347,16 @@ def pair_span_s(samples: Sequence[Sample]) -> float | None:
     pairs += [[baselines[key], span] for key, span in speculative if key in baselines]
     spans = [max(e for _, e in g) - min(b for b, _ in g) for g in pairs]
     return round(statistics.median(spans), 3) if spans else None
+
+
+def check_same_builds(then: dict[str, BuildInfo], now: dict[str | None, BuildInfo], run_dir: Path) -> None:
+    """``--resume`` of a multi-build run must measure the builds it began with: a ref that moved
+    (a branch with new commits) or a work tree edited since would mix two commits under one label."""
+    for label, before in then.items():
+        after = now.get(label)
+        if after is not None and after.key != before.key:
+            was, is_ = (before.commit or before.key)[:12], (after.commit or after.key)[:12]
+            raise RunError(
+                f"{run_dir}: build {label!r} was {was} and is {is_} now (its ref moved or its tree changed); "
+                "its samples would mix two builds: start a new run (or check out the commit it had)"
+            )

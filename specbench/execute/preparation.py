@@ -2,11 +2,14 @@
 prompts -> plan, as one ``Prepared`` (or, dry, a preview of it with nothing built or fetched).
 
 Everything that can refuse a run (config, build, models, incompatible pairs) is checked here,
-before the first llama.cpp invocation, so a bad sweep fails in seconds, not an hour in.
+before the first llama.cpp invocation, so a bad sweep fails in seconds, not an hour in. Every build
+of a run (one, or labelled builds measured side by side) is made or found cached first, so one that
+fails to compile stops the run with the compiler's first error line before another is measured alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,18 +17,23 @@ from typing import TYPE_CHECKING, Any
 from specbench.base.childenv import provenance_env
 from specbench.base.errors import BuildError, ModelError
 from specbench.base.methods import head_archs, method_of, parts
+from specbench.builder.builder import ensure_build
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
+from specbench.builder.buildplan import BUILD_JSON, BuildPlan, plan_build
+from specbench.builder.cmake import BuildProgress, CompileError
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
 from specbench.results.folder import manifest_path
 from specbench.results.manifestfile import load_manifest
 
 if TYPE_CHECKING:
-    from specbench.builder.buildplan import BuildPlan
     from specbench.plan.config import Config
     from specbench.plan.invocation import Plan
     from specbench.plan.prompts import RenderedPrompt
+    from specbench.plan.sections import LlamaCppConfig
     from specbench.plan.shards import Shard, Sharding
+
+Label = str | None  # a build's label: the samples' `build` axis (None: a run's one unlabelled build)
 
 
 class PlannedBuild(BuildInfo):
@@ -156,7 +164,6 @@ def prepare(
 ) -> Prepared:
     """Build (or, dry, preview the build), resolve models, check pairs, render prompts, plan
     (``shard``: only that shard's part of the plan; ``roles``: only these roles' invocations)."""
-    from specbench.execute.builds import ensure_builds, preview_builds
     from specbench.execute.context import deep_prompts
     from specbench.models.resolve import resolve_models
     from specbench.plan.prompts import render, render_all
@@ -236,3 +243,58 @@ def ignored_settings(config: Config) -> list[str]:
         f"{', '.join(what)} {'is' if len(what) == 1 else 'are'} for `repetitions: auto`; with repetitions "
         f"{config.repetitions} no cell is repeated to meet them{why}: --set repetitions=auto uses them"
     ]
+
+
+def _named(build: LlamaCppConfig, total: int, exc: BuildError) -> BuildError:
+    """The same error, saying which build of several it was (a CompileError keeps its lines)."""
+    if total == 1:
+        return exc
+    message = f"build {build.label!r} ({build.describe().split(': ', 1)[-1]}): {exc}"
+    if isinstance(exc, CompileError):
+        return CompileError(message, exc.details, exc.log)
+    return BuildError(message, exc.exit_code)
+
+
+def _tell(progress: Callable[[BuildProgress], None] | None, label: Label, total: int) -> Any:
+    """Progress of one build, its messages prefixed with the label when there are several."""
+    if progress is None or total == 1:
+        return progress
+
+    def say(p: BuildProgress) -> None:
+        progress(BuildProgress(p.phase, f"[{label}] {p.message}", p.done, p.total))
+
+    return say
+
+
+def ensure_builds(
+    config: Config, progress: Callable[[BuildProgress], None] | None = None
+) -> dict[Label, BuildInfo]:
+    """Every build of the config, in its order, by label: built now or found in the cache."""
+    builds = config.builds
+    out: dict[Label, BuildInfo] = {}
+    for build in builds:
+        try:
+            out[build.label] = ensure_build(
+                build.backend, build.source, build.jobs, build.cmake_args,
+                progress=_tell(progress, build.label, len(builds)), ref=build.ref,
+            )  # fmt: skip
+        except BuildError as exc:
+            raise _named(build, len(builds), exc) from exc
+    return out
+
+
+def preview_builds(
+    config: Config, planned: Callable[[BuildPlan], BuildInfo]
+) -> dict[Label, tuple[BuildPlan, BuildInfo]]:
+    """A dry run's builds: which each would be (key, commit), the cached build.json when there is one,
+    else ``planned(preview)`` (binaries where the build would put them)."""
+    out: dict[Label, tuple[BuildPlan, BuildInfo]] = {}
+    builds = config.builds
+    for build in builds:
+        try:
+            preview = plan_build(build.backend, build.source, build.cmake_args, ref=build.ref)
+        except BuildError as exc:
+            raise _named(build, len(builds), exc) from exc
+        info = BuildInfo.load(preview.build_dir / BUILD_JSON) if preview.cached else planned(preview)
+        out[build.label] = (preview, info)
+    return out

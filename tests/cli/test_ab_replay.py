@@ -132,7 +132,7 @@ def test_a_bisect_step_the_budget_leaves_undecided_stops_the_search_and_says_whe
 def _eras(replay, monkeypatch, old: BuildInfo, refs: set[str]) -> None:
     """The replay's builds, those of ``refs`` as an older era's tree builds: its programs' recorded
     --help (``old``), so each step's plan speaks to each commit's programs as a real bisect would."""
-    import specbench.execute.builds as builds
+    import specbench.execute.preparation as preparation
 
     recorded = replay.ensure_builds
 
@@ -147,7 +147,7 @@ def _eras(replay, monkeypatch, old: BuildInfo, refs: set[str]) -> None:
                 out[label] = b.model_copy(update={"binaries": binaries, "programs": old.programs})
         return out
 
-    monkeypatch.setattr(builds, "ensure_builds", ensure)
+    monkeypatch.setattr(preparation, "ensure_builds", ensure)
 
 
 def test_bisect_across_two_eras_of_one_history(tmp_path, replay, monkeypatch):

@@ -43,7 +43,7 @@ def test_identical_labels_are_refused_before_building(tmp_path):
 
 def test_resume_refuses_a_build_whose_ref_moved(tmp_path, llama_build):
     from specbench.base.errors import RunError
-    from specbench.execute.builds import check_same_builds
+    from specbench.execute.benchmark import check_same_builds
 
     moved = llama_build.model_copy(update={"key": "ffffffffffff-cpu-0000000000", "commit": "f" * 40})
     check_same_builds({"a": llama_build, "b": llama_build}, {"a": llama_build, "b": llama_build}, tmp_path)

@@ -27,7 +27,7 @@ def wrapped_build(tmp_path, llama_build, monkeypatch):
     wrapped.selftest = selftest.run_selftest(wrapped)
     assert wrapped.selftest.workaround is not None
     monkeypatch.setattr(
-        "specbench.execute.builds.ensure_build", lambda *a, **k: wrapped.model_copy(deep=True)
+        "specbench.execute.preparation.ensure_build", lambda *a, **k: wrapped.model_copy(deep=True)
     )
     return wrapped
 
