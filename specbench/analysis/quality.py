@@ -144,7 +144,7 @@ def repeatability(spec: Sequence[Sample]) -> tuple[bool | None, str | None]:
         key = _deterministic(s)
         if key is not None and s.generation.temperature == 0:
             groups[s.prompt_id].add(key)
-    if not any(len(v) for v in groups.values()) or all(len(v) <= 1 for v in groups.values()):
+    if all(len(v) <= 1 for v in groups.values()):
         repeated = any(sum(1 for s in spec if s.prompt_id == p) > 1 for p in groups)
         return (True if repeated else None), None
     bad = sorted(p for p, v in groups.items() if len(v) > 1)

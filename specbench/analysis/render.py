@@ -343,7 +343,6 @@ def html(report: Report, by_category: bool = False, images: Sequence[Path] = ())
 
 @dataclass(frozen=True)
 class ReportFiles:
-    out_dir: Path
     markdown: Path
     html: Path
     csv: Path
@@ -360,7 +359,7 @@ def write_report(report: Report, out_dir: Path, by_category: bool = False) -> Re
         out_dir.mkdir(parents=True, exist_ok=True)
         plots = make_plots(report, out_dir)
         md, page, csv, js = (out_dir / n for n in ("report.md", REPORT_PAGE, "report.csv", "report.json"))
-        files = ReportFiles(out_dir, md, page, csv, js, plots)
+        files = ReportFiles(md, page, csv, js, plots)
         files.markdown.write_text(redact(markdown(report, by_category, plots)), encoding="utf-8")
         files.html.write_text(redact(html(report, by_category, plots)), encoding="utf-8")
         files.csv.write_text(csv_text(report, by_category), encoding="utf-8")
