@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,15 +25,12 @@ def _usable(s: Sample) -> bool:
     return s.valid and s.status == "ok" and s.tps is not None
 
 
-def _time(s: Sample) -> float | None:
-    try:
-        return datetime.fromisoformat(s.started_at).timestamp()
-    except ValueError:
-        return None
-
-
 def _middle(samples: Iterable[Sample]) -> float | None:
-    times = [t for t in map(_time, samples) if t is not None]
+    """The median time the samples started at (a hand-edited, unreadable time left out)."""
+    times = []
+    for s in samples:
+        with suppress(ValueError):
+            times.append(datetime.fromisoformat(s.started_at).timestamp())
     return statistics.median(times) if times else None
 
 
@@ -49,10 +47,6 @@ def window_means(before: Sequence[Sample], after: Sequence[Sample]) -> tuple[flo
     return statistics.fmean(a[k] for k in common), statistics.fmean(b[k] for k in common)
 
 
-def group_name(s: Sample) -> str:
-    return " ".join([s.model, *cell.label_parts(s)])
-
-
 def baseline_windows(samples: Sequence[Sample]) -> list[BaselineWindows]:
     """Every bracketed baseline of a run: its two windows' mean t/s (for the speed verdict)."""
     before: dict[tuple, list[Sample]] = {}
@@ -64,7 +58,8 @@ def baseline_windows(samples: Sequence[Sample]) -> list[BaselineWindows]:
     for key, late in after.items():
         means = window_means(before.get(key, []), late)
         if means is not None and means[0] > 0:
-            out.append(BaselineWindows(group=group_name(late[0]), before_tps=means[0], after_tps=means[1]))
+            group = " ".join([late[0].model, *cell.label_parts(late[0])])
+            out.append(BaselineWindows(group=group, before_tps=means[0], after_tps=means[1]))
     return out
 
 

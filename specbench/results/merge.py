@@ -31,11 +31,6 @@ class MergeResult:
         return not self.missing_cells
 
 
-def _sub(label: str) -> str:
-    index, count = label.split("/")
-    return f"shard-{index}-of-{count}"
-
-
 def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
     """Merge shard folders ``dirs`` into the new run folder ``out`` (nothing is changed in ``dirs``)."""
     if not dirs:
@@ -92,7 +87,7 @@ def merge_runs(dirs: list[Path], out: Path) -> MergeResult:
         raise InputError(f"{out} already holds a run; choose a new --out folder")
     samples, kept, notes = [], [], []
     for d, m, shard in sorted(manifests, key=lambda dms: int(dms[2].split("/")[0])):
-        name = _sub(shard)
+        name = f"shard-{shard.replace('/', '-of-')}"  # "i/N" (ShardLabel): shard-i-of-N
         warnings: list[str] = []
         shard_samples = samplelog.load_samples(d, warnings)
         notes += warnings  # each names its shard folder
