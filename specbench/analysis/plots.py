@@ -16,6 +16,7 @@ from pathlib import Path
 
 from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow, step_len
 from specbench.analysis.depth import DepthCurve, depth_curves, setting_label
+from specbench.analysis.quality import DEFAULT_PRECISION
 from specbench.analysis.report import Report
 from specbench.base.llamaopts import DRAFT_LENGTH, GPU_LAYERS, METHOD
 from specbench.results.cell import BASELINE_FIELDS, SYNTH_FIELDS
@@ -333,14 +334,11 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
     return _save(fig, path, report)
 
 
-# The speed sentinel's series: the reference's decode t/s over the run, per run. A flat line is a
-# steady machine; a step or a dip is a phase of the host that moved every number measured during it
-# (``specbench.machine.speed``). The band is the run's precision around the first reading.
-DEFAULT_BAND = 0.03  # a run without its precision recorded
-
-
 def speed_plot(report: Report, path: Path) -> Path | None:
-    """Only when a run has at least two sentinel readings."""
+    """The speed sentinel's series, only when a run has two readings or more: the reference's decode
+    t/s over the run, per run. A flat line is a steady machine; a step or a dip is a phase of the host
+    that moved every number measured during it (``specbench.machine.speed``). The band is the run's
+    precision around the first reading."""
     runs = [i for i in report.runs if len(i.facts.speed.series()) >= 2]
     if not runs:
         return None
@@ -354,7 +352,7 @@ def speed_plot(report: Report, path: Path) -> Path | None:
         moved = " (moved)" if speed.warnings else ""
         ls, marker = style(k)
         ax.plot(minutes, tps, marker=marker, ls=ls, color=color, label=f"{info.run}{moved}")
-        first, precision = tps[0], speed.precision or DEFAULT_BAND
+        first, precision = tps[0], speed.precision or DEFAULT_PRECISION
         ax.axhspan(first * (1 - precision), first * (1 + precision), color=color, alpha=0.12)
     reference = runs[0].facts.speed.reference or "the reference"
     ax.set_xlabel("minutes since the first reading")

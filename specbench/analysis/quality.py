@@ -11,12 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from specbench.base.docs import docs_page
+from specbench.plan.config import Config
 from specbench.results.manifest import RunFacts
 from specbench.results.precision import Precision, outliers, stratified
 from specbench.results.records import Sample
 
-DEFAULT_PRECISION = 0.03
-DEFAULT_MIN_DECODE_S = 1.0
+# a run whose manifest lacks them was measured with the config's defaults
+DEFAULT_PRECISION = Config.model_fields["precision"].default
+DEFAULT_MIN_DECODE_S = Config.model_fields["min_decode_s"].default
 EARLY_STOP = 0.9  # outputs ending before this share of n_predict stop on their own (EOS)
 
 
