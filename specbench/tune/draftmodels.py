@@ -186,15 +186,6 @@ def config_model(name: str, spec: ModelSpec, cfg: Config, build: BuildInfo | Non
     return _local(model.path, "config", name)
 
 
-def _compatibility(target: Judged, cand: Judged) -> None:
-    if cand.meta is None or cand.header is None or cand.row.reason:
-        return
-    assert target.meta is not None and target.header is not None
-    failed = check_metadata(target.meta, cand.meta) or check_tokens(target.header.tokens, cand.header.tokens)
-    cand.row.compatible = failed is None
-    cand.row.reason = failed.message if failed else None
-
-
 def gather(req: Request, build: BuildInfo | None) -> tuple[Judged, list[Judged]]:
     """The target (exactly one model) and every candidate, judged against it."""
     targets = models_of(req.target, req.config, build)
@@ -202,7 +193,7 @@ def gather(req: Request, build: BuildInfo | None) -> tuple[Judged, list[Judged]]
         names = ", ".join(t.row.candidate for t in targets[:6])
         raise ModelError(f"target {req.target} is {len(targets)} models ({names}); name one file")
     target = targets[0]
-    if target.header is None:
+    if target.header is None or target.meta is None:  # read with its header, or not at all
         raise ModelError(f"target {req.target}: {target.row.reason}")
     target.row.compatible = True
     cands = [m for arg in req.candidates for m in models_of(arg, req.config, build)]
@@ -217,6 +208,10 @@ def gather(req: Request, build: BuildInfo | None) -> tuple[Judged, list[Judged]]
             for m in _repo_models(d.repo, d.pattern, "family"):
                 m.row.family, m.row.listed_params = fam, d.params
                 cands.append(m)
-    for c in cands:
-        _compatibility(target, c)
+    for c in cands:  # each one read, checked against the target as llama.cpp will
+        if c.meta is None or c.header is None or c.row.reason:
+            continue
+        failed = check_metadata(target.meta, c.meta) or check_tokens(target.header.tokens, c.header.tokens)
+        c.row.compatible = failed is None
+        c.row.reason = failed.message if failed else None
     return target, cands
