@@ -104,7 +104,7 @@ def ab_cmd(
     ] = None,
     fmt: TableFormat = Format.table,
     out: Annotated[
-        Path | None, typer.Option("--out", metavar="DIR", help="Run folder (default results/<run-id>-ab/).")
+        Path | None, typer.Option(metavar="DIR", help="Run folder (default results/<run-id>-ab/).")
     ] = None,
     set_: Sets = None,
     quiet: Quiet = False,
@@ -158,7 +158,7 @@ def bisect_cmd(
     threshold: Threshold = "5%",
     out: Annotated[
         Path | None,
-        typer.Option("--out", metavar="DIR", help="Bisect folder (default results/bisect-<time>/)."),
+        typer.Option(metavar="DIR", help="Bisect folder (default results/bisect-<time>/)."),
     ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the bisect in --out: finished steps are reused.")

@@ -42,7 +42,6 @@ def build(
     cmake_arg: Annotated[
         list[str] | None,
         typer.Option(
-            "--cmake-arg",
             metavar="-DNAME=VALUE",
             help="Extra -DNAME=VALUE for cmake (repeatable; overrides specbench's defaults).",
         ),

@@ -115,21 +115,18 @@ def drafts(
     config: Annotated[
         Path | None,
         typer.Option(
-            "--config",
             help="A run config: its models may be named (and --measure uses its build and prompts).",
         ),
     ] = None,
     family: Annotated[
         list[str] | None,
-        typer.Option("--family", help=f"Candidates from the curated list (repeatable): {_FAMILIES}."),
+        typer.Option(help=f"Candidates from the curated list (repeatable): {_FAMILIES}."),
     ] = None,
-    max_draft: Annotated[
-        int, typer.Option("--max-draft", help="Longest draft length to consider.", min=1, max=64)
-    ] = 16,
+    max_draft: Annotated[int, typer.Option(help="Longest draft length to consider.", min=1, max=64)] = 16,
     threads: Annotated[int | None, typer.Option("--threads", "-t", help="Threads for llama-bench.")] = None,
     results: Annotated[
         Path | None,
-        typer.Option("--results", help="Run folders to find earlier runs of a pair in [default: results/]."),
+        typer.Option(help="Run folders to find earlier runs of a pair in [default: results/]."),
     ] = None,
     no_measure: Annotated[
         bool, typer.Option("--no-measure", help="Do not run llama-bench; use only the calibration cache.")
@@ -137,14 +134,13 @@ def drafts(
     measure: Annotated[
         int,
         typer.Option(
-            "--measure",
             metavar="K",
             min=0,
             help="Download the K best-ranked drafts and measure each with the target (a short run).",
         ),
     ] = 0,
     out: Annotated[
-        Path | None, typer.Option("--out", help="--measure's run folder [default: results/<run-id>/].")
+        Path | None, typer.Option(help="--measure's run folder [default: results/<run-id>/].")
     ] = None,
     fmt: TableFormat = Format.table,
 ) -> None:

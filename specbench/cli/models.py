@@ -47,7 +47,7 @@ def _meta_cells(meta) -> list[str]:
 def pull(
     config: Annotated[Path, typer.Argument(help="Run config (YAML) whose `models:` to fetch.")],
     only: Annotated[
-        list[str] | None, typer.Option("--only", metavar="NAME", help="Fetch just this model (repeatable).")
+        list[str] | None, typer.Option(metavar="NAME", help="Fetch just this model (repeatable).")
     ] = None,
 ) -> None:
     """Fetch (or find in the cache) every model a config needs, verify it, and show what it is."""

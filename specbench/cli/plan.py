@@ -15,10 +15,8 @@ from specbench.cli.output import Format, TableFormat, chosen, print_json, print_
 
 @app.command("plan")
 def plan(
-    config: Annotated[
-        Path, typer.Argument(metavar="CONFIG", help="The run config (YAML).", show_default=False)
-    ],
-    shards: Annotated[int, typer.Option("--shards", min=1, help="How many shards to cut the plan into.")] = 1,
+    config: Annotated[Path, typer.Argument(metavar="CONFIG", help="The run config (YAML).")],
+    shards: Annotated[int, typer.Option(min=1, help="How many shards to cut the plan into.")] = 1,
     set_: Sets = None,
     as_json: Annotated[
         bool, typer.Option("--json", help='Print {"include": [...]}, a GitHub Actions matrix as is.')
@@ -71,10 +69,8 @@ def plan(
 
 @app.command("merge")
 def merge(
-    dirs: Annotated[
-        list[Path], typer.Argument(metavar="DIR...", help="The shard run folders.", show_default=False)
-    ],
-    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The merged run folder (new).")],
+    dirs: Annotated[list[Path], typer.Argument(metavar="DIR...", help="The shard run folders.")],
+    out: Annotated[Path, typer.Option(metavar="DIR", help="The merged run folder (new).")],
 ) -> None:
     """Merge the run folders of `run --shard i/N` into one run folder (report, compare, history read it)."""
     from specbench.base.errors import RunError, SpecbenchError

@@ -12,7 +12,7 @@ from specbench.cli.common import app, say, say_notes
 
 @app.command("publish")
 def publish(
-    out: Annotated[Path, typer.Option("--out", metavar="SITE", help="Folder to write the site into.")],
+    out: Annotated[Path, typer.Option(metavar="SITE", help="Folder to write the site into.")],
     dbs: Annotated[
         list[Path] | None,
         typer.Option(
@@ -22,7 +22,6 @@ def publish(
     runs: Annotated[
         list[Path] | None,
         typer.Option(
-            "--runs",
             metavar="DIR",
             help="Run, ab or bisect folders, or folders of them (repeatable) "
             "[default: the history's folder and the paths it recorded].",
@@ -33,7 +32,7 @@ def publish(
     ] = False,
     port: Annotated[
         int,
-        typer.Option("--port", metavar="PORT", help="Port for --serve (0: any free one).", min=0, max=65535),
+        typer.Option(metavar="PORT", help="Port for --serve (0: any free one).", min=0, max=65535),
     ] = 8000,
 ) -> None:
     """Write a static results site (index, trends, runs, ab, bisect, best settings); opens from file://."""

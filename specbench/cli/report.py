@@ -34,9 +34,9 @@ def report(
     fmt: ReportFormat = Format.table,
     out: Annotated[
         Path | None,
-        typer.Option("--out", metavar="DIR", help="Folder for report.* and the PNGs [default: RUN/report]."),
+        typer.Option(metavar="DIR", help="Folder for report.* and the PNGs [default: RUN/report]."),
     ] = None,
-    by: Annotated[By | None, typer.Option("--by", help="Add one row per prompt category.")] = None,
+    by: Annotated[By | None, typer.Option(help="Add one row per prompt category.")] = None,
 ) -> None:
     """Aggregate samples into speedup tables and plots; write report.md/.html/.csv/.json and PNGs."""
     from specbench.analysis.render import csv_text, html, json_text, markdown, table, write_report

@@ -113,11 +113,10 @@ def run(
         typer.Argument(
             metavar="CONFIG",
             help="The run config (YAML), e.g. configs/quickstart.yaml; not needed with --resume.",
-            show_default=False,
         ),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", metavar="DIR", help="Run folder (default: results/<run-id>/).")
+        Path | None, typer.Option(metavar="DIR", help="Run folder (default: results/<run-id>/).")
     ] = None,
     set_: Sets = None,
     dry_run: Annotated[
@@ -132,7 +131,6 @@ def run(
     resume: Annotated[
         Path | None,
         typer.Option(
-            "--resume",
             metavar="RUN_DIR",
             help="Continue this run folder, skipping finished samples (its manifest has the config).",
         ),
@@ -155,7 +153,6 @@ def run(
     shard: Annotated[
         str | None,
         typer.Option(
-            "--shard",
             metavar="I/N",
             help="Run only shard I of N (as `specbench plan --shards N` deals them; default: "
             "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set).",
@@ -172,7 +169,6 @@ def run(
     shard_cells: Annotated[
         str | None,
         typer.Option(
-            "--shard-cells",
             metavar="JSON",
             envvar="SPECBENCH_SHARD_CELLS",
             help="With --shard: the cells its `plan --shards` matrix entry lists (JSON), so every shard "

@@ -49,22 +49,17 @@ def result_json(result) -> dict:
 def tune(
     config: Annotated[Path, typer.Argument(help="The run config (YAML), e.g. configs/quickstart.yaml.")],
     pair: Annotated[
-        str | None, typer.Option("--pair", help="The pair to tune [default: the first with a draft].")
+        str | None, typer.Option(help="The pair to tune [default: the first with a draft].")
     ] = None,
     budget: Annotated[
         float, budget_option("Seconds (or 10m, 1h) to spend, calibration and measuring included; at least 1.")
     ] = 300.0,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Run folder (default: results/<run-id>-tune/).")
-    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default: results/<run-id>-tune/).")] = None,
     set_: Sets = None,
-    max_draft: Annotated[
-        int, typer.Option("--max-draft", help="Longest draft_max to consider.", min=1, max=64)
-    ] = 32,
+    max_draft: Annotated[int, typer.Option(help="Longest draft_max to consider.", min=1, max=64)] = 32,
     depth: Annotated[
         int | None,
         typer.Option(
-            "--depth",
             help="Tune for a context of this many tokens before each prompt "
             "(sweep.depth; default: the config's deepest).",
             min=0,
