@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import app, check_paths, console, echo, make_console, resume_command, say, say_notes
+from specbench.cli.common import app, check_paths, echo, resume_command, say, say_notes
 from specbench.cli.options import Quiet, Sets
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession
@@ -73,16 +73,13 @@ def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Fo
     """The closing table, as `specbench report` renders it (another ``fmt``: alone on stdout), then
     the closing words: each once, warnings first, at most ``SHOWN`` and a pointer to the rest."""
     from specbench.analysis import render
+    from specbench.cli.common import table_console, table_width
 
     if report is not None and fmt != Format.table:
         writer = {Format.md: render.markdown, Format.csv: render.csv_text}.get(fmt, render.json_text)
         echo(writer(report), nl=False)
-    elif report is not None:
-        width: int | None
-        out, width = console, console.width
-        if not console.is_terminal:  # logs and pipes: 80 columns would squeeze the numbers into "27.…"
-            out, width = make_console(width=200, no_color=True, highlight=False), None
-        out.print(render.table(report, width=width))
+    elif report is not None:  # logs and pipes: 200 columns, as `specbench report` prints it
+        table_console.print(render.table(report, width=table_width()))
     say(f"results: {summary.run_dir}", err=fmt != Format.table)
     from specbench.analysis.caveats import SHOWN, Severity
     from specbench.analysis.report import closing_caveats
