@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -59,19 +59,10 @@ err_console = make_console(err=True, soft_wrap=True)
 table_console = console if console.is_terminal else make_console(width=200)
 
 
-# How every line of text is printed: verbatim, unwrapped (command lines must stay copyable).
-class Plain(TypedDict):
-    markup: bool
-    highlight: bool
-    soft_wrap: bool
-
-
-PLAIN: Plain = {"markup": False, "highlight": False, "soft_wrap": True}
-
-
 def say(line: str, err: bool = False, style: str | None = None) -> None:
-    """Print a line verbatim (``PLAIN``) on stdout, or stderr with ``err``; ``style``: its colour."""
-    (err_console if err else console).print(line, style=style, **PLAIN)
+    """Print a line verbatim and unwrapped (command lines must stay copyable) on stdout, or stderr
+    with ``err``; ``style``: its colour. Every line of text the CLI prints goes through here."""
+    (err_console if err else console).print(line, style=style, markup=False, highlight=False, soft_wrap=True)
 
 
 def say_notes(notes: list[str]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from specbench.cli.common import PLAIN, err_console, say
+from specbench.cli.common import err_console, say
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -47,7 +47,7 @@ class ProgressView:
         if self.bar is None:
             return
         if event.kind == "dropped":
-            self.bar.console.print(self._describe(event), **PLAIN)
+            say(self._describe(event), err=True)
         elif event.kind == "skipped":
             self.skipped += 1
             self.bar.update(self.task, total=event.total - self.skipped)
@@ -57,7 +57,7 @@ class ProgressView:
             tps = f"last {event.last_tps:.1f} t/s" if event.last_tps is not None else ""
             self.bar.update(self.task, advance=1, tps=tps)
             if event.sample is not None and event.sample.status != "ok":
-                self.bar.console.print(self._describe(event), **PLAIN)
+                say(self._describe(event), err=True)
         if event.done >= event.total:
             self.stop()
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import PLAIN, app, check_paths, echo, err_console, table_console, table_width
+from specbench.cli.common import app, check_paths, echo, say, table_console, table_width
 from specbench.cli.output import Format, ReportFormat
 from specbench.results.folder import REPORT
 
@@ -50,8 +50,7 @@ def report(
     if fmt == Format.table:
         table_console.print(table(rep, by_category, width=table_width()))
         for caveat in rep.caveats:  # each once, warnings first (analysis.caveats.said_once)
-            table_console.print(caveat.line(), **PLAIN)
-        paths = table_console
+            say(caveat.line())
     else:
         text = {
             Format.md: lambda: markdown(rep, by_category, files.plots),
@@ -60,7 +59,5 @@ def report(
             Format.html: lambda: html(rep, by_category, files.plots),
         }[fmt]()
         echo(text, nl=False)
-        paths = err_console  # stdout carries only the chosen format (for redirection)
-    paths.print("wrote:", **PLAIN)
-    for path in files.all():
-        paths.print(f"  {path}", **PLAIN)
+    for line in ["wrote:", *(f"  {path}" for path in files.all())]:
+        say(line, err=fmt != Format.table)  # stdout carries only the chosen format (for redirection)
