@@ -12,12 +12,6 @@ from specbench.base.formats import json_text, md_table
 from specbench.plan.schema import config_schema
 
 
-def _ref(schema: dict, node: dict) -> dict:
-    if "$ref" in node:
-        return schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
-    return node
-
-
 def _alternatives(node: dict) -> list[dict]:
     return node.get("anyOf") or node.get("oneOf") or [node]
 
@@ -91,7 +85,7 @@ def config_keys(schema: dict | None = None) -> Iterator[tuple[str, dict, bool]]:
                     target = target if isinstance(target, dict) else alt
                 if "$ref" in target and target["$ref"] not in walked.get(key, set()):
                     walked.setdefault(key, set()).add(target["$ref"])  # llama_cpp: one build or a list
-                    yield from walk(f"{key}{suffix}.", _ref(schema, target))
+                    yield from walk(f"{key}{suffix}.", schema["$defs"][target["$ref"].rsplit("/", 1)[-1]])
 
     yield from walk("", schema)
 
