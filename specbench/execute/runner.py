@@ -6,23 +6,28 @@ fsynced before the next one starts, so a crash, a full disk or Ctrl-C loses at m
 flight. A failed or invalid sample is recorded with its reason and the run goes on. A failed warmup
 drops the cells that need its model or setting (recorded ``failed``, not run); with none left the
 run stops before measuring.
+
+The process runner's batch is a pair: the builds' runs of one cell, prompt and repetition, back to
+back (or at once in duet pairs), measured again together when one did not get its share of the CPU
+(``machine.contention`` judges the share; here it is read off each outcome). The server runner's
+batch is its ``parallel`` requests in flight together.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.base.errors import RunError, SpecbenchError
 from specbench.base.formats import now_iso
 from specbench.builder.workaround import crash_facts as build_crash_facts
-from specbench.execute import batches
 from specbench.execute.executor import DuetExecutor, Executor, ProcessExecutor, raw_stem, read_output
-from specbench.execute.judge import Measured, judge
+from specbench.execute.judge import Measured, Outcome, judge
 from specbench.execute.outputs import compare, continuation, generated_text
 from specbench.execute.server_executor import ServerExecutor
 from specbench.machine import contention, noise
@@ -225,7 +230,7 @@ def execute(
                         notify(ProgressEvent("skipped", count, total, inv, last_tps=last_tps))
                         i += 1
                         continue
-                    batch, i = batches.batch_at(queue, i, done)
+                    batch, i = batch_at(queue, i, done)
                     batch = [(offset + j, b) for j, b in batch]
                     for _, b in batch:
                         notify(ProgressEvent("begin", count, total, b, last_tps=last_tps))
@@ -234,7 +239,7 @@ def execute(
                     outcomes = executor.run(batch, run_dir)
                     reruns = 0  # a pair whose process did not get its share of the CPU is measured again
                     while reruns < contention.MAX_RERUNS and (
-                        why := batches.first_starved(batch, outcomes, manifest.build.backend)
+                        why := first_starved(batch, outcomes, manifest.build.backend)
                     ):
                         reruns += 1
                         mark_partial(run_dir, [raw_stem(n, b) for n, b in batch], f".rerun{reruns}")
@@ -243,7 +248,7 @@ def execute(
                         started = datetime.now(UTC)
                         outcomes = executor.run(batch, run_dir)
                     manifest.model_loads = loads_before + executor.model_loads
-                    begun = batches.starts(started, outcomes, one_by_one)
+                    begun = starts(started, outcomes, one_by_one)
                     for (_, b), outcome, started_at in zip(batch, outcomes, begun, strict=True):
                         in_flight.pop(0)
                         count += 1
@@ -265,7 +270,7 @@ def execute(
                             continue
                         measured = judge(b, outcome, manifest.run_id, started_at, _reference(b, outputs))
                         sample = _check_output(b, measured, outputs)
-                        sample = batches.stamp(sample, b, outcome, reruns)
+                        sample = stamp(sample, b, outcome, reruns)
                         ran += 1
                         append_sample(run_dir, sample)
                         new.append(sample)
@@ -356,3 +361,77 @@ def _finish(manifest: Manifest, run_dir: Path, status: Status, reason: str | Non
         if lock.free_reserve():
             with suppress(RunError):
                 save_manifest(run_dir, manifest)
+
+
+def starts(started: datetime, outcomes: Sequence, one_by_one: bool) -> list[str]:
+    """When each invocation of a batch began: one after the other (the process runner's pair), or
+    all at ``started`` (the server runner's requests in flight together)."""
+    out, offset = [], 0.0
+    for outcome in outcomes:
+        out.append((started + timedelta(seconds=offset)).isoformat(timespec="seconds"))
+        offset += outcome.wall_s if one_by_one else 0.0
+    return out
+
+
+def pair_key(inv: Invocation) -> tuple:
+    return inv.model_copy(update={"build": None}).sample_key()
+
+
+def batch_at(
+    plan: Sequence[Invocation], i: int, done: set[tuple]
+) -> tuple[list[tuple[int, Invocation]], int]:
+    """The invocations from ``i`` on that form one batch (finished ones of a resumed run left out),
+    and the index after them."""
+    batch = [(i, plan[i])]
+    j = i + 1
+    if plan[i].batch is None:
+        key = None if plan[i].warmup else pair_key(plan[i])
+        partner = lambda inv: not inv.warmup and inv.batch is None and pair_key(inv) == key  # noqa: E731
+        while key and j < len(plan) and partner(plan[j]):
+            if plan[j].sample_key() not in done:
+                batch.append((j, plan[j]))
+            j += 1
+        return batch, j
+    while plan[i].batch is not None and j < len(plan) and plan[j].batch == plan[i].batch:
+        if plan[j].warmup or plan[j].sample_key() not in done:
+            batch.append((j, plan[j]))
+        j += 1
+    return batch, j
+
+
+def _load_s(out: Outcome) -> float:
+    """Seconds the process spent loading its models (llama.cpp's ``load time``): one thread reads
+    the weights, so that part of the wall time has one thread's CPU, not ``threads``'."""
+    perf = out.log.perf if out.log is not None and out.log.perf is not None else None
+    ms = sum(p.load_ms or 0.0 for p in (perf.target, perf.draft) if p is not None) if perf else 0.0
+    return ms / 1000 if ms > 0 and math.isfinite(ms) else 0.0
+
+
+def starved(inv: Invocation, out: Outcome, backend: str | None) -> str | None:
+    """Why this outcome is not judged (``contention.starved``), or None: judged only for CPU builds,
+    a measured run that finished, and threads the config set."""
+    threads = inv.generation.threads
+    if backend != "cpu" or inv.warmup or out.error is not None or not threads:
+        return None
+    if out.batch_wall_s is not None:  # a server loaded before its batch
+        return contention.starved(threads, out.cpu_s, out.batch_wall_s)
+    return contention.starved(threads, out.cpu_s, out.wall_s, _load_s(out))
+
+
+def first_starved(
+    batch: Sequence[tuple[int, Invocation]], outcomes: Sequence[Outcome], backend: str | None
+) -> str | None:
+    """The first reason in a batch (a pair, or the server's requests in flight together)."""
+    for (_, inv), out in zip(batch, outcomes, strict=True):
+        if (why := starved(inv, out, backend)) is not None:
+            return f"{inv.role} {inv.model}{f' on {inv.build}' if inv.build else ''}, {inv.prompt_id}: {why}"
+    return None
+
+
+def stamp(sample: Sample, inv: Invocation, out: Outcome, reruns: int) -> Sample:
+    """The sample with what it got of the CPU, the load as it ended, and its pair's re-runs."""
+    cpu = round(out.cpu_s, 4) if out.cpu_s is not None else None
+    threads = inv.generation.threads
+    return sample.model_copy(
+        update={"cpu_s": cpu, "cpu_threads": threads, "load_1m": noise.load_1m(), "reruns": reruns}
+    )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from specbench.execute.batches import batch_at, starts
 from specbench.execute.judge import Outcome
+from specbench.execute.runner import batch_at, starts
 from tests.helpers.fakeruns import inv
 
 

@@ -9,10 +9,9 @@ import os
 import sys
 import time
 
-from specbench.execute.batches import starved
 from specbench.execute.judge import Outcome
 from specbench.execute.process import process_cpu_s
-from specbench.execute.runner import execute
+from specbench.execute.runner import execute, starved
 from specbench.machine.contention import MAX_RERUNS, MIN_CPU_SHARE, cpu_share
 from specbench.results.manifestfile import load_manifest
 from specbench.results.records import Generation
