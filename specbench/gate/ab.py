@@ -7,6 +7,7 @@ builds back to back. This module finds the pairs; ``gate.paired`` judges them.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,8 +54,6 @@ class BuildChoiceError(InputError):
 
 
 class CellDecision(PairedDecision):
-    """One cell and metric of a paired comparison."""
-
     cell: str
 
 
@@ -139,32 +138,25 @@ def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[
         raise BuildChoiceError(f"--metric {metric}: choose one of {choices()}")
     m = METRICS[metric]
     paired = m.pairing(samples)
-    sides: dict[tuple, dict[str, dict[tuple, float]]] = {}
-    labels: dict[tuple, str] = {}
-    measured: dict[tuple, int] = {}
-    failures: dict[tuple, str] = {}
+    by_cell: dict[tuple, list[Sample]] = defaultdict(list)
     for s in samples:
-        b = s.build
-        if s.role != m.role or b not in (base, head):
-            continue
-        key = _cell(s)
-        labels.setdefault(key, _label(s))
-        per_build = sides.setdefault(key, {base: {}, head: {}})
-        if b == head:
-            measured[key] = measured.get(key, 0) + 1
-            if s.status in ("failed", "timeout") and s.invalid_reason:
-                failures.setdefault(key, s.invalid_reason)
-        # no value (a t/s of 0 too): a build that generated nothing has stopped working, not a pair
-        value = m.value(s, paired) if s.valid and s.status == "ok" else None
-        if value is not None:  # a duplicated sample line replaces, never double-counts
-            per_build[b][(s.prompt_id, s.repetition)] = value
+        if s.role == m.role and s.build in (base, head):
+            by_cell[_cell(s)].append(s)
     out = {}
-    for key, per_build in sides.items():
-        both = sorted(set(per_build[base]) & set(per_build[head]))
+    for key, cell in by_cell.items():
+        values: dict[str | None, dict[tuple, float]] = {base: {}, head: {}}
+        for s in cell:
+            # no value (a t/s of 0 too): a build that generated nothing has stopped working, not a pair
+            value = m.value(s, paired) if s.valid and s.status == "ok" else None
+            if value is not None:  # a duplicated sample line replaces, never double-counts
+                values[s.build][(s.prompt_id, s.repetition)] = value
+        heads = [s for s in cell if s.build == head]
+        failed = (s.invalid_reason for s in heads if s.status in ("failed", "timeout") and s.invalid_reason)
+        both = sorted(set(values[base]) & set(values[head]))
         out[key] = CellPairs(
-            label=labels[key], n_base=len(per_build[base]), n_head=len(per_build[head]),
-            measured_head=measured.get(key, 0), head_failure=failures.get(key),
-            base=[per_build[base][k] for k in both], head=[per_build[head][k] for k in both],
+            label=_label(cell[0]), n_base=len(values[base]), n_head=len(values[head]),
+            measured_head=len(heads), head_failure=next(failed, None),
+            base=[values[base][k] for k in both], head=[values[head][k] for k in both],
         )  # fmt: skip
     return out
 

@@ -51,7 +51,6 @@ class Side(BaseModel):
 
 
 def load_run(run_dir: Path) -> Side:
-    """A run folder as a comparison side."""
     try:
         run = read_run(run_dir)
     except SpecbenchError as exc:

@@ -105,13 +105,11 @@ def why_nothing(base: Side, cur: Side) -> str:
         if b and c and not (b & c):
             if attr == "target":
                 return f"different models ({names(base)} vs {names(cur)}: no sha256 in common)"
-            if attr == "runner":
-                return (
-                    f"different runners ({', '.join(sorted(b))} vs {', '.join(sorted(c))}): a server's "
-                    "t/s is not a process's; compare runs of one runner"
-                )
-            what = "prompts" if attr == "prompt_id" else attr
-            return f"different {what} ({', '.join(sorted(b))} vs {', '.join(sorted(c))})"
+            what = {"runner": "runners", "prompt_id": "prompts"}.get(attr, attr)
+            why = (
+                ": a server's t/s is not a process's; compare runs of one runner" if attr == "runner" else ""
+            )
+            return f"different {what} ({', '.join(sorted(b))} vs {', '.join(sorted(c))}){why}"
     axes = differing_axes(base, cur)
     if axes:
         return f"no cell measured on both sides: the settings differ ({'; '.join(axes)})"

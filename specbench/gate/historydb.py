@@ -135,11 +135,8 @@ def _damaged(db_path: Path, why: str) -> str:
 def _problem(db_path: Path, exc: sqlite3.Error) -> HistoryError:
     """An SQLite error as one line that names the file and what to do, by SQLite's error code."""
     name, text, f = getattr(exc, "sqlite_errorname", "") or "", str(exc), shorten(db_path)
-    if (
-        name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
-        or "malformed" in text
-        or "not a database" in text
-    ):
+    damaged = "malformed" in text or "not a database" in text
+    if damaged or name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
         return HistoryError(_damaged(db_path, text))
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
         return HistoryError(
