@@ -268,7 +268,7 @@ def _download_resumable(
     from specbench.models import hfresume
 
     label = f"{src.repo}/{f.name}"
-    part = hfresume.partial_path(_storage(src), sha256)
+    part = inside(_storage(src), "partial", f"{sha256}.part")
     url = hf_hub_url(src.repo, f.name, revision=commit, endpoint=_endpoint())
     report = None if progress is None else (lambda done, total: progress(label, done, total))
     try:

@@ -25,10 +25,6 @@ class TransferBroken(Exception):
         self.kept = kept
 
 
-def partial_path(storage: Path, sha256: str) -> Path:
-    return inside(storage, "partial", f"{sha256}.part")
-
-
 def download(
     url: str,
     headers: dict[str, str],
