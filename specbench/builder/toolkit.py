@@ -67,11 +67,9 @@ def cublas_missing(roots: Sequence[Path]) -> list[str]:
     libs = [r / d for r in roots for d in ("lib64", "lib")]
     incs = [r / "include" for r in roots]
     for r in roots:
-        targets = r / "targets"
-        if targets.is_dir():
-            for t in targets.iterdir():
-                libs += [t / "lib", t / "lib64"]
-                incs.append(t / "include")
+        for t in r.glob("targets/*"):  # targets/<triple>/ (cross toolkits, conda)
+            libs += [t / "lib", t / "lib64"]
+            incs.append(t / "include")
     libs += [Path(d) for d in _SYSTEM_LIBS]
     incs += [Path(d) for d in _SYSTEM_INCLUDES]
     missing = []
