@@ -109,8 +109,7 @@ def tiny_f32() -> Path:
     """The cached tiny model in F32 (written now when missing; no llama-quantize needed)."""
     f32 = tiny_models_dir() / "tiny-F32.gguf"
     if not f32.is_file():
-        f32.parent.mkdir(parents=True, exist_ok=True)
-        write_tiny_llama(f32)
+        write_tiny_llama(f32)  # atomic_path makes its folder
     return f32
 
 
