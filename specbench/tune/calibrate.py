@@ -211,11 +211,8 @@ def measure_model(
             argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, env=child_env()
         )
     except subprocess.TimeoutExpired as exc:
-        raise CalibrationTimeout(
-            f"llama-bench on {name} ran past {timeout_s:.0f} s ("
-            + (limit or "its limit; shorter prompts or n_predict lower the KV depth it fills")
-            + ")"
-        ) from exc
+        why = limit or "its limit; shorter prompts or n_predict lower the KV depth it fills"
+        raise CalibrationTimeout(f"llama-bench on {name} ran past {timeout_s:.0f} s ({why})") from exc
     if proc.returncode != 0:
         raise RunError(f"llama-bench on {name} failed: {bench_failure(proc, build, argv)}")
     costs = costs_from_entries(name, sha256, ngl, parse_bench_json(proc.stdout))
