@@ -53,14 +53,14 @@ def main() -> None:
     bench = [build.binary("bench").path, "-m", draft, "-p", ",".join(map(str, range(1, 10))), "-n", "16",
              "-d", "64", "-r", "1", "-ngl", "0", "-o", "json", "-t", "2"]  # fmt: skip
     (res,) = run_together([Command(bench, out / "bench-q4-d64.json", out / "bench-q4-d64.stderr", 600)])
-    if not res.ok:  # on a CPU whose self-test needs a workaround (AMX), add it: --repack 0
+    if res.exit_code != 0:  # on a CPU whose self-test needs a workaround (AMX), add it: --repack 0
         raise SystemExit(
             f"llama-bench: exit {res.exit_code} {res.signal or ''}; see {out}/bench-q4-d64.stderr"
         )
     (out / "bench-q4-d64.stderr").unlink()
     for name, (argv, stamped) in runs.items():
         (res,) = run_together([Command(argv, out / f"{name}.stdout", out / f"{name}.stderr", 300, stamped)])
-        if not res.ok:
+        if res.exit_code != 0:
             raise SystemExit(f"{name}: exit {res.exit_code} {res.signal or ''}; see {out / name}.stderr")
         if stamped and res.stdout_times is not None:
             (out / f"{name}.times").write_text(format_stamps(res.stdout_times))

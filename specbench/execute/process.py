@@ -39,10 +39,6 @@ class ProcessResult:
     stdout_times: list[tuple[float, int]] | None = None
     cpu_s: float | None = None  # CPU time (user + system) the child got, from os.wait4 (None: killed)
 
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
-
 
 def kill_group(proc: subprocess.Popen, grace_s: float) -> None:
     """SIGTERM the process group, give it ``grace_s`` to exit, then SIGKILL what is left. The leader

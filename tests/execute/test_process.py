@@ -37,7 +37,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path, monkeypatch, stubborn, 
         assert res.stdout_times and res.stdout_times[-1][1] == res.stdout_path.stat().st_size
         assert all(0 <= t < 1.5 for t, _ in res.stdout_times)
     elapsed = time.monotonic() - t0
-    assert res.timed_out and not res.ok
+    assert res.timed_out and res.exit_code is None
     assert res.exit_code is None
     assert 1.0 <= res.wall_s < 5 and elapsed < 5
     pids = _pids(res.stdout_path)
@@ -57,7 +57,7 @@ def test_segfault_is_reported_by_signal_name(tmp_path):
 
 def test_exit_code_and_separate_streams(tmp_path):
     res = run_one([str(FAKEBINS / "exit1")], tmp_path / "o", tmp_path / "e", timeout_s=10)
-    assert res.exit_code == 1 and res.signal is None and not res.ok
+    assert res.exit_code == 1 and res.signal is None and not res.timed_out
     assert res.stdout_path.read_text() == ""
     assert "failed to load model" in res.stderr_path.read_text()
 
@@ -71,7 +71,7 @@ def test_stdin_is_closed_locale_is_c_and_secrets_are_dropped(tmp_path, monkeypat
         "print(os.environ.get('LC_ALL')); print(sorted(os.environ))"
     )
     res = run_one([sys.executable, "-c", script], tmp_path / "o", tmp_path / "e", timeout_s=30)
-    assert res.ok, res.stderr_path.read_text()
+    assert res.exit_code == 0, res.stderr_path.read_text()
     out = res.stdout_path.read_text().splitlines()
     assert out[0] == "''"  # /dev/null, not the terminal: a chat-mode binary cannot wait on it
     assert out[1] == "C"
