@@ -35,7 +35,8 @@ ENV = Environment(
 
 
 def render(template: str, **context: object) -> str:
-    return ENV.get_template(f"{template}.html").render(**context)
+    root = "" if template in ("index", "best") else "../"  # every other page lies a folder down
+    return ENV.get_template(f"{template}.html").render(root=root, **context)
 
 
 @lru_cache(maxsize=65536)
@@ -180,7 +181,6 @@ def trend_page(model: Model, machine: str, pair: str, method: str) -> str:
     return render(
         "trend",
         title=f"{pair} {method}",
-        root="../",
         pair=pair,
         method=method,
         machine=machine,
@@ -288,7 +288,6 @@ def index_page(model: Model, summary: str, empty: str, notes: list[str]) -> str:
     return render(
         "index",
         title="results",
-        root="",
         summary=summary,
         empty=empty,
         machines=sorted(machines.items()),
@@ -310,7 +309,6 @@ def ab_page(ab: AbRun) -> str:
     return render(
         "ab",
         title=f"ab {ab.run.run_id}",
-        root="../",
         run_id=ab.run.run_id,
         machine=ab.run.machine,
         base=f"{base} ({ab.run.builds.get(base, '?')[:10]})",
@@ -360,7 +358,6 @@ def bisect_page(b: BisectRun, ab_keys: dict[str, str]) -> str:
     return render(
         "bisect",
         title=f"bisect {b.path.name}",
-        root="../",
         name=b.path.name,
         source=st.source,
         good=st.good[:10],
@@ -399,4 +396,4 @@ def best_page(model: Model) -> str:
                 command=reproduce(model.folders.runs.get(q.run_key), pair, sp.key),
             )
         )
-    return render("best", title="best settings", root="", machines=sorted(machines.items()))
+    return render("best", title="best settings", machines=sorted(machines.items()))

@@ -173,7 +173,6 @@ def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: d
     return pages.render(
         "run",
         title=f"run {run_id}",
-        root="../",
         run_id=run_id,
         facts=facts,
         report=report,
