@@ -152,16 +152,14 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
     return cells
 
 
-def _greedy_speculative(side: Side) -> bool:
-    return any(s.role == "speculative" and s.generation.temperature == 0 for s in side.samples)
-
-
 def default_metrics(base: Side, cur: Side) -> tuple[str, ...]:
     """Both t/s, and acceptance where both sides speculated at temperature 0: there it is exact, so a
     drop means the output changed, which t/s alone would pass."""
-    if _greedy_speculative(base) and _greedy_speculative(cur):
-        return (*COMPARE_DEFAULT, "acceptance")
-    return COMPARE_DEFAULT
+    greedy = (
+        any(s.role == "speculative" and s.generation.temperature == 0 for s in side.samples)
+        for side in (base, cur)
+    )
+    return (*COMPARE_DEFAULT, "acceptance") if all(greedy) else COMPARE_DEFAULT
 
 
 def _outputs(side: Side) -> dict[CellKey, tuple[str, set[str]]]:

@@ -32,17 +32,12 @@ def plot_path(path: Path) -> Path:
                 f"--plot {shorten(place)} is a folder; give an image file's path, e.g. "
                 f"{shorten(place / 'history.png')}"
             )
-    _check_writable_place(drawn)
-    return drawn
-
-
-def _check_writable_place(path: Path) -> None:
-    """The image's folder is, or can be made, and takes a file: found before any work, not after
-    the table (a probe file, since root ignores permission bits)."""
-    existing = nearest_existing(path)
+    # the image's folder is, or can be made, and takes a file: found before any work, not after the
+    # table (a probe file, since root ignores permission bits)
+    existing = nearest_existing(drawn)
     if not existing.is_dir():
         raise HistoryError(
-            f"--plot {shorten(path)}: {shorten(existing)} is a file, not a folder; "
+            f"--plot {shorten(drawn)}: {shorten(existing)} is a file, not a folder; "
             "give an image path in a folder"
         )
     try:
@@ -50,8 +45,9 @@ def _check_writable_place(path: Path) -> None:
             pass
     except OSError as exc:
         raise HistoryError(
-            f"--plot {shorten(path)}: cannot write there: {os_problem(exc, existing)}"
+            f"--plot {shorten(drawn)}: cannot write there: {os_problem(exc, existing)}"
         ) from exc
+    return drawn
 
 
 def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
