@@ -28,7 +28,7 @@ STATE = BISECT
 
 
 class StepResult(BaseModel):
-    status: Status
+    status: Status | None = None  # a verdict; None only in a Versus not finished
     ratio: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -38,9 +38,7 @@ class StepResult(BaseModel):
 class Versus(StepResult):
     """A step's second run: the midpoint against ``bad`` (is it faster, beyond the threshold?)."""
 
-    run_dir: str
-    # improved: faster than bad; None: not finished (wider than StepResult's, which mypy flags)
-    status: Status | None = None  # type: ignore[assignment]
+    run_dir: str  # its status: improved (faster than bad), too_noisy, or None (not finished)
 
 
 NO_PAIRS = "no cell of this metric had pairs on both builds"
