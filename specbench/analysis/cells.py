@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from functools import reduce
 from typing import Any
 
 from specbench.analysis import speedmodel
@@ -169,14 +170,11 @@ def _throughput(samples: list[Sample]) -> float | None:
 def _counters(samples: list[Sample]) -> SpecCounters | None:
     """The /metrics draft counters summed over the samples' batches (each batch once: requests in
     flight together share one reading)."""
-    total, seen = None, set()
+    once: dict[tuple, SpecCounters] = {}
     for s in samples:
-        key = (s.batch, s.started_at)
-        if s.spec_counters is None or key in seen:
-            continue
-        seen.add(key)
-        total = s.spec_counters if total is None else total.plus(s.spec_counters)
-    return total
+        if s.spec_counters is not None:
+            once.setdefault((s.batch, s.started_at), s.spec_counters)
+    return reduce(SpecCounters.plus, once.values()) if once else None
 
 
 # Both t/s of a speedup are timed over the same span (docs/timing.md); llama.cpp times its decode

@@ -41,11 +41,8 @@ def best_draft_length(a: float, c: float, max_g: int = MAX_DRAFT) -> int | None:
     max_g (free drafts, say): there is no best length then, only "longer", and no arbitrary cap."""
     if c == 0 and a > 0:
         return None  # free drafts: every extra token can only help
-    speeds = [predicted_speedup(a, g, c) for g in range(1, max_g + 1)]
-    best = max(range(len(speeds)), key=lambda i: speeds[i])  # first maximum: the shortest
-    if best == len(speeds) - 1:
-        return None
-    return best + 1
+    best = max(range(1, max_g + 1), key=lambda g: predicted_speedup(a, g, c))  # the first of equals: shortest
+    return None if best == max_g else best
 
 
 def cost_ratio(target_tps: float | None, draft_tps: float | None) -> float | None:

@@ -59,10 +59,8 @@ class AbRun:
         if self.comparison is None:
             return None
         found = {d.status for d in self.comparison.decisions if pair is None or d.cell.split(" ")[0] == pair}
-        for status in (Status.FAIL, Status.TOO_NOISY, Status.IMPROVED, Status.PASS):
-            if status in found:
-                return ab_word(status)
-        return None
+        worst_first = (Status.FAIL, Status.TOO_NOISY, Status.IMPROVED, Status.PASS)
+        return next((ab_word(status) for status in worst_first if status in found), None)
 
 
 @dataclass
