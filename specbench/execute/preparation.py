@@ -5,24 +5,36 @@ Everything that can refuse a run (config, build, models, incompatible pairs) is 
 before the first llama.cpp invocation, so a bad sweep fails in seconds, not an hour in. Every build
 of a run (one, or labelled builds measured side by side) is made or found cached first, so one that
 fails to compile stops the run with the compiler's first error line before another is measured alone.
+
+A prompt at depth D has a context of exactly D tokens in front, counted by the target's own
+tokenizer as llama.cpp runs it: a llama-server of the build, started once per target, is asked
+``/tokenize`` and ``/detokenize`` (the builds have no ``llama-tokenize``, and a Python tokenizer
+would drift from llama.cpp's for some model). The cut itself is ``plan.depth.cut_context``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specbench.base.childenv import provenance_env
-from specbench.base.errors import BuildError, ModelError
+from specbench.base.errors import BuildError, ConfigError, ModelError, RunError
+from specbench.base.llamaopts import GPU_LAYERS, PARALLEL
 from specbench.base.methods import head_archs, method_of, parts
 from specbench.builder.builder import ensure_build
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo
 from specbench.builder.buildplan import BUILD_JSON, BuildPlan, plan_build
 from specbench.builder.cmake import BuildProgress, CompileError
+from specbench.builder.workaround import with_workaround
+from specbench.execute.server import RunningServer, post, start_server
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
+from specbench.plan.depth import check_depths, cut_context, document_text, with_context
+from specbench.plan.preflight import read_facts
+from specbench.plan.serverplan import HOST
 from specbench.results.folder import manifest_path
 from specbench.results.manifestfile import load_manifest
 
@@ -34,6 +46,8 @@ if TYPE_CHECKING:
     from specbench.plan.shards import Shard, Sharding
 
 Label = str | None  # a build's label: the samples' `build` axis (None: a run's one unlabelled build)
+TOKENIZER_CTX = 512  # the tokenizing server's context: it decodes nothing
+_REQUEST_S = 60.0
 
 
 class PlannedBuild(BuildInfo):
@@ -164,7 +178,6 @@ def prepare(
 ) -> Prepared:
     """Build (or, dry, preview the build), resolve models, check pairs, render prompts, plan
     (``shard``: only that shard's part of the plan; ``roles``: only these roles' invocations)."""
-    from specbench.execute.context import deep_prompts
     from specbench.models.resolve import resolve_models
     from specbench.plan.prompts import render, render_all
     from specbench.plan.sweep import make_plan
@@ -297,4 +310,87 @@ def preview_builds(
             raise _named(build, len(builds), exc) from exc
         info = BuildInfo.load(preview.build_dir / BUILD_JSON) if preview.cached else planned(preview)
         out[build.label] = (preview, info)
+    return out
+
+
+class ServerTokenizer:
+    """A target's tokenizer, through a running llama-server's ``/tokenize`` and ``/detokenize``."""
+
+    def __init__(self, server: RunningServer, model: str) -> None:
+        self.server, self.model = server, model
+
+    def _ask(self, path: str, body: dict) -> dict:
+        reply = post(self.server, path, body, _REQUEST_S)
+        if reply.data is None:
+            raise RunError(f"tokenizing with model {self.model}'s llama-server ({path}): {reply.error}")
+        return reply.data
+
+    def tokenize(self, text: str) -> list[int]:
+        data = self._ask("/tokenize", {"content": text, "add_special": False, "parse_special": True})
+        tokens = data.get("tokens")
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            raise RunError(f"llama-server's /tokenize gave no token list for model {self.model}")
+        return tokens
+
+    def detokenize(self, tokens: list[int]) -> str:
+        text = self._ask("/detokenize", {"tokens": tokens}).get("content")
+        if not isinstance(text, str):
+            raise RunError(f"llama-server's /detokenize gave no text for model {self.model}")
+        return text
+
+
+def _check_fits(prompt: RenderedPrompt, tokens: int, n_predict: int, ctx_size: int) -> None:
+    """A prompt at depth that with n_predict overflows ``ctx_size`` is refused before running."""
+    if ctx_size and tokens + n_predict > ctx_size:
+        raise ConfigError(
+            f"prompt {prompt.id} at depth {prompt.depth} is {tokens} tokens, and with n_predict {n_predict} "
+            f"does not fit generation.ctx_size {ctx_size}; raise ctx_size to at least {tokens + n_predict} "
+            "or lower the depth"
+        )
+
+
+def tokenizer_argv(build: BuildInfo, path: str) -> list[str]:
+    """A llama-server that only tokenizes: small context, one slot, no warmup, on the CPU."""
+    server = build.binary("server")
+    argv = [*server.argv0, "-m", path, "-c", str(TOKENIZER_CTX), GPU_LAYERS.spellings[0], "0"]
+    argv += [PARALLEL.spellings[0], "1", "--no-warmup", "--host", HOST, "--port", "0"]
+    return with_workaround(argv, build, "server")
+
+
+def deep_prompts(
+    config: Config,
+    build: BuildInfo,
+    models: Mapping[str, object],
+    prompts: list[RenderedPrompt],
+    dry_run: bool = False,
+) -> list[RenderedPrompt]:
+    """Every prompt at every depth of ``sweep.depth`` above 0, for every target (``prompts``: the
+    rendered ones, without context). A dry run tokenizes nothing: its context is a placeholder."""
+    depths = sorted({d for d in config.sweep.depth if d > 0})
+    if not depths:
+        return []
+    trained = {t: f.context_length for t, f in read_facts(config, models).items() if t in config.targets()}
+    gen = config.generation
+    check_depths(depths, gen.ctx_size, gen.n_predict, trained)  # before any server starts
+    document, origin = document_text(config.context.file)
+    if dry_run:
+        return [with_context(p, d, f"[{d} tokens of {origin}]\n\n") for d in depths for p in prompts]
+    out: list[RenderedPrompt] = []
+    with tempfile.TemporaryDirectory(prefix="specbench-tokenize-") as tmp:
+        for target in config.targets():
+            path = str(getattr(models[target], "path", models[target]))
+            server = start_server(
+                tokenizer_argv(build, path), Path(tmp, "out"), Path(tmp, "err"), config.timeout_s
+            )
+            try:
+                tok = ServerTokenizer(server, target)
+                ids = tok.tokenize(document)
+                for p in (p for p in prompts if p.model == target):
+                    for d in depths:
+                        context = cut_context(document, origin, d, p.text, tok.tokenize, tok.detokenize, ids)
+                        deep = with_context(p, d, context, len(tok.tokenize(context + p.text)))
+                        _check_fits(deep, deep.tokens or 0, gen.n_predict, gen.ctx_size)
+                        out.append(deep)
+            finally:
+                server.stop()
     return out

@@ -148,7 +148,7 @@ def at_depth(
     if found is None:
         raise ConfigError(
             f"no context of depth {depth} was prepared for target {prompt.model!r} (prompt {prompt.id}); "
-            "plan with the prompts `specbench.execute.context.deep_prompts` makes"
+            "plan with the prompts `specbench.execute.preparation.deep_prompts` makes"
         )
     return found
 
