@@ -110,15 +110,13 @@ def _as_asked(info: BuildInfo, plan: BuildPlan) -> BuildInfo:
 def _locked(path: Path, waiting: str, progress: ProgressFn | None) -> Iterator[None]:
     lock = FileLock(str(path) + ".lock")
     try:
-        lock.acquire(timeout=0)
+        held = lock.acquire(timeout=0)
     except Timeout:
         if progress:
             progress(BuildProgress("wait", waiting))
-        lock.acquire()
-    try:
+        held = lock.acquire()
+    with held:  # released however the block ends
         yield
-    finally:
-        lock.release()
 
 
 def _build(plan: BuildPlan, jobs: int | None, force: bool, progress: ProgressFn | None) -> BuildInfo:

@@ -82,8 +82,8 @@ def executable_targets(build_dir: Path) -> dict[str, Path | None]:
     return found
 
 
-def error_lines(log_text: str, limit: int = 8) -> list[str]:
-    """The last compiler/CMake error lines of a build log (a CMake error with its indented message)."""
+def error_lines(log_text: str) -> list[str]:
+    """The compiler/CMake error lines of a build log (a CMake error with its indented message)."""
     lines = log_text.splitlines()
     hits = []
     for i, line in enumerate(lines):
@@ -101,7 +101,7 @@ def error_lines(log_text: str, limit: int = 8) -> list[str]:
                     break
             text = " ".join([text, *more])
         hits.append(text)
-    return hits[-limit:]
+    return hits
 
 
 def parse_step(line: str) -> tuple[int, int] | None:
@@ -179,8 +179,7 @@ def first_error(details: list[str]) -> str:
 
 
 def compile_failure(what: str, log: Path) -> CompileError:
-    text = log.read_text(errors="replace")
-    every = error_lines(text, limit=len(text))
+    every = error_lines(log.read_text(errors="replace"))
     return CompileError(f"{what} failed ({first_error(every)}); full log: {log}", every[-8:], log)
 
 

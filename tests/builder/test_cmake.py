@@ -2,7 +2,7 @@
 
 import sys
 
-from specbench.builder.cmake import cache_fits, error_lines, parse_step, stream_step
+from specbench.builder.cmake import cache_fits, compile_failure, error_lines, parse_step, stream_step
 
 
 def test_cmake_errors_keep_their_message():
@@ -12,10 +12,14 @@ def test_cmake_errors_keep_their_message():
     assert "CUDA::cublas" in line and "but the target was not found." in line and "incomplete" not in line
 
 
-def test_error_lines_keep_the_last_compiler_errors():
+def test_error_lines_keep_the_last_compiler_errors(tmp_path):
     log = "[1/3] ok\nfoo.cpp:1:2: error: first\nwarning: meh\nFAILED: foo.o\nbar.cpp:3:4: error: second\n"
     assert error_lines(log) == ["foo.cpp:1:2: error: first", "FAILED: foo.o", "bar.cpp:3:4: error: second"]
-    assert error_lines(log, limit=1) == ["bar.cpp:3:4: error: second"]
+    path = tmp_path / "build.log"
+    path.write_text(log + "".join(f"baz.cpp:{i}:1: error: more\n" for i in range(9)))
+    failure = compile_failure("compiling llama.cpp", path)
+    assert failure.details == [f"baz.cpp:{i}:1: error: more" for i in range(1, 9)]  # the last 8 are shown
+    assert str(failure).startswith("compiling llama.cpp failed (foo.cpp:1:2: error: first); full log:")
 
 
 def test_progress_steps_from_ninja_and_make():
