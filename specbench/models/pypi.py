@@ -49,9 +49,7 @@ def cached_file(src: PypiSource) -> Path | None:
         path = inside(folder, check_part(record["filename"]))  # a damaged record is no hit
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if path.is_file() and path.stat().st_size == record.get("size"):
-        return path
-    return None
+    return path if path.is_file() and path.stat().st_size == record.get("size") else None
 
 
 def fetch_pypi(src: PypiSource, progress: ProgressFn | None = None) -> Path:

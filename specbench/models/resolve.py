@@ -74,9 +74,8 @@ def resolve_models(
     """Fetch, derive and verify every model (or those in ``only`` and what they derive from), by name
     in config order. ``fetch=False`` (a dry run) resolves only what the cache holds, asking no Hub."""
     needed = needed_models(specs, only)
-    order = derive_order(specs)
     done: dict[str, ResolvedModel] = {}
-    for name in order:
+    for name in derive_order(specs):
         if name in needed and (fetch or _in_cache(specs[name], done)):
             done[name] = resolve_one(name, specs[name], base_dir, build, done, progress, fetch)
     return {name: done[name] for name in specs if name in done}
@@ -162,8 +161,8 @@ def derive(
             f"deriving {quant} from {source_path.name} needs llama-quantize: run `specbench build` first"
         )
     quantize = build.binary("quantize").argv0
-    per_weight = _BYTES_PER_WEIGHT.get(quant, 1.0)
-    cache.check_free_space(int(source_meta.parameter_count * per_weight), out.parent, f"{out.name}")
+    needed = int(source_meta.parameter_count * _BYTES_PER_WEIGHT.get(quant, 1.0))
+    cache.check_free_space(needed, out.parent, out.name)
     out.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(out.parent / ".lock"):  # a second process waits, then finds the file
         if not _done(out):
