@@ -43,12 +43,6 @@ def check_tools() -> None:
             )
 
 
-def choose_targets(available: set[str]) -> dict[str, str]:
-    """The binary each role uses in this tree: the newest name that exists (see ROLE_NAMES)."""
-    found = {role: next((n for n in names if n in available), None) for role, names in ROLE_NAMES.items()}
-    return {role: name for role, name in found.items() if name}
-
-
 def ensure_build(
     backend: str = "auto",
     source: Path | str | None = None,
@@ -202,7 +196,9 @@ def _build_in(
     if cmake.stream_step(configure, log, progress, "configure", env) != 0:
         raise cmake.compile_failure("configuring llama.cpp with cmake", log)
     executables = cmake.executable_targets(wbuild)
-    roles = choose_targets(set(executables))
+    # the program each role uses in this tree: the newest name it defines (ROLE_NAMES: newest first)
+    found = {role: next((n for n in names if n in executables), None) for role, names in ROLE_NAMES.items()}
+    roles = {role: name for role, name in found.items() if name}
     # the unified `llama` plays the roles no standalone program of the tree plays (probed below)
     unified = UNIFIED_TARGET in executables and any(r not in roles for r in ROLE_NAMES)
     if "completion" not in roles and "speculative" not in roles and not unified:
