@@ -47,6 +47,6 @@ def configs_copy(
 @app.command("schema")
 def schema() -> None:
     """Print the run config's JSON Schema (from the models that validate a config)."""
-    from specbench.plan.schema import config_schema
+    from specbench.plan.config import config_schema
 
     print_json(config_schema())

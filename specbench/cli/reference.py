@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from specbench.base.formats import json_text, md_table
-from specbench.plan.schema import config_schema
+from specbench.plan.config import config_schema
 
 
 def _alternatives(node: dict) -> list[dict]:

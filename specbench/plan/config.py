@@ -10,7 +10,8 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from specbench.base.errors import BuildError, ConfigError, PathError
 from specbench.base.llamaopts import AXES
@@ -370,3 +371,25 @@ def load_config(path: Path | str, overrides: list[str] | tuple[str, ...] = ()) -
             cfg.name = check_name(path.stem)
     cfg.path = path.resolve()
     return cfg
+
+
+# The config's JSON Schema comes from the models that validate it, so an editor checks a config the
+# way `specbench run` would (refusals only the validator can make stay outside it).
+class _SchemaConfig(Config):
+    """Config as a file may write it: generation settings checked as the loader checks them, and the
+    loader's own fields (the file's folder and path) left out."""
+
+    model_config = ConfigDict(title="specbench run config")
+
+    generation: StrictGeneration = Field(
+        default_factory=StrictGeneration,
+        description="How each invocation generates: tokens, sampling, threads, context.",
+    )
+    base_dir: SkipJsonSchema[Path] = Field(default=Path("."), exclude=True)
+    path: SkipJsonSchema[Path | None] = Field(default=None, exclude=True)
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a run config file (``specbench schema``)."""
+    schema = _SchemaConfig.model_json_schema(mode="validation")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

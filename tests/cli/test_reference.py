@@ -12,8 +12,7 @@ from specbench.cli.reference import (
     undocumented_keys,
     undocumented_options,
 )
-from specbench.plan.config import Config
-from specbench.plan.schema import config_schema
+from specbench.plan.config import Config, config_schema
 
 
 def test_every_config_key_has_a_description():

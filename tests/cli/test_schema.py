@@ -12,9 +12,10 @@ from typer.testing import CliRunner
 from specbench.base.errors import ConfigError
 from specbench.cli import app
 from specbench.plan.config import load_config
-from specbench.plan.schema import SCHEMA_FILE
+from specbench.plan.shipped import SCHEMA as SCHEMA_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_FILE = f"configs/{SCHEMA_NAME}"  # where the shipped configs' `$schema=...` line points
 SCHEMA = ROOT / SCHEMA_FILE
 SHIPPED = sorted([*(ROOT / "configs").glob("*.yaml"), *(ROOT / "configs" / "seeds").glob("*.yaml")])
 

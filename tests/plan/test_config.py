@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from specbench.plan.config import load_config
+from specbench.plan.config import config_schema, load_config
 from specbench.results.records import Generation
 from tests.helpers.configs import GOOD, error_of, write
 
@@ -240,3 +240,17 @@ def test_a_config_text_no_command_line_can_carry_is_refused_naming_its_key(tmp_p
     err = error_of(path, ["generation.threads=1", 'models.m2.path="a\\0b.gguf"'])
     assert "models.m2.path: holds a NUL character (\\u0000) at character 2" in err
     assert "no command line or request can carry" in err and "\n" not in err
+
+
+def test_list_defaults_are_shown_with_their_keys_in_pydantics_sorted_order():
+    """A list default (draft_max's [8], cmake_args' []) is a plain default that pydantic copies per
+    instance, so the schema shows it where it shows every other default: keys sorted in each property
+    (a factory's default was written after pydantic's keys, out of that order)."""
+    schema = config_schema()
+    defs = schema["$defs"]
+    assert defs["SweepConfig"]["properties"]["draft_max"]["default"] == [8]
+    assert defs["LlamaCppConfig"]["properties"]["cmake_args"]["default"] == []
+    assert defs["RunsOnConfig"]["properties"]["ngl"]["default"] == {}
+    for props in [schema["properties"], *(d.get("properties", {}) for d in defs.values())]:
+        for name, prop in props.items():
+            assert list(prop) == sorted(prop), name

@@ -215,7 +215,7 @@ def test_a_new_option_is_one_entry_and_reaches_everything(tmp_path, llama_build)
         from specbench.builder.probe import probe_binary
         from specbench.plan.config import config_from_mapping
         from specbench.plan.prompts import render
-        from specbench.plan.schema import config_schema
+        from specbench.plan.config import config_schema
         from specbench.plan.sweep import make_plan
         from specbench.execute.judge import never_drafted_reason
         from specbench.parse.process import ParsedLog
