@@ -31,9 +31,7 @@ def parse_build_spec(text: str, flag: str) -> tuple[str | None, str | None]:
     text = text.strip()
     if not text:
         raise BuildChoiceError(f"{flag}: empty; write SRC[@REF], e.g. ~/llama.cpp@master or @HEAD~1")
-    src, at, ref = text.rpartition("@")
-    if not at:
-        src, ref = text, ""
+    src, at, ref = text.rpartition("@") if "@" in text else (text, "", "")
     if at and not ref.strip():
         raise BuildChoiceError(f"{flag} {text}: nothing after '@'; write SRC@REF, e.g. ~/llama.cpp@master")
     if any(c.isspace() for c in ref) or ref.startswith("-"):

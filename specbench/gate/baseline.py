@@ -70,15 +70,11 @@ def load_baseline_file(path: Path) -> Side:
         base = BaselineFile.model_validate_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:  # a binary file (a database, an image) given by mistake
+    except (UnicodeDecodeError, ValidationError) as exc:  # not UTF-8: a binary file given by mistake
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else why_invalid(exc)
         raise InputError(
-            f"{path} is not a specbench baseline (not UTF-8 text); "
+            f"{path} is not a specbench baseline ({why}); "
             "create one with `specbench baseline save RUN_DIR --name NAME`"
-        ) from exc
-    except ValidationError as exc:
-        raise InputError(
-            f"{path} is not a specbench baseline ({why_invalid(exc)}); "
-            f"create one with `specbench baseline save RUN_DIR --name NAME`"
         ) from exc
     samples, note = unique_samples(base.samples, str(path))
     notes = [note] if note else []
