@@ -73,11 +73,6 @@ def rate(x: float | None) -> float | None:
     return x if x is not None and x > 0 else None
 
 
-def acceptance(n_accept: int | None, n_drafted: int | None) -> float | None:
-    """The fraction of drafted tokens the target accepted."""
-    return n_accept / n_drafted if n_drafted and n_accept is not None else None
-
-
 def tokens_per_pass(n_generated: int | None, n_accept: int | None) -> float | None:
     """Tokens per target pass: each pass yields its accepted draft tokens plus one of its own."""
     if n_generated is None or n_accept is None or n_generated - n_accept <= 0:
@@ -98,8 +93,9 @@ def derive_metrics(
     if role == "speculative":
         tps = capped.tps if capped else (log.decoded.tps if log.decoded else None)
         n_gen = log.n_predict if log.n_predict is not None else (log.decoded.tokens if log.decoded else None)
+        accepted = log.n_accept / log.n_drafted if log.n_drafted and log.n_accept is not None else None
         tpp = tokens_per_pass(log.n_predict, log.n_accept)
-        return rate(tps), finite(acceptance(log.n_accept, log.n_drafted)), finite(tpp), n_gen
+        return rate(tps), finite(accepted), finite(tpp), n_gen
     perf = log.perf.target if log.perf else None
     n_gen = perf.eval_runs + 1 if perf and perf.eval_runs is not None else None
     return rate(span.tps if span else None), None, None, n_gen
