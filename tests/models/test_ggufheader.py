@@ -1,4 +1,5 @@
-"""The GGUF header reader: the same metadata and tokens as the whole-file reader, from the header alone."""
+"""The GGUF header reader, specbench's one: a model's metadata and tokens from its header's bytes alone
+(test_meta checks its token texts against gguf.GGUFReader on real models)."""
 
 from __future__ import annotations
 
