@@ -277,12 +277,7 @@ def index_page(model: Model, summary: str, empty: str, notes: list[str]) -> str:
         for a in reversed(model.folders.abs)
     ]
     bisects = [
-        dict(
-            name=b.path.name,
-            href=bisect_href(b),
-            metric=b.state.metric,
-            result=bisect_result(b)[0],
-        )
+        dict(name=b.path.name, href=bisect_href(b), metric=b.state.metric, result=bisect_result(b)[0])
         for b in model.folders.bisects
     ]
     return render(

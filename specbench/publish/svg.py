@@ -81,18 +81,16 @@ def axis(series: list[Series], markers: list[Marker], kind: str) -> Axis:
             (i / 4, datetime.fromtimestamp(lo + span * i / 4).strftime("%Y-%m-%d %H:%M")) for i in range(5)
         ]
         return Axis(kind, {k: (v - lo) / span for k, v in t.items()}, ticks)
-    commits = list(dict.fromkeys(r[1] for r in runs))  # in order of their first run
-    by_commit: dict[str, list[str]] = {}
+    by_commit: dict[str, list[str]] = {}  # its runs' keys, commits in order of their first run
     for r in runs:
         by_commit.setdefault(r[1], []).append(r[2])
-    n = len(commits)
+    n = len(by_commit)
     x = {}
-    for i, c in enumerate(commits):  # the runs of one commit side by side within its slot
-        keys = by_commit[c]
+    for i, keys in enumerate(by_commit.values()):  # the runs of one commit side by side within its slot
         for j, k in enumerate(keys):
             x[k] = (i + 0.5 + 0.7 * ((j + 1) / (len(keys) + 1) - 0.5)) / n
     every = max(1, n // 14)
-    return Axis(kind, x, [((i + 0.5) / n, c[:10]) for i, c in enumerate(commits) if i % every == 0])
+    return Axis(kind, x, [((i + 0.5) / n, c[:10]) for i, c in enumerate(by_commit) if i % every == 0])
 
 
 def trend_svg(
