@@ -195,22 +195,18 @@ def output_check(base: Side, cur: Side, allow_change: bool = False) -> MetricRes
     return MetricResult(metric=OUTPUT, unit="text", cells=cells)
 
 
-def _figures(series: dict[CellKey, CellSeries], metric: str) -> dict[tuple[CellKey, str], Figure]:
-    by_cell: dict[tuple[CellKey, str], list[Value]] = defaultdict(list)
-    for key, s in series.items():
-        whole = (key.model_copy(update={"prompt_id": ""}), s.label)
-        by_cell[whole] += [Value(s.prompt_id, r, v) for r, v in zip(s.repetitions, s.values, strict=True)]
-    return {k: figure(metric, v) for k, v in by_cell.items()}
-
-
 def cell_figures(
     base: dict[CellKey, CellSeries], cur: dict[CellKey, CellSeries], metric: str
 ) -> list[CellFigure]:
-    """Each cell's figure on both sides, over all its prompts: the number ``report`` prints for it."""
-    b, c = _figures(base, metric), _figures(cur, metric)
+    """Each cell's figure on the sides it is on, over all its prompts: the number ``report`` prints."""
+    by_cell: dict[tuple[CellKey, str], dict[str, list[Value]]] = defaultdict(dict)
+    for side, series in (("baseline", base), ("current", cur)):
+        for key, s in series.items():
+            values = by_cell[(key.model_copy(update={"prompt_id": ""}), s.label)].setdefault(side, [])
+            values += [Value(s.prompt_id, r, v) for r, v in zip(s.repetitions, s.values, strict=True)]
     return [
-        CellFigure(label=k[1], baseline=b.get(k), current=c.get(k))
-        for k in list(b) + [k for k in c if k not in b]
+        CellFigure(label=label, **{side: figure(metric, values) for side, values in sides.items()})
+        for (_, label), sides in by_cell.items()
     ]
 
 
