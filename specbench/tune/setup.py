@@ -14,25 +14,11 @@ from specbench.base.errors import ConfigError
 from specbench.base.llamaopts import GPU_LAYERS, METHOD, PARALLEL
 from specbench.builder.options import OptionError
 from specbench.builder.options import bench_argv as option_bench_argv
+from specbench.models.resolve import needed_models
 from specbench.plan.cells import option_axes
 from specbench.plan.config import Config
 from specbench.plan.options import OPTION_KEYS
 from specbench.results.cell import MODEL_OPTIONS, Cell, draft_options
-
-
-def _needed_models(config: Config, names: list[str]) -> dict:
-    """The pair's models and whatever they are derived from."""
-    keep: dict = {}
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        if name in keep:
-            continue
-        spec = config.models[name]
-        keep[name] = spec
-        if spec.derive is not None:
-            todo.append(spec.derive.from_)
-    return {n: config.models[n] for n in config.models if n in keep}
 
 
 def pick_pair(config: Config, pair: str | None) -> str:
@@ -70,7 +56,8 @@ def tune_config(config: Config, pair: str) -> Config:
     p, s = config.pairs[pair], config.sweep
     draft_only = {METHOD.key: ["draft"], GPU_LAYERS.key: s.ngl[:1], PARALLEL.key: s.parallel[:1]}
     sweep = s.model_copy(update={**draft_only, "depth": [max(s.depth)]})
-    models = _needed_models(config, [p.target, tuned_draft(config, pair)])
+    needed = needed_models(config.models, [p.target, tuned_draft(config, pair)])  # and what they derive from
+    models = {n: spec for n, spec in config.models.items() if n in needed}
     return config.model_copy(
         update={"pairs": {pair: p}, "models": models, "sweep": sweep, "name": f"{config.name}-tune"}
     )
