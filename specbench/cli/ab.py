@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from specbench.base.errors import ConfigError
-from specbench.cli.common import app, check_paths, say, say_notes
+from specbench.cli.common import app, check_paths, resume_command, say, say_notes
 from specbench.cli.gateview import paired_from_run, show
 from specbench.cli.options import AllowNoisy, Budget, Quiet, Sets, Threshold
 from specbench.cli.output import Format, TableFormat
@@ -40,7 +40,6 @@ def run_builds(
     """Run CONFIG with these builds (label, source, ref) into ``run_dir`` (continued if it exists),
     adding rounds while the gate leaves a cell undecided (``open_``), up to ``max_repetitions`` or
     ``budget_s``, as Pinpoint does. ``resume_hint``: the options that continue it (``--out DIR``)."""
-    from specbench.cli.common import resume_command
     from specbench.execute import benchmark
     from specbench.gate.ab import undecided_samples
     from specbench.results.folder import has_manifest
@@ -118,7 +117,7 @@ def ab_cmd(
 
     Exit 0 pass/improved, 1 a fail, 2 bad input (config, refs, a build that does not compile),
     3 undecided (too noisy), 4 nothing to compare."""
-    from specbench.gate.ab import parse_build_spec
+    from specbench.gate.ab import BuildChoiceError, parse_build_spec
     from specbench.gate.regression import parse_threshold
     from specbench.results.folder import make_run_id
 
@@ -126,8 +125,6 @@ def ab_cmd(
     specs = [("base", *parse_build_spec(base, "--base")), ("head", *parse_build_spec(head, "--head"))]
     for m in metric or []:
         if m not in METRICS:
-            from specbench.gate.ab import BuildChoiceError
-
             raise BuildChoiceError(f"--metric {m}: choose one of {choices()}")
     if out is None:
         from specbench.base.paths import inside, results_dir

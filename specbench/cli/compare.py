@@ -11,6 +11,7 @@ import typer
 from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
 from specbench.cli.common import Col, app, echo, metric_text, say, say_notes
+from specbench.cli.gateview import paired_from_run, show
 from specbench.cli.options import AllowNoisy
 from specbench.cli.output import Format, TableFormat, print_json, print_table, step_summary
 from specbench.results.metrics import METRICS, choices
@@ -232,15 +233,12 @@ def compare_cmd(
     passes only when the data excludes a regression of that size; else it is too noisy to decide.
     A cell with no valid value on a side, or missing from the current run (unless
     --allow-missing), fails."""
-    from specbench.gate.baseline import load_side, running_notes
+    from specbench.gate.baseline import InputError, load_side, running_notes
     from specbench.gate.compare import compare, default_metrics
     from specbench.gate.regression import parse_threshold
 
     thr = parse_threshold(threshold)
     if current is None or base is not None or head is not None:  # one run, two builds: the paired gate
-        from specbench.cli.gateview import paired_from_run, show
-        from specbench.gate.baseline import InputError
-
         if current is not None or not Path(baseline).is_dir():
             raise InputError(
                 "give BASELINE CURRENT (two runs), or one run folder that measured two builds "

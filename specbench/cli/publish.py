@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from specbench.cli.common import app, say, say_notes
+from specbench.cli.common import app, check_paths, say, say_notes
 
 
 @app.command("publish")
@@ -36,18 +36,15 @@ def publish(
     ] = 8000,
 ) -> None:
     """Write a static results site (index, trends, runs, ab, bisect, best settings); opens from file://."""
-    from specbench.base.paths import check_path
     from specbench.gate.historydb import default_db
+    from specbench.publish.site import PublishError, server
     from specbench.publish.site import publish as write_site
 
     dbs = list(dbs) if dbs else [default_db()]
-    for db in dbs:
-        check_path(db, "--db")
+    check_paths(*(("--db", db) for db in dbs))
     for root in runs or []:
-        check_path(root, "--runs")
+        check_paths(("--runs", root))
         if not root.is_dir():
-            from specbench.publish.site import PublishError
-
             raise PublishError(f"--runs {root}: no such folder; give run folders or a folder of them")
     roots = list(runs) if runs else [db.parent for db in dbs if db.parent.is_dir()]
     done = write_site(dbs, roots, out)
@@ -60,8 +57,6 @@ def publish(
         f"{done.seconds:.1f} s)"
     )
     if serve:
-        from specbench.publish.site import server
-
         httpd = server(done.out, port)
         say(f"serving http://127.0.0.1:{httpd.server_address[1]}/ (Ctrl-C stops)")
         try:
