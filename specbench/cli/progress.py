@@ -80,14 +80,10 @@ class ProgressView:
             self.bar = None
 
 
-def status_printer():
-    """Build and model steps, one line each (their progress percentages are left out)."""
-
-    def note(p: Any) -> None:
-        if getattr(p, "done", None) is None:
-            say(f"{p.phase}: {p.message}", err=True)
-
-    return note
+def print_step(p: Any) -> None:
+    """A build or model step, one line (their progress percentages are left out)."""
+    if getattr(p, "done", None) is None:
+        say(f"{p.phase}: {p.message}", err=True)
 
 
 class DownloadBars:

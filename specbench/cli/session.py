@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from specbench.cli.common import say
-from specbench.cli.progress import DownloadBars, ProgressView, status_printer
+from specbench.cli.progress import DownloadBars, ProgressView, print_step
 
 
 class RunSession:
@@ -21,7 +21,7 @@ class RunSession:
         self.quiet = quiet
         self.run_dir = run_dir
         self.made: Path | None = None  # the outermost folder this session made for run_dir
-        self.note: Callable[[Any], None] = (lambda step: None) if quiet else status_printer()
+        self.note: Callable[[Any], None] = (lambda step: None) if quiet else print_step
 
     def open_folder(self, resume: bool) -> None:
         """Make (or check, to continue it) the run folder: unwritable or taken fails before building."""
