@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from specbench.base.formats import md_table
-from specbench.cli.common import Col, app, echo, say, say_notes
+from specbench.cli.common import Col, app, check_paths, echo, say, say_notes
 from specbench.cli.output import Format, TableFormat, print_json, print_table
 
 if TYPE_CHECKING:
@@ -145,19 +145,17 @@ def drafts(
     fmt: TableFormat = Format.table,
 ) -> None:
     """Rank draft models for a target by what they need to pay off here, from their GGUF headers alone."""
-    from specbench.base.paths import check_path, results_dir
+    from specbench.base.paths import results_dir
     from specbench.execute import preparation
     from specbench.tune.draftmodels import Request
     from specbench.tune.drafts import pick_build, rank
 
-    cfg = None
-    if config is not None:
-        check_path(config, "--config")
-        cfg = preparation.load(config)
+    check_paths(("--config", config))
+    cfg = preparation.load(config) if config is not None else None
     if measure and out is not None:  # refused before the ranking's llama-bench runs, not after
         from specbench.results.runstate import check_fresh
 
-        check_path(out, "--out")
+        check_paths(("--out", out))
         check_fresh(out)
     build = pick_build()
     req = Request(target=target, candidates=candidates or [], families=family or [], config=cfg,
@@ -188,20 +186,17 @@ def drafts(
         return
     if fmt == Format.md:
         echo(_markdown(result))
-        _print_measured(measured, run_dir)
-        return
-    if fmt == Format.csv:  # the ranking alone on stdout
+    elif fmt == Format.csv:  # the ranking alone on stdout
         print_table(COLS, [_cells(r) for r in result.rows], fmt)
-        _print_measured(measured, run_dir, err=True)
-        return
-    for line in _head(result):
-        say(line)
-    drop = ("read", "type", "arch", "earlier run: accept -> predicted", "max", "measured", "params")
-    print_table(COLS, [_cells(r) for r in result.rows], Format.table, drop=drop)
-    if result.server_command:
-        say("llama-server with the best-ranked draft:")
-        say(f"  {result.server_command}")
-    _print_measured(measured, run_dir)
+    else:
+        for line in _head(result):
+            say(line)
+        drop = ("read", "type", "arch", "earlier run: accept -> predicted", "max", "measured", "params")
+        print_table(COLS, [_cells(r) for r in result.rows], Format.table, drop=drop)
+        if result.server_command:
+            say("llama-server with the best-ranked draft:")
+            say(f"  {result.server_command}")
+    _print_measured(measured, run_dir, err=fmt == Format.csv)
 
 
 def _x(v: float | None) -> str:
