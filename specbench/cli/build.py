@@ -123,12 +123,11 @@ def env(
     if chosen(fmt, as_json) == Format.json:
         print_json(info)
         return
-    ram = f"{info.ram_gb} GB" if info.ram_gb is not None else "unknown"
     rows = [
         ("host", info.hostname or "unknown"),
         ("os", f"{info.os} ({info.arch})"),
         ("cpu", f"{info.cpu_model}, {info.cpu_cores} cores"),
-        ("ram", ram),
+        ("ram", f"{info.ram_gb} GB" if info.ram_gb is not None else "unknown"),
         ("python", info.python),
         ("specbench", info.specbench_version),
         ("backend (auto)", info.backend),

@@ -71,12 +71,11 @@ def history_cmd(
         ci = (f" [{metric_text(p.low, metric)}, {metric_text(p.high, metric)}]"
               if p.low is not None and p.high is not None else f" n={p.n_reps}")  # fmt: skip
         started, commit = (p.started_at or "")[:19], (p.commit or "?")[:12]
-        value = f"{metric_text(p.mean, metric)}{ci}"
         if METRICS[metric].paired:  # a speedup: as report prints the cell, and what it may be called
             value = speedup_text(p.mean, p.low, p.high, p.n_reps)
             value += "" if p.standing == Standing.DECIDED else f" {p.standing}"
-        elif p.synthetic:
-            value += " synthetic"
+        else:
+            value = f"{metric_text(p.mean, metric)}{ci}" + (" synthetic" if p.synthetic else "")
         named = "" if name == last and fmt == Format.table else name  # a record names its cell
         speed = "" if p.speed_moved is None else f"{p.speed_moved:+.0%}{' !' if p.speed_warned else ''}"
         rows.append(

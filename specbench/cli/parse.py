@@ -11,8 +11,6 @@ from specbench.base.errors import ExitCode, ParseError
 from specbench.cli.common import app, console, say, state
 from specbench.cli.output import Format, RecordFormat, chosen, print_json
 
-_SUMMARY = ("n_draft", "n_predict", "n_drafted", "n_accept")
-
 
 def _print(log) -> None:
     """One file: its name, the speculative summary (if any), then the perf blocks side by side."""
@@ -24,7 +22,7 @@ def _print(log) -> None:
     for name in ("encoded", "decoded"):
         if (tp := getattr(log, name)) is not None:
             rows += [(f"{name} {k}", getattr(tp, k)) for k in ("tokens", "seconds", "tps")]
-    rows += [(name, getattr(log, name)) for name in _SUMMARY]
+    rows += [(name, getattr(log, name)) for name in ("n_draft", "n_predict", "n_drafted", "n_accept")]
     if log.accept is not None:
         rows.append(("accept", f"{log.accept} ({log.accept * 100:.3f}%)"))  # repr: the printed precision
     rows = [(k, v) for k, v in rows if v is not None]
