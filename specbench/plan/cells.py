@@ -133,10 +133,8 @@ def option_flags(spec: BinaryInfo, cell: Cell, extra: Sequence[str] = ()) -> lis
         for key in keys:
             argv += option_argv(spelling, key, getattr(cell, key), spec.name)
     except OptionError as exc:
-        hint = (
-            " (its build.json predates option probing: `specbench build --force`)" if spelling is None else ""
-        )
-        raise ConfigError(f"{exc}{hint}") from exc
+        stale = " (its build.json predates option probing: `specbench build --force`)"
+        raise ConfigError(f"{exc}{stale if spelling is None else ''}") from exc
     return argv + list(extra)
 
 
@@ -280,12 +278,10 @@ def _require_draft_flags(
     for o in _DRAFTS:
         values, default = getattr(sweep, o.key), list(o.sweep)
         lacks = f"{spec.name} of this build has no {o.key} option"
+        unused = f"{method} on the target's own layers runs no draft model: sweep.{o.key} does not apply"
         if not applies(o, method, draft is not None):  # MTP on the target's layers: no draft model
             if values != default:
-                _note(
-                    notes,
-                    f"{method} on the target's own layers runs no draft model: sweep.{o.key} does not apply",
-                )
+                _note(notes, unused)
         elif _flag(flags, o) is not None:
             continue
         elif o.missing == "refuse":
