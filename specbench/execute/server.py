@@ -195,19 +195,16 @@ def post(server: RunningServer, path: str, body: dict, timeout_s: float) -> Repl
         if not isinstance(payload, dict):
             return Reply(None, wall, "llama-server answered something other than a JSON object")
         return Reply(payload, wall)
-    except urllib.error.HTTPError as exc:
-        wall = time.monotonic() - start
-        return Reply(None, wall, f"llama-server answered HTTP {exc.code}: {_message(exc)}")
-    except TimeoutError:
-        wall = time.monotonic() - start
-        return Reply(None, wall, f"no answer in {timeout_s:g} s (timeout_s)", timed_out=True)
     except (OSError, ValueError) as exc:
         wall = time.monotonic() - start
-        with suppress(subprocess.TimeoutExpired):  # a dying server closes its sockets before it exits
-            server.proc.wait(timeout=1.0)
-        if not server.alive():
-            return Reply(None, wall, server.exit_reason())
-        reason = getattr(exc, "reason", exc)
+        if isinstance(exc, urllib.error.HTTPError):
+            return Reply(None, wall, f"llama-server answered HTTP {exc.code}: {_message(exc)}")
+        if not isinstance(exc, TimeoutError):
+            with suppress(subprocess.TimeoutExpired):  # a dying server closes its sockets before it exits
+                server.proc.wait(timeout=1.0)
+            if not server.alive():
+                return Reply(None, wall, server.exit_reason())
+        reason = getattr(exc, "reason", exc)  # a URLError says why; a timeout is its own reason
         if isinstance(reason, TimeoutError):
             return Reply(None, wall, f"no answer in {timeout_s:g} s (timeout_s)", timed_out=True)
         return Reply(None, wall, f"request to llama-server failed: {reason}")
