@@ -209,8 +209,7 @@ def paired_compare(
                     f"{head} has no valid sample where {base} has {cp.n_base} (failed, timed out, "
                     "no draft, or 0 t/s)"
                 )
-                if cp.head_failure:
-                    why += f": {cp.head_failure}"
+                why += f": {cp.head_failure}" if cp.head_failure else ""
                 d = d.model_copy(update={"status": Status.FAIL, "reason": why})
             decisions.append(CellDecision(cell=cp.label, **d.model_dump(exclude={"decision"})))
     decisions += output_decisions(samples, base, head, allow_output_change)

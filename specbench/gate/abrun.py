@@ -24,15 +24,11 @@ def _build_entries(cfg: Config, specs: Sequence[BuildSpec]) -> list[dict]:
     """The config's `llama_cpp` as a list of labelled builds (backend and cmake args kept)."""
     template = cfg.builds[0]
     common = template.model_dump(mode="json", exclude={"label", "source", "ref"}, exclude_none=True)
+    own = str(template.source) if template.source else None
     entries = []
     for label, source, ref in specs:
-        entry = {"label": label, **common}
-        src = source or (str(template.source) if template.source else None)
-        if src:
-            entry["source"] = src
-        if ref:
-            entry["ref"] = ref
-        entries.append(entry)
+        where = {"source": source or own, "ref": ref}  # each only when given
+        entries.append({"label": label, **common, **{k: v for k, v in where.items() if v}})
     return entries
 
 

@@ -124,16 +124,13 @@ def differing_axes(base: Side, cur: Side) -> list[str]:
     """``axis: base values -> current values`` for every axis of the cell key that differs between the
     sides, the speculative cells' first, then the baselines'."""
 
-    def shown(v: object) -> str:
-        return "unset" if v is None else str(v)
-
     def axis_values(side: Side, role: str) -> dict[str, set[str]]:
         out: dict[str, set[str]] = defaultdict(set)
         for s in side.samples:
             if s.role == role:
                 for name, v in cell_key(s, side.facts).model_dump().items():
                     if name not in _NOT_AXES:
-                        out[name].add(shown(v))
+                        out[name].add("unset" if v is None else str(v))
         return out
 
     found: dict[str, str] = {}
@@ -143,9 +140,8 @@ def differing_axes(base: Side, cur: Side) -> list[str]:
             continue
         for name in CellKey.model_fields:
             if name in b and name in c and b[name] != c[name] and name not in found:
-                found[name] = f"{name}: {', '.join(sorted(b[name], key=natural_order))} -> " + ", ".join(
-                    sorted(c[name], key=natural_order)
-                )
+                before, after = (", ".join(sorted(side[name], key=natural_order)) for side in (b, c))
+                found[name] = f"{name}: {before} -> {after}"
     return list(found.values())
 
 
