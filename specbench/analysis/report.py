@@ -172,13 +172,9 @@ def build_report(run_dirs: list[Path]) -> Report:
             warnings.append(note(f"model:{info.run}", f"model column of {info.run}: {cal.describe()}"))
         curve = sorted({r.model_calibration or "" for r in run_rows_} - {""} - {cal and cal.describe()})
         if curve:
-            warnings.append(
-                note(
-                    f"curve:{info.run}",
-                    f"model column of {info.run}: real cells read off {curve[0]} at their acceptance length"
-                    + (f" (and {len(curve) - 1} more curves)" if len(curve) > 1 else ""),
-                )
-            )
+            more = f" (and {len(curve) - 1} more curves)" if len(curve) > 1 else ""
+            why = f"real cells read off {curve[0]} at their acceptance length{more}"
+            warnings.append(note(f"curve:{info.run}", f"model column of {info.run}: {why}"))
         if run.facts.expect is not None:
             expected.append((run.facts.expect, info.run))
         for lo in run.facts.left_out:  # named where it would have stood, never averaged in
