@@ -62,13 +62,10 @@ def _predicted(target: DraftRow, row: DraftRow, tokens_per_pass: float | None) -
 
 
 def _llama_cpp(base: Config | None, backend: str) -> Any:
-    """The config's llama_cpp section as data (its builds), else the backend of the build that priced."""
+    """The config's llama_cpp section as data (one build or a list), else the pricing build's backend."""
     if base is None:
         return {"backend": backend}
-    lc = base.llama_cpp
-    if isinstance(lc, list):
-        return [b.model_dump(mode="json", exclude_none=True) for b in lc]
-    return lc.model_dump(mode="json", exclude_none=True)
+    return base.model_dump(mode="json", include={"llama_cpp"}, exclude_none=True)["llama_cpp"]
 
 
 def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str, Path], base: Config | None,

@@ -26,7 +26,7 @@ from specbench.analysis.speedmodel import expected_tokens, fit_alpha, model_spee
 from specbench.base import paths
 from specbench.base.errors import ModelError, RunError, SpecbenchError
 from specbench.base.llamaopts import DRAFT_LENGTH, METHOD
-from specbench.base.methods import METHODS
+from specbench.base.methods import DRAFT_SIMPLE, LOOKUPS
 from specbench.builder.buildinfo import BuildInfo, FlagSpelling
 from specbench.builder.workaround import with_workaround
 from specbench.models import cache
@@ -362,11 +362,8 @@ def rank(
 
 def ngram_methods(build: BuildInfo | None) -> list[str]:
     """The draft-free (lookup) methods: those the build's --spec-type takes, when it was probed."""
-    lookups = [name for name, m in METHODS.items() if m.lookup]
-    if build is None:
-        return lookups
-    known = {t for b in build.binaries.values() for t in b.flags.spec_types}
-    return [name for name in lookups if name in known] if known else lookups
+    known = {t for b in build.binaries.values() for t in b.flags.spec_types} if build is not None else set()
+    return [name for name in LOOKUPS if name in known] if known else list(LOOKUPS)
 
 
 def _estimate(row: DraftRow, curve: CostCurve) -> None:
@@ -430,7 +427,7 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
         return None
     server = build.binaries.get("server") if build is not None else None
     pinned = FlagSpelling(draft_max=DRAFT_LENGTH.spellings[0], spec_type=METHOD.spellings[0],
-                          model_draft="-md", spec_types=["draft-simple"])  # fmt: skip
+                          model_draft="-md", spec_types=[DRAFT_SIMPLE])  # fmt: skip
     flags = server.flags if server is not None and server.flags.draft_max else pinned
     cell = Cell(model="target", draft="draft", method="draft", draft_max=best.draft_max)
     argv = [*(server.argv0 if server else ["llama-server"]), "-m", "TARGET"]
