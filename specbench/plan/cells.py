@@ -127,11 +127,10 @@ def option_flags(spec: BinaryInfo, cell: Cell, extra: Sequence[str] = ()) -> lis
     model's when it has one), then the free arguments ``extra``; ConfigError when the binary
     cannot take one (an older build without the option: named, with the build's binary)."""
     spelling = spec.flags.options
-    keys = [o.key for o in TUNED if o.scope != "draft" or cell.draft]
     argv: list[str] = []
     try:
-        for key in keys:
-            argv += option_argv(spelling, key, getattr(cell, key), spec.name)
+        for o in (o for o in TUNED if o.scope != "draft" or cell.draft):
+            argv += option_argv(spelling, o.key, getattr(cell, o.key), spec.name)
     except OptionError as exc:
         stale = " (its build.json predates option probing: `specbench build --force`)"
         raise ConfigError(f"{exc}{stale if spelling is None else ''}") from exc
