@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from specbench.analysis.cells import ALL, ROW_CELL, NotRun, ReportRow
+from specbench.analysis.cells import ALL, ROW_CELL, NotRun, ReportRow, group_by
 from specbench.base.llamaopts import METHOD
 
 SETTING_KEYS = tuple(k for k in ("run", *ROW_CELL) if k != "depth")
@@ -72,13 +72,9 @@ def depth_curves(rows: list[ReportRow], not_run: Sequence[NotRun] = ()) -> list[
     """One curve per setting that was measured at more than one depth, or measured at one and left
     out at another (``not_run``: a point of its own); overall rows, no synthetic cells, in the rows'
     order."""
-    groups: dict[tuple, list[ReportRow]] = {}
-    for r in rows:
-        if r.category == ALL and not r.synthetic:
-            groups.setdefault(tuple(getattr(r, k) for k in SETTING_KEYS), []).append(r)
-    unrun: dict[tuple, list[NotRun]] = {}
-    for lo in not_run:
-        unrun.setdefault(tuple(lo.axis(k) for k in SETTING_KEYS), []).append(lo)
+    measured = [r for r in rows if r.category == ALL and not r.synthetic]
+    groups = group_by(measured, lambda r: tuple(getattr(r, k) for k in SETTING_KEYS))
+    unrun = group_by(not_run, lambda lo: tuple(lo.axis(k) for k in SETTING_KEYS))
     curves = []
     for key, members in groups.items():
         left = [lo for lo in unrun.get(key, []) if lo.cell.depth not in {r.depth for r in members}]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow, step_len
+from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow, group_by, step_len
 from specbench.analysis.depth import DepthCurve, depth_curves, setting_label
 from specbench.analysis.quality import DEFAULT_PRECISION
 from specbench.analysis.report import Report
@@ -107,13 +107,6 @@ def legend_below(ax, fontsize: int = 8, below_pt: float = 40) -> int:
     return -(-len(labels) // ncol)
 
 
-def _groups(rows: list[ReportRow], key: Callable) -> dict:
-    out: dict = {}
-    for r in rows:
-        out.setdefault(key(r), []).append(r)
-    return out
-
-
 def error_bars(
     values: list[float | None], lows: list[float | None], highs: list[float | None]
 ) -> list[list[float]]:
@@ -165,12 +158,12 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
     ]
     if not rows:
         return None
-    pairs = _groups(rows, lambda r: r.pair or r.target)
+    pairs = group_by(rows, lambda r: r.pair or r.target)
     fig, axes = plt.subplots(1, len(pairs), figsize=(6.4 * len(pairs), 5.6), squeeze=False)
     rows_below = 0  # the most legend rows under a panel
     for ax, (pair, prs) in zip(axes[0], pairs.items(), strict=True):
         label = _labeller(prs, SERIES_KEYS, always=(METHOD.key,))
-        lined = _groups([r for r in prs if r.draft_max is not None], label)
+        lined = group_by([r for r in prs if r.draft_max is not None], label)
         no_interval: set[str] = set()  # repetition counts of points drawn without an interval
         for i, (name, series) in enumerate(lined.items()):
             series.sort(key=lambda r: r.draft_max)
@@ -192,9 +185,8 @@ def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
                 if pred:
                     ax.plot(*zip(*pred, strict=True), ls=":", marker="x", color=color, alpha=0.7)
             else:
-                ax.plot(
-                    xs, [100 * r.acceptance for r in series], marker=marker, ls=ls, color=color, label=name
-                )
+                ys = [100 * getattr(r, metric) for r in series]  # the rows have it (kept above)
+                ax.plot(xs, ys, marker=marker, ls=ls, color=color, label=name)
         _flat(ax, [r for r in prs if r.draft_max is None], metric, label, len(lined))
         if metric == "speedup":
             _speedup_limits(ax, prs)
@@ -308,7 +300,7 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
     label = _cell_label(rows, tuple(k for k in CELL_KEYS if k != GPU_LAYERS.key))  # the x axis
     # one baseline line per run and baseline (``baseline_of``) but its ngl, the x axis
     axes = [ROW_NAMES.get(f, f) for f in BASELINE_FIELDS if f != GPU_LAYERS.key]
-    baselines = _groups(rows, lambda r: (r.run, *(getattr(r, k) for k in axes)))
+    baselines = group_by(rows, lambda r: (r.run, *(getattr(r, k) for k in axes)))
     for key, brs in baselines.items():
         run, target = key[0], brs[0].target
         build = f" {brs[0].build}" if brs[0].build is not None else ""
@@ -319,7 +311,7 @@ def tps_vs_ngl(report: Report, path: Path) -> Path | None:
             ngl, tps, sd = zip(*points, strict=True)
             name = f"baseline {target}{build}" + (f" ({run})" if len(report.runs) > 1 else "")
             ax.errorbar(ngl, tps, yerr=sd, color="black", ls="--", marker="s", capsize=3, label=name)
-    for i, (name, series) in enumerate(_groups(rows, label).items()):
+    for i, (name, series) in enumerate(group_by(rows, label).items()):
         series.sort(key=lambda r: r.ngl)
         ls, marker = style(i)
         ngl, tps, sd = zip(*((r.ngl, r.spec_tps, r.spec_tps_sd or 0) for r in series), strict=True)
@@ -378,7 +370,7 @@ def speedup_vs_accept_len(report: Report, path: Path) -> Path | None:
         return None
     label = _cell_label(rows, _CURVE_KEYS)
     fig, ax = plt.subplots(figsize=(8, 5.4))
-    for i, (name, series) in enumerate(_groups(rows, label).items()):
+    for i, (name, series) in enumerate(group_by(rows, label).items()):
         color = _color(plt, i)
         synth = sorted((r for r in series if r.synthetic), key=lambda r: step_len(r) or 0)
         if not synth:
