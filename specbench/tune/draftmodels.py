@@ -99,12 +99,7 @@ def _local(path: Path, kind: str, name: str | None = None) -> Judged:
     except ModelError as exc:
         row.reason = str(exc)
         return Judged(row)
-    _describe(row, meta, header)
-    if header.data_end > path.stat().st_size and meta.n_shards == 1:
-        row.reason = (
-            f"{path} is truncated: its tensors need {header.data_end} bytes, the file has {meta.size_bytes}"
-        )
-        return Judged(row, meta)
+    _describe(row, meta, header)  # a truncated file was refused by read_local_header
     return Judged(row, meta, header, cache.sha256_file(path))
 
 

@@ -263,11 +263,10 @@ def _curve(
         if c.metadata is None or c.metadata.n_shards > 1 or not small:
             continue
         try:
-            header = read_local_header(c.path)
+            header = read_local_header(c.path)  # refuses a truncated file too
         except ModelError:
             continue
-        if header.data_end <= c.path.stat().st_size:
-            seen.setdefault(cache.sha256_file(c.path), (c.path.name, c.path, header))
+        seen.setdefault(cache.sha256_file(c.path), (c.path.name, c.path, header))
     points = []
     for sha, (name, path, header) in seen.items():
         try:
