@@ -42,6 +42,7 @@ def run_builds(
     ``budget_s``, as Pinpoint does. ``resume_hint``: the options that continue it (``--out DIR``)."""
     from specbench.execute import benchmark
     from specbench.gate.ab import undecided_samples
+    from specbench.machine.contention import RERUN_NOTE_END
     from specbench.results.folder import has_manifest
 
     cfg = load_builds_config(config, sets, specs, typed)
@@ -72,8 +73,6 @@ def run_builds(
         )  # fmt: skip
     warn_busy(summary, "the pairs may be too noisy to decide (measure on a quiet machine)",
               "pairs measured across it are noisier")  # fmt: skip
-    from specbench.machine.contention import RERUN_NOTE_END
-
     say_notes([*summary.speed_notes, *(n for n in summary.noise_notes if n.endswith(RERUN_NOTE_END))])
     return summary
 
@@ -117,6 +116,7 @@ def ab_cmd(
 
     Exit 0 pass/improved, 1 a fail, 2 bad input (config, refs, a build that does not compile),
     3 undecided (too noisy), 4 nothing to compare."""
+    from specbench.base.paths import inside, results_dir
     from specbench.gate.ab import BuildChoiceError, parse_build_spec
     from specbench.gate.regression import parse_threshold
     from specbench.results.folder import make_run_id
@@ -127,8 +127,6 @@ def ab_cmd(
         if m not in METRICS:
             raise BuildChoiceError(f"--metric {m}: choose one of {choices()}")
     if out is None:
-        from specbench.base.paths import inside, results_dir
-
         out = inside(results_dir(), make_run_id(f"{config.stem}-ab"), what="run folder")
     with measuring_is_input():
         check_paths(("CONFIG", config), ("--out", out))
@@ -168,6 +166,7 @@ def bisect_cmd(
     interleaved A/B of the midpoint against --good (--bad is taken as slow, as in git bisect); a step
     that stays undecided there is measured against --bad, and is good if significantly faster than
     it. --budget is a step's. Exit 0 found, 2 bad input, 3 a step stayed undecided."""
+    from specbench.base.paths import results_dir
     from specbench.gate import bisect
     from specbench.gate.ab import BuildChoiceError
     from specbench.gate.regression import parse_threshold
@@ -180,8 +179,6 @@ def bisect_cmd(
     if out is None:
         if resume:
             raise bisect.BisectError("--resume needs --out DIR: the folder of the bisect to continue")
-        from specbench.base.paths import results_dir
-
         out = results_dir() / make_run_id("bisect")
     src = source.expanduser().resolve()
     with measuring_is_input():  # config, --set and --out are checked before any state is written

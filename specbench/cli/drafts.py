@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from specbench.base.formats import md_table
 from specbench.cli.common import Col, app, check_paths, echo, say, say_notes
 from specbench.cli.output import Format, TableFormat, print_json, print_table
-
-if TYPE_CHECKING:
-    from specbench.tune.draftmeasure import Measured
+from specbench.cli.progress import ProgressView
 from specbench.models.families import load_families
 
 _FAMILIES = ", ".join(load_families())
@@ -147,14 +145,15 @@ def drafts(
     """Rank draft models for a target by what they need to pay off here, from their GGUF headers alone."""
     from specbench.base.paths import results_dir
     from specbench.execute import preparation
+    from specbench.results.runstate import check_fresh
+    from specbench.tune.draftmeasure import Measured
+    from specbench.tune.draftmeasure import measure as measure_best
     from specbench.tune.draftmodels import Request
     from specbench.tune.drafts import pick_build, rank
 
     check_paths(("--config", config))
     cfg = preparation.load(config) if config is not None else None
     if measure and out is not None:  # refused before the ranking's llama-bench runs, not after
-        from specbench.results.runstate import check_fresh
-
         check_paths(("--out", out))
         check_fresh(out)
     build = pick_build()
@@ -167,9 +166,6 @@ def drafts(
     measured: list[Measured] = []
     run_dir = None
     if measure:
-        from specbench.cli.progress import ProgressView
-        from specbench.tune.draftmeasure import measure as measure_best
-
         view = ProgressView(quiet=fmt == Format.json)
         try:
             run_dir, measured = measure_best(
