@@ -73,6 +73,8 @@ def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Fo
     """The closing table, as `specbench report` renders it (another ``fmt``: alone on stdout), then
     the closing words: each once, warnings first, at most ``SHOWN`` and a pointer to the rest."""
     from specbench.analysis import render
+    from specbench.analysis.caveats import SHOWN, Severity
+    from specbench.analysis.report import closing_caveats
     from specbench.cli.common import table_console, table_width
 
     if report is not None and fmt != Format.table:
@@ -81,9 +83,6 @@ def _print_summary(summary: Any, report: Any, notes: list[str], fmt: Format = Fo
     elif report is not None:  # logs and pipes: 200 columns, as `specbench report` prints it
         table_console.print(render.table(report, width=table_width()))
     say(f"results: {summary.run_dir}", err=fmt != Format.table)
-    from specbench.analysis.caveats import SHOWN, Severity
-    from specbench.analysis.report import closing_caveats
-
     said = closing_caveats(summary, report, notes)  # each thing once, warnings first
     for c in said[:SHOWN]:
         say(c.line(), err=True)
@@ -178,21 +177,19 @@ def run(
     from specbench.base.errors import InputError, RunError, SpecbenchError
     from specbench.execute import benchmark, preparation
     from specbench.gate.historydb import record_run
+    from specbench.results.runstate import check_not_tune
     from specbench.tune.calibrate import reuse_calibration
 
     check_paths(("CONFIG", config), ("--out", out), ("--resume", resume))
     if resume is not None and out is not None and out.resolve() != resume.resolve():
         raise InputError("--out and --resume name different folders; --resume RUN_DIR continues RUN_DIR")
     if resume is not None:
-        from specbench.results.runstate import check_not_tune
-
         check_not_tune(resume)
-    if no_workarounds:
-        set_ = [*(set_ or []), "workarounds=false"]
+    sets = [*(set_ or []), *(["workarounds=false"] if no_workarounds else [])]
     if config is not None:
-        cfg = preparation.load(config, set_ or ())
+        cfg = preparation.load(config, sets)
     elif resume is not None:
-        cfg = preparation.load_resumed(resume, set_ or ())
+        cfg = preparation.load_resumed(resume, sets)
     else:
         raise InputError(
             "give a CONFIG (e.g. configs/quickstart.yaml), or --resume RUN_DIR to continue a run"
