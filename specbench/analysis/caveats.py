@@ -142,53 +142,44 @@ def caveats(infos: list[RunInfo]) -> list[Caveat]:
     notes: list[Caveat] = []
     for info in infos:
         if info.incomplete:
-            notes.append(
-                warning(
-                    f"incomplete:{info.run}",
-                    f"Run {info.run} is incomplete ({info.facts.status}): some cells may be missing, so no "
-                    f"setting is marked best; {finish_hint(Path(info.path), info.facts.status)}.",
-                )
+            text = (
+                f"Run {info.run} is incomplete ({info.facts.status}): some cells may be missing, so no "
+                f"setting is marked best; {finish_hint(Path(info.path), info.facts.status)}."
             )
+            notes.append(warning(f"incomplete:{info.run}", text))
         if any(", temperature 0," not in g for g in info.generation):
-            notes.append(
-                note(
-                    f"temperature:{info.run}",
-                    f"Run {info.run} samples at temperature > 0: outputs differ by design, so `match` is `-` "
-                    "(outputs are compared with the baseline's only at temperature 0).",
-                )
+            text = (
+                f"Run {info.run} samples at temperature > 0: outputs differ by design, so `match` is `-` "
+                "(outputs are compared with the baseline's only at temperature 0)."
             )
+            notes.append(note(f"temperature:{info.run}", text))
         if info.n_rerun:
-            notes.append(note(
-                f"rerun:{info.run}",
+            text = (
                 f"Run {info.run}: {info.n_rerun} sample{'s' * (info.n_rerun != 1)} come from pairs measured "
                 "again because a process of the pair did not get its share of the CPU (something else ran "
-                "beside it); the samples' `reruns` and `cpu_s` say which and how much.",
-            ))  # fmt: skip
+                "beside it); the samples' `reruns` and `cpu_s` say which and how much."
+            )
+            notes.append(note(f"rerun:{info.run}", text))
         if info.facts.pairing == "duet":
-            notes.append(note(
-                f"duet:{info.run}",
+            text = (
                 f"Run {info.run} measured its builds in duet pairs: both at the same time, each on half the "
                 "CPUs with half the threads; its t/s are half-machine figures, and what it judges is the "
-                f"ratio of each pair ({docs_page(*DUET_DOCS)}).",
-            ))  # fmt: skip
+                f"ratio of each pair ({docs_page(*DUET_DOCS)})."
+            )
+            notes.append(note(f"duet:{info.run}", text))
         speed = info.facts.speed
         notes += machine_caveats(
             info.run, info.facts.busy, speed.warnings, speed.notes, info.facts.noise_notes, speed.describe()
         )
         if info.n_failed or info.n_invalid:
-            notes.append(warning(
-                f"failed:{info.run}",
+            text = (
                 f"Run {info.run}: {info.n_failed} failed and {info.n_invalid} invalid of {info.n_samples} "
                 f"samples are left out of the statistics (their reasons are in the samples and raw logs "
-                f"in {info.path}).",
-            ))  # fmt: skip
+                f"in {info.path})."
+            )
+            notes.append(warning(f"failed:{info.run}", text))
     if len({tuple(i.generation) for i in infos}) > 1:
         settings = "; ".join(f"{i.run}: {' | '.join(i.generation)}" for i in infos)
-        notes.append(
-            warning(
-                "generation",
-                f"The runs used different generation settings ({settings}): side by side, their t/s are "
-                "not the same measurement.",
-            )
-        )
+        text = f"The runs used different generation settings ({settings})"
+        notes.append(warning("generation", f"{text}: side by side, their t/s are not the same measurement."))
     return notes

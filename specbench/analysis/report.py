@@ -215,13 +215,11 @@ def closing_caveats(summary: RunSummary, report: Report | None, notes: list[str]
     own = machine_caveats(summary.run_id, summary.busy, summary.speed_moved, summary.speed_notes,
                           summary.noise_notes, summary.sentinel)  # fmt: skip
     if summary.n_failed or summary.n_invalid:
-        own.append(
-            warning(
-                f"failed:{summary.run_id}",
-                f"{summary.n_failed} failed and {summary.n_invalid} invalid samples are left out of the "
-                f"statistics; their reasons are in {samples_path(summary.run_dir)}",
-            )
+        text = (
+            f"{summary.n_failed} failed and {summary.n_invalid} invalid samples are left out of the "
+            f"statistics; their reasons are in {samples_path(summary.run_dir)}"
         )
+        own.append(warning(f"failed:{summary.run_id}", text))
     if report is not None and any(r.precision_met is False for r in report.shown(False)):
         own.append(note("precision-mark", PRECISION_MARK))
     own += [note(f"run:{n}", n) for n in notes]
@@ -237,30 +235,26 @@ def _notes(infos: list[RunInfo], rows: list[ReportRow]) -> list[Caveat]:
     gaps = [r for ratio, r in ratios if ratio < GAP_FACTOR]
     if gaps:
         worst = min(ratios, key=lambda rr: rr[0])[1]
-        notes.append(
-            note(
-                "gap",
-                f"Measured speedup is below {GAP_FACTOR:.0%} of the calibrated model's prediction in "
-                f"{len(gaps)} of {len(ratios)} settings (largest gap: {cell_name(worst)}, "
-                f"{worst.speedup:.2f}x measured vs {worst.model_speedup:.2f}x predicted): the model counts "
-                "the pass costs llama-bench measured on this machine, so the gap is time outside the passes "
-                "(sampling, draft bookkeeping) or a machine whose speed moved since the calibration.",
-            )
+        text = (
+            f"Measured speedup is below {GAP_FACTOR:.0%} of the calibrated model's prediction in "
+            f"{len(gaps)} of {len(ratios)} settings (largest gap: {cell_name(worst)}, "
+            f"{worst.speedup:.2f}x measured vs {worst.model_speedup:.2f}x predicted): the model counts "
+            "the pass costs llama-bench measured on this machine, so the gap is time outside the passes "
+            "(sampling, draft bookkeeping) or a machine whose speed moved since the calibration."
         )
+        notes.append(note("gap", text))
     mismatched = [r for r in overall if r.outputs_match is False]
     if mismatched:
         where = ", ".join(
             f"{cell_name(r)} (first difference at character {r.first_diff})" for r in mismatched
         )
-        notes.append(
-            warning(
-                "mismatch",
-                f"Speculative output differs from the baseline's in {where}: verifying a batch of drafted "
-                "tokens can round differently from decoding one at a time (GPU backends especially), which "
-                "flips a near-tie and diverges from there; a difference in the first few characters points "
-                "at the speculative path itself (the texts are in each sample's log).",
-            )
+        text = (
+            f"Speculative output differs from the baseline's in {where}: verifying a batch of drafted "
+            "tokens can round differently from decoding one at a time (GPU backends especially), which "
+            "flips a near-tie and diverges from there; a difference in the first few characters points "
+            "at the speculative path itself (the texts are in each sample's log)."
         )
+        notes.append(warning("mismatch", text))
     return notes + caveats(infos)
 
 
