@@ -111,19 +111,16 @@ def _ab_words(folders: Folders, machine: str, pair: str) -> list[tuple[AbRun, st
 
 
 def ab_markers(folders: Folders, machine: str, pair: str) -> list[Marker]:
-    out = []
-    for ab, word in _ab_words(folders, machine, pair):
-        head = ab.comparison.head if ab.comparison else "head"
-        out.append(
-            Marker(
-                started_at=ab.run.started_at,
-                commit=ab.run.builds.get(head, "?"),
-                text=f"ab {word}: {ab.run.run_id}",
-                href="../" + ab_href(ab.run.key),
-                bad=word == "fail",
-            )
+    return [
+        Marker(
+            started_at=ab.run.started_at,
+            commit=ab.run.builds.get(ab.comparison.head if ab.comparison else "head", "?"),
+            text=f"ab {word}: {ab.run.run_id}",
+            href="../" + ab_href(ab.run.key),
+            bad=word == "fail",
         )
-    return out
+        for ab, word in _ab_words(folders, machine, pair)
+    ]
 
 
 def _order(s: Series) -> tuple:
