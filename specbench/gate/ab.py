@@ -232,10 +232,9 @@ def output_decisions(
     ours = [s for s in samples if s.build in (base, head)]
     role = "speculative" if any(s.role == "speculative" for s in ours) else "baseline"
     for s in ours:
-        b = s.build
-        if b is None or s.role != role or s.generation.temperature != 0:  # b: base or head (ours)
-            continue
-        if not s.output_sha256 or s.status not in ("ok", "invalid"):
+        b = s.build  # base or head (ours); None only to the type checker
+        greedy = s.role == role and s.generation.temperature == 0 and s.status in ("ok", "invalid")
+        if b is None or not greedy or not s.output_sha256:
             continue
         key = _cell(s)
         labels.setdefault(key, _label(s))

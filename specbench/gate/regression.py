@@ -110,9 +110,7 @@ def geometric_mean(ratios: Sequence[float]) -> float | None:
     from scipy import stats
 
     good = [r for r in ratios if r is not None and r > 0 and math.isfinite(r)]
-    if not good or len(good) != len(ratios):
-        return None
-    return float(stats.gmean(good))
+    return float(stats.gmean(good)) if good and len(good) == len(ratios) else None
 
 
 def _describe(base: Sequence[float], cur: Sequence[float]) -> dict:
