@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from specbench.analysis import speedmodel
 from specbench.analysis.figures import Figure, Pair, Value, figure, paired_speedup
-from specbench.analysis.quality import DEFAULT_PRECISION, assess, usable
+from specbench.analysis.quality import DEFAULT_PRECISION, assess
 from specbench.base.llamaopts import OPTIONS
 from specbench.base.stats import summarize
 from specbench.parse.parsed import SpecCounters
@@ -168,7 +168,7 @@ def _throughput(samples: list[Sample]) -> float | None:
     batches: dict[int, float] = {}
     tokens = 0
     for s in samples:
-        if s.batch is None or s.batch_wall_s is None or s.n_generated is None or not usable(s):
+        if s.batch is None or s.batch_wall_s is None or s.n_generated is None or not s.usable:
             continue
         batches[s.batch] = s.batch_wall_s
         tokens += s.n_generated
@@ -284,8 +284,8 @@ def _row(
 ) -> ReportRow:
     first = spec[0]
     quality = assess(spec, base, facts)
-    used = [s for s in spec if usable(s)]
-    base_used = [s for s in base if usable(s)]
+    used = [s for s in spec if s.usable]
+    base_used = [s for s in base if s.usable]
     b = summarize([s.tps for s in base_used if s.tps is not None])  # all of them (usable); the sd
     p = summarize([s.tps for s in used if s.tps is not None])  # (the columns' centre is the figure's)
     pairs = _pairs(used, paired)
@@ -293,7 +293,7 @@ def _row(
     spec_fig, base_fig = _tps_figures(pairs, used, base_used)
     acceptance, tpp = _pooled(used)
     acc = summarize([s.acceptance for s in used if s.acceptance is not None])
-    draft_tps = summarize([s.tps for s in drafts if usable(s) and s.tps is not None]).mean
+    draft_tps = summarize([s.tps for s in drafts if s.usable and s.tps is not None]).mean
     c = cost_ratio_of(first.method, first.draft, b.mean, draft_tps)
     g, predicted, best_g = first.draft_max, None, None
     if acceptance is not None and c is not None and g:

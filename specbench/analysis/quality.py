@@ -31,14 +31,9 @@ class Quality:
     warnings: list[str] = field(default_factory=list)
 
 
-def usable(s: Sample) -> bool:
-    """Valid, ok and timed: a sample the statistics use."""
-    return s.valid and s.status == "ok" and s.tps is not None
-
-
 def _by_prompt(samples: Sequence[Sample]) -> dict[str, list[Sample]]:
     groups: dict[str, list[Sample]] = defaultdict(list)
-    for s in sorted((s for s in samples if usable(s)), key=lambda s: (s.prompt_id, s.repetition)):
+    for s in sorted((s for s in samples if s.usable), key=lambda s: (s.prompt_id, s.repetition)):
         groups[s.prompt_id].append(s)
     return groups
 
@@ -77,7 +72,7 @@ def assess(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFacts | Non
 
 
 def _window(s: Sample) -> float | None:
-    if not usable(s) or not s.n_generated or s.tps is None or s.tps <= 0:
+    if not s.usable or not s.n_generated or s.tps is None or s.tps <= 0:
         return None
     return s.n_generated / s.tps
 
@@ -93,7 +88,7 @@ def _short_window(spec: Sequence[Sample], base: Sequence[Sample], facts: RunFact
     if not windows or limit <= 0 or min(windows.values()) >= limit:
         return None
     name = min(windows, key=windows.__getitem__)
-    used = [s for s in (spec if name == "spec" else base) if usable(s)]
+    used = [s for s in (spec if name == "spec" else base) if s.usable]
     tps = math.fsum(s.tps for s in used if s.tps is not None) / len(used)
     n_predict = used[0].generation.n_predict
     needed = max(16, math.ceil(limit * tps / 16) * 16)
@@ -164,11 +159,11 @@ def unequal_work(spec: Sequence[Sample], base: Sequence[Sample]) -> str | None:
     """Both sides of a speedup must be timed over the same generated tokens (``Sample.timed_tokens``):
     the prompt whose sides differ most, with the counts (a run ``execute.judge.capped_span`` could not
     cut is timed over all it decoded; samples recorded without the counts say nothing)."""
-    timed_base = {(b.prompt_id, b.repetition): b.timed_tokens for b in base if usable(b) and b.timed_tokens}
+    timed_base = {(b.prompt_id, b.repetition): b.timed_tokens for b in base if b.usable and b.timed_tokens}
     worst = None
     for s in spec:
         b = timed_base.get((s.prompt_id, s.repetition))
-        if usable(s) and s.timed_tokens and b and s.timed_tokens != b:
+        if s.usable and s.timed_tokens and b and s.timed_tokens != b:
             if worst is None or abs(s.timed_tokens - b) > abs(worst[1] - worst[2]):
                 worst = (s.prompt_id, s.timed_tokens, b)
     if worst is None:

@@ -48,7 +48,7 @@ def cell_states(samples: Sequence[Sample]) -> dict[tuple, CellState]:
             continue
         st = states[_key(s)]
         st.reps = max(st.reps, s.repetition + 1)
-        if s.valid and s.status == "ok" and s.tps is not None:
+        if s.usable and s.tps is not None:
             st.by_prompt[s.prompt_id].append(s.tps)
             st.any_valid = True
     return states

@@ -21,10 +21,6 @@ from specbench.results.records import Sample
 AFTER = "baseline-after"  # the role of the window after the speculative servers
 
 
-def _usable(s: Sample) -> bool:
-    return s.valid and s.status == "ok" and s.tps is not None
-
-
 def _middle(samples: Iterable[Sample]) -> float | None:
     """The median time the samples started at (a hand-edited, unreadable time left out)."""
     times = []
@@ -35,7 +31,7 @@ def _middle(samples: Iterable[Sample]) -> float | None:
 
 
 def _keyed(samples: Iterable[Sample]) -> dict[tuple, float]:
-    return {(s.prompt_id, s.repetition): s.tps for s in samples if _usable(s) and s.tps is not None}
+    return {(s.prompt_id, s.repetition): s.tps for s in samples if s.usable and s.tps is not None}
 
 
 def window_means(before: Sequence[Sample], after: Sequence[Sample]) -> tuple[float, float] | None:
@@ -117,7 +113,7 @@ def paired_baseline(samples: Sequence[Sample]) -> dict[tuple, Sample]:
             continue
         window = judged[cell.cell_of(s)].base
         match = next(
-            (b for b in window if (b.prompt_id, b.repetition) == (s.prompt_id, s.repetition) and _usable(b)),
+            (b for b in window if (b.prompt_id, b.repetition) == (s.prompt_id, s.repetition) and b.usable),
             None,
         )
         if match is not None:
@@ -127,6 +123,6 @@ def paired_baseline(samples: Sequence[Sample]) -> dict[tuple, Sample]:
 
 def speedup_ratio(spec: Sample, base: Sample | None) -> float | None:
     """One sample's speedup: its t/s over its paired baseline's, when both were measured."""
-    if base is None or not _usable(spec) or not _usable(base) or not spec.tps or not base.tps:
+    if base is None or not spec.usable or not base.usable or not spec.tps or not base.tps:
         return None
     return spec.tps / base.tps

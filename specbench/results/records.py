@@ -101,6 +101,11 @@ class Sample(Measurement):
     load_1m: float | None = None
     reruns: int = 0
 
+    @property
+    def usable(self) -> bool:
+        """Valid, ok and timed: a sample the statistics use."""
+        return self.valid and self.status == "ok" and self.tps is not None
+
 
 # A stored sample's own figures (a hand-edited log may hold NaN or negatives; ``metrics`` may be inf
 # or nan as llama.cpp printed them, and are not checked as figures).
