@@ -20,7 +20,7 @@ from specbench.base.paths import check_path, nearest_existing, os_problem, short
 from specbench.base.redact import redact
 from specbench.publish import pages
 from specbench.publish.folders import REPORT_HTML, RunFolder, scan
-from specbench.publish.series import Series, load_series
+from specbench.publish.series import load_series
 
 MARKER = ".specbench-site"
 ASSETS = Path(__file__).parent / "assets"
@@ -82,7 +82,7 @@ def publish(dbs: list[Path], roots: list[Path], out: Path) -> Published:
     except OSError as exc:
         raise PublishError(f"cannot write the site: {os_problem(exc, out_parent)}") from exc
     try:
-        files = _write_all(tmp, model, series, runs, notes, empty, db)
+        files = _write_all(tmp, model, runs, notes, empty, db)
         _swap(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -105,9 +105,7 @@ def _write(root: Path, rel: str, text: str) -> None:
     path.write_text(redact(text), encoding="utf-8")
 
 
-def _write_all(
-    tmp: Path, model: pages.Model, series: list[Series], runs: dict, notes: list[str], empty: str, db: str
-) -> int:
+def _write_all(tmp: Path, model: pages.Model, runs: dict, notes: list[str], empty: str, db: str) -> int:
     """Every page into ``tmp``; returns how many."""
     folders = model.folders
     shutil.copytree(ASSETS, tmp / "assets")  # the stylesheet and the x-axis toggle: nothing from a network
@@ -122,14 +120,11 @@ def _write_all(
         _write(tmp, pages.bisect_href(b), pages.bisect_page(b, ab_paths))
     keys = list(runs) + [k for k in folders.runs if k not in runs]
     for key in keys:
-        _write(
-            tmp,
-            pages.run_page(key),
-            _run_page(tmp, key, runs.get(key), folders.runs.get(key), ab_by_key, notes),
-        )
+        page = _run_page(tmp, key, runs.get(key), folders.runs.get(key), ab_by_key, notes)
+        _write(tmp, pages.run_page(key), page)
     _write(tmp, "best.html", pages.best_page(model))
     summary = (
-        f"{len(keys)} runs, {len(series)} series from {db}; {len(folders.abs)} ab runs, "
+        f"{len(keys)} runs, {len(model.series)} series from {db}; {len(folders.abs)} ab runs, "
         f"{len(folders.bisects)} bisects; published {time.strftime('%Y-%m-%d %H:%M %Z')}"
     )
     _write(tmp, "index.html", pages.index_page(model, summary, empty, notes))
