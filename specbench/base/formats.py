@@ -99,3 +99,11 @@ def csv_text(records: Sequence[dict[str, Any]]) -> str:
 def now_iso() -> str:
     """The time stamp every record carries: UTC, to the second, ISO 8601."""
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def epoch_seconds(at: str) -> float | None:
+    """A stored time stamp as seconds since the epoch (None: unreadable, as a hand-edited one may be)."""
+    try:
+        return datetime.fromisoformat(at).timestamp()
+    except ValueError:
+        return None

@@ -13,12 +13,11 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specbench.base.errors import RunError
-from specbench.base.formats import now_iso
+from specbench.base.formats import epoch_seconds, now_iso
 from specbench.execute.executor import ProcessExecutor
 from specbench.execute.judge import judge
 from specbench.execute.preparation import Prepared
@@ -332,9 +331,8 @@ def pair_span_s(samples: Sequence[Sample]) -> float | None:
     baselines: dict[tuple, tuple[float, float]] = {}
     speculative: list[tuple[tuple, tuple[float, float]]] = []
     for s in samples:
-        try:
-            start = datetime.fromisoformat(s.started_at).timestamp()
-        except ValueError:
+        start = epoch_seconds(s.started_at)
+        if start is None:
             continue
         span = (start, start + s.wall_s)
         groups.setdefault(s.model_copy(update={"build": None}).sample_key(), []).append(span)

@@ -17,12 +17,11 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from datetime import datetime
 
 from pydantic import BaseModel, Field
 
 from specbench.base.errors import RunError
-from specbench.base.formats import now_iso
+from specbench.base.formats import epoch_seconds, now_iso
 
 
 class SpeedReading(BaseModel):
@@ -110,13 +109,6 @@ def moved_message(move: float, a: float, b: float, where: str = "during the run"
     return f"machine speed moved by {move:+.0%} {where} (from {a:.1f} to {b:.1f} t/s)"
 
 
-def _seconds(at: str) -> float | None:
-    try:
-        return datetime.fromisoformat(at).timestamp()
-    except ValueError:
-        return None
-
-
 def within_pair(record: SpeedRecord) -> float | None:
     """How far the speed moved within one pair (relative), at the steepest change between two
     consecutive readings; None without ``pair_s`` or two timed readings. A drift between pairs
@@ -125,7 +117,7 @@ def within_pair(record: SpeedRecord) -> float | None:
         return None
     points = []
     for r in record.readings:
-        at = _seconds(r.at)
+        at = epoch_seconds(r.at)
         if r.tps and r.tps > 0 and at is not None:
             points.append((at + r.wall_s / 2, r.tps))
     rates = [abs(math.log(b / a)) / max(tb - ta, 1.0) for (ta, a), (tb, b) in itertools.pairwise(points)]

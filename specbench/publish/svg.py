@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 
+from specbench.base.formats import epoch_seconds
 from specbench.publish.series import Point, Series
 
 # matplotlib's tab10, the report's PNG colours
@@ -36,10 +37,7 @@ def color(i: int) -> str:
 
 
 def _ts(text: str) -> float:
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    return epoch_seconds(text) or 0.0
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:

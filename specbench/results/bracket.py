@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
-from datetime import datetime
 
+from specbench.base.formats import epoch_seconds
 from specbench.machine.speed import BaselineWindows
 from specbench.results import cell
 from specbench.results.records import Sample
@@ -23,10 +22,7 @@ AFTER = "baseline-after"  # the role of the window after the speculative servers
 
 def _middle(samples: Iterable[Sample]) -> float | None:
     """The median time the samples started at (a hand-edited, unreadable time left out)."""
-    times = []
-    for s in samples:
-        with suppress(ValueError):
-            times.append(datetime.fromisoformat(s.started_at).timestamp())
+    times = [t for s in samples if (t := epoch_seconds(s.started_at)) is not None]
     return statistics.median(times) if times else None
 
 

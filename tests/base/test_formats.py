@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 import specbench
-from specbench.base.formats import csv_text, json_line, json_text, md_escape, md_table
+from specbench.base.formats import csv_text, epoch_seconds, json_line, json_text, md_escape, md_table
 
 
 def test_md_table_escapes_every_cell_and_aligns_numbers_right():
@@ -76,3 +76,9 @@ def test_no_json_is_written_outside_the_one_writer():
 def test_csv_text_columns_in_order_of_first_appearance():
     text = csv_text([{"a": 1, "b": None}, {"a": 2, "c": "x,y"}])
     assert text == 'a,b,c\n1,,\n2,,"x,y"\n'
+
+
+def test_a_stored_time_stamp_reads_as_epoch_seconds_and_a_hand_edited_one_as_none():
+    assert epoch_seconds("2025-01-01T00:00:10+00:00") == 1735689610.0
+    assert epoch_seconds("2025-01-01T00:00:10Z") == 1735689610.0
+    assert epoch_seconds("yesterday") is None
