@@ -21,7 +21,7 @@ baseline_app = typer.Typer(
 )
 app.add_typer(baseline_app, name="baseline")
 
-STATUS_STYLE = {
+STYLE = {
     "fail": "bold red",
     "warn": "yellow",
     "too_noisy": "magenta",
@@ -60,6 +60,7 @@ UNPAIRED_NOTE = (
     "on a shared 2-core VM); `specbench ab` measures both builds in one interleaved run"
 )
 COLUMNS = ["status", "cell", "prompt", "baseline", "current", "p", "mde", "why"]
+FIGURES = "each cell over its prompts, as `specbench report` shows it (baseline -> current):"
 
 
 def _summary(m) -> str:
@@ -143,18 +144,13 @@ def to_markdown(cmp) -> str:
            f"- current: {esc(_facts(cmp.current_ref, cmp.current))}"]  # fmt: skip
     out += [f"- differs: {esc(d)}" for d in cmp.differences]
     for m in cmp.metrics:
-        if m.nothing:
-            out += ["", f"### {m.metric} ({m.unit})", "", f"**{esc(_summary(m))}**"]
-            continue
-        out += ["", f"### {m.metric} ({m.unit})", "", *md_table(COLUMNS, _rows(m))]
-        if figures := _figure_lines(m):
-            out += [
-                "",
-                "Each cell over its prompts, as `specbench report` shows it (baseline -> current):",
-                "",
-            ]
-            out += [f"- {esc(line)}" for line in figures]
-        out += ["", f"**{esc(_summary(m))}**"]
+        out += ["", f"### {m.metric} ({m.unit})", ""]
+        if not m.nothing:
+            out += md_table(COLUMNS, _rows(m))
+            if figures := _figure_lines(m):
+                out += ["", FIGURES.capitalize(), "", *(f"- {esc(line)}" for line in figures)]
+            out.append("")
+        out.append(f"**{esc(_summary(m))}**")
     out += ["", f"**{_verdict(cmp)}**", ""]
     return "\n".join(out)
 
@@ -165,17 +161,15 @@ def _print_table(cmp) -> None:
     for d in cmp.differences:
         say(f"differs:  {d}")
     for m in cmp.metrics:
-        if m.nothing:
-            say(_summary(m))
-            continue
-        rows = _rows(m)
-        print_table([Col(c, wrap=c in ("cell", "why")) for c in COLUMNS], rows, Format.table,
-                    f"{m.metric} ({m.unit})", ("p", "mde", "baseline", "current", "prompt", "why"),
-                    title_justify="left", row_styles=[STATUS_STYLE.get(r[0], "") for r in rows])  # fmt: skip
-        if figures := _figure_lines(m):
-            say("each cell over its prompts, as `specbench report` shows it (baseline -> current):")
-            for line in figures:
-                say(f"  {line}")
+        if not m.nothing:
+            rows = _rows(m)
+            print_table([Col(c, wrap=c in ("cell", "why")) for c in COLUMNS], rows, Format.table,
+                        f"{m.metric} ({m.unit})", ("p", "mde", "baseline", "current", "prompt", "why"),
+                        title_justify="left", row_styles=[STYLE.get(r[0], "") for r in rows])  # fmt: skip
+            if figures := _figure_lines(m):
+                say(FIGURES)
+                for line in figures:
+                    say(f"  {line}")
         say(_summary(m))
     say(f"note: {UNPAIRED_NOTE}")  # before the verdict, which stays the last line
     style = {0: "bold green", 1: "bold red"}.get(cmp.exit_code, "bold magenta")
