@@ -17,12 +17,6 @@ class By(StrEnum):
     category = "category"
 
 
-def default_out(run_dirs: list[Path]) -> Path:
-    if len(run_dirs) == 1:
-        return run_dirs[0] / REPORT
-    return run_dirs[0].parent / ("report-" + "+".join(p.name for p in run_dirs))
-
-
 @app.command("report")
 def report(
     run_dirs: Annotated[
@@ -46,7 +40,10 @@ def report(
     dirs = list(run_dirs) if run_dirs else [latest_run()]
     by_category = by is By.category
     rep = build_report(dirs)
-    files = write_report(rep, out or default_out(dirs), by_category)
+    if out is None:  # one run: RUN/report; several: report-A+B beside the first
+        names = "+".join(p.name for p in dirs)
+        out = dirs[0] / REPORT if len(dirs) == 1 else dirs[0].parent / f"report-{names}"
+    files = write_report(rep, out, by_category)
     if fmt == Format.table:
         table_console.print(table(rep, by_category, width=table_width()))
         for caveat in rep.caveats:  # each once, warnings first (analysis.caveats.said_once)
