@@ -10,7 +10,6 @@ sample (ik_llama.cpp 0.1.5's llama-speculative), and the plan refuses it (``Buil
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import tempfile
 import time
@@ -31,7 +30,7 @@ from specbench.builder import buildinfo
 from specbench.builder.buildinfo import BinaryInfo, BuildInfo, SelfTest, TypeCheck, Workaround
 from specbench.builder.workaround import REPACK_OFF, spelled
 from specbench.machine import envinfo
-from specbench.parse.crash import CrashFacts, classify, error_line
+from specbench.parse.crash import CrashFacts, classify, error_line, exit_status, last_line
 from specbench.parse.process import parse_text
 
 WEIGHT_TYPES = ("F16", "Q4_0", "Q4_1", "Q8_0", "Q4_K", "IQ4_NL")  # each has its own CPU/GPU code paths
@@ -130,7 +129,7 @@ def tiny_model(wtype: str, quantize: BinaryInfo | None) -> tuple[Path | None, st
         except (OSError, subprocess.TimeoutExpired) as exc:
             return None, f"llama-quantize failed: {exc}"
         if res.returncode != 0 or not tmp.is_file():
-            last = (res.stderr.strip().splitlines() or [f"rc {res.returncode}"])[-1][:200]
+            last = (last_line(res.stderr) or f"rc {res.returncode}")[:200]
             return None, f"llama-quantize to {wtype} failed: {last}"
     return out, None
 
@@ -174,13 +173,9 @@ def decode(binary: BinaryInfo, argv: list[str], wtype: str, facts: CrashFacts) -
         err.seek(0)
         stderr = err.read().decode("utf-8", errors="replace")
     wall = round(time.monotonic() - start, 2)
-    code = proc.returncode
-    last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
-    if code < 0:
-        try:
-            sig = signal.Signals(-code).name
-        except ValueError:
-            sig = f"signal {-code}"
+    code, sig = exit_status(proc.returncode)
+    last = last_line(stderr)
+    if sig is not None:
         known = classify(stderr, None, sig, facts)
         said = known.line if known else f"after its log's last line {last[:200]!r}" if last else ""
         reason = f"killed by {sig}" + (f": {said}" if said else "")

@@ -21,6 +21,7 @@ from typing import BinaryIO
 from specbench.base import interrupts, lifeline
 from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
+from specbench.parse.crash import exit_status
 
 KILL_GRACE_S = 2.0
 
@@ -75,16 +76,6 @@ def cannot_start(argv0: str, exc: OSError | ValueError) -> RunError:
     if isinstance(exc, OSError):
         return RunError(f"cannot start {argv0}: {exc.strerror or exc}; rebuild with `specbench build`")
     return RunError(f"cannot start {argv0}: {exc} in its command line or environment")
-
-
-def exit_status(returncode: int | None) -> tuple[int | None, str | None]:
-    """(exit code, signal name): a negative return code is the signal that ended the process."""
-    if returncode is None or returncode >= 0:
-        return returncode, None
-    try:
-        return None, signal.Signals(-returncode).name  # SIGSEGV, as the crash classes name it
-    except ValueError:
-        return None, f"signal {-returncode}"
 
 
 @dataclass(frozen=True)

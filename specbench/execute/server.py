@@ -23,7 +23,8 @@ from specbench.base.childenv import child_env
 from specbench.base.errors import RunError
 from specbench.base.formats import json_text
 from specbench.execute.outputs import failure_reason
-from specbench.execute.process import cannot_start, exit_status, kill_group
+from specbench.execute.process import cannot_start, kill_group
+from specbench.parse.crash import exit_status
 
 _LISTENING = re.compile(r"listening on https?://[^\s/]*?:(\d+)")
 _POLL_S = 0.1

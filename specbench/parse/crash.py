@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from signal import Signals
 
 AMX_FLAGS = frozenset({"amx_int8", "amx_tile", "amx_bf16"})  # llama.cpp issue 20824: AMX repack crash
 
@@ -104,6 +105,21 @@ def classify(
     if signal in ("SIGSEGV", "SIGBUS", "SIGABRT") and AMX_FLAGS & facts.cpu_flags and not facts.workaround_on:
         return _amx(text, facts)
     return None
+
+
+def exit_status(returncode: int | None) -> tuple[int | None, str | None]:
+    """(exit code, signal name): a negative return code is the signal that ended the process."""
+    if returncode is None or returncode >= 0:
+        return returncode, None
+    try:
+        return None, Signals(-returncode).name  # SIGSEGV, as the crash classes name it
+    except ValueError:
+        return None, f"signal {-returncode}"
+
+
+def last_line(text: str) -> str:
+    """The log's last line that says something ("" when none does): what a failure said last."""
+    return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
 
 
 # llama.cpp's level prefix of an error line (pinned build: ``0.00.123.456 E ``)

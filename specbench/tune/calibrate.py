@@ -28,9 +28,8 @@ from specbench.base.formats import json_line, now_iso
 from specbench.builder.buildinfo import BuildInfo
 from specbench.builder.workaround import crash_facts, with_workaround
 from specbench.execute.preparation import Prepared
-from specbench.execute.process import exit_status
 from specbench.machine import envinfo
-from specbench.parse.crash import classify, error_line
+from specbench.parse.crash import classify, error_line, exit_status, last_line
 from specbench.results.calibration import Calibration, PassCosts, load_calibration, save_calibration
 from specbench.tune.rounds import kv_depth
 
@@ -229,9 +228,7 @@ def bench_failure(proc: subprocess.CompletedProcess[str], build: BuildInfo, argv
     known = classify(proc.stderr, code, sig, crash_facts(build, envinfo.cpu_isa(), argv))
     if known is not None:
         return f"{how}: {known.line}"
-    said = error_line(proc.stderr) or next(
-        (ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "no output"
-    )
+    said = error_line(proc.stderr) or last_line(proc.stderr) or "no output"
     return f"{how}: {said}"
 
 

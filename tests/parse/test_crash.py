@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from specbench.execute.outputs import failure_reason
-from specbench.parse.crash import CrashFacts, classify, error_line
+from specbench.parse.crash import CrashFacts, classify, error_line, exit_status, last_line
 
 LOGS = Path(__file__).parents[1] / "data" / "crash_logs"
 PLAIN_CPU = frozenset({"avx2", "avx512f", "fma"})
@@ -131,3 +131,15 @@ def test_a_leveled_log_that_lost_its_error_lines_says_no_cause():
     assert "cannot be used with preferred buffer type" in cut  # a D line
     assert error_line(cut) is None
     assert failure_reason(cut, None, "SIGSEGV", CrashFacts(cpu_flags=PLAIN_CPU)) == "killed by SIGSEGV"
+
+
+def test_exit_status_names_the_signal_of_a_negative_return_code():
+    assert exit_status(1) == (1, None)
+    assert exit_status(None) == (None, None)
+    assert exit_status(-11) == (None, "SIGSEGV")
+    assert exit_status(-200) == (None, "signal 200")  # no such signal: its number
+
+
+def test_last_line_is_the_last_line_that_says_something():
+    assert last_line("loading\n  error: bad magic  \n\n   \n") == "error: bad magic"
+    assert last_line("\n \n") == ""
