@@ -19,7 +19,7 @@ from enum import StrEnum
 from statistics import fmean
 from typing import Generic, TypeVar
 
-from specbench.base.stats import interval, summarize, t_interval
+from specbench.base.stats import interval, summarize
 from specbench.results.metrics import METRICS
 
 
@@ -65,9 +65,7 @@ def paired_speedup(pairs: Iterable[Pair]) -> PairedSpeedup:
     low = high = None
     centre = s
     if len(per_rep) > 1:
-        iv = interval(per_rep)
-        if iv.low is None:  # fewer than MIN_PAIRS repetitions: the t interval, as `specbench ab`
-            iv = t_interval(per_rep)
+        iv = interval(per_rep)  # fewer than MIN_PAIRS repetitions: the t interval, as `specbench ab`
         centre = iv.estimate
         if iv.low is not None and iv.high is not None:  # always, from two repetitions on
             low, high = math.exp(iv.low), math.exp(iv.high)

@@ -150,18 +150,19 @@ def signed_rank_p(d: Sequence[float]) -> float:
 
 
 def interval(d: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
-    """HL estimate, signed-rank interval and p of the differences ``d``."""
+    """HL estimate, signed-rank interval and p of the differences ``d``; where too few differences
+    for a signed-rank interval at ``confidence``, their mean and t interval (``t_interval``)."""
     d = [float(x) for x in d]
     if not all(math.isfinite(x) for x in d):
         raise ValueError("differences must be finite")
     n = len(d)
     est = hodges_lehmann(d)  # raises on no differences
     crit = _critical(n, confidence)
-    test = {"differences": tuple(d), "signed_rank": True}
     if crit is None:
-        return Interval(n=n, estimate=est, low=None, high=None, confidence=None, **test)
+        return t_interval(d, confidence)
     c, coverage = crit
     w = walsh_averages(d)
+    test = {"differences": tuple(d), "signed_rank": True}
     return Interval(n=n, estimate=est, low=w[c - 1], high=w[len(w) - c], confidence=coverage, **test)
 
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, computed_field
 
-from specbench.base.stats import CONFIDENCE, interval, log_ratios, t_interval
+from specbench.base.stats import CONFIDENCE, interval, log_ratios
 from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify, signed_pct
 
 
@@ -65,10 +65,8 @@ def _judge(d: list[float], unit: _Unit, limit: float, metric: str, confidence: f
             metric=metric, unit=unit.name, n_pairs=0, status=Status.TOO_NOISY,
             reason="no pair with a valid value on both builds",
         )  # fmt: skip
-    iv = interval(d, confidence)
-    how = ""
-    if iv.low is None:  # too few pairs for a signed-rank interval: the t interval (or one pair alone)
-        iv, how = t_interval(d, confidence), " (t interval: too few pairs for a signed-rank one)"
+    iv = interval(d, confidence)  # too few pairs for a signed-rank interval: the t interval
+    how = "" if iv.signed_rank else " (t interval: too few pairs for a signed-rank one)"
     est = unit.scale(iv.estimate)
     if iv.low is None or iv.high is None:  # one pair: the threshold alone can fail it
         outcome = classify(unit.change(est), None, None, limit)

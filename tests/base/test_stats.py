@@ -48,3 +48,13 @@ def test_signed_rank_p_is_scipys_wilcoxon():
         sps.wilcoxon(tied, method="approx", correction=True).pvalue
     )
     assert stats.signed_rank_p([0.0, 0.0]) == 1.0
+
+
+def test_too_few_differences_for_a_signed_rank_interval_give_the_t_interval():
+    """Below MIN_PAIRS at 95% no signed-rank interval exists: every caller wants the t interval."""
+    d = [0.02, 0.05, 0.03]
+    iv = stats.interval(d)
+    low, high = sps.t.interval(0.95, 2, loc=statistics.mean(d), scale=sps.sem(d))
+    assert not iv.signed_rank and iv.estimate == pytest.approx(statistics.mean(d))
+    assert (iv.low, iv.high) == (pytest.approx(low), pytest.approx(high))
+    assert stats.interval(d * 3).signed_rank  # 9 differences reach one
