@@ -7,12 +7,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from specbench.base.docs import docs_page
 from specbench.base.errors import ConfigError
+from specbench.machine.envinfo import our_cpus
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -37,9 +37,7 @@ class Chosen:
 
 def cpu_halves() -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Two disjoint CPU sets of equal size from those we may use (None: under 2, or no affinity)."""
-    if not hasattr(os, "sched_getaffinity"):
-        return None
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = sorted(our_cpus() or ())
     half = len(cpus) // 2
     return (tuple(cpus[:half]), tuple(cpus[half : 2 * half])) if half else None
 
