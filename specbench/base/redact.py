@@ -35,8 +35,9 @@ _PATTERN = re.compile(
     # 4: Authorization: Bearer X / Authorization: X / Bearer X (a token's length: not "bearer of")
     r"|(?P<auth>\b(?:authorization\s*[:=]\s*(?:(?:bearer|basic|token)\s+)?|bearer\s+(?=[\w.~+/=-]{12})))"
     r"(?P<credential>[^\s\"'<>,;]+)"
-    # 5: --hf-token X / --hf-token=X / -hft X / --api-key X, in a command line printed as text
-    r"|(?P<flag>(?<![\w-])(?:--hf-token|-hft|--api-key))(?P<flagsep>=|\s+)(?P<flagvalue>'[^']*'|\"[^\"]*\"|[^\s]+)",
+    # 5: a SECRET_FLAGS flag, then X or =X (--hf-token X, -hft=X), in a command line printed as text
+    rf"|(?P<flag>(?<![\w-])(?:{'|'.join(map(re.escape, SECRET_FLAGS))}))"
+    r"(?P<flagsep>=|\s+)(?P<flagvalue>'[^']*'|\"[^\"]*\"|[^\s]+)",
     re.IGNORECASE,
 )
 

@@ -7,7 +7,7 @@ import pytest
 
 from specbench.base.childenv import provenance_env
 from specbench.base.formats import csv_text, json_text, md_table
-from specbench.base.redact import REDACTED, redact, redact_argv, redact_data
+from specbench.base.redact import REDACTED, SECRET_FLAGS, redact, redact_argv, redact_data
 
 HF = "hf_" + "a1B2c3D4e5" * 3 + "abcd"
 
@@ -67,6 +67,13 @@ def test_a_command_line_loses_the_value_after_a_secret_flag_whatever_it_is():
         4,
     ]
     assert redact_data({"cmd": argv[:3], "n": 1.5})["cmd"] == ["llama-cli", "--hf-token", REDACTED]
+
+
+@pytest.mark.parametrize("flag", SECRET_FLAGS)
+def test_every_secret_flag_loses_its_value_in_a_list_and_in_text(flag):
+    assert redact_argv(["llama-cli", flag, "plainword"])[2] == REDACTED
+    assert redact(f"llama-cli {flag} plainword -m a") == f"llama-cli {flag} {REDACTED} -m a"
+    assert redact(f"llama-cli {flag}=plainword") == f"llama-cli {flag}={REDACTED}"
 
 
 def test_every_text_writer_of_base_redacts():
