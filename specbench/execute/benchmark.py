@@ -188,7 +188,7 @@ def run_benchmark(
     run_s = time.monotonic() - started
     samples = result.samples
     summary = RunSummary(
-        run_dir=result.run_dir, run_id=result.run_id, n_samples=len(samples),
+        run_dir=run_dir, run_id=manifest.run_id, n_samples=len(samples),
         n_new=result.n_new, n_failed=sum(s.status in ("failed", "timeout") for s in samples),
         n_invalid=sum(s.status == "invalid" for s in samples),
     )  # fmt: skip

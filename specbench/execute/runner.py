@@ -87,10 +87,8 @@ ObserveFn = Callable[[str, int], object]  # (phase: before | during | after, sam
 class RunResult:
     """What executing a plan produced (the table comes from specbench.analysis.report over the run folder)."""
 
-    run_dir: Path
-    run_id: str
-    samples: list[Sample] = field(default_factory=list)  # every sample of the run, resumed ones too
-    n_new: int = 0  # samples recorded by this invocation of the runner
+    samples: list[Sample]  # every sample of the run, resumed ones too
+    n_new: int  # samples recorded by this invocation of the runner
 
 
 @dataclass
@@ -304,7 +302,7 @@ def execute(
         executor.close()
         manifest.model_loads = loads_before + executor.model_loads
         _finish(manifest, run_dir, "complete", None, lock)
-    return RunResult(run_dir, manifest.run_id, [*done_samples, *new], len(new))
+    return RunResult([*done_samples, *new], len(new))
 
 
 def _needs(warmup: Invocation, inv: Invocation) -> bool:
