@@ -56,7 +56,6 @@ from specbench.tune.candidates import Candidate, Setting, candidates, first_roun
 from specbench.tune.rounds import draft_rows, invocations, kv_depth, nothing_measured, round_config
 from specbench.tune.setup import bench_options, choose_options, pick_pair, tune_config, tuned_draft
 
-MAX_DRAFT = 32
 PROBE_DRAFT = 8
 FIRST_ROUND = 2  # candidates measured after the probe, at most
 MAX_REPS = 2  # rounds the winner is measured in (with the probe); a third cost 20% more time
@@ -150,7 +149,7 @@ def tune(
     run_dir: Path,
     *,
     gpu: bool = False,
-    max_draft: int = MAX_DRAFT,
+    max_draft: int,  # the longest draft_max to consider (`specbench tune --max-draft` sets it)
     progress: ProgressFn | None = None,
     note: Callable[[str], None] = lambda line: None,
     command_line: list[str] | None = None,
