@@ -49,12 +49,9 @@ def run_builds(
     resume = has_manifest(run_dir)
     session = RunSession(quiet, run_dir)
     session.open_folder(resume)
-
-    def checks() -> None:  # another run's folder (or these builds at other refs): refused before building
-        if resume:
-            benchmark.check_resume_config(run_dir, cfg)
-
-    prepared = session.prepare(cfg, checks, roles=roles_read(metrics))
+    if resume:  # another run's folder (or these builds at other refs): refused before building
+        benchmark.check_resume_config(run_dir, cfg)
+    prepared = session.prepare(cfg, roles=roles_read(metrics))
     say_notes(round_notes(prepared.plan.notes, cfg, budget_s))  # before the first sample, as `run` does
 
     def interrupted(exc) -> str:

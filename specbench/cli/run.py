@@ -206,12 +206,9 @@ def run(
         return
     session.run_dir = run_dir = resume if resume is not None else benchmark.new_run_dir(cfg, out)
     session.open_folder(resume is not None)
-
-    def checks() -> None:  # another machine: refuse before building
-        if resume is not None:
-            benchmark.check_resume_machine(run_dir, force)
-
-    prepared = session.prepare(cfg, checks, shard=part)
+    if resume is not None:  # another machine: refuse before building
+        benchmark.check_resume_machine(run_dir, force)
+    prepared = session.prepare(cfg, shard=part)
     say_notes(prepared.plan.notes)  # before the first sample: a real run says what its dry run says
 
     def interrupted(exc) -> str:

@@ -38,13 +38,12 @@ class RunSession:
         if self.run_dir is not None:
             remove_empty(self.run_dir, self.made)
 
-    def prepare(self, cfg: Any, checks: Callable[[], None] = lambda: None, **options: Any) -> Any:
-        """``checks`` then ``preparation.prepare`` with progress; a refusal removes an empty folder."""
+    def prepare(self, cfg: Any, **options: Any) -> Any:
+        """``preparation.prepare`` with progress; a refusal removes an empty folder this session made."""
         from specbench.execute import preparation
 
         bars = None if self.quiet else DownloadBars()
         try:
-            checks()
             return preparation.prepare(cfg, build_progress=self.note, model_progress=bars, **options)
         except BaseException:
             self._remove_empty()

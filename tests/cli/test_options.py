@@ -56,16 +56,19 @@ def test_a_bad_budget_is_one_line_and_exit_2(tmp_path):
     assert short.returncode == 2 and "at least 1 second" in short.stderr
 
 
-def test_session_removes_the_folder_it_made_when_preparing_is_refused(tmp_path):
+def test_session_removes_the_folder_it_made_when_preparing_is_refused(tmp_path, monkeypatch):
+    from specbench.execute import preparation
+
     run_dir = tmp_path / "new" / "run"
     session = RunSession(quiet=True, run_dir=run_dir)
     session.open_folder(resume=False)
 
-    def refused() -> None:
+    def refused(*args, **kwargs) -> None:
         raise SpecbenchError("refused before building")
 
+    monkeypatch.setattr(preparation, "prepare", refused)
     with pytest.raises(SpecbenchError):
-        session.prepare(None, refused)
+        session.prepare(None)
     assert not (tmp_path / "new").exists()
 
 
