@@ -17,9 +17,9 @@ from specbench.analysis import speedmodel
 from specbench.analysis.figures import Figure, Pair, Value, figure, paired_speedup
 from specbench.analysis.quality import DEFAULT_PRECISION, assess
 from specbench.base.llamaopts import OPTIONS
+from specbench.base.methods import draft_free
 from specbench.base.stats import summarize
 from specbench.parse.parsed import SpecCounters
-from specbench.plan.methods import draft_free
 from specbench.results import bracket, cell
 from specbench.results.calibration import Calibration
 from specbench.results.manifest import RunFacts

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from specbench.base.errors import ParseError
 from specbench.base.formats import json_text
+from specbench.base.methods import keeps_server_state
 from specbench.execute.executor import raw_stem
 from specbench.execute.judge import Outcome
 from specbench.execute.process import process_cpu_s
@@ -31,7 +32,6 @@ from specbench.execute.server import (
 )
 from specbench.parse.parsed import SpecCounters
 from specbench.parse.server import parse_metrics, parse_server_log, timings_log
-from specbench.plan.methods import keeps_server_state
 from specbench.results.folder import response_paths, server_log_paths, write_raw
 from specbench.results.records import ServerTimings
 
@@ -69,7 +69,7 @@ class ServerExecutor:
         """Send the batch's requests at once (one per slot) and report each response."""
         first_index, first = batch[0]
         if first.role == "speculative" and keeps_server_state(first.method):
-            self.close()  # a stateful method's sample gets a server of its own (plan/methods.py)
+            self.close()  # a stateful method's sample gets a server of its own (base/methods.py)
         if (reason := self._ensure_server(first, first_index, run_dir)) is not None:
             return [Outcome(wall_s=0.0, error=reason, source=SOURCE) for _ in batch]
         server = self._server

@@ -23,11 +23,10 @@ from specbench.base.llamaopts import (
     LlamaOption,
     applies,
 )
-from specbench.base.methods import DRAFT_METHOD, DRAFT_SIMPLE, METHODS
-from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
-from specbench.builder.options import OptionError, default_on, option_argv
-from specbench.plan.config import Config
-from specbench.plan.methods import (
+from specbench.base.methods import (
+    DRAFT_METHOD,
+    DRAFT_SIMPLE,
+    METHODS,
     draft_free,
     is_mtp,
     needs_draft_model,
@@ -35,6 +34,9 @@ from specbench.plan.methods import (
     runs_on,
     spec_type_names,
 )
+from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
+from specbench.builder.options import OptionError, default_on, option_argv
+from specbench.plan.config import Config
 from specbench.plan.options import OPTION_KEYS
 from specbench.results.cell import Cell, baseline_of, draft_alone_cell, draft_alone_of
 

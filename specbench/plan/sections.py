@@ -16,8 +16,8 @@ from pydantic import (
 )
 
 from specbench.base.llamaopts import AXES, MethodName
+from specbench.base.methods import draft_free, needs_draft_model
 from specbench.base.paths import LocalPath, Name
-from specbench.plan.methods import draft_free, needs_draft_model
 from specbench.plan.options import Arg, OptionValues, Strict, SweepOptions, no_bool, unique_items
 from specbench.results.records import Generation
 
@@ -101,7 +101,7 @@ class RunsOnConfig(Strict):
 
 class PairConfig(OptionValues):
     """A target plus a draft model (run with every sweep.method), or a target with one pinned
-    method (``method:``; with the ``draft:`` it needs, if any: see specbench.plan.methods)."""
+    method (``method:``; with the ``draft:`` it needs, if any: see specbench.base.methods)."""
 
     target: str
     """The target model: a name under `models:`."""

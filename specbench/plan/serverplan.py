@@ -12,6 +12,7 @@ from itertools import product
 
 from specbench.base.errors import ConfigError
 from specbench.base.llamaopts import GPU_LAYERS, PARALLEL
+from specbench.base.methods import keeps_server_state
 from specbench.builder.buildinfo import BinaryInfo
 from specbench.plan.cells import (
     baseline_groups,
@@ -27,7 +28,6 @@ from specbench.plan.cells import (
 from specbench.plan.config import Config
 from specbench.plan.depth import at_depth
 from specbench.plan.invocation import CompletionRequest, Invocation, Plan
-from specbench.plan.methods import keeps_server_state
 from specbench.plan.prompts import RenderedPrompt
 from specbench.results.bracket import AFTER
 from specbench.results.cell import Cell, baseline_cell, cell_dict

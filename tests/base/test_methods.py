@@ -10,14 +10,21 @@ from types import SimpleNamespace
 import pytest
 
 from specbench.base.errors import ConfigError
-from specbench.base.methods import METHODS, Method, parse_method
+from specbench.base.methods import (
+    METHODS,
+    Method,
+    draft_free,
+    keeps_server_state,
+    needs_draft_model,
+    ngram_parts,
+    parse_method,
+)
 from specbench.builder.buildinfo import BinaryInfo
 from specbench.builder.probe import flags_from_help
 from specbench.execute.judge import never_drafted_reason
 from specbench.execute.preparation import check_pairs
 from specbench.models.meta import SpecFacts
 from specbench.plan import cells as plan_cells
-from specbench.plan.methods import draft_free, keeps_server_state, needs_draft_model, ngram_parts
 from specbench.plan.preflight import misfit
 from specbench.plan.sections import PairConfig
 from specbench.results.cell import Cell, draft_alone_of

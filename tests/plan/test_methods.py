@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specbench.base.errors import ConfigError
-from specbench.base.methods import parse_method
-from specbench.plan.methods import spec_type_names
+from specbench.base.methods import parse_method, spec_type_names
 from specbench.plan.sweep import make_plan
 from specbench.results.cell import draft_alone_of
 from tests.helpers.sweeps import MODELS, make_config, pairs, rendered
