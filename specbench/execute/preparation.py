@@ -184,7 +184,7 @@ def prepare(
 
     previews = {}
     if dry_run:
-        both = preview_builds(config, _planned_build)
+        both = preview_builds(config)
         builds = _as_configured(config, {label: info for label, (_, info) in both.items()})
         previews = {label: pv for label, (pv, _) in both.items()}
         build = next(iter(builds.values()))
@@ -296,11 +296,9 @@ def ensure_builds(
     return out
 
 
-def preview_builds(
-    config: Config, planned: Callable[[BuildPlan], BuildInfo]
-) -> dict[Label, tuple[BuildPlan, BuildInfo]]:
+def preview_builds(config: Config) -> dict[Label, tuple[BuildPlan, BuildInfo]]:
     """A dry run's builds: which each would be (key, commit), the cached build.json when there is one,
-    else ``planned(preview)`` (binaries where the build would put them)."""
+    else ``_planned_build`` (binaries where the build would put them)."""
     out: dict[Label, tuple[BuildPlan, BuildInfo]] = {}
     builds = config.builds
     for build in builds:
@@ -308,7 +306,7 @@ def preview_builds(
             preview = plan_build(build.backend, build.source, build.cmake_args, ref=build.ref)
         except BuildError as exc:
             raise _named(build, len(builds), exc) from exc
-        info = BuildInfo.load(preview.build_dir / BUILD_JSON) if preview.cached else planned(preview)
+        info = BuildInfo.load(preview.build_dir / BUILD_JSON) if preview.cached else _planned_build(preview)
         out[build.label] = (preview, info)
     return out
 
