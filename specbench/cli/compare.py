@@ -229,6 +229,7 @@ def compare_cmd(
     --allow-missing), fails."""
     from specbench.gate.baseline import InputError, load_side, running_notes
     from specbench.gate.compare import compare, default_metrics
+    from specbench.gate.decision import ALPHA
     from specbench.gate.regression import parse_threshold
 
     thr = parse_threshold(threshold)
@@ -249,7 +250,7 @@ def compare_cmd(
         show(paired_from_run(Path(baseline), base, head, metric, thr, **options), fmt)
     sides = load_side(baseline), load_side(current)
     say_notes([n for side in sides for n in [*side.notes, *running_notes(side)]])
-    alpha = 0.05 if alpha is None else alpha
+    alpha = ALPHA if alpha is None else alpha
     metrics = metric or default_metrics(*sides)
     cmp = compare(*sides, metrics, thr, alpha, strict, allow_missing, allow_noisy, allow_output_change)
     if fmt == Format.json:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, computed_field
 
 from specbench.base.errors import InputError
 from specbench.gate.compare import cell_label
-from specbench.gate.decision import EXIT_CODES, OUTPUT, SEVERITY, STILL_OPEN, Status, verdict
+from specbench.gate.decision import EXIT_CODES, OUTPUT, SEVERITY, STILL_OPEN, THRESHOLD, Status, verdict
 from specbench.gate.paired import CONFIDENCE, PairedDecision, decide_points, decide_ratio
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, paired_order
 from specbench.results.records import Measurement, Sample
@@ -177,7 +177,7 @@ def paired_compare(
     base: str | None = None,
     head: str | None = None,
     metrics: Sequence[str] = PAIRED_DEFAULT,
-    threshold: float = 0.05,
+    threshold: float = THRESHOLD,
     confidence: float = CONFIDENCE,
     allow_missing: bool = False,
     allow_noisy: bool = False,

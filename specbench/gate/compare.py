@@ -24,7 +24,7 @@ from specbench.gate.comparable import (
     shown_differences,
     why_nothing,
 )
-from specbench.gate.decision import EXIT_CODES, OUTPUT, SEVERITY, Status, Verdict, verdict
+from specbench.gate.decision import ALPHA, EXIT_CODES, OUTPUT, SEVERITY, THRESHOLD, Status, Verdict, verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
 from specbench.results import cell
 from specbench.results.manifest import CellKey, RunFacts, cell_key
@@ -260,8 +260,8 @@ def compare(
     base: Side,
     cur: Side,
     metrics: tuple[str, ...] | list[str] = COMPARE_DEFAULT,
-    threshold: float = 0.05,
-    alpha: float = 0.05,
+    threshold: float = THRESHOLD,
+    alpha: float = ALPHA,
     strict: bool = False,
     allow_missing: bool = False,
     allow_noisy: bool = False,

@@ -13,6 +13,8 @@ from enum import StrEnum
 from specbench.base.errors import ExitCode
 
 ACCEPTANCE_POINTS = 2.0  # the acceptance change (percentage points) that counts, whatever --threshold
+THRESHOLD = 0.05  # the relative change that counts by default (--threshold 5%)
+ALPHA = 0.05  # the default one-sided significance level (--alpha)
 OUTPUT = "output"  # the greedy output check's metric: not a number, a table of its own
 
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, computed_field
 
 from specbench.base.stats import CONFIDENCE, interval, log_ratios
-from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify, signed_pct
+from specbench.gate.decision import ACCEPTANCE_POINTS, THRESHOLD, Status, classify, signed_pct
 
 
 def ab_word(status: Status) -> str:
@@ -103,7 +103,7 @@ def _judge(d: list[float], unit: _Unit, limit: float, metric: str, confidence: f
 def decide_ratio(
     base: Sequence[float],
     head: Sequence[float],
-    threshold: float = 0.05,
+    threshold: float = THRESHOLD,
     metric: str = "tps",
     confidence: float = CONFIDENCE,
 ) -> PairedDecision:

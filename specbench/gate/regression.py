@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from specbench.base.errors import InputError
 from specbench.base.stats import summarize, variance, welch
-from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify, signed_pct
+from specbench.gate.decision import ACCEPTANCE_POINTS, ALPHA, THRESHOLD, Status, classify, signed_pct
 
 __all__ = ["Decision", "Status", "decide_acceptance", "decide_throughput", "parse_threshold"]
 
@@ -160,7 +160,7 @@ def _reason(status: Status, change: str, low: str | None, mde: str | None, thr: 
 
 
 def decide_throughput(
-    base: Sequence[float], cur: Sequence[float], threshold: float = 0.05, alpha: float = 0.05
+    base: Sequence[float], cur: Sequence[float], threshold: float = THRESHOLD, alpha: float = ALPHA
 ) -> Decision:
     """Higher is better; the change is relative to the baseline mean, judged on its one-sided Welch
     bounds; a pass or improvement with a noisy side (CV > 10%) is downgraded to warn."""
@@ -183,7 +183,7 @@ def decide_acceptance(
     base: Sequence[float],
     cur: Sequence[float],
     temperature: float = 0.0,
-    alpha: float = 0.05,
+    alpha: float = ALPHA,
     points: float = ACCEPTANCE_POINTS,
 ) -> Decision:
     """Acceptance (fraction 0..1), compared in absolute percentage points with ``points`` as the

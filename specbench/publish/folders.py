@@ -18,7 +18,7 @@ from specbench.base.errors import SpecbenchError
 from specbench.base.formats import json_text
 from specbench.gate.ab import PairedComparison, paired_compare
 from specbench.gate.bisect import STATE, BisectState
-from specbench.gate.decision import Status
+from specbench.gate.decision import THRESHOLD, Status
 from specbench.gate.paired import ab_word
 from specbench.plan.sections import SweepConfig
 from specbench.results.cell import CELL_FIELDS
@@ -138,16 +138,16 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
             continue
         out.runs.setdefault(run.key, run)
         if len(run.builds) >= 2:
-            out.abs.append(_ab(run, thresholds.get(real)))
+            out.abs.append(_ab(run, thresholds.get(real) or THRESHOLD))
     out.abs.sort(key=lambda a: a.run.started_at)
     return out
 
 
-def _ab(run: RunFolder, threshold: float | None) -> AbRun:
+def _ab(run: RunFolder, threshold: float) -> AbRun:
     """The paired gate as ``specbench compare RUN`` gives it (5%), or at its bisect's threshold."""
     try:
         samples = load_samples(run.path)
-        return AbRun(run=run, comparison=paired_compare(samples, run.run_id, threshold=threshold or 0.05))
+        return AbRun(run=run, comparison=paired_compare(samples, run.run_id, threshold=threshold))
     except SpecbenchError as exc:
         return AbRun(run=run, comparison=None, problem=str(exc))
 

@@ -12,9 +12,10 @@ from functools import lru_cache
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from specbench.analysis.figures import SLOWER, number, pick_best, slower, standing_text
+from specbench.gate.decision import ACCEPTANCE_POINTS, ALPHA, THRESHOLD
 from specbench.gate.history import span_free
 from specbench.publish.folders import AbRun, BisectRun, Folders, reproduce
-from specbench.publish.series import THRESHOLD, Point, Series
+from specbench.publish.series import Point, Series
 from specbench.publish.svg import Marker, axis, color, sparkline, trend_svg
 from specbench.results import cell
 from specbench.results.metrics import METRICS, site_order
@@ -22,10 +23,10 @@ from specbench.results.metrics import METRICS, site_order
 DETECTION = (
     "Flagged points: a point that the rule of `specbench compare` fails (ringed red: regression) or calls "
     "improved (ringed green) against the previous point of its series: one-sided Welch bounds over the "
-    f"repetitions (each the centre over prompts) at alpha 0.05 and a {THRESHOLD:.0%} threshold (2 points for "
-    "acceptance). Each point and its bar are the run's figure and 95% interval exactly as `specbench report` "
-    "shows them (the paired speedup's interval over repetitions; the t interval of the mean for t/s and "
-    "acceptance), on a linear axis. "
+    f"repetitions (each the centre over prompts) at alpha {ALPHA:g} and a {THRESHOLD:.0%} threshold "
+    f"({ACCEPTANCE_POINTS:g} points for acceptance). Each point and its bar are the run's figure and 95% "
+    "interval exactly as `specbench report` shows them (the paired speedup's interval over repetitions; the "
+    "t interval of the mean for t/s and acceptance), on a linear axis. "
     "Dashed lines are ab runs on this machine."
 )
 

@@ -13,7 +13,7 @@ from statistics import fmean, geometric_mean
 
 from specbench.analysis.figures import Value, figure
 from specbench.base.llamaopts import METHOD
-from specbench.gate.decision import ACCEPTANCE_POINTS, Status, classify
+from specbench.gate.decision import ACCEPTANCE_POINTS, ALPHA, THRESHOLD, Status, classify
 from specbench.gate.history import generation_text, stored_key, stored_values
 from specbench.gate.historydb import stored_rows
 from specbench.gate.regression import NOISY_CV, cv, welch_interval
@@ -21,8 +21,6 @@ from specbench.results import cell
 from specbench.results.cell import is_synthetic
 from specbench.results.metrics import METRICS
 
-THRESHOLD = 0.05  # the gate's default --threshold
-ALPHA = 0.05  # and its default --alpha
 # how a cell runs at its default (a history id leaves a later axis out there): not worth a word
 _UNSAID = tuple((f, cell.default(f)) for f in cell.RUN_FIELDS)
 
