@@ -41,10 +41,6 @@ from specbench.plan.options import OPTION_KEYS
 from specbench.results.cell import Cell, baseline_of, draft_alone_cell, draft_alone_of
 
 
-def fmt_num(x: float) -> str:
-    return f"{x:g}"
-
-
 def model_path(models: Mapping[str, object], name: str) -> str:
     m = models.get(name)
     if m is None:
@@ -395,7 +391,7 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
                 argv += [option, str(value)]
     for o in _SERVER_SPEC:  # llama-server and llama-cli only (the config refuses the process runner)
         if getattr(cell, o.key) is not None:
-            argv += [o.spellings[0], fmt_num(getattr(cell, o.key))]
+            argv += [o.spellings[0], f"{getattr(cell, o.key):g}"]
     return argv
 
 

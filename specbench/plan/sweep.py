@@ -20,7 +20,6 @@ from specbench.plan.cells import (
     build_order,
     draft_alone_cells,
     draft_backend_sampling,
-    fmt_num,
     free_args,
     method_hint,
     model_path,
@@ -49,7 +48,7 @@ MAX_INVOCATIONS = 200_000
 def _common(binary: BinaryInfo, path: str, gen: Generation, prompt: str, ngl: int | None) -> list[str]:
     """``binary`` on the model at ``path`` with the config's generation settings."""
     argv = [*binary.argv0, "-m", path, "-p", prompt, "-n", str(gen.n_predict)]
-    argv += ["--temp", fmt_num(gen.temperature), "-s", str(gen.seed)]
+    argv += ["--temp", f"{gen.temperature:g}", "-s", str(gen.seed)]
     if gen.top_k is not None:
         argv += ["--top-k", str(gen.top_k)]
     if gen.threads is not None:
