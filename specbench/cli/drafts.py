@@ -144,7 +144,7 @@ def drafts(
 ) -> None:
     """Rank draft models for a target by what they need to pay off here, from their GGUF headers alone."""
     from specbench.base.paths import results_dir
-    from specbench.execute import preparation
+    from specbench.plan.config import load_config
     from specbench.results.runstate import check_fresh
     from specbench.tune.draftmeasure import Measured
     from specbench.tune.draftmeasure import measure as measure_best
@@ -152,7 +152,7 @@ def drafts(
     from specbench.tune.drafts import pick_build, rank
 
     check_paths(("--config", config))
-    cfg = preparation.load(config) if config is not None else None
+    cfg = load_config(config) if config is not None else None
     if measure and out is not None:  # refused before the ranking's llama-bench runs, not after
         check_paths(("--out", out))
         check_fresh(out)

@@ -32,10 +32,11 @@ def plan(
     """Cut a config's plan into shards, balanced by estimated time, for `run --shard i/N` on N machines."""
     from specbench.execute import preparation
     from specbench.gate.history import plan_estimate
+    from specbench.plan.config import load_config
     from specbench.plan.shards import matrix
 
     check_paths(("CONFIG", config))
-    cfg = preparation.load(config, set_ or ())
+    cfg = load_config(config, set_ or ())
     prepared = preparation.prepare(cfg, dry_run=True)
     estimate = plan_estimate(prepared.build.backend)
     result = matrix(prepared.plan, cfg, shards, estimate=estimate.seconds)

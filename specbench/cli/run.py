@@ -177,6 +177,7 @@ def run(
     from specbench.base.errors import InputError, RunError, SpecbenchError
     from specbench.execute import benchmark, preparation
     from specbench.gate.historydb import record_run
+    from specbench.plan.config import load_config
     from specbench.results.runstate import check_not_tune
     from specbench.tune.calibrate import reuse_calibration
 
@@ -187,7 +188,7 @@ def run(
         check_not_tune(resume)
     sets = [*(set_ or []), *(["workarounds=false"] if no_workarounds else [])]
     if config is not None:
-        cfg = preparation.load(config, sets)
+        cfg = load_config(config, sets)
     elif resume is not None:
         cfg = preparation.load_resumed(resume, sets)
     else:

@@ -72,8 +72,9 @@ def tune(
     ] = Format.table,
 ) -> None:
     """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
-    from specbench.execute import benchmark, preparation
+    from specbench.execute import benchmark
     from specbench.machine.envinfo import gpus
+    from specbench.plan.config import load_config
     from specbench.results.calibration import load_calibration
     from specbench.tune.search import pick_pair, tune_config
     from specbench.tune.search import tune as run_tune
@@ -83,7 +84,7 @@ def tune(
     if budget < 1:
         raise SpecbenchError(f"--budget {budget:g}: tune needs at least 1 second (e.g. 300, 5m)", exit_code=2)
     sets = [*(set_ or ()), *([f"sweep.depth=[{depth}]"] if depth is not None else [])]
-    cfg = preparation.load(config, sets)
+    cfg = load_config(config, sets)
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)
     gpu = bool(gpus()) and cfg.builds[0].backend != "cpu"

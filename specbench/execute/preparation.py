@@ -144,12 +144,6 @@ def _dry_models(config: Config, build: BuildInfo) -> dict[str, ResolvedModel | P
     }
 
 
-def load(config_path: Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    from specbench.plan.config import load_config
-
-    return load_config(config_path, list(overrides))
-
-
 def load_resumed(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
     """The config a run folder was run with, for ``--resume DIR`` without CONFIG: its manifest
     keeps the resolved config (``--set`` overrides applied), so the run continues exactly as begun."""

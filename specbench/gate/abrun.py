@@ -37,12 +37,12 @@ def load_builds_config(
 ) -> Config:
     """CONFIG with its ``llama_cpp`` replaced by these builds (label, source, ref), checked before
     anything is built; ``typed``: each label's option as the user wrote it, named when git lacks a ref."""
-    from specbench.execute import preparation
+    from specbench.plan.config import load_config
 
-    cfg = preparation.load(config, sets)
+    cfg = load_config(config, sets)
     _check_refs(cfg, specs, typed or {})
     override = "llama_cpp=" + json_text(_build_entries(cfg, specs), None, redacted=False)
-    return preparation.load(config, [*sets, override])
+    return load_config(config, [*sets, override])
 
 
 def _check_refs(cfg: Config, specs: Sequence[BuildSpec], typed: Mapping[str, str]) -> None:

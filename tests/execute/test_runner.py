@@ -271,6 +271,7 @@ def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_b
     tokenizer the count does not know). The check is switched off here to show that rule."""
     from specbench.execute import benchmark, preparation
     from specbench.plan import sweep
+    from specbench.plan.config import load_config
 
     monkeypatch.setattr(sweep, "check_fit", lambda *a, **k: None)
 
@@ -281,7 +282,7 @@ def test_prompt_longer_than_the_context_fails_with_that_reason(tmp_path, llama_b
         f"generation: {{n_predict: 8, threads: {threads()}, ctx_size: 32}}\n"
         "repetitions: 1\nwarmup: 0\ntimeout_s: 120\n"
     )
-    prepared = preparation.prepare(preparation.load(config))
+    prepared = preparation.prepare(load_config(config))
     summary = benchmark.run_benchmark(prepared, tmp_path / "run")
     samples = load_samples(tmp_path / "run")
     assert [s.role for s in samples] == ["baseline", "speculative"]

@@ -12,6 +12,7 @@ from specbench.analysis.report import build_report
 from specbench.base.errors import RunError
 from specbench.builder import selftest
 from specbench.execute import benchmark, preparation
+from specbench.plan.config import load_config
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
 from tests.helpers.realruns import crashing_on_q4_1, ngram_config
@@ -35,7 +36,7 @@ def wrapped_build(tmp_path, llama_build, monkeypatch):
 def _config(tmp_path, smol_q4, *more: str):
     path, _ = ngram_config(tmp_path, smol_q4)
     sets = ["repetitions=1", "warmup=1", "generation.n_predict=16", *more]
-    return preparation.load(path, sets)
+    return load_config(path, sets)
 
 
 def test_every_invocation_carries_the_workaround_and_the_run_says_so(tmp_path, wrapped_build, smol_q4):
