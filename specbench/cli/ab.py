@@ -17,7 +17,7 @@ from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession, warn_busy
 from specbench.gate.abrun import load_builds_config, measuring_is_input, round_notes, rounds_end
 from specbench.gate.decision import STILL_OPEN, Status
-from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, roles_read
+from specbench.results.metrics import PAIRED_DEFAULT, check_metric, choices, roles_read
 
 RunConfig = Annotated[
     Path, typer.Argument(metavar="CONFIG", help="The run config (YAML), e.g. configs/ci.yaml.")
@@ -114,15 +114,14 @@ def ab_cmd(
     Exit 0 pass/improved, 1 a fail, 2 bad input (config, refs, a build that does not compile),
     3 undecided (too noisy), 4 nothing to compare."""
     from specbench.base.paths import inside, results_dir
-    from specbench.gate.ab import BuildChoiceError, parse_build_spec
+    from specbench.gate.ab import parse_build_spec
     from specbench.gate.regression import parse_threshold
     from specbench.results.folder import make_run_id
 
     thr = parse_threshold(threshold)
     specs = [("base", *parse_build_spec(base, "--base")), ("head", *parse_build_spec(head, "--head"))]
     for m in metric or []:
-        if m not in METRICS:
-            raise BuildChoiceError(f"--metric {m}: choose one of {choices()}")
+        check_metric(m)
     if out is None:
         out = inside(results_dir(), make_run_id(f"{config.stem}-ab"), what="run folder")
     with measuring_is_input():
@@ -165,13 +164,11 @@ def bisect_cmd(
     it. --budget is a step's. Exit 0 found, 2 bad input, 3 a step stayed undecided."""
     from specbench.base.paths import results_dir
     from specbench.gate import bisect
-    from specbench.gate.ab import BuildChoiceError
     from specbench.gate.regression import parse_threshold
     from specbench.plan.shards import config_hash
     from specbench.results.folder import check_writable, make_run_id
 
-    if metric not in METRICS:
-        raise BuildChoiceError(f"--metric {metric}: choose one of {choices()}")
+    check_metric(metric)
     thr = parse_threshold(threshold)
     if out is None:
         if resume:

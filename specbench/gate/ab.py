@@ -17,7 +17,7 @@ from specbench.base.errors import InputError
 from specbench.gate.compare import cell_label
 from specbench.gate.decision import EXIT_CODES, OUTPUT, SEVERITY, STILL_OPEN, THRESHOLD, Status, verdict
 from specbench.gate.paired import CONFIDENCE, PairedDecision, decide_points, decide_ratio
-from specbench.results.metrics import METRICS, PAIRED_DEFAULT, choices, paired_order
+from specbench.results.metrics import METRICS, PAIRED_DEFAULT, check_metric, paired_order
 from specbench.results.records import Measurement, Sample
 
 # The fields of a cell without its build, prompt and repetition (whatever axes a sample has).
@@ -132,9 +132,7 @@ class CellPairs(BaseModel):
 
 def pairs(samples: Sequence[Sample], metric: str, base: str, head: str) -> dict[tuple, CellPairs]:
     """Per cell: its label and the values of base and head over the (prompt, repetition) both have."""
-    if metric not in METRICS:
-        raise BuildChoiceError(f"--metric {metric}: choose one of {choices()}")
-    m = METRICS[metric]
+    m = check_metric(metric)
     paired = m.pairing(samples)
     by_cell: dict[tuple, list[Sample]] = defaultdict(list)
     for s in samples:

@@ -28,7 +28,7 @@ from specbench.gate.decision import ALPHA, EXIT_CODES, OUTPUT, SEVERITY, THRESHO
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
 from specbench.results import cell
 from specbench.results.manifest import CellKey, RunFacts, cell_key
-from specbench.results.metrics import COMPARE_DEFAULT, METRICS, choices
+from specbench.results.metrics import COMPARE_DEFAULT, METRICS, check_metric
 from specbench.results.records import Measurement
 
 
@@ -124,9 +124,7 @@ def cell_series(side: Side, metric: str) -> dict[CellKey, CellSeries]:
     """Every cell of ``metric`` on one side; a cell whose samples all failed has no values. A baseline
     (prompt, repetition) that each shard of a merged run measured counts once, or the cell would have
     shards x repetitions values and a narrower interval than it measured."""
-    if metric not in METRICS:
-        raise InputError(f"--metric {metric}: choose one of {choices()}")
-    m = METRICS[metric]
+    m = check_metric(metric)
     paired = m.pairing(side.samples)
     cells: dict[CellKey, CellSeries] = {}
     seen: set[tuple] = set()

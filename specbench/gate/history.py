@@ -18,13 +18,13 @@ from pydantic import BaseModel
 from specbench.analysis.figures import Standing, Value, figure, standing
 from specbench.base.stats import summarize
 from specbench.gate.compare import cell_label
-from specbench.gate.historydb import SAME_SPAN, HistoryError, StoredRow, default_db, stored_rows
+from specbench.gate.historydb import SAME_SPAN, StoredRow, default_db, stored_rows
 from specbench.plan.invocation import Invocation
 from specbench.plan.shards import GUESS_LOAD_S, guess_s
 from specbench.results import cell
 from specbench.results.cell import is_synthetic
 from specbench.results.manifest import MachineFacts
-from specbench.results.metrics import METRICS, choices
+from specbench.results.metrics import check_metric
 
 
 class HistoryPoint(BaseModel):
@@ -63,8 +63,7 @@ def load_history(
     db_path: Path | None = None, metric: str = "spec_tps", cell: str | None = None
 ) -> list[HistoryPoint]:
     """Points of every cell whose label contains ``cell`` (case-insensitive), oldest run first."""
-    if metric not in METRICS:
-        raise HistoryError(f"--metric {metric}: choose one of {choices()}")
+    check_metric(metric)
     by_point: dict[tuple[str, str], list[StoredRow]] = defaultdict(list)
     for row in stored_rows(db_path or default_db(), metric):
         if not cell or cell.lower() in row.label.lower():

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from specbench.base.errors import InputError
+
 if TYPE_CHECKING:  # the CLI builds its help texts from this table: it stays light to import
     from specbench.results.records import Sample
 
@@ -101,6 +103,13 @@ def choices(last: str = " or ") -> str:
     """``spec_tps, baseline_tps, ... or tokens_per_pass``: the names for help texts and errors."""
     names = list(METRICS)
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])}{last}{names[-1]}"
+
+
+def check_metric(name: str) -> Metric:
+    """The metric a --metric option names; every command refuses an unknown one in the same words."""
+    if name not in METRICS:
+        raise InputError(f"--metric {name}: choose one of {choices()}")
+    return METRICS[name]
 
 
 def site_order() -> list[str]:

@@ -7,13 +7,22 @@ import json
 
 import pytest
 
-from specbench.gate.ab import paired_compare
+from specbench.base.errors import InputError
+from specbench.gate.ab import paired_compare, pairs
 from specbench.gate.baseline import load_run
 from specbench.gate.compare import compare, default_metrics
 from specbench.gate.history import load_history
 from specbench.gate.historydb import record_run
 from specbench.publish.site import publish
-from specbench.results.metrics import METRICS, PAIRED_DEFAULT, Metric, choices, paired_order, site_order
+from specbench.results.metrics import (
+    METRICS,
+    PAIRED_DEFAULT,
+    Metric,
+    check_metric,
+    choices,
+    paired_order,
+    site_order,
+)
 from specbench.results.records import Generation, Sample
 from specbench.results.samplelog import append_sample
 from tests.helpers.cli import specbench
@@ -47,6 +56,23 @@ def test_every_metric_is_complete_and_the_defaults_name_table_entries():
     for default in (PAIRED_DEFAULT, ("spec_tps", "baseline_tps")):
         assert set(default) <= set(METRICS)
     assert set(site_order()) == set(METRICS) == set(paired_order())
+
+
+def test_an_unknown_metric_is_refused_in_the_same_words_everywhere(tmp_path, twice):
+    assert check_metric("speedup") is METRICS["speedup"] and check_metric("twice_tps") is twice
+    said = f"--metric nope: choose one of {choices()}"
+    assert "twice_tps" in said
+    base, cur = (load_run(run) for run in _runs(tmp_path))
+    refusals = [
+        lambda: check_metric("nope"),
+        lambda: load_history(tmp_path / "history.sqlite", "nope"),
+        lambda: pairs([], "nope", "base", "head"),
+        lambda: compare(base, cur, ["nope"]),
+    ]
+    for refuse in refusals:
+        with pytest.raises(InputError) as exc:
+            refuse()
+        assert str(exc.value) == said
 
 
 def test_a_metric_added_to_the_table_reaches_compare(tmp_path, twice):
