@@ -94,11 +94,11 @@ def check_free_space(needed: int, where: Path, what: str) -> None:
 
 
 def human_size(n: int | float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
-    return f"{n:.1f} PB"
+    return f"{n:.1f} TB"
 
 
 class CachedModel(BaseModel):
