@@ -9,9 +9,9 @@ row not ``valid``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import reduce
-from typing import Any, TypeVar
+from typing import Any
 
 from specbench.analysis import speedmodel
 from specbench.analysis.figures import Figure, Pair, Value, figure, paired_speedup
@@ -31,7 +31,6 @@ CONTRACT_KEYS = [
     "speedup_ci_high", "acceptance", "tokens_per_pass", "predicted_speedup", "outputs_match", "valid", "n",
 ]  # fmt: skip
 ALL = "all"
-T = TypeVar("T")
 
 
 ROW_NAMES = {"model": "target"}  # a row's name for an axis, where it differs
@@ -137,14 +136,6 @@ def cell_name(r: ReportRow) -> str:
 
 def is_invalid(s: Sample) -> bool:
     return s.status == "invalid" or (s.status == "ok" and not s.valid)
-
-
-def group_by(items: Iterable[T], key: Callable[[T], Any]) -> dict[Any, list[T]]:
-    """The items by ``key``, groups and their items in the order first seen."""
-    out: dict[Any, list[T]] = {}
-    for item in items:
-        out.setdefault(key(item), []).append(item)
-    return out
 
 
 def _pooled(samples: Iterable[Sample]) -> tuple[float | None, float | None]:
@@ -341,7 +332,7 @@ def sort_key(value: object) -> tuple:
 def run_rows(
     run: str, samples: list[Sample], facts: RunFacts | None = None, cal: Calibration | None = None
 ) -> list[ReportRow]:
-    cells = group_by((s for s in samples if s.role == "speculative"), cell.cell_of)
+    cells = cell.group_by((s for s in samples if s.role == "speculative"), cell.cell_of)
     judged = bracket.judged_baselines(samples)  # the one pairing rule (results/bracket.py)
     paired = bracket.paired_baseline(samples)
     drafts = [s for s in samples if s.role == "draft"]

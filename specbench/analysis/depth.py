@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from specbench.analysis.cells import ALL, ROW_CELL, NotRun, ReportRow, group_by
+from specbench.analysis.cells import ALL, ROW_CELL, NotRun, ReportRow
 from specbench.base.llamaopts import METHOD
+from specbench.results.cell import group_by
 
 SETTING_KEYS = tuple(k for k in ("run", *ROW_CELL) if k != "depth")
 

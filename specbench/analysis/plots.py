@@ -14,12 +14,12 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow, group_by, step_len
+from specbench.analysis.cells import ALL, ROW_CELL, ROW_NAMES, ReportRow, step_len
 from specbench.analysis.depth import DepthCurve, depth_curves, setting_label
 from specbench.analysis.quality import DEFAULT_PRECISION
 from specbench.analysis.report import Report
 from specbench.base.llamaopts import DRAFT_LENGTH, GPU_LAYERS, METHOD
-from specbench.results.cell import BASELINE_FIELDS, SYNTH_FIELDS
+from specbench.results.cell import BASELINE_FIELDS, SYNTH_FIELDS, group_by
 
 SPEEDUP = "speedup_vs_draft.png"
 TPS_BARS = "tps_by_cell.png"

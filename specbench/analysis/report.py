@@ -32,6 +32,7 @@ from specbench.analysis.figures import pick_best, slower, slower_text, speedup_t
 from specbench.base.errors import InputError, RunError
 from specbench.base.paths import results_dir
 from specbench.results.calibration import load_calibration
+from specbench.results.cell import group_by
 from specbench.results.folder import has_manifest, has_samples, run_folders, samples_path
 from specbench.results.manifest import Expectation
 from specbench.results.manifestfile import StoredRun, read_facts, read_run
@@ -97,10 +98,8 @@ def _mark_best(rows: list[ReportRow], incomplete: AbstractSet[str] = frozenset()
     """★ per pair, category and server ``parallel`` on the cell ``figures.pick_best`` may call best
     (an incomplete run gets none: its missing cells might have won). Returns a note per overall group
     left without one (undecided, synthetic or ``figures.slower``), so no ★ is not read as an oversight."""
-    groups: dict[tuple, list[ReportRow]] = {}
-    for r in rows:
-        if r.run not in incomplete:
-            groups.setdefault((r.run, r.pair, r.category, r.parallel), []).append(r)
+    kept = [r for r in rows if r.run not in incomplete]
+    groups = group_by(kept, lambda r: (r.run, r.pair, r.category, r.parallel))
     notes: list[Caveat] = []
     for (run, pair, category, _), group in groups.items():
         best = pick_best(

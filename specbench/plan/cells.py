@@ -38,7 +38,7 @@ from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.builder.options import OptionError, default_on, option_argv
 from specbench.plan.config import Config
 from specbench.plan.options import OPTION_KEYS
-from specbench.results.cell import Cell, baseline_of, draft_alone_cell, draft_alone_of
+from specbench.results.cell import Cell, draft_alone_cell, draft_alone_of
 
 
 def model_path(models: Mapping[str, object], name: str) -> str:
@@ -365,14 +365,6 @@ def unused_settings(config: Config, cells: list[Cell]) -> list[str]:
     if config.runner == "server" and config.speculative_role is not None:  # not auto
         out.append("speculative_binary picks the process runner's binary; `runner: server` runs llama-server")
     return out
-
-
-def baseline_groups(cells: list[Cell]) -> dict[tuple, list[Cell]]:
-    """The cells by the baseline they are measured against (``baseline_of``), in plan order."""
-    groups: dict[tuple, list[Cell]] = {}
-    for c in cells:
-        groups.setdefault(baseline_of(c), []).append(c)
-    return groups
 
 
 def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -> list[str]:

@@ -15,7 +15,6 @@ from specbench.base.llamaopts import GPU_LAYERS, PARALLEL
 from specbench.base.methods import keeps_server_state
 from specbench.builder.buildinfo import BinaryInfo
 from specbench.plan.cells import (
-    baseline_groups,
     build_order,
     draft_alone_cells,
     draft_backend_sampling,
@@ -30,7 +29,7 @@ from specbench.plan.depth import at_depth
 from specbench.plan.invocation import CompletionRequest, Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
 from specbench.results.bracket import AFTER
-from specbench.results.cell import Cell, baseline_cell, cell_dict
+from specbench.results.cell import Cell, baseline_cell, baseline_of, cell_dict, group_by
 from specbench.results.records import Generation
 
 HOST = "127.0.0.1"
@@ -78,7 +77,7 @@ def order_for_server(
     every build's server of a setting serves its prompts in ABBA order, minutes apart, not a sweep."""
     groups: list[list[Invocation]] = []
     rounds = [list(range(repetitions))] if len(labels) == 1 else [[r] for r in range(repetitions)]
-    by_baseline = baseline_groups(cells)
+    by_baseline = group_by(cells, baseline_of)
     for reps in rounds:
         order = build_order(labels, reps[0])
         alone_done: set[tuple] = set()

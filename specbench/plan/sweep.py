@@ -15,7 +15,6 @@ from specbench.builder.buildinfo import ONE_BATCH_ROLES, BinaryInfo, BuildInfo
 from specbench.builder.workaround import with_workaround, workaround_argv
 from specbench.plan import pairing
 from specbench.plan.cells import (
-    baseline_groups,
     build_cells,
     build_order,
     draft_alone_cells,
@@ -35,7 +34,7 @@ from specbench.plan.invocation import Invocation, Plan
 from specbench.plan.preflight import pair_methods, read_facts
 from specbench.plan.prompts import RenderedPrompt
 from specbench.plan.serverplan import server_plan
-from specbench.results.cell import Cell, baseline_cell, cell_dict
+from specbench.results.cell import Cell, baseline_cell, baseline_of, cell_dict, group_by
 from specbench.results.records import Generation
 
 # Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); prompts go in `-p`, so stay below.
@@ -150,7 +149,7 @@ def make_plan(
     if not completion.flags.no_conversation and completion.name == "llama-cli":
         notes.append("llama-cli of this build has no -no-cnv; it is run with stdin closed")
 
-    groups = baseline_groups(cells)
+    groups = group_by(cells, baseline_of)
     first = next(iter(groups.values()), None)
     sentinel = None
     if first is not None and not config.sentinel:
@@ -202,7 +201,7 @@ def make_plan(
 
 def _check_size(where: str, cells: list[Cell], prompts: int, reps: int, builds: int) -> None:
     """Refuse, before it is built, a plan of more than ``MAX_INVOCATIONS`` (cells and baselines)."""
-    runs = len(cells) + len(baseline_groups(cells))
+    runs = len(cells) + len(group_by(cells, baseline_of))
     if runs * prompts * reps * builds <= MAX_INVOCATIONS:
         return
     raise ConfigError(

@@ -7,9 +7,9 @@ option is a field by its ``specbench.base.llamaopts`` entry alone; old folders l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from copy import copy
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
@@ -143,6 +143,17 @@ def alone_of(m: Any) -> tuple:
     if m.role == "draft":
         return ("draft", m.build, m.model, m.ngl or 0, *values(m, MODEL_OPTIONS), m.shard, m.depth)
     return baseline_of(m)
+
+
+T = TypeVar("T")
+
+
+def group_by(items: Iterable[T], key: Callable[[T], Any]) -> dict[Any, list[T]]:
+    """The items by ``key`` (``cell_of``, ``baseline_of``...), groups and items in the order first seen."""
+    out: dict[Any, list[T]] = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out
 
 
 def draft_alone_cell(m: Any, build: str | None) -> Cell:

@@ -9,7 +9,6 @@ from specbench.execute.adaptive import cell_states
 from specbench.execute.runner import _Outputs
 from specbench.gate.compare import cell_label
 from specbench.gate.historydb import _cell_id
-from specbench.plan.cells import baseline_groups
 from specbench.results import cell
 from specbench.results.manifest import RunFacts, cell_key
 from specbench.results.records import Generation, Sample
@@ -84,7 +83,7 @@ def test_outputs_are_checked_against_the_baseline_of_the_same_build():
 
 def test_the_plan_groups_cells_by_baseline_build_included():
     cells = [cell.Cell(build=b, model="t", method="draft", ngl=n) for b in ("a", "b") for n in (0, 99)]
-    groups = baseline_groups(cells)
+    groups = cell.group_by(cells, cell.baseline_of)
     assert list(groups) == [
         ("baseline", b, "t", n, *NO_OPTIONS, "process", 1, None, 0) for b in ("a", "b") for n in (0, 99)
     ]
