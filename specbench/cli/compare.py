@@ -89,7 +89,7 @@ def _n(count: int, what: str) -> str:
 
 def _verdict(cmp) -> str:
     """The last line: the verdict, what made it, and what to do."""
-    from specbench.gate.decision import ACCEPTANCE_POINTS, Verdict
+    from specbench.gate.decision import ACCEPTANCE_POINTS, VERDICT_WORDS, Verdict
 
     flags = [f for f, on in (("strict", cmp.strict), ("allow-noisy", cmp.allow_noisy)) if on]
     in_points = [m.metric for m in cmp.metrics if m.metric in METRICS and METRICS[m.metric].scale == "points"]
@@ -106,6 +106,7 @@ def _verdict(cmp) -> str:
     detectable = f"; smallest detectable change {', '.join(spans)}" if spans else ""
     too_noisy = f"{_n(len(noisy), 'cell')} too noisy to decide{detectable}"
     v = cmp.verdict
+    word = VERDICT_WORDS[v]
     if v == Verdict.FAIL:
         counts = {s: sum(c.status == s for c in cmp.failed) for s in ("fail", "warn", "only_baseline")}
         parts = [_n(counts["fail"], "regression")] if counts["fail"] else []
@@ -117,15 +118,15 @@ def _verdict(cmp) -> str:
                 f"(--allow-missing to accept)"
             )
         parts += [f"nothing to compare: {n}" for n in cmp.nothing] + ([too_noisy] if noisy else [])
-        return f"FAIL: {'; '.join(parts)} ({opts})"
+        return f"{word}: {'; '.join(parts)} ({opts})"
     if v == Verdict.NOTHING:
-        return f"NOTHING TO COMPARE: {'; '.join(cmp.nothing)} ({opts})"
+        return f"{word}: {'; '.join(cmp.nothing)} ({opts})"
     if v == Verdict.UNDECIDED:
         return (
-            f"TOO NOISY: {too_noisy}: a {cmp.threshold:.1%} regression can be neither shown nor excluded; "
+            f"{word}: {too_noisy}: a {cmp.threshold:.1%} regression can be neither shown nor excluded; "
             f"more repetitions (repetitions: auto), a quieter machine, or --allow-noisy ({opts})"
         )
-    return f"PASS{f' with {too_noisy} (--allow-noisy)' if noisy else ''} ({opts})"
+    return f"{word}{f' with {too_noisy} (--allow-noisy)' if noisy else ''} ({opts})"
 
 
 def _figure_lines(m) -> list[str]:

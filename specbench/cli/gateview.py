@@ -47,6 +47,8 @@ def _sides(cmp) -> str:
 
 
 def _verdict(cmp) -> str:
+    from specbench.gate.decision import ACCEPTANCE_POINTS, VERDICT_WORDS, Verdict
+
     counts = ", ".join(
         f"{n} {word}"
         for word in ("fail", "undecided", "improved", "pass")
@@ -54,10 +56,10 @@ def _verdict(cmp) -> str:
     )
     parts = [counts] if counts else []
     parts += [f"nothing to compare: {n}" for n in cmp.nothing]
-    word = {0: "PASS", 1: "FAIL", 3: "TOO NOISY", 4: "NOTHING TO COMPARE"}.get(cmp.exit_code, "FAIL")
+    word = VERDICT_WORDS[cmp.verdict]
     undecided = [d for d in cmp.decisions if d.decision == "undecided"]
-    if word == "PASS" and undecided:
-        word = "PASS (--allow-noisy)"
+    if cmp.verdict == Verdict.PASS and undecided:
+        word += " (--allow-noisy)"
     if undecided:  # the unpaired gate's wording: what the pairs could have shown
         parts.append(
             f"a {cmp.threshold:.1%} regression can be neither shown nor excluded in {len(undecided)}"
@@ -65,8 +67,6 @@ def _verdict(cmp) -> str:
         known = [d for d in undecided if d.detectable is not None and d.unit != "points"]
         if known:
             parts.append(f"smallest detectable change up to ±{max(d.detectable for d in known):.1%}")
-    from specbench.gate.decision import ACCEPTANCE_POINTS
-
     opts = f"threshold {cmp.threshold:.1%}"
     if any(d.unit == "points" for d in cmp.decisions):
         opts += f" ({ACCEPTANCE_POINTS:g} points for acceptance)"

@@ -15,7 +15,7 @@ from pydantic import BaseModel, computed_field
 
 from specbench.base.errors import InputError
 from specbench.gate.compare import cell_label
-from specbench.gate.decision import EXIT_CODES, OUTPUT, SEVERITY, STILL_OPEN, THRESHOLD, Status, verdict
+from specbench.gate.decision import EXIT_CODES, OUTPUT, SEVERITY, STILL_OPEN, THRESHOLD, Status, Verdict
 from specbench.gate.paired import CONFIDENCE, PairedDecision, decide_points, decide_ratio
 from specbench.results.metrics import METRICS, PAIRED_DEFAULT, check_metric, paired_order
 from specbench.results.records import Measurement, Sample
@@ -69,9 +69,12 @@ class PairedComparison(BaseModel):
     @property
     def exit_code(self) -> int:
         """1 any fail, else 4 nothing to compare, else 3 any undecided (0 with ``allow_noisy``), else 0."""
+        return int(EXIT_CODES[self.verdict])
+
+    @property
+    def verdict(self) -> Verdict:
         nothing = bool(self.nothing) or not self.decisions
-        v = verdict(self.count(Status.FAIL), self.count(Status.TOO_NOISY), nothing, self.allow_noisy)
-        return int(EXIT_CODES[v])
+        return Verdict.of(self.count(Status.FAIL), self.count(Status.TOO_NOISY), nothing, self.allow_noisy)
 
     def count(self, status: Status) -> int:
         return sum(d.status == status for d in self.decisions)

@@ -24,7 +24,7 @@ from specbench.gate.comparable import (
     shown_differences,
     why_nothing,
 )
-from specbench.gate.decision import ALPHA, EXIT_CODES, OUTPUT, SEVERITY, THRESHOLD, Status, Verdict, verdict
+from specbench.gate.decision import ALPHA, EXIT_CODES, OUTPUT, SEVERITY, THRESHOLD, Status, Verdict
 from specbench.gate.regression import Decision, decide_acceptance, decide_throughput, geometric_mean
 from specbench.results import cell
 from specbench.results.manifest import CellKey, RunFacts, cell_key
@@ -103,7 +103,7 @@ class Comparison(BaseModel):
 
     @property
     def verdict(self) -> Verdict:
-        return verdict(len(self.failed), len(self.undecided), bool(self.nothing), self.allow_noisy)
+        return Verdict.of(len(self.failed), len(self.undecided), bool(self.nothing), self.allow_noisy)
 
     @property
     def exit_code(self) -> int:

@@ -43,12 +43,30 @@ class Verdict(StrEnum):
     UNDECIDED = "undecided"
     NOTHING = "nothing_to_compare"
 
+    @staticmethod
+    def of(failed: int, undecided: int, nothing: bool = False, allow_noisy: bool = False) -> Verdict:
+        """The gate's verdict from what its cells said: a failure wins over an empty side, which wins
+        over undecided cells (``allow_noisy`` passes those)."""
+        if failed:
+            return Verdict.FAIL
+        if nothing:
+            return Verdict.NOTHING
+        if undecided and not allow_noisy:
+            return Verdict.UNDECIDED
+        return Verdict.PASS
+
 
 EXIT_CODES = {
     Verdict.PASS: ExitCode.OK,
     Verdict.FAIL: ExitCode.FAILED,
     Verdict.UNDECIDED: ExitCode.UNDECIDED,
     Verdict.NOTHING: ExitCode.NOTHING,
+}
+VERDICT_WORDS = {  # how each verdict opens the last line of every gate
+    Verdict.PASS: "PASS",
+    Verdict.FAIL: "FAIL",
+    Verdict.UNDECIDED: "TOO NOISY",
+    Verdict.NOTHING: "NOTHING TO COMPARE",
 }
 
 
@@ -70,15 +88,3 @@ def classify(change: float, low: float | None, high: float | None, threshold: fl
 def signed_pct(change: float) -> str:
     """A relative change as every gate prints it: ``-3.1%``."""
     return f"{change * 100:+.1f}%"
-
-
-def verdict(failed: int, undecided: int, nothing: bool = False, allow_noisy: bool = False) -> Verdict:
-    """The gate's verdict from what its cells said: a failure wins over an empty side, which wins
-    over undecided cells (``allow_noisy`` passes those)."""
-    if failed:
-        return Verdict.FAIL
-    if nothing:
-        return Verdict.NOTHING
-    if undecided and not allow_noisy:
-        return Verdict.UNDECIDED
-    return Verdict.PASS

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from specbench.gate.decision import EXIT_CODES, ExitCode, Status, Verdict, classify, verdict
+from specbench.gate.decision import EXIT_CODES, ExitCode, Status, Verdict, classify
 
 THR = 0.05
 
@@ -45,12 +45,12 @@ def test_beyond_the_threshold_never_passes_whatever_the_bounds():
 
 
 def test_verdict_precedence_and_exit_codes():
-    assert verdict(failed=1, undecided=3, nothing=True) == Verdict.FAIL
-    assert verdict(failed=0, undecided=3, nothing=True) == Verdict.NOTHING
-    assert verdict(failed=0, undecided=3) == Verdict.UNDECIDED
-    assert verdict(failed=0, undecided=3, allow_noisy=True) == Verdict.PASS
-    assert verdict(failed=0, undecided=0, nothing=True, allow_noisy=True) == Verdict.NOTHING
-    assert verdict(0, 0) == Verdict.PASS
+    assert Verdict.of(failed=1, undecided=3, nothing=True) == Verdict.FAIL
+    assert Verdict.of(failed=0, undecided=3, nothing=True) == Verdict.NOTHING
+    assert Verdict.of(failed=0, undecided=3) == Verdict.UNDECIDED
+    assert Verdict.of(failed=0, undecided=3, allow_noisy=True) == Verdict.PASS
+    assert Verdict.of(failed=0, undecided=0, nothing=True, allow_noisy=True) == Verdict.NOTHING
+    assert Verdict.of(0, 0) == Verdict.PASS
     assert {v: int(c) for v, c in EXIT_CODES.items()} == {
         Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.UNDECIDED: 3, Verdict.NOTHING: 4
     }  # fmt: skip
