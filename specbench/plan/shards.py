@@ -18,7 +18,7 @@ from specbench.base.errors import ConfigError
 from specbench.base.formats import json_text
 from specbench.plan.config import Config
 from specbench.plan.invocation import Invocation, Plan
-from specbench.results.cell import alone_of, baseline_of, cell_of, draft_alone_of, label_parts
+from specbench.results.cell import alone_of, baseline_of, cell_of, draft_alone_of, group_by, label_parts
 
 # Without history, a run's time is guessed from its size (only the ratios between shards matter).
 GUESS_TOKENS_PER_S = 50.0
@@ -127,10 +127,7 @@ class _Unit:
 
 
 def _units(plan: Plan, runs_on: Callable[[Invocation], str | None]) -> tuple[list[_Unit], dict[tuple, list]]:
-    alone: dict[tuple, list[Invocation]] = {}
-    for inv in plan.measured:
-        if inv.role != "speculative":
-            alone.setdefault(alone_of(inv), []).append(inv)
+    alone = group_by((inv for inv in plan.measured if inv.role != "speculative"), alone_of)
     units: dict[tuple, _Unit] = {}
     for inv in plan.measured:
         if inv.role != "speculative":

@@ -41,11 +41,8 @@ def window_means(before: Sequence[Sample], after: Sequence[Sample]) -> tuple[flo
 
 def baseline_windows(samples: Sequence[Sample]) -> list[BaselineWindows]:
     """Every bracketed baseline of a run: its two windows' mean t/s (for the speed verdict)."""
-    before: dict[tuple, list[Sample]] = {}
-    after: dict[tuple, list[Sample]] = {}
-    for s in samples:
-        if s.role in ("baseline", AFTER):
-            (after if s.role == AFTER else before).setdefault(cell.baseline_of(s), []).append(s)
+    before = cell.group_by((s for s in samples if s.role == "baseline"), cell.baseline_of)
+    after = cell.group_by((s for s in samples if s.role == AFTER), cell.baseline_of)
     out = []
     for key, late in after.items():
         means = window_means(before.get(key, []), late)
@@ -80,14 +77,9 @@ class Judged:
 def judged_baselines(samples: Sequence[Sample]) -> dict[tuple, Judged]:
     """Each speculative cell's baseline samples over the prompts and repetitions it ran, from the
     window nearer in time: the one rule report, compare, history, publish and tune pair by."""
-    cells: dict[tuple, list[Sample]] = {}
-    before: dict[tuple, list[Sample]] = {}
-    after: dict[tuple, list[Sample]] = {}
-    for s in samples:
-        if s.role == "speculative":
-            cells.setdefault(cell.cell_of(s), []).append(s)
-        elif s.role in ("baseline", AFTER):
-            (after if s.role == AFTER else before).setdefault(cell.baseline_of(s), []).append(s)
+    cells = cell.group_by((s for s in samples if s.role == "speculative"), cell.cell_of)
+    before = cell.group_by((s for s in samples if s.role == "baseline"), cell.baseline_of)
+    after = cell.group_by((s for s in samples if s.role == AFTER), cell.baseline_of)
     out: dict[tuple, Judged] = {}
     for key, spec in cells.items():
         keys = {(s.prompt_id, s.repetition) for s in spec}
