@@ -146,11 +146,12 @@ def alone_of(m: Any) -> tuple:
 
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 
-def group_by(items: Iterable[T], key: Callable[[T], Any]) -> dict[Any, list[T]]:
+def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
     """The items by ``key`` (``cell_of``, ``baseline_of``...), groups and items in the order first seen."""
-    out: dict[Any, list[T]] = {}
+    out: dict[K, list[T]] = {}
     for item in items:
         out.setdefault(key(item), []).append(item)
     return out
