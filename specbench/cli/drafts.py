@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from specbench.analysis.figures import number
 from specbench.base.formats import md_table
 from specbench.cli.common import Col, app, check_paths, echo, say, say_notes
 from specbench.cli.output import Format, TableFormat, print_json, print_table
@@ -14,10 +15,6 @@ from specbench.cli.progress import ProgressView
 from specbench.models.families import load_families
 
 _FAMILIES = ", ".join(load_families())
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{v * 100:.0f}%"
 
 
 def _ms(row) -> str:
@@ -55,8 +52,8 @@ def _earlier(row) -> str:
 def _cells(row) -> list[str]:
     return [str(row.rank) if row.rank else "-", row.candidate, row.architecture or "-", _params(row),
             row.file_type or "-", _size(row.size_bytes), _size(row.header_bytes_read), _ms(row),
-            "-" if row.decode_ms_measured is None else f"{row.decode_ms_measured:.1f}",
-            str(row.draft_max or "-"), _pct(row.alpha_break_even), _pct(row.alpha_goal),
+            number(row.decode_ms_measured), str(row.draft_max or "-"),
+            number(row.alpha_break_even, ".0%"), number(row.alpha_goal, ".0%"),
             "-" if row.ceiling is None else f"{row.ceiling:.2f}x", _earlier(row),
             "yes" if row.compatible and not row.reason else row.reason or "no"]  # fmt: skip
 

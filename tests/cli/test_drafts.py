@@ -99,3 +99,18 @@ def test_measure_into_a_folder_that_holds_a_run_is_refused_before_ranking(tmp_pa
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {taken} already holds a run")
     assert "timing" not in proc.stderr and proc.stdout == ""  # nothing ranked, nothing timed
+
+
+def test_a_rows_cells_read_as_the_table_prints_them():
+    from specbench.cli.drafts import COLS, _cells
+    from specbench.tune.draftmodels import DraftRow
+
+    def cells(**fields) -> dict[str, str]:
+        row = DraftRow(candidate="small.gguf", kind="local", compatible=True, **fields)
+        return dict(zip((c.header for c in COLS), _cells(row), strict=True))
+
+    timed = cells(decode_ms_measured=3.04, draft_max=4, alpha_break_even=0.355, alpha_goal=0.995, ceiling=2.5)
+    assert (timed["measured"], timed["accept 1.0x"], timed["accept 1.5x"]) == ("3.0", "36%", "100%")
+    assert (timed["g"], timed["max"], timed["compatible / why not"]) == ("4", "2.50x", "yes")
+    unmeasured = cells()
+    assert unmeasured["measured"] == unmeasured["accept 1.0x"] == unmeasured["accept 1.5x"] == "-"
