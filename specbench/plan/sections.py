@@ -15,14 +15,11 @@ from pydantic import (
     model_validator,
 )
 
-from specbench.base.llamaopts import AXES, MethodName
+from specbench.base.llamaopts import AXES, Count, MethodName
 from specbench.base.methods import draft_free, needs_draft_model
 from specbench.base.paths import LocalPath, Name
 from specbench.plan.options import Arg, OptionValues, Strict, SweepOptions, no_bool, unique_items
 from specbench.results.records import Generation
-
-NonNegativeInt = Annotated[int, Field(ge=0)]
-
 
 # A config's cmake argument: -DNAME=VALUE or -DNAME:TYPE=VALUE, and the names that run a program or
 # cmake code, or write outside the build folder.
@@ -95,7 +92,7 @@ RunnerLabel = _Label | Annotated[list[_Label], Field(min_length=1)]  # GitHub `r
 class RunsOnConfig(Strict):
     """Shards: which CI runner (GitHub ``runs-on`` label or labels) a cell needs, by the target's ngl."""
 
-    ngl: dict[NonNegativeInt, RunnerLabel] = {}
+    ngl: dict[Count, RunnerLabel] = {}
     """Runner label(s) of the cells whose target runs at this ngl: {0: ubuntu-latest}."""
 
 
@@ -165,7 +162,7 @@ NUMBER_LISTS = (*(o.key for o in AXES if o.cell_type in (int, float)), "depth")
 class SweepConfig(SweepOptions):
     """Lists expanded as a cartesian product (see specbench.plan.sweep for which cells apply where)."""
 
-    depth: list[NonNegativeInt] = Field(default=[0], min_length=1)
+    depth: list[Count] = Field(default=[0], min_length=1)
     """Tokens of context (the target's tokenizer, from `context.file`) before each prompt: the KV
     cache's depth when generation starts; 0: the prompt alone."""
 
