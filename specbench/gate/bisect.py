@@ -24,8 +24,6 @@ from specbench.gate.decision import OUTPUT, STILL_OPEN, Status
 from specbench.gate.paired import ab_word
 from specbench.results.folder import BISECT
 
-STATE = BISECT
-
 
 class StepResult(BaseModel):
     status: Status | None = None  # a verdict; None only in a Versus not finished
@@ -132,11 +130,11 @@ class BisectState(BaseModel):
 
 
 def save_state(out: Path, state: BisectState) -> None:
-    write_atomic(out / STATE, json_text(state, ensure_ascii=False))
+    write_atomic(out / BISECT, json_text(state, ensure_ascii=False))
 
 
 def load_state(out: Path) -> BisectState | None:
-    path = out / STATE
+    path = out / BISECT
     if not path.is_file():
         return None
     try:
@@ -162,22 +160,22 @@ def start(
     good_sha, bad_sha, commits = commit_range(source, good, bad)
     old = load_state(out)
     if old is not None and not resume:
-        raise BisectError(f"{out / STATE} exists: pass --resume to continue it, or another --out")
+        raise BisectError(f"{out / BISECT} exists: pass --resume to continue it, or another --out")
     if old is not None:
         if (old.good, old.bad, old.metric) != (good_sha, bad_sha, metric):
             raise BisectError(
-                f"--resume: {out / STATE} is a bisect of {old.good[:10]}..{old.bad[:10]} on {old.metric}, "
+                f"--resume: {out / BISECT} is a bisect of {old.good[:10]}..{old.bad[:10]} on {old.metric}, "
                 f"not of {good_sha[:10]}..{bad_sha[:10]} on {metric}"
             )
         if old.config is not None and config is not None and old.config != config:
             raise BisectError(
-                f"--resume: {out / STATE} was measured with another config (or other --set values); its "
+                f"--resume: {out / BISECT} was measured with another config (or other --set values); its "
                 "finished steps would be judged beside steps measured differently: give the same CONFIG "
                 "and --set, or another --out for a new bisect"
             )
         if old.threshold != threshold:
             raise BisectError(
-                f"--resume: {out / STATE} decided its steps at --threshold {old.threshold:.1%}, not "
+                f"--resume: {out / BISECT} decided its steps at --threshold {old.threshold:.1%}, not "
                 f"{threshold:.1%}: give the same threshold, or another --out for a new bisect"
             )
         # unfinished steps are measured again, and so is an undecided one: its runs go on where they

@@ -17,12 +17,12 @@ from pydantic import ValidationError
 from specbench.base.errors import SpecbenchError
 from specbench.base.formats import json_text
 from specbench.gate.ab import PairedComparison, paired_compare
-from specbench.gate.bisect import STATE, BisectState
+from specbench.gate.bisect import BisectState
 from specbench.gate.decision import THRESHOLD, Status
 from specbench.gate.paired import ab_word
 from specbench.plan.sections import SweepConfig
 from specbench.results.cell import CELL_FIELDS
-from specbench.results.folder import MANIFEST, REPORT, REPORT_PAGE
+from specbench.results.folder import BISECT, MANIFEST, REPORT, REPORT_PAGE
 from specbench.results.manifestfile import read_facts
 from specbench.results.samplelog import load_samples
 
@@ -103,10 +103,10 @@ def read_run_folder(path: Path) -> RunFolder:
 def _candidates(roots: list[Path]) -> list[Path]:
     found: list[Path] = []
     for root in roots:
-        if (root / MANIFEST).is_file() or (root / STATE).is_file():
+        if (root / MANIFEST).is_file() or (root / BISECT).is_file():
             found.append(root)
         elif root.is_dir():
-            found += [p for p in sorted(root.iterdir()) if (p / MANIFEST).is_file() or (p / STATE).is_file()]
+            found += [p for p in sorted(root.iterdir()) if (p / MANIFEST).is_file() or (p / BISECT).is_file()]
     return found
 
 
@@ -123,8 +123,8 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
             continue
         seen.add(real)
         try:
-            if (path / STATE).is_file():
-                state = BisectState.model_validate_json((path / STATE).read_text(encoding="utf-8"))
+            if (path / BISECT).is_file():
+                state = BisectState.model_validate_json((path / BISECT).read_text(encoding="utf-8"))
                 out.bisects.append(BisectRun(path=path, state=state))
                 steps = [out.bisects[-1].step_dir(s.run_dir) for s in state.steps]
                 thresholds.update({step.resolve(): state.threshold for step in steps})

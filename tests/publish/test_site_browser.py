@@ -12,9 +12,10 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from specbench.gate.bisect import STATE, BisectState, Commit, Step
+from specbench.gate.bisect import BisectState, Commit, Step
 from specbench.gate.decision import Status
 from specbench.publish.series import load_series
+from specbench.results.folder import BISECT
 from specbench.results.manifestfile import load_manifest, save_manifest
 from specbench.results.samplelog import append_sample, load_samples
 from tests.fixtures.replay import TIERS, runs_by
@@ -104,7 +105,7 @@ def _site(tmp_path_factory):
         ],
     )
     (results / "bisect-1").mkdir()
-    (results / "bisect-1" / STATE).write_text(state.model_dump_json())
+    (results / "bisect-1" / BISECT).write_text(state.model_dump_json())
     publish(root, root / "site")
     return root, root / "site"
 
