@@ -44,7 +44,8 @@ SERIES_KEYS = tuple(k for k in CELL_KEYS if k not in ("pair", DRAFT_LENGTH.key))
 _CURVE_KEYS = tuple(k for k in CELL_KEYS if k not in SYNTH_FIELDS)  # a curve: a cell less its synth_len
 
 
-def _plt():
+def pyplot():
+    """matplotlib.pyplot on Agg (no display), imported at the first figure, not at the CLI's start."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -74,7 +75,7 @@ def _save(fig, path: Path, report: Report) -> Path:
     fig.text(0.01, 0.01, caption, fontsize=8, color="#444444", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.04 + 0.03 * len(report.runs), 1, 1))
     fig.savefig(path, dpi=110, bbox_inches="tight", pad_inches=0.15)
-    _plt().close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -151,7 +152,7 @@ def _speedup_limits(ax, rows: list[ReportRow]) -> None:
 
 def _by_draft(report: Report, path: Path, metric: str) -> Path | None:
     """One panel per pair; x = draft length; one line per setting that differs otherwise."""
-    plt = _plt()
+    plt = pyplot()
     # synthetic cells are left to the acceptance-length curve
     rows = [
         r for r in report.rows if r.category == ALL and getattr(r, metric) is not None and not r.synthetic
@@ -224,7 +225,7 @@ def _cell_label(rows: list[ReportRow], keys: tuple[str, ...] = CELL_KEYS) -> Cal
 
 def tps_bars(report: Report, path: Path) -> Path | None:
     """Per cell, the baseline and speculative mean t/s side by side with +-1 sd."""
-    plt = _plt()
+    plt = pyplot()
     rows = [r for r in report.rows if r.category == ALL and r.spec_tps is not None]
     if not rows:
         return None
@@ -257,7 +258,7 @@ def tps_bars(report: Report, path: Path) -> Path | None:
 
 def speedup_by_category(report: Report, path: Path) -> Path | None:
     """For each pair and method, its best overall setting, split by prompt category."""
-    plt = _plt()
+    plt = pyplot()
     overall = [r for r in report.rows if r.category == ALL and r.speedup is not None and not r.synthetic]
     best: dict[tuple, ReportRow] = {}
     for r in overall:
@@ -292,7 +293,7 @@ def speedup_by_category(report: Report, path: Path) -> Path | None:
 
 def tps_vs_ngl(report: Report, path: Path) -> Path | None:
     """Only when ngl was swept: baseline and speculative t/s against target GPU layers."""
-    plt = _plt()
+    plt = pyplot()
     rows = [r for r in report.rows if r.category == ALL and r.ngl is not None and r.spec_tps is not None]
     if len({r.ngl for r in rows}) < 2:
         return None
@@ -334,7 +335,7 @@ def speed_plot(report: Report, path: Path) -> Path | None:
     runs = [i for i in report.runs if len(i.facts.speed.series()) >= 2]
     if not runs:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for k, info in enumerate(runs):
         color, speed = plt.get_cmap("tab10")(k % 10), info.facts.speed
@@ -364,7 +365,7 @@ def speedup_vs_accept_len(report: Report, path: Path) -> Path | None:
     """Only when the report has synthetic cells: one curve per setting (x = acceptance length
     counted by the server, else tokens per pass), its real cells as points in the same colour;
     settings without a curve (draft-free methods) are left out."""
-    plt = _plt()
+    plt = pyplot()
     rows = [r for r in report.rows if r.category == ALL and r.speedup is not None and step_len(r) is not None]
     if not any(r.synthetic for r in rows):
         return None
@@ -394,7 +395,7 @@ def speedup_vs_accept_len(report: Report, path: Path) -> Path | None:
 def acceptance_by_position(report: Report, path: Path) -> Path | None:
     """Per cell with server counters: the share of verification steps that accepted the draft's
     token at each position (synthetic cells paler; each cell its own line style and marker)."""
-    plt = _plt()
+    plt = pyplot()
     rows: list[ReportRow] = [r for r in report.rows if r.category == ALL and r.accept_by_pos]
     if not rows:
         return None
@@ -426,7 +427,7 @@ def speedup_vs_depth(report: Report, path: Path, curves: list[DepthCurve] | None
     curves = depth_curves(report.rows, report.not_run) if curves is None else curves
     if not curves:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7.2), sharex=True)
     for i, c in enumerate(curves):
         ls, marker = style(i)

@@ -6,7 +6,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from specbench.analysis.plots import legend_below, style
+from specbench.analysis.plots import legend_below, pyplot, style
 from specbench.base.paths import check_path, nearest_existing, os_problem, shorten
 from specbench.gate.history import HistoryPoint, series_of
 from specbench.gate.historydb import HistoryError
@@ -53,11 +53,7 @@ def plot_path(path: Path) -> Path:
 def plot_history(points: list[HistoryPoint], path: Path, metric: str) -> Path:
     """One line per cell over runs (x labelled with date and llama.cpp commit), sd as error bars."""
     path = plot_path(path)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     runs = sorted({(p.started_at or "", p.run_id, p.commit, p.threads) for p in points})
     x_of = {(started, run_id): i for i, (started, run_id, _, _) in enumerate(runs)}
     fig, ax = plt.subplots(figsize=(max(6.0, 1.0 * len(runs) + 3), 4.5))
