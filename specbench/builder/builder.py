@@ -11,13 +11,13 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from specbench.base import paths
 from specbench.base.errors import BuildError
+from specbench.base.formats import now_iso
 from specbench.base.redact import redact
 from specbench.builder import cmake, selftest, toolkit, workarea
 from specbench.builder.buildinfo import ROLE_COMMANDS, ROLE_NAMES, UNIFIED_TARGET, BinaryInfo, BuildInfo
@@ -245,7 +245,7 @@ def _build_in(
         backend=backend,
         cmake_args=args,
         compiler=cmake.compiler_version(wbuild),
-        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        built_at=now_iso(),
         bin_dir=str(bdir / "bin"),
         binaries=binaries,
         probe_version=PROBE_VERSION,

@@ -15,7 +15,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ import numpy as np
 from specbench.base.childenv import child_env
 from specbench.base.errors import ParseError
 from specbench.base.files import atomic_path
+from specbench.base.formats import now_iso
 from specbench.base.llamaopts import DRAFT_LENGTH, GPU_LAYERS
 from specbench.base.methods import DRAFT_SIMPLE
 from specbench.base.paths import models_dir
@@ -206,7 +206,7 @@ def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...]
     record = SelfTest(
         fingerprint=envinfo.fingerprint(isa, gpus),
         machine=f"{envinfo.cpu_model()} / {', '.join(g.name for g in gpus) or 'no GPU'}",
-        checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        checked_at=now_iso(),
     )
     if completion is None or not Path(completion.path).is_file():
         record.checks = [TypeCheck(wtype=t, outcome="skipped", reason="no llama-completion") for t in types]

@@ -6,7 +6,6 @@ samples compare needs (without logs, commands or parsed metrics) and the run's m
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -15,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from specbench import __version__
 from specbench.base.errors import InputError, PathError, SpecbenchError
 from specbench.base.files import write_atomic
-from specbench.base.formats import json_text
+from specbench.base.formats import json_text, now_iso
 from specbench.base.paths import check_name, check_path, inside, os_problem, results_dir, shorten
 from specbench.results.manifest import RunFacts
 from specbench.results.manifestfile import read_run
@@ -166,8 +165,7 @@ def save_baseline(
     dest = inside(dest_dir or baselines_dir(), f"{name}.json")
     if dest.exists() and not force:
         raise InputError(f"{dest} exists; pass --force to replace it (its history stays in git)")
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    saved = BaselineFile(name=name, saved_at=now, source=str(run_dir), facts=side.facts, samples=[])
+    saved = BaselineFile(name=name, saved_at=now_iso(), source=str(run_dir), facts=side.facts, samples=[])
     header = saved.model_dump(mode="json", exclude={"samples"})
     header["facts"]["specbench_version"] = header["facts"]["specbench_version"] or __version__
     # One sample per line: a committed baseline should diff line by line.

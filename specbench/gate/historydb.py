@@ -14,12 +14,11 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
 from specbench.base.errors import InputError, SpecbenchError
-from specbench.base.formats import json_text
+from specbench.base.formats import json_text, now_iso
 from specbench.base.paths import check_path, nearest_existing, os_problem, results_dir, shorten
 from specbench.base.redact import redact_data
 from specbench.gate.baseline import load_run
@@ -193,7 +192,7 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
             conn.execute("DELETE FROM runs WHERE run_key = ?", (shard,))
             conn.execute("INSERT OR REPLACE INTO superseded VALUES (?, ?)", (shard, run_key))
         conn.execute("DELETE FROM runs WHERE run_key = ?", (run_key,))
-        recorded = datetime.now(UTC).isoformat(timespec="seconds")
+        recorded = now_iso()
         speed = facts.speed
         warned = None if speed.moved is None else int(bool(speed.warnings))
         run_row = (run_key, facts.run_id, facts.started_at, recorded, str(run_dir), facts.llama_cpp_commit,
