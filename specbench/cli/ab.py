@@ -10,13 +10,14 @@ from typing import Annotated
 import typer
 
 from specbench.base.errors import ConfigError
-from specbench.cli.common import app, check_paths, resume_command, say, say_notes
+from specbench.cli.common import app, check_paths, say, say_notes
 from specbench.cli.gateview import paired_from_run, show
 from specbench.cli.options import AllowNoisy, Budget, Quiet, Sets, Threshold
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession, warn_busy
 from specbench.gate.abrun import load_builds_config, measuring_is_input, round_notes, rounds_end
 from specbench.gate.decision import STILL_OPEN, Status
+from specbench.results.folder import resume_command
 from specbench.results.metrics import PAIRED_DEFAULT, check_metric, choices, roles_read
 
 RunConfig = Annotated[

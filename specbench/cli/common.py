@@ -169,10 +169,3 @@ def check_paths(*named: tuple[str, Path | None]) -> None:
     for what, path in named:
         if path is not None:
             check_path(path, what)
-
-
-def resume_command(run_dir: Path) -> str:
-    """The command that continues a run, as typed: the config comes from the run's manifest."""
-    import shlex
-
-    return f"specbench run --resume {shlex.quote(str(run_dir))}"

@@ -8,10 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
-from specbench.cli.common import app, check_paths, echo, resume_command, say, say_notes
+from specbench.cli.common import app, check_paths, echo, say, say_notes
 from specbench.cli.options import Quiet, Sets
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession
+from specbench.results.folder import resume_command
 
 DRY_RUN_SHOWN = 50  # invocations a dry run lists before it summarises the rest (--all: every one)
 LONG_RUN_S = 3600.0  # a dry run whose estimate is beyond this warns

@@ -26,7 +26,7 @@ from specbench.machine.speed import Sentinel, SpeedRecord
 from specbench.models.spec import ResolvedModel
 from specbench.results.bracket import baseline_windows
 from specbench.results.cell import baseline_of
-from specbench.results.folder import has_manifest, has_samples, make_run_id
+from specbench.results.folder import has_manifest, has_samples, make_run_id, resume_command
 from specbench.results.manifest import Manifest, machine_differences
 from specbench.results.manifestfile import load_manifest
 from specbench.results.samplelog import load_samples
@@ -264,7 +264,7 @@ def check_same_machine(manifest: Manifest, run_dir: Path, force: bool) -> None:
         raise RunError(
             f"{run_dir} was made on another machine ({'; '.join(differ)}): resuming here would mix "
             "two machines' numbers in one run; resume it there, start a new run, or continue anyway "
-            f"with `specbench run --resume {run_dir} --force`"
+            f"with `{resume_command(run_dir, '--force')}`"
         )
     manifest.other_machines.append("; ".join(differ))
 
@@ -285,7 +285,7 @@ def check_same_config(manifest: Manifest, config: Config, run_dir: Path) -> None
     if differ:
         raise RunError(
             f"{run_dir} was run with a different config ({', '.join(differ)} differ); resume it without "
-            f"CONFIG and --set (`specbench run --resume {run_dir}` takes the config from its manifest)"
+            f"CONFIG and --set (`{resume_command(run_dir)}` takes the config from its manifest)"
         )
 
 

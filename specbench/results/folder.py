@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -72,6 +73,11 @@ def response_paths(run_dir: Path, stem: str) -> tuple[Path, Path]:
     return raw / f"{stem}.stdout", raw / f"{stem}.response.json"
 
 
+def resume_command(run_dir: Path, *more: str) -> str:
+    """The command that continues a run, as a shell takes it (a folder with spaces is quoted)."""
+    return shlex.join(["specbench", "run", "--resume", str(run_dir), *more])
+
+
 def write_raw(path: Path, text: str) -> None:
     """A raw file of a sample; one that cannot be written is a RunError (the disk is full)."""
     try:
@@ -80,7 +86,7 @@ def write_raw(path: Path, text: str) -> None:
     except OSError as exc:
         raise RunError(
             f"cannot write {path}: {exc.strerror or exc}; earlier samples are intact, free space, then "
-            f"`specbench run CONFIG --resume {path.parent.parent}`"
+            f"`{resume_command(path.parent.parent)}`"
         ) from exc
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specbench.base.errors import InputError, RunError, UnreadableRun
-from specbench.results.folder import LOCK, MANIFEST, SAMPLES, has_manifest, has_samples
+from specbench.results.folder import LOCK, MANIFEST, SAMPLES, has_manifest, has_samples, resume_command
 from specbench.results.manifestfile import manifest_data
 from specbench.results.runlock import lock_holder
 
@@ -20,9 +20,7 @@ def check_fresh(run_dir: Path) -> None:
         )
     if has_samples(run_dir):
         by = made_by(run_dir)
-        resume = (
-            f" (or continue that run with `specbench run --resume {run_dir}`)" if by in (None, "run") else ""
-        )
+        resume = f" (or continue that run with `{resume_command(run_dir)}`)" if by in (None, "run") else ""
         raise InputError(f"{run_dir} already holds a run; choose another --out{resume}")
 
 
@@ -38,7 +36,7 @@ def finish_hint(run_dir: Path, status: str | None) -> str:
         return f"it is {_still_running(run_dir, pid)}; wait for it to finish"
     if made_by(run_dir) == "tune":
         return f"it is a `specbench tune` folder, which is not resumed ({TUNE_NOT_RESUMED})"
-    return f"`specbench run --resume {run_dir}` finishes it"
+    return f"`{resume_command(run_dir)}` finishes it"
 
 
 def _still_running(run_dir: Path, pid: int | None) -> str:

@@ -15,7 +15,7 @@ from specbench.base.errors import RunError, UnreadableRun
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_line
 from specbench.base.paths import os_problem
-from specbench.results.folder import SAMPLES, has_manifest
+from specbench.results.folder import SAMPLES, has_manifest, resume_command
 from specbench.results.records import Sample, impossible
 
 
@@ -41,7 +41,7 @@ def append_sample(run_dir: Path, sample: Sample) -> None:
     except OSError as exc:
         raise RunError(
             f"cannot write {path}: {exc.strerror or exc}; earlier samples are intact, "
-            f"free space or fix permissions, then `specbench run --resume {run_dir}`"
+            f"free space or fix permissions, then `{resume_command(run_dir)}`"
         ) from exc
 
 
@@ -117,7 +117,7 @@ def load_samples(run_dir: Path, warnings: list[str] | None = None) -> list[Sampl
                 if warnings is not None:
                     warnings.append(
                         f"{path}:{lineno}: an incomplete last line ({len(line)} characters, a write cut "
-                        f"short) was left out; `specbench run --resume {run_dir}` measures it again"
+                        f"short) was left out; `{resume_command(run_dir)}` measures it again"
                     )
                 break
             raise UnreadableRun(f"{path}:{lineno}: not a valid sample ({why_invalid(exc)})") from exc
