@@ -162,7 +162,7 @@ def record_run(run_dir: Path, db_path: Path | None = None, notes: list[str] | No
     notes = [] if notes is None else notes  # the caller's list, or one no one reads
     notes.extend(side.notes)
     facts = side.facts
-    run_key = f"{facts.run_id}@{facts.started_at or ''}"
+    run_key = facts.run_key
     machine = facts.machine.describe()
     rows = []
     for metric in METRICS:
@@ -213,7 +213,7 @@ def _shard_run_keys(run_dir: Path) -> list[str]:
             facts = facts_from_manifest(manifest_data(sub), sub.name)
         except SpecbenchError:
             continue  # a damaged shard manifest: nothing to match it by
-        keys.append(f"{facts.run_id}@{facts.started_at or ''}")
+        keys.append(facts.run_key)
     return keys
 
 

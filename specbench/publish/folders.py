@@ -34,6 +34,7 @@ class RunFolder:
     path: Path
     run_id: str
     started_at: str
+    key: str  # history's run key (RunFacts.run_key)
     machine: str
     commit: str
     made_by: str | None  # run, tune, ab, bisect, merge...
@@ -41,11 +42,6 @@ class RunFolder:
     config_path: str | None
     pairs: dict  # the resolved config's pairs (to reproduce one pair's cell)
     builds: dict[str, str]  # label -> commit, for a run of several builds
-
-    @property
-    def key(self) -> str:
-        """history's run key: the same run wherever its folder lies now."""
-        return f"{self.run_id}@{self.started_at}"
 
 
 @dataclass
@@ -90,6 +86,7 @@ def read_run_folder(path: Path) -> RunFolder:
         path=path,
         run_id=facts.run_id,
         started_at=facts.started_at or "",
+        key=facts.run_key,
         machine=facts.machine.describe(),
         commit=facts.llama_cpp_commit or "unknown",
         made_by=line[1] if len(line) > 1 else None,

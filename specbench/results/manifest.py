@@ -177,6 +177,11 @@ class RunFacts(BaseModel):
         sha = self.models.get(name)
         return sha if sha else f"name:{name}"
 
+    @property
+    def run_key(self) -> str:
+        """history's run key: the same run wherever its folder lies now."""
+        return f"{self.run_id}@{self.started_at or ''}"
+
 
 def _value(data: object, *keys: str) -> Any:
     """A nested value, or None where a level is missing."""
