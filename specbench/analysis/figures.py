@@ -91,10 +91,6 @@ class Figure:
     high: float | None
     n: int  # speedup: repetitions with a pair; otherwise samples
 
-    def speedup_text(self) -> str:
-        """``1.23x [1.10, 1.37]`` or ``1.23x n=1``: a speedup as every command prints it."""
-        return speedup_text(self.value, self.low, self.high, self.n)
-
 
 def speedup_text(value: float | None, low: float | None, high: float | None, n: int) -> str:
     """The one spelling of a speedup and its interval (report, compare, history, publish)."""

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from specbench.analysis.figures import speedup_text
 from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
 from specbench.cli.common import Col, app, echo, metric_text, say, say_notes
@@ -135,7 +136,7 @@ def _figure_lines(m) -> list[str]:
         return []
 
     def shown(f) -> str:
-        return "-" if f is None else f.speedup_text()
+        return "-" if f is None else speedup_text(f.value, f.low, f.high, f.n)
 
     return [f"{c.label}: {shown(c.baseline)} -> {shown(c.current)}" for c in m.figures]
 
