@@ -6,7 +6,6 @@ moved or half-copied folder must not stop a nightly site).
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -22,8 +21,8 @@ from specbench.gate.decision import THRESHOLD, Status
 from specbench.gate.paired import ab_word
 from specbench.plan.sections import SweepConfig
 from specbench.results.cell import CELL_FIELDS
-from specbench.results.folder import BISECT, MANIFEST, REPORT, REPORT_PAGE
-from specbench.results.manifestfile import read_facts
+from specbench.results.folder import BISECT, REPORT, REPORT_PAGE, has_manifest
+from specbench.results.manifestfile import manifest_data, read_facts
 from specbench.results.samplelog import load_samples
 
 REPORT_HTML = Path(REPORT) / REPORT_PAGE
@@ -79,8 +78,8 @@ class Folders:
 
 def read_run_folder(path: Path) -> RunFolder:
     facts = read_facts(path)
-    data = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    builds = data.get("builds") if isinstance(data.get("builds"), dict) else {}
+    data = manifest_data(path)
+    builds = found if isinstance(found := data.get("builds"), dict) else {}
     line = [str(a) for a in data.get("command_line") or []]
     return RunFolder(
         path=path,
@@ -100,10 +99,10 @@ def read_run_folder(path: Path) -> RunFolder:
 def _candidates(roots: list[Path]) -> list[Path]:
     found: list[Path] = []
     for root in roots:
-        if (root / MANIFEST).is_file() or (root / BISECT).is_file():
+        if has_manifest(root) or (root / BISECT).is_file():
             found.append(root)
         elif root.is_dir():
-            found += [p for p in sorted(root.iterdir()) if (p / MANIFEST).is_file() or (p / BISECT).is_file()]
+            found += [p for p in sorted(root.iterdir()) if has_manifest(p) or (p / BISECT).is_file()]
     return found
 
 
@@ -112,7 +111,7 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
     out = Folders()
     seen: set[Path] = set()
     thresholds: dict[Path, float] = {}  # a bisect step is judged at its bisect's --threshold
-    todo = _candidates(roots) + [Path(p) for p in recorded if (Path(p) / MANIFEST).is_file()]
+    todo = _candidates(roots) + [Path(p) for p in recorded if has_manifest(Path(p))]
     while todo:
         path = todo.pop(0)
         real = path.resolve()
@@ -127,7 +126,7 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
                 thresholds.update({step.resolve(): state.threshold for step in steps})
                 todo += steps
                 continue
-            if not (path / MANIFEST).is_file():
+            if not has_manifest(path):
                 continue
             run = read_run_folder(path)
         except (SpecbenchError, OSError, ValueError, ValidationError) as exc:
