@@ -33,7 +33,7 @@ def report(
     by: Annotated[By | None, typer.Option(help="Add one row per prompt category.")] = None,
 ) -> None:
     """Aggregate samples into speedup tables and plots; write report.md/.html/.csv/.json and PNGs."""
-    from specbench.analysis.render import csv_text, html, json_text, markdown, table, write_report
+    from specbench.analysis.render import table, write_report
     from specbench.analysis.report import build_report, latest_run
 
     check_paths(*(("run folder", path) for path in run_dirs or []), ("--out", out))
@@ -48,13 +48,8 @@ def report(
         table_console.print(table(rep, by_category, width=table_width()))
         for caveat in rep.caveats:  # each once, warnings first (analysis.caveats.said_once)
             say(caveat.line())
-    else:
-        text = {
-            Format.md: lambda: markdown(rep, by_category, files.plots),
-            Format.csv: lambda: csv_text(rep, by_category),
-            Format.json: lambda: json_text(rep, by_category),
-            Format.html: lambda: html(rep, by_category, files.plots),
-        }[fmt]()
-        echo(text, nl=False)
+    else:  # the file write_report wrote in that format (report.md, .csv, ...), not a second rendering
+        written = next(path for path in files.all() if path.suffix == f".{fmt}")
+        echo(written.read_text(encoding="utf-8"), nl=False)
     for line in ["wrote:", *(f"  {path}" for path in files.all())]:
         say(line, err=fmt != Format.table)  # stdout carries only the chosen format (for redirection)
