@@ -27,7 +27,7 @@ from specbench.plan.cells import (
     with_build,
 )
 from specbench.plan.config import Config
-from specbench.plan.depth import at_depth, check_depths, draft_out_of_context
+from specbench.plan.depth import at_depth, draft_out_of_context
 from specbench.plan.feasible import check_free_args, collapse_ignored, drop_conflicts, refuse_crashing
 from specbench.plan.fit import LLAMA_BATCH, SPECIAL_TOKENS, check_fit, one_batch
 from specbench.plan.invocation import Invocation, Plan
@@ -114,8 +114,6 @@ def make_plan(
     by_target, deep = _prompts_by_target(prompts, targets)
     facts = read_facts(config, models)
     trained = {t: f.context_length for t, f in facts.items()}
-    check_depths(config.sweep.depth, config.generation.ctx_size, config.generation.n_predict,
-                 {t: trained.get(t) for t in targets})  # fmt: skip
     runs = pair_methods(config, facts, notes)  # refuses a method its files lack
     server = config.runner == "server"
     specs = {  # the binary that speculates, per build (each tree has its own speculative program)
