@@ -9,6 +9,7 @@ import typer
 
 from specbench.base.formats import md_escape as esc
 from specbench.base.formats import md_table
+from specbench.base.stats import CONFIDENCE
 from specbench.cli.common import Col, echo, say, say_notes
 from specbench.cli.output import Format, print_json, print_table, step_summary
 
@@ -70,7 +71,7 @@ def _verdict(cmp) -> str:
     opts = f"threshold {cmp.threshold:.1%}"
     if any(d.unit == "points" for d in cmp.decisions):
         opts += f" ({ACCEPTANCE_POINTS:g} points for acceptance)"
-    if cmp.confidence != 0.95:
+    if cmp.confidence != CONFIDENCE:
         opts += f", {cmp.confidence:.0%} intervals"
     return f"{word}: {'; '.join(parts) or 'no cell'} ({_sides(cmp)}, {opts})"
 
