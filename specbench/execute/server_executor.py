@@ -61,7 +61,7 @@ class ServerExecutor:
         self.warmup = warmup
         self.model_loads = 0  # llama-server processes started (each loads its models), warmups included
         self._server: RunningServer | None = None
-        self._server_build: str | None = None  # whose server it is: each build gets its own start
+        self._server_key: tuple | None = None  # (build, *argv): each build's setting gets its own start
         self._failed: dict[tuple[str | None, ...], str] = {}  # (build, *argv) -> why it cannot be measured
         self._cache_prompt = False  # the server drafts only for requests that keep their prompt
 
@@ -134,11 +134,7 @@ class ServerExecutor:
         key = (inv.build, *inv.argv)  # two labels of one binary (an A/A run) still get a server each
         if key in self._failed:
             return self._failed[key]
-        if (
-            self._server is not None
-            and (self._server_build, self._server.argv) == (inv.build, inv.argv)
-            and self._server.alive()
-        ):
+        if self._server is not None and self._server_key == key and self._server.alive():
             return None
         self.close()
         out, err = server_log_paths(run_dir, raw_stem(index, inv))
@@ -148,7 +144,7 @@ class ServerExecutor:
         except ServerError as exc:
             self._failed[key] = str(exc)
             return str(exc)
-        self._server, self._server_build = server, inv.build
+        self._server, self._server_key = server, key
         if inv.role == "speculative" and speculative_slots(server) is False:
             self._failed[key] = NO_SPECULATION
             self.close()
