@@ -89,9 +89,8 @@ class AdaptivePlan:
 
     def _targets(self, samples: Sequence[Sample], grow: bool) -> dict[tuple, int]:
         states = cell_states(samples)
-        open_keys = None
-        if grow and self.undecided is not None:
-            open_keys = {_key(s) for s in self.undecided(samples)}
+        undecided = self.undecided if grow else None  # ab's gate names the cells that get another
+        open_keys = {_key(s) for s in undecided(samples)} if undecided is not None else None
         targets = {}
         for key, st in states.items():
             # one more below the maximum, with something valid (a cell that never produced a valid
