@@ -16,7 +16,7 @@ from specbench.cli.options import AllowNoisy, Budget, Quiet, Sets, Threshold
 from specbench.cli.output import Format, TableFormat
 from specbench.cli.session import RunSession, warn_busy
 from specbench.gate.abrun import load_builds_config, measuring_is_input, round_notes, rounds_end
-from specbench.gate.decision import STILL_OPEN, Status
+from specbench.gate.decision import STILL_OPEN, THRESHOLD, Status
 from specbench.results.folder import resume_command
 from specbench.results.metrics import PAIRED_DEFAULT, check_metric, choices, roles_read
 
@@ -90,7 +90,7 @@ def ab_cmd(
             metavar="SRC[@REF]", help="The build under test, same form (@REF alone: the config's tree)."
         ),
     ],
-    threshold: Threshold = "5%",
+    threshold: Threshold = f"{THRESHOLD:.0%}",
     metric: Annotated[
         list[str] | None,
         typer.Option(
@@ -147,7 +147,7 @@ def bisect_cmd(
     good: Annotated[str, typer.Option(metavar="REF", help="A commit known to be fast.")],
     bad: Annotated[str, typer.Option(metavar="REF", help="A later commit known to be slow.")],
     metric: Annotated[str, typer.Option(metavar="METRIC", help=f"{choices()}.")] = "spec_tps",
-    threshold: Threshold = "5%",
+    threshold: Threshold = f"{THRESHOLD:.0%}",
     out: Annotated[
         Path | None,
         typer.Option(metavar="DIR", help="Bisect folder (default results/bisect-<time>/)."),

@@ -15,6 +15,7 @@ from specbench.cli.common import Col, app, echo, metric_text, say, say_notes
 from specbench.cli.gateview import paired_from_run, show
 from specbench.cli.options import AllowNoisy
 from specbench.cli.output import Format, TableFormat, print_json, print_table, step_summary
+from specbench.gate.decision import ACCEPTANCE_POINTS, ALPHA, THRESHOLD, VERDICT_WORDS, Verdict
 from specbench.results.metrics import METRICS, choices
 
 baseline_app = typer.Typer(
@@ -90,8 +91,6 @@ def _n(count: int, what: str) -> str:
 
 def _verdict(cmp) -> str:
     """The last line: the verdict, what made it, and what to do."""
-    from specbench.gate.decision import ACCEPTANCE_POINTS, VERDICT_WORDS, Verdict
-
     flags = [f for f, on in (("strict", cmp.strict), ("allow-noisy", cmp.allow_noisy)) if on]
     in_points = [m.metric for m in cmp.metrics if m.metric in METRICS and METRICS[m.metric].scale == "points"]
     points = f" ({ACCEPTANCE_POINTS:g} points for {', '.join(in_points)})" if in_points else ""
@@ -189,12 +188,12 @@ def compare_cmd(
     ] = None,
     threshold: Annotated[
         str, typer.Option(metavar="CHANGE", help="Relative change that counts: 5% or 0.05.")
-    ] = "5%",
+    ] = f"{THRESHOLD:.0%}",
     alpha: Annotated[
         float | None,
         typer.Option(
             metavar="P",
-            help="One-sided significance level (default 0.05; one multi-build run: the 95% interval).",
+            help=f"One-sided significance level (default {ALPHA:g}; one multi-build run: the 95% interval).",
         ),
     ] = None,
     metric: Annotated[
@@ -231,7 +230,6 @@ def compare_cmd(
     --allow-missing), fails."""
     from specbench.gate.baseline import InputError, load_side, running_notes
     from specbench.gate.compare import compare, default_metrics
-    from specbench.gate.decision import ALPHA
     from specbench.gate.regression import parse_threshold
 
     thr = parse_threshold(threshold)

@@ -12,6 +12,7 @@ from specbench.base.formats import md_table
 from specbench.base.stats import CONFIDENCE
 from specbench.cli.common import Col, echo, say, say_notes
 from specbench.cli.output import Format, print_json, print_table, step_summary
+from specbench.gate.decision import ACCEPTANCE_POINTS, VERDICT_WORDS, Verdict
 
 STYLE = {"fail": "bold red", "undecided": "magenta", "improved": "green"}
 COLUMNS = ["decision", "metric", "cell", "head/base", "95% CI", "p", "pairs", "detectable", "why"]
@@ -48,8 +49,6 @@ def _sides(cmp) -> str:
 
 
 def _verdict(cmp) -> str:
-    from specbench.gate.decision import ACCEPTANCE_POINTS, VERDICT_WORDS, Verdict
-
     counts = ", ".join(
         f"{n} {word}"
         for word in ("fail", "undecided", "improved", "pass")
