@@ -89,7 +89,7 @@ def _point(metric: str, rows: list[StoredRow]) -> HistoryPoint | None:
         # the row's label, machine, prompts, run and sentinel (speed_warned stored 0/1); the rest ignored
         **row._asdict(),
         generation=generation_text(key),
-        **{f: key.get(f, d) for f, d in _HOW_RUN.items()},  # runner, parallel
+        **{f: key.get(f, d) for f, d in cell.RUN_DEFAULTS.items()},  # runner, parallel
         timing="same-span" if row.cell_id.endswith(SAME_SPAN) else "decode-only",
         mean=fig.value,
         sd=summary.sd,
@@ -114,9 +114,6 @@ def stored_values(repetitions: str, vals: str) -> list[tuple[int, float]]:
 def series_of(p: HistoryPoint) -> tuple[str, str, str, int, str, str, str]:
     """What makes points one series: the same cell measured the same way (compare would match them)."""
     return (p.machine, p.label, p.runner, p.parallel, p.generation, p.prompts, p.timing)
-
-
-_HOW_RUN = {f: cell.default(f) for f in cell.RUN_FIELDS}  # a stored key leaves out one at its default
 
 
 def span_free(cell_id: str) -> str:

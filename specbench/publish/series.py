@@ -21,9 +21,6 @@ from specbench.results import cell
 from specbench.results.cell import is_synthetic
 from specbench.results.metrics import METRICS
 
-# how a cell runs at its default (a history id leaves a later axis out there): not worth a word
-_UNSAID = tuple((f, cell.default(f)) for f in cell.RUN_FIELDS)
-
 
 @dataclass
 class Point:
@@ -80,7 +77,7 @@ def _setting(key: dict) -> str:
     parts = []
     for name in cell.SETTING_FIELDS:  # every setting axis, the llama.cpp options included
         v = key.get(name)
-        if v is None or (name, v) in _UNSAID:
+        if v is None or (name, v) in cell.RUN_DEFAULTS.items():  # ran as runs do: not worth a word
             continue
         parts.append(f"{name}={v:g}" if isinstance(v, float) else f"{name}={v}")
     return " ".join(parts) or "default"

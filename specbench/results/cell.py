@@ -105,6 +105,10 @@ def default(name: str) -> Any:
     return Cell.model_fields[name].default
 
 
+# how a cell runs unless told: a stored history id leaves these out
+RUN_DEFAULTS = {f: default(f) for f in RUN_FIELDS}
+
+
 def values(m: Any, names: tuple[str, ...] = CELL_FIELDS) -> tuple:
     return tuple(getattr(m, f) for f in names)
 
