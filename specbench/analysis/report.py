@@ -211,8 +211,9 @@ PRECISION_MARK = "† precision not met: the cell stopped at max_repetitions wit
 def closing_caveats(summary: RunSummary, report: Report | None, notes: list[str]) -> list[Caveat]:
     """What a run's end says, each thing once, warnings first: the report's caveats, the run's own
     record of the same facts (in its own, more specific wording) and what only the run knows (``notes``)."""
-    own = machine_caveats(summary.run_id, summary.busy, summary.speed_moved, summary.speed_notes,
-                          summary.noise_notes, summary.sentinel)  # fmt: skip
+    noise = summary.noise
+    own = machine_caveats(summary.run_id, noise.busy, noise.speed.warnings, noise.speed.notes, noise.notes,
+                          summary.sentinel)  # fmt: skip
     if summary.n_failed or summary.n_invalid:
         text = (
             f"{summary.n_failed} failed and {summary.n_invalid} invalid samples are left out of the "

@@ -69,9 +69,9 @@ def run_builds(
             undecided=lambda samples: undecided_samples(samples, base, head, metrics, threshold, open_),
             budget_s=budget_s,
         )  # fmt: skip
-    warn_busy(summary, "the pairs may be too noisy to decide (measure on a quiet machine)",
+    warn_busy(summary.noise, "the pairs may be too noisy to decide (measure on a quiet machine)",
               "pairs measured across it are noisier")  # fmt: skip
-    say_notes([*summary.speed_notes, *(n for n in summary.noise_notes if n.endswith(RERUN_NOTE_END))])
+    say_notes([*summary.noise.speed.notes, *(n for n in summary.noise.notes if n.endswith(RERUN_NOTE_END))])
     return summary
 
 

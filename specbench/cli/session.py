@@ -12,6 +12,7 @@ import typer
 
 from specbench.cli.common import say
 from specbench.cli.progress import DownloadBars, ProgressView, print_step
+from specbench.machine.noise import NoiseRecord
 
 
 class RunSession:
@@ -72,9 +73,9 @@ class RunSession:
             view.stop()
 
 
-def warn_busy(result: Any, busy: str, moved: str) -> None:
+def warn_busy(noise: NoiseRecord, busy: str, moved: str) -> None:
     """A busy machine and a moved machine speed, loudly, each with what it means for this command."""
-    for reason in result.busy:
+    for reason in noise.busy:
         say(f"WARNING: busy machine: {reason}; {busy}", err=True)
-    for warning in result.speed_moved:
+    for warning in noise.speed.warnings:
         say(f"WARNING: {warning}; {moved}", err=True)

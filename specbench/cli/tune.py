@@ -100,11 +100,10 @@ def tune(
     with RunSession(as_json or quiet).measuring(interrupted) as view:
         result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view, note=note,
                           command_line=["specbench", *sys.argv[1:]])  # fmt: skip
-    warn_busy(
-        result, "tune's figures may be off", "tune's rounds measured on either side of it are not comparable"
-    )
-    cache = [result.cache_note] if result.cache_note else []
-    say_notes([*result.noise_notes, *cache, *result.history_notes])
+    moved = "tune's rounds measured on either side of it are not comparable"
+    warn_busy(result.noise, "tune's figures may be off", moved)
+    notes = [*result.noise.notes, result.sentinel, result.cache_note, *result.history_notes]
+    say_notes([line for line in notes if line])
     if as_json:
         print_json(result_json(result))
     else:

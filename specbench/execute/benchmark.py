@@ -22,6 +22,7 @@ from specbench.execute.executor import ProcessExecutor
 from specbench.execute.judge import judge
 from specbench.execute.preparation import Prepared
 from specbench.execute.runner import ProgressFn, execute, prepare_run_dir
+from specbench.machine.noise import NoiseRecord, NoiseWatch
 from specbench.machine.speed import Sentinel, SpeedRecord
 from specbench.models.spec import ResolvedModel
 from specbench.results.bracket import baseline_windows
@@ -50,13 +51,10 @@ class RunSummary:
     n_new: int
     n_failed: int
     n_invalid: int
-    busy: list[str] = field(default_factory=list)  # why the noise check found the machine busy
-    noise_notes: list[str] = field(default_factory=list)  # e.g. an unsteady CPU frequency governor
+    noise: NoiseRecord = field(default_factory=NoiseRecord)  # manifest.noise: busy, notes, speed's warnings
     rounds: int = 0  # extra rounds of `repetitions: auto` (of `ab`: of the paired gate)
     budget_spent: bool = False  # `ab --budget`: a round was wanted when the budget was spent
     most_repetitions: int = 0  # the most a cell could get in rounds (0: no rounds)
-    speed_moved: list[str] = field(default_factory=list)  # the speed sentinel's warnings
-    speed_notes: list[str] = field(default_factory=list)  # its moves that fell between pairs (not warned)
     sentinel: str | None = None  # the sentinel's readings in a line: what they cost of this run
 
 
@@ -146,8 +144,6 @@ def run_benchmark(
     whatever ``repetitions`` says, within ``budget_s`` seconds. ``force``: resume a run made on
     another machine.
     """
-    from specbench.machine.noise import NoiseWatch
-
     prepare_run_dir(run_dir, resume)
     cfg = prepared.config
     if resume and has_manifest(run_dir):
@@ -190,10 +186,8 @@ def run_benchmark(
     summary = RunSummary(
         run_dir=run_dir, run_id=manifest.run_id, n_samples=len(samples),
         n_new=result.n_new, n_failed=sum(s.status in ("failed", "timeout") for s in samples),
-        n_invalid=sum(s.status == "invalid" for s in samples),
+        n_invalid=sum(s.status == "invalid" for s in samples), noise=manifest.noise,
     )  # fmt: skip
-    summary.busy, summary.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
-    summary.speed_moved, summary.speed_notes = list(speed.warnings), list(speed.notes)
     # a resumed run's readings span several runs; `sentinel: false` is said by the closing report
     summary.sentinel = None if speed.off else speed.describe(run_s if not resume else None)
     if adaptive:

@@ -34,6 +34,7 @@ from specbench.gate.baseline import load_run
 from specbench.gate.history import HistoryPoint, load_history, series_of
 from specbench.gate.historydb import record_run
 from specbench.machine import noise
+from specbench.machine.noise import NoiseRecord
 from specbench.plan.cells import free_args, option_axes, option_flags, speculative_flags
 from specbench.plan.config import Config
 from specbench.results.calibration import Calibration, save_calibration
@@ -126,9 +127,8 @@ class TuneResult:
     no_gain: str | None  # why nothing beats the baseline, as the model sees it
     elapsed_s: float
     rounds: list[str] = field(default_factory=list)
-    busy: list[str] = field(default_factory=list)  # the noise check's reasons (manifest.noise)
-    noise_notes: list[str] = field(default_factory=list)
-    speed_moved: list[str] = field(default_factory=list)  # the speed sentinel's warnings
+    noise: NoiseRecord = field(default_factory=NoiseRecord)  # manifest.noise, as RunSummary's
+    sentinel: str | None = None  # the sentinel's readings in a line: what they cost of the tune
     cache_note: str | None = None  # why the calibration was not cached
     drift: BaselineDrift | None = None  # the same baseline in this machine's other runs (history)
     history_notes: list[str] = field(default_factory=list)  # what recording in history left out or why not
@@ -189,10 +189,7 @@ def tune(
         why = str(exc) if isinstance(exc, SpecbenchError) else f"{type(exc).__name__}: {exc}"
         _record_end(run_dir, manifest, "failed", why)
         raise
-    result.busy, result.noise_notes = list(manifest.noise.busy), list(manifest.noise.notes)
-    result.speed_moved = list(manifest.noise.speed.warnings)
-    line = manifest.noise.speed.describe(clock.elapsed())
-    result.noise_notes += [line] if line else []
+    result.noise, result.sentinel = manifest.noise, manifest.noise.speed.describe(clock.elapsed())
     try:  # recorded like run's runs; a sweep measured at another baseline level shows here
         result.drift = record_and_compare(
             run_dir, result.best.speedup if result.best else None, notes=result.history_notes

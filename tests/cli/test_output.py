@@ -150,11 +150,12 @@ def test_run_s_closing_table_in_another_format_is_the_report_s_alone_on_stdout(t
     from specbench.analysis.render import csv_text, json_text, markdown
     from specbench.analysis.report import build_report
     from specbench.cli.run import _print_summary
+    from specbench.machine.noise import NoiseRecord
 
     run = make_run(tmp_path, "run1", BASE, SPEC)
     rep = build_report([run])
-    summary = SimpleNamespace(run_dir=run, run_id="run1", n_failed=0, n_invalid=0, busy=[], speed_moved=[],
-                              speed_notes=[], noise_notes=[], sentinel=None)  # fmt: skip
+    summary = SimpleNamespace(run_dir=run, run_id="run1", n_failed=0, n_invalid=0, noise=NoiseRecord(),
+                              sentinel=None)  # fmt: skip
     _print_summary(summary, rep, [], fmt)
     out, err = capsys.readouterr()
     assert out == {Format.json: json_text, Format.csv: csv_text, Format.md: markdown}[fmt](rep)

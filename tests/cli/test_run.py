@@ -372,6 +372,7 @@ def test_a_runs_closing_words_say_each_thing_once_warnings_first(tmp_path, capsy
     from specbench.cli.run import _print_summary
     from specbench.execute.benchmark import RunSummary
     from specbench.machine.contention import rerun_note
+    from specbench.machine.noise import NoiseRecord
 
     run = tmp_path / "busy"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "runs" / "quickstart-3rep", run)
@@ -391,8 +392,8 @@ def test_a_runs_closing_words_say_each_thing_once_warnings_first(tmp_path, capsy
     )
     busy = manifest["noise"]["busy"]
     summary = RunSummary(run_dir=run, run_id=manifest["run_id"], n_samples=len(lines), n_new=len(lines),
-                         n_failed=0, n_invalid=0, busy=busy, noise_notes=[rerun], speed_moved=[drift],
-                         speed_notes=[between], sentinel="speed sentinel: 5 readings")  # fmt: skip
+                         n_failed=0, n_invalid=0, noise=NoiseRecord.model_validate(manifest["noise"]),
+                         sentinel="speed sentinel: 5 readings")  # fmt: skip
     _print_summary(summary, build_report([run]), [])
     said = [x for x in capsys.readouterr().err.splitlines() if x.startswith(("WARNING: ", "note: "))]
     for fact in (drift, between, busy[0], busy[1], "re-run", "come from pairs measured again"):
