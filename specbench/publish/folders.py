@@ -22,7 +22,8 @@ from specbench.gate.paired import ab_word
 from specbench.plan.sections import SweepConfig
 from specbench.results.cell import CELL_FIELDS
 from specbench.results.folder import BISECT, REPORT, REPORT_PAGE, has_manifest
-from specbench.results.manifestfile import manifest_data, read_facts
+from specbench.results.manifest import facts_from_manifest
+from specbench.results.manifestfile import manifest_data
 from specbench.results.samplelog import load_samples
 
 REPORT_HTML = Path(REPORT) / REPORT_PAGE
@@ -77,8 +78,8 @@ class Folders:
 
 
 def read_run_folder(path: Path) -> RunFolder:
-    facts = read_facts(path)
-    data = manifest_data(path)
+    data = manifest_data(path)  # parsed once: its facts and the fields only the site reads
+    facts = facts_from_manifest(data, path.name)
     builds = found if isinstance(found := data.get("builds"), dict) else {}
     line = [str(a) for a in data.get("command_line") or []]
     return RunFolder(
