@@ -38,7 +38,8 @@ from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.builder.options import OptionError, default_on, option_argv
 from specbench.plan.config import Config
 from specbench.plan.options import OPTION_KEYS
-from specbench.results.cell import Cell, draft_alone_cell, draft_alone_of
+from specbench.results.bracket import AFTER
+from specbench.results.cell import Cell, baseline_cell, draft_alone_cell, draft_alone_of
 
 
 def model_path(models: Mapping[str, object], name: str) -> str:
@@ -398,12 +399,19 @@ def draft_backend_sampling(spec: BinaryInfo, cell: Cell) -> bool | None:
     return default_on((spec.flags.options or {}).get(DRAFT_SAMPLING.key))
 
 
-def draft_alone_cells(group: list[Cell], done: set[tuple], order: list[str | None]) -> list[Cell]:
-    """The draft models to run alone after a baseline group (once per ``done``), per build."""
-    alone: list[Cell] = []
+def group_runs(
+    group: list[Cell], order: list[str | None], done: set[tuple], again: bool = False
+) -> list[tuple[str, Cell]]:
+    """A baseline group's runs by role, each on every build in ``order``: the baseline, the cells
+    compared with it, the baseline ``again`` (the server runner's bracket), then the draft models
+    alone that the cells use (once per ``done``)."""
+    bases = [baseline_cell(with_build(group[0], b)) for b in order]
+    runs = [("baseline", base) for base in bases]
+    runs += [("speculative", with_build(c, b)) for c in group for b in order]
+    runs += [(AFTER, base) for base in bases] if again else []
     for c in group:
         key = draft_alone_of(c)
         if key is not None and key not in done:
             done.add(key)
-            alone += [draft_alone_cell(c, b) for b in order]
-    return alone
+            runs += [("draft", draft_alone_cell(c, b)) for b in order]
+    return runs

@@ -16,20 +16,18 @@ from specbench.base.methods import keeps_server_state
 from specbench.builder.buildinfo import BinaryInfo
 from specbench.plan.cells import (
     build_order,
-    draft_alone_cells,
     draft_backend_sampling,
     free_args,
+    group_runs,
     model_path,
     option_flags,
     speculative_flags,
-    with_build,
 )
 from specbench.plan.config import Config
 from specbench.plan.depth import at_depth
 from specbench.plan.invocation import CompletionRequest, Invocation, Plan
 from specbench.plan.prompts import RenderedPrompt
-from specbench.results.bracket import AFTER
-from specbench.results.cell import Cell, baseline_cell, baseline_of, cell_dict, group_by
+from specbench.results.cell import Cell, baseline_of, cell_dict, group_by
 from specbench.results.records import Generation
 
 HOST = "127.0.0.1"
@@ -83,13 +81,7 @@ def order_for_server(
         alone_done: set[tuple] = set()
         for target, parallel in product(targets, config.sweep.parallel):
             for group in [g for g in by_baseline.values() if g[0].model == target]:
-                bases = [baseline_cell(with_build(group[0], b)) for b in order]
-                runs = [
-                    *(("baseline", base) for base in bases),
-                    *(("speculative", with_build(c, b)) for c in group for b in order),
-                    *((AFTER, base) for base in bases),
-                    *(("draft", d) for d in draft_alone_cells(group, alone_done, order)),
-                ]
+                runs = group_runs(group, order, alone_done, again=True)
                 prompts = by_target[target]
                 groups += [[make(role, c, parallel, p, r) for r in reps for p in prompts] for role, c in runs]
     return groups

@@ -17,9 +17,9 @@ from specbench.plan import pairing
 from specbench.plan.cells import (
     build_cells,
     build_order,
-    draft_alone_cells,
     draft_backend_sampling,
     free_args,
+    group_runs,
     method_hint,
     model_path,
     option_flags,
@@ -183,12 +183,11 @@ def make_plan(
             alone_done: set[tuple] = set()
             for group in groups.values():  # each baseline right before the cells measured against it
                 prompt = by_target[group[0].model][index]
-                base = baseline_cell(group[0])
-                measured += [make[b].alone("baseline", with_build(base, b), prompt, rep) for b in order]
-                for c in group:
-                    measured += [make[b].speculative(with_build(c, b), prompt, rep) for b in order]
-                for draft in draft_alone_cells(group, alone_done, order):
-                    measured.append(make[draft.build].alone("draft", draft, prompt, rep))
+                for role, c in group_runs(group, order, alone_done):
+                    if role == "speculative":
+                        measured.append(make[c.build].speculative(c, prompt, rep))
+                    else:
+                        measured.append(make[c.build].alone(role, c, prompt, rep))
     notes += workaround_notes(builds)
     _check_free_args(config, measured, builds)
     invocations = with_workarounds(_warmups(measured, config.warmup) + measured, builds)
