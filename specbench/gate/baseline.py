@@ -24,7 +24,7 @@ from specbench.results.samplelog import unique_samples, why_invalid
 
 FORMAT: Literal["specbench-baseline"] = "specbench-baseline"
 FORMAT_VERSION = 1
-ROLES_KEPT = ("baseline", "speculative")  # the draft-alone samples only feed the cost ratio
+ROLES_KEPT = ("baseline", "speculative")  # what the gate compares; draft-alone ones only feed the cost ratio
 SAMPLE_FIELDS_DROPPED = {"metrics", "cmd", "stdout_path", "stderr_path"}
 MAX_NAME = 200  # NAME.json must fit a file name (255 bytes)
 

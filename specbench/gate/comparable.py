@@ -11,7 +11,7 @@ import re
 from collections import defaultdict
 
 from specbench.base.docs import docs_page
-from specbench.gate.baseline import InputError, Side
+from specbench.gate.baseline import ROLES_KEPT, InputError, Side
 from specbench.results.cell import RUN_FIELDS
 from specbench.results.folder import MANIFEST
 from specbench.results.manifest import CellKey, cell_key
@@ -94,8 +94,7 @@ def why_nothing(base: Side, cur: Side) -> str:
     """Name the first reason no cell matched: models, generation settings, prompts, settings."""
 
     def ids(side: Side, attr: str) -> set[str]:
-        roles = ("baseline", "speculative")
-        return {str(getattr(cell_key(s, side.facts), attr)) for s in side.samples if s.role in roles}
+        return {str(getattr(cell_key(s, side.facts), attr)) for s in side.samples if s.role in ROLES_KEPT}
 
     def names(side: Side) -> str:
         return ", ".join(sorted({s.model for s in side.samples}))
