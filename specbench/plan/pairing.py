@@ -48,7 +48,7 @@ def side_threads(threads: int | None, half: int) -> int:
 
 
 def choose(config: Config, backends: Iterable[str | None]) -> Chosen:
-    """The pairing on this machine: ``duet`` that cannot run is refused, ``auto`` falls back."""
+    """The process plan's pairing here: ``duet`` that cannot run is refused, ``auto`` falls back."""
     wanted = config.pairing
     several = len(config.builds) > 1
     if wanted == "sequential" or (wanted == "auto" and not several):
@@ -62,8 +62,6 @@ def choose(config: Config, backends: Iterable[str | None]) -> Chosen:
     why = None
     if len(config.builds) > 2:
         why = f"it pairs two builds at a time; this run has {len(config.builds)}"
-    elif config.runner != "process":
-        why = "the server runner keeps one server per build resident; duet needs runner: process"
     elif other:
         why = (
             f"builds on the {', '.join(other)} backend share one accelerator, which cannot be halved "
