@@ -155,6 +155,11 @@ def print_fitted(table: object, dropped: list[str], hint: str) -> None:
         say(f"left out for the terminal's width: {', '.join(dropped)} ({hint})")
 
 
+def times(value: float | None) -> str:
+    """A speedup without its interval (modelled, predicted, at full acceptance): ``1.23x``, or ``-``."""
+    return "-" if value is None else f"{value:.2f}x"
+
+
 def metric_text(value: float | None, metric: str) -> str:
     """A metric's value as `compare` and `history` print it."""
     from specbench.results.metrics import METRICS

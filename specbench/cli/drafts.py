@@ -9,7 +9,7 @@ import typer
 
 from specbench.analysis.figures import number
 from specbench.base.formats import md_table
-from specbench.cli.common import Col, app, check_paths, echo, say, say_notes
+from specbench.cli.common import Col, app, check_paths, echo, say, say_notes, times
 from specbench.cli.output import Format, TableFormat, print_json, print_table
 from specbench.cli.progress import ProgressView
 from specbench.models.families import load_families
@@ -46,7 +46,7 @@ COLS = [Col("#", right=True), Col("candidate", wrap=True), Col("arch"), Col("par
 def _earlier(row) -> str:
     if row.alpha_earlier is None or row.predicted_speedup is None:
         return "-"
-    return f"{row.alpha_earlier * 100:.0f}% -> {row.predicted_speedup:.2f}x"
+    return f"{row.alpha_earlier * 100:.0f}% -> {times(row.predicted_speedup)}"
 
 
 def _cells(row) -> list[str]:
@@ -54,7 +54,7 @@ def _cells(row) -> list[str]:
             row.file_type or "-", _size(row.size_bytes), _size(row.header_bytes_read), _ms(row),
             number(row.decode_ms_measured), str(row.draft_max or "-"),
             number(row.alpha_break_even, ".0%"), number(row.alpha_goal, ".0%"),
-            "-" if row.ceiling is None else f"{row.ceiling:.2f}x", _earlier(row),
+            times(row.ceiling), _earlier(row),
             "yes" if row.compatible and not row.reason else row.reason or "no"]  # fmt: skip
 
 
@@ -192,10 +192,6 @@ def drafts(
     _print_measured(measured, run_dir, err=fmt == Format.csv)
 
 
-def _x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
-
-
 def _print_measured(measured: list, run_dir: Path | None, err: bool = False) -> None:
     """--measure's ranking: measured speedup with its interval, beside the model's prediction."""
     if not measured:
@@ -204,5 +200,5 @@ def _print_measured(measured: list, run_dir: Path | None, err: bool = False) -> 
     for i, m in enumerate(measured, 1):
         ci = "" if m.speedup_ci_low is None else f" [{m.speedup_ci_low:.2f}, {m.speedup_ci_high:.2f}]"
         acc = "" if m.acceptance is None else f", acceptance {m.acceptance * 100:.0f}%"
-        say(f"  {i}. {m.candidate} at g {m.draft_max}: measured {_x(m.speedup)}{ci}{acc}; "
-            f"predicted at that acceptance {_x(m.predicted_speedup)}", err=err)  # fmt: skip
+        say(f"  {i}. {m.candidate} at g {m.draft_max}: measured {times(m.speedup)}{ci}{acc}; "
+            f"predicted at that acceptance {times(m.predicted_speedup)}", err=err)  # fmt: skip

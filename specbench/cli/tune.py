@@ -11,7 +11,7 @@ import typer
 
 from specbench.analysis.figures import Standing, speedup_text, standing_text
 from specbench.base.errors import RunError, SpecbenchError
-from specbench.cli.common import app, check_paths, say, say_notes
+from specbench.cli.common import app, check_paths, say, say_notes, times
 from specbench.cli.options import Quiet, Sets, budget_option
 from specbench.cli.output import Format, chosen, format_option, print_json
 from specbench.cli.session import RunSession, warn_busy
@@ -112,10 +112,8 @@ def tune(
         raise RunError(f"no setting could be measured; see the samples in {result.run_dir}")
 
 
-def _x(c, modelled: bool = False) -> str:
-    """A measured speedup as the report writes it; a modelled one, ``1.23x``; ``-`` when not known."""
-    if modelled:
-        return "-" if c.model_speedup is None else f"{c.model_speedup:.2f}x"
+def _x(c) -> str:
+    """A measured speedup as the report writes it (a modelled one: common.times)."""
     return speedup_text(c.speedup, c.speedup_ci_low, c.speedup_ci_high, c.repetitions)
 
 
@@ -126,16 +124,16 @@ def _print(result) -> None:
         say(f"  {line}")
     measured = sorted((c for c in result.candidates if c.speedup is not None), key=lambda c: c.setting.key())
     for c in measured:
-        say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} ({c.n} samples), model {_x(c, modelled=True)}")
+        modelled = times(c.model_speedup)
+        say(f"  {c.setting.label(ngld=True)}: measured {_x(c)} ({c.n} samples), model {modelled}")
     if best is None:
         return
     s = best.setting
     say(
         f"best: draft_max {s.draft_max}, draft_min {s.draft_min}, p_min {s.p_min:g}, ngl {s.ngl}, "
-        f"ngld {s.ngld}: "
-        f"{_x(best)} measured, {_x(best, modelled=True)} modelled"
+        f"ngld {s.ngld}: {_x(best)} measured, {times(best.model_speedup)} modelled"
     )
-    if not result.standing == Standing.DECIDED:  # the fastest guess, not a figure
+    if result.standing != Standing.DECIDED:  # the fastest guess, not a figure
         say(
             f"  {standing_text(result.standing)}: the fastest survivor, not a decided best; a longer "
             "--budget measures it again"
