@@ -161,17 +161,3 @@ def cli_reference(app: typer.Typer) -> str:
             # a | in a code span splits no cell (the site's Markdown): the names are written as they are
             lines += [*md_table(["option", "description"], rows, verbatim=[True]), ""]
     return "\n".join(lines)
-
-
-def undocumented_keys(schema: dict | None = None) -> list[str]:
-    """Config keys without a description: the reference would show them blank."""
-    return [key for key, prop, _ in config_keys(schema) if not prop.get("description", "").strip()]
-
-
-def undocumented_options(app: typer.Typer) -> list[str]:
-    """Commands without help and options or arguments without help, as ``specbench run --out``."""
-    missing = [path for path, cmd in commands(app) if not (cmd.help or "").strip()]
-    for path, cmd in commands(app):
-        missing += [f"{path} {p.opts[0] if p.opts else p.name}" for p in parameters(cmd)
-                    if not (getattr(p, "help", None) or "").strip()]  # fmt: skip
-    return missing
