@@ -259,13 +259,13 @@ def _check_references(cfg: Config, origin: str, overridden: AbstractSet[str] = f
             )
     _check_builds(cfg, origin)
     if cfg.prompts.file is not None:
-        _need_file(origin, "prompts.file", _resolve(base, cfg.prompts.file), "a prompts file")
+        _need_file(origin, "prompts.file", cfg.prompts.file, "a prompts file")
     if cfg.context.file is not None:
         try:
             check_path(cfg.context.file, "context.file")
         except PathError as exc:
             raise ConfigError(f"{origin}: {exc}") from exc
-        _need_file(origin, "context.file", _resolve(base, cfg.context.file), "a text file")
+        _need_file(origin, "context.file", cfg.context.file, "a text file")
     try:
         cfg.prompt_list()
     except ConfigError as exc:  # blamed on the --set that chose the prompts, if one did
@@ -290,15 +290,14 @@ def _check_builds(cfg: Config, origin: str) -> None:
     many = isinstance(cfg.llama_cpp, list)
     for i, build in enumerate(cfg.builds):
         where = f"llama_cpp[{i}]" if many else "llama_cpp"
-        source = _resolve(cfg.base_dir, build.source) if build.source is not None else None
-        if source is not None and not source.is_dir():
+        if build.source is not None and not build.source.is_dir():  # resolved by config_from_mapping
             raise ConfigError(
-                f"{origin}: {where}.source: {source} is not a folder "
+                f"{origin}: {where}.source: {build.source} is not a folder "
                 "(a llama.cpp checkout; relative paths start at the config file's folder)"
             )
         if build.ref is None:
             continue
-        source = source or pinned_checkout()
+        source = build.source or pinned_checkout()
         if source is None:
             raise ConfigError(
                 f"{origin}: {where}.ref: a ref needs a `source` git checkout (the pinned tree here is no "
