@@ -77,15 +77,14 @@ def left_to_run(prepared: Prepared, run_dir: Path, force: bool = False) -> None:
         plan.invocations = _with_begun_rounds(plan, _adaptive(prepared), samples).invocations
     planned = len(plan.measured)
     plan.invocations = plan.left(done)
-    measured = plan.measured
-    n_done = planned - len(measured)
+    left = len(plan.measured)
     plan.notes += warnings  # each names the samples file
-    if not measured:
+    if not left:
         plan.notes.append(f"{run_dir}: every planned sample is recorded already; nothing left to run")
     else:
         plan.notes.append(
-            f"{run_dir}: {n_done} of {n_done + len(measured)} planned samples are recorded "
-            f"already; only the {len(measured)} left are listed"
+            f"{run_dir}: {planned - left} of {planned} planned samples are recorded already; only the "
+            f"{left} left are listed"
         )
     if prepared.config.auto_repetitions:
         plan.notes.append(
