@@ -23,7 +23,7 @@ from specbench.plan.invocation import Invocation
 from specbench.plan.shards import GUESS_LOAD_S, guess_s
 from specbench.results import cell
 from specbench.results.cell import is_synthetic
-from specbench.results.manifest import MachineFacts
+from specbench.results.manifest import KEY_GENERATION, MachineFacts
 from specbench.results.metrics import check_metric
 
 
@@ -122,9 +122,6 @@ def span_free(cell_id: str) -> str:
     return cell_id.removesuffix(SAME_SPAN)
 
 
-_GENERATION = ("n_predict", "temperature", "top_k", "seed", "ctx_size")
-
-
 def stored_key(cell_id: str, machine: str) -> dict:
     """The CellKey fields of a stored cell id (MACHINE|KEY JSON|PROMPTS); {} when unreadable."""
     try:
@@ -138,7 +135,7 @@ def generation_text(key: dict) -> str:
     """The generation settings of a stored cell key: runs that differ in them are separate series,
     as ``compare`` (same CellKey) refuses to compare them."""
     return ", ".join(f"{k} {key[k]:g}" if isinstance(key.get(k), float) else f"{k} {key.get(k)}"
-                     for k in _GENERATION if key.get(k) is not None)  # fmt: skip
+                     for k in KEY_GENERATION if key.get(k) is not None)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -285,13 +285,15 @@ class CellKey(_Axes):
     ctx_size: int
 
 
+# The generation settings in a cell's key, in its order (a run's threads are how it ran, not what)
+KEY_GENERATION = ("n_predict", "temperature", "top_k", "seed", "ctx_size")
+
+
 def cell_key(s: Sample, facts: RunFacts) -> CellKey:
-    g = s.generation
     axes = {f: getattr(s, f) for f in cell.CELL_FIELDS if f not in (*cell.RUN_LOCAL, *cell.MODEL_FIELDS)}
     return CellKey(
         role=s.role, target=facts.model_id(s.model), draft=facts.model_id(s.draft), **axes,
-        prompt_id=s.prompt_id, n_predict=g.n_predict, temperature=g.temperature, top_k=g.top_k,
-        seed=g.seed, ctx_size=g.ctx_size,
+        prompt_id=s.prompt_id, **s.generation.model_dump(include=set(KEY_GENERATION)),
     )  # fmt: skip
 
 
