@@ -24,6 +24,7 @@ from specbench.base.formats import json_text
 from specbench.base.paths import Name
 from specbench.plan.configtext import first_error, refuse_unpassable, unknown_key
 from specbench.plan.options import Strict
+from specbench.results.cell import group_by
 
 CATEGORIES = ("code", "chat", "summarization", "translation", "math", "extraction")
 
@@ -131,14 +132,10 @@ def select(
         if pid not in known_ids:
             raise ConfigError(f"prompts.ids: unknown prompt id {pid!r} in {origin}")
     chosen = [p for p in prompts if (not categories or p.category in categories) and (not ids or p.id in ids)]
-    if limit_per_category is not None:
-        counts: dict[str, int] = {}
-        kept = []
-        for p in chosen:
-            counts[p.category] = counts.get(p.category, 0) + 1
-            if counts[p.category] <= limit_per_category:
-                kept.append(p)
-        chosen = kept
+    if limit_per_category is not None:  # the first of each category, kept in the file's order
+        by_category = group_by(chosen, lambda p: p.category)
+        kept = {id(p) for ps in by_category.values() for p in ps[:limit_per_category]}
+        chosen = [p for p in chosen if id(p) in kept]
     if not chosen:
         raise ConfigError(f"prompts: the selection from {origin} is empty; relax `categories`/`ids`")
     return chosen
