@@ -303,13 +303,11 @@ class _Factory:
 
 def _warmups(measured: list[Invocation], count: int) -> list[Invocation]:
     """``count`` copies of the first invocation of each (build, binary, model, draft) combination."""
-    seen: dict[tuple, Invocation] = {}
-    for inv in measured:
-        seen.setdefault((inv.build, inv.binary_role, inv.model, inv.draft), inv)
+    kinds = group_by(measured, lambda inv: (inv.build, inv.binary_role, inv.model, inv.draft))
     return [
-        inv.model_copy(update={"warmup": True, "repetition": i})
+        g[0].model_copy(update={"warmup": True, "repetition": i})
         for i in range(count)
-        for inv in seen.values()
+        for g in kinds.values()
     ]
 
 
