@@ -42,6 +42,10 @@ class Measured(BaseModel):
     tokens_per_pass: float | None
 
 
+# the figures a measured candidate takes from its cell's report row (the same names)
+READ = ("speedup", "speedup_ci_low", "speedup_ci_high", "acceptance", "tokens_per_pass")
+
+
 def local_file(row: DraftRow) -> Path:
     """A candidate's file on this machine: its path, or downloaded from the Hub (resumable, checked)."""
     if row.path is not None:
@@ -122,13 +126,7 @@ def measure(
     out = []
     for i, row in enumerate(chosen, 1):
         got = next((r for r in rows if r.pair == f"draft{i}" and r.draft_max == row.draft_max), None)
-        out.append(Measured(
-            candidate=row.candidate, draft_max=row.draft_max or 0,
-            predicted_speedup=_predicted(result.target, row, got.tokens_per_pass if got else None),
-            speedup=got.speedup if got else None,
-            speedup_ci_low=got.speedup_ci_low if got else None,
-            speedup_ci_high=got.speedup_ci_high if got else None,
-            acceptance=got.acceptance if got else None,
-            tokens_per_pass=got.tokens_per_pass if got else None,
-        ))  # fmt: skip
+        read = {name: getattr(got, name, None) for name in READ}  # all None: the pair measured nothing
+        read["predicted_speedup"] = _predicted(result.target, row, read["tokens_per_pass"])
+        out.append(Measured(candidate=row.candidate, draft_max=row.draft_max or 0, **read))
     return run_dir, sorted(out, key=lambda m: -(m.speedup or 0.0))

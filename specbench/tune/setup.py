@@ -39,8 +39,7 @@ def pick_pair(config: Config, pair: str | None) -> str:
 def tuned_draft(config: Config, pair: str) -> str:
     """The draft model of the pair tune tunes (``pick_pair`` gives only a pair with one)."""
     draft = config.pairs[pair].draft
-    if draft is None:
-        raise ConfigError(f"--pair {pair}: it has no draft model to tune")
+    assert draft is not None
     return draft
 
 
