@@ -36,10 +36,6 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def _ts(text: str) -> float:
-    return epoch_seconds(text) or 0.0
-
-
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     span = hi - lo or abs(hi) or 1.0
     step = 10 ** math.floor(math.log10(span / n))
@@ -70,7 +66,7 @@ def axis(series: list[Series], markers: list[Marker], kind: str) -> Axis:
         | {(m.started_at, m.commit, "@" + m.started_at) for m in markers}
     )
     if kind == "time":
-        t = {r[2]: _ts(r[0]) for r in runs}
+        t = {r[2]: epoch_seconds(r[0]) or 0.0 for r in runs}  # an unreadable time: the epoch
         lo, hi = min(t.values()), max(t.values())
         if hi <= lo:
             return Axis(kind, {k: 0.5 for k in t}, [(0.5, runs[0][0][:16])])
