@@ -128,16 +128,12 @@ class _Unit:
 
 def _units(plan: Plan, runs_on: Callable[[Invocation], str | None]) -> tuple[list[_Unit], dict[tuple, list]]:
     alone = group_by((inv for inv in plan.measured if inv.role != "speculative"), alone_of)
-    units: dict[tuple, _Unit] = {}
-    for inv in plan.measured:
-        if inv.role != "speculative":
-            continue
-        key = cell_of(inv)
-        if key not in units:
-            needs = {baseline_of(inv)} | ({draft_alone_of(inv)} if draft_alone_of(inv) else set())
-            units[key] = _Unit(cell_name(inv), [], {k for k in needs if k in alone}, runs_on(inv))
-        units[key].own.append(inv)
-    return list(units.values()), alone
+    cells = group_by((inv for inv in plan.measured if inv.role == "speculative"), cell_of)
+    units = []
+    for own in cells.values():  # judged with its baseline and draft alone, where the plan has them
+        needs = alone.keys() & {baseline_of(own[0]), draft_alone_of(own[0])}
+        units.append(_Unit(cell_name(own[0]), own, needs, runs_on(own[0])))
+    return units, alone
 
 
 def assign(
