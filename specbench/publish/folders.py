@@ -81,6 +81,7 @@ def read_run_folder(path: Path) -> RunFolder:
     data = manifest_data(path)  # parsed once: its facts and the fields only the site reads
     facts = facts_from_manifest(data, path.name)
     builds = found if isinstance(found := data.get("builds"), dict) else {}
+    config = found if isinstance(found := data.get("config"), dict) else {}  # a stranger's file
     line = [str(a) for a in data.get("command_line") or []]
     return RunFolder(
         path=path,
@@ -92,8 +93,10 @@ def read_run_folder(path: Path) -> RunFolder:
         made_by=line[1] if len(line) > 1 else None,
         command_line=line,
         config_path=data.get("config_path"),
-        pairs=(data.get("config") or {}).get("pairs") or {},
-        builds={str(k): str((v or {}).get("commit") or "?") for k, v in builds.items()},
+        pairs=found if isinstance(found := config.get("pairs"), dict) else {},
+        builds={
+            str(k): str(v.get("commit") or "?" if isinstance(v, dict) else "?") for k, v in builds.items()
+        },
     )
 
 
@@ -135,7 +138,7 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
             continue
         out.runs.setdefault(run.key, run)
         if len(run.builds) >= 2:
-            out.abs.append(_ab(run, thresholds.get(real) or THRESHOLD))
+            out.abs.append(_ab(run, thresholds.get(real, THRESHOLD)))
     out.abs.sort(key=lambda a: a.run.started_at)
     return out
 
