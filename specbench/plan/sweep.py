@@ -69,13 +69,8 @@ def _prompts_by_target(
     prompts: list[RenderedPrompt], targets: list[str]
 ) -> tuple[dict[str, list[RenderedPrompt]], dict[tuple[str, int, str], RenderedPrompt]]:
     """The prompts of each target (without context), and each at depth by (target, depth, id)."""
-    by_target: dict[str, list[RenderedPrompt]] = {t: [] for t in targets}
-    deep: dict[tuple[str, int, str], RenderedPrompt] = {}
-    for p in prompts:
-        if p.model in by_target and p.depth:
-            deep[(p.model, p.depth, p.id)] = p
-        elif p.model in by_target:
-            by_target[p.model].append(p)
+    by_target = {t: [p for p in prompts if p.model == t and not p.depth] for t in targets}
+    deep = {(p.model, p.depth, p.id): p for p in prompts if p.model in by_target and p.depth}
     for t, ps in by_target.items():
         if not ps:
             raise ConfigError(f"no prompts were rendered for target {t!r}; render prompts for every target")
