@@ -17,7 +17,7 @@ from specbench.base.errors import RunError, SpecbenchError
 from specbench.execute import preparation
 from specbench.gate.history import plan_estimate
 from specbench.results.records import Sample
-from specbench.tune.calibrate import GRIDS, pass_sizes
+from specbench.tune.calibrate import DECODE_TOKENS, GRIDS, pass_sizes
 
 CALIBRATION_SHARE = 0.1  # of the budget, at most, for llama-bench (the default 300 s: 30 s)
 LEVELS = [(0, 2), *((level, 1) for level in range(len(GRIDS)))]  # (grid level, repetitions), dearest first
@@ -71,7 +71,7 @@ def calibration_seconds(costs: RunCosts, depth: int, ks: list[int], reps: int, n
     """llama-bench's time for a pass over each k and a tg test, ``reps`` times after filling the KV
     cache to ``depth``, plus a warmup of each; every model priced as the target (an upper bound)."""
     fills = (len(ks) + 1) * reps * depth / costs.prefill_tps
-    passes = (reps + 1) * (sum(ks) / costs.prefill_tps + 16 / costs.decode_tps)
+    passes = (reps + 1) * (sum(ks) / costs.prefill_tps + DECODE_TOKENS / costs.decode_tps)
     return n_models * (costs.load_s + fills + passes)
 
 
