@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from itertools import product
-from pathlib import Path
 
 from specbench.base.errors import ConfigError
 from specbench.base.llamaopts import (
@@ -38,6 +37,7 @@ from specbench.builder.buildinfo import BinaryInfo, FlagSpelling
 from specbench.builder.options import OptionError, default_on, option_argv
 from specbench.plan.config import Config
 from specbench.plan.options import OPTION_KEYS
+from specbench.plan.preflight import model_file
 from specbench.results.bracket import AFTER
 from specbench.results.cell import Cell, baseline_cell, draft_alone_cell, draft_alone_of
 
@@ -48,8 +48,7 @@ def model_path(models: Mapping[str, object], name: str) -> str:
         raise ConfigError(
             f"model {name!r} was not resolved; resolve every model of the config before planning"
         )
-    # a models.ResolvedModel or an execute.PlannedModel (a layer above: not importable here), each with .path
-    return str(m if isinstance(m, (str, Path)) else m.path)  # type: ignore[attr-defined]
+    return str(model_file(m))
 
 
 def sweep_cells(

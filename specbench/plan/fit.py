@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from specbench.base.errors import ConfigError, ModelError
+from specbench.plan.preflight import model_file
 from specbench.plan.prompts import RenderedPrompt
 
 CHARS_PER_TOKEN = 16  # without the vocabulary: a prompt has at least chars / 16 tokens
@@ -89,8 +90,7 @@ def check_fit(
         for p in rendered:
             if len(p.text.encode("utf-8")) + SPECIAL_TOKENS <= ctx_size:
                 continue
-            m = models.get(target)
-            path = Path(m if isinstance(m, (str, Path)) else getattr(m, "path", ""))
+            path = model_file(models.get(target))
             vocab = read_vocab(path) if path.is_file() else None
             if vocab is not None:
                 floor, how = vocab.floor(p.text), f"counted with {target}'s vocabulary"

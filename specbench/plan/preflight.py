@@ -18,16 +18,16 @@ from specbench.plan.sections import PairConfig
 MTP_ARCHS = "qwen3next, deepseek2, glm4moe and others"
 
 
+def model_file(model: object) -> Path:
+    """Where a model is: a path, or a models.ResolvedModel or execute.PlannedModel (a dry run's: no file)."""
+    return Path(model if isinstance(model, (str, Path)) else getattr(model, "path", ""))
+
+
 def read_facts(config: Config, models: Mapping[str, object]) -> dict[str, SpecFacts]:
     """The speculative facts of every model a pair names whose file is here (a dry run may lack some)."""
-    facts: dict[str, SpecFacts] = {}
-    for pair in config.pairs.values():
-        for name in (pair.target, pair.draft):
-            m = models.get(name) if name is not None else None
-            path = Path(m if isinstance(m, (str, Path)) else getattr(m, "path", ""))
-            if name is not None and name not in facts and path.is_file():
-                facts[name] = read_spec_facts(path)
-    return facts
+    names = dict.fromkeys(n for p in config.pairs.values() for n in (p.target, p.draft) if n is not None)
+    files = {name: model_file(models.get(name)) for name in names}
+    return {name: read_spec_facts(path) for name, path in files.items() if path.is_file()}
 
 
 def misfit(method: str, pair: PairConfig, facts: Mapping[str, SpecFacts]) -> str | None:
