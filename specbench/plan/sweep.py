@@ -122,10 +122,9 @@ def make_plan(
             refuse_crashing(builds[b], specs[b], cells, f"build {b!r}: " if len(labels) > 1 else "")
     cells = drop_conflicts(cells, specs[labels[0]], notes)  # what llama.cpp refuses (plan.feasible)
     cells = collapse_ignored(cells, facts, notes)  # and what it ignores
-    longest: dict[tuple[str, int], int] = {}  # by target and depth: the longest counted prompt
-    for p in deep.values():
-        if p.tokens is not None:
-            longest[(p.model, p.depth)] = max(longest.get((p.model, p.depth), 0), p.tokens + SPECIAL_TOKENS)
+    counted = group_by((p for p in deep.values() if p.tokens is not None), lambda p: (p.model, p.depth))
+    # by target and depth: the longest counted prompt
+    longest = {k: max(p.tokens or 0 for p in ps) + SPECIAL_TOKENS for k, ps in counted.items()}
     cells, left = draft_out_of_context(cells, config.generation.n_predict, trained, longest, notes)
     left_out = [lo.model_copy(update={"cell": with_build(lo.cell, b)}) for lo in left for b in labels]
     where = f"{config.path}: " if config.path else ""
