@@ -73,7 +73,6 @@ def tune(
 ) -> None:
     """Find the fastest draft settings: calibrate, predict every candidate, measure the best few."""
     from specbench.execute import benchmark
-    from specbench.machine.envinfo import gpus
     from specbench.plan.config import load_config
     from specbench.results.calibration import load_calibration
     from specbench.tune.search import pick_pair, tune_config
@@ -87,7 +86,6 @@ def tune(
     cfg = load_config(config, sets)
     name = pick_pair(cfg, pair)
     run_dir = out if out is not None else benchmark.new_run_dir(tune_config(cfg, name), None)
-    gpu = bool(gpus()) and cfg.builds[0].backend != "cpu"
     note = (lambda line: None) if as_json or quiet else (lambda line: say(line, err=True))
 
     def interrupted(exc) -> str:  # Ctrl-C, SIGTERM, SIGHUP: the llama.cpp child is gone, the manifest says so
@@ -98,7 +96,7 @@ def tune(
         return f"interrupted ({exc.reason}): {exc.kept}{cal} kept in {exc.run_dir} ({shows})"
 
     with RunSession(as_json or quiet).measuring(interrupted) as view:
-        result = run_tune(cfg, name, budget, run_dir, gpu=gpu, max_draft=max_draft, progress=view, note=note,
+        result = run_tune(cfg, name, budget, run_dir, max_draft=max_draft, progress=view, note=note,
                           command_line=["specbench", *sys.argv[1:]])  # fmt: skip
     moved = "tune's rounds measured on either side of it are not comparable"
     warn_busy(result.noise, "tune's figures may be off", moved)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import shlex
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
@@ -33,7 +34,7 @@ from specbench.execute.runner import ProgressFn, RunInterrupted, execute
 from specbench.gate.baseline import load_run
 from specbench.gate.history import HistoryPoint, load_history, series_of
 from specbench.gate.historydb import record_run
-from specbench.machine import noise
+from specbench.machine import envinfo, noise
 from specbench.machine.noise import NoiseRecord
 from specbench.plan.cells import free_args, option_axes, option_flags, speculative_flags
 from specbench.plan.config import Config
@@ -148,7 +149,6 @@ def tune(
     budget_s: float,
     run_dir: Path,
     *,
-    gpu: bool = False,
     max_draft: int,  # the longest draft_max to consider (`specbench tune --max-draft` sets it)
     progress: ProgressFn | None = None,
     note: Callable[[str], None] = lambda line: None,
@@ -160,6 +160,7 @@ def tune(
     pair = pick_pair(config, pair)
     base = tune_config(config, pair)
     ngl = base.sweep.ngl[0]
+    gpu = bool(envinfo.gpus()) and base.builds[0].backend != "cpu"  # the draft's layers: tuned on a GPU
     ngld_values = sorted(set(base.sweep.ngld)) if gpu else [0]
     every = candidates(base, ngl, ngld_values, max_draft)
     probe_g = min(PROBE_DRAFT, max_draft)
@@ -214,7 +215,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
     run_dir, pair = result.run_dir, result.pair
     p, draft = base.pairs[pair], tuned_draft(base, pair)
     ngl = base.sweep.ngl[0]
-    rounds: dict[tuple, int] = {}  # setting -> rounds it was measured in
+    rounds: Counter[tuple] = Counter()  # setting -> rounds it was measured in
     prompts = prepared.prompts
 
     spent: list[float] = []  # seconds per measured run of each round, everything counted
@@ -235,8 +236,7 @@ def _search(base: Config, prepared: preparation.Prepared, manifest: Manifest, re
                 observe=lambda phase, n: sentinel.maybe() if phase == "during" else None)  # fmt: skip
         spent.append((time.monotonic() - t0) / max(1, len(plan.measured)))
         if only is None or only[-1] == prompts[-1].id:
-            for st in settings:
-                rounds[st.key()] = rounds.get(st.key(), 0) + 1
+            rounds.update(st.key() for st in settings)
             names = ", ".join(st.label() for st in settings)
             result.rounds.append(f"round {rep + 1}: baseline and {names}")
 
