@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -364,11 +365,8 @@ def _finish(manifest: Manifest, run_dir: Path, status: Status, reason: str | Non
 def starts(started: datetime, outcomes: Sequence, one_by_one: bool) -> list[str]:
     """When each invocation of a batch began: one after the other (the process runner's pair), or
     all at ``started`` (the server runner's requests in flight together)."""
-    out, offset = [], 0.0
-    for outcome in outcomes:
-        out.append((started + timedelta(seconds=offset)).isoformat(timespec="seconds"))
-        offset += outcome.wall_s if one_by_one else 0.0
-    return out
+    offsets = accumulate((out.wall_s if one_by_one else 0.0 for out in outcomes[:-1]), initial=0.0)
+    return [(started + timedelta(seconds=offset)).isoformat(timespec="seconds") for offset in offsets]
 
 
 def pair_key(inv: Invocation) -> tuple:
