@@ -191,9 +191,9 @@ def prepare(
     targets = {name: Path(models[name].path) for name in config.targets()}
     here = {name: path for name, path in targets.items() if path.is_file()}
     missing = sorted(targets.keys() - here.keys())  # dry run: no GGUF, no chat template or tokenizer
-    prompts = render_all(config.prompt_list(), here) if here else []
-    for name in missing:
-        prompts += [render(p, name, None) for p in config.prompt_list()]
+    chosen = config.prompt_list()  # read once (a prompts file), rendered for every target
+    prompts = render_all(chosen, here) if here else []
+    prompts += [render(p, name, None) for name in missing for p in chosen]
     prompts += deep_prompts(config, build, models, prompts, dry_run=dry_run or bool(missing))
     plan = make_plan(config, builds, models, prompts)
     if roles is not None:
