@@ -278,9 +278,8 @@ def execute(
                         last_tps = sample.tps if sample.tps is not None else last_tps
                         notify(ProgressEvent("sample", count, total, b, sample, last_tps))
                         look("during", len(new))
-                queue = (
-                    [i for i in extend([*done_samples, *new]) if i.sample_key() not in done] if extend else []
-                )
+                more = extend([*done_samples, *new]) if extend else []
+                queue = [i for i in more if i.sample_key() not in done]
                 if queue:
                     total += len(queue)
                     manifest.plan_size += len(queue)
