@@ -108,15 +108,13 @@ def _verdict(cmp) -> str:
     v = cmp.verdict
     word = VERDICT_WORDS[v]
     if v == Verdict.FAIL:
-        counts = {s: sum(c.status == s for c in cmp.failed) for s in ("fail", "warn", "only_baseline")}
-        parts = [_n(counts["fail"], "regression")] if counts["fail"] else []
-        if counts["warn"]:
-            parts.append(f"{_n(counts['warn'], 'warning')} (--strict)")
-        if counts["only_baseline"]:
-            parts.append(
-                f"{_n(counts['only_baseline'], 'cell')} missing from the current run "
-                f"(--allow-missing to accept)"
-            )
+        kinds = {  # each kind of failed cell, counted, and what would let it pass
+            "fail": ("regression", ""),
+            "warn": ("warning", " (--strict)"),
+            "only_baseline": ("cell", " missing from the current run (--allow-missing to accept)"),
+        }
+        failed = [str(c.status) for c in cmp.failed]
+        parts = [f"{_n(failed.count(s), word)}{why}" for s, (word, why) in kinds.items() if s in failed]
         parts += [f"nothing to compare: {n}" for n in cmp.nothing] + ([too_noisy] if noisy else [])
         return f"{word}: {'; '.join(parts)} ({opts})"
     if v == Verdict.NOTHING:
