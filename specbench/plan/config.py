@@ -380,10 +380,8 @@ class _SchemaConfig(Config):
 
     model_config = ConfigDict(title="specbench run config")
 
-    generation: StrictGeneration = Field(
-        default_factory=StrictGeneration,
-        description="How each invocation generates: tokens, sampling, threads, context.",
-    )
+    generation: StrictGeneration = Field(default_factory=StrictGeneration)
+    """How each invocation generates: tokens, sampling, threads, context."""
     base_dir: SkipJsonSchema[Path] = Field(default=Path("."), exclude=True)
     path: SkipJsonSchema[Path | None] = Field(default=None, exclude=True)
 
