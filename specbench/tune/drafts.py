@@ -431,8 +431,7 @@ def server_command(result: DraftsResult, build: BuildInfo | None) -> str | None:
     cell = Cell(model="target", draft="draft", method="draft", draft_max=best.draft_max)
     argv = [*(server.argv0 if server else ["llama-server"]), "-m", "TARGET"]
     argv += speculative_flags(flags, cell, "DRAFT")
-    if build is not None and server is not None:
-        argv = with_workaround(argv, build, "server")  # as every run of this build gets it
+    argv = with_workaround(argv, build, "server")  # as every run of this build gets it (none: unchanged)
     text = shlex.join(argv)
     return text.replace("TARGET", _fetch_arg(result.target)).replace("DRAFT", _fetch_arg(best))
 
