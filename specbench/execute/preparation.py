@@ -33,7 +33,7 @@ from specbench.execute.server import RunningServer, post, start_server
 from specbench.models.paircheck import PairCheck
 from specbench.models.spec import ResolvedModel
 from specbench.plan.depth import check_depths, cut_context, document_text, with_context
-from specbench.plan.preflight import read_facts
+from specbench.plan.preflight import model_file, read_facts
 from specbench.plan.serverplan import HOST
 from specbench.results.folder import manifest_path
 from specbench.results.manifestfile import load_manifest
@@ -121,12 +121,12 @@ def check_pairs(config: Config, models: dict[str, Any]) -> dict[str, PairCheck]:
         compared = pair.method is None or any(method_of(p).vocab_check for p in parts(pair.method))
         if pair.draft is None or not compared:
             continue  # only draft-simple compares the vocabularies (common/speculative.cpp)
-        target, draft = models[pair.target], models[pair.draft]
-        if not Path(getattr(target, "path", "")).is_file() or not Path(getattr(draft, "path", "")).is_file():
+        target, draft = model_file(models[pair.target]), model_file(models[pair.draft])
+        if not target.is_file() or not draft.is_file():
             continue  # dry run of models not fetched yet: nothing to check
-        if read_spec_facts(Path(draft.path)).architecture in head_archs():
+        if read_spec_facts(draft).architecture in head_archs():
             continue  # a head, not a model: plan.preflight says which method it fits
-        checks[name] = check_pair(Path(target.path), Path(draft.path))
+        checks[name] = check_pair(target, draft)
         if not checks[name].ok:
             raise ModelError(f"pair {name!r} ({pair.target} + {pair.draft}): {checks[name].message}")
     return checks
@@ -370,7 +370,7 @@ def deep_prompts(
     out: list[RenderedPrompt] = []
     with tempfile.TemporaryDirectory(prefix="specbench-tokenize-") as tmp:
         for target in config.targets():
-            path = str(getattr(models[target], "path", models[target]))
+            path = str(model_file(models[target]))
             server = start_server(
                 tokenizer_argv(build, path), Path(tmp, "out"), Path(tmp, "err"), config.timeout_s
             )
