@@ -157,7 +157,7 @@ def make_plan(
         reference = baseline_cell(with_build(first[0], labels[0])).model_copy(update={"depth": 0})
         sentinel = alone.alone("sentinel", reference, by_target[first[0].model][0], 0)
         sentinel = with_workarounds([sentinel], builds)[0]  # it runs the build's binary as samples do
-    if config.runner == "server":
+    if server:
         notes += workaround_notes(builds)
         plan = server_plan(config, specs, models, targets, by_target, cells, notes, reps, deep)  # servers
         _check_free_args(config, plan.invocations, builds)
@@ -212,16 +212,11 @@ def _check_free_args(
     config: Config, invocations: list[Invocation], builds: Mapping[str | None, BuildInfo]
 ) -> None:
     """Each binary's free arguments (``args:``, a pair's, ``sweep.args``) against its probed --help."""
-    done: set[tuple] = set()
-    for inv in invocations:
-        args = free_args(config, inv)
-        key = (inv.build, inv.binary_role, *args)
-        if not args or key in done:
-            continue
-        done.add(key)
-        binary = builds[inv.build].binaries.get(inv.binary_role)
-        if binary is not None:
-            check_free_args(args, binary, "args" + (f" of {inv.args}" if inv.args else ""))
+    kinds = group_by(invocations, lambda inv: (inv.build, inv.binary_role, tuple(free_args(config, inv))))
+    for (build, role, args), same in kinds.items():  # each binary's arguments checked once
+        binary = builds[build].binaries.get(role)
+        if args and binary is not None:
+            check_free_args(list(args), binary, "args" + (f" of {same[0].args}" if same[0].args else ""))
 
 
 @dataclass
