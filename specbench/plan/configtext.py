@@ -221,11 +221,9 @@ def keys_at(model: type[BaseModel], loc: tuple) -> set[str]:
             elif origin is dict and isinstance(part, str) and len(args) == 2:
                 nxt.append(args[1])
         here = nxt
-    found: set[str] = set()
-    for tp in (t for h in here for t in _expand(h)):
-        if isinstance(tp, type) and issubclass(tp, BaseModel):  # not the loader's own (excluded) fields
-            found |= {k for n, f in tp.model_fields.items() if not f.exclude for k in (f.alias or n, n)}
-    return found
+    models = [tp for h in here for tp in _expand(h) if isinstance(tp, type) and issubclass(tp, BaseModel)]
+    # their fields' names and aliases, not the loader's own (excluded) fields
+    return {k for m in models for n, f in m.model_fields.items() if not f.exclude for k in (f.alias or n, n)}
 
 
 def unknown_key(model: type[BaseModel], loc: tuple) -> str:
