@@ -87,10 +87,8 @@ def _tail(path: Path) -> str:
 
 
 def _printed_port(server: RunningServer) -> int | None:
-    for path in (server.stderr_path, server.stdout_path):
-        if m := _LISTENING.search(_tail(path)):
-            return int(m.group(1))
-    return None
+    found = (_LISTENING.search(_tail(path)) for path in (server.stderr_path, server.stdout_path))
+    return next((int(m.group(1)) for m in found if m), None)
 
 
 def _listening_port(pid: int) -> int | None:
