@@ -190,10 +190,8 @@ def _require_method(spec: BinaryInfo, method: str, elsewhere: str = "") -> None:
     if flags.spec_type and not missing:
         return
     names = [t for t in flags.spec_types if t != "none"]
-    if not flags.spec_type:
-        have = "no --spec-type at all"
-    else:
-        have = ", ".join(names) or f"none: its {flags.spec_type} lists no value specbench can read"
+    readable = ", ".join(names) or f"none: its {flags.spec_type} lists no value specbench can read"
+    have = readable if flags.spec_type else "no --spec-type at all"
     known = {*METHODS, *(m.spec_type for m in METHODS.values())}
     unknown = [t for t in missing if t not in known]  # no llama.cpp name we know
     near = [m for t in unknown for m in difflib.get_close_matches(t, names, n=1, cutoff=0.75)]
