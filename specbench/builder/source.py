@@ -74,23 +74,23 @@ def _git(args: list[str], cwd: Path, timeout: float = 30) -> subprocess.Complete
         return None
 
 
-def _git_commit(path: Path) -> tuple[str, bool] | None:
-    """(HEAD sha, dirty) when ``path`` is the top of its own git checkout, else None (a tree copied
-    into some other repository is not identified by that repository's commit)."""
+def _git_commit(path: Path) -> tuple[str, str] | None:
+    """(HEAD sha, ident: the sha, with ``-dirty-<hash of the diff>`` when tracked files changed) when
+    ``path`` is the top of its own git checkout, else None (a tree copied into some other repository
+    is not identified by that repository's commit)."""
     top = _git(["rev-parse", "--show-toplevel"], path)
     if top is None or top.returncode != 0 or Path(top.stdout.strip()).resolve() != path.resolve():
         return None
     head = _git(["rev-parse", "HEAD"], path)
     if head is None or head.returncode != 0:
         return None
+    commit = head.stdout.strip()
     status = _git(["status", "--porcelain", "--untracked-files=no"], path)
-    dirty = status is not None and status.returncode == 0 and bool(status.stdout.strip())
-    return head.stdout.strip(), dirty
-
-
-def _diff_hash(path: Path) -> str:
+    if status is None or status.returncode != 0 or not status.stdout.strip():
+        return commit, commit
     diff = _git(["diff", "HEAD", "--binary"], path, timeout=120)
-    return hashlib.sha256(diff.stdout.encode() if diff else b"").hexdigest()[:10]
+    digest = hashlib.sha256(diff.stdout.encode() if diff else b"").hexdigest()[:10]
+    return commit, f"{commit}-dirty-{digest}"
 
 
 def tree_fingerprint(path: Path) -> str:
@@ -127,9 +127,7 @@ def describe_tree(path: Path, origin: str = "") -> SourceTree:
         )
     git = _git_commit(path)
     if git is not None:
-        commit, dirty = git
-        ident = f"{commit}-dirty-{_diff_hash(path)}" if dirty else commit
-        return SourceTree(path, commit, ident, origin or "git")
+        return SourceTree(path, *git, origin or "git")
     marked = read_marker(path)
     if marked is not None:
         return SourceTree(path, marked, marked, origin or "marker")
@@ -138,13 +136,6 @@ def describe_tree(path: Path, origin: str = "") -> SourceTree:
 
 def cached_sdist_tree(commit: str = PINNED_COMMIT) -> Path:
     return paths.sources_dir() / f"llama.cpp-{commit}"
-
-
-def _try_submodule(root: Path, progress: Progress | None) -> bool:
-    if progress:
-        progress("trying git submodule update --init third_party/llama.cpp")
-    result = _git(["submodule", "update", "--init", str(SUBMODULE)], root, timeout=60)
-    return result is not None and result.returncode == 0 and is_llama_tree(root / SUBMODULE)
 
 
 def extract_sdist(archive: Path, dest: Path, expected_commit: str = PINNED_COMMIT) -> Path:
@@ -258,6 +249,10 @@ def resolve_source(source: Path | str | None = None, progress: Progress | None =
     cached = cached_sdist_tree()
     if is_llama_tree(cached) and read_marker(cached) == PINNED_COMMIT:
         return SourceTree(cached, PINNED_COMMIT, PINNED_COMMIT, "sdist")
-    if root is not None and _try_submodule(root, progress):
-        return describe_tree(root / SUBMODULE, origin="submodule")
+    if root is not None:
+        if progress:
+            progress("trying git submodule update --init third_party/llama.cpp")
+        fetched = _git(["submodule", "update", "--init", str(SUBMODULE)], root, timeout=60)
+        if fetched is not None and fetched.returncode == 0 and is_llama_tree(root / SUBMODULE):
+            return describe_tree(root / SUBMODULE, origin="submodule")
     return SourceTree(fetch_pinned(progress), PINNED_COMMIT, PINNED_COMMIT, "sdist")
