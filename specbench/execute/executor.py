@@ -148,8 +148,6 @@ class DuetExecutor(ProcessExecutor):
 
     def run(self, batch: list[tuple[int, Invocation]], run_dir: Path) -> list[Outcome]:
         commands = [self._command(inv, index, run_dir, self._cpus(inv)) for index, inv in batch]
-        if len(batch) == len(self.sets) and not any(inv.warmup for _, inv in batch):
-            results = run_together(commands)
-        else:
-            results = [run_together([c])[0] for c in commands]
+        together = len(batch) == len(self.sets) and not any(inv.warmup for _, inv in batch)  # a pair
+        results = run_together(commands) if together else [run_together([c])[0] for c in commands]
         return [self._outcome(inv, res, run_dir) for (_, inv), res in zip(batch, results, strict=True)]
