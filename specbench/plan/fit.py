@@ -112,9 +112,7 @@ def check_fit(
 def tokens_at_most(p: RenderedPrompt) -> int:
     """The most tokens llama.cpp makes of ``p`` with BOS/EOS: its count where the target's tokenizer
     made one, else its depth plus its UTF-8 bytes (a token spells at least one byte)."""
-    if p.tokens is not None:
-        return p.tokens + SPECIAL_TOKENS
-    return p.depth + len(p.text.encode("utf-8")) + SPECIAL_TOKENS
+    return (p.tokens if p.tokens is not None else p.depth + len(p.text.encode("utf-8"))) + SPECIAL_TOKENS
 
 
 def one_batch(
