@@ -129,14 +129,10 @@ def _build(plan: BuildPlan, jobs: int | None, force: bool, progress: ProgressFn 
             raise
 
 
-def _unified_roles(
-    path: Path | None, have: set[str], note: Callable[[str, str], None]
-) -> dict[str, BinaryInfo]:
+def _unified_roles(path: Path, have: set[str], note: Callable[[str, str], None]) -> dict[str, BinaryInfo]:
     """The roles the unified `llama` program plays where no standalone program does: each role's
     first command (``ROLE_COMMANDS``) whose ``--help`` the program answers."""
     found: dict[str, BinaryInfo] = {}
-    if path is None:
-        return found
     for role, names in ROLE_COMMANDS.items():
         if role in have:
             continue
@@ -231,7 +227,8 @@ def _build_in(
     for role, name in roles.items():
         note("probe", f"probing {name} --help")
         binaries[role] = probe_binary(role, copied[name])
-    binaries.update(_unified_roles(copied.get(UNIFIED_TARGET), set(binaries), note))
+    if unified:
+        binaries.update(_unified_roles(copied[UNIFIED_TARGET], set(binaries), note))
     if "completion" not in binaries and "speculative" not in binaries:
         raise BuildError(
             f"{tree.path} builds a `llama` program with no completion or speculative command; "

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -184,16 +185,14 @@ def decode(binary: BinaryInfo, argv: list[str], wtype: str, facts: CrashFacts) -
         known = classify(stderr, code, None, facts)
         reason = f"exit code {code}: {known.line if known else error_line(stderr) or last[:200]}"
         return TypeCheck(wtype=wtype, outcome="failed", rc=code, reason=reason, wall_s=wall)
-    try:
+    log = None
+    with suppress(ParseError):
         log = parse_text(stderr, file=f"self-test {wtype}")
-    except ParseError:
-        log = None
     perf = log.perf.target if log is not None and log.perf else None
-    if perf is None or not perf.eval_runs:
-        # llama.cpp logs from a thread the main one does not wait for at exit, so a run this short often
-        # ends before its statistics; exit 0 still says what this check asks: the decode did not crash.
-        return TypeCheck(wtype=wtype, outcome="ok", rc=0, reason=CUT_SHORT, wall_s=wall)
-    return TypeCheck(wtype=wtype, outcome="ok", rc=0, wall_s=wall)
+    # llama.cpp logs from a thread the main one does not wait for at exit, so a run this short often
+    # ends before its statistics; exit 0 still says what this check asks: the decode did not crash.
+    cut_short = perf is None or not perf.eval_runs
+    return TypeCheck(wtype=wtype, outcome="ok", rc=0, reason=CUT_SHORT if cut_short else None, wall_s=wall)
 
 
 def run_selftest(info: BuildInfo, say: Say | None = None, types: tuple[str, ...] = WEIGHT_TYPES) -> SelfTest:
