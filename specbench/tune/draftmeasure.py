@@ -65,13 +65,6 @@ def _predicted(target: DraftRow, row: DraftRow, tokens_per_pass: float | None) -
     return model_speedup(target.pass_costs, row.pass_costs, row.draft_max, tokens_per_pass)
 
 
-def _llama_cpp(base: Config | None, backend: str) -> Any:
-    """The config's llama_cpp section as data (one build or a list), else the pricing build's backend."""
-    if base is None:
-        return {"backend": backend}
-    return base.model_dump(mode="json", include={"llama_cpp"}, exclude_none=True)["llama_cpp"]
-
-
 def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str, Path], base: Config | None,
                    backend: str, overrides: dict[str, Any] | None = None) -> Config:  # fmt: skip
     """The run config: the target and each chosen draft as a pair at its draft length (``overrides``:
@@ -81,14 +74,16 @@ def measure_config(result: DraftsResult, chosen: list[DraftRow], files: dict[str
     for i, row in enumerate(chosen, 1):
         models[f"draft{i}"] = {"path": str(files[row.candidate])}
         pairs[f"draft{i}"] = {"target": "target", "draft": f"draft{i}"}
+    # the config's llama.cpp (one build or a list) and prompts, else the pricing build's backend
+    if base is None:
+        kept = {"llama_cpp": {"backend": backend}, "prompts": {"suite": "builtin", "ids": PROMPT_IDS}}
+    else:
+        kept = base.model_dump(mode="json", include={"llama_cpp", "prompts"}, exclude_none=True)
     data: dict[str, Any] = {
         "name": "drafts-measure",
-        "llama_cpp": _llama_cpp(base, backend),
+        **kept,
         "models": models,
         "pairs": pairs,
-        "prompts": base.prompts.model_dump(mode="json", exclude_none=True)
-        if base
-        else {"suite": "builtin", "ids": PROMPT_IDS},
         "sweep": {DRAFT_LENGTH.key: sorted({r.draft_max for r in chosen if r.draft_max})},  # rest: defaults
         "generation": {"n_predict": N_PREDICT},
         "repetitions": "auto",
