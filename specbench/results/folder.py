@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specbench.base.errors import RunError
+from specbench.base.errors import ParseError, RunError
 from specbench.base.files import write_atomic
 from specbench.base.paths import os_problem
 
@@ -182,7 +182,6 @@ def mark_orphans(run_dir: Path, samples: Iterable[Sample]) -> list[Path]:
 
 def _finished(stderr: Path) -> bool:
     """Whether a llama.cpp log got as far as its closing statistics."""
-    from specbench.base.errors import ParseError
     from specbench.parse.process import parse_file
 
     try:
