@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from specbench.base.errors import ModelError
 from specbench.models import hf
@@ -29,14 +29,10 @@ class RangeSource:
     url: str
     headers: dict[str, str]
     size: int | None = None  # the file's size (from the API or Content-Range)
-    ranges: list[tuple[int, int]] = field(default_factory=list)  # (start, bytes received)
+    bytes_read: int = 0  # received, over every range read
     _start: int = 0
     _data: bytes = b""
     _chunk: int = FIRST_CHUNK
-
-    @property
-    def bytes_read(self) -> int:
-        return sum(n for _, n in self.ranges)
 
     def read(self, offset: int, n: int) -> bytes:
         i = offset - self._start
@@ -44,7 +40,7 @@ class RangeSource:
             return self._data[i:]
         keep = self._data[i:] if 0 <= i < len(self._data) else b""
         ask_from = offset + len(keep)
-        contiguous = self.ranges and ask_from == self._start + len(self._data)
+        contiguous = self.bytes_read > 0 and ask_from == self._start + len(self._data)
         self._chunk = min(self._chunk * 2, MAX_CHUNK) if contiguous else FIRST_CHUNK
         ask = max(n - len(keep), self._chunk)
         if self.size is not None:
@@ -65,7 +61,6 @@ class RangeSource:
         headers = dict(self.headers, Range=f"bytes={start}-{start + n - 1}")
         with get_session().stream("GET", self.url, headers=headers, follow_redirects=True, timeout=60) as r:
             if r.status_code == 416:  # asked past the end
-                self.ranges.append((start, 0))
                 return b""
             hf_raise_for_status(r)
             if r.status_code == 200 and start > 0:
@@ -80,7 +75,7 @@ class RangeSource:
                 if got >= n:
                     break
         data = b"".join(chunks)[:n]
-        self.ranges.append((start, len(data)))
+        self.bytes_read += len(data)
         return data
 
 
