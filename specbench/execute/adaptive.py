@@ -97,8 +97,7 @@ class AdaptivePlan:
             # sample cannot be made precise by repeating it; the report says why), where not yet
             # precise (or where ``undecided`` names it)
             more = grow and st.reps < self.maximum and st.any_valid
-            if more:
-                more = key in open_keys if open_keys is not None else not self.precise(st)
+            more = more and (key in open_keys if open_keys is not None else not self.precise(st))
             targets[key] = st.reps + (1 if more else 0)
         return targets
 
