@@ -85,15 +85,18 @@ class FlagSpelling(BaseModel):
         so ``-md`` is the method and no ``--spec-type`` is passed with it."""
         return bool(self.model_draft and self.draft_max) and DRAFT_SIMPLE not in self.spec_types
 
-    def speculative_argv(self, draft: str | None, spec_types: list[str], settings: dict) -> list[str]:
+    def speculative_argv(
+        self, draft: str | None, spec_types: list[str], settings: list[tuple[str | None, object]]
+    ) -> list[str]:
         """What makes this binary speculate, spelt once for the plan's cells and the self-test: ``-md
-        draft`` (a build probed before specbench read -md: the pin's), each draft setting it has a flag
-        for (``settings``: FlagSpelling keys, in order; None: left out), then ``--spec-type`` with
-        ``spec_types`` (where it lacks draft-simple, ``-md`` alone is the draft method: none)."""
+        draft`` (a build probed before specbench read -md: the pin's), each draft setting as
+        ``(its flag in this binary, value)``, in order (no flag or a None value: left out), then
+        ``--spec-type`` with ``spec_types`` (where it lacks draft-simple, ``-md`` alone is the draft
+        method: none)."""
         argv = [self.model_draft or "-md", draft] if draft is not None else []
-        for key, value in settings.items():
-            if value is not None and getattr(self, key):
-                argv += [getattr(self, key), f"{value:g}" if isinstance(value, float) else str(value)]
+        for flag, value in settings:
+            if value is not None and flag:
+                argv += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
         if spec_types != [DRAFT_SIMPLE] or DRAFT_SIMPLE in self.spec_types:
             argv += [self.spec_type or METHOD.spellings[0], ",".join(spec_types)]
         return argv

@@ -24,7 +24,7 @@ from specbench.base.childenv import child_env
 from specbench.base.errors import ParseError
 from specbench.base.files import atomic_path
 from specbench.base.formats import now_iso
-from specbench.base.llamaopts import DRAFT_LENGTH, GPU_LAYERS
+from specbench.base.llamaopts import GPU_LAYERS
 from specbench.base.methods import DRAFT_SIMPLE
 from specbench.base.paths import models_dir
 from specbench.builder import buildinfo
@@ -146,7 +146,7 @@ def decode_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]) -> 
 
 def speculative_argv(binary: BinaryInfo, model: Path, ngl: int, extra: list[str]) -> list[str]:
     """The draft method, 4 drafted, as the plan spells it for this program (``FlagSpelling``'s)."""
-    spec = binary.flags.speculative_argv(str(model), [DRAFT_SIMPLE], {DRAFT_LENGTH.key: 4})
+    spec = binary.flags.speculative_argv(str(model), [DRAFT_SIMPLE], [(binary.flags.draft_max, 4)])
     return decode_argv(binary, model, ngl, extra) + spec
 
 

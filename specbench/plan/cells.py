@@ -371,7 +371,7 @@ def speculative_flags(flags: FlagSpelling, cell: Cell, draft_path: str | None) -
     as the self-test spells them (``FlagSpelling.speculative_argv``), then the n-gram sizes. A None value,
     or one the binary has no option for, is left out (``sweep_cells`` refused or noted it)."""
     draft = str(draft_path) if cell.draft is not None else None
-    settings = {o.key: getattr(cell, o.key) for o in _DRAFTS}
+    settings = [(_flag(flags, o), getattr(cell, o.key)) for o in _DRAFTS]  # any table entry: issue 61
     argv = flags.speculative_argv(draft, spec_type_names(cell.method), settings)
     for part in ngram_parts(cell.method):
         sizes = (flags.ngram_sizes or {}).get(part)
