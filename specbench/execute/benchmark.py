@@ -21,7 +21,7 @@ from specbench.base.formats import epoch_seconds, now_iso
 from specbench.execute.executor import ProcessExecutor
 from specbench.execute.judge import judge
 from specbench.execute.preparation import Prepared
-from specbench.execute.runner import ProgressFn, execute, prepare_run_dir
+from specbench.execute.runner import ProgressFn, execute, pair_key, prepare_run_dir
 from specbench.machine.noise import NoiseRecord, NoiseWatch
 from specbench.machine.speed import Sentinel, SpeedRecord
 from specbench.models.spec import ResolvedModel
@@ -328,7 +328,7 @@ def pair_span_s(samples: Sequence[Sample]) -> float | None:
         if start is None:
             continue
         span = (start, start + s.wall_s)
-        groups.setdefault(s.model_copy(update={"build": None}).sample_key(), []).append(span)
+        groups.setdefault(pair_key(s), []).append(span)
         key = (baseline_of(s), s.prompt_id, s.repetition)
         if s.role == "baseline":
             baselines[key] = span

@@ -368,8 +368,8 @@ def starts(started: datetime, outcomes: Sequence, one_by_one: bool) -> list[str]
     return [(started + timedelta(seconds=offset)).isoformat(timespec="seconds") for offset in offsets]
 
 
-def pair_key(inv: Invocation) -> tuple:
-    return inv.model_copy(update={"build": None}).sample_key()
+def pair_key(m: Measurement) -> tuple:
+    return m.model_copy(update={"build": None}).sample_key()
 
 
 def batch_at(
