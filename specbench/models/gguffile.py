@@ -10,11 +10,6 @@ from specbench.base.errors import ModelError
 _SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 
 
-def shard_names(prefix: str, count: int) -> list[str]:
-    """The names of a split set, in order: ``PREFIX-00001-of-0000N.gguf`` ..."""
-    return [f"{prefix}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
-
-
 def split_name(name: str) -> tuple[str, int, int] | None:
     """(prefix, shard number, shard count) of a ``PREFIX-0000K-of-0000N.gguf`` name, else None."""
     m = _SPLIT_RE.match(name)
@@ -23,10 +18,18 @@ def split_name(name: str) -> tuple[str, int, int] | None:
     return m["prefix"], int(m["no"]), int(m["count"])
 
 
+def set_names(name: str) -> list[str]:
+    """The files of the model ``name`` names, in order: every shard of its split set
+    (``PREFIX-00001-of-0000N.gguf`` ...), or ``[name]`` for a single file."""
+    info = split_name(name)
+    if info is None:
+        return [name]
+    return [f"{info[0]}-{i:05d}-of-{info[2]:05d}.gguf" for i in range(1, info[2] + 1)]
+
+
 def shard_paths(first: Path) -> list[Path]:
     """All shards of a split set named after ``first`` (just ``[first]`` for a single file)."""
-    info = split_name(first.name)
-    return [first] if info is None else [first.with_name(n) for n in shard_names(info[0], info[2])]
+    return [first.with_name(n) for n in set_names(first.name)]
 
 
 def check_shards(first: Path) -> list[Path]:

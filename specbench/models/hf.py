@@ -19,7 +19,7 @@ from specbench.base.errors import ModelError
 from specbench.base.files import write_atomic
 from specbench.base.paths import UnsafePath, check_part, check_relative, inside
 from specbench.models import cache
-from specbench.models.gguffile import shard_names, split_name
+from specbench.models.gguffile import set_names, split_name
 from specbench.models.spec import HfSource, ProgressFn
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -81,14 +81,11 @@ def select_files(src: HfSource, remote: list[RemoteFile]) -> list[RemoteFile]:
                 f"({', '.join(g for g in groups[:6])}); make it select one"
             )
         chosen = min(matches)
-    info = split_name(chosen)  # the prefix keeps the folder: "Q4/model"
-    if info is None:
-        return [by_name[chosen]]
-    shards = shard_names(info[0], info[2])
-    missing = [n for n in shards if n not in by_name]
+    shards = set_names(chosen)  # a split set's names keep the folder: "Q4/model-00001-of-00002.gguf"
+    missing = [n for n in shards if n not in by_name]  # a single file is there: it was chosen
     if missing:
         raise ModelError(
-            f"split GGUF set {shards[0]} in {where} is missing {len(missing)} of {info[2]} shards "
+            f"split GGUF set {shards[0]} in {where} is missing {len(missing)} of {len(shards)} shards "
             f"({', '.join(missing[:3])}); the repo is incomplete, pick another file"
         )
     return [by_name[n] for n in shards]

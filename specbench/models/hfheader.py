@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from specbench.base.errors import ModelError
 from specbench.models import hf
-from specbench.models.gguffile import shard_names, split_name
+from specbench.models.gguffile import set_names
 from specbench.models.ggufheader import GGUFHeader, ShortRead, parse_header
 from specbench.models.spec import HfSource, hub_source
 
@@ -110,9 +110,8 @@ def list_ggufs(repo: str, revision: str = "main", pattern: str | None = None) ->
     names = sorted(n for n in by_name if n.endswith(".gguf") and fnmatch.fnmatch(n, pattern or "*.gguf"))
     out = []
     for n in names:
-        split = split_name(n)
-        shards = [n] if split is None else shard_names(split[0], split[2])
-        if split is None or split[1] == 1:
+        shards = set_names(n)
+        if shards[:1] == [n]:  # a single file, or a split set's first shard
             sizes = [by_name[s].size if s in by_name else None for s in shards]
             out.append(RemoteGGUF(repo, commit, shards, sizes, by_name[n].sha256))
     return out

@@ -274,3 +274,18 @@ def test_a_hub_answer_that_would_leave_the_cache_is_refused(empty_home, monkeypa
         fetch_hf(HfSource(repo="org/tiny", pattern="*.gguf"))
     assert words in str(exc.value) and "\n" not in str(exc.value)
     assert not empty_home.exists() or not any(p.is_file() for p in empty_home.rglob("*"))
+
+
+def test_select_files_takes_a_whole_split_set_or_names_its_missing_shards():
+    from specbench.models.hf import RemoteFile, select_files
+
+    names = ["Q4/m-00001-of-00003.gguf", "Q4/m-00003-of-00003.gguf", "one.gguf", "Q4/m-00002-of-00003.gguf"]
+    remote = [RemoteFile(name=n) for n in names]
+    src = HfSource(repo="org/m", pattern="Q4/*.gguf")
+    assert [f.name for f in select_files(src, remote)] == sorted(names[:2] + names[3:])
+    assert [f.name for f in select_files(HfSource(repo="org/m", file="one.gguf"), remote)] == ["one.gguf"]
+    missing = (
+        r"set Q4/m-00001-of-00003.gguf in org/m@main is missing 1 of 3 shards \(Q4/m-00002-of-00003.gguf\)"
+    )
+    with pytest.raises(ModelError, match=missing):
+        select_files(src, remote[:3])
