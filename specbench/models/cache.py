@@ -21,7 +21,7 @@ from specbench.base.errors import ModelError
 from specbench.base.files import write_atomic
 from specbench.base.formats import json_text
 from specbench.base.paths import models_dir
-from specbench.models.gguffile import split_name
+from specbench.models.gguffile import set_names
 from specbench.models.meta import GGUFMeta, read_metadata
 from specbench.models.spec import ProgressFn
 
@@ -147,10 +147,8 @@ def _hf_models() -> list[CachedModel]:
         repo = repo_dir.name.removeprefix("models--").replace("--", "/")
         for snapshot in sorted((repo_dir / "snapshots").glob("*")):
             for path in sorted(snapshot.rglob("*.gguf")):
-                info = split_name(path.name)
-                if info is not None and info[1] != 1:
-                    continue
-                if path.exists():  # a dangling link is a removed blob
+                # a split set once, by its first shard; a dangling link is a removed blob
+                if set_names(path.name)[:1] == [path.name] and path.exists():
                     out.append(_entry("hf", path, f"{repo}@{snapshot.name[:12]}"))
     return out
 
