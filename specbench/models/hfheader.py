@@ -132,8 +132,8 @@ def read_remote_header(model: RemoteGGUF) -> RemoteHeader:
     from huggingface_hub import hf_hub_url
     from huggingface_hub.utils import build_hf_headers
 
-    first: GGUFHeader | None = None
-    params = read = 0
+    headers: list[GGUFHeader] = []
+    read = 0
     for name, size in zip(model.files, model.sizes, strict=True):
         url = hf_hub_url(model.repo, name, revision=model.revision, endpoint=hf._endpoint())
         src = RangeSource(url, build_hf_headers(token=hf._token()), size)
@@ -153,7 +153,5 @@ def read_remote_header(model: RemoteGGUF) -> RemoteHeader:
             raise ModelError(
                 f"{where} is truncated: its tensors need {header.data_end} bytes but the file has {src.size}"
             )
-        params += sum(t.n_elements for t in header.tensors)
-        first = first or header
-    assert first is not None
-    return RemoteHeader(first, params, read)
+        headers.append(header)
+    return RemoteHeader(headers[0], sum(t.n_elements for h in headers for t in h.tensors), read)
