@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
+from itertools import takewhile
 from pathlib import Path
 
 from specbench.base import interrupts, lifeline
@@ -90,16 +91,9 @@ def error_lines(log_text: str) -> list[str]:
         if not re.search(r"\berror\b:|CMake Error|^FAILED:", line, re.I):
             continue
         text = line.rstrip()
-        if "CMake Error" in line:
-            more = []
-            for follow in lines[i + 1 : i + 12]:
-                if follow.strip() and not follow[:1].isspace():
-                    break
-                if follow.strip():
-                    more.append(follow.strip())
-                if len(more) == 4:
-                    break
-            text = " ".join([text, *more])
+        if "CMake Error" in line:  # its message: up to 4 of the indented lines that follow it
+            block = takewhile(lambda ln: not ln.strip() or ln[:1].isspace(), lines[i + 1 : i + 12])
+            text = " ".join([text, *[ln.strip() for ln in block if ln.strip()][:4]])
         hits.append(text)
     return hits
 

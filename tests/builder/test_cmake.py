@@ -10,6 +10,10 @@ def test_cmake_errors_keep_their_message():
     log += "    CUDA::cublas\n\n  but the target was not found.\n-- Configuring incomplete\n"
     [line] = error_lines(log)
     assert "CUDA::cublas" in line and "but the target was not found." in line and "incomplete" not in line
+    long = (
+        "CMake Error at y.txt:1:\n" + "".join(f"  line {i}\n\n" for i in range(1, 7)) + "CMake Error: two\n"
+    )
+    assert error_lines(long) == ["CMake Error at y.txt:1: line 1 line 2 line 3 line 4", "CMake Error: two"]
 
 
 def test_error_lines_keep_the_last_compiler_errors(tmp_path):
