@@ -141,8 +141,9 @@ def _hub_error(src: HfSource, exc: Exception) -> ModelError:
         return ModelError(
             f"the Hugging Face Hub at {_endpoint()} answered HTTP {status} for {src.repo}; try again later"
         )
+    said = next(iter(str(exc).splitlines()), "")  # an exception may carry no message at all
     return ModelError(
-        f"fetching {src.repo} failed: {scrub(type(exc).__name__ + ': ' + str(exc).splitlines()[0])}"
+        f"fetching {src.repo} failed: {scrub(type(exc).__name__ + (': ' + said if said else ''))}"
     )
 
 

@@ -289,3 +289,13 @@ def test_select_files_takes_a_whole_split_set_or_names_its_missing_shards():
     )
     with pytest.raises(ModelError, match=missing):
         select_files(src, remote[:3])
+
+
+def test_an_error_without_a_message_is_still_one_line():
+    """huggingface_hub and httpx raise some errors with an empty message: the line names the type
+    (it was an IndexError traceback)."""
+    from specbench.models.hf import HfSource, _hub_error
+
+    src = HfSource(repo="o/m", file="m.gguf")
+    assert str(_hub_error(src, OSError())) == "fetching o/m failed: OSError"
+    assert str(_hub_error(src, ValueError("bad\nmore"))) == "fetching o/m failed: ValueError: bad"
