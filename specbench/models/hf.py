@@ -21,6 +21,7 @@ from specbench.base.paths import UnsafePath, check_part, check_relative, inside
 from specbench.models import cache
 from specbench.models.gguffile import set_names, split_name
 from specbench.models.spec import HfSource, ProgressFn
+from specbench.parse.crash import first_line
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -141,7 +142,7 @@ def _hub_error(src: HfSource, exc: Exception) -> ModelError:
         return ModelError(
             f"the Hugging Face Hub at {_endpoint()} answered HTTP {status} for {src.repo}; try again later"
         )
-    said = next(iter(str(exc).splitlines()), "")  # an exception may carry no message at all
+    said = first_line(str(exc))
     return ModelError(
         f"fetching {src.repo} failed: {scrub(type(exc).__name__ + (': ' + said if said else ''))}"
     )
@@ -215,7 +216,7 @@ def _safe(check, value: object) -> bool:
 
 
 def _reason(exc: Exception) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    text = first_line(str(exc)) or type(exc).__name__
     return scrub(text)[:120]
 
 

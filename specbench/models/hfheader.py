@@ -16,6 +16,7 @@ from specbench.models import hf
 from specbench.models.gguffile import set_names
 from specbench.models.ggufheader import GGUFHeader, ShortRead, parse_header
 from specbench.models.spec import HfSource, hub_source
+from specbench.parse.crash import first_line
 
 FIRST_CHUNK = 512 * 1024  # bytes asked for first; each next contiguous read asks for twice as many,
 MAX_CHUNK = 2 << 20  # up to this (so a header is overshot by at most 2 MB)
@@ -143,7 +144,7 @@ def read_remote_header(model: RemoteGGUF) -> RemoteHeader:
         except ShortRead as exc:
             raise ModelError(f"{where} is truncated: it ends inside its GGUF header") from exc
         except (ValueError, struct.error, OverflowError) as exc:  # not GGUF, no Range support, too big
-            raise ModelError(f"{where}: {str(exc).splitlines()[0][:160]}") from exc
+            raise ModelError(f"{where}: {(first_line(str(exc)) or type(exc).__name__)[:160]}") from exc
         except Exception as exc:
             raise hf._hub_error(
                 HfSource.model_construct(repo=model.repo, file=name, revision=model.revision), exc

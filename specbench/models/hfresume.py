@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from specbench.base.paths import inside
+from specbench.parse.crash import first_line
 
 ATTEMPTS = 5  # transfers per process before the run gives up (the bytes stay for the next run)
 
@@ -65,7 +66,7 @@ def download(
                     os.fsync(fh.fileno())
             return part
         except (httpx2.TransportError, httpx2.StreamError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            reason = first_line(str(exc)) or type(exc).__name__
     if size is not None and part.exists() and part.stat().st_size >= size:
         return part
     raise TransferBroken(reason, part.stat().st_size if part.exists() else 0)

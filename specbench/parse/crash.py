@@ -122,6 +122,12 @@ def last_line(text: str) -> str:
     return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
 
 
+def first_line(text: str) -> str:
+    """The first line that says something ("" when none does): an exception's message in one line
+    (some carry none, where ``splitlines()[0]`` was an IndexError)."""
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
 # llama.cpp's level prefix of an error line (pinned build: ``0.00.123.456 E ``)
 _LEVEL_E = re.compile(r"^\d+\.\d{2}\.\d{3}\.\d{3} E ")
 _LEVELED = re.compile(r"^\d+\.\d{2}\.\d{3}\.\d{3} [A-Z] ")

@@ -19,6 +19,7 @@ from specbench.gate.ab import PairedComparison, paired_compare
 from specbench.gate.bisect import BisectState
 from specbench.gate.decision import THRESHOLD, Status
 from specbench.gate.paired import ab_word
+from specbench.parse.crash import first_line
 from specbench.plan.sections import SweepConfig
 from specbench.results.cell import CELL_FIELDS
 from specbench.results.folder import BISECT, REPORT, REPORT_PAGE, has_manifest
@@ -134,7 +135,7 @@ def scan(roots: list[Path], recorded: list[str]) -> Folders:
                 continue
             run = read_run_folder(path)
         except (SpecbenchError, OSError, ValueError, ValidationError) as exc:
-            out.notes.append(f"left out {path}: {str(exc).splitlines()[0]}")
+            out.notes.append(f"left out {path}: {first_line(str(exc)) or type(exc).__name__}")
             continue
         out.runs.setdefault(run.key, run)
         if len(run.builds) >= 2:

@@ -18,6 +18,7 @@ from pathlib import Path
 from specbench.base.errors import InputError, SpecbenchError
 from specbench.base.paths import check_path, nearest_existing, os_problem, shorten
 from specbench.base.redact import redact
+from specbench.parse.crash import first_line
 from specbench.publish import pages
 from specbench.publish.folders import REPORT_HTML, RunFolder, scan
 from specbench.publish.series import load_series
@@ -145,7 +146,7 @@ def _run_page(tmp: Path, key: str, point, folder: RunFolder | None, ab_by_key: d
             _write(tmp, rel, page)
             report = Path(rel).name
         except (SpecbenchError, OSError) as exc:
-            missing = f"no report: {str(exc).splitlines()[0]}"
+            missing = f"no report: {first_line(str(exc)) or type(exc).__name__}"
             notes.append(f"run {folder.run_id}: {missing}")
     else:
         where = point.run_dir if point is not None and point.run_dir else "its folder"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from specbench.execute.outputs import failure_reason
-from specbench.parse.crash import CrashFacts, classify, error_line, exit_status, last_line
+from specbench.parse.crash import CrashFacts, classify, error_line, exit_status, first_line, last_line
 
 LOGS = Path(__file__).parents[1] / "data" / "crash_logs"
 PLAIN_CPU = frozenset({"avx2", "avx512f", "fma"})
@@ -143,3 +143,8 @@ def test_exit_status_names_the_signal_of_a_negative_return_code():
 def test_last_line_is_the_last_line_that_says_something():
     assert last_line("loading\n  error: bad magic  \n\n   \n") == "error: bad magic"
     assert last_line("\n \n") == ""
+
+
+def test_first_line_is_the_first_line_that_says_something():
+    assert first_line("\n  bad magic  \nat offset 4\n") == "bad magic"
+    assert first_line("") == "" and first_line("\n \n") == ""
